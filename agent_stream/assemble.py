@@ -1,0 +1,481 @@
+"""Assembler: a Message stream in arrival order in, a Transcript (threads > blocks > messages) out.
+
+Messages are keyed by (thread_id, message_id), so ids reused in different threads never collide;
+blocks by block_id alone (one block may span several threads). Text appended to one path is kept
+as a list of parts and joined when read, so a million one-character deltas cost linear time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_stream import delta as _delta
+from agent_stream.errors import DeltaError, InvalidMessage, StreamWarning, UnknownMessage
+from agent_stream.message import (
+    BLOCK_END,
+    BLOCK_START,
+    DELTA_ACTIONS,
+    MESSAGE_END,
+    MESSAGE_START,
+    STREAM_END,
+    STREAM_START,
+    TEXT,
+    THREAD_END,
+    THREAD_START,
+    Message,
+)
+
+STREAMING = "streaming"
+COMPLETED = "completed"
+INCOMPLETE = "incomplete"
+
+Key = tuple[str | None, str]
+
+
+class MessageState:
+    """One logical message as assembled so far."""
+
+    __slots__ = (
+        "_hot_parts",
+        "_hot_path",
+        "_props",
+        "block_id",
+        "chunk_count",
+        "duplicates",
+        "message_id",
+        "reported_chunk_count",
+        "status",
+        "thread_id",
+        "type",
+    )
+
+    def __init__(self, message_id: str | None, thread_id: str | None, block_id: str | None,
+                 type_: str) -> None:
+        self.message_id = message_id
+        self.thread_id = thread_id
+        self.block_id = block_id
+        self.type = type_
+        self._props: dict[str, Any] = {}
+        self.chunk_count = 0
+        self.duplicates = 0
+        self.status = STREAMING
+        self.reported_chunk_count: int | None = None
+        self._hot_path: str | None = None
+        self._hot_parts: list[str] = []
+
+    @property
+    def props(self) -> dict[str, Any]:
+        """The merged props (text appended so far joined into place)."""
+        self._materialize()
+        return self._props
+
+    @property
+    def content(self) -> str:
+        """props.content when it is a string, else ""."""
+        c = self.props.get("content")
+        return c if isinstance(c, str) else ""
+
+    def _materialize(self) -> None:
+        if self._hot_path is not None:
+            parts = self._hot_parts
+            if len(parts) > 1:
+                joined = "".join(parts)
+                parts.clear()
+                parts.append(joined)
+            _delta.set_path(self._props, self._hot_path, parts[0])
+
+    def _cool(self) -> None:
+        self._materialize()
+        self._hot_path = None
+        self._hot_parts = []
+
+    def apply(self, msg: Message) -> None:
+        """Merge one content chunk; DeltaError leaves the message as it was."""
+        if not msg.delta:
+            self._cool()
+            self._props = _delta.copy_json(msg.props) if msg.props else {}
+            self.type = msg.type
+            return
+        action = msg.delta_action or "append"
+        path = msg.delta_path
+        chunk_props = msg.props or {}
+        if action == "append":
+            if path is None and len(chunk_props) == 1:
+                (k, v), = chunk_props.items()
+                if isinstance(v, str) and "." not in k:
+                    path, value = k, v
+                else:
+                    value = None
+            elif path is not None:
+                value = _delta.read_path(chunk_props, path)
+            else:
+                value = None
+            if isinstance(value, str) and path is not None:
+                if path == self._hot_path:
+                    self._hot_parts.append(value)
+                    return
+                self._cool()
+                _, _, cur = _delta._locate(self._props, _delta.split_path(path), path)
+                if cur is _delta._MISSING or cur is None or isinstance(cur, str):
+                    self._hot_path = path
+                    self._hot_parts = [cur if isinstance(cur, str) else "", value]
+                    if cur is _delta._MISSING or cur is None:
+                        _delta.set_path(self._props, path, "")
+                    return
+                _delta.check_append(cur, value, path)  # raises: a string onto a non-string
+        elif action not in DELTA_ACTIONS:
+            raise DeltaError(f"unknown delta_action {action!r}")
+        self._cool()
+        self._props = _delta.apply(self._props, action, path, chunk_props)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message_id,
+            "thread_id": self.thread_id,
+            "block_id": self.block_id,
+            "type": self.type,
+            "props": self.props,
+            "chunk_count": self.chunk_count,
+            "status": self.status,
+        }
+
+
+@dataclass
+class BlockState:
+    block_id: str
+    type: str | None = None
+    label: str | None = None
+    status: str = STREAMING
+    thread_ids: list[str] = field(default_factory=list)
+    message_keys: list[Key] = field(default_factory=list)
+    duration_ms: int | None = None
+
+    @property
+    def message_count(self) -> int:
+        return len(self.message_keys)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "block_id": self.block_id,
+            "type": self.type,
+            "label": self.label,
+            "status": self.status,
+            "message_count": self.message_count,
+            "thread_ids": list(self.thread_ids),
+        }
+
+
+@dataclass
+class ThreadState:
+    thread_id: str
+    type: str | None = None
+    label: str | None = None
+    status: str = STREAMING
+    message_count: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "type": self.type,
+            "label": self.label,
+            "status": self.status,
+            "message_count": self.message_count,
+        }
+
+
+class Transcript:
+    """Threads > blocks > messages, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self._messages: dict[Key, MessageState] = {}
+        self._blocks: dict[str, BlockState] = {}
+        self._threads: dict[str, ThreadState] = {}
+        self.status: str | None = None  # None until stream_start / stream_end
+        self.stream_data: dict[str, Any] = {}
+        self.warnings: list[StreamWarning] = []
+
+    @property
+    def messages(self) -> list[MessageState]:
+        return list(self._messages.values())
+
+    @property
+    def blocks(self) -> list[BlockState]:
+        return list(self._blocks.values())
+
+    @property
+    def threads(self) -> list[ThreadState]:
+        return list(self._threads.values())
+
+    @property
+    def finished(self) -> bool:
+        """True once stream_end was seen."""
+        return self.status in (COMPLETED, "error", "cancelled")
+
+    def get(self, thread_id: str | None, message_id: str) -> MessageState | None:
+        return self._messages.get((thread_id, message_id))
+
+    def block(self, block_id: str) -> BlockState | None:
+        return self._blocks.get(block_id)
+
+    def thread(self, thread_id: str) -> ThreadState | None:
+        return self._threads.get(thread_id)
+
+    def text(self) -> str:
+        """The content of every text message, concatenated in order of first appearance."""
+        return "".join(m.content for m in self._messages.values() if m.type == TEXT)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `agent-stream assemble` JSON: messages, blocks, threads."""
+        return {
+            "messages": [m.to_dict() for m in self._messages.values()],
+            "blocks": [b.to_dict() for b in self._blocks.values()],
+            "threads": [t.to_dict() for t in self._threads.values()],
+        }
+
+
+class Assembler:
+    """Feeds on Messages in arrival order and keeps a Transcript up to date.
+
+    ``feed`` raises a StreamError subclass naming the chunk and what is wrong; the transcript
+    keeps everything it had. Lost chunks and duplicates are reported in ``warnings``.
+    """
+
+    def __init__(self) -> None:
+        self.transcript = Transcript()
+        self._seen_chunks: set[str] = set()
+        self._anon = 0
+
+    @property
+    def warnings(self) -> list[StreamWarning]:
+        return self.transcript.warnings
+
+    def feed_all(self, messages: Iterable[Message]) -> Transcript:
+        for m in messages:
+            self.feed(m)
+        return self.transcript
+
+    def feed(self, msg: Message) -> None:
+        t = self.transcript
+        name = msg.event
+        if name is not None and name in _HANDLERS:
+            _HANDLERS[name](self, msg)
+            return
+        cid = msg.chunk_id
+        mid = msg.message_id
+        if cid is not None and cid in self._seen_chunks:
+            st = t._messages.get((msg.thread_id, mid or cid))
+            if st is not None:
+                st.duplicates += 1
+            t.warnings.append(StreamWarning("duplicate_chunk", "chunk id seen before; ignored",
+                                            chunk_id=cid, message_id=mid,
+                                            thread_id=msg.thread_id))
+            return
+        if mid is None:
+            if msg.delta:
+                raise DeltaError(_where(msg) + "a delta needs a message_id to merge into")
+            if msg.type_change:
+                raise UnknownMessage(_where(msg) + "type_change with no message_id to change")
+            if cid is None:
+                self._anon += 1
+                key: Key = (msg.thread_id, f"#{self._anon}")
+            else:
+                key = (msg.thread_id, cid)
+            st = self._new_message(key, None, msg)
+            st._props = _delta.copy_json(msg.props) if msg.props else {}
+            st.chunk_count = 1
+            st.status = COMPLETED
+            if cid is not None:
+                self._seen_chunks.add(cid)
+            return
+        key = (msg.thread_id, mid)
+        st = t._messages.get(key)
+        if msg.type_change:
+            if st is None:
+                raise UnknownMessage(_where(msg) + "type_change for a message not seen before")
+            st._cool()
+            st.type = msg.type
+            if msg.props is not None:
+                st._props = _delta.copy_json(msg.props)
+        else:
+            if st is None:
+                st = self._new_message(key, mid, msg)
+                try:
+                    st.apply(msg)
+                except Exception:
+                    self._forget(key)
+                    raise
+            else:
+                try:
+                    st.apply(msg)
+                except DeltaError as exc:
+                    raise DeltaError(_where(msg) + str(exc)) from None
+            if st.block_id is None and msg.block_id is not None:
+                self._attach_block(st, key, msg.block_id)
+        st.chunk_count += 1
+        if cid is not None:
+            self._seen_chunks.add(cid)
+
+    # -- structure ------------------------------------------------------------------------------
+    def _new_message(self, key: Key, mid: str | None, msg: Message) -> MessageState:
+        st = MessageState(mid, msg.thread_id, None, msg.type)
+        self.transcript._messages[key] = st
+        if msg.thread_id is not None:
+            self._thread(msg.thread_id).message_count += 1
+        if msg.block_id is not None:
+            self._attach_block(st, key, msg.block_id)
+        return st
+
+    def _forget(self, key: Key) -> None:
+        st = self.transcript._messages.pop(key)
+        if st.thread_id is not None:
+            self._thread(st.thread_id).message_count -= 1
+        if st.block_id is not None:
+            self._block(st.block_id).message_keys.remove(key)
+
+    def _attach_block(self, st: MessageState, key: Key, block_id: str) -> None:
+        st.block_id = block_id
+        b = self._block(block_id)
+        b.message_keys.append(key)
+        if st.thread_id is not None and st.thread_id not in b.thread_ids:
+            b.thread_ids.append(st.thread_id)
+
+    def _block(self, block_id: str) -> BlockState:
+        b = self.transcript._blocks.get(block_id)
+        if b is None:
+            b = self.transcript._blocks[block_id] = BlockState(block_id)
+        return b
+
+    def _thread(self, thread_id: str) -> ThreadState:
+        th = self.transcript._threads.get(thread_id)
+        if th is None:
+            th = self.transcript._threads[thread_id] = ThreadState(thread_id)
+        return th
+
+    # -- lifecycle events ----------------------------------------------------------------------
+    def _on_stream_start(self, msg: Message) -> None:
+        self.transcript.status = STREAMING
+        self.transcript.stream_data = dict(msg.event_data)
+
+    def _on_stream_end(self, msg: Message) -> None:
+        data = msg.event_data
+        status = _status(data.get("status"), msg)
+        t = self.transcript
+        t.status = status
+        t.stream_data.update(data)
+        for st in t._messages.values():
+            if st.status == STREAMING:
+                st.status = status
+        for b in t._blocks.values():
+            if b.status == STREAMING:
+                b.status = status
+        for th in t._threads.values():
+            if th.status == STREAMING:
+                th.status = status
+
+    def _on_thread_start(self, msg: Message) -> None:
+        data = msg.event_data
+        tid = _id(data.get("thread_id") or msg.thread_id, "thread_id", msg)
+        th = self._thread(tid)
+        th.type = data.get("type", th.type)
+        th.label = data.get("label", th.label)
+
+    def _on_thread_end(self, msg: Message) -> None:
+        data = msg.event_data
+        tid = _id(data.get("thread_id") or msg.thread_id, "thread_id", msg)
+        self._thread(tid).status = _status(data.get("status"), msg)
+
+    def _on_block_start(self, msg: Message) -> None:
+        data = msg.event_data
+        bid = _id(data.get("block_id") or msg.block_id, "block_id", msg)
+        b = self._block(bid)
+        b.type = data.get("type", b.type)
+        b.label = data.get("label", b.label)
+        if msg.thread_id is not None and msg.thread_id not in b.thread_ids:
+            b.thread_ids.append(msg.thread_id)
+
+    def _on_block_end(self, msg: Message) -> None:
+        data = msg.event_data
+        bid = _id(data.get("block_id") or msg.block_id, "block_id", msg)
+        b = self._block(bid)
+        b.status = _status(data.get("status"), msg)
+        b.duration_ms = data.get("duration_ms")
+
+    def _on_message_start(self, msg: Message) -> None:
+        data = msg.event_data
+        mid = _id(data.get("message_id") or msg.message_id, "message_id", msg)
+        tid = data.get("thread_id") or msg.thread_id
+        key = (tid, mid)
+        if key in self.transcript._messages:
+            return
+        typ = data.get("type") or "text"
+        start = Message(type=typ, message_id=mid, thread_id=tid, block_id=msg.block_id)
+        self._new_message(key, mid, start)
+
+    def _on_message_end(self, msg: Message) -> None:
+        data = msg.event_data
+        mid = _id(data.get("message_id") or msg.message_id, "message_id", msg)
+        tid = data.get("thread_id") or msg.thread_id
+        st = self.transcript._messages.get((tid, mid))
+        if st is None:
+            self.transcript.warnings.append(StreamWarning(
+                "unknown_message", "message_end for a message never seen",
+                chunk_id=msg.chunk_id, message_id=mid, thread_id=tid))
+            return
+        status = _status(data.get("status"), msg)
+        reported = data.get("chunk_count")
+        if isinstance(reported, int) and not isinstance(reported, bool):
+            st.reported_chunk_count = reported
+            if reported != st.chunk_count:
+                st.status = INCOMPLETE
+                self.transcript.warnings.append(StreamWarning(
+                    "chunks_lost",
+                    f"message_end reports {reported} chunks, {st.chunk_count} arrived",
+                    chunk_id=msg.chunk_id, message_id=mid, thread_id=tid))
+                return
+        st.status = status
+
+
+def _status(value: Any, msg: Message) -> str:
+    if value is None:
+        return COMPLETED
+    if not isinstance(value, str) or not value:
+        raise InvalidMessage(_where(msg) + f"event status must be a string, got {value!r}")
+    return value
+
+
+def _id(value: Any, name: str, msg: Message) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidMessage(_where(msg) + f"{msg.event} event has no {name}")
+    return value
+
+
+def _where(msg: Message) -> str:
+    parts = [f"{k} {v}" for k, v in (("chunk", msg.chunk_id), ("message", msg.message_id),
+                                     ("thread", msg.thread_id)) if v]
+    return (", ".join(parts) + ": ") if parts else ""
+
+
+_HANDLERS = {
+    STREAM_START: Assembler._on_stream_start,
+    STREAM_END: Assembler._on_stream_end,
+    THREAD_START: Assembler._on_thread_start,
+    THREAD_END: Assembler._on_thread_end,
+    BLOCK_START: Assembler._on_block_start,
+    BLOCK_END: Assembler._on_block_end,
+    MESSAGE_START: Assembler._on_message_start,
+    MESSAGE_END: Assembler._on_message_end,
+}
+
+
+def assemble(messages: Iterable[Message]) -> Transcript:
+    """Assemble a whole stream at once."""
+    return Assembler().feed_all(messages)
+
+
+def iter_text(transcript: Transcript) -> Iterator[tuple[Key, str]]:
+    """(thread_id, message_id) and content of each text message."""
+    for key, st in transcript._messages.items():
+        if st.type == TEXT:
+            yield key, st.content

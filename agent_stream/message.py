@@ -1,0 +1,468 @@
+"""The Message DSL: one chunk of a hierarchical agent stream, its built-in types and events.
+
+A ``Message`` is the only currency between agent_stream's layers. JSON in and out follows the
+spec exactly: empty fields are omitted, custom types are plain strings, unknown top-level keys are
+rejected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_stream.errors import InvalidMessage
+
+DeltaAction = Literal["append", "replace", "merge", "set"]
+DELTA_ACTIONS: frozenset[str] = frozenset(("append", "replace", "merge", "set"))
+Status = Literal["completed", "error", "cancelled"]
+
+# Built-in type names.
+TEXT = "text"
+THINKING = "thinking"
+LOADING = "loading"
+TOOL_CALL = "tool_call"
+ERROR = "error"
+IMAGE = "image"
+AUDIO = "audio"
+VIDEO = "video"
+ACTION = "action"
+EVENT = "event"
+USER_INPUT = "user_input"
+REFUSAL = "refusal"
+BUILTIN_TYPES = frozenset(
+    (TEXT, THINKING, LOADING, TOOL_CALL, ERROR, IMAGE, AUDIO, VIDEO, ACTION, EVENT, USER_INPUT)
+)
+
+# Lifecycle event names (props.event of a Message of type "event").
+STREAM_START = "stream_start"
+STREAM_END = "stream_end"
+THREAD_START = "thread_start"
+THREAD_END = "thread_end"
+BLOCK_START = "block_start"
+BLOCK_END = "block_end"
+MESSAGE_START = "message_start"
+MESSAGE_END = "message_end"
+LIFECYCLE_EVENTS = frozenset(
+    (
+        STREAM_START,
+        STREAM_END,
+        THREAD_START,
+        THREAD_END,
+        BLOCK_START,
+        BLOCK_END,
+        MESSAGE_START,
+        MESSAGE_END,
+    )
+)
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class Metadata(BaseModel):
+    """Optional per-chunk metadata: Unix-ns timestamp, sequence number, trace id."""
+
+    model_config = _STRICT
+
+    timestamp: int | None = None
+    sequence: int | None = None
+    trace_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("timestamp", self.timestamp), ("sequence", self.sequence),
+                                  ("trace_id", self.trace_id)) if v is not None}
+
+
+class Message(BaseModel):
+    """One chunk of the stream (spec 002). Fields left empty are omitted from JSON."""
+
+    model_config = _STRICT
+
+    type: str = Field(min_length=1)
+    props: dict[str, Any] | None = None
+    chunk_id: str | None = None
+    message_id: str | None = None
+    block_id: str | None = None
+    thread_id: str | None = None
+    delta: bool = False
+    delta_path: str | None = None
+    delta_action: DeltaAction | None = None
+    type_change: bool = False
+    metadata: Metadata | None = None
+
+    # -- JSON -------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's JSON object: keys in spec order, empty fields left out."""
+        d: dict[str, Any] = {"type": self.type}
+        if self.props:
+            d["props"] = self.props
+        if self.chunk_id:
+            d["chunk_id"] = self.chunk_id
+        if self.message_id:
+            d["message_id"] = self.message_id
+        if self.block_id:
+            d["block_id"] = self.block_id
+        if self.thread_id:
+            d["thread_id"] = self.thread_id
+        if self.delta:
+            d["delta"] = True
+        if self.delta_path:
+            d["delta_path"] = self.delta_path
+        if self.delta_action:
+            d["delta_action"] = self.delta_action
+        if self.type_change:
+            d["type_change"] = True
+        if self.metadata is not None:
+            md = self.metadata.to_dict()
+            if md:
+                d["metadata"] = md
+        return d
+
+    def to_json(self) -> str:
+        """Compact JSON, UTF-8 characters kept as they are."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Message:
+        """Validate a decoded JSON object; raises InvalidMessage saying what is wrong."""
+        if not isinstance(data, Mapping):
+            raise InvalidMessage(f"a Message must be a JSON object, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise InvalidMessage(_explain(exc)) from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Message:
+        """Parse one Message from JSON text; raises InvalidMessage on bad JSON or fields."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidMessage(f"not JSON: {exc.msg} at column {exc.colno}") from None
+        return cls.from_dict(data)
+
+    # -- convenience --------------------------------------------------------------------------
+    @property
+    def event(self) -> str | None:
+        """The event name when this is an event Message, else None."""
+        if self.type != EVENT or not self.props:
+            return None
+        name = self.props.get("event")
+        return name if isinstance(name, str) else None
+
+    @property
+    def event_data(self) -> dict[str, Any]:
+        """The event's data object (empty when absent)."""
+        data = (self.props or {}).get("data")
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def is_lifecycle(self) -> bool:
+        return self.event in LIFECYCLE_EVENTS
+
+    def with_ids(self, **ids: str | None) -> Message:
+        """A copy with the given id fields set (chunk_id, message_id, block_id, thread_id)."""
+        return self.model_copy(update=ids)
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "message"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown field {loc!r}")
+        elif err["type"] == "missing":
+            parts.append(f"missing field {loc!r}")
+        else:
+            parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+# -- built-in props ---------------------------------------------------------------------------
+class _Props(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    def to_props(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class TextProps(_Props):
+    content: str = ""
+
+
+class ThinkingProps(_Props):
+    content: str = ""
+
+
+class LoadingProps(_Props):
+    message: str = ""
+    done: bool | None = None
+
+
+class ToolCallProps(_Props):
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class ErrorProps(_Props):
+    message: str
+    code: str | None = None
+    details: Any = None
+
+
+class ImageProps(_Props):
+    url: str
+    alt: str | None = None
+    width: int | None = None
+    height: int | None = None
+    detail: str | None = None
+
+
+class AudioProps(_Props):
+    url: str
+    format: str | None = None
+    duration: float | None = None
+    transcript: str | None = None
+    autoplay: bool | None = None
+    controls: bool | None = None
+
+
+class VideoProps(_Props):
+    url: str
+    format: str | None = None
+    duration: float | None = None
+    thumbnail: str | None = None
+    width: int | None = None
+    height: int | None = None
+    autoplay: bool | None = None
+    controls: bool | None = None
+    loop: bool | None = None
+
+
+class ActionProps(_Props):
+    name: str
+    payload: Any = None
+
+
+class EventProps(_Props):
+    event: str
+    message: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class UserInputProps(_Props):
+    content: str
+    role: str | None = None
+    name: str | None = None
+
+
+class RefusalProps(_Props):
+    content: str = ""
+
+
+PROPS_MODELS: dict[str, type[_Props]] = {
+    TEXT: TextProps,
+    THINKING: ThinkingProps,
+    LOADING: LoadingProps,
+    TOOL_CALL: ToolCallProps,
+    ERROR: ErrorProps,
+    IMAGE: ImageProps,
+    AUDIO: AudioProps,
+    VIDEO: VideoProps,
+    ACTION: ActionProps,
+    EVENT: EventProps,
+    USER_INPUT: UserInputProps,
+    REFUSAL: RefusalProps,
+}
+
+
+def typed_props(msg: Message) -> _Props | None:
+    """The props of a built-in type as its model (None for custom types); InvalidMessage if bad."""
+    model = PROPS_MODELS.get(msg.type)
+    if model is None:
+        return None
+    try:
+        return model.model_validate(msg.props or {})
+    except ValidationError as exc:
+        raise InvalidMessage(f"{msg.type} props: {_explain(exc)}") from None
+
+
+# -- constructors -----------------------------------------------------------------------------
+def _msg(type_: str, props: _Props, ids: Mapping[str, Any]) -> Message:
+    return Message(type=type_, props=props.to_props(), **ids)
+
+
+def text(content: str, **ids: Any) -> Message:
+    """A whole text message."""
+    return _msg(TEXT, TextProps(content=content), ids)
+
+
+def thinking(content: str, **ids: Any) -> Message:
+    """Model reasoning."""
+    return _msg(THINKING, ThinkingProps(content=content), ids)
+
+
+def loading(message: str, done: bool | None = None, **ids: Any) -> Message:
+    """A progress indicator."""
+    return _msg(LOADING, LoadingProps(message=message, done=done), ids)
+
+
+def tool_call(id: str | None, name: str | None, arguments: str = "", **ids: Any) -> Message:
+    """A function/tool call; ``arguments`` is a JSON string."""
+    return _msg(TOOL_CALL, ToolCallProps(id=id, name=name, arguments=arguments), ids)
+
+
+def error(message: str, code: str | None = None, details: Any = None, **ids: Any) -> Message:
+    """An error the user can read."""
+    return _msg(ERROR, ErrorProps(message=message, code=code, details=details), ids)
+
+
+def image(url: str, alt: str | None = None, **kw: Any) -> Message:
+    """An image by URL (width, height, detail optional)."""
+    ids, props = _split(kw)
+    return _msg(IMAGE, ImageProps(url=url, alt=alt, **props), ids)
+
+
+def audio(url: str, **kw: Any) -> Message:
+    """An audio clip by URL (format, duration, transcript, autoplay, controls optional)."""
+    ids, props = _split(kw)
+    return _msg(AUDIO, AudioProps(url=url, **props), ids)
+
+
+def video(url: str, **kw: Any) -> Message:
+    """A video by URL (format, duration, thumbnail, width, height, autoplay, controls, loop)."""
+    ids, props = _split(kw)
+    return _msg(VIDEO, VideoProps(url=url, **props), ids)
+
+
+def action(name: str, payload: Any = None, **ids: Any) -> Message:
+    """A system command for the client (silent in plain-text wires)."""
+    return _msg(ACTION, ActionProps(name=name, payload=payload), ids)
+
+
+def event(name: str, data: Mapping[str, Any] | None = None, message: str | None = None,
+          **ids: Any) -> Message:
+    """An event Message; lifecycle events are built by the writer."""
+    return _msg(EVENT, EventProps(event=name, message=message,
+                                  data=dict(data) if data is not None else None), ids)
+
+
+def user_input(content: str, role: str | None = None, name: str | None = None,
+               **ids: Any) -> Message:
+    """What the user typed."""
+    return _msg(USER_INPUT, UserInputProps(content=content, role=role, name=name), ids)
+
+
+_ID_FIELDS = frozenset(("chunk_id", "message_id", "block_id", "thread_id", "metadata"))
+
+
+def _split(kw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    ids = {k: v for k, v in kw.items() if k in _ID_FIELDS}
+    props = {k: v for k, v in kw.items() if k not in _ID_FIELDS}
+    return ids, props
+
+
+# -- event payloads ---------------------------------------------------------------------------
+class _EventData(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    def to_data(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class StreamStartData(_EventData):
+    request_id: str | None = None
+    trace_id: str | None = None
+    timestamp: int | None = None
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class StreamEndData(_EventData):
+    request_id: str | None = None
+    timestamp: int | None = None
+    duration_ms: int | None = None
+    status: Status = "completed"
+    error: str | None = None
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+class ThreadStartData(_EventData):
+    thread_id: str
+    type: str | None = None
+    label: str | None = None
+
+
+class ThreadEndData(_EventData):
+    thread_id: str
+    duration_ms: int | None = None
+    status: Status = "completed"
+
+
+class BlockStartData(_EventData):
+    block_id: str
+    type: str | None = None
+    label: str | None = None
+
+
+class BlockEndData(_EventData):
+    block_id: str
+    duration_ms: int | None = None
+    message_count: int | None = None
+    status: Status = "completed"
+
+
+class MessageStartData(_EventData):
+    message_id: str
+    type: str | None = None
+    thread_id: str | None = None
+    tool_call: dict[str, Any] | None = None
+
+
+class MessageEndData(_EventData):
+    message_id: str
+    type: str | None = None
+    thread_id: str | None = None
+    duration_ms: int | None = None
+    chunk_count: int | None = None
+    status: str = "completed"
+    extra: dict[str, Any] | None = None
+
+
+EVENT_DATA_MODELS: dict[str, type[_EventData]] = {
+    STREAM_START: StreamStartData,
+    STREAM_END: StreamEndData,
+    THREAD_START: ThreadStartData,
+    THREAD_END: ThreadEndData,
+    BLOCK_START: BlockStartData,
+    BLOCK_END: BlockEndData,
+    MESSAGE_START: MessageStartData,
+    MESSAGE_END: MessageEndData,
+}
+
+
+def event_data(msg: Message) -> _EventData | None:
+    """A lifecycle event's data as its model (None for other Messages); InvalidMessage if bad."""
+    name = msg.event
+    model = EVENT_DATA_MODELS.get(name) if name else None
+    if model is None:
+        return None
+    try:
+        return model.model_validate(msg.event_data)
+    except ValidationError as exc:
+        raise InvalidMessage(f"{name} data: {_explain(exc)}") from None
+
+
+def lifecycle(name: str, data: _EventData, **ids: Any) -> Message:
+    """A lifecycle event Message carrying ``data``."""
+    return Message(type=EVENT, props={"event": name, "data": data.to_data()}, **ids)

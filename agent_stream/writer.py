@@ -1,0 +1,394 @@
+"""StreamWriter: the author's API for hierarchical streams (stream > thread > block > message).
+
+IDs and lifecycle events are handled here; the author only writes content::
+
+    async with StreamWriter(sink) as out:
+        async with out.block("llm", label="Answer") as b:
+            async with b.message("thinking") as m:
+                await m.append("Let me")
+            await b.send(tool_call(id="call_1", name="search", arguments='{"q":"x"}'))
+        weather, news = await out.parallel(get_weather, get_news)
+
+Every started stream, thread, block and message is ended, with status ``error`` when its body
+raises and ``cancelled`` when it is cancelled; the exception then propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from agent_stream import delta as _delta
+from agent_stream.errors import StreamError
+from agent_stream.ids import IdGenerator
+from agent_stream.message import (
+    BLOCK_END,
+    BLOCK_START,
+    MESSAGE_END,
+    MESSAGE_START,
+    STREAM_END,
+    STREAM_START,
+    TEXT,
+    THREAD_END,
+    THREAD_START,
+    BlockEndData,
+    BlockStartData,
+    Message,
+    MessageEndData,
+    MessageStartData,
+    Metadata,
+    StreamEndData,
+    StreamStartData,
+    ThreadEndData,
+    ThreadStartData,
+    Usage,
+    lifecycle,
+)
+from agent_stream.message import text as _text
+
+Sink = Callable[[Message], Awaitable[None]]
+T = TypeVar("T")
+
+
+def _status_of(exc: BaseException | None) -> str:
+    if exc is None:
+        return "completed"
+    if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+        return "cancelled"
+    return "error"
+
+
+def _ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+class _Core:
+    """State shared by every scope of one stream: the sink, ids and sequence numbers."""
+
+    def __init__(self, sink: Sink, ids: IdGenerator, stamp: bool) -> None:
+        self.sink = sink
+        self.ids = ids
+        self.stamp = stamp
+        self.sequence = 0
+        self.block_messages: dict[str, set[tuple[str | None, str]]] = {}
+
+    def count(self, block_id: str | None, thread_id: str | None, message_id: str) -> None:
+        if block_id is not None:
+            self.block_messages.setdefault(block_id, set()).add((thread_id, message_id))
+
+    async def emit(self, msg: Message) -> None:
+        if msg.chunk_id is None:
+            msg.chunk_id = self.ids.chunk()
+        if self.stamp:
+            self.sequence += 1
+            msg.metadata = Metadata(timestamp=time.time_ns(), sequence=self.sequence)
+        await self.sink(msg)
+
+
+class Scope:
+    """Where content goes: the stream itself, a thread, or a block (possibly inside a thread)."""
+
+    def __init__(self, core: _Core, thread_id: str | None, block_id: str | None) -> None:
+        self._core = core
+        self.thread_id = thread_id
+        self.block_id = block_id
+
+    # -- structure --------------------------------------------------------------------------
+    def block(self, type: str = "mixed", label: str | None = None) -> BlockScope:
+        """A block (one LLM call, tool call, sub-task): block_start ... block_end."""
+        return BlockScope(self._core, self.thread_id, type, label)
+
+    def thread(self, label: str | None = None, type: str | None = None) -> ThreadScope:
+        """A concurrent thread of output: thread_start ... thread_end, its own thread_id."""
+        return ThreadScope(self._core, self.block_id, label, type)
+
+    def message(self, type: str = TEXT, props: Mapping[str, Any] | None = None
+                ) -> MessageHandle:
+        """A message written in deltas: message_start ... message_end."""
+        mid = self._core.ids.message()
+        self._core.count(self.block_id, self.thread_id, mid)
+        return MessageHandle(self._core, mid, self.thread_id, self.block_id, type,
+                             dict(props) if props else None)
+
+    async def parallel(self, *fns: Callable[[ThreadScope], Awaitable[T]],
+                       labels: list[str] | None = None) -> list[T]:
+        """Run each ``fn(thread)`` concurrently in a thread of its own; results in order.
+
+        When one raises, the others are cancelled (their threads end ``cancelled``) and the
+        first exception propagates.
+        """
+        if labels is not None and len(labels) != len(fns):
+            raise StreamError(f"parallel: {len(fns)} functions but {len(labels)} labels")
+
+        async def run(i: int, fn: Callable[[ThreadScope], Awaitable[T]]) -> T:
+            label = labels[i] if labels else getattr(fn, "__name__", None)
+            async with self.thread(label=label) as th:
+                return await fn(th)
+
+        tasks = [asyncio.ensure_future(run(i, fn)) for i, fn in enumerate(fns)]
+        try:
+            _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        if pending:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for task in tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        return [task.result() for task in tasks]
+
+    # -- whole messages -----------------------------------------------------------------------
+    async def send(self, msg: Message) -> Message:
+        """Send a whole message in this scope; ids are filled in. Returns what was sent."""
+        update: dict[str, Any] = {}
+        if msg.message_id is None:
+            mid = self._core.ids.message()
+            update["message_id"] = mid
+        else:
+            mid = msg.message_id
+        if msg.thread_id is None and self.thread_id is not None:
+            update["thread_id"] = self.thread_id
+        if msg.block_id is None and self.block_id is not None:
+            update["block_id"] = self.block_id
+        out = msg.model_copy(update=update) if update else msg.model_copy()
+        self._core.count(out.block_id, out.thread_id, mid)
+        await self._core.emit(out)
+        return out
+
+    async def text(self, content: str) -> Message:
+        """Send a whole text message."""
+        return await self.send(_text(content))
+
+
+class BlockScope(Scope):
+    """``async with scope.block(...)``: block_start on enter, block_end on exit."""
+
+    def __init__(self, core: _Core, thread_id: str | None, type: str,
+                 label: str | None) -> None:
+        super().__init__(core, thread_id, core.ids.block())
+        self.type = type
+        self.label = label
+        self._start = 0.0
+
+    async def __aenter__(self) -> BlockScope:
+        self._start = time.monotonic()
+        assert self.block_id is not None
+        await self._core.emit(lifecycle(
+            BLOCK_START, BlockStartData(block_id=self.block_id, type=self.type, label=self.label),
+            block_id=self.block_id, thread_id=self.thread_id))
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        assert self.block_id is not None
+        await self._core.emit(lifecycle(
+            BLOCK_END, BlockEndData(block_id=self.block_id, duration_ms=_ms(self._start),
+                                    message_count=len(
+                                        self._core.block_messages.get(self.block_id, ())),
+                                    status=_status_of(exc)),  # type: ignore[arg-type]
+            block_id=self.block_id, thread_id=self.thread_id))
+
+
+class ThreadScope(Scope):
+    """``async with scope.thread(...)``: thread_start on enter, thread_end on exit."""
+
+    def __init__(self, core: _Core, block_id: str | None, label: str | None,
+                 type: str | None) -> None:
+        super().__init__(core, core.ids.thread(), block_id)
+        self.label = label
+        self.type = type
+        self._start = 0.0
+
+    async def __aenter__(self) -> ThreadScope:
+        self._start = time.monotonic()
+        assert self.thread_id is not None
+        await self._core.emit(lifecycle(
+            THREAD_START, ThreadStartData(thread_id=self.thread_id, type=self.type,
+                                          label=self.label),
+            thread_id=self.thread_id, block_id=self.block_id))
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        assert self.thread_id is not None
+        await self._core.emit(lifecycle(
+            THREAD_END, ThreadEndData(thread_id=self.thread_id, duration_ms=_ms(self._start),
+                                      status=_status_of(exc)),  # type: ignore[arg-type]
+            thread_id=self.thread_id, block_id=self.block_id))
+
+
+class MessageHandle:
+    """One message written in deltas. ``async with``: message_start ... message_end."""
+
+    def __init__(self, core: _Core, message_id: str, thread_id: str | None,
+                 block_id: str | None, type: str, props: dict[str, Any] | None) -> None:
+        self._core = core
+        self.message_id = message_id
+        self.thread_id = thread_id
+        self.block_id = block_id
+        self.type = type
+        self.chunk_count = 0
+        self._initial = props
+        self._text: list[str] = []  # props.content appended so far, for message_end's extra
+        self._other: dict[str, Any] | None = None
+        self._start = 0.0
+        self._ended = False
+
+    async def __aenter__(self) -> MessageHandle:
+        self._start = time.monotonic()
+        await self._core.emit(lifecycle(
+            MESSAGE_START, MessageStartData(message_id=self.message_id, type=self.type,
+                                            thread_id=self.thread_id),
+            message_id=self.message_id, thread_id=self.thread_id, block_id=self.block_id))
+        if self._initial is not None:
+            await self._chunk(Message(type=self.type, props=self._initial))
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.end(_status_of(exc))
+
+    async def end(self, status: str = "completed") -> None:
+        """Send message_end (once) with the chunk count and the full content."""
+        if self._ended:
+            return
+        self._ended = True
+        extra: dict[str, Any] = {}
+        if self._other is not None and "content" in self._other:
+            extra["content"] = self._other["content"]
+        elif self._text:
+            extra["content"] = "".join(self._text)
+        await self._core.emit(lifecycle(
+            MESSAGE_END, MessageEndData(message_id=self.message_id, type=self.type,
+                                        thread_id=self.thread_id, duration_ms=_ms(self._start),
+                                        chunk_count=self.chunk_count, status=status,
+                                        extra=extra or None),
+            message_id=self.message_id, thread_id=self.thread_id, block_id=self.block_id))
+
+    async def _chunk(self, msg: Message) -> None:
+        if self._ended:
+            raise StreamError(f"message {self.message_id} has ended; nothing more can be sent")
+        msg.message_id = self.message_id
+        msg.thread_id = self.thread_id
+        msg.block_id = self.block_id
+        self.chunk_count += 1
+        self._track(msg)
+        await self._core.emit(msg)
+
+    def _track(self, msg: Message) -> None:
+        # Keeps just enough to report extra.content in message_end.
+        if not msg.delta or msg.type_change:
+            self._other = _delta.copy_json(msg.props or {})
+            self._text = []
+        elif self._other is None and msg.delta_path is None and msg.delta_action is None:
+            c = (msg.props or {}).get("content")
+            if isinstance(c, str):
+                self._text.append(c)
+        else:
+            if self._other is None:
+                self._other = {"content": "".join(self._text)} if self._text else {}
+                self._text = []
+            with contextlib.suppress(StreamError):
+                self._other = _delta.apply(self._other, msg.delta_action or "append",
+                                           msg.delta_path, msg.props or {})
+
+    async def append(self, value: Any, path: str | None = None) -> None:
+        """Append: text onto props.content (no path), or any value at ``path``."""
+        if path is None:
+            if not isinstance(value, str):
+                raise StreamError("append without a path takes a string (props.content)")
+            await self._chunk(Message(type=self.type, props={"content": value}, delta=True))
+        else:
+            await self._delta("append", path, value)
+
+    async def replace(self, value: Any, path: str | None = None) -> None:
+        """Replace the value at ``path`` (all props when no path; then ``value`` is a dict)."""
+        await self._delta("replace", path, value)
+
+    async def merge(self, value: Mapping[str, Any], path: str | None = None) -> None:
+        """Shallow-merge an object into the object at ``path`` (props when no path)."""
+        await self._delta("merge", path, dict(value))
+
+    async def set(self, value: Any, path: str) -> None:
+        """Set the value at ``path``."""
+        await self._delta("set", path, value)
+
+    async def change_type(self, new_type: str, props: Mapping[str, Any] | None = None) -> None:
+        """Correct the message's type (type_change); props are replaced when given."""
+        self.type = new_type
+        await self._chunk(Message(type=new_type, type_change=True,
+                                  props=dict(props) if props is not None else None))
+
+    async def _delta(self, action: str, path: str | None, value: Any) -> None:
+        if path is None:
+            if not isinstance(value, dict):
+                raise StreamError(f"{action} without a path takes an object (the props)")
+            props = value
+        else:
+            props = _delta.value_at(path, value)
+        await self._chunk(Message(type=self.type, props=props, delta=True, delta_path=path,
+                                  delta_action=action))  # type: ignore[arg-type]
+
+
+class StreamWriter(Scope):
+    """The whole stream: ``async with StreamWriter(sink) as out`` sends stream_start/stream_end.
+
+    ``sink`` is any async callable taking one Message; it is awaited for every Message, in order
+    per scope. ``stamp=True`` adds metadata (Unix-ns timestamp, sequence) to every chunk.
+    """
+
+    def __init__(self, sink: Sink, *, request_id: str | None = None, trace_id: str | None = None,
+                 ids: IdGenerator | None = None, stamp: bool = False) -> None:
+        super().__init__(_Core(sink, ids or IdGenerator(), stamp), None, None)
+        self.request_id = request_id
+        self.trace_id = trace_id
+        self.usage: dict[str, Any] | None = None
+        self.finish_reason: str | None = None
+        self._start = 0.0
+        self._ended = False
+
+    async def __aenter__(self) -> StreamWriter:
+        self._start = time.monotonic()
+        await self._core.emit(lifecycle(STREAM_START, StreamStartData(
+            request_id=self.request_id, trace_id=self.trace_id, timestamp=time.time_ns())))
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        status = _status_of(exc)
+        err = None
+        if status == "error":
+            err = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        await self.end(status, error=err)
+
+    async def end(self, status: str = "completed", error: str | None = None) -> None:
+        """Send stream_end (once)."""
+        if self._ended:
+            return
+        self._ended = True
+        usage = Usage(**self.usage) if self.usage else None
+        await self._core.emit(lifecycle(STREAM_END, StreamEndData(
+            request_id=self.request_id, timestamp=time.time_ns(), duration_ms=_ms(self._start),
+            status=status, error=error, usage=usage,  # type: ignore[arg-type]
+            finish_reason=self.finish_reason)))
+
+
+async def collect(body: Callable[[StreamWriter], Awaitable[Any]], **kw: Any) -> list[Message]:
+    """Run ``body(out)`` inside a StreamWriter and return every Message it produced."""
+    out: list[Message] = []
+
+    async def sink(m: Message) -> None:
+        out.append(m)
+
+    async with StreamWriter(sink, **kw) as w:
+        await body(w)
+    return out
