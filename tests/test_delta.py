@@ -1,0 +1,78 @@
+"""Delta paths and actions on plain data (agent_stream.delta)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_stream.delta import apply, copy_json, read_path, value_at
+from agent_stream.errors import DeltaError
+
+
+def test_append_concatenates_strings_and_extends_lists() -> None:
+    props = {"content": "Hello", "rows": [1]}
+    apply(props, "append", None, {"content": " World"})
+    apply(props, "append", "rows", {"rows": [2, 3]})
+    apply(props, "append", "rows", {"rows": 4})
+    assert props == {"content": "Hello World", "rows": [1, 2, 3, 4]}
+
+
+def test_paths_with_numeric_indexes_read_the_chunk_at_the_same_path() -> None:
+    props = {"rows": [{"temp": 1}, {"temp": 2}]}
+    chunk = {"rows": [None, {"temp": 25}]}
+    assert read_path(chunk, "rows.1.temp") == 25
+    apply(props, "set", "rows.1.temp", chunk)
+    assert props == {"rows": [{"temp": 1}, {"temp": 25}]}
+
+
+def test_missing_intermediates_are_created_as_objects() -> None:
+    props: dict = {}
+    apply(props, "set", "user.profile.name", {"user": {"profile": {"name": "Ada"}}})
+    assert props == {"user": {"profile": {"name": "Ada"}}}
+
+
+def test_replace_without_path_replaces_all_props() -> None:
+    assert apply({"a": 1}, "replace", None, {"b": 2}) == {"b": 2}
+
+
+def test_merge_is_shallow() -> None:
+    props = {"user": {"name": "Ada", "langs": {"py": 1}}, "x": 1}
+    apply(props, "merge", "user", {"user": {"langs": {"go": 2}}})
+    # shallow: the nested object is replaced, not merged key by key
+    assert props == {"user": {"name": "Ada", "langs": {"go": 2}}, "x": 1}
+    assert apply({"a": 1, "b": 1}, "merge", None, {"b": 2}) == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize(
+    ("props", "action", "path", "chunk", "needle"),
+    [
+        ({"content": "x"}, "set", "content.x", {"content": {"x": 1}}, "goes through a string"),
+        ({"rows": [1]}, "set", "rows.5", {"rows": [0, 0, 0, 0, 0, 9]}, "past the end"),
+        ({"content": "x"}, "append", "content", {"content": ["a"]}, "onto a string"),
+        ({"o": {"a": 1}}, "merge", "o", {"o": 3}, "merge a number"),
+        ({"o": "s"}, "merge", "o", {"o": {"a": 1}}, "merge into a string"),
+        ({}, "explode", None, {}, "unknown delta_action"),
+        ({}, "set", "a", {"b": 1}, "nothing at delta_path"),
+        ({"rows": [1]}, "set", "rows.x", {"rows": {"x": 1}}, "not an index"),
+        ({}, "set", "a..b", {}, "empty segment"),
+    ],
+)
+def test_bad_deltas_raise_and_leave_props_untouched(props, action, path, chunk, needle) -> None:
+    before = copy_json(props)
+    with pytest.raises(DeltaError, match=needle):
+        apply(props, action, path, chunk)
+    assert props == before
+
+
+def test_values_are_copied_not_aliased() -> None:
+    chunk = {"rows": [{"a": 1}]}
+    props: dict = {}
+    apply(props, "append", "rows", chunk)
+    props["rows"][0]["a"] = 99
+    assert chunk == {"rows": [{"a": 1}]}
+
+
+def test_value_at_builds_chunk_props_for_a_path() -> None:
+    assert value_at("rows.1.temp", 25) == {"rows": [None, {"temp": 25}]}
+    assert read_path(value_at("a.b", 1), "a.b") == 1
+    with pytest.raises(DeltaError):
+        value_at("0.a", 1)

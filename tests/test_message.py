@@ -1,0 +1,113 @@
+"""The Message DSL: JSON shape, validation, built-in types, event payloads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_stream import message as m
+from agent_stream.errors import InvalidMessage, StreamError
+
+
+def test_simple_text_round_trips_to_the_same_json() -> None:
+    src = '{"type":"text","props":{"content":"Hi"}}'
+    msg = m.Message.from_json(src)
+    assert msg.to_json() == src
+
+
+def test_every_field_round_trips_and_empty_fields_are_omitted() -> None:
+    full = {
+        "type": "table",
+        "props": {"rows": [{"a": 1}]},
+        "chunk_id": "C4",
+        "message_id": "M2",
+        "block_id": "B1",
+        "thread_id": "T1",
+        "delta": True,
+        "delta_path": "rows",
+        "delta_action": "append",
+        "type_change": True,
+        "metadata": {"timestamp": 1700000000000000000, "sequence": 3, "trace_id": "t"},
+    }
+    msg = m.Message.from_dict(full)
+    assert msg.to_dict() == full
+    bare = m.Message(type="text", props={}, delta=False, type_change=False)
+    assert bare.to_dict() == {"type": "text"}
+
+
+def test_custom_types_are_plain_strings() -> None:
+    msg = m.Message.from_json('{"type":"weather_card","props":{"city":"Paris"}}')
+    assert msg.type == "weather_card"
+    assert m.typed_props(msg) is None
+
+
+def test_unknown_top_level_key_is_rejected_with_its_name() -> None:
+    with pytest.raises(InvalidMessage, match="unknown field 'colour'"):
+        m.Message.from_json('{"type":"text","colour":"red"}')
+
+
+@pytest.mark.parametrize(
+    ("src", "needle"),
+    [
+        ("not json", "not JSON"),
+        ("[1,2]", "JSON object"),
+        ('{"props":{}}', "missing field 'type'"),
+        ('{"type":"text","delta_action":"explode"}', "delta_action"),
+        ('{"type":"text","metadata":{"foo":1}}', "metadata.foo"),
+    ],
+)
+def test_bad_json_gets_a_typed_error_saying_what_is_wrong(src: str, needle: str) -> None:
+    with pytest.raises(InvalidMessage) as info:
+        m.Message.from_json(src)
+    assert needle in str(info.value)
+    assert isinstance(info.value, StreamError)
+
+
+def test_constructors_build_the_documented_props() -> None:
+    assert m.text("Hi").props == {"content": "Hi"}
+    assert m.thinking("hmm").type == "thinking"
+    assert m.loading("Searching").props == {"message": "Searching"}
+    assert m.loading("Done", done=True).props == {"message": "Done", "done": True}
+    tc = m.tool_call(id="call_1", name="search", arguments='{"q":"x"}', message_id="M2")
+    assert tc.props == {"id": "call_1", "name": "search", "arguments": '{"q":"x"}'}
+    assert tc.message_id == "M2"
+    assert m.error("Connection failed", code="TIMEOUT").props == {
+        "message": "Connection failed", "code": "TIMEOUT"}
+    assert m.image("https://x/y.png", alt="y", width=10).props == {
+        "url": "https://x/y.png", "alt": "y", "width": 10}
+    assert m.audio("a.mp3", format="mp3").props == {"url": "a.mp3", "format": "mp3"}
+    assert m.video("v.mp4", loop=True).props == {"url": "v.mp4", "loop": True}
+    assert m.action("open_panel", {"id": 1}).props == {"name": "open_panel", "payload": {"id": 1}}
+    ev = m.event("custom", {"k": 1}, message="hello")
+    assert ev.props == {"event": "custom", "message": "hello", "data": {"k": 1}}
+    assert m.user_input("hi", role="user").props == {"content": "hi", "role": "user"}
+
+
+def test_typed_props_validates_builtin_types() -> None:
+    good = m.typed_props(m.Message(type="image", props={"url": "u", "width": 3}))
+    assert isinstance(good, m.ImageProps) and good.width == 3
+    with pytest.raises(InvalidMessage, match="url"):
+        m.typed_props(m.Message(type="image", props={"alt": "no url"}))
+
+
+def test_event_payloads_are_models() -> None:
+    end = m.lifecycle(m.MESSAGE_END, m.MessageEndData(
+        message_id="M1", type="text", chunk_count=3, status="completed",
+        extra={"content": "Hello, world!"}))
+    assert end.event == "message_end"
+    data = m.event_data(end)
+    assert isinstance(data, m.MessageEndData)
+    assert data.chunk_count == 3 and data.extra == {"content": "Hello, world!"}
+    se = m.event_data(m.lifecycle(m.STREAM_END, m.StreamEndData(
+        status="error", error="boom", usage=m.Usage(total_tokens=5))))
+    assert isinstance(se, m.StreamEndData) and se.status == "error" and se.usage is not None
+    with pytest.raises(InvalidMessage, match="status"):
+        m.event_data(m.event(m.STREAM_END, {"status": "exploded"}))
+    assert m.event_data(m.text("x")) is None
+
+
+def test_json_keeps_unicode_as_is() -> None:
+    msg = m.text("今天北京晴，25°C 🌞")
+    assert "今天北京晴" in msg.to_json()
+    assert json.loads(msg.to_json())["props"]["content"] == "今天北京晴，25°C 🌞"
