@@ -1,1 +1,86 @@
+"""agent_stream: hierarchical streaming of agent and LLM output between Fetch.ai agents.
 
+The one currency is :class:`Message`; authors write with :class:`StreamWriter`, receivers rebuild
+whole messages with :class:`Assembler`. Wire adapters live in ``agent_stream.adapters``, the
+uAgents plugin in ``agent_stream.uagents``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_stream.assemble import Assembler, MessageState, Transcript, assemble
+from agent_stream.errors import (
+    ChunkerConfigError,
+    DeltaError,
+    InvalidMessage,
+    LimitExceeded,
+    StreamError,
+    StreamWarning,
+    UnknownMessage,
+    WireError,
+)
+from agent_stream.ids import IdGenerator
+from agent_stream.message import (
+    Message,
+    Metadata,
+    action,
+    audio,
+    error,
+    event,
+    image,
+    loading,
+    text,
+    thinking,
+    tool_call,
+    user_input,
+    video,
+)
+from agent_stream.writer import BlockScope, MessageHandle, StreamWriter, ThreadScope
+
+if TYPE_CHECKING:
+    from agent_stream.chunker import TextChunker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Assembler",
+    "BlockScope",
+    "ChunkerConfigError",
+    "DeltaError",
+    "IdGenerator",
+    "InvalidMessage",
+    "LimitExceeded",
+    "Message",
+    "MessageHandle",
+    "MessageState",
+    "Metadata",
+    "StreamError",
+    "StreamWarning",
+    "StreamWriter",
+    "TextChunker",
+    "ThreadScope",
+    "Transcript",
+    "UnknownMessage",
+    "WireError",
+    "action",
+    "assemble",
+    "audio",
+    "error",
+    "event",
+    "image",
+    "loading",
+    "text",
+    "thinking",
+    "tool_call",
+    "user_input",
+    "video",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TextChunker":
+        from agent_stream.chunker import TextChunker
+
+        return TextChunker
+    raise AttributeError(f"module 'agent_stream' has no attribute {name!r}")
