@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +27,7 @@ def streams(draw: st.DrawFn) -> tuple[dict[tuple[str, str], str], list[Message]]
         cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=10)))
         bounds = [0, *cuts, len(text)]
         originals[key] = text
-        pieces[key] = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        pieces[key] = [text[a:b] for a, b in itertools.pairwise(bounds)]
         del i
     # interleave: repeatedly pick a key with pieces left
     order = []
