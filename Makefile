@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/agent-stream demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check agent_stream agents examples tests bench
+	$(BIN)/ruff check $(wildcard agent_stream agents examples tests bench)
 	$(BIN)/mypy
 
 typecheck: lint
