@@ -1,0 +1,1 @@
+"""Wire adapters: one module per wire format (``chat``, ``openai``, ...), pure translators."""

@@ -1,0 +1,151 @@
+"""Pick the wire by the client's ``accept`` (spec 002's routing table), as a sink or a writer.
+
+| accept                              | format   | encoder          | content type              |
+| ----------------------------------- | -------- | ---------------- | ------------------------- |
+| ``standard``                        | openai   | OpenAIEncoder    | text/event-stream         |
+| ``cui-web``                         | cui      | CUIEncoder (SSE) | text/event-stream         |
+| ``cui-native``, ``cui-desktop``     | cui      | CUIEncoder       | application/x-ndjson      |
+| ``agui``                            | agui     | AGUIEncoder      | text/event-stream         |
+| ``channels``                        | channels | ChannelsEncoder  | application/x-ndjson      |
+
+The format names themselves (``openai``, ``cui``, ``agui``, ``channels``) are accepted too. The
+sink is the only part here that awaits anything: it hands each piece of wire text to ``write``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+from agent_stream.adapters._common import opt
+from agent_stream.errors import WireError
+from agent_stream.message import Message
+from agent_stream.writer import StreamWriter
+
+__all__ = ["ACCEPT", "Encoder", "WireSink", "cli_encode", "content_type", "encoder_for",
+           "format_for", "sink_for", "writer_for"]
+
+ACCEPT: dict[str, str] = {
+    "standard": "openai",
+    "cui-web": "cui",
+    "cui-native": "cui",
+    "cui-desktop": "cui",
+    "agui": "agui",
+    "channels": "channels",
+}
+_FORMATS = ("openai", "cui", "agui", "channels")
+_OPTIONS = {
+    "openai": ("model", "include_usage", "completion_id", "created"),
+    "cui": ("sse",),
+    "agui": ("thread_id", "run_id"),
+    "channels": ("channels",),
+}
+_ALL_OPTIONS = frozenset(o for opts in _OPTIONS.values() for o in opts)
+
+Write = Callable[[str], Awaitable[None]]
+
+
+class Encoder(Protocol):
+    """What every wire encoder here offers: Messages in, wire text out."""
+
+    finished: bool
+
+    def feed(self, msg: Message) -> list[Any]: ...
+
+    def close(self, *, status: str = "completed", error: str | None = None) -> list[Any]: ...
+
+
+def format_for(accept: str | None) -> str:
+    """The wire format for an ``accept`` value (None or "" means ``standard``)."""
+    key = (accept or "standard").strip().lower()
+    if key in ACCEPT:
+        return ACCEPT[key]
+    if key in _FORMATS:
+        return key
+    raise WireError(f"unknown accept {accept!r}; known: {', '.join([*ACCEPT, *_FORMATS])}")
+
+
+def content_type(accept: str | None, *, sse: bool | None = None) -> str:
+    """The HTTP content type of what the selected encoder writes."""
+    fmt = format_for(accept)
+    if fmt == "cui":
+        use_sse = sse if sse is not None else (accept or "").strip().lower() == "cui-web"
+        return "text/event-stream" if use_sse else "application/x-ndjson"
+    return "application/x-ndjson" if fmt == "channels" else "text/event-stream"
+
+
+def encoder_for(accept: str | None = "standard", **options: Any) -> Encoder:
+    """A fresh encoder writing text for ``accept``; options of other formats are ignored.
+
+    openai: model, include_usage, completion_id, created; cui: sse (default: on for cui-web);
+    agui: thread_id, run_id; channels: channels. Unknown option names raise TypeError.
+    """
+    unknown = set(options) - _ALL_OPTIONS
+    if unknown:
+        raise TypeError(f"unknown encoder option(s): {', '.join(sorted(unknown))}")
+    fmt = format_for(accept)
+    mine = {k: v for k, v in options.items() if k in _OPTIONS[fmt] and v is not None}
+    if fmt == "openai":
+        from agent_stream.adapters.openai import OpenAIEncoder
+        return OpenAIEncoder(**mine)
+    if fmt == "cui":
+        from agent_stream.adapters.cui import CUIEncoder
+        mine.setdefault("sse", (accept or "").strip().lower() == "cui-web")
+        return CUIEncoder(**mine)
+    if fmt == "agui":
+        from agent_stream.adapters.agui import AGUIEncoder
+        return AGUIEncoder(sse=True, **mine)
+    from agent_stream.adapters.channels import ChannelsEncoder
+    return ChannelsEncoder(**mine)
+
+
+class WireSink:
+    """An async Message sink (for StreamWriter) that writes the ``accept`` wire through ``write``.
+
+    ``close()`` ends the wire (finish chunk, RUN_FINISHED, stream.end ...) when the Messages did
+    not; a StreamWriter's stream_end already does, so with ``writer_for`` it is a no-op.
+    """
+
+    def __init__(self, accept: str | None, write: Write, **options: Any) -> None:
+        self.accept = accept or "standard"
+        self.format = format_for(accept)
+        self.content_type = content_type(accept, sse=options.get("sse"))
+        self.encoder = encoder_for(accept, **options)
+        self._write = write
+
+    @property
+    def finished(self) -> bool:
+        return self.encoder.finished
+
+    async def __call__(self, msg: Message) -> None:
+        for text in self.encoder.feed(msg):
+            await self._write(text)
+
+    async def close(self, *, status: str = "completed", error: str | None = None) -> None:
+        for text in self.encoder.close(status=status, error=error):
+            await self._write(text)
+
+
+def sink_for(accept: str | None, write: Write, **options: Any) -> WireSink:
+    """A sink writing the wire selected by ``accept``."""
+    return WireSink(accept, write, **options)
+
+
+def writer_for(accept: str | None, write: Write, *, request_id: str | None = None,
+               trace_id: str | None = None, **options: Any) -> StreamWriter:
+    """A StreamWriter whose Messages go out in the wire selected by ``accept``.
+
+    ``async with writer_for("standard", send) as out: ...`` streams OpenAI SSE through ``send``;
+    the stream's end (also on error or cancellation) ends the wire.
+    """
+    return StreamWriter(WireSink(accept, write, **options), request_id=request_id,
+                        trace_id=trace_id)
+
+
+def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
+    """Encode for ``args.accept`` (default ``standard``) with the convert options."""
+    enc = encoder_for(opt(args, "accept") or "standard",
+                      **{k: opt(args, k) for k in ("model", "include_usage", "channels", "sse")})
+    for m in messages:
+        yield from enc.feed(m)
+    yield from enc.close()
