@@ -30,7 +30,7 @@ def ch(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: 
     return c
 
 
-def tc(index: int, id: str | None = None, name: str | None = None,  # noqa: A002
+def tc(index: int, id: str | None = None, name: str | None = None,
        args: str | None = None) -> dict[str, Any]:
     f: dict[str, Any] = {}
     if name is not None:

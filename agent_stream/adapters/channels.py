@@ -260,6 +260,13 @@ class ChannelsEncoder:
         st.chunks += 1
         if st.ok:
             self._chunk(st, msg, out)
+        elif st.type in _DELTA_TYPE:  # hidden, but kept in case a type_change reveals it
+            ch = visible_change(msg, "content")
+            if ch is not None:
+                if ch[0] == APPEND:
+                    st.text.append(ch[1])
+                else:
+                    st.text.set(ch[1])
 
     def _retype(self, st: _CMsg, msg: Message, out: list[dict[str, Any]]) -> _CMsg:
         if channel_of(msg.type) == st.channel and st.type in VISIBLE_FIELD and \
@@ -290,9 +297,11 @@ class ChannelsEncoder:
             op, s = ch
             if op == APPEND:
                 if s:
+                    st.text.append(s)
                     out.append({"channel": st.channel, "type": _DELTA_TYPE[t],
                                 "data": {**st.ids, "content": s}})
             else:
+                st.text.set(s)
                 out.append({"channel": st.channel, "type": _SNAPSHOT_TYPE[t],
                             "data": {**st.ids, "content": s}})
         elif t == TOOL_CALL:

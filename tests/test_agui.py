@@ -1,0 +1,340 @@
+"""AGUIEncoder: every event validated by ``ag_ui.core``'s models, ordering checked as AG-UI
+clients check it, and every JSON Patch applied strictly to the content the client holds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from ag_ui.core import Event, EventType
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
+
+from agent_stream.adapters.agui import AGUIEncoder, cli_encode, encode_messages, json_patch
+from agent_stream.assemble import Assembler, assemble
+from agent_stream.errors import DeltaError
+from agent_stream.message import Message, error, event, image, loading, text, tool_call
+from agent_stream.writer import StreamWriter, collect
+
+EVENT = TypeAdapter(Event)
+
+
+class Verifier:
+    """The ordering rules AG-UI clients enforce (verify.ts), plus: nothing open at RUN_ERROR."""
+
+    def __init__(self) -> None:
+        self.started = self.ended = False
+        self.open: dict[str, set[str]] = {"text": set(), "tool": set(), "step": set(),
+                                          "rspan": set(), "rmsg": set()}
+
+    def check(self, e: Any) -> None:
+        t = e.type
+        assert not self.ended, f"{t} after the run ended"
+        if not self.started:
+            assert t == EventType.RUN_STARTED, "the first event must be RUN_STARTED"
+            self.started = True
+            return
+        assert t != EventType.RUN_STARTED, "a second RUN_STARTED while the run is active"
+        pairs = {
+            EventType.TEXT_MESSAGE_START: ("text", "message_id", True),
+            EventType.TEXT_MESSAGE_CONTENT: ("text", "message_id", None),
+            EventType.TEXT_MESSAGE_END: ("text", "message_id", False),
+            EventType.TOOL_CALL_START: ("tool", "tool_call_id", True),
+            EventType.TOOL_CALL_ARGS: ("tool", "tool_call_id", None),
+            EventType.TOOL_CALL_END: ("tool", "tool_call_id", False),
+            EventType.STEP_STARTED: ("step", "step_name", True),
+            EventType.STEP_FINISHED: ("step", "step_name", False),
+            EventType.REASONING_START: ("rspan", "message_id", True),
+            EventType.REASONING_END: ("rspan", "message_id", False),
+            EventType.REASONING_MESSAGE_START: ("rmsg", "message_id", True),
+            EventType.REASONING_MESSAGE_CONTENT: ("rmsg", "message_id", None),
+            EventType.REASONING_MESSAGE_END: ("rmsg", "message_id", False),
+        }
+        if t in pairs:
+            kind, attr, opens = pairs[t]
+            key = getattr(e, attr)
+            if opens is True:
+                assert key not in self.open[kind], f"{t} for an id already open: {key}"
+                self.open[kind].add(key)
+            else:
+                assert key in self.open[kind], f"{t} without a START: {key}"
+                if opens is False:
+                    self.open[kind].discard(key)
+        elif t in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
+            still = {k: v for k, v in self.open.items() if v}
+            assert not still, f"{t} while open: {still}"
+            self.ended = True
+
+
+def parse(wire: list[str]) -> list[Any]:
+    """SSE text -> validated ag_ui events, checked in order."""
+    events = []
+    v = Verifier()
+    for item in wire:
+        assert item.startswith("data: ") and item.endswith("\n\n")
+        e = EVENT.validate_json(item[6:-2])
+        v.check(e)
+        events.append(e)
+    assert v.ended, "the run ends"
+    return events
+
+
+def apply_patch(doc: Any, ops: list[Any]) -> Any:
+    """RFC 6902 add/replace/remove, strict: replace/remove need the target, add its parent."""
+    for op in ops:
+        o = op if isinstance(op, dict) else op.model_dump()
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in o["path"].split("/")[1:]]
+        if not parts:
+            assert o["op"] == "replace"
+            doc = o["value"]
+            continue
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+        last = parts[-1]
+        if isinstance(parent, list):
+            if o["op"] == "add":
+                idx = len(parent) if last == "-" else int(last)
+                assert idx <= len(parent)
+                parent.insert(idx, o["value"])
+            else:
+                assert int(last) < len(parent), f"{o['op']} on a missing index {o['path']}"
+                if o["op"] == "replace":
+                    parent[int(last)] = o["value"]
+                else:
+                    del parent[int(last)]
+        else:
+            assert isinstance(parent, dict), f"path through a non-container: {o['path']}"
+            if o["op"] in ("replace", "remove"):
+                assert last in parent, f"{o['op']} on a missing path {o['path']}"
+            if o["op"] == "remove":
+                del parent[last]
+            else:
+                parent[last] = o["value"]
+    return doc
+
+
+def client_state(events: list[Any]) -> dict[str, Any]:
+    """What a client builds: text and reasoning per id, tool calls, activities, customs."""
+    s: dict[str, Any] = {"text": {}, "reasoning": {}, "tools": {}, "activity": {},
+                         "custom": [], "steps": [], "end": None}
+    for e in events:
+        t = e.type
+        if t == EventType.TEXT_MESSAGE_START:
+            s["text"][e.message_id] = ""
+        elif t == EventType.TEXT_MESSAGE_CONTENT:
+            s["text"][e.message_id] += e.delta
+        elif t == EventType.REASONING_MESSAGE_START:
+            s["reasoning"][e.message_id] = ""
+        elif t == EventType.REASONING_MESSAGE_CONTENT:
+            s["reasoning"][e.message_id] += e.delta
+        elif t == EventType.TOOL_CALL_START:
+            s["tools"][e.tool_call_id] = {"name": e.tool_call_name, "args": ""}
+        elif t == EventType.TOOL_CALL_ARGS:
+            s["tools"][e.tool_call_id]["args"] += e.delta
+        elif t == EventType.ACTIVITY_SNAPSHOT:
+            s["activity"][e.message_id] = (e.activity_type, json.loads(json.dumps(e.content)))
+        elif t == EventType.ACTIVITY_DELTA:
+            kind, doc = s["activity"][e.message_id]
+            s["activity"][e.message_id] = (kind, apply_patch(doc, e.patch))
+        elif t == EventType.CUSTOM:
+            s["custom"].append((e.name, e.value))
+        elif t == EventType.STEP_STARTED:
+            s["steps"].append(e.step_name)
+        elif t in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
+            s["end"] = e
+    return s
+
+
+async def _reply(out: StreamWriter) -> None:
+    async with out.block("llm", label="Answer") as b:
+        async with b.message("thinking") as m:
+            await m.append("Plan: ")
+            await m.append("look it up.")
+        await b.send(tool_call(id="call_1", name="search", arguments='{"q": "x"}'))
+
+    async def one(th: Any) -> None:
+        async with th.block("agent", label="Worker") as b, b.message("text") as m:
+            for w in ("alpha ", "beta "):
+                await m.append(w)
+                await asyncio.sleep(0)
+
+    async def two(th: Any) -> None:
+        async with th.block("agent", label="Worker") as b, b.message("text") as m:
+            for w in ("gamma ", "delta "):
+                await m.append(w)
+                await asyncio.sleep(0)
+
+    await out.parallel(one, two)
+    async with out.message("table") as m:
+        await m.replace({"columns": ["city"], "rows": []})
+        await m.append([{"city": "Paris"}], path="rows")
+        await m.append({"city": "Lyon"}, path="rows")
+        await m.set("Lille", path="rows.1.city")
+        await m.set({"n": 2}, path="meta.stats")
+        await m.merge({"title": "Cities"})
+    await out.send(loading("Saving…"))
+
+
+def test_a_hierarchical_reply_is_valid_ag_ui_and_the_client_rebuilds_the_transcript() -> None:
+    msgs = asyncio.run(collect(_reply, request_id="req-9"))
+    events = parse(encode_messages(msgs, sse=True))
+    assert events[0].run_id == "req-9"
+    s = client_state(events)
+    t = assemble(msgs)
+    texts = {m.message_id: m.props["content"] for m in t.messages if m.type == "text"}
+    assert s["text"] == texts
+    assert list(s["reasoning"].values()) == ["Plan: look it up."]
+    assert s["tools"] == {"call_1": {"name": "search", "args": '{"q": "x"}'}}
+    [table] = [m for m in t.messages if m.type == "table"]
+    assert s["activity"] == {table.message_id: ("table", table.props)}
+    assert s["steps"] == ["Answer", "Worker", "Worker (B3)"]
+    assert [v["props"] for name, v in s["custom"] if name == "loading"] == [
+        {"message": "Saving…"}]
+    assert s["end"].type == EventType.RUN_FINISHED
+
+
+def test_patches_never_replace_a_missing_path() -> None:
+    ops = json_patch({"a": {}}, "set", "a.b.c", {"a": {"b": {"c": 1}}})
+    assert ops == [{"op": "add", "path": "/a/b", "value": {"c": 1}}]
+    ops = json_patch({"rows": [1]}, "append", "rows", {"rows": [2, 3]})
+    assert ops == [{"op": "add", "path": "/rows/-", "value": 2},
+                   {"op": "add", "path": "/rows/-", "value": 3}]
+    ops = json_patch({"s": "ab"}, "append", "s", {"s": "c"})
+    assert ops == [{"op": "replace", "path": "/s", "value": "abc"}]
+    ops = json_patch({"o": {"x": 1}}, "merge", "o", {"o": {"x": 2, "y": 3}})
+    assert ops == [{"op": "replace", "path": "/o/x", "value": 2},
+                   {"op": "add", "path": "/o/y", "value": 3}]
+    assert json_patch({"a": 1}, "replace", None, {"b": 2}) is None
+    assert json_patch({"a/b": {"~": 1}}, "set", "a/b.~", {"a/b": {"~": 2}}) == [
+        {"op": "replace", "path": "/a~1b/~0", "value": 2}]
+
+
+def test_an_error_message_closes_everything_then_run_error_and_nothing_after() -> None:
+    enc = AGUIEncoder(sse=True)
+    wire = []
+    for m in [event("stream_start", {"request_id": "r"}),
+              event("block_start", {"block_id": "B1", "type": "llm"}, block_id="B1"),
+              text("partial", message_id="M1", block_id="B1"),
+              tool_call("c1", "f", '{"a"', message_id="M2", block_id="B1"),
+              Message(type="thinking", message_id="M3", delta=True, props={"content": "x"}),
+              error("tool failed", code="E42")]:
+        wire += enc.feed(m)
+    assert enc.feed(text("late", message_id="M9")) == [] and enc.close() == []
+    events = parse(wire)
+    end = events[-1]
+    assert end.type == EventType.RUN_ERROR and end.message == "tool failed" and end.code == "E42"
+    assert [e.type for e in events[-6:-1]] == [
+        EventType.TEXT_MESSAGE_END, EventType.TOOL_CALL_END,
+        EventType.REASONING_MESSAGE_END, EventType.REASONING_END, EventType.STEP_FINISHED]
+
+
+@pytest.mark.parametrize("data, kind", [
+    ({"status": "error", "error": "boom"}, EventType.RUN_ERROR),
+    ({"status": "cancelled"}, EventType.RUN_FINISHED),
+    ({"status": "completed", "usage": {"prompt_tokens": 1, "completion_tokens": 2,
+                                       "total_tokens": 3}}, EventType.RUN_FINISHED),
+])
+def test_stream_end_status_picks_the_final_event(data: dict[str, Any], kind: Any) -> None:
+    events = parse(encode_messages([text("a", message_id="M1"), event("stream_end", data)],
+                                   sse=True))
+    end = events[-1]
+    assert end.type == kind
+    if data["status"] == "error":
+        assert end.message == "boom"
+    elif data["status"] == "cancelled":
+        assert end.outcome.type == "cancelled"
+    else:
+        assert end.usage[0].input_tokens == 1 and end.usage[0].total_tokens == 3
+
+
+def test_a_stream_without_any_lifecycle_events_is_still_well_ordered() -> None:
+    msgs = [Message.from_dict(d) for d in (
+        {"message_id": "M1", "thread_id": "T1", "type": "text", "props": {"content": "A"}},
+        {"message_id": "M1", "thread_id": "T2", "type": "text", "props": {"content": "B"}},
+        {"message_id": "M1", "thread_id": "T1", "type": "text", "delta": True,
+         "props": {"content": "a"}},
+        {"message_id": "M2", "type": "tool_call", "delta": True,
+         "props": {"arguments": "{}"}, "delta_path": "arguments"},
+        {"message_id": "M3", "type": "thinking", "props": {"content": "t"}})]
+    events = parse(encode_messages(msgs, sse=True))
+    s = client_state(events)
+    # the same message_id in two threads gets two AG-UI ids
+    assert sorted(s["text"].values()) == ["Aa", "B"] and len(s["text"]) == 2
+    assert s["tools"] == {"call_M2": {"name": "tool", "args": "{}"}}
+
+
+def test_other_types_and_custom_events_become_custom_events() -> None:
+    msgs = [image("https://x.test/i.png", alt="i", message_id="M1"),
+            event("progress", {"pct": 10}),
+            event("thread_start", {"thread_id": "T1"}, thread_id="T1")]
+    s = client_state(parse(encode_messages(msgs, sse=True)))
+    assert [name for name, _ in s["custom"]] == ["image", "progress", "thread_start"]
+    assert s["custom"][0][1]["props"]["url"] == "https://x.test/i.png"
+    assert s["custom"][1][1] == {"pct": 10}
+
+
+def test_a_bad_delta_on_an_activity_is_dropped_with_a_warning() -> None:
+    enc = AGUIEncoder()
+    out = enc.feed(Message(type="chart", message_id="M1", props={"points": [1]}))
+    out += enc.feed(Message(type="chart", message_id="M1", delta=True, delta_path="points.9",
+                            delta_action="set", props={"points": [None] * 9 + [5]}))
+    out += enc.close()
+    assert [e.type for e in out][-2:] == [EventType.ACTIVITY_SNAPSHOT, EventType.RUN_FINISHED]
+    assert [w.code for w in enc.drain_warnings()] == ["bad_delta"]
+
+
+def test_cli_encode_writes_sse() -> None:
+    wire = list(cli_encode([text("hi", message_id="M1")], None))
+    assert [e.type for e in parse(wire)] == [
+        EventType.RUN_STARTED, EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT,
+        EventType.TEXT_MESSAGE_END, EventType.RUN_FINISHED]
+
+
+# -- property: any sequence of structured deltas -> patches that apply, to the same props --------
+
+_key = st.sampled_from(["a", "b", "rows", "0", "x/y"])
+_leaf = st.one_of(st.integers(0, 9), st.text(alphabet="pq", max_size=2), st.none())
+_value = st.recursive(_leaf, lambda c: st.one_of(st.lists(c, max_size=2),
+                                                 st.dictionaries(_key, c, max_size=2)),
+                      max_leaves=4)
+_path = st.one_of(st.none(), st.lists(st.one_of(_key, st.sampled_from(["0", "1"])),
+                                      min_size=1, max_size=3).map(".".join))
+_delta = st.tuples(st.sampled_from(["append", "replace", "merge", "set"]), _path, _value)
+
+
+@settings(max_examples=80, deadline=None)
+@given(first=st.dictionaries(_key, _value, max_size=3), deltas=st.lists(_delta, max_size=8))
+def test_activity_patches_apply_strictly_and_match_the_assembled_props(
+        first: dict[str, Any], deltas: list[Any]) -> None:
+    from agent_stream.delta import value_at
+
+    msgs = [Message(type="widget", message_id="M1", props=first)]
+    for action, path, value in deltas:
+        if path is None:
+            if not isinstance(value, dict):
+                continue
+            props = value
+        else:
+            try:
+                props = value_at(path, value)
+            except DeltaError:
+                continue
+        msgs.append(Message(type="widget", message_id="M1", delta=True, delta_path=path,
+                            delta_action=action, props=props))
+    # the assembler is the reference; chunks it rejects are dropped by the encoder too
+    kept: list[Message] = []
+    asm = Assembler()
+    for m in msgs:
+        try:
+            asm.feed(m)
+        except DeltaError:
+            continue
+        kept.append(m)
+    ref = asm.transcript
+    s = client_state(parse(encode_messages(kept, sse=True)))
+    [st_] = ref.messages
+    assert s["activity"]["M1"] == ("widget", st_.props)
