@@ -400,9 +400,8 @@ def test_tool_call_loading_action_and_events_travel_as_metadata_only() -> None:
     decoded, warnings = decode(chats)
     assert warnings == []
     assert [m.to_dict() for m in decoded[:3]] == [m.to_dict() for m in msgs[:3]]
-    assert view(assemble(decoded)) .keys() != set() and [
-        (m.type, m.props) for m in assemble(decoded).messages] == [
-        (m.type, m.props) for m in assemble(msgs).messages]
+    assert [(m.type, m.props, m.status) for m in assemble(decoded).messages] == [
+        (m.type, m.props, m.status) for m in assemble(msgs).messages]
 
 
 def test_image_goes_as_resource_with_mime_type() -> None:
@@ -575,7 +574,9 @@ def test_one_sender_cannot_touch_another_senders_stream() -> None:
     assert [w.code for w in dec.drain_warnings()] == ["unknown_stream_end"]
     assert dec.open_streams("alice") == 1
     out = dec.feed("mallory", ChatMessage(content=[TextContent(text="injected")]), 0.0)
-    assert out[0].message_id != "U1"  # a standalone message of mallory's, not alice's stream
+    assert not out[0].delta and out[0].message_id != "U1"  # mallory's own standalone message
+    out = dec.feed("alice", ChatMessage(content=[TextContent(text="mine")]), 0.0)
+    assert out[0].delta and out[0].message_id == "U1"  # alice's text joins alice's stream
 
 
 # -- decoder: tagged order, duplicates, gaps -------------------------------------------------------------

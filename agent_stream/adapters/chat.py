@@ -320,6 +320,7 @@ class ChatEncoder:
         self._withheld_types = frozenset(
             t for t, ch in CHANNEL_OF_TYPE.items() if ch not in self.channels)
         self._units: dict[tuple[str | None, str], _Unit] = {}
+        self._live: dict[tuple[str | None, str], _Unit] = {}  # units holding a chunker
         self._seen: set[str] = set()
         self._seq = 0
         self._res = 0
@@ -341,7 +342,7 @@ class ChatEncoder:
     def next_deadline(self) -> float | None:
         """When :meth:`poll` may release buffered text (None: nothing buffered)."""
         best: float | None = None
-        for u in self._units.values():
+        for u in self._live.values():
             ch = u.chunker
             if ch is not None:
                 d = ch.next_deadline
@@ -379,14 +380,30 @@ class ChatEncoder:
         u = self._units.get(key)
         if u is None:
             u = self._units[key] = _Unit(key, mtype, msg.block_id)
-        elif u.block_id is None and msg.block_id is not None:
-            u.block_id = msg.block_id
+        else:
+            if u.block_id is None and msg.block_id is not None:
+                u.block_id = msg.block_id
+            ch = u.chunker  # set only while the message streams visible text
+            if (ch is not None and msg.delta and not msg.type_change
+                    and msg.delta_action is None and msg.delta_path is None):
+                props = msg.props
+                if props is not None and len(props) == 1:
+                    piece = props.get("content")
+                    if piece.__class__ is str and piece:
+                        # the common case: one more token of a message already streaming
+                        u.received += 1
+                        chunks = ch.feed(piece, now)
+                        if not chunks:
+                            return []
+                        for c in chunks:
+                            self._chunk(u, c)
+                        return self._pack()
         self._content(u, msg, now)
         return self._pack()
 
     def poll(self, now: float) -> list[ChatMessage]:
         """Release text the chunkers hold past their deadline."""
-        for u in list(self._units.values()):
+        for u in list(self._live.values()):
             ch = u.chunker
             if ch is not None and ch.next_deadline is not None and ch.next_deadline <= now:
                 for c in ch.poll(now):
@@ -444,8 +461,10 @@ class ChatEncoder:
             self._route(_Group(self._meta_of(msg), []))
             return
         if u.withheld and not u.sent:
+            self._drop_chunker(u)
             return
         self._flush_unit(u)
+        self._drop_chunker(u)
         reported = data.get("chunk_count")
         if isinstance(reported, int) and not isinstance(reported, bool):
             count = reported - u.received + u.wire
@@ -486,8 +505,7 @@ class ChatEncoder:
             self._flush_unit(u)
             if u.open:
                 self._close_stream(u)
-            if u.chunker is not None:
-                u.chunker = None
+            self._drop_chunker(u)
         self._drain()
 
     # -- content --------------------------------------------------------------------------------
@@ -514,8 +532,7 @@ class ChatEncoder:
                 u.withheld = True
                 u.deferred = None
                 u.type = new_type
-                if u.chunker is not None:
-                    u.chunker = None
+                self._drop_chunker(u)
                 return
             # visible -> withheld: text still buffered is now known to be reasoning and is
             # dropped; the stream ends; the decoder learns the new type; the rest is withheld.
@@ -526,7 +543,7 @@ class ChatEncoder:
                 thread_id=msg.thread_id, block_id=msg.block_id)), [], unit=u.key)
             if u.open:
                 self._end_item(u, g)
-            u.chunker = None
+            self._drop_chunker(u)
             u.wire += 1
             self._gen(u, g)
             return
@@ -543,6 +560,7 @@ class ChatEncoder:
                 ch = u.chunker
                 if ch is None:
                     ch = u.chunker = self._chunker_cls(**self._chunker_opts)
+                    self._live[u.key] = u
                 if piece == "" and not u.has_content:
                     u.empty_pending = True
                 for c in ch.feed(piece, now):
@@ -563,8 +581,10 @@ class ChatEncoder:
         self._flush_unit(u)
         g = _Group(self._meta_of(msg), [], unit=u.key)
         self._render_plain(msg, g, u)
-        if u.open and new_type not in STREAM_TYPES:
-            self._end_item(u, g)
+        if new_type not in STREAM_TYPES:
+            self._drop_chunker(u)
+            if u.open:
+                self._end_item(u, g)
         u.wire += 1
         u.has_content = True
         self._gen(u, g)
@@ -603,6 +623,10 @@ class ChatEncoder:
         return TextContent.construct(type="text", text=text)
 
     # -- streams --------------------------------------------------------------------------------
+    def _drop_chunker(self, u: _Unit) -> None:
+        u.chunker = None
+        self._live.pop(u.key, None)
+
     def _flush_unit(self, u: _Unit) -> None:
         ch = u.chunker
         if ch is None:
@@ -1116,6 +1140,8 @@ class ChatDecoder:
             return
         if msg.type == EVENT and msg.event == STREAM_END:
             c.finished = True
+            c.message_bytes.clear()
+            c.over.clear()
             left = [s for s in peer.streams.values() if s.conv == conv_id]
             for s in left:
                 del peer.streams[s.sid]
