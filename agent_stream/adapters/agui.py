@@ -394,6 +394,7 @@ class AGUIEncoder:
             st.name = st.name or "tool"
             self._open_msg(st, out)
         st.done = True
+        st.text = Parts()
         self._open.pop(st.key, None)
         if not st.opened:
             return

@@ -155,6 +155,7 @@ class ChannelsEncoder:
         self.as_dicts = as_dicts
         self.finished = False
         self._msgs: dict[tuple[str | None, str], _CMsg] = {}
+        self._open: dict[tuple[str | None, str], _CMsg] = {}  # not ended yet
         self._warnings: list[StreamWarning] = []
 
     # -- public -------------------------------------------------------------------------------
@@ -211,7 +212,7 @@ class ChannelsEncoder:
             field = "block_id" if name == BLOCK_END else "thread_id"
             wid = data.get(field) or getattr(msg, field)
             status = data.get("status")
-            for st in [s for s in self._msgs.values() if not s.done and s.ids.get(field) == wid]:
+            for st in [s for s in self._open.values() if s.ids.get(field) == wid]:
                 self._end_msg(st, out, status if isinstance(status, str) else "completed")
             if "status" in self.channels:
                 out.append({"channel": "status", "type": _EVENT_TYPE[name], "data": dict(data)})
@@ -228,7 +229,7 @@ class ChannelsEncoder:
 
     def _end(self, out: list[dict[str, Any]], data: dict[str, Any]) -> None:
         status = data.get("status") or "completed"
-        for st in [s for s in self._msgs.values() if not s.done]:
+        for st in list(self._open.values()):
             self._end_msg(st, out, status if isinstance(status, str) else "error")
         data.setdefault("status", status)
         out.append({"channel": "status", "type": "stream.end", "data": data})
@@ -247,7 +248,8 @@ class ChannelsEncoder:
         key = (msg.thread_id, mid)
         st = self._msgs.get(key)  # type: ignore[assignment]
         if st is None:
-            st = self._msgs[key] = _CMsg(key, msg.type, _ids_of(msg), self.channels)
+            st = self._msgs[key] = self._open[key] = _CMsg(key, msg.type, _ids_of(msg),
+                                                           self.channels)
         elif st.type != msg.type:
             st = self._retype(st, msg, out)
         elif "block_id" not in st.ids and msg.block_id:
@@ -280,7 +282,9 @@ class ChannelsEncoder:
                 out.append({"channel": st.channel, "type": "message.end",
                             "data": {**st.ids, "status": "retyped", "type": msg.type,
                                      "chunk_count": st.chunks}})
-        new = self._msgs[st.key] = _CMsg(st.key, msg.type, st.ids, self.channels)
+        self._open.pop(st.key, None)
+        new = self._msgs[st.key] = self._open[st.key] = _CMsg(st.key, msg.type, st.ids,
+                                                              self.channels)
         new.chunks = st.chunks
         if msg.props is None and text and new.ok and new.type in _SNAPSHOT_TYPE:
             new.text.set(text)
@@ -385,10 +389,13 @@ class ChannelsEncoder:
         if st.done:
             return
         st.done = True
+        if self._open.get(st.key) is st:
+            del self._open[st.key]
         if not st.ok:
             return
         if st.type == TOOL_CALL and status == "completed":
             self._tool_complete(st, out)
+        st.text = Parts()
         out.append({"channel": st.channel, "type": "message.end",
                     "data": {**st.ids, "status": status, "chunk_count": st.chunks}})
 

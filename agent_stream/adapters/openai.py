@@ -556,6 +556,7 @@ class OpenAIEncoder:
         self._began = False
         self._role_sent = False
         self._msgs: dict[tuple[str | None, str], _EMsg] = {}
+        self._open: dict[tuple[str | None, str], _EMsg] = {}  # not done yet
         self._queues: dict[str, deque[_EMsg]] = {
             _C_CONTENT: deque(), _C_REASONING: deque(), _C_REFUSAL: deque()}
         self._tools = 0
@@ -668,6 +669,7 @@ class OpenAIEncoder:
         field = _FIELD_OF_TYPE.get(type_)
         st = _EMsg(key, type_, field, thread_id, block_id)
         self._msgs[key] = st
+        self._open[key] = st
         q = self._queues.get(field) if field is not None else None
         if q is not None:
             q.append(st)
@@ -703,13 +705,15 @@ class OpenAIEncoder:
         return new
 
     def _end_where(self, out: list[Any], pred: Any) -> None:
-        for st in [s for s in self._msgs.values() if not s.done and pred(s)]:
+        for st in [s for s in self._open.values() if pred(s)]:
             self._end_msg(st, out)
 
     def _end_msg(self, st: _EMsg, out: list[Any]) -> None:
         if st.done:
             return
         st.done = True
+        if self._open.get(st.key) is st:
+            del self._open[st.key]
         if st.field == _C_TOOL:
             if st.index is None:
                 self._tool_start(st, out)
@@ -718,6 +722,7 @@ class OpenAIEncoder:
         if not q or q[0] is not st:
             return  # held: sent whole when it reaches the head
         q.popleft()
+        st.text = Parts()  # sent: nothing more to compare against
         while q:
             head = q[0]
             head.live = True
@@ -727,6 +732,7 @@ class OpenAIEncoder:
             if not head.done:
                 break
             q.popleft()
+            head.text = Parts()
 
     # -- content ------------------------------------------------------------------------------
     def _chunk(self, st: _EMsg, msg: Message, out: list[Any]) -> None:
@@ -824,8 +830,8 @@ class OpenAIEncoder:
 
     # -- the end ------------------------------------------------------------------------------
     def _flush_all(self, out: list[Any]) -> None:
-        for st in list(self._msgs.values()):
-            if st.field == _C_TOOL and not st.done:
+        for st in list(self._open.values()):
+            if st.field == _C_TOOL:
                 self._end_msg(st, out)
         for q in self._queues.values():
             while q:
