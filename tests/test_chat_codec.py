@@ -24,6 +24,7 @@ from agent_stream.adapters.chat import (
     TAG_KEY,
     ChatDecoder,
     ChatEncoder,
+    coalesce,
     conversation_of,
     is_tagged_request,
     opens_session,
@@ -599,6 +600,23 @@ def test_out_of_order_chat_messages_are_put_back_in_order() -> None:
     assert len(chats) >= 4
     shuffled = [chats[1], chats[3], chats[0], chats[2], *chats[4:]]
     decoded, warnings = decode(shuffled)
+    assert warnings == []
+    assert view(assemble(decoded)) == view(assemble(decode(chats)[0]))
+
+
+def test_coalesced_chat_messages_read_and_decode_the_same() -> None:
+    chats = _reply()
+    assert len(chats) >= 4
+    one = coalesce(chats[1:3])
+    md = next(i.metadata for i in one.content if isinstance(i, MetadataContent))
+    assert (md["seq"], md["seq_last"]) == ("2", "3")
+    ChatMessage.parse_raw(one.json())  # still valid for uagents
+    wire = [chats[0], one, *chats[3:]]
+    assert plain(wire) == plain(chats)
+    decoded, warnings = decode(wire)
+    assert warnings == []
+    assert view(assemble(decoded)) == view(assemble(decode(chats)[0]))
+    decoded, warnings = decode([chats[0], *chats[3:], one])  # late, still put back in order
     assert warnings == []
     assert view(assemble(decoded)) == view(assemble(decode(chats)[0]))
 

@@ -2,8 +2,8 @@
 
 Streams have several threads (message ids reused across threads), blocks, interleavings, random
 delta splits, whole messages, path deltas, type changes and reasoning; time advances randomly and
-the encoder is polled on its deadlines, so chunks are released by size, boundary and time; the
-ChatMessages may arrive with neighbours swapped.
+the encoder is polled on its deadlines, so chunks are released by size, boundary and time; runs
+of ChatMessages may be coalesced and they may arrive with neighbours swapped.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ from uagents_core.contrib.protocols.chat import (
     TextContent,
 )
 
-from agent_stream.adapters.chat import TAG_KEY, ChatDecoder, ChatEncoder, parse_chat, stream_id_for
+from agent_stream.adapters.chat import (
+    TAG_KEY,
+    ChatDecoder,
+    ChatEncoder,
+    coalesce,
+    parse_chat,
+    stream_id_for,
+)
 from agent_stream.assemble import assemble
 from agent_stream.message import (
     BLOCK_END,
@@ -210,12 +217,12 @@ def _compare(orig: list[Message], decoded: list[Message],
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=hierarchical_streams(), tagged=st.booleans(), reasoning=st.booleans(),
        steps=st.lists(st.floats(0, 0.3), min_size=1, max_size=8), json_wire=st.booleans(),
-       swaps=st.lists(st.booleans(), max_size=30),
+       swaps=st.lists(st.booleans(), max_size=30), runs=st.lists(st.integers(1, 4), max_size=20),
        chunker=st.sampled_from([None, {"min_chars": 1, "max_chars": 8, "first_chars": None},
                                 {"min_chars": 5, "max_chars": 30, "max_delay": 0.1}]))
 def test_decode_of_encode_assembles_like_the_original(
         data: tuple[list[Message], set[Any]], tagged: bool, reasoning: bool,
-        steps: list[float], json_wire: bool, swaps: list[bool],
+        steps: list[float], json_wire: bool, swaps: list[bool], runs: list[int],
         chunker: dict[str, Any] | None) -> None:
     msgs, secret_keys = data
     conv = "conversation-1"
@@ -265,6 +272,12 @@ def test_decode_of_encode_assembles_like_the_original(
     if not tagged:
         assert most_open <= 1, "a plain peer never sees two streams open at once"
     wire = [parse_chat(c.json()) for c in chats] if json_wire else list(chats)
+    merged: list[ChatMessage] = []  # runs of ChatMessages coalesced as a slow transport would
+    for n in runs:
+        if wire:
+            merged.append(coalesce(wire[:n]))
+            wire = wire[n:]
+    wire = merged + wire
     i = 0
     while i + 1 < len(wire) and i < len(swaps):  # delivered out of order: put back by seq
         if swaps[i]:

@@ -57,7 +57,7 @@ import mimetypes
 import re
 import uuid
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,7 @@ __all__ = [
     "ChatEncoder",
     "cli_decoder",
     "cli_encode",
+    "coalesce",
     "conversation_of",
     "is_tagged_request",
     "opens_session",
@@ -193,6 +194,51 @@ def conversation_of(chat: ChatMessage) -> str | None:
         if conv is not None:
             return conv
     return None
+
+
+def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
+    """One ChatMessage carrying what ``chats`` (consecutive output of one encoder) carry.
+
+    For a transport whose sends are slower than the encoder: ChatMessages waiting to be sent go
+    as one. A plain peer reads the same text in the same order; the decoder learns the range of
+    sequence numbers covered (``seq``..``seq_last``), so nothing looks lost.
+    """
+    if not chats:
+        raise ValueError("coalesce needs at least one ChatMessage")
+    if len(chats) == 1:
+        return chats[0]
+    content: list[Any] = []
+    first_seq: str | None = None
+    last_seq: str | None = None
+    for chat in chats:
+        head = True
+        for item in chat.content:
+            if head and isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+                head = False
+                md = dict(item.metadata)
+                if "seq" in md:
+                    if first_seq is None:
+                        first_seq = md["seq"]
+                    last_seq = md.get("seq_last", md["seq"])
+                    md = {k: v for k, v in md.items()
+                          if k not in ("seq", "seq_last", "conversation")}
+                    conv = item.metadata.get("conversation")
+                    if not content and conv is not None:
+                        md["conversation"] = conv
+                item = MetadataContent.construct(type="metadata", metadata=md)
+            content.append(item)
+    for item in content:
+        if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+            if first_seq is not None:
+                item.metadata["seq"] = first_seq
+                if last_seq != first_seq:
+                    item.metadata["seq_last"] = last_seq
+            break
+    # EndSessionContent (if any) stays last: it ends the reply
+    ends = [i for i in content if isinstance(i, EndSessionContent)]
+    content = [i for i in content if not isinstance(i, EndSessionContent)] + ends[-1:]
+    return ChatMessage.construct(timestamp=chats[-1].timestamp, msg_id=chats[0].msg_id,
+                                 content=content)
 
 
 # -- encoder --------------------------------------------------------------------------------------
@@ -822,7 +868,7 @@ class _Conv:
 
     def __init__(self) -> None:
         self.expected = 1
-        self.held: dict[int, ChatMessage] = {}
+        self.held: dict[int, tuple[ChatMessage, int]] = {}  # by seq: (chat, last seq covered)
         self.gap_since: float | None = None
         self.finished = False
         self.message_bytes: dict[tuple[str | None, str], int] = {}
@@ -905,6 +951,9 @@ class ChatDecoder:
         if seq is None:
             self._tagged(peer, conv_id, chat, now, out)
             return out
+        last_s = head.get("seq_last")
+        last = int(last_s) if last_s is not None and last_s.isdigit() else seq
+        last = max(last, seq)
         c = peer.convs.get(conv_id)
         if c is None:
             c = peer.convs[conv_id] = _Conv()
@@ -913,14 +962,14 @@ class ChatDecoder:
                        "arrived after its gap was reported; dropped")
             return out
         if seq > c.expected:
-            c.held[seq] = chat
+            c.held[seq] = (chat, last)
             if c.gap_since is None:
                 c.gap_since = now
             if len(c.held) > self.reorder_window or seq - c.expected > self.reorder_window:
                 self._skip_gap(peer, conv_id, c, now, out)
             return out
         self._tagged(peer, conv_id, chat, now, out)
-        c.expected += 1
+        c.expected = last + 1
         self._release(peer, conv_id, c, now, out)
         return out
 
@@ -995,8 +1044,13 @@ class ChatDecoder:
                  out: list[Message]) -> None:
         held = c.held
         while c.expected in held:
-            self._tagged(peer, conv_id, held.pop(c.expected), now, out)
-            c.expected += 1
+            chat, last = held.pop(c.expected)
+            self._tagged(peer, conv_id, chat, now, out)
+            c.expected = last + 1
+        for stale in [k for k in held if k < c.expected]:  # covered by a coalesced one
+            del held[stale]
+            self._warn("late_chat_message", f"ChatMessage {stale} of conversation {conv_id!r} "
+                       "was already covered; dropped")
         c.gap_since = now if held else None
 
     def _skip_gap(self, peer: _Peer, conv_id: str, c: _Conv, now: float,
