@@ -636,6 +636,23 @@ def test_a_gap_is_reported_after_gap_timeout_not_papered_over() -> None:
     assert [w.code for w in dec.drain_warnings()] == ["late_chat_message"]
 
 
+def test_a_new_reply_reusing_the_conversation_id_starts_over() -> None:
+    dec = ChatDecoder()
+    for word in ("First.", "Second."):
+        chats = encode([text(word, message_id="M1")], close=True)  # seq 1, 2 each time
+        out, warnings = decode(chats, dec=dec)
+        assert warnings == [] and [m.props for m in out if m.type == "text"] == [
+            {"content": word}]
+
+
+def test_hostile_sequence_numbers_do_not_raise() -> None:
+    dec = ChatDecoder()
+    for seq in ("²", "-1", "9" * 40, ""):
+        dec.feed("a", ChatMessage(content=[_tag(op="text", seq=seq, conversation="c",
+                                                type="text"), TextContent(text="x")]), 0.0)
+    assert dec.drain_warnings() == []
+
+
 def test_reorder_window_overflow_reports_the_gap_at_once() -> None:
     chats = _reply()
     dec = ChatDecoder(reorder_window=1)

@@ -13,7 +13,10 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
 ==================  ==========================================================================
 ``agent_stream``    the tag (:data:`TAG_KEY`), protocol version ``"1"``
 ``seq``             per-conversation ChatMessage number 1, 2, ... (first group of a ChatMessage)
-``conversation``    the conversation the reply belongs to (first group of a ChatMessage)
+``seq_last``        the last number a :func:`coalesce`-d ChatMessage covers
+``conversation``    the conversation the reply belongs to (first group of a ChatMessage); one
+                    per reply (e.g. the request's msg_id): stream_ids derive from it, and the
+                    decoder orders ChatMessages per (sender, conversation)
 ``op``              ``chunk``: the TextContent after it is a text chunk of stream ``stream_id``
                     (the group that opens the stream also has the message's ids and type);
                     ``text``: a whole text message, its content the TextContent after it;
@@ -416,6 +419,8 @@ class ChatEncoder:
                 self._stream_end(msg)
                 return self._pack()
             if name == STREAM_START or (name is not None and msg.is_lifecycle):
+                if name == STREAM_START:
+                    self._finished = False  # a new reply begins
                 self._route(_Group(self._meta_of(msg), []))
                 return self._pack()
         mid = msg.message_id
@@ -888,6 +893,12 @@ class _Peer:
 _SEEN_MAX = 4096
 
 
+def _seq_number(s: str | None) -> int | None:
+    if s is None or not s.isascii() or not s.isdecimal() or len(s) > 18:
+        return None
+    return int(s)
+
+
 class ChatDecoder:
     """ChatMessages in (from any number of senders), Messages out.
 
@@ -947,16 +958,14 @@ class ChatDecoder:
             return out
         conv_id = head.get("conversation", "")
         seq_s = head.get("seq")
-        seq = int(seq_s) if seq_s is not None and seq_s.isdigit() else None
+        seq = _seq_number(seq_s)
         if seq is None:
             self._tagged(peer, conv_id, chat, now, out)
             return out
-        last_s = head.get("seq_last")
-        last = int(last_s) if last_s is not None and last_s.isdigit() else seq
-        last = max(last, seq)
+        last = max(_seq_number(head.get("seq_last")) or seq, seq)
         c = peer.convs.get(conv_id)
-        if c is None:
-            c = peer.convs[conv_id] = _Conv()
+        if c is None or (c.finished and seq == 1 and not c.held):
+            c = peer.convs[conv_id] = _Conv()  # new, or a new reply reusing the conversation id
         if seq < c.expected:
             self._warn("late_chat_message", f"ChatMessage {seq} of conversation {conv_id!r} "
                        "arrived after its gap was reported; dropped")
