@@ -195,9 +195,10 @@ channel never share a buffer.
 `*.delta` appends, `*.snapshot` replaces the message's text (a rewrite is exact here). Every
 message ends with `message.end {status, chunk_count}` on its own channel; a type change that moves
 a message to another channel ends it on the old one with status `retyped` and sends it whole on
-the new one. The channel policy is applied by the sender: the recipient gets the listed channels
-(default: all but `reasoning`); a message's events, its `message.end` included, are dropped with
-its channel; `stream.end` and every `error` event are never dropped.
+the new one (a change within a channel just goes on). The channel policy is applied by the
+sender: the recipient gets the listed channels (default: all but `reasoning`); a message's
+events, its `message.end` included, are dropped with its channel; `stream.end` and every `error`
+event are never dropped.
 
 ### AG-UI (`AGUIEncoder`, `convert --to agui`)
 

@@ -215,3 +215,59 @@ def test_hidden_reasoning_revealed_by_a_type_change_arrives_whole() -> None:
         ("text", "message.snapshot"), ("text", "message.delta"), ("text", "message.end"),
         ("status", "stream.end")]
     assert client_of(events).text == {("text", None, "M1"): "It is 42."}
+
+
+# -- property: any valid Message stream gives well-formed channel events -------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_types = st.sampled_from(["text", "thinking", "loading", "tool_call", "error", "image", "action",
+                          "event", "refusal", "table", "citation"])
+_leaf = st.one_of(st.integers(), st.text(max_size=3), st.none())
+_props = st.one_of(st.none(), st.dictionaries(
+    st.sampled_from(["content", "message", "arguments", "id", "name", "url", "rows"]),
+    st.one_of(_leaf, st.lists(_leaf, max_size=2)), max_size=3))
+_events = st.sampled_from(["stream_start", "stream_end", "thread_end", "block_end",
+                           "message_start", "message_end", "custom"])
+
+
+@st.composite
+def _message(draw: Any) -> Message:
+    t = draw(_types)
+    ids = {"message_id": draw(st.sampled_from([None, "M1", "M2"])),
+           "thread_id": draw(st.sampled_from([None, "T1", "T2"])),
+           "block_id": draw(st.sampled_from([None, "B1"]))}
+    if t == "event":
+        data = draw(st.dictionaries(st.sampled_from(
+            ["message_id", "thread_id", "block_id", "status", "error"]),
+            st.one_of(_leaf, st.sampled_from(["M1", "T1", "B1", "error", "cancelled"])),
+            max_size=3))
+        return Message(type="event", props={"event": draw(_events), "data": data}, **ids)
+    return Message(type=t, props=draw(_props), delta=draw(st.booleans()),
+                   delta_path=draw(st.sampled_from([None, "content", "arguments", "rows"])),
+                   delta_action=draw(st.sampled_from([None, "append", "replace", "merge",
+                                                      "set"])),
+                   type_change=draw(st.booleans()), **ids)
+
+
+@settings(max_examples=150, deadline=None)
+@given(msgs=st.lists(_message(), max_size=20), chosen=st.sets(st.sampled_from(CHANNELS)))
+def test_any_message_stream_gives_well_formed_events_within_the_policy(
+        msgs: list[Message], chosen: set[str]) -> None:
+    events = lines(msgs, channels=sorted(chosen))
+    assert sum(e["type"] == "stream.end" for e in events) == 1
+    allowed = chosen | {"error"}
+    for e in events[:-1]:
+        assert e["channel"] in allowed
+    errors_in = sum(m.type == "error" for m in msgs[:next(
+        (i for i, m in enumerate(msgs) if m.event == "stream_end"), len(msgs))])
+    assert sum(e["channel"] == "error" for e in events) == errors_in
+    ended: set[tuple[str, Any, Any]] = set()
+    for e in events:
+        d = e["data"]
+        key = (e["channel"], d.get("thread_id"), d.get("message_id"))
+        if d.get("message_id") and e["channel"] not in ("status", "error"):
+            assert key not in ended, f"{e} after message.end"
+        if e["type"] == "message.end" and d["status"] != "retyped":  # a retyped one may return
+            ended.add(key)

@@ -10,7 +10,7 @@ without applying the whole delta, so the common case (appending text) costs a di
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agent_stream.errors import StreamWarning
@@ -61,6 +61,13 @@ def visible_change(msg: Message, field: str) -> tuple[int, str] | None:
     if action in ("replace", "set"):
         return (SET, v)
     return None
+
+
+def sid(data: Mapping[str, Any], key: str, fallback: str | None = None) -> str | None:
+    """``data[key]`` when it is a non-empty string (event data comes from anywhere), else
+    ``fallback``."""
+    v = data.get(key)
+    return v if isinstance(v, str) and v else fallback
 
 
 def id_fields(msg: Message) -> dict[str, str]:

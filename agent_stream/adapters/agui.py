@@ -68,6 +68,7 @@ from agent_stream.adapters._common import (
     Parts,
     id_fields,
     report_warnings,
+    sid,
     visible_change,
 )
 from agent_stream.errors import DeltaError, StreamWarning
@@ -309,7 +310,7 @@ class AGUIEncoder:
             self._end_run(out, status if isinstance(status, str) else "error",
                           err if isinstance(err, str) else None, None, data.get("usage"))
         elif name == BLOCK_START:
-            bid = data.get("block_id") or msg.block_id
+            bid = sid(data, "block_id", msg.block_id)
             if isinstance(bid, str) and bid not in self._steps:
                 step = data.get("label") or data.get("type") or bid
                 step = str(step)
@@ -318,28 +319,28 @@ class AGUIEncoder:
                 self._steps[bid] = step
                 out.append(StepStartedEvent(step_name=step))
         elif name == BLOCK_END:
-            bid = data.get("block_id") or msg.block_id
+            bid = sid(data, "block_id", msg.block_id)
             for st in [s for s in self._open.values() if s.block_id == bid]:
                 self._close(st, out)
             step = self._steps.pop(bid, None) if isinstance(bid, str) else None
             if step is not None:
                 out.append(StepFinishedEvent(step_name=step))
         elif name == MESSAGE_START:
-            mid = data.get("message_id") or msg.message_id
+            mid = sid(data, "message_id", msg.message_id)
             type_ = data.get("type")
             if isinstance(mid, str) and isinstance(type_, str):
-                key = (data.get("thread_id") or msg.thread_id, mid)
+                key = (sid(data, "thread_id", msg.thread_id), mid)
                 if key not in self._msgs:
                     st = self._new(key, type_, msg.block_id)
                     self._open_msg(st, out)
         elif name == MESSAGE_END:
-            mid = data.get("message_id") or msg.message_id
-            found = self._msgs.get((data.get("thread_id") or msg.thread_id, mid or ""))
+            mid = sid(data, "message_id", msg.message_id)
+            found = self._msgs.get((sid(data, "thread_id", msg.thread_id), mid or ""))
             if found is not None:
                 self._close(found, out)
         elif name in (THREAD_START, THREAD_END):
             if name == THREAD_END:
-                tid = data.get("thread_id") or msg.thread_id
+                tid = sid(data, "thread_id", msg.thread_id)
                 for st in [s for s in self._open.values() if s.thread_id == tid]:
                     self._close(st, out)
             out.append(CustomEvent(name=name, value=dict(data)))

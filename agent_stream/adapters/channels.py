@@ -27,7 +27,7 @@ it). Structured chunks are forwarded as the DSL chunk (props with delta/path/act
 receiver merges them with the DSL's rules. Every message ends with ``message.end`` on its own
 channel (at its message_end, at the end of its block or thread, or at the stream's end). A message
 whose type changes channel ends on the old one with status ``retyped`` and goes on, whole, on the
-new one.
+new one (a retyped message may come back later); a type change within a channel just goes on.
 
 Channel policy, on the sending side: ``ChannelsEncoder(channels=...)`` names the channels the
 recipient gets; by default every channel but ``reasoning``. A message's events, its message.end
@@ -44,11 +44,11 @@ from typing import Any
 
 from agent_stream.adapters._common import (
     APPEND,
-    VISIBLE_FIELD,
     Parts,
     id_fields,
     opt,
     report_warnings,
+    sid,
     visible_change,
 )
 from agent_stream.errors import StreamWarning, WireError
@@ -203,14 +203,14 @@ class ChannelsEncoder:
         if name == STREAM_END:
             self._end(out, dict(data))
         elif name == MESSAGE_END:
-            mid = data.get("message_id") or msg.message_id
-            st = self._msgs.get((data.get("thread_id") or msg.thread_id, mid or ""))
+            mid = sid(data, "message_id", msg.message_id)
+            st = self._msgs.get((sid(data, "thread_id", msg.thread_id), mid or ""))
             if st is not None:
                 status = data.get("status")
                 self._end_msg(st, out, status if isinstance(status, str) else "completed")
         elif name in (BLOCK_END, THREAD_END):
             field = "block_id" if name == BLOCK_END else "thread_id"
-            wid = data.get(field) or getattr(msg, field)
+            wid = sid(data, field, getattr(msg, field))
             status = data.get("status")
             for st in [s for s in self._open.values() if s.ids.get(field) == wid]:
                 self._end_msg(st, out, status if isinstance(status, str) else "completed")
@@ -271,8 +271,7 @@ class ChannelsEncoder:
                     st.text.set(ch[1])
 
     def _retype(self, st: _CMsg, msg: Message, out: list[dict[str, Any]]) -> _CMsg:
-        if channel_of(msg.type) == st.channel and st.type in VISIBLE_FIELD and \
-                msg.type in VISIBLE_FIELD and st.type != TOOL_CALL and msg.type != TOOL_CALL:
+        if channel_of(msg.type) == st.channel:  # same channel: it just goes on as the new type
             st.type = msg.type
             return st
         text = st.text.value()

@@ -43,6 +43,7 @@ from agent_stream.adapters._common import (
     id_fields,
     opt,
     report_warnings,
+    sid,
     visible_change,
 )
 from agent_stream.errors import StreamWarning, WireError
@@ -585,15 +586,15 @@ class OpenAIEncoder:
                 self._on_message_start(msg)
             elif name == MESSAGE_END:
                 data = msg.event_data
-                mid = data.get("message_id") or msg.message_id
-                ended = self._msgs.get((data.get("thread_id") or msg.thread_id, mid or ""))
+                mid = sid(data, "message_id", msg.message_id)
+                ended = self._msgs.get((sid(data, "thread_id", msg.thread_id), mid or ""))
                 if ended is not None:
                     self._end_msg(ended, out)
             elif name == BLOCK_END:
-                bid = msg.event_data.get("block_id") or msg.block_id
+                bid = sid(msg.event_data, "block_id", msg.block_id)
                 self._end_where(out, lambda st: st.block_id == bid)
             elif name == THREAD_END:
-                tid = msg.event_data.get("thread_id") or msg.thread_id
+                tid = sid(msg.event_data, "thread_id", msg.thread_id)
                 self._end_where(out, lambda st: st.thread_id == tid)
             return out
         if t == ERROR:
@@ -678,10 +679,10 @@ class OpenAIEncoder:
 
     def _on_message_start(self, msg: Message) -> None:
         data = msg.event_data
-        mid = data.get("message_id") or msg.message_id
+        mid = sid(data, "message_id", msg.message_id)
         if not isinstance(mid, str):
             return
-        key = (data.get("thread_id") or msg.thread_id, mid)
+        key = (sid(data, "thread_id", msg.thread_id), mid)
         if key in self._msgs:
             return
         type_ = data.get("type")
