@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from agent_stream.chunker import TextChunker
 
 __all__ = [
+    "CHAT_CHUNKER_DEFAULTS",
     "PROTOCOL_VERSION",
     "TAG_KEY",
     "ChatDecoder",
@@ -124,6 +125,11 @@ STREAM_TYPES = frozenset((TEXT, REFUSAL))
 # Types withheld unless the recipient's channels include theirs.
 CHANNEL_OF_TYPE: dict[str, str] = {THINKING: "reasoning"}
 _MEDIA = (IMAGE, AUDIO, VIDEO)
+
+# Each ChatMessage is a signed envelope (~1 ms to sign, ~4 ms to verify, ~10 ms per hop on
+# loopback), so the chat wire buffers more than the chunker's UI-minded defaults: chunks of at
+# least two short sentences, released at most half a second after their first character.
+CHAT_CHUNKER_DEFAULTS: dict[str, Any] = {"min_chars": 120, "max_delay": 0.5}
 
 OP_CHUNK = "chunk"
 OP_TEXT = "text"
@@ -347,8 +353,9 @@ class ChatEncoder:
     ``tagged``: the recipient declared tag support (streams interleave; else serialised).
     ``channels``: extra channels it may get (``"reasoning"`` lets ``thinking`` through as
     metadata). ``session``: the request opened a session, so the last ChatMessage carries
-    EndSessionContent. ``chunker``: TextChunker options. ``deterministic``: ChatMessage msg_ids
-    derived from the conversation and sequence number and a fixed timestamp (reproducible output).
+    EndSessionContent. ``chunker``: TextChunker options over :data:`CHAT_CHUNKER_DEFAULTS`.
+    ``deterministic``: ChatMessage msg_ids derived from the conversation and sequence number and
+    a fixed timestamp (reproducible output). ``clock``: the UTC time stamped on ChatMessages.
     """
 
     def __init__(self, conversation: str, *, tagged: bool = False,
@@ -361,7 +368,10 @@ class ChatEncoder:
         self.tagged = tagged
         self.channels = frozenset(channels or ())
         self.session = session
-        self._chunker_opts = dict(chunker or {})
+        opts = dict(chunker or {})
+        if "max_chars" in opts and "min_chars" not in opts:
+            opts["min_chars"] = min(CHAT_CHUNKER_DEFAULTS["min_chars"], opts["max_chars"])
+        self._chunker_opts = {**CHAT_CHUNKER_DEFAULTS, **opts}
         TextChunker(**self._chunker_opts)  # validate options now (ChunkerConfigError)
         self._chunker_cls = TextChunker
         self._deterministic = deterministic
@@ -1410,7 +1420,8 @@ def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     """`agent-stream convert --to chat`: one ChatMessage JSON a line, as uagents serialises it.
 
     Encodes for a recipient that did not declare tag support (streams serialised, thinking
-    withheld), chunker defaults, the same ``now`` for every Message, msg_ids and stream_ids
+    withheld), the encoder's default chunking, the same ``now`` for every Message (no release on
+    time), msg_ids and stream_ids
     derived from ``--conversation``: the output depends only on the input. Every started chat
     stream is ended at the end of input; stream_end is sent only if the input has one.
     """
