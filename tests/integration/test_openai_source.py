@@ -267,3 +267,26 @@ async def test_environment_variables_configure_the_model(server, monkeypatch):
     assert assemble(out).text() == "Hello, world!"
     assert requests[-1]["model"] == "text"
     assert requests[-1]["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+async def test_cancelling_the_call_ends_its_message_and_block_as_cancelled(server):
+    base, _ = server
+    out: list[Message] = []
+    got_text = asyncio.Event()
+
+    async def sink(m: Message) -> None:
+        out.append(m)
+        if m.type == "text":
+            got_text.set()
+
+    model = OpenAIModel(base_url=base, api_key="k", model="stall", max_retries=0, timeout=10)
+    async with StreamWriter(sink) as w:
+        task = asyncio.create_task(model("hi", w))
+        await asyncio.wait_for(got_text.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    t = assemble(out)
+    assert t.text() == "Slow "
+    assert [m.status for m in t.messages] == ["cancelled"]
+    assert [b.status for b in t.blocks] == ["cancelled"]
