@@ -786,16 +786,31 @@ class TextChunker:
                 continue
             else:
                 e = en
-            if e - st <= self._max or (kind == _FENCE and cls not in (_LINE, _WORD, _HARD)):
-                return st
+            if e - st <= self._max:
+                return st  # fits: never cut inside
+            if kind == _FENCE:
+                if cls in (_WORD, _HARD):
+                    # too long: cut at line ends; inside a line only when the chunk would
+                    # otherwise hold nothing but (part of) that one line
+                    s0 = self._s0
+                    if self._s.rfind("\n", max(self._b - s0, 0), c - s0) >= 0:
+                        return st
+                elif cls != _LINE:
+                    return st
         return -1
 
     def _last_match(self, rx: re.Pattern[str], lo: int, hi: int, cls: int) -> int:
         """End of the last match of ``rx`` that is an allowed cut in [lo, hi], or -1."""
         s0 = self._s0
-        ends = [m.end() for m in rx.finditer(self._s, max(lo - 16 - s0, 0), hi - s0)]
+        z = hi - s0
+        # one character past hi so a lookahead can see it; a run crossing hi is cut at hi
+        ms = [(m.start(), m.end()) for m in rx.finditer(self._s, max(lo - 16 - s0, 0), z + 1)]
         prot = self._prot
-        for e in reversed(ends):
+        for a, e in reversed(ms):
+            if e > z:
+                if a >= z:
+                    continue
+                e = z
             c = s0 + e
             if c < lo:
                 break
