@@ -29,6 +29,10 @@ class WireError(StreamError):
     """A wire item (ChatMessage, SSE line, chunk dict) cannot be read."""
 
 
+class UsageError(StreamError):
+    """A command-line option or argument is wrong."""
+
+
 class LimitExceeded(StreamError):
     """A configured limit (streams, bytes, idle time) was exceeded."""
 

@@ -17,7 +17,7 @@ from agent_stream.adapters.channels import (
     parse_channels,
 )
 from agent_stream.assemble import assemble
-from agent_stream.errors import WireError
+from agent_stream.errors import UsageError, WireError
 from agent_stream.message import Message, error, event, loading, text, tool_call
 from agent_stream.writer import StreamWriter, collect
 
@@ -201,9 +201,8 @@ def test_unknown_channels_are_refused() -> None:
     class Args:
         channels = "nope"
 
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(UsageError, match="--channels: unknown channel"):
         list(cli_encode([], Args()))
-    assert info.value.code == 2
 
 
 def test_hidden_reasoning_revealed_by_a_type_change_arrives_whole() -> None:

@@ -38,7 +38,6 @@ and every ``error``-channel event.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
@@ -51,7 +50,7 @@ from agent_stream.adapters._common import (
     sid,
     visible_change,
 )
-from agent_stream.errors import StreamWarning, WireError
+from agent_stream.errors import StreamWarning, UsageError, WireError
 from agent_stream.message import (
     ACTION,
     AUDIO,
@@ -425,8 +424,7 @@ def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     try:
         enc = ChannelsEncoder(opt(args, "channels"))
     except WireError as exc:
-        print(f"--channels: {exc}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+        raise UsageError(f"--channels: {exc}") from None
     for m in messages:
         yield from enc.feed(m)
     yield from enc.close()

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from agent_stream.commands._io import BadLine, add_input_args, open_input, read_messages, report
+from agent_stream.errors import UsageError
 
 # --to NAME -> module agent_stream.adapters.<module>, which exposes
 #   cli_encode(messages: Iterable[Message], args: argparse.Namespace) -> Iterator[str]
@@ -64,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
     except BadLine as bad:
         out.flush()
         report(bad)
+        return 2
+    except UsageError as exc:
+        report(f"agent-stream convert: {exc}")
         return 2
     finally:
         if stream is not sys.stdin:
