@@ -1,0 +1,35 @@
+"""Model sources: where a streaming agent's words come from.
+
+A model source is an async callable ``(question: str, out: Scope) -> None`` that writes its reply
+into a :class:`~agent_stream.writer.StreamWriter` (or any scope of one): blocks, threads, messages.
+
+- :class:`~agent_stream.sources.replay.ReplayModel` (``replay``, the default): bundled replies
+  streamed at a realistic token rate; no key, no network. A stand-in for a model.
+- :class:`~agent_stream.sources.openai.OpenAIModel` (``openai``): any OpenAI-compatible
+  chat-completions server (needs the ``openai`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agent_stream.writer import Scope
+
+ModelSource = Callable[[str, Scope], Awaitable[None]]
+
+__all__ = ["ModelSource", "make_source"]
+
+
+def make_source(name: str, **options: Any) -> ModelSource:
+    """A model source by name: ``replay`` (options: rate, ...) or ``openai`` (base_url, api_key,
+    model, ...). The openai module is imported only when asked for."""
+    if name == "replay":
+        from agent_stream.sources.replay import ReplayModel
+
+        return ReplayModel(**options)
+    if name == "openai":
+        from agent_stream.sources.openai import OpenAIModel
+
+        return OpenAIModel(**options)
+    raise ValueError(f"unknown model source {name!r} (expected 'replay' or 'openai')")

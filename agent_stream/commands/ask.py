@@ -1,0 +1,168 @@
+"""`agent-stream ask`: ask a chat-protocol agent one question and render the reply live."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import time
+from typing import Any
+
+EPILOG = """examples:
+  agent-stream ask agent1q... --endpoint http://127.0.0.1:8000/submit "How do agents stream?"
+  agent-stream ask llm "How do agents stream?"        a local agent found in the directory
+  agent-stream ask agent1q... --endpoint URL --json "question" > transcript.json
+
+Exit status: 0 when the reply completed; 1 when it did not (error, cancelled, timeout, lost
+chunks) or could not be delivered; 2 for bad arguments (unknown address, busy port).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ask",
+        help="ask an agent one question and render its reply as it streams",
+        description="Send one question over the Agent Chat Protocol from a local client agent "
+        "and render the reply live (blocks as sections, threads labelled, reasoning dimmed, "
+        "tool calls as status lines, text as it streams).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("address", metavar="ADDRESS",
+                   help="the agent's address (or the name of a local agent in the directory)")
+    p.add_argument("question", help="the question")
+    p.add_argument("--endpoint", default=None, metavar="URL",
+                   help="the agent's endpoint (default: looked up in the local directory)")
+    p.add_argument("--port", type=int, default=0, metavar="Q",
+                   help="this client's port (default: a free one)")
+    p.add_argument("--seed", default=None,
+                   help="this client's seed (default: a throwaway one)")
+    p.add_argument("--json", action="store_true",
+                   help="print the assembled Transcript (the `assemble` JSON) instead")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds to wait for the whole reply (default: %(default)s)")
+    p.add_argument("--no-reasoning", action="store_true",
+                   help="do not ask for the model's reasoning")
+    p.add_argument("--no-directory", action="store_true",
+                   help="do not use the local directory (the agent must know this client by "
+                   "--peer)")
+    p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
+    p.set_defaults(func=run)
+
+
+def resolve_target(address: str, endpoint: str | None, use_directory: bool
+                   ) -> tuple[str, str]:
+    """(address, endpoint) of the agent to ask; ValueError when it cannot be found."""
+    from uagents_core.identity import parse_identifier
+
+    from agent_stream.uagents import LocalDirectory
+
+    _, _, bare = parse_identifier(address)
+    if endpoint:
+        if not bare:
+            raise ValueError(f"{address!r} is not an agent address")
+        return bare, endpoint
+    if use_directory:
+        found = LocalDirectory().find(address)
+        if found is not None:
+            return found
+    raise ValueError(f"no endpoint for {address!r}: give --endpoint URL (no running local "
+                     "agent by that address or name)")
+
+
+def port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
+             reasoning: bool, timeout: float, use_directory: bool, on_message: Any = None,
+             verbose: bool = False) -> Any:
+    """Run a client agent until the reply to ``question`` is over; returns the Reply."""
+    import logging
+
+    from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
+
+    chat = StreamingChat()
+    agent = local_agent(seed, port, name="ask", peers={target: endpoint},
+                        directory=LocalDirectory() if use_directory else None,
+                        log_level=logging.INFO if verbose else logging.WARNING)
+    agent.include(chat, publish_manifest=True)
+
+    async def main(ctx: Any) -> Any:
+        reply = await chat.ask(ctx, target, question,
+                               channels={"reasoning"} if reasoning else (), timeout=timeout)
+        async for msg in reply:
+            if on_message is not None:
+                on_message(msg)
+        await reply
+        return reply
+
+    return run_agent(agent, main)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent_stream.uagents import DeliveryError, free_port
+
+    try:
+        target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
+    except ValueError as exc:
+        print(f"agent-stream ask: {exc}", file=sys.stderr)
+        return 2
+    port = args.port or free_port()
+    if not port_free(port):
+        print(f"agent-stream ask: port {port} is in use", file=sys.stderr)
+        return 2
+    seed = args.seed or secrets.token_hex(32)
+
+    renderer = None
+    if not args.json:
+        from agent_stream.render import LiveRenderer
+
+        renderer = LiveRenderer(reasoning=not args.no_reasoning)
+    started = time.monotonic()
+    try:
+        reply = ask_once(target=target, endpoint=endpoint, question=args.question, port=port,
+                         seed=seed, reasoning=not args.no_reasoning, timeout=args.timeout,
+                         use_directory=not args.no_directory,
+                         on_message=renderer.feed if renderer is not None else None,
+                         verbose=args.verbose)
+    except DeliveryError as exc:
+        print(f"agent-stream ask: {exc}", file=sys.stderr)
+        return 1
+    if reply is None:  # interrupted
+        return 130
+    if args.json:
+        sys.stdout.write(json.dumps(reply.transcript.to_dict(), ensure_ascii=False, indent=2)
+                         + "\n")
+        sys.stdout.flush()
+    else:
+        assert renderer is not None
+        renderer.finish(summary_line(reply, started), ok=reply.completed)
+    for w in reply.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if not reply.completed:
+        print(f"agent-stream ask: the reply did not complete (status {reply.status})",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def summary_line(reply: Any, started: float) -> str:
+    """`completed · 14 ChatMessages · first text 0.41 s · 3.20 s`."""
+    parts = [reply.status or "?", f"{reply.chat_messages} ChatMessages"]
+    if reply.first_text_at is not None:
+        parts.append(f"first text {reply.first_text_at - reply.asked_at:.2f} s")
+    if reply.ended_at is not None:
+        parts.append(f"reply {reply.ended_at - reply.asked_at:.2f} s")
+    usage = reply.transcript.stream_data.get("usage") if reply.transcript.stream_data else None
+    if isinstance(usage, dict) and usage.get("completion_tokens"):
+        parts.append(f"{usage['completion_tokens']} tokens")
+    return " · ".join(parts)

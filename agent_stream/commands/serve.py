@@ -1,0 +1,142 @@
+"""`agent-stream serve`: run the streaming LLM agent (local by default, or on a Fetch network)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from typing import Any
+
+SEED_ENV = "AGENT_STREAM_SEED"
+
+EPILOG = """examples:
+  agent-stream serve                                   replay model, 127.0.0.1:8000, throwaway seed
+  AGENT_STREAM_SEED=... agent-stream serve --port 8001 --rate 0
+  agent-stream serve --model openai --base-url http://127.0.0.1:11434/v1 --model-name llama3.2
+  agent-stream serve --network testnet --mailbox       Almanac + Agentverse mailbox (needs internet)
+
+Local mode (the default) needs no internet: the agent registers nowhere and finds peers from
+--peer entries and the local directory of running agents ($AGENT_STREAM_DIRECTORY, else
+agents.json in <tmp>/agent-stream-<user>/), where it also lists itself while it runs.
+The seed comes from --seed or $AGENT_STREAM_SEED; never put it in a repository.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run the streaming LLM agent (replay model by default: no key, no network)",
+        description="Run the streaming LLM agent: answers any chat-protocol peer it can resolve, "
+        "streaming thinking, tool calls and the answer. Prints its address and endpoint.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default: %(default)s)")
+    p.add_argument("--seed", default=None,
+                   help=f"the agent's seed (default: ${SEED_ENV}, else a throwaway one)")
+    p.add_argument("--peer", action="append", default=[], metavar="ADDRESS=URL",
+                   help="a peer's endpoint (repeatable)")
+    p.add_argument("--model", choices=("replay", "openai"), default="replay",
+                   help="model source (default: %(default)s, a bundled stand-in for a model)")
+    p.add_argument("--rate", type=float, default=60.0,
+                   help="replay: tokens per second, 0 = as fast as possible (default: %(default)s)")
+    p.add_argument("--base-url", default=None,
+                   help="openai: server URL (default: $OPENAI_BASE_URL); key from $OPENAI_API_KEY")
+    p.add_argument("--model-name", default=None,
+                   help="openai: model name (default: $OPENAI_MODEL)")
+    p.add_argument("--name", default="llm", help="agent name (default: %(default)s)")
+    p.add_argument("--reasoning", action="store_true",
+                   help="share the model's reasoning (as metadata) with peers that ask for it")
+    p.add_argument("--max-in-flight", type=int, default=None, metavar="N",
+                   help="flow control: at most N unacknowledged ChatMessages per reply")
+    p.add_argument("--network", choices=("local", "testnet", "mainnet"), default="local",
+                   help="local (default: no internet) or a Fetch network (Almanac registration)")
+    p.add_argument("--mailbox", action="store_true",
+                   help="networked: receive through an Agentverse mailbox")
+    p.add_argument("--no-directory", action="store_true",
+                   help="local: neither list this agent in nor resolve peers from the directory")
+    p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
+    p.set_defaults(func=run)
+
+
+def seed_from(args: argparse.Namespace) -> tuple[str, bool]:
+    """(seed, throwaway?): --seed, else $AGENT_STREAM_SEED, else a random one."""
+    seed = args.seed or os.environ.get(SEED_ENV)
+    if seed:
+        return seed, False
+    return secrets.token_hex(32), True
+
+
+def make_model(args: argparse.Namespace) -> Any:
+    """The model source the options ask for (openai is imported only when chosen)."""
+    from agent_stream.sources import make_source
+
+    if args.model == "openai":
+        return make_source("openai", base_url=args.base_url, model=args.model_name)
+    return make_source("replay", rate=args.rate)
+
+
+def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
+    """(agent, chat protocol, endpoint description) as the options say; nothing is started."""
+    import logging
+
+    from agent_stream.uagents import (
+        LocalDirectory,
+        StreamingChat,
+        endpoint_for,
+        local_agent,
+        network_agent,
+        parse_peers,
+    )
+
+    model = make_model(args)
+
+    async def respond(request: Any, out: Any) -> None:
+        await model(request.text, out)
+
+    chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
+                         max_in_flight=args.max_in_flight)
+    level = logging.INFO if args.verbose else logging.WARNING
+    if args.network == "local":
+        if args.mailbox:
+            raise ValueError("--mailbox needs --network testnet or mainnet")
+        agent = local_agent(seed, args.port, name=args.name, peers=parse_peers(args.peer),
+                            directory=None if args.no_directory else LocalDirectory(),
+                            log_level=level)
+        where = endpoint_for(args.port)
+    else:
+        agent = network_agent(seed, network=args.network, mailbox=args.mailbox, port=args.port,
+                              name=args.name, log_level=level)
+        where = "Agentverse mailbox" if args.mailbox else f"port {args.port} (Almanac)"
+    agent.include(chat, publish_manifest=True)
+    return agent, chat, where
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent_stream.uagents import run_agent
+
+    seed, throwaway = seed_from(args)
+    if throwaway:
+        print(f"note: no seed given (--seed or ${SEED_ENV}); using a throwaway seed, so the "
+              "address changes every run", file=sys.stderr, flush=True)
+    try:
+        agent, _chat, where = build(args, seed)
+    except (ValueError, RuntimeError) as exc:
+        print(f"agent-stream serve: {exc}", file=sys.stderr)
+        return 2
+    model = (f"replay ({args.rate:g} tokens/s)" if args.model == "replay" and args.rate
+             else "replay (as fast as possible)" if args.model == "replay"
+             else f"openai ({args.model_name or 'default model'})")
+    print(f"address: {agent.address}", flush=True)
+    print(f"endpoint: {where}", flush=True)
+    print(f"model: {model}", flush=True)
+    if args.network == "local":
+        print(f'ask it:  agent-stream ask {agent.address} --endpoint {where} "your question"',
+              file=sys.stderr, flush=True)
+    try:
+        run_agent(agent)
+    except OSError as exc:
+        print(f"agent-stream serve: {exc}", file=sys.stderr)
+        return 1
+    return 0

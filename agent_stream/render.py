@@ -1,0 +1,176 @@
+"""Live terminal rendering of a Message stream with ``rich`` (used by ``ask`` and ``demo``).
+
+Blocks are sections (a rule with the block's label), threads are labelled (``[label]`` before each
+of their lines), reasoning is dimmed, tool calls, progress and tool results are status lines, and
+text is printed as it streams. Output is appended, never redrawn, so it works the same when stdout
+is not a terminal (then without colours).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from agent_stream.message import (
+    BLOCK_END,
+    BLOCK_START,
+    EVENT,
+    MESSAGE_END,
+    MESSAGE_START,
+    STREAM_END,
+    THREAD_END,
+    THREAD_START,
+    Message,
+)
+
+__all__ = ["LiveRenderer", "make_console"]
+
+_STREAMED = {"text": "", "thinking": "dim italic", "refusal": "red"}
+
+
+def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Console:
+    """A Console for live output: no markup or highlighting of content, soft wrapping."""
+    return Console(file=file or sys.stdout, highlight=False, soft_wrap=True, emoji=False,
+                   markup=False, force_terminal=color, no_color=color is False)
+
+
+class LiveRenderer:
+    """Feed it Messages as they arrive; it prints them as they stream."""
+
+    def __init__(self, console: Console | None = None, *, reasoning: bool = True) -> None:
+        self.console = console or make_console()
+        self.reasoning = reasoning
+        self._threads: dict[str, str] = {}
+        self._types: dict[tuple[str | None, str | None], str] = {}
+        self._cursor: tuple[str | None, str | None] | None = None  # message mid-line
+        self._at_line_start = True
+
+    # -- output primitives ----------------------------------------------------------------------
+    def _write(self, text: Text) -> None:
+        self.console.print(text, end="")
+        self.console.file.flush()
+        if text.plain:
+            self._at_line_start = text.plain.endswith("\n")
+
+    def _newline(self) -> None:
+        if not self._at_line_start:
+            self._write(Text("\n"))
+        self._cursor = None
+
+    def _prefix(self, thread_id: str | None) -> Text:
+        if thread_id is None:
+            return Text()
+        label = self._threads.get(thread_id) or thread_id
+        return Text(f"[{label}] ", style="bold magenta")
+
+    def _line(self, thread_id: str | None, body: str, style: str = "") -> None:
+        self._newline()
+        t = self._prefix(thread_id)
+        t.append(body, style=style)
+        t.append("\n")
+        self._write(t)
+
+    # -- feeding --------------------------------------------------------------------------------
+    def feed(self, msg: Message) -> None:
+        """Render one Message."""
+        name = msg.event
+        if msg.type == EVENT and name is not None:
+            self._event(name, msg)
+            return
+        key = (msg.thread_id, msg.message_id)
+        mtype = msg.type
+        if msg.type_change:
+            self._types[key] = mtype
+        else:
+            mtype = self._types.get(key, mtype) if msg.delta else mtype
+            self._types[key] = mtype
+        props = msg.props or {}
+        if mtype in _STREAMED:
+            if mtype == "thinking" and not self.reasoning:
+                return
+            content = props.get("content")
+            if isinstance(content, str) and content:
+                self._stream(key, msg.thread_id, content, _STREAMED[mtype])
+            return
+        if mtype == "loading":
+            if msg.delta:
+                return  # progress updates ("done") are shown by the tool result
+            self._line(msg.thread_id, f"… {props.get('message', '')}", "dim")
+        elif mtype == "tool_call":
+            args = props.get("arguments") or ""
+            self._line(msg.thread_id, f"⚙ {props.get('name') or 'tool'}({args})", "yellow")
+        elif mtype == "tool_result":
+            self._line(msg.thread_id,
+                       f"✓ {props.get('name') or 'tool'} → {props.get('content', '')}", "green")
+        elif mtype == "error":
+            code = props.get("code")
+            head = f"✗ Error ({code})" if code else "✗ Error"
+            self._line(msg.thread_id, f"{head}: {props.get('message', '')}", "bold red")
+        elif mtype in ("image", "audio", "video"):
+            self._line(msg.thread_id, f"[{mtype}] {props.get('url', '')}", "cyan")
+        elif mtype == "action":
+            self._line(msg.thread_id, f"→ action {props.get('name', '')}", "dim")
+        elif not msg.delta:
+            self._line(msg.thread_id, f"{mtype}: {_short(props)}", "dim")
+
+    def _stream(self, key: tuple[str | None, str | None], thread_id: str | None, content: str,
+                style: str) -> None:
+        if self._cursor != key:
+            self._newline()
+            self._write(self._prefix(thread_id))
+            self._cursor = key
+        self._write(Text(content, style=style))
+
+    def _event(self, name: str, msg: Message) -> None:
+        data = msg.event_data
+        tid = msg.thread_id or data.get("thread_id")
+        if name == THREAD_START:
+            if tid:
+                self._threads[tid] = data.get("label") or tid
+        elif name == BLOCK_START:
+            self._newline()
+            label = data.get("label") or data.get("type") or "block"
+            title = self._prefix(tid)
+            title.append(str(label), style="bold cyan")
+            self.console.rule(title, style="cyan", align="left")
+            self._at_line_start = True
+        elif name == MESSAGE_START:
+            mid = data.get("message_id") or msg.message_id
+            self._types[(tid, mid)] = data.get("type") or "text"
+        elif name == MESSAGE_END:
+            status = data.get("status")
+            mid = data.get("message_id") or msg.message_id
+            mtype = self._types.get((tid, mid), data.get("type"))
+            if mtype == "thinking" and not self.reasoning:
+                return
+            if self._cursor == (tid, mid):
+                self._newline()
+            if status not in (None, "completed"):
+                self._line(tid, f"({mtype or 'message'} {status})", "red")
+        elif name in (BLOCK_END, THREAD_END):
+            status = data.get("status")
+            if status not in (None, "completed"):
+                what = "block" if name == BLOCK_END else "thread"
+                self._line(tid, f"({what} {status})", "red")
+        elif name == STREAM_END:
+            self._newline()
+            status = data.get("status") or "completed"
+            if status != "completed":
+                err = data.get("error")
+                self._line(None, f"reply {status}" + (f": {err}" if err else ""), "bold red")
+
+    def finish(self, summary: str | None = None, *, ok: bool = True) -> None:
+        """End the output (a summary line in green, or red when not ``ok``)."""
+        self._newline()
+        if summary:
+            self.console.rule(style="green" if ok else "red")
+            self._write(Text(summary + "\n", style="green" if ok else "bold red"))
+
+
+def _short(props: dict[str, Any], limit: int = 120) -> str:
+    s = json.dumps(props, ensure_ascii=False, separators=(",", ":"))
+    return s if len(s) <= limit else s[: limit - 1] + "…"

@@ -1,0 +1,394 @@
+"""``replay``: the embedded default model source. A stand-in for a model, not a model.
+
+It needs no key and no network. For each question it picks one of a few bundled replies
+(deterministically: by keyword, else by a stable hash of the question) and streams it the way an
+agent built on a reasoning model with tools would:
+
+1. a block ``llm`` "Thinking": reasoning (``thinking``) streamed token by token;
+2. a block ``tool``: one tool call, a progress line (``loading``) and its result (``tool_result``);
+3. two tool calls run in parallel, each in a thread of its own with the same three messages;
+4. a block ``llm`` "Answer": a long markdown answer (a list, a table and a code block) streamed
+   token by token.
+
+Tokens are BPE-sized (:func:`tokenize`: about four characters, word pieces with their leading
+space). ``rate`` is tokens per second (default 60); ``rate=0`` streams as fast as it can and
+makes tool calls instant. ``tool_latency`` is a simulated tool's running time at the default rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import zlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from agent_stream.message import Message, tool_call
+from agent_stream.writer import Scope, StreamWriter
+
+__all__ = ["REPLIES", "ReplayModel", "ReplyScript", "ToolStep", "pick_reply", "tokenize"]
+
+TOOL_RESULT = "tool_result"
+
+# GPT-2 style pre-tokenisation (contractions, words with their leading space, numbers, punctuation
+# runs, whitespace), then long words cut into pieces of four or five characters.
+_PRETOKEN = re.compile(
+    r"'(?:s|t|re|ve|m|ll|d)\b| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+| ?_+|\n+|[ \t]+(?!\S)|[ \t]+|.",
+    re.DOTALL,
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into BPE-sized tokens; ``"".join(tokenize(t)) == t``."""
+    out: list[str] = []
+    for m in _PRETOKEN.finditer(text):
+        piece = m.group()
+        if len(piece) <= 7 or not piece.strip().isalpha():
+            out.append(piece)
+            continue
+        head = 5 if piece[0] == " " else 4
+        out.append(piece[:head])
+        rest = piece[head:]
+        while len(rest) > 6:
+            out.append(rest[:4])
+            rest = rest[4:]
+        out.append(rest)
+    return out
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One simulated tool call: its name, JSON arguments, progress line and result text."""
+
+    name: str
+    arguments: dict[str, object]
+    progress: str
+    result: str
+    latency: float = 1.0  # relative running time
+
+
+@dataclass(frozen=True)
+class ReplyScript:
+    """A bundled reply: reasoning, one tool step, two parallel tool steps, the answer."""
+
+    key: str
+    keywords: tuple[str, ...]
+    thinking: str
+    tool: ToolStep
+    parallel: tuple[ToolStep, ToolStep]
+    answer: str
+    labels: tuple[str, str] = ("", "")
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+_STREAMING_ANSWER = """\
+## Streaming agent output, in short
+
+Send the reply **as it is produced**, but not one envelope per token. Group tokens into \
+sentences or paragraphs, keep every piece of the reply addressable, and always close what you \
+open. Here is what that means in practice.
+
+### What to stream
+
+1. **Reasoning**: useful for debugging, usually hidden from end users. Send it only to peers \
+that asked for it.
+2. **Tool calls**: a status line is enough (`search_docs` running, then done). The arguments \
+and results travel as metadata.
+3. **The answer**: the text the user reads. It must stay readable even for a peer that ignores \
+streams and metadata entirely.
+
+### Cost of each approach
+
+| Approach | Messages for 2,000 tokens | Time to first text | Readable by a plain peer |
+| --- | --- | --- | --- |
+| One message at the end | 1 | after the whole reply | yes |
+| One message per token | 2,002 | fast, then it falls behind | only if it concatenates |
+| Sentence chunks | about 80 | one sentence | yes |
+
+Every envelope is signed and verified, which costs a few milliseconds each. At fifty tokens a \
+second, one envelope per token already saturates a loopback connection, while sentence chunks \
+leave the link almost idle.
+
+### A minimal streaming responder
+
+```python
+async def respond(request, out):
+    async with out.block("llm", label="Answer") as block:
+        async with block.message("text") as message:
+            async for token in model.stream(request.text):
+                await message.append(token)
+```
+
+The writer numbers messages, blocks and threads, and the transport turns each text message \
+into one chat stream: a start, a few sentence-sized chunks and an end. If the model fails \
+halfway, every open stream is still ended and the error is delivered as a readable line.
+
+### Checklist
+
+- Acknowledge each incoming message at once; stream from a background task, never from the \
+handler itself.
+- Flush buffered text on a timer, so a finished sentence never waits for the next token.
+- Keep parallel work apart: two tool threads may interleave on the wire, but never inside one \
+message.
+- End the reply explicitly, so the client knows it is complete.
+
+That is all a peer needs to render the reply live, and all a plain peer needs to read it.
+"""
+
+_RECIPE_ANSWER = """\
+## A weeknight tomato pasta for four
+
+This takes about **25 minutes** and uses pantry staples. The sauce cooks while the water \
+boils, so nothing waits on anything else.
+
+### Ingredients
+
+- 400 g spaghetti or linguine
+- 2 tins (800 g) whole peeled tomatoes
+- 4 cloves garlic, thinly sliced
+- 5 tablespoons olive oil, a pinch of chilli flakes
+- A handful of basil, salt, and 40 g grated parmesan
+
+### Steps
+
+1. Bring a large pot of well-salted water to the boil.
+2. Warm the oil over medium heat, add the garlic and chilli, and cook until the garlic is pale \
+gold, about two minutes. Do not let it brown.
+3. Crush the tomatoes by hand into the pan. Simmer for 15 minutes, stirring now and then, \
+until the sauce thickens and the oil turns orange.
+4. Cook the pasta two minutes short of the packet time. Keep a mug of the cooking water.
+5. Toss the pasta in the sauce with a splash of the water until glossy. Finish with basil and \
+cheese.
+
+### Timing at a glance
+
+| Minute | Pot | Pan |
+| --- | --- | --- |
+| 0 | water on | oil, garlic, chilli |
+| 3 | heating | tomatoes in, simmer |
+| 10 | pasta in | simmering |
+| 18 | drain | toss together |
+
+### Scaling it
+
+```text
+servings   pasta   tomatoes   garlic
+2          200 g   400 g      2 cloves
+4          400 g   800 g      4 cloves
+8          800 g   1.6 kg     6 cloves
+```
+
+Leftover sauce keeps for three days in the fridge and freezes well. If the sauce tastes sharp, \
+a small knob of butter rounds it out better than sugar does.
+"""
+
+_CODE_ANSWER = """\
+## Retrying a flaky HTTP call in Python
+
+Retry only what is safe to retry, back off exponentially with jitter, and give up after a \
+bounded total time. The helper below does all three without any extra dependency.
+
+### Which failures to retry
+
+- Connection errors and timeouts: yes, the request may not have reached the server.
+- HTTP 429 and 503: yes, and honour `Retry-After` when the server sends it.
+- Other 5xx: only for idempotent requests (GET, PUT, DELETE).
+- 4xx other than 429: never; the request itself is wrong.
+
+### The helper
+
+```python
+import asyncio
+import random
+
+
+async def with_retries(call, *, attempts=5, base=0.2, cap=5.0):
+    for attempt in range(1, attempts + 1):
+        try:
+            return await call()
+        except (ConnectionError, TimeoutError):
+            if attempt == attempts:
+                raise
+            delay = min(cap, base * 2 ** (attempt - 1))
+            await asyncio.sleep(random.uniform(0, delay))
+```
+
+### How the delays grow
+
+| Attempt | Upper bound of the wait | Total worst case |
+| --- | --- | --- |
+| 1 | 0.2 s | 0.2 s |
+| 2 | 0.4 s | 0.6 s |
+| 3 | 0.8 s | 1.4 s |
+| 4 | 1.6 s | 3.0 s |
+
+"Full jitter" (a uniform wait between zero and the bound) spreads clients out, so a recovering \
+server is not hit by every client at the same instant. Log each retry with the attempt number, \
+and surface the last exception unchanged so callers can still tell a timeout from a refusal.
+"""
+
+REPLIES: tuple[ReplyScript, ...] = (
+    ReplyScript(
+        key="streaming",
+        keywords=("stream", "agent", "token", "chunk", "chat", "message"),
+        thinking=(
+            "The user wants to know how to stream agent output. I should check what the chat "
+            "protocol allows, then compare the cost of one message per token with sentence "
+            "chunks. Let me search the docs first, then look up the protocol spec and some "
+            "benchmark numbers in parallel."
+        ),
+        tool=ToolStep("search_docs", {"query": "agent chat protocol streaming"},
+                      "Searching the docs…",
+                      "3 pages: chat protocol, streaming and chunking, message ordering", 1.0),
+        parallel=(
+            ToolStep("read_spec", {"section": "StartStreamContent"}, "Reading the spec…",
+                     "start-stream, text, end-stream; one stream_id per stream", 1.2),
+            ToolStep("fetch_benchmarks", {"transport": "loopback"}, "Fetching benchmarks…",
+                     "about 100 signed envelopes per second between two processes", 0.8),
+        ),
+        answer=_STREAMING_ANSWER,
+        labels=("spec", "benchmarks"),
+    ),
+    ReplyScript(
+        key="recipe",
+        keywords=("recipe", "cook", "pasta", "dinner", "food", "meal"),
+        thinking=(
+            "A quick dinner recipe. Something reliable with pantry ingredients: a tomato "
+            "pasta. I will check the pantry list, then look up cooking times and a scaling "
+            "table at the same time, and lay the steps out so nothing waits."
+        ),
+        tool=ToolStep("check_pantry", {"items": ["pasta", "tomatoes", "garlic"]},
+                      "Checking the pantry…", "pasta, tinned tomatoes, garlic, olive oil", 0.8),
+        parallel=(
+            ToolStep("cooking_times", {"dish": "tomato pasta"}, "Looking up times…",
+                     "sauce 15 min, spaghetti 10 min", 1.0),
+            ToolStep("scale_recipe", {"servings": [2, 4, 8]}, "Scaling the recipe…",
+                     "3 sizes computed", 0.7),
+        ),
+        answer=_RECIPE_ANSWER,
+        labels=("times", "scaling"),
+    ),
+    ReplyScript(
+        key="code",
+        keywords=("python", "code", "retry", "http", "error", "function"),
+        thinking=(
+            "They need robust retries for an HTTP call. The important parts are which errors "
+            "are safe to retry, exponential backoff with jitter, and a bound on the total "
+            "time. Let me look up the status code semantics and the jitter strategy."
+        ),
+        tool=ToolStep("search_docs", {"query": "retry idempotent http status"},
+                      "Searching the docs…", "RFC 9110 section 9.2.2: idempotent methods", 1.0),
+        parallel=(
+            ToolStep("lookup_status", {"codes": [429, 503]}, "Reading status codes…",
+                     "429 and 503 may carry Retry-After", 0.9),
+            ToolStep("backoff_table", {"base": 0.2, "attempts": 4}, "Computing delays…",
+                     "0.2, 0.4, 0.8, 1.6 s", 0.6),
+        ),
+        answer=_CODE_ANSWER,
+        labels=("status codes", "backoff"),
+    ),
+)
+
+
+def pick_reply(question: str, replies: Sequence[ReplyScript] = REPLIES) -> ReplyScript:
+    """The bundled reply for ``question``: the most keywords matched, else a stable hash."""
+    words = question.lower()
+    best, score = None, 0
+    for r in replies:
+        s = sum(1 for k in r.keywords if k in words)
+        if s > score:
+            best, score = r, s
+    if best is not None:
+        return best
+    return replies[zlib.crc32(question.encode("utf-8")) % len(replies)]
+
+
+class ReplayModel:
+    """Streams a bundled reply into a writer scope at ``rate`` tokens per second.
+
+    ``rate=0``: as fast as possible (tool calls instant). ``tool_latency``: seconds a simulated
+    tool runs (scaled by each tool's relative latency; 0 when ``rate`` is 0). ``replies``: the
+    scripts to pick from (default :data:`REPLIES`).
+    """
+
+    def __init__(self, rate: float = 60.0, *, tool_latency: float = 0.6,
+                 replies: Sequence[ReplyScript] = REPLIES) -> None:
+        if rate < 0:
+            raise ValueError(f"rate must be >= 0 tokens per second, got {rate!r}")
+        if not replies:
+            raise ValueError("replay needs at least one reply script")
+        self.rate = rate
+        self.tool_latency = tool_latency if rate > 0 else 0.0
+        self.replies = tuple(replies)
+
+    def __repr__(self) -> str:
+        return f"ReplayModel(rate={self.rate!r})"
+
+    async def __call__(self, question: str, out: Scope) -> None:
+        """Stream the reply to ``question`` into ``out``."""
+        script = pick_reply(question, self.replies)
+        run = _Run(self.rate, self.tool_latency)
+        async with out.block("llm", label="Thinking") as b, b.message("thinking") as m:
+            await run.stream(m.append, script.thinking)
+        async with out.block("tool", label=script.tool.name) as b:
+            await run.tool(b, script.tool, "call_1")
+        a, c = script.parallel
+
+        async def first(th: Scope) -> None:
+            async with th.block("tool", label=a.name) as tb:
+                await run.tool(tb, a, "call_2")
+
+        async def second(th: Scope) -> None:
+            async with th.block("tool", label=c.name) as tb:
+                await run.tool(tb, c, "call_3")
+
+        await out.parallel(first, second, labels=[script.labels[0] or a.name,
+                                                  script.labels[1] or c.name])
+        async with out.block("llm", label="Answer") as b, b.message("text") as m:
+            await run.stream(m.append, script.answer)
+        if isinstance(out, StreamWriter):
+            prompt = len(tokenize(question))
+            out.usage = {"prompt_tokens": prompt, "completion_tokens": run.tokens,
+                         "total_tokens": prompt + run.tokens}
+            out.finish_reason = "stop"
+
+
+class _Run:
+    """Pacing state of one reply."""
+
+    def __init__(self, rate: float, tool_latency: float) -> None:
+        self.rate = rate
+        self.tool_latency = tool_latency
+        self.tokens = 0
+        self._clock = time.monotonic()
+        self._paced = 0
+
+    async def stream(self, append: Callable[[str], Awaitable[None]], text: str) -> None:
+        for tok in tokenize(text):
+            await append(tok)
+            self.tokens += 1
+            await self._pace()
+
+    async def _pace(self) -> None:
+        self._paced += 1
+        if self.rate <= 0:
+            if self._paced % 32 == 0:
+                await asyncio.sleep(0)  # let the transport run
+            return
+        # Keep the average rate without drifting: sleep until this token's due time.
+        delay = self._clock + self._paced / self.rate - time.monotonic()
+        await asyncio.sleep(max(delay, 0.0))
+
+    async def tool(self, scope: Scope, step: ToolStep, call_id: str) -> None:
+        await scope.send(tool_call(id=call_id, name=step.name,
+                                   arguments=json.dumps(step.arguments, ensure_ascii=False)))
+        async with scope.message("loading", {"message": step.progress}) as m:
+            if self.tool_latency > 0:
+                await asyncio.sleep(self.tool_latency * step.latency)
+                self._clock = time.monotonic()
+                self._paced = 0
+            await m.merge({"done": True})
+        await scope.send(Message(type=TOOL_RESULT, props={
+            "call_id": call_id, "name": step.name, "content": step.result}))

@@ -1,0 +1,325 @@
+"""The receiving side: ask a chat-protocol agent a question and read the reply as it streams.
+
+    chat = StreamingChat()                       # the agent's one chat protocol
+    agent.include(chat, publish_manifest=True)
+    ...
+    reply = await chat.ask(ctx, address, "How do I stream?")
+    async for msg in reply:                      # Messages as they arrive
+        ...
+    transcript = await reply                     # the final Transcript
+    reply.completed                              # True when the reply ended completed
+
+The question carries :func:`~agent_stream.adapters.chat.request_tags` (we decode tagged replies)
+and, by default, StartSessionContent. Replies are decoded with a
+:class:`~agent_stream.adapters.chat.ChatDecoder` and assembled with an
+:class:`~agent_stream.assemble.Assembler`; the live Transcript is ``reply.transcript``.
+
+When a reply is over:
+
+- a tagged reply (from agent_stream): when its final stream_end is decoded; ``status`` is the
+  stream_end's status (``completed``, ``error``, ``cancelled``);
+- an untagged reply (any other chat agent): at EndSessionContent, or once no chat stream of the
+  peer is open and nothing has arrived for ``settle`` seconds after something did;
+- ``timeout`` seconds after asking with no end: status ``timeout``.
+
+``completed`` is True only when the reply ended with status ``completed`` and every message in the
+Transcript completed (no chunk lost, none cut off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Collection, Generator
+from typing import TYPE_CHECKING, Any
+
+from uagents_core.contrib.protocols.chat import (
+    ChatMessage,
+    EndSessionContent,
+    StartSessionContent,
+    TextContent,
+)
+from uagents_core.identity import parse_identifier
+
+from agent_stream.adapters.chat import ChatDecoder, conversation_of, request_tags
+from agent_stream.assemble import Assembler, Transcript
+from agent_stream.errors import StreamError, StreamWarning
+from agent_stream.message import Message
+
+if TYPE_CHECKING:
+    from uagents import Context
+
+__all__ = ["DeliveryError", "Reply"]
+
+COMPLETED = "completed"
+TIMEOUT = "timeout"
+CANCELLED = "cancelled"
+
+
+class DeliveryError(ConnectionError):
+    """The question could not be delivered (the peer's endpoint is unknown or unreachable)."""
+
+
+class Reply:
+    """One question's reply, as it arrives: iterate for Messages, await for the Transcript.
+
+    Attributes: ``peer`` (address asked), ``question`` (the ChatMessage sent), ``conversation``
+    (its msg_id, which a tagged reply names), ``transcript`` (live), ``messages`` (decoded so
+    far), ``chat_messages`` (ChatMessages received), ``status`` (None while streaming, then
+    completed | error | cancelled | timeout), ``tagged`` (the peer uses agent_stream),
+    ``acknowledged`` (the peer acknowledged the question), times on ``time.monotonic()``:
+    ``asked_at``, ``first_text_at``, ``last_received_at``, ``ended_at``.
+    """
+
+    def __init__(self, peer: str, question: ChatMessage, *, session: Any = None,
+                 timeout: float = 120.0, settle: float = 0.5,
+                 decoder: ChatDecoder | None = None) -> None:
+        self.peer = peer
+        self.question = question
+        self.conversation = str(question.msg_id)
+        self.session = str(session) if session is not None else None
+        self.timeout = timeout
+        self.settle = settle
+        self.decoder = decoder or ChatDecoder()
+        self._assembler = Assembler()
+        self.messages: list[Message] = []
+        self.warnings: list[StreamWarning] = []
+        self.chat_messages = 0
+        self.tagged = False
+        self.acknowledged = False
+        self.status: str | None = None
+        self.asked_at = time.monotonic()
+        self.first_text_at: float | None = None
+        self.last_received_at: float | None = None
+        self.ended_at: float | None = None
+        self._changed = asyncio.Event()  # wakes iterators
+        self._kick = asyncio.Event()  # wakes the watch loop
+        self._done = asyncio.get_running_loop().create_future()
+        self._watch: asyncio.Task[None] | None = None
+
+    # -- reading ----------------------------------------------------------------------------------
+    @property
+    def transcript(self) -> Transcript:
+        """The reply assembled so far."""
+        return self._assembler.transcript
+
+    @property
+    def done(self) -> bool:
+        """The reply is over (whatever its status)."""
+        return self.status is not None
+
+    @property
+    def completed(self) -> bool:
+        """The reply ended with status completed and every message in it completed."""
+        return self.status == COMPLETED and all(
+            m.status == COMPLETED for m in self.transcript.messages)
+
+    def text(self) -> str:
+        """The text messages' content so far, concatenated."""
+        return self.transcript.text()
+
+    async def __aiter__(self) -> AsyncIterator[Message]:
+        i = 0
+        while True:
+            while i < len(self.messages):
+                yield self.messages[i]
+                i += 1
+            if self.done:
+                return
+            self._changed.clear()
+            if i < len(self.messages) or self.done:
+                continue
+            await self._changed.wait()
+
+    async def wait(self, timeout: float | None = None) -> Transcript:
+        """Wait for the end of the reply; returns the Transcript (also when not completed)."""
+        await asyncio.wait_for(asyncio.shield(self._done), timeout)
+        return self.transcript
+
+    def __await__(self) -> Generator[Any, None, Transcript]:
+        return self.wait().__await__()
+
+    def cancel(self) -> None:
+        """Stop waiting for this reply (status cancelled)."""
+        self._finish(CANCELLED)
+
+    # -- fed by the plugin ------------------------------------------------------------------------
+    def matches(self, sender: str, chat: ChatMessage, session: str | None) -> int:
+        """How well an incoming ChatMessage belongs to this reply: 3 by its conversation tag,
+        2 by the envelope session, 1 by the sender alone, 0 not at all."""
+        if sender != self.peer or self.done:
+            return 0
+        conv = conversation_of(chat)
+        if conv is not None:
+            return 3 if conv == self.conversation else 0
+        if session is not None and session == self.session:
+            return 2
+        return 1
+
+    def feed(self, chat: ChatMessage) -> None:
+        """One ChatMessage of the reply."""
+        if self.done:
+            return
+        now = time.monotonic()
+        self.chat_messages += 1
+        self.last_received_at = now
+        if conversation_of(chat) is not None:
+            self.tagged = True
+        self._take(self.decoder.feed(self.peer, chat, now), now)
+        if self.first_text_at is None and any(
+                isinstance(i, TextContent) and i.text for i in chat.content):
+            self.first_text_at = now
+        if self.tagged and self.decoder.finished(self.peer, self.conversation):
+            self._finish(self.transcript.status or COMPLETED, now)
+        elif any(isinstance(i, EndSessionContent) for i in chat.content):
+            self._take(self._end_streams(), now)
+            self._finish(self.transcript.status or COMPLETED, now)
+        self._changed.set()
+        self._kick.set()
+
+    def acknowledge(self) -> None:
+        self.acknowledged = True
+
+    # -- internals --------------------------------------------------------------------------------
+    def _take(self, messages: list[Message], now: float) -> None:
+        for m in messages:
+            try:
+                self._assembler.feed(m)
+            except StreamError as exc:
+                self.warnings.append(StreamWarning("bad_message", str(exc),
+                                                   chunk_id=m.chunk_id, message_id=m.message_id,
+                                                   thread_id=m.thread_id))
+                continue
+            self.messages.append(m)
+            if (self.first_text_at is None and m.type == "text"
+                    and (m.props or {}).get("content")):
+                self.first_text_at = now
+        self.warnings.extend(self.decoder.drain_warnings())
+        if messages:
+            self._changed.set()
+
+    def _end_streams(self) -> list[Message]:
+        # The peer said the session is over: what is still held back will not come.
+        return self.decoder.drain()
+
+    def _finish(self, status: str, when: float | None = None) -> None:
+        if self.status is not None:
+            return
+        self.status = status
+        self.ended_at = when if when is not None else time.monotonic()
+        if not self._done.done():
+            self._done.set_result(None)
+        if self._watch is not None and self._watch is not asyncio.current_task():
+            self._watch.cancel()
+        self._changed.set()
+
+    def _start_watch(self) -> None:
+        self._watch = asyncio.create_task(self._watch_loop())
+
+    async def _watch_loop(self) -> None:
+        """Decoder deadlines (gaps, idle streams), the settle time, the overall timeout."""
+        with contextlib.suppress(asyncio.CancelledError):
+            while not self.done:
+                now = time.monotonic()
+                wake = [self.asked_at + self.timeout]
+                d = self.decoder.next_deadline
+                if d is not None:
+                    wake.append(d)
+                quiet = (not self.tagged and self.last_received_at is not None
+                         and self.decoder.open_streams(self.peer) == 0)
+                if quiet:
+                    assert self.last_received_at is not None
+                    wake.append(self.last_received_at + self.settle)
+                delay = max(0.0, min(wake) - now)
+                self._kick.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._kick.wait(), delay)
+                if self.done:
+                    return
+                now = time.monotonic()
+                d = self.decoder.next_deadline
+                if d is not None and d <= now:
+                    self._take(self.decoder.poll(now), now)
+                if now >= self.asked_at + self.timeout:
+                    self._finish(TIMEOUT, now)
+                    return
+                if (not self.tagged and self.last_received_at is not None
+                        and self.decoder.open_streams(self.peer) == 0
+                        and now - self.last_received_at >= self.settle):
+                    # An untagged reply is over: completed when it was read whole.
+                    self._take(self.decoder.drain(), now)
+                    self._finish(COMPLETED, self.last_received_at)
+                    return
+                if self.tagged and self.decoder.finished(self.peer, self.conversation):
+                    self._finish(self.transcript.status or COMPLETED, now)
+                    return
+
+
+def build_question(question: str | ChatMessage, *, session: bool = True,
+                   channels: Collection[str] = ()) -> ChatMessage:
+    """The ChatMessage asking ``question``: the text, request_tags(), and StartSessionContent
+    when ``session``. A ChatMessage is sent as it is."""
+    if isinstance(question, ChatMessage):
+        return question
+    content: list[Any] = []
+    if session:
+        content.append(StartSessionContent())
+    content.append(request_tags(channels))
+    content.append(TextContent(text=question))
+    return ChatMessage(content=content)
+
+
+class ChatClient:
+    """The open questions of one agent; routes incoming ChatMessages to their Reply."""
+
+    def __init__(self) -> None:
+        self._open: list[Reply] = []
+
+    def open_to(self, sender: str) -> bool:
+        """Whether a question to ``sender`` is waiting for its reply."""
+        return any(r.peer == sender and not r.done for r in self._open)
+
+    def route(self, sender: str, chat: ChatMessage, session: str | None) -> Reply | None:
+        """The Reply an incoming ChatMessage belongs to (None: it is a request)."""
+        self._open = [r for r in self._open if not r.done]
+        best: Reply | None = None
+        score = 0
+        for r in self._open:
+            s = r.matches(sender, chat, session)
+            if s > score:  # ties: the oldest question wins
+                best, score = r, s
+        return best
+
+    def acknowledged(self, sender: str, msg_id: str) -> bool:
+        for r in self._open:
+            if r.peer == sender and r.conversation == msg_id:
+                r.acknowledge()
+                return True
+        return False
+
+    def add(self, reply: Reply) -> None:
+        self._open.append(reply)
+        reply._start_watch()
+
+    def cancel_all(self) -> None:
+        for r in self._open:
+            r.cancel()
+        self._open = []
+
+
+async def ask_with(sender: Any, ctx: Context, destination: str, question: str | ChatMessage,
+                   client: ChatClient, *, session: bool = True, channels: Collection[str] = (),
+                   timeout: float = 120.0, settle: float = 0.5,
+                   decoder: ChatDecoder | None = None) -> Reply:
+    """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply."""
+    chat = build_question(question, session=session, channels=channels)
+    _, _, address = parse_identifier(destination)
+    reply = Reply(address or destination, chat, session=getattr(ctx, "session", None),
+                  timeout=timeout, settle=settle, decoder=decoder)
+    client.add(reply)  # before sending: the first reply may come back before send returns
+    ok, detail = await sender(ctx, destination, chat)
+    if not ok:
+        reply._finish("undelivered")
+        raise DeliveryError(f"question to {destination} not delivered: {detail}")
+    return reply

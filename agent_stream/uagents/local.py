@@ -1,0 +1,466 @@
+"""Running uagents agents with no internet: for development, tests and the demo.
+
+A stock ``uagents.Agent`` talks to the outside world three ways that a machine with no internet
+cannot answer: a blocking gRPC query to the Fetch ledger when it is *built*
+(``uagents.agent.get_almanac_contract``), an HTTP status update retried for ~30 s when it *starts*
+and *stops* (``uagents.agent.update_agent_status``), and Almanac registration / manifest
+publishing in the background. It also serves HTTP on every interface (``0.0.0.0``).
+
+:func:`offline` replaces those two names in ``uagents.agent`` and makes the server listen on
+127.0.0.1 only; :func:`local_agent` builds an Agent that registers nowhere, publishes no manifest,
+and finds its peers through a :class:`LocalResolver`:
+
+- static peers: ``{address: endpoint}`` given in code or as ``--peer ADDRESS=URL``
+  (:func:`parse_peer`);
+- the local directory (:class:`LocalDirectory`): a small JSON file where every running local
+  agent writes ``{address: {"endpoint": ..., "name": ..., "pid": ...}}`` when it starts and removes
+  its entry when it stops. The resolver reads it on every lookup, so agents started in any order
+  find each other without typing addresses; entries of processes that died are ignored and pruned.
+  The file is ``$AGENT_STREAM_DIRECTORY`` when set, else ``agents.json`` in
+  ``<temp dir>/agent-stream-<user>/`` (private to the user).
+
+Example::
+
+    from agent_stream.uagents import local_agent, run_agent
+
+    agent = local_agent(seed="my secret seed", port=8001, name="llm")
+    agent.include(chat, publish_manifest=True)   # a no-op publish for local agents
+    run_agent(agent)                            # until Ctrl-C / SIGTERM
+
+Networked agents (Almanac registration, Agentverse mailbox) are ordinary uagents agents:
+:func:`network_agent` builds one with the local helpers off; it must run in a process where
+:func:`offline` was never called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import uagents.agent as _ua_agent
+import uagents.asgi as _ua_asgi
+from uagents import Agent, Context
+from uagents.resolver import RulesBasedResolver
+from uagents_core.identity import parse_identifier
+from uagents_core.registration import AgentRegistrationPolicy
+
+__all__ = [
+    "DIRECTORY_ENV",
+    "LOCAL_HOST",
+    "LocalAgent",
+    "LocalDirectory",
+    "LocalResolver",
+    "NoRegistration",
+    "default_directory_path",
+    "endpoint_for",
+    "free_port",
+    "is_offline",
+    "local_agent",
+    "network_agent",
+    "network_agent_options",
+    "offline",
+    "online",
+    "parse_peer",
+    "parse_peers",
+    "quiet_logs",
+    "run_agent",
+]
+
+LOCAL_HOST = "127.0.0.1"
+DIRECTORY_ENV = "AGENT_STREAM_DIRECTORY"
+
+T = TypeVar("T")
+
+# -- the offline patches ---------------------------------------------------------------------------
+_ORIGINALS: dict[str, Any] = {}
+
+
+def _no_almanac_contract(*_args: Any, **_kwargs: Any) -> None:
+    """Stands in for ``uagents.agent.get_almanac_contract``: no ledger query, no contract."""
+    return None
+
+
+async def _no_status_update(*_args: Any, **_kwargs: Any) -> None:
+    """Stands in for ``uagents.agent.update_agent_status``: nothing is posted."""
+    return None
+
+
+def offline() -> None:
+    """Make this process's uagents agents work with no internet. Idempotent.
+
+    Replaces ``uagents.agent.get_almanac_contract`` (a blocking ledger query at Agent
+    construction) and ``uagents.agent.update_agent_status`` (an HTTP post retried for ~30 s at
+    startup and shutdown) with no-ops, and binds agent HTTP servers to 127.0.0.1 instead of
+    0.0.0.0. Call it before any Agent is built; :func:`local_agent` calls it for you.
+    """
+    if _ORIGINALS:
+        return
+    _ORIGINALS["get_almanac_contract"] = _ua_agent.get_almanac_contract
+    _ORIGINALS["update_agent_status"] = _ua_agent.update_agent_status
+    _ORIGINALS["HOST"] = _ua_asgi.HOST
+    _ua_agent.get_almanac_contract = _no_almanac_contract
+    _ua_agent.update_agent_status = _no_status_update
+    _ua_asgi.HOST = LOCAL_HOST
+
+
+def online() -> None:
+    """Undo :func:`offline` (agents built afterwards reach the network again). Idempotent."""
+    if not _ORIGINALS:
+        return
+    _ua_agent.get_almanac_contract = _ORIGINALS.pop("get_almanac_contract")
+    _ua_agent.update_agent_status = _ORIGINALS.pop("update_agent_status")
+    _ua_asgi.HOST = _ORIGINALS.pop("HOST")
+
+
+def is_offline() -> bool:
+    """True while the :func:`offline` patches are in place."""
+    return bool(_ORIGINALS)
+
+
+class NoRegistration(AgentRegistrationPolicy):
+    """A registration policy that registers nowhere (no Almanac, no ledger)."""
+
+    async def register(self, agent_identifier: str, identity: Any, protocols: list[str],
+                       endpoints: list[Any], metadata: dict[str, Any] | None = None) -> None:
+        return None
+
+
+# -- peers -----------------------------------------------------------------------------------------
+def endpoint_for(port: int) -> str:
+    """The local endpoint of an agent serving on ``port``: ``http://127.0.0.1:PORT/submit``."""
+    return f"http://{LOCAL_HOST}:{port}/submit"
+
+
+def parse_peer(spec: str) -> tuple[str, str]:
+    """``"ADDRESS=URL"`` -> ``(address, url)``; ValueError saying what is wrong."""
+    address, sep, url = spec.partition("=")
+    address, url = address.strip(), url.strip()
+    if not sep or not address or not url:
+        raise ValueError(f"peer {spec!r}: expected ADDRESS=URL")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"peer {spec!r}: the endpoint must be an http(s) URL")
+    _, _, parsed = parse_identifier(address)
+    if not parsed:
+        raise ValueError(f"peer {spec!r}: {address!r} is not an agent address")
+    return parsed, url
+
+
+def parse_peers(specs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
+    """Several ``ADDRESS=URL`` specs as a ``{address: url}`` dict."""
+    return dict(parse_peer(s) for s in specs or ())
+
+
+def _bare(destination: str) -> str:
+    _, _, address = parse_identifier(destination)
+    return address or destination
+
+
+def default_directory_path() -> Path:
+    """``$AGENT_STREAM_DIRECTORY``, else ``<temp dir>/agent-stream-<user>/agents.json``."""
+    env = os.environ.get(DIRECTORY_ENV)
+    if env:
+        return Path(env)
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name (some containers)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"agent-stream-{user}" / "agents.json"
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class LocalDirectory:
+    """The local agent directory: a JSON file of running local agents.
+
+    Format: ``{"agents": {ADDRESS: {"endpoint": URL, "name": NAME, "pid": PID,
+    "started": UNIX_TIME}}}``. Writers lock a sibling ``.lock`` file (POSIX) and replace the file
+    atomically; readers never see a half-written file. Entries whose process is gone are skipped
+    and removed on the next write.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_directory_path()
+
+    def __repr__(self) -> str:
+        return f"LocalDirectory({str(self.path)!r})"
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+            data = json.loads(raw)
+        except (OSError, ValueError):
+            return {}
+        agents = data.get("agents") if isinstance(data, dict) else None
+        if not isinstance(agents, dict):
+            return {}
+        return {a: e for a, e in agents.items()
+                if isinstance(a, str) and isinstance(e, dict)
+                and isinstance(e.get("endpoint"), str)}
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """Running agents: ``{address: {"endpoint", "name", "pid", "started"}}``."""
+        return {a: e for a, e in self._read().items() if _alive(e.get("pid"))}
+
+    def lookup(self, destination: str) -> str | None:
+        """The endpoint of a running agent by address (or identifier), else None."""
+        entry = self.entries().get(_bare(destination))
+        return entry["endpoint"] if entry else None
+
+    def find(self, name_or_address: str) -> tuple[str, str] | None:
+        """``(address, endpoint)`` of a running agent by address or by name (latest started)."""
+        entries = self.entries()
+        bare = _bare(name_or_address)
+        if bare in entries:
+            return bare, entries[bare]["endpoint"]
+        named = [(e.get("started", 0), a, e["endpoint"]) for a, e in entries.items()
+                 if e.get("name") == name_or_address]
+        if not named:
+            return None
+        _, address, endpoint = max(named)
+        return address, endpoint
+
+    # -- writing ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with open(lock_path, "a+") as fh:
+            try:
+                import fcntl
+            except ImportError:  # pragma: no cover - not POSIX: best effort
+                yield
+                return
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _write(self, agents: Mapping[str, Any]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"agents": dict(agents)}, indent=1, sort_keys=True),
+                       encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def register(self, address: str, endpoint: str, name: str | None = None,
+                 pid: int | None = None) -> None:
+        """Add (or refresh) this agent's entry; dead entries are pruned on the way."""
+        with self._locked():
+            agents = self.entries()
+            agents[_bare(address)] = {"endpoint": endpoint, "name": name,
+                                      "pid": pid if pid is not None else os.getpid(),
+                                      "started": time.time()}
+            self._write(agents)
+
+    def unregister(self, address: str) -> None:
+        """Remove an agent's entry (nothing happens when it is not there)."""
+        with self._locked():
+            agents = self.entries()
+            if agents.pop(_bare(address), None) is not None or self._read() != agents:
+                self._write(agents)
+
+
+class LocalResolver(RulesBasedResolver):
+    """Resolves static peers first, then the local directory (read on every lookup)."""
+
+    def __init__(self, peers: Mapping[str, str] | None = None,
+                 directory: LocalDirectory | None = None) -> None:
+        super().__init__({_bare(a): u for a, u in (peers or {}).items()})
+        self.directory = directory
+
+    def add_peer(self, address: str, endpoint: str) -> None:
+        """Add or replace a static peer."""
+        self._rules[_bare(address)] = endpoint
+
+    async def resolve(self, destination: str) -> tuple[str | None, list[str]]:
+        address = _bare(destination)
+        found = self._rules.get(address)
+        if found is None and self.directory is not None:
+            found = self.directory.lookup(address)
+        if found is None:
+            return None, []
+        return address, [found] if isinstance(found, str) else list(found)
+
+
+# -- agents ----------------------------------------------------------------------------------------
+class LocalAgent(Agent):
+    """An Agent for local running: publishing a protocol manifest does nothing (no Almanac)."""
+
+    async def publish_manifest(self, manifest: dict[str, Any]) -> None:
+        return None
+
+
+def local_agent(seed: str, port: int, *, name: str | None = None,
+                peers: Mapping[str, str] | None = None,
+                directory: LocalDirectory | bool | None = True, announce: bool = True,
+                log_level: int | str = logging.WARNING, **options: Any) -> LocalAgent:
+    """A uagents Agent that runs with no internet, serving on ``http://127.0.0.1:PORT/submit``.
+
+    ``seed`` is required (the address derives from it; without one uagents would write
+    ``private_keys.json`` into the current directory). ``peers``: static ``{address: endpoint}``.
+    ``directory``: the :class:`LocalDirectory` to resolve peers from (True: the default one,
+    False/None: static peers only); with ``announce`` the agent adds itself while it runs.
+    ``log_level``: uagents log level (its logs go to stderr). Other keyword arguments go to
+    ``Agent`` (e.g. ``handle_messages_concurrently``). Calls :func:`offline`.
+    """
+    if not seed:
+        raise ValueError("local_agent: a seed is required")
+    offline()
+    book = LocalDirectory() if directory is True else (directory or None)
+    endpoint = endpoint_for(port)
+    kwargs: dict[str, Any] = {
+        "enable_agent_inspector": False,
+        "report_events": False,
+        "mark_inactive_on_shutdown": False,
+        "publish_agent_details": False,
+    }
+    kwargs.update(options)
+    agent = LocalAgent(name=name, seed=seed, port=port, endpoint=[endpoint],
+                       resolve=LocalResolver(peers, book),
+                       registration_policy=NoRegistration(), log_level=log_level, **kwargs)
+    quiet_logs(log_level)
+    if book is not None and announce:
+
+        @agent.on_event("startup")
+        async def _announce(ctx: Context) -> None:
+            book.register(agent.address, endpoint, name)
+
+        @agent.on_event("shutdown")
+        async def _withdraw(ctx: Context) -> None:
+            book.unregister(agent.address)
+
+    return agent
+
+
+def network_agent_options(seed: str, *, network: str = "testnet", mailbox: bool = False,
+                          port: int | None = None, endpoint: str | None = None,
+                          name: str | None = None, **options: Any) -> dict[str, Any]:
+    """The ``Agent(...)`` keyword arguments of a networked agent (pure; nothing is contacted).
+
+    Almanac registration with uagents' default policy, ``network`` "testnet" or "mainnet";
+    ``mailbox=True`` receives through an Agentverse mailbox (no public endpoint needed);
+    ``endpoint``: a public URL of this agent's ``/submit`` instead.
+    """
+    if not seed:
+        raise ValueError("network_agent: a seed is required")
+    if network not in ("testnet", "mainnet"):
+        raise ValueError(f"network must be 'testnet' or 'mainnet', got {network!r}")
+    kw: dict[str, Any] = {"name": name, "seed": seed, "network": network, "mailbox": mailbox}
+    if port is not None:
+        kw["port"] = port
+    if endpoint is not None:
+        kw["endpoint"] = [endpoint]
+    kw.update(options)
+    return kw
+
+
+def network_agent(seed: str, **kwargs: Any) -> Agent:
+    """A networked uagents Agent (see :func:`network_agent_options`).
+
+    Building it queries the Fetch ledger, and running it registers in the Almanac: it needs the
+    internet. Raises RuntimeError in a process where :func:`offline` is in effect.
+    """
+    if is_offline():
+        raise RuntimeError("network_agent: offline() is in effect in this process; "
+                           "run networked agents in a process of their own (or call online())")
+    return Agent(**network_agent_options(seed, **kwargs))
+
+
+def quiet_logs(level: int | str = logging.WARNING) -> None:
+    """Send uagents' loggers (which print to stdout) to stderr at ``level``."""
+    for name in list(logging.Logger.manager.loggerDict):
+        logger = logging.getLogger(name)
+        for h in logger.handlers:
+            if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stdout:
+                h.setStream(sys.stderr)
+    for name in ("dispenser", "resolver", "uagents", "uvicorn", "uvicorn.error"):
+        logging.getLogger(name).setLevel(level)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOCAL_HOST, 0))
+        return int(s.getsockname()[1])
+
+
+# -- running ---------------------------------------------------------------------------------------
+def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = None) -> T | None:
+    """Run ``agent`` in this process until Ctrl-C / SIGTERM, or until ``main`` returns.
+
+    ``main(ctx)``, when given, starts once the agent has started; when it returns (or raises)
+    the agent shuts down gracefully and its result is returned (its exception raised). A shutdown
+    runs every shutdown handler, so streams in flight are ended and the directory entry removed.
+
+    uagents' ``run_async`` cancels every other task on the loop when it ends; that is why the
+    agent runs as the loop's main task here and nothing awaits it.
+    """
+    outcome: dict[str, Any] = {}
+
+    async def top() -> None:
+        me = asyncio.current_task()
+        assert me is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, me.cancel)
+        if main is not None:
+            keep: list[asyncio.Task[None]] = []
+
+            async def driver(ctx: Context) -> None:
+                try:
+                    outcome["result"] = await main(ctx)
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as exc:
+                    outcome["error"] = exc
+                finally:
+                    me.cancel()
+
+            @agent.on_event("startup")
+            async def _start_main(ctx: Context) -> None:
+                keep.append(asyncio.create_task(driver(ctx)))
+
+        await agent.run_async()
+
+    # The Agent created its tasks' loop when it was built (uagents' own ``Agent.run`` uses it).
+    loop: asyncio.AbstractEventLoop = agent._loop
+    asyncio.set_event_loop(loop)
+    try:
+        with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
+            loop.run_until_complete(top())
+    finally:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+        asyncio.set_event_loop(None)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
