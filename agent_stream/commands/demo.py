@@ -1,0 +1,151 @@
+"""`agent-stream demo`: two local agents, one streaming conversation, rendered live.
+
+Starts the LLM agent (``agent-stream serve``, replay model) in a process of its own and a client
+agent in this one, on free ports of 127.0.0.1, asks one question and renders the reply as it
+streams: signed envelopes over HTTP between two processes, no network, no keys. Everything it
+started is stopped before it returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import queue
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_QUESTION = "How should agents stream LLM output to each other?"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="start two local agents and stream one conversation between them, live",
+        description="Start the streaming LLM agent (replay model) and a client agent on "
+        "127.0.0.1, ask one question and render the reply live. No network, no keys; "
+        "stops everything it started.",
+    )
+    p.add_argument("--question", default=DEFAULT_QUESTION,
+                   help="what the client asks (default: %(default)r)")
+    p.add_argument("--rate", type=float, default=150.0,
+                   help="replay tokens per second, 0 = as fast as possible "
+                   "(default: %(default)s)")
+    p.add_argument("--json", action="store_true",
+                   help="print the assembled Transcript instead of rendering")
+    p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
+    p.set_defaults(func=run)
+
+
+def _reader(stream: Any, lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def start_server(args: argparse.Namespace, port: int, env: dict[str, str]
+                 ) -> tuple[subprocess.Popen[str], str, str]:
+    """Start `agent-stream serve` and wait for its address; (process, address, endpoint)."""
+    cmd = [sys.executable, "-m", "agent_stream", "serve", "--port", str(port),
+           "--seed", secrets.token_hex(32), "--rate", str(args.rate), "--reasoning",
+           "--name", "demo-llm"]
+    if args.verbose:
+        cmd.append("--verbose")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if args.verbose else
+                            subprocess.DEVNULL, text=True, env=env)
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+    address = endpoint = ""
+    deadline = time.monotonic() + 30.0
+    while not (address and endpoint):
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            stop(proc)
+            raise RuntimeError("the LLM agent did not start (try --verbose)")
+        key, _, value = line.partition(":")
+        if key == "address":
+            address = value.strip()
+        elif key == "endpoint":
+            endpoint = value.strip()
+    return proc, address, endpoint
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM (a graceful agent shutdown), then SIGKILL after 5 s."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from agent_stream.commands.ask import ask_once, summary_line
+    from agent_stream.render import LiveRenderer, make_console
+    from agent_stream.uagents import DIRECTORY_ENV, DeliveryError, free_port
+
+    console = make_console()
+    with tempfile.TemporaryDirectory(prefix="agent-stream-demo-") as tmp:
+        # The two agents find each other through a directory of their own, in a temp dir that
+        # is also the agents' working directory (uagents writes its storage files there).
+        env = dict(os.environ)
+        env[DIRECTORY_ENV] = str(Path(tmp) / "agents.json")
+        saved = os.environ.get(DIRECTORY_ENV)
+        os.environ[DIRECTORY_ENV] = env[DIRECTORY_ENV]
+        server_port, client_port = free_port(), free_port()
+        while client_port == server_port:
+            client_port = free_port()
+        old_cwd = os.getcwd()
+        os.chdir(tmp)
+        proc = None
+        try:
+            if not args.json:
+                console.print(f"Starting the LLM agent (replay model, {args.rate:g} tokens/s) "
+                              f"on 127.0.0.1:{server_port} ...", style="bold")
+            proc, address, endpoint = start_server(args, server_port, env)
+            renderer = None if args.json else LiveRenderer(console)
+            if renderer is not None:
+                console.print(f"  address  {address}\n  endpoint {endpoint}", style="dim")
+                console.print(f"Client agent on 127.0.0.1:{client_port} asks: {args.question}",
+                              style="bold")
+            started = time.monotonic()
+            reply = ask_once(target=address, endpoint=endpoint, question=args.question,
+                             port=client_port, seed=secrets.token_hex(32), reasoning=True,
+                             timeout=60.0, use_directory=True,
+                             on_message=renderer.feed if renderer is not None else None,
+                             verbose=args.verbose)
+        except (RuntimeError, DeliveryError) as exc:
+            print(f"agent-stream demo: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            if proc is not None:
+                stop(proc)
+            os.chdir(old_cwd)
+            if saved is None:
+                os.environ.pop(DIRECTORY_ENV, None)
+            else:
+                os.environ[DIRECTORY_ENV] = saved
+    if reply is None:
+        return 130
+    if args.json:
+        print(json.dumps(reply.transcript.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        assert renderer is not None
+        renderer.finish(summary_line(reply, started) + " · both agents stopped",
+                        ok=reply.completed)
+    return 0 if reply.completed else 1
