@@ -1,0 +1,165 @@
+"""Process harness for integration tests: real agents in OS processes on 127.0.0.1.
+
+Every agent runs in a process of its own, in a temporary working directory (uagents writes its
+storage files into the current directory), on a port chosen at run time, with a private local
+agent directory (``AGENT_STREAM_DIRECTORY``) so tests never see the user's agents. Every process
+a test starts is stopped in teardown (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from uagents_core.identity import Identity
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS = ROOT / "tests" / "peers"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def address_of(seed: str) -> str:
+    """The agent address uagents derives from ``seed``."""
+    return str(Identity.from_seed(seed, 0).address)
+
+
+class AgentProcess:
+    """A running process whose stdout is read line by line in the background."""
+
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.cmd = cmd
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._q: queue.Queue[str | None] = queue.Queue()
+        self._err: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            self._q.put(line)
+        self._q.put(None)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._err.append(line)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._err)
+
+    def wait_for(self, prefix: str, timeout: float = 20.0) -> str:
+        """The first stdout line starting with ``prefix`` (waiting for it)."""
+        for line in self.lines:
+            if line.startswith(prefix):
+                return line.rstrip("\n")
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                line = self._q.get(timeout=max(left, 0.0))
+            except queue.Empty:
+                line = None
+            if line is None:
+                raise AssertionError(f"{self.cmd[:4]}: no line starting with {prefix!r} "
+                                     f"(exit {self.proc.poll()}); stderr:\n{self.stderr}")
+            if line.startswith(prefix):
+                return line.rstrip("\n")
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM (a graceful agent shutdown), SIGKILL if it does not exit in time."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def finish(self, timeout: float = 60.0) -> tuple[int, str, str]:
+        """Wait for the process to exit by itself: (exit status, stdout, stderr)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        deadline = time.monotonic() + 5.0
+        while self._q.queue and self._q.queue[-1] is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)
+        return self.proc.returncode, "".join(self.lines), self.stderr
+
+
+class Harness:
+    """Starts agent processes that share one temporary working directory and agent directory."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.directory = workdir / "agents.json"
+        self.env = dict(os.environ)
+        self.env["AGENT_STREAM_DIRECTORY"] = str(self.directory)
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.env.pop("AGENT_STREAM_SEED", None)
+        pp = self.env.get("PYTHONPATH")
+        self.env["PYTHONPATH"] = str(ROOT) + (os.pathsep + pp if pp else "")
+        self.procs: list[AgentProcess] = []
+
+    def start(self, *args: str) -> AgentProcess:
+        p = AgentProcess([sys.executable, *args], self.workdir, self.env)
+        self.procs.append(p)
+        return p
+
+    def cli(self, *args: str) -> AgentProcess:
+        """``agent-stream ARGS`` as a process."""
+        return self.start("-m", "agent_stream", *args)
+
+    def serve(self, *args: str, seed: str | None = None) -> tuple[AgentProcess, str, str]:
+        """``agent-stream serve`` on a free port: (process, address, endpoint)."""
+        port = free_port()
+        seed = seed or f"integration serve {port} {time.time_ns()}"
+        p = self.cli("serve", "--port", str(port), "--seed", seed, *args)
+        address = p.wait_for("address:").split(":", 1)[1].strip()
+        endpoint = p.wait_for("endpoint:").split(":", 1)[1].strip()
+        return p, address, endpoint
+
+    def plain(self, role: str, *args: str, seed: str, port: int) -> AgentProcess:
+        """tests/peers/plain_agent.py (uagents alone)."""
+        return self.start(str(PEERS / "plain_agent.py"), role, "--port", str(port),
+                          "--seed", seed, *args)
+
+    def list_in_directory(self, address: str, endpoint: str, pid: int) -> None:
+        """Add an agent that does not use agent_stream to the local directory."""
+        from agent_stream.uagents import LocalDirectory
+
+        LocalDirectory(self.directory).register(address, endpoint, "plain", pid=pid)
+
+    def directory_entries(self) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(self.directory.read_text())
+        except (OSError, ValueError):
+            return {}
+        agents: dict[str, Any] = data.get("agents", {})
+        return agents
+
+    def stop_all(self) -> None:
+        for p in reversed(self.procs):
+            p.stop()
