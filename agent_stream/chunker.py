@@ -747,12 +747,11 @@ class TextChunker:
             lo = k if most < 0 else max(k, b + min(self._min, most - b) // 2)
             c = self._pick(lo, avail, True, True, most)
         if c is None:
-            if self._fence is not None and not self._fence_tentative():
-                st = self._fence_reg[0]
-                assert st is not None
+            st = self._fence_reg[0] if self._fence is not None else None
+            if st is not None and st >= b and not self._fence_tentative():
                 c = st if st > b else None  # release what precedes an open code fence
             else:
-                c = avail
+                c = avail  # nothing better: all of it
         if c is not None and c > b:
             self._cut(c, out)
 
@@ -786,8 +785,8 @@ class TextChunker:
                 continue
             else:
                 e = en
-            if e - st <= self._max:
-                return st  # fits: never cut inside
+            if e - st <= self._max and st >= self._b:
+                return st  # fits (and is still whole): never cut inside
             if kind == _FENCE:
                 if cls in (_WORD, _HARD):
                     # too long: cut at line ends; inside a line only when the chunk would
