@@ -33,6 +33,7 @@ from agent_stream.uagents.local import (
 from agent_stream.uagents.plugin import (
     ChannelPolicy,
     ChatRequest,
+    ReplyStats,
     Responder,
     StreamingChat,
     wrap_chat_handler,
@@ -48,6 +49,7 @@ __all__ = [
     "LocalResolver",
     "NoRegistration",
     "Reply",
+    "ReplyStats",
     "Responder",
     "StreamingChat",
     "default_directory_path",

@@ -88,6 +88,7 @@ from agent_stream.writer import StreamWriter
 __all__ = [
     "ChannelPolicy",
     "ChatRequest",
+    "ReplyStats",
     "Responder",
     "StreamingChat",
     "wrap_chat_handler",
@@ -122,6 +123,23 @@ class ChatRequest:
         return "".join(i.text for i in self.message.content if isinstance(i, TextContent))
 
 
+@dataclass(frozen=True)
+class ReplyStats:
+    """How one streamed reply went: given to ``on_reply_end`` when it is over.
+
+    ``chat_messages`` delivered, ``failed`` deliveries, ``peak_in_flight`` (most ChatMessages
+    unacknowledged at once), ``duration`` in seconds, ``status`` completed | error | cancelled.
+    """
+
+    peer: str
+    conversation: str
+    status: str
+    chat_messages: int
+    failed: int
+    peak_in_flight: int
+    duration: float
+
+
 Responder = (Callable[[ChatRequest, StreamWriter], Awaitable[None]]
              | Callable[[ChatRequest], AsyncIterator[str]])
 ChannelPolicy = Collection[str] | Callable[[ChatRequest], Collection[str] | None] | None
@@ -147,6 +165,8 @@ class _Outgoing:
         self.unacked: set[str] = set()
         self.sent = 0
         self.failed = 0
+        self.peak_in_flight = 0
+        self.started = _clock()
         self.dead = False  # the peer cannot be reached: stop sending
         self.status: str | None = None
         self.task: asyncio.Task[None] | None = None
@@ -239,6 +259,7 @@ class _Outgoing:
             key = str(chat.msg_id)
             self.unacked.add(key)
             plugin._in_flight[key] = self
+            self.peak_in_flight = max(self.peak_in_flight, len(self.unacked))
             ok, detail = await plugin._send(self.ctx, self.peer, chat)
             if ok:
                 self.sent += 1
@@ -306,13 +327,15 @@ class StreamingChat(Protocol):
     ``drain_timeout``: seconds to finish sending a cancelled reply's ends.
     ``max_failures``: consecutive failed deliveries after which a reply is abandoned.
     ``max_coalesce``: at most this many queued ChatMessages are sent as one (1: never merge).
+    ``on_reply_end``: called with a :class:`ReplyStats` when each reply is over.
     """
 
     def __init__(self, responder: Responder | None = None, *, channels: ChannelPolicy = None,
                  chunker: dict[str, Any] | None = None, max_in_flight: int | None = None,
                  ack_timeout: float = 5.0, max_buffered: int = 256,
                  drain_timeout: float = 5.0, max_failures: int = 3,
-                 max_coalesce: int = 32, send_timeout: int = 30) -> None:
+                 max_coalesce: int = 32, send_timeout: int = 30,
+                 on_reply_end: Callable[[ReplyStats], None] | None = None) -> None:
         super().__init__(spec=chat_protocol_spec)
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
@@ -325,6 +348,7 @@ class StreamingChat(Protocol):
         self.drain_timeout = drain_timeout
         self.max_failures = max(1, max_failures)
         self.max_coalesce = max(1, max_coalesce)
+        self.on_reply_end = on_reply_end
         self.send_timeout = send_timeout
         self.client = ChatClient()
         self.sent_chat_messages = 0  # ChatMessages this plugin delivered (acks not counted)
@@ -437,6 +461,13 @@ class StreamingChat(Protocol):
 
     def _finished(self, out: _Outgoing) -> None:
         self._outgoing.discard(out)
+        if self.on_reply_end is not None:
+            try:
+                self.on_reply_end(ReplyStats(
+                    out.peer, out.conversation, out.status or "completed", out.sent, out.failed,
+                    out.peak_in_flight, _clock() - out.started))
+            except Exception as exc:  # a bad callback must not break the agent
+                LOG.warning("on_reply_end failed: %s", _describe(exc))
         for key in out.unacked:
             self._in_flight.pop(key, None)
         lane = self._lanes.get(out.peer)

@@ -1,0 +1,81 @@
+"""The replay model: BPE-sized lossless tokens, the bundled reply's shape, pacing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_stream.assemble import assemble
+from agent_stream.sources import make_source
+from agent_stream.sources.replay import REPLIES, ReplayModel, pick_reply, tokenize
+from agent_stream.writer import collect
+
+
+@settings(max_examples=200)
+@given(st.text())
+def test_tokenize_is_lossless(text: str) -> None:
+    assert "".join(tokenize(text)) == text
+
+
+def test_tokens_are_bpe_sized() -> None:
+    for r in REPLIES:
+        toks = tokenize(r.answer)
+        assert 3.0 <= len(r.answer) / len(toks) <= 4.5
+        assert max(len(t.strip()) for t in toks) <= 8 or "\n" in max(toks, key=len)
+
+
+def test_every_bundled_reply_has_list_table_code_and_is_long() -> None:
+    for r in REPLIES:
+        assert "\n- " in r.answer or "\n1. " in r.answer
+        assert "\n| --- |" in r.answer
+        assert "\n```" in r.answer
+        assert len(tokenize(r.answer)) >= 400
+
+
+def test_pick_reply_is_deterministic() -> None:
+    assert pick_reply("how do agents stream tokens").key == "streaming"
+    assert pick_reply("a pasta recipe for dinner").key == "recipe"
+    q = "zzz qqq"
+    assert pick_reply(q) is pick_reply(q)
+
+
+def _run(model: ReplayModel, question: str = "stream"):  # type: ignore[no-untyped-def]
+    return asyncio.run(collect(lambda out: model(question, out)))
+
+
+def test_reply_shape_thinking_tool_block_two_parallel_threads_then_the_answer() -> None:
+    t = assemble(_run(ReplayModel(rate=0)))
+    assert t.status == "completed"
+    blocks = [(b.type, b.label) for b in t.blocks]
+    assert blocks[0] == ("llm", "Thinking") and blocks[-1] == ("llm", "Answer")
+    assert blocks[1][0] == "tool"
+    assert len(t.threads) == 2 and all(th.status == "completed" for th in t.threads)
+    types = [m.type for m in t.messages]
+    assert types[0] == "thinking" and types[-1] == "text"
+    assert types.count("tool_call") == 3
+    assert {m.thread_id for m in t.messages if m.type == "tool_call"} == {None, "T1", "T2"}
+    assert t.text() == pick_reply("stream").answer
+    usage = t.stream_data["usage"]
+    assert usage["completion_tokens"] > 400 and t.stream_data["finish_reason"] == "stop"
+
+
+def test_rate_paces_tokens_and_zero_is_as_fast_as_possible() -> None:
+    start = time.monotonic()
+    _run(ReplayModel(rate=0))
+    fast = time.monotonic() - start
+    n = len(tokenize(REPLIES[0].answer)) + len(tokenize(REPLIES[0].thinking))
+    start = time.monotonic()
+    _run(ReplayModel(rate=3000, tool_latency=0))
+    paced = time.monotonic() - start
+    assert fast < 0.5
+    assert paced >= n / 3000 * 0.9
+
+
+async def test_concurrent_replies_do_not_share_state() -> None:
+    model = make_source("replay", rate=0)
+    a, b = await asyncio.gather(collect(lambda out: model("stream", out)),
+                                collect(lambda out: model("stream", out)))
+    assert assemble(a).to_dict() == assemble(b).to_dict()

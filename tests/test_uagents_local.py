@@ -1,0 +1,220 @@
+"""Local running helpers: offline patches, the local directory, the resolver, peers, and the
+networked configuration up to the point where the network would be reached."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uagents.agent
+import uagents.asgi
+
+from agent_stream.commands import serve
+from agent_stream.uagents import (
+    LocalDirectory,
+    LocalResolver,
+    StreamingChat,
+    is_offline,
+    local_agent,
+    network_agent,
+    network_agent_options,
+    offline,
+    online,
+    parse_peer,
+)
+
+ADDR = "agent1qwtsvqrttweaa5kjq7seu2natjj4gh2qnh3q99ug9narsmgwchzy72nw57p"
+ADDR2 = "agent1qg6q03f0tm5cchfskztzaj6yge9zhytd3fh9hrls73xwsdh44wey7hjrh8e"
+
+
+def test_offline_is_idempotent_and_reversible() -> None:
+    offline()
+    patched = uagents.agent.get_almanac_contract
+    offline()
+    assert uagents.agent.get_almanac_contract is patched and is_offline()
+    assert uagents.agent.get_almanac_contract("mainnet") is None
+    assert uagents.asgi.HOST == "127.0.0.1"
+    online()
+    try:
+        assert not is_offline()
+        assert uagents.agent.get_almanac_contract is not patched
+        assert uagents.asgi.HOST == "0.0.0.0"
+    finally:
+        offline()
+
+
+def test_local_agent_is_configured_for_loopback_and_requires_a_seed() -> None:
+    with pytest.raises(ValueError):
+        local_agent("", 8123)
+    agent = local_agent("local agent config", 8123, name="x", directory=None)
+    try:
+        assert [e.url for e in agent._endpoints] == ["http://127.0.0.1:8123/submit"]
+        assert isinstance(agent._resolver, LocalResolver)
+        assert agent.mailbox_client is None
+    finally:
+        uagents.agent.dispatcher.unregister(agent.address, agent)
+
+
+def test_directory_register_lookup_find_unregister(tmp_path: Path) -> None:
+    d = LocalDirectory(tmp_path / "sub" / "agents.json")
+    assert d.entries() == {}
+    d.register(ADDR, "http://127.0.0.1:1/submit", "llm")
+    d.register(ADDR2, "http://127.0.0.1:2/submit", "client")
+    assert d.lookup(ADDR) == "http://127.0.0.1:1/submit"
+    assert d.lookup(f"test-agent://{ADDR2}") == "http://127.0.0.1:2/submit"
+    assert d.find("llm") == (ADDR, "http://127.0.0.1:1/submit")
+    assert d.find(ADDR2) == (ADDR2, "http://127.0.0.1:2/submit")
+    assert d.find("nobody") is None
+    d.unregister(ADDR)
+    assert d.lookup(ADDR) is None and d.lookup(ADDR2) is not None
+
+
+def test_directory_ignores_and_prunes_entries_of_dead_processes(tmp_path: Path) -> None:
+    d = LocalDirectory(tmp_path / "agents.json")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    d.register(ADDR, "http://127.0.0.1:1/submit", "gone", pid=dead.pid)
+    assert d.lookup(ADDR) is None
+    d.register(ADDR2, "http://127.0.0.1:2/submit", "alive")
+    assert ADDR not in json.loads(d.path.read_text())["agents"]
+
+
+def test_directory_survives_a_corrupt_file_and_concurrent_writers(tmp_path: Path) -> None:
+    d = LocalDirectory(tmp_path / "agents.json")
+    d.path.write_text("{not json")
+    assert d.entries() == {}
+    addrs = [f"{ADDR[:-4]}{i:04d}" for i in range(12)]
+    threads = [threading.Thread(target=LocalDirectory(d.path).register,
+                                args=(a, f"http://127.0.0.1:{i + 1}/submit", None))
+               for i, a in enumerate(addrs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(d.entries()) == set(addrs)
+
+
+def test_default_directory_follows_the_environment(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_STREAM_DIRECTORY", str(tmp_path / "x.json"))
+    assert LocalDirectory().path == tmp_path / "x.json"
+    monkeypatch.delenv("AGENT_STREAM_DIRECTORY")
+    assert LocalDirectory().path.name == "agents.json"
+    assert "agent-stream-" in LocalDirectory().path.parent.name
+
+
+async def test_resolver_prefers_static_peers_then_the_directory(tmp_path: Path) -> None:
+    d = LocalDirectory(tmp_path / "agents.json")
+    d.register(ADDR, "http://127.0.0.1:1/submit")
+    d.register(ADDR2, "http://127.0.0.1:2/submit")
+    r = LocalResolver({ADDR2: "http://127.0.0.1:9/submit"}, d)
+    assert await r.resolve(ADDR) == (ADDR, ["http://127.0.0.1:1/submit"])
+    assert await r.resolve(f"agent://{ADDR2}") == (ADDR2, ["http://127.0.0.1:9/submit"])
+    d.unregister(ADDR)
+    assert await r.resolve(ADDR) == (None, [])  # read on every lookup
+
+
+def test_parse_peer() -> None:
+    assert parse_peer(f"{ADDR}=http://127.0.0.1:8000/submit") == \
+        (ADDR, "http://127.0.0.1:8000/submit")
+    for bad in ("nothing", f"{ADDR}=", "=http://x", f"{ADDR}=ftp://x", "notanaddress=http://x"):
+        with pytest.raises(ValueError):
+            parse_peer(bad)
+
+
+def test_network_agent_options_are_plain_uagents_options() -> None:
+    kw = network_agent_options("s", network="testnet", mailbox=True, port=8001, name="llm")
+    assert kw == {"name": "llm", "seed": "s", "network": "testnet", "mailbox": True,
+                  "port": 8001}
+    with pytest.raises(ValueError):
+        network_agent_options("s", network="moon")
+
+
+def test_network_agent_refuses_to_build_in_an_offline_process() -> None:
+    offline()
+    with pytest.raises(RuntimeError, match="offline"):
+        network_agent("s")
+
+
+async def test_serve_network_mailbox_is_configured_up_to_the_network(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve --network testnet --mailbox` builds a networked agent; the ledger query, the
+    manifest post and every socket are intercepted where they would reach the network."""
+    reached: list[str] = []
+
+    def ledger(network: str = "testnet") -> None:
+        reached.append(f"ledger:{network}")
+
+    async def manifest(self: Any, manifest: dict[str, Any]) -> None:
+        reached.append("manifest")
+
+    sockets: list[str] = []
+    watching = True
+
+    def hook(event: str, args: Any) -> None:
+        if watching and event in ("socket.connect", "socket.getaddrinfo"):
+            sockets.append(f"{event}{args!r}")
+
+    sys.addaudithook(hook)
+    online()
+    monkeypatch.setattr(uagents.agent, "get_almanac_contract", ledger)
+    monkeypatch.setattr(uagents.agent.Agent, "publish_manifest", manifest)
+    args = argparse.Namespace(
+        port=8002, seed=None, peer=[], model="replay", rate=0.0, base_url=None,
+        model_name=None, name="llm", reasoning=False, max_in_flight=None, network="testnet",
+        mailbox=True, no_directory=False, verbose=False)
+    try:
+        agent, chat, where = serve.build(args, "network test seed")
+        import asyncio
+
+        await asyncio.sleep(0)  # let include()'s manifest task run
+    finally:
+        watching = False
+        monkeypatch.undo()
+        offline()
+    try:
+        assert reached == ["ledger:testnet", "manifest"]
+        assert sockets == []
+        assert agent.identifier.startswith("test-agent://")
+        assert agent.mailbox_client is not None and where == "Agentverse mailbox"
+        assert isinstance(chat, StreamingChat)
+        assert chat.digest in agent.protocols
+        assert not isinstance(agent._resolver, LocalResolver)  # the Almanac resolver
+    finally:
+        uagents.agent.dispatcher.unregister(agent.address, agent)
+
+
+def test_serve_seed_comes_from_the_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_STREAM_SEED", "from env")
+    assert serve.seed_from(argparse.Namespace(seed="flag")) == ("flag", False)
+    assert serve.seed_from(argparse.Namespace(seed=None)) == ("from env", False)
+    monkeypatch.delenv("AGENT_STREAM_SEED")
+    seed, throwaway = serve.seed_from(argparse.Namespace(seed=None))
+    assert throwaway and len(seed) == 64 and seed != serve.seed_from(
+        argparse.Namespace(seed=None))[0]
+
+
+def test_cli_errors_exit_2_without_starting_anything(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_stream.cli import main
+
+    env = dict(os.environ, AGENT_STREAM_DIRECTORY=str(tmp_path / "empty.json"))
+    old = os.environ.copy()
+    os.environ.update(env)
+    try:
+        assert main(["ask", ADDR, "question"]) == 2
+        assert "no endpoint" in capsys.readouterr().err
+        assert main(["ask", "not-an-address", "--endpoint", "http://127.0.0.1:1/submit",
+                     "q"]) == 2
+        assert main(["serve", "--mailbox", "--seed", "x"]) == 2
+        assert "--network" in capsys.readouterr().err
+    finally:
+        os.environ.clear()
+        os.environ.update(old)

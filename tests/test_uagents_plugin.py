@@ -1,0 +1,198 @@
+"""StreamingChat between two real uagents agents in this process (fast: no HTTP, no signing).
+
+Agents in one process reach each other through uagents' in-process dispatcher; the harness runs
+each agent's dispenser and inbox the way uagents' own tests do. What crosses processes over HTTP
+is covered by tests/integration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from uagents import Agent
+from uagents.dispatch import dispatcher
+from uagents_core.contrib.protocols.chat import (
+    ChatAcknowledgement,
+    ChatMessage,
+    TextContent,
+)
+
+from agent_stream.uagents import (
+    ChatRequest,
+    DeliveryError,
+    ReplyStats,
+    StreamingChat,
+    local_agent,
+    wrap_chat_handler,
+)
+from agent_stream.writer import StreamWriter
+
+_ports = itertools.count(47100)
+
+
+class Pair:
+    """Two running agents: ``server`` (with the plugin under test) and ``client``."""
+
+    def __init__(self) -> None:
+        self.agents: list[Agent] = []
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    def add(self, seed: str, chat: StreamingChat) -> Agent:
+        agent = local_agent(seed, next(_ports), directory=None)
+        agent.include(chat, publish_manifest=True)
+        self.agents.append(agent)
+        self.tasks.append(asyncio.create_task(agent._dispenser.run()))
+        self.tasks.append(asyncio.create_task(agent._process_message_queue()))
+        return agent
+
+    async def close(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for a in self.agents:
+            dispatcher.unregister(a.address, a)
+
+
+@pytest_asyncio.fixture
+async def pair() -> AsyncIterator[Pair]:
+    p = Pair()
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+async def ask(pair: Pair, server_chat: StreamingChat, question: str = "q",
+              **kw: Any) -> tuple[Any, StreamingChat]:
+    n = len(pair.agents)
+    server = pair.add(f"plugin test server {n}", server_chat)
+    client_chat = StreamingChat()
+    client = pair.add(f"plugin test client {n}", client_chat)
+    reply = await client_chat.ask(client._build_context(), server.address, question, **kw)
+    await asyncio.wait_for(reply.wait(), 10)
+    return reply, client_chat
+
+
+async def test_async_generator_responder_streams_its_text(pair: Pair) -> None:
+    async def words(request: ChatRequest) -> AsyncIterator[str]:
+        for w in f"You asked: {request.text}. Here is a sentence. And another one.".split(" "):
+            yield w + " "
+
+    reply, _ = await ask(pair, StreamingChat(words), "hello")
+    assert reply.completed and reply.tagged and reply.acknowledged
+    assert reply.text() == "You asked: hello. Here is a sentence. And another one. "
+
+
+async def test_flow_control_keeps_at_most_n_unacknowledged(pair: Pair) -> None:
+    stats: list[ReplyStats] = []
+
+    async def respond(request: ChatRequest, out: StreamWriter) -> None:
+        for i in range(6):
+            async with out.block("llm", label=f"part {i}") as b:
+                await b.text(f"Part {i}.")
+            await asyncio.sleep(0.01)
+
+    chat = StreamingChat(respond, max_in_flight=1, max_coalesce=1, on_reply_end=stats.append)
+    reply, _ = await ask(pair, chat)
+    assert reply.completed
+    assert reply.text() == "".join(f"Part {i}." for i in range(6))
+    (s,) = stats
+    assert s.status == "completed" and s.chat_messages >= 6 and s.peak_in_flight == 1
+
+
+async def test_without_flow_control_messages_pile_up_in_flight(pair: Pair) -> None:
+    # The counterpart of the test above: the limit is what keeps the peak at 1.
+    stats: list[ReplyStats] = []
+
+    async def respond(request: ChatRequest, out: StreamWriter) -> None:
+        for i in range(6):
+            await out.text(f"Part {i}.")
+
+    reply, _ = await ask(pair, StreamingChat(respond, max_coalesce=1, on_reply_end=stats.append))
+    assert reply.completed and stats[0].peak_in_flight > 1
+
+
+async def test_responder_error_is_delivered_and_every_message_ends(pair: Pair) -> None:
+    async def respond(request: ChatRequest, out: StreamWriter) -> None:
+        async with out.block("llm") as b, b.message("text") as m:
+            await m.append("Half a sentence")
+            raise ValueError("boom")
+
+    reply, _ = await ask(pair, StreamingChat(respond))
+    assert reply.status == "error" and not reply.completed
+    t = reply.transcript
+    assert [m.status for m in t.messages if m.type == "text"] == ["error"]
+    assert t.messages[0].content == "Half a sentence"
+    errors = [m for m in t.messages if m.type == "error"]
+    assert errors and errors[0].props["message"] == "ValueError: boom"
+
+
+async def test_shutdown_cancels_a_reply_in_flight_and_ends_its_streams(pair: Pair) -> None:
+    started = asyncio.Event()
+
+    async def respond(request: ChatRequest, out: StreamWriter) -> None:
+        async with out.block("llm") as b, b.message("text") as m:
+            await m.append("This sentence is complete. This one is not")
+            started.set()
+            await asyncio.sleep(30)
+
+    chat = StreamingChat(respond)
+    server = pair.add("shutdown server", chat)
+    client_chat = StreamingChat()
+    client = pair.add("shutdown client", client_chat)
+    reply = await client_chat.ask(client._build_context(), server.address, "q")
+    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(chat.shutdown(), 10)
+    await asyncio.wait_for(reply.wait(), 5)
+    assert reply.status == "cancelled"
+    assert chat.active == 0
+    (text,) = [m for m in reply.transcript.messages if m.type == "text"]
+    assert text.status == "cancelled"
+    assert text.content == "This sentence is complete. This one is not"  # buffer flushed
+
+
+async def test_reasoning_needs_the_policy_and_the_request(pair: Pair) -> None:
+    async def respond(request: ChatRequest, out: StreamWriter) -> None:
+        async with out.block("llm") as b:
+            async with b.message("thinking") as m:
+                await m.append("secret thoughts")
+            await b.text("Answer.")
+
+    def types(reply: Any) -> list[str]:
+        return [m.type for m in reply.transcript.messages]
+
+    shared = StreamingChat(respond, channels={"reasoning"})
+    asked, _ = await ask(pair, shared, channels={"reasoning"})
+    assert types(asked) == ["thinking", "text"]
+    not_asked, _ = await ask(pair, StreamingChat(respond, channels={"reasoning"}))
+    assert types(not_asked) == ["text"]
+    not_shared, _ = await ask(pair, StreamingChat(respond), channels={"reasoning"})
+    assert types(not_shared) == ["text"]
+    decided: Callable[[ChatRequest], set[str]] = lambda request: {"reasoning"}  # noqa: E731
+    by_callable, _ = await ask(pair, StreamingChat(respond, channels=decided))
+    assert types(by_callable) == ["thinking", "text"]
+
+
+async def test_wrapping_an_existing_non_streaming_handler(pair: Pair) -> None:
+    async def legacy(ctx: Any, sender: str, msg: ChatMessage) -> None:
+        await ctx.send(sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id))
+        answer = f"Echo: {msg.text()}"
+        await ctx.send(sender, ChatMessage(content=[TextContent(text=answer)]))
+
+    reply, _ = await ask(pair, StreamingChat(wrap_chat_handler(legacy)), "ping")
+    assert reply.completed
+    assert reply.text() == "Echo: ping"
+
+
+async def test_asking_an_unknown_agent_raises_delivery_error(pair: Pair) -> None:
+    chat = StreamingChat()
+    client = pair.add("lonely client", chat)
+    nobody = local_agent("nobody at all", next(_ports), directory=None).address
+    dispatcher.unregister(nobody, next(iter(dispatcher.sinks[nobody])))
+    with pytest.raises(DeliveryError):
+        await chat.ask(client._build_context(), nobody, "anyone?")
