@@ -342,6 +342,7 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
         "publish_agent_details": False,
     }
     kwargs.update(options)
+    kwargs.setdefault("loop", _current_loop())
     agent = LocalAgent(name=name, seed=seed, port=port, endpoint=[endpoint],
                        resolve=LocalResolver(peers, book),
                        registration_policy=NoRegistration(), log_level=log_level, **kwargs)
@@ -357,6 +358,20 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
             book.unregister(agent.address)
 
     return agent
+
+
+def _current_loop() -> asyncio.AbstractEventLoop:
+    """The running loop, else the thread's loop, else a new one (set as the thread's)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    try:
+        return asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        return loop
 
 
 def network_agent_options(seed: str, *, network: str = "testnet", mailbox: bool = False,

@@ -58,9 +58,11 @@ async def _anone(*_a: Any, **_k: Any) -> None:
     return None
 
 
-uagents.agent.get_almanac_contract = _none  # type: ignore[assignment]
-uagents.agent.update_agent_status = _anone  # type: ignore[assignment]
-uagents.asgi.HOST = "127.0.0.1"
+def go_offline() -> None:
+    """No ledger query, no Almanac status posts, listen on 127.0.0.1 only."""
+    uagents.agent.get_almanac_contract = _none  # type: ignore[assignment]
+    uagents.agent.update_agent_status = _anone  # type: ignore[assignment]
+    uagents.asgi.HOST = "127.0.0.1"
 
 
 class _NoRegistration(AgentRegistrationPolicy):
@@ -199,6 +201,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
+    go_offline()
     ns = parse_args()
     result: dict[str, Any] | None = None
     with contextlib.suppress(KeyboardInterrupt):
