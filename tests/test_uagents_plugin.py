@@ -196,3 +196,34 @@ async def test_asking_an_unknown_agent_raises_delivery_error(pair: Pair) -> None
     dispatcher.unregister(nobody, next(iter(dispatcher.sinks[nobody])))
     with pytest.raises(DeliveryError):
         await chat.ask(client._build_context(), nobody, "anyone?")
+
+
+async def test_reply_traffic_nobody_waits_for_is_not_answered(pair: Pair) -> None:
+    """Two answering agents must not answer each other's replies (no reply ping-pong)."""
+    calls: list[str] = []
+
+    async def respond(request: ChatRequest, out: StreamWriter) -> None:
+        calls.append(request.text)
+        await out.text("Answer.")
+
+    a_chat, b_chat = StreamingChat(respond), StreamingChat(respond)
+    a = pair.add("pingpong a", a_chat)
+    b = pair.add("pingpong b", b_chat)
+    reply = await a_chat.ask(a._build_context(), b.address, "question")
+    await asyncio.wait_for(reply.wait(), 5)
+    assert reply.completed and calls == ["question"]
+    # A late tagged reply, then an untagged straggler: dropped, not answered.
+    from agent_stream.adapters.chat import ChatEncoder
+    from agent_stream.message import text
+
+    enc = ChatEncoder("someone else's question", tagged=True)
+    ctx = b._build_context()
+    for chat in enc.feed(text("stray"), 0.0) + enc.close(0.0):
+        await ctx.send(a.address, chat)
+    await ctx.send(a.address, ChatMessage(content=[TextContent(text="straggler")]))
+    await asyncio.sleep(0.2)
+    assert calls == ["question"] and a_chat.active == 0
+    # A new question (it opens a session) is answered.
+    again = await b_chat.ask(ctx, a.address, "new question")
+    await asyncio.wait_for(again.wait(), 5)
+    assert again.completed and calls == ["question", "new question"]

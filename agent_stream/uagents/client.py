@@ -42,7 +42,13 @@ from uagents_core.contrib.protocols.chat import (
 )
 from uagents_core.identity import parse_identifier
 
-from agent_stream.adapters.chat import ChatDecoder, conversation_of, request_tags
+from agent_stream.adapters.chat import (
+    ChatDecoder,
+    conversation_of,
+    is_tagged_request,
+    opens_session,
+    request_tags,
+)
 from agent_stream.assemble import Assembler, Transcript
 from agent_stream.errors import StreamError, StreamWarning
 from agent_stream.message import Message
@@ -271,10 +277,19 @@ def build_question(question: str | ChatMessage, *, session: bool = True,
 
 
 class ChatClient:
-    """The open questions of one agent; routes incoming ChatMessages to their Reply."""
+    """The open questions of one agent; routes incoming ChatMessages to their Reply.
 
-    def __init__(self) -> None:
+    ``late_window``: for this many seconds after a reply from a peer is over, an untagged
+    ChatMessage from that peer that neither opens a session nor carries request tags is taken
+    for the tail of that reply (e.g. after a timeout) and dropped, not answered as a request;
+    a tagged reply that no open question is waiting for is always dropped. This keeps two
+    agents that both answer from answering each other's replies forever.
+    """
+
+    def __init__(self, late_window: float = 10.0) -> None:
         self._open: list[Reply] = []
+        self._ended: dict[str, float] = {}
+        self.late_window = late_window
 
     def open_to(self, sender: str) -> bool:
         """Whether a question to ``sender`` is waiting for its reply."""
@@ -282,7 +297,7 @@ class ChatClient:
 
     def route(self, sender: str, chat: ChatMessage, session: str | None) -> Reply | None:
         """The Reply an incoming ChatMessage belongs to (None: it is a request)."""
-        self._open = [r for r in self._open if not r.done]
+        self._prune()
         best: Reply | None = None
         score = 0
         for r in self._open:
@@ -290,6 +305,24 @@ class ChatClient:
             if s > score:  # ties: the oldest question wins
                 best, score = r, s
         return best
+
+    def _prune(self) -> None:
+        keep = []
+        for r in self._open:
+            if r.done:
+                self._ended[r.peer] = max(self._ended.get(r.peer, 0.0), r.ended_at or 0.0)
+            else:
+                keep.append(r)
+        self._open = keep
+
+    def is_late(self, sender: str, chat: ChatMessage) -> bool:
+        """An incoming ChatMessage no question waits for that is reply traffic, not a request."""
+        if conversation_of(chat) is not None:
+            return True  # a tagged reply (requests carry tags, not a conversation)
+        ended = self._ended.get(sender)
+        if ended is None or time.monotonic() - ended > self.late_window:
+            return False
+        return not (is_tagged_request(chat) or opens_session(chat))
 
     def acknowledged(self, sender: str, msg_id: str) -> bool:
         for r in self._open:
@@ -305,7 +338,7 @@ class ChatClient:
     def cancel_all(self) -> None:
         for r in self._open:
             r.cancel()
-        self._open = []
+        self._prune()
 
 
 async def ask_with(sender: Any, ctx: Context, destination: str, question: str | ChatMessage,

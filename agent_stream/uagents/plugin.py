@@ -16,8 +16,9 @@ handles both ChatMessage and ChatAcknowledgement. For every ChatMessage it:
 
 1. sends a ChatAcknowledgement at once (from a background task, so the inbox never waits);
 2. routes it: a ChatMessage from a peer we have an open question to (:meth:`StreamingChat.ask`)
-   is part of that reply and goes to its :class:`~agent_stream.uagents.client.Reply`; anything
-   else is a request;
+   is part of that reply and goes to its :class:`~agent_stream.uagents.client.Reply`; reply
+   traffic nobody waits for any more is dropped (see ``ChatClient.late_window``); anything else
+   is a request;
 3. runs the responder for a request in a background task (streaming inside the handler would
    block the agent's inbox, its own acknowledgements included). The responder is an async
    function ``(request, out)`` writing to a StreamWriter, or an async generator function
@@ -200,22 +201,21 @@ class _Outgoing:
         timer = asyncio.create_task(self._timer_loop())
         status, err = "completed", None
         cancelled = False
+        # A peer without tag support gets one reply at a time, ends included.
         lane = self.plugin._lane(self.peer) if not self.request.tagged else None
+        holding = False
         try:
             if lane is not None:
                 await lane.acquire()
-            try:
-                async with StreamWriter(self.sink, request_id=self.conversation) as out:
-                    try:
-                        await self.plugin._invoke(self.request, out)
-                    except Exception as exc:
-                        # Say what went wrong before the streams end with status error.
-                        with contextlib.suppress(Exception):
-                            await out.send(error_message(_describe(exc), code="responder_error"))
-                        raise
-            finally:
-                if lane is not None and lane.locked():
-                    lane.release()
+                holding = True
+            async with StreamWriter(self.sink, request_id=self.conversation) as out:
+                try:
+                    await self.plugin._invoke(self.request, out)
+                except Exception as exc:
+                    # Say what went wrong before the streams end with status error.
+                    with contextlib.suppress(Exception):
+                        await out.send(error_message(_describe(exc), code="responder_error"))
+                    raise
         except asyncio.CancelledError:
             status, cancelled = "cancelled", True
         except Exception as exc:
@@ -235,6 +235,8 @@ class _Outgoing:
                     await asyncio.shield(sender)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 sender.cancel()
+            if holding and lane is not None:
+                lane.release()
             self.plugin._finished(self)
         if cancelled:
             raise asyncio.CancelledError
@@ -403,6 +405,9 @@ class StreamingChat(Protocol):
         reply = self.client.route(sender, msg, session)
         if reply is not None:
             reply.feed(msg)
+            return
+        if self.client.is_late(sender, msg):
+            ctx.logger.debug(f"late reply traffic from {sender} dropped")
             return
         if self.responder is None:
             ctx.logger.debug(f"request from {sender} ignored: this agent has no responder")
