@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from agent_stream.uagents import (
     LocalDirectory,
     LocalResolver,
     StreamingChat,
+    free_port,
     is_offline,
     local_agent,
     network_agent,
@@ -214,8 +216,16 @@ def test_cli_errors_exit_2_without_starting_anything(tmp_path: Path,
         assert "no endpoint" in capsys.readouterr().err
         assert main(["ask", "not-an-address", "--endpoint", "http://127.0.0.1:1/submit",
                      "q"]) == 2
-        assert main(["serve", "--mailbox", "--seed", "x"]) == 2
+        assert main(["serve", "--mailbox", "--seed", "x", "--port", str(free_port())]) == 2
         assert "--network" in capsys.readouterr().err
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            port = str(busy.getsockname()[1])
+            assert main(["serve", "--port", port, "--seed", "x"]) == 2
+            assert main(["ask", ADDR, "--endpoint", "http://127.0.0.1:1/submit",
+                         "--port", port, "q"]) == 2
+            assert capsys.readouterr().err.count("in use") == 2
     finally:
         os.environ.clear()
         os.environ.update(old)

@@ -71,17 +71,6 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool
                      "agent by that address or name)")
 
 
-def port_free(port: int) -> bool:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
              reasoning: bool, timeout: float, use_directory: bool, on_message: Any = None,
              verbose: bool = False) -> Any:
@@ -109,7 +98,7 @@ def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_stream.uagents import DeliveryError, free_port
+    from agent_stream.uagents import DeliveryError, free_port, port_free
 
     try:
         target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)

@@ -114,8 +114,12 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_stream.uagents import run_agent
+    from agent_stream.uagents import port_free, run_agent
 
+    if args.network == "local" and not port_free(args.port):
+        print(f"agent-stream serve: port {args.port} on 127.0.0.1 is in use (--port P)",
+              file=sys.stderr)
+        return 2
     seed, throwaway = seed_from(args)
     if throwaway:
         print(f"note: no seed given (--seed or ${SEED_ENV}); using a throwaway seed, so the "

@@ -27,6 +27,7 @@ from agent_stream.uagents.local import (
     online,
     parse_peer,
     parse_peers,
+    port_free,
     quiet_logs,
     run_agent,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "online",
     "parse_peer",
     "parse_peers",
+    "port_free",
     "quiet_logs",
     "run_agent",
     "wrap_chat_handler",

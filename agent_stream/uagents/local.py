@@ -74,6 +74,7 @@ __all__ = [
     "online",
     "parse_peer",
     "parse_peers",
+    "port_free",
     "quiet_logs",
     "run_agent",
 ]
@@ -417,6 +418,16 @@ def quiet_logs(level: int | str = logging.WARNING) -> None:
                 h.setStream(sys.stderr)
     for name in ("dispenser", "resolver", "uagents", "uvicorn", "uvicorn.error"):
         logging.getLogger(name).setLevel(level)
+
+
+def port_free(port: int) -> bool:
+    """Whether ``port`` on 127.0.0.1 can be listened on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((LOCAL_HOST, port))
+        except OSError:
+            return False
+    return True
 
 
 def free_port() -> int:
