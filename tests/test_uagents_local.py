@@ -229,3 +229,17 @@ def test_cli_errors_exit_2_without_starting_anything(tmp_path: Path,
     finally:
         os.environ.clear()
         os.environ.update(old)
+
+
+def test_serve_wires_the_openai_source_lazily() -> None:
+    from agent_stream.sources.openai import OpenAIModel
+    from agent_stream.sources.replay import ReplayModel
+
+    ns = argparse.Namespace(model="openai", base_url="http://127.0.0.1:9/v1",
+                            model_name="tiny", rate=60.0)
+    model = serve.make_model(ns)
+    assert isinstance(model, OpenAIModel)
+    assert (model.base_url, model.model) == ("http://127.0.0.1:9/v1", "tiny")
+    ns.model = "replay"
+    replay = serve.make_model(ns)
+    assert isinstance(replay, ReplayModel) and replay.rate == 60.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from typing import Any
 
@@ -209,3 +210,32 @@ def test_agent_shutdown_mid_reply_ends_every_stream(harness: Harness) -> None:
     assert all(m["status"] in ("completed", "cancelled") for m in got["messages"])
     assert any(m["status"] == "cancelled" for m in got["messages"])
     assert address not in harness.directory_entries()  # withdrawn on shutdown
+
+
+# -- demo ----------------------------------------------------------------------------------------
+def _demo_servers() -> set[int]:
+    """pids of running `agent-stream serve ... --name demo-llm` processes."""
+    pids = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")  # noqa: SIM115
+            except OSError:
+                continue
+            if b"serve" in cmd and b"demo-llm" in cmd:
+                pids.add(int(d))
+    return pids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to see leftover processes")
+def test_demo_runs_a_conversation_end_to_end_and_stops_everything(harness: Harness) -> None:
+    before = _demo_servers()
+    start = time.monotonic()
+    p = harness.cli("demo", "--rate", "0")
+    code, out, err = p.finish(timeout=60)
+    assert code == 0, err
+    assert time.monotonic() - start < 30
+    assert "asks: How should agents stream LLM output to each other?" in out
+    assert replay_transcript("How should agents stream LLM output to each other?").text() in out
+    assert "completed" in out.splitlines()[-1] and "both agents stopped" in out
+    assert _demo_servers() <= before
