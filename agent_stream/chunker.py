@@ -26,7 +26,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable
+from itertools import accumulate
 from numbers import Real
 
 from agent_stream.errors import ChunkerConfigError
@@ -38,7 +40,7 @@ _PARA, _SENT, _LINE, _CLAUSE, _WORD, _HARD = range(6)
 # Protected region kinds.
 _INLINE, _FENCE = 0, 1
 # What a pending scan waits for.
-_TERM, _NL, _TICK, _NEXTWORD = range(4)
+_TERM, _NL, _TICK, _NEXTWORD = range(4)  # _TERM and _NL first: see feed()
 
 _INF = math.inf
 
@@ -67,18 +69,44 @@ _IN_FENCE = {"`": re.compile("`"), "~": re.compile("~")}
 
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 _CJK_PUNCT = "。！？｡，、；：…ー・」』）】〕〉》〗〙〛”’"
-_CLAUSE_RX = re.compile(
-    rf"(?:[,;:]|…|\.\.+|—|–)[\"'”’)\]]*[{_WS_CLASS}]+|[，、；：…—]+[」』）”’]*"
-)
-_WORD_RX = re.compile(
-    rf"[{_WS_CLASS}]+|(?<=[{_CJK_CHARS}])(?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])"
-)
+_CLAUSE_PAT = rf"(?:[,;:]|…|\.\.+|—|–)[\"'”’)\]]*[{_WS_CLASS}]+|[，、；：…—]+[」』）”’]*"
+_CLAUSE_AT = re.compile(_CLAUSE_PAT)
+_CLAUSE_MARKS = (",", ";", ":", "..")
+_CLAUSE_MARKS_ALL = (*_CLAUSE_MARKS, "…", "—", "–", "，", "、", "；", "：")
+# The last space, or the last CJK character followed by another: a greedy ".*" backtracks.
+_LAST_WS = re.compile(rf"(?s).*[{_WS_CLASS}]")
+_LAST_CJK = re.compile(rf"(?s).*[{_CJK_CHARS}](?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])")
+
+
+def _last_word(s: str, a: int, z: int) -> int:
+    """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
+    m = _LAST_WS.match(s, a, z)
+    e = -1 if m is None else m.end()
+    if not s.isascii():
+        m = _LAST_CJK.match(s, max(a, e), min(z + 1, len(s)))  # may look one past z
+        if m is not None and m.end() > e:
+            e = m.end()
+    return e
+
+
+def _last_clause(s: str, a: int, z: int) -> int:
+    """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
+    marks = _CLAUSE_MARKS if s.isascii() else _CLAUSE_MARKS_ALL
+    while True:
+        x = max([s.rfind(c, a, z) for c in marks])
+        if x < 0:
+            return -1
+        m = _CLAUSE_AT.match(s, x, z)
+        if m is not None:
+            return m.end()
+        z = x
 _FIRST_RX = re.compile(
     rf"[{_WS_CLASS}]+(?=[^{_WS_CLASS}])|(?<=[{_CJK_CHARS}])(?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])"
 )
 _BLANK = re.compile(r"[ \t]*")
 _TABLE_ROW = re.compile(r"[ \t]*\|")
 _LIST_TOKEN = re.compile(r"\d{1,3}(?:\.\d{1,3})*|[A-Za-z]|[ivxlcdmIVXLCDM]{1,5}")
+_LIST_FIRST = frozenset("0123456789ivxlcdmIVXLCDM")
 _DOTTED = re.compile(r"(?:[A-Za-z]{1,3}\.)+[A-Za-z]{1,3}")
 _CAP_WORD = re.compile(r"[A-Z][a-z]+")
 _CAP_PREFIX = re.compile(r"[A-Z][a-z]*")
@@ -240,6 +268,14 @@ class TextChunker:
         self._ptimes.append(now)
         self._n += len(delta)
         if self._n > self._limit or now >= self._deadline:
+            if (
+                self._pending
+                and self._pend_kind <= _NL
+                and now < self._deadline
+                and self._n <= self._max
+                and delta.isspace()
+            ):
+                return []  # waiting for what follows a terminator: more space decides nothing
             return self._advance(now)
         m = self._watch(delta)
         if m is None:
@@ -247,6 +283,8 @@ class TextChunker:
         if m.end() == len(delta) and self._fence is None:
             # a terminator, line break or backtick at the very end: the next delta decides
             self._limit = -1
+            self._pending = True
+            self._pend_kind = _TICK if delta[-1] in "`~" else _TERM
             return []
         return self._advance(now)
 
@@ -352,12 +390,29 @@ class TextChunker:
             self._s += text
 
     def _advance(self, now: float) -> list[str]:
-        self._integrate()
+        parts = self._parts
+        j = self._joined
+        if j < len(parts):  # append the new deltas to the text
+            text = parts[j] if j + 1 == len(parts) else "".join(parts[j:])
+            self._joined = len(parts)
+            self._avail += len(text)
+            drop = self._b - 64 - self._s0  # keep a little released text for context
+            if drop > 512:
+                self._s = self._s[drop:] + text
+                self._s0 += drop
+            else:
+                self._s += text
         out: list[str] = []
         if self._avail > self._b:
+            n_cands = len(self._cands)
             if self._scan < self._avail:
                 self._scan_text(False, self._avail)
-            self._release(out)
+            if (
+                len(self._cands) != n_cands
+                or self._avail - self._b > self._max
+                or (self._first and self._first_chars is not None)
+            ):
+                self._release(out)
             self._settle()
             if now >= self._deadline:
                 self._time_cut(now, out)
@@ -404,11 +459,11 @@ class TextChunker:
         parts = self._parts
         i = self._pi
         base = self._pbase
-        size = len(parts[i])
-        while base + size <= b:
-            base += size
-            i += 1
-            size = len(parts[i])
+        if base + len(parts[i]) <= b:
+            ends = list(accumulate(map(len, parts[i : self._joined]), initial=base))
+            k = bisect_right(ends, b) - 1  # ends[k] <= b < ends[k + 1]
+            base = ends[k]
+            i += k
         if i > 64:
             del parts[:i]
             del self._ptimes[:i]
@@ -639,32 +694,38 @@ class TextChunker:
         if cjk:
             return True
         if run == ".":
-            t = i
+            # the word before the dot
             lim = max(i - 64, 0)
-            while t > lim and s[t - 1] not in _WS_SET:
-                t -= 1
-            raw = t
-            while t < i and s[t] in _OPENERS:
-                t += 1
+            t = max(s.rfind(" ", lim, i), s.rfind("\n", lim, i)) + 1
+            if t == 0:
+                t = lim
             tok = s[t:i]
+            if not _WS_SET.isdisjoint(tok):  # another kind of space: look closer
+                t = i
+                while t > lim and s[t - 1] not in _WS_SET:
+                    t -= 1
+                tok = s[t:i]
+            raw = t
+            if tok and tok[0] in _OPENERS:
+                tok = tok.lstrip(_OPENERS)
             if not tok:
                 return True
-            ls = self._line - self._s0
-            if (
-                _LIST_TOKEN.fullmatch(tok)
-                and ls >= 0
-                and ls <= raw
-                and _BLANK.fullmatch(s, ls, raw) is not None
-            ):
-                return False  # "1. ", "a. ", "iv. " at the start of a line
+            if tok[0] in _LIST_FIRST or len(tok) == 1:
+                ls = self._line - self._s0
+                if (
+                    _LIST_TOKEN.fullmatch(tok)
+                    and 0 <= ls <= raw
+                    and _BLANK.fullmatch(s, ls, raw) is not None
+                ):
+                    return False  # "1. ", "a. ", "iv. " at the start of a line
             if newline:
                 return True
+            if len(tok) == 1:
+                return not tok.isalpha() and not nxt.islower()  # "J." is an initial
             low = tok.lower()
             if low in _NEVER:
                 return False
-            if len(tok) == 1 and tok.isalpha():
-                return False  # an initial
-            if low in _MAYBE or _DOTTED.fullmatch(tok):
+            if low in _MAYBE or ("." in tok and _DOTTED.fullmatch(tok)):
                 return nxt.isupper()
         elif newline:
             return True
@@ -728,14 +789,12 @@ class TextChunker:
         times = self._ptimes
         i = self._part_at(b)
         d = self._max_delay
-        pos = self._pbase
-        k = -1
-        for j in range(i, self._joined):
-            pos += len(parts[j])
-            if times[j] + d <= now:
-                k = pos  # the end of the last overdue delta
-        if k <= b:
+        e = self._joined - 1
+        while e >= i and times[e] + d > now:
+            e -= 1
+        if e < i:
             return
+        k = self._pbase + sum(map(len, parts[i : e + 1]))  # the end of the last overdue delta
         avail = self._avail
         c: int | None
         if self._pending and self._pend_kind in (_TERM, _NL):
@@ -798,28 +857,25 @@ class TextChunker:
                     return st
         return -1
 
-    def _last_match(self, rx: re.Pattern[str], lo: int, hi: int, cls: int) -> int:
-        """End of the last match of ``rx`` that is an allowed cut in [lo, hi], or -1."""
+    def _last_match(self, cls: int, lo: int, hi: int) -> int:
+        """The latest allowed clause (or word) boundary in [lo, hi], or -1."""
+        s = self._s
         s0 = self._s0
         z = hi - s0
-        # one character past hi so a lookahead can see it; a run crossing hi is cut at hi
-        ms = [(m.start(), m.end()) for m in rx.finditer(self._s, max(lo - 16 - s0, 0), z + 1)]
+        a = max(lo - 16 - s0, 0)
+        find = _last_clause if cls == _CLAUSE else _last_word
         prot = self._prot
-        for a, e in reversed(ms):
-            if e > z:
-                if a >= z:
-                    continue
-                e = z
-            c = s0 + e
-            if c < lo:
-                break
-            if not prot or self._inside(c, cls) < 0:
-                return c
-        return -1
+        while True:
+            e = find(s, a, z)
+            if e < 0 or s0 + e < lo:
+                return -1
+            if not prot or self._inside(s0 + e, cls) < 0:
+                return s0 + e
+            z = e - 1  # inside code: try the one before
 
     def _word_cut(self, lo: int, hi: int) -> int:
         """The latest word boundary (or start of a code span or fence) in [lo, hi], or -1."""
-        found = self._last_match(_WORD_RX, lo, hi, _WORD)
+        found = self._last_match(_WORD, lo, hi)
         for st, _en, _kind in self._prot:
             assert st is not None
             if found < st <= hi and st >= lo and self._inside(st, _WORD) < 0:
@@ -877,7 +933,7 @@ class TextChunker:
             x = s.rfind("\n", a, x)
         if best >= 0:
             return best
-        c = self._last_match(_CLAUSE_RX, lo, hi, _CLAUSE)
+        c = self._last_match(_CLAUSE, lo, hi)
         if c < 0:
             c = word if word >= -1 else self._word_cut(lo, hi)
         if c >= 0:
