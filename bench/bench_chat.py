@@ -11,8 +11,10 @@ first text at the receiver, time to the complete reply, and whether the text is 
     python bench/bench_chat.py [--tokens 2000] [--rate 0]
 
 ``--rate 0`` (default): the model produces tokens as fast as it can, so the transport is what is
-measured. Targets: at least 10x fewer ChatMessages and at least 5x faster to the complete reply.
-Exit status 1 when the text differs or a target is missed.
+measured. Targets: at least 10x fewer ChatMessages and at least 5x faster to the complete reply
+(the speed target only with --rate 0: at a model's pace both replies end when the model does, as
+long as one envelope per token keeps up). Exit status 1 when the text differs or a target is
+missed.
 """
 
 from __future__ import annotations
@@ -271,8 +273,15 @@ def report(results: list[Result], n_tokens: int, n_chars: int, rate: float) -> i
                   f"{base.chat_messages / mid.chat_messages:,.1f}x the ChatMessages, "
                   f"{base.complete / mid.complete:,.1f}x the time")
     t1, t2 = fewer >= 10, faster >= 5
+    if rate > 0:
+        # Both replies are paced by the model; only a transport-bound run (--rate 0) can show
+        # how much faster the complete reply arrives.
+        speed = "not checked (the model sets the pace; run with --rate 0)"
+        t2 = True
+    else:
+        speed = "met" if t2 else "MISSED"
     print(f"targets: >= 10x fewer ChatMessages: {'met' if t1 else 'MISSED'}; "
-          f">= 5x faster to the complete reply: {'met' if t2 else 'MISSED'}; "
+          f">= 5x faster to the complete reply: {speed}; "
           f"identical text: {'yes' if ok else 'NO'}")
     return 0 if (ok and t1 and t2) else 1
 
