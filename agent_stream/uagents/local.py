@@ -328,7 +328,8 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     ``private_keys.json`` into the current directory). ``peers``: static ``{address: endpoint}``.
     ``directory``: the :class:`LocalDirectory` to resolve peers from (True: the default one,
     False/None: static peers only); with ``announce`` the agent adds itself while it runs.
-    ``log_level``: uagents log level (its logs go to stderr). Other keyword arguments go to
+    ``log_level``: the level of this agent's and uagents' loggers, whose output goes to stderr
+    (other loggers are left alone). Other keyword arguments go to
     ``Agent`` (e.g. ``handle_messages_concurrently``). Calls :func:`offline`.
     """
     if not seed:
@@ -346,8 +347,9 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     kwargs.setdefault("loop", _current_loop())
     agent = LocalAgent(name=name, seed=seed, port=port, endpoint=[endpoint],
                        resolve=LocalResolver(peers, book),
-                       registration_policy=NoRegistration(), log_level=log_level, **kwargs)
-    quiet_logs(log_level)
+                       registration_policy=NoRegistration(), **kwargs)
+    # (uagents' own log_level argument would call logging.basicConfig for the whole process)
+    quiet_logs(log_level, agent.name)
     if book is not None and announce:
 
         @agent.on_event("startup")
@@ -409,14 +411,15 @@ def network_agent(seed: str, **kwargs: Any) -> Agent:
     return Agent(**network_agent_options(seed, **kwargs))
 
 
-def quiet_logs(level: int | str = logging.WARNING) -> None:
-    """Send uagents' loggers (which print to stdout) to stderr at ``level``."""
+def quiet_logs(level: int | str = logging.WARNING, *agent_names: str) -> None:
+    """Send uagents' loggers (which print to stdout) to stderr; set them and the loggers of
+    ``agent_names`` to ``level``. Other loggers are left alone."""
     for name in list(logging.Logger.manager.loggerDict):
         logger = logging.getLogger(name)
         for h in logger.handlers:
             if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stdout:
                 h.setStream(sys.stderr)
-    for name in ("dispenser", "resolver", "uagents", "uvicorn", "uvicorn.error"):
+    for name in ("dispenser", "resolver", "uagents", "uvicorn", "uvicorn.error", *agent_names):
         logging.getLogger(name).setLevel(level)
 
 
