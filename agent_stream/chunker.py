@@ -460,10 +460,17 @@ class TextChunker:
         i = self._pi
         base = self._pbase
         if base + len(parts[i]) <= b:
-            ends = list(accumulate(map(len, parts[i : self._joined]), initial=base))
-            k = bisect_right(ends, b) - 1  # ends[k] <= b < ends[k + 1]
-            base = ends[k]
-            i += k
+            if self._avail - b < b - base:  # nearer the end: walk back from there
+                i = self._joined - 1
+                base = self._avail - len(parts[i])
+                while base > b:
+                    i -= 1
+                    base -= len(parts[i])
+            else:
+                ends = list(accumulate(map(len, parts[i : self._joined]), initial=base))
+                k = bisect_right(ends, b) - 1  # ends[k] <= b < ends[k + 1]
+                base = ends[k]
+                i += k
         if i > 64:
             del parts[:i]
             del self._ptimes[:i]
@@ -794,11 +801,27 @@ class TextChunker:
             e -= 1
         if e < i:
             return
-        k = self._pbase + sum(map(len, parts[i : e + 1]))  # the end of the last overdue delta
         avail = self._avail
+        k = avail - sum(map(len, parts[e + 1 : self._joined]))  # end of the last overdue delta
         c: int | None
         if self._pending and self._pend_kind in (_TERM, _NL):
             c = avail  # stalled right after a terminator or a line break: all of it
+        elif not self._cands and not self._prot:
+            # the common case, written out: the latest line end, else clause, else word
+            s = self._s
+            s0 = self._s0
+            z = avail - s0
+            most = _last_word(s, max(k - 16 - s0, 0), z) + s0
+            if most < k:
+                c = self._pick(k, avail, True, True)
+            else:
+                lo = max(k, b + min(self._min, most - b) // 2) - s0
+                x = s.rfind("\n", lo - 1, z)
+                if x >= 0:
+                    c = s0 + x + 1
+                else:
+                    x = _last_clause(s, max(lo - 16, 0), z)
+                    c = s0 + x if x >= lo else most
         else:
             # the latest paragraph, sentence or line end, unless it releases a sliver while a
             # word boundary further on would release much more
