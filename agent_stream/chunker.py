@@ -6,9 +6,11 @@ chunks, concatenated, always equal the deltas, concatenated.
 
 Where a chunk ends, best first: a paragraph break (blank line, or the line after a closing code
 fence), a sentence end, a line end (headings, list items, table rows), clause punctuation, a word
-boundary, and only when a single word is longer than ``max_chars`` anywhere. A chunk is released as
+boundary; inside a word only when one word is longer than ``max_chars``. A chunk is released as
 soon as a paragraph break or sentence end makes it at least ``min_chars`` long; the weaker
-boundaries are used only when ``max_chars``, ``max_delay`` or ``flush`` forces a cut.
+boundaries are used only when ``max_chars``, ``max_delay`` or ``flush`` forces a cut. Under
+``max_delay`` a cut releases as much as it can: the latest paragraph, sentence or line end after
+the text that is due, unless a later word boundary would release far more.
 
 A terminator is confirmed by the next visible character, so ``"3."`` waits for ``"14"``; the chunk
 ends after the terminator, any closing quotes or brackets and the whitespace that follows it (up to
@@ -16,9 +18,10 @@ and including the last line break; the next line's indentation starts the next c
 blocks that fit ``max_chars`` are never cut inside, not even by ``poll``: while such a block is
 still open at the start of the buffer, nothing can be released and ``next_deadline`` is ``None``.
 
-Cost: ``feed`` appends the delta and tests it for a few characters; only a delta holding a
-terminator, a line break, a backtick or a tilde (or one that completes a pending terminator, or
-fills the buffer) makes it look at the text, and then only at the new part.
+Cost: ``feed`` appends the delta and tests it for a few characters (only the fence character
+inside a fence). A delta that ends with one of them is only noted; the next one, a delta with one
+inside, a full buffer or a passed deadline makes it look at the text, and then only at the new
+part (a cut looks back over the buffer once).
 """
 
 from __future__ import annotations
@@ -76,30 +79,7 @@ _CLAUSE_MARKS_ALL = (*_CLAUSE_MARKS, "…", "—", "–", "，", "、", "；", "
 # The last space, or the last CJK character followed by another: a greedy ".*" backtracks.
 _LAST_WS = re.compile(rf"(?s).*[{_WS_CLASS}]")
 _LAST_CJK = re.compile(rf"(?s).*[{_CJK_CHARS}](?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])")
-
-
-def _last_word(s: str, a: int, z: int) -> int:
-    """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
-    m = _LAST_WS.match(s, a, z)
-    e = -1 if m is None else m.end()
-    if not s.isascii():
-        m = _LAST_CJK.match(s, max(a, e), min(z + 1, len(s)))  # may look one past z
-        if m is not None and m.end() > e:
-            e = m.end()
-    return e
-
-
-def _last_clause(s: str, a: int, z: int) -> int:
-    """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
-    marks = _CLAUSE_MARKS if s.isascii() else _CLAUSE_MARKS_ALL
-    while True:
-        x = max([s.rfind(c, a, z) for c in marks])
-        if x < 0:
-            return -1
-        m = _CLAUSE_AT.match(s, x, z)
-        if m is not None:
-            return m.end()
-        z = x
+# A word boundary with a visible character after it (where a first chunk may end early).
 _FIRST_RX = re.compile(
     rf"[{_WS_CLASS}]+(?=[^{_WS_CLASS}])|(?<=[{_CJK_CHARS}])(?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])"
 )
@@ -129,6 +109,30 @@ _MAYBE = frozenset(
         "lb", "lbs", "oz", "hr", "hrs", "yr", "yrs", "mo", "wk", "pt", "pts",
     )
 )
+
+
+def _last_word(s: str, a: int, z: int) -> int:
+    """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
+    m = _LAST_WS.match(s, a, z)
+    e = -1 if m is None else m.end()
+    if not s.isascii():
+        m = _LAST_CJK.match(s, max(a, e), min(z + 1, len(s)))  # may look one past z
+        if m is not None and m.end() > e:
+            e = m.end()
+    return e
+
+
+def _last_clause(s: str, a: int, z: int) -> int:
+    """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
+    marks = _CLAUSE_MARKS if s.isascii() else _CLAUSE_MARKS_ALL
+    while True:
+        x = max([s.rfind(c, a, z) for c in marks])
+        if x < 0:
+            return -1
+        m = _CLAUSE_AT.match(s, x, z)
+        if m is not None:
+            return m.end()
+        z = x
 
 
 def _glued(s: str, x: int) -> bool:
@@ -162,9 +166,12 @@ class TextChunker:
 
     ``min_chars``: a paragraph or sentence end releases a chunk once it is at least this long.
     ``max_chars``: no chunk is longer. ``max_delay`` (seconds): no text waits longer than this after
-    its first character arrived, provided ``poll`` is called at ``next_deadline``. ``first_chars``:
-    the first chunk of a message is released at its first sentence end whatever its length, or at
-    the first word boundary once it holds this many characters; ``None`` treats it like the others.
+    it arrived, provided ``poll`` is called at ``next_deadline`` (text inside a fenced code block
+    that is still open and fits ``max_chars`` excepted). ``first_chars``: the first chunk of a
+    message is released at its first sentence end whatever its length, or at the first word
+    boundary once it holds this many characters; ``None`` treats it like the others.
+
+    Invalid options raise ``ChunkerConfigError`` naming the option.
     """
 
     __slots__ = (
@@ -390,18 +397,11 @@ class TextChunker:
             self._s += text
 
     def _advance(self, now: float) -> list[str]:
+        """Look at the new text: release what its boundaries, max_chars and the time allow."""
         parts = self._parts
         j = self._joined
-        if j < len(parts):  # append the new deltas to the text
-            text = parts[j] if j + 1 == len(parts) else "".join(parts[j:])
-            self._joined = len(parts)
-            self._avail += len(text)
-            drop = self._b - 64 - self._s0  # keep a little released text for context
-            if drop > 512:
-                self._s = self._s[drop:] + text
-                self._s0 += drop
-            else:
-                self._s += text
+        if j < len(parts):
+            self._integrate()
         out: list[str] = []
         if self._avail > self._b:
             n_cands = len(self._cands)
