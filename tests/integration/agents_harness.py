@@ -109,6 +109,15 @@ class AgentProcess:
         return self.proc.returncode, "".join(self.lines), self.stderr
 
 
+def port_open_failed(port: int) -> bool:
+    """True while nothing accepts connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return False
+    except OSError:
+        return True
+
+
 class Harness:
     """Starts agent processes that share one temporary working directory and agent directory."""
 
@@ -139,6 +148,17 @@ class Harness:
         p = self.cli("serve", "--port", str(port), "--seed", seed, *args)
         address = p.wait_for("address:").split(":", 1)[1].strip()
         endpoint = p.wait_for("endpoint:").split(":", 1)[1].strip()
+        # The address is printed before the agent's startup runs: wait until it listens and,
+        # unless told otherwise, has listed itself in the local directory.
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            listening = not port_open_failed(port)
+            listed = "--no-directory" in args or address in self.directory_entries()
+            if listening and listed:
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"serve on port {port} did not come up within 15 s")
         return p, address, endpoint
 
     def plain(self, role: str, *args: str, seed: str, port: int) -> AgentProcess:
