@@ -194,8 +194,11 @@ async def test_asking_an_unknown_agent_raises_delivery_error(pair: Pair) -> None
     client = pair.add("lonely client", chat)
     nobody = local_agent("nobody at all", next(_ports), directory=None).address
     dispatcher.unregister(nobody, next(iter(dispatcher.sinks[nobody])))
+    started = asyncio.get_running_loop().time()
     with pytest.raises(DeliveryError):
-        await chat.ask(client._build_context(), nobody, "anyone?")
+        await chat.ask(client._build_context(), nobody, "anyone?", deliver_within=0.3)
+    # retried for the window given, then given up
+    assert 0.3 <= asyncio.get_running_loop().time() - started < 3.0
 
 
 async def test_reply_traffic_nobody_waits_for_is_not_answered(pair: Pair) -> None:

@@ -344,14 +344,23 @@ class ChatClient:
 async def ask_with(sender: Any, ctx: Context, destination: str, question: str | ChatMessage,
                    client: ChatClient, *, session: bool = True, channels: Collection[str] = (),
                    timeout: float = 120.0, settle: float = 0.5,
-                   decoder: ChatDecoder | None = None) -> Reply:
-    """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply."""
+                   decoder: ChatDecoder | None = None, deliver_within: float = 5.0) -> Reply:
+    """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply.
+
+    An undelivered question is sent again every 0.1 s for up to ``deliver_within`` seconds.
+    """
     chat = build_question(question, session=session, channels=channels)
     _, _, address = parse_identifier(destination)
     reply = Reply(address or destination, chat, session=getattr(ctx, "session", None),
                   timeout=timeout, settle=settle, decoder=decoder)
     client.add(reply)  # before sending: the first reply may come back before send returns
     ok, detail = await sender(ctx, destination, chat)
+    # A peer that was just started may not listen yet: a refused delivery costs ~3 ms and never
+    # reached the peer, so try again for a short while before giving up.
+    deadline = time.monotonic() + deliver_within
+    while not ok and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        ok, detail = await sender(ctx, destination, chat)
     if not ok:
         reply._finish("undelivered")
         raise DeliveryError(f"question to {destination} not delivered: {detail}")

@@ -371,17 +371,19 @@ class StreamingChat(Protocol):
     async def ask(self, ctx: Context, destination: str, question: str | ChatMessage, *,
                   session: bool = True, channels: Collection[str] = (),
                   timeout: float = 120.0, settle: float = 0.5,
-                  decoder: ChatDecoder | None = None) -> Reply:
+                  decoder: ChatDecoder | None = None, deliver_within: float = 5.0) -> Reply:
         """Send ``question`` to ``destination``; returns its :class:`Reply` once delivered.
 
         ``channels``: extra channels to ask for (e.g. ``{"reasoning"}``); ``session``: open a
-        session (StartSessionContent). Raises DeliveryError when the question cannot be
-        delivered. The reply's ChatMessages are acknowledged and decoded as they arrive.
+        session (StartSessionContent). An undelivered question is retried for
+        ``deliver_within`` seconds (a peer just started may not listen yet), then
+        DeliveryError is raised. The reply's ChatMessages are acknowledged and decoded as they
+        arrive.
         """
         self._bind(ctx)
         return await ask_with(self._send, ctx, destination, question, self.client,
                               session=session, channels=channels, timeout=timeout,
-                              settle=settle, decoder=decoder)
+                              settle=settle, decoder=decoder, deliver_within=deliver_within)
 
     async def shutdown(self) -> None:
         """End every reply in flight (cancelled; their streams end) and every open question.
