@@ -115,7 +115,7 @@ def _last_word(s: str, a: int, z: int) -> int:
     """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
     m = _LAST_WS.match(s, a, z)
     e = -1 if m is None else m.end()
-    if not s.isascii():
+    if not s[max(a, e) : z + 1].isascii():
         m = _LAST_CJK.match(s, max(a, e), min(z + 1, len(s)))  # may look one past z
         if m is not None and m.end() > e:
             e = m.end()
@@ -124,7 +124,7 @@ def _last_word(s: str, a: int, z: int) -> int:
 
 def _last_clause(s: str, a: int, z: int) -> int:
     """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
-    marks = _CLAUSE_MARKS if s.isascii() else _CLAUSE_MARKS_ALL
+    marks = _CLAUSE_MARKS if s[a:z].isascii() else _CLAUSE_MARKS_ALL
     while True:
         x = max([s.rfind(c, a, z) for c in marks])
         if x < 0:
@@ -205,6 +205,7 @@ class TextChunker:
         "_s",
         "_s0",
         "_scan",
+        "_scanned",
         "_watch",
     )
 
@@ -223,6 +224,7 @@ class TextChunker:
     _avail: int
     _n: int
     _scan: int
+    _scanned: int
     _pending: bool
     _pend_kind: int
     _line: int
@@ -363,6 +365,7 @@ class TextChunker:
         self._avail = 0
         self._n = 0
         self._scan = 0  # text before this is analysed
+        self._scanned = 0  # how far the last look went (possibly stopping short, pending)
         self._pending = False
         self._pend_kind = _TERM
         self._line = 0  # absolute offset where the current line starts
@@ -405,14 +408,21 @@ class TextChunker:
         out: list[str] = []
         if self._avail > self._b:
             n_cands = len(self._cands)
-            if self._scan < self._avail:
-                self._scan_text(False, self._avail)
-            if (
-                len(self._cands) != n_cands
-                or self._avail - self._b > self._max
-                or (self._first and self._first_chars is not None)
-            ):
-                self._release(out)
+            while True:
+                # analyse a window ahead of the buffer start, so a huge delta costs linear time
+                stop = min(self._avail, self._b + 2 * self._max + 64)
+                if self._scan < stop:
+                    self._scan_text(False, stop)
+                self._scanned = stop
+                if (
+                    len(self._cands) != n_cands
+                    or self._avail - self._b > self._max
+                    or (self._first and self._first_chars is not None)
+                ):
+                    self._release(out)
+                if stop == self._avail:
+                    break
+                n_cands = -1
             self._settle()
             if now >= self._deadline:
                 self._time_cut(now, out)
@@ -483,9 +493,10 @@ class TextChunker:
     def _fence_tentative(self) -> bool:
         """True when the open fence's last (unfinished) line looks like its closing fence."""
         fence = self._fence
-        if fence is None or self._line < self._s0:
+        ls = self._line - self._s0
+        if fence is None or ls < 0 or self._avail - self._line > 256:
             return False
-        tail = self._s[self._line - self._s0 :].strip(" \t\r")
+        tail = self._s[ls:].strip(" \t\r")
         return len(tail) >= fence[1] and tail == fence[0] * len(tail)
 
     # ------------------------------------------------------------------ scanning
@@ -758,6 +769,8 @@ class TextChunker:
                 if w >= 0 and (c < 0 or w < c):
                     c = w
             if c < 0 and self._avail - b > mx:
+                if self._scanned <= b + mx and self._scanned < self._avail:
+                    return  # look further first
                 c = self._forced_cut()
             if c < 0:
                 return

@@ -374,3 +374,12 @@ def test_config_error_is_a_stream_error_and_a_value_error() -> None:
 
 def test_public_at_the_package_top_level() -> None:
     assert agent_stream.TextChunker is TextChunker
+
+
+def test_a_whole_document_in_one_delta_matches_token_by_token() -> None:
+    doc = "\n\n".join(marked.replace(CUT, "") for marked, _ in TABLE) * 20  # ~60,000 chars
+    whole = feed_all(doc, "whole")
+    assert whole == feed_all(doc, "tokens")
+    assert max(map(len, whole)) <= 400
+    short = [c for c in whole[1:-1] if len(c) < 40]
+    assert not short, short[:5]  # only the first and the last may be short
