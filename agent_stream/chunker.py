@@ -819,22 +819,28 @@ class TextChunker:
         c: int | None
         if self._pending and self._pend_kind in (_TERM, _NL):
             c = avail  # stalled right after a terminator or a line break: all of it
-        elif not self._cands and not self._prot:
-            # the common case, written out: the latest line end, else clause, else word
+        elif not self._prot:
+            # no code in the way (the common case, written out): the latest sentence, paragraph
+            # or line end, else clause, else word boundary
             s = self._s
             s0 = self._s0
             z = avail - s0
             most = _last_word(s, max(k - 16 - s0, 0), z) + s0
+            ends = -1
+            for _q, p, _cls in self._cands:
+                if p >= k:
+                    ends = p
+            if ends > most:
+                most = ends
             if most < k:
                 c = self._pick(k, avail, True, True)
             else:
-                lo = max(k, b + min(self._min, most - b) // 2) - s0
-                x = s.rfind("\n", lo - 1, z)
-                if x >= 0:
-                    c = s0 + x + 1
-                else:
-                    x = _last_clause(s, max(lo - 16, 0), z)
-                    c = s0 + x if x >= lo else most
+                lo = max(k, b + min(self._min, most - b) // 2)
+                x = s.rfind("\n", lo - 1 - s0, z)
+                c = max(ends, s0 + x + 1 if x >= 0 else -1)
+                if c < lo:
+                    x = _last_clause(s, max(lo - 16 - s0, 0), z)
+                    c = s0 + x if x >= 0 and s0 + x >= lo else most
         else:
             # the latest paragraph, sentence or line end, unless it releases a sliver while a
             # word boundary further on would release much more

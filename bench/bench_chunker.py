@@ -228,8 +228,8 @@ def main() -> None:
     for label, module, fn, n, repeat in peers:
         try:
             __import__(module)
-        except ImportError:
-            print(f"{label}: skipped ({module} is not installed)")
+        except ImportError as exc:  # not installed, or a dependency of it is missing
+            print(f"{label}: skipped ({exc})")
             continue
         sub = toks[:n]
         fn(sub[:50])  # warm up (stream2sentence loads its tokenizer on first use)
