@@ -217,7 +217,7 @@ def main() -> None:
 
     for label, step in (("agent_stream TextChunker, one `now`", 0.0),
                         ("agent_stream TextChunker, 20 ms/token", 0.02)):
-        secs, chunks = _best(lambda step=step: run_agent_stream(toks, step), repeat=15)
+        secs, chunks = _best(lambda step=step: run_agent_stream(toks, step), repeat=60)
         assert "".join(chunks) == text, "lossless"
         results.append((label, len(toks) / secs, chunks, len(toks)))
 
