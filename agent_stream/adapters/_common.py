@@ -10,8 +10,8 @@ without applying the whole delta, so the common case (appending text) costs a di
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
 from agent_stream.errors import StreamWarning
 from agent_stream.message import LOADING, REFUSAL, TEXT, THINKING, TOOL_CALL, Message
@@ -112,6 +112,34 @@ class Parts:
     def set(self, s: str) -> None:
         self._parts = [s] if s else []
         self.size = len(s)
+
+
+class Encoder(Protocol):
+    """What every encoder is: Messages in, wire items out, ``close`` ends what is open."""
+
+    def feed(self, msg: Message) -> list[Any]: ...
+
+    def close(self) -> list[Any]: ...
+
+
+def run_encoder(enc: Encoder, messages: Iterable[Message]) -> Iterator[Any]:
+    """Every wire item ``enc`` makes of ``messages``, then those of ``close()``."""
+    for m in messages:
+        yield from enc.feed(m)
+    yield from enc.close()
+
+
+def rewritten(cur: str, new: str) -> tuple[str, bool] | None:
+    """What an append-only client is sent when a shown string ``cur`` becomes ``new``.
+
+    None when nothing changes; the extension when ``new`` extends ``cur``; otherwise a line
+    break and ``new`` whole, with True (the client keeps what it showed: a rewrite).
+    """
+    if new == cur:
+        return None
+    if new.startswith(cur):
+        return new[len(cur):], False
+    return "\n" + new, True
 
 
 def sse(data: str) -> str:

@@ -68,6 +68,8 @@ from agent_stream.adapters._common import (
     Parts,
     id_fields,
     report_warnings,
+    rewritten,
+    run_encoder,
     sid,
     visible_change,
 )
@@ -479,13 +481,11 @@ class AGUIEncoder:
             out.append(CustomEvent(name=st.type, value=msg.to_dict()))
 
     def _text_set(self, st: _AMsg, s: str, out: list[BaseEvent]) -> None:
-        cur = st.text.value()
-        if s == cur:
+        change = rewritten(st.text.value(), s)
+        if change is None:
             return
-        if s.startswith(cur):
-            send = s[len(cur):]
-        else:
-            send = "\n" + s
+        send, rewrite = change
+        if rewrite:
             self._warnings.append(StreamWarning(
                 "rewrite", "the message's text was rewritten; an AG-UI client gets the new "
                 "text after a line break", message_id=st.key[1], thread_id=st.key[0]))
@@ -573,18 +573,11 @@ def _usage(usage: Any) -> list[TokenUsage] | None:
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
     """Encode a whole Message stream (``AGUIEncoder`` options)."""
-    enc = AGUIEncoder(**options)
-    out: list[Any] = []
-    for m in messages:
-        out += enc.feed(m)
-    out += enc.close()
-    return out
+    return list(run_encoder(AGUIEncoder(**options), messages))
 
 
 def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     """``agent-stream convert --to agui``: AG-UI events as SSE."""
     enc = AGUIEncoder(sse=True)
-    for m in messages:
-        yield from enc.feed(m)
-    yield from enc.close()
+    yield from run_encoder(enc, messages)
     report_warnings(enc.drain_warnings())

@@ -47,6 +47,7 @@ from agent_stream.adapters._common import (
     id_fields,
     opt,
     report_warnings,
+    run_encoder,
     sid,
     visible_change,
 )
@@ -411,12 +412,7 @@ def _ids_of(msg: Message) -> dict[str, Any]:
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
     """Encode a whole Message stream (``ChannelsEncoder`` options)."""
-    enc = ChannelsEncoder(**options)
-    out: list[Any] = []
-    for m in messages:
-        out += enc.feed(m)
-    out += enc.close()
-    return out
+    return list(run_encoder(ChannelsEncoder(**options), messages))
 
 
 def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
@@ -425,7 +421,5 @@ def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
         enc = ChannelsEncoder(opt(args, "channels"))
     except WireError as exc:
         raise UsageError(f"--channels: {exc}") from None
-    for m in messages:
-        yield from enc.feed(m)
-    yield from enc.close()
+    yield from run_encoder(enc, messages)
     report_warnings(enc.drain_warnings())

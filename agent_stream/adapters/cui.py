@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from agent_stream.adapters._common import opt
+from agent_stream.adapters._common import opt, run_encoder
 from agent_stream.message import STREAM_END, Message, StreamEndData, lifecycle
 
 __all__ = ["CUIEncoder", "cli_encode", "encode_messages"]
@@ -49,17 +49,10 @@ class CUIEncoder:
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[str]:
     """Encode a whole Message stream (``CUIEncoder`` options)."""
-    enc = CUIEncoder(**options)
-    out: list[str] = []
-    for m in messages:
-        out += enc.feed(m)
-    out += enc.close()
-    return out
+    return list(run_encoder(CUIEncoder(**options), messages))
 
 
 def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     """``agent-stream convert --to cui [--sse]``."""
     enc = CUIEncoder(sse=bool(opt(args, "sse", False)))
-    for m in messages:
-        yield from enc.feed(m)
-    yield from enc.close()
+    yield from run_encoder(enc, messages)

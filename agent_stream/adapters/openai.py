@@ -43,6 +43,8 @@ from agent_stream.adapters._common import (
     id_fields,
     opt,
     report_warnings,
+    rewritten,
+    run_encoder,
     sid,
     visible_change,
 )
@@ -773,13 +775,11 @@ class OpenAIEncoder:
         if not st.live:
             st.text.set(s)
             return
-        cur = st.text.value()
-        if s == cur:
+        change = rewritten(st.text.value(), s)
+        if change is None:
             return
-        if s.startswith(cur):
-            send = s[len(cur):]
-        else:
-            send = "\n" + s
+        send, rewrite = change
+        if rewrite:
             self._warnings.append(StreamWarning(
                 "rewrite", "the message's text was rewritten; an OpenAI client gets the new "
                 "text after a line break", message_id=st.key[1], thread_id=st.key[0]))
@@ -896,19 +896,12 @@ class OpenAIEncoder:
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
     """Encode a whole Message stream (``OpenAIEncoder`` options)."""
-    enc = OpenAIEncoder(**options)
-    out: list[Any] = []
-    for m in messages:
-        out += enc.feed(m)
-    out += enc.close()
-    return out
+    return list(run_encoder(OpenAIEncoder(**options), messages))
 
 
 def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     """``agent-stream convert --to openai [--include-usage] [--model NAME]``."""
     enc = OpenAIEncoder(model=opt(args, "model") or "agent-stream",
                         include_usage=bool(opt(args, "include_usage", False)))
-    for m in messages:
-        yield from enc.feed(m)
-    yield from enc.close()
+    yield from run_encoder(enc, messages)
     report_warnings(enc.drain_warnings())
