@@ -162,6 +162,17 @@ class Message(BaseModel):
     def is_lifecycle(self) -> bool:
         return self.event in LIFECYCLE_EVENTS
 
+    def ids(self) -> dict[str, str]:
+        """The message_id, thread_id and block_id that are set, by name."""
+        d: dict[str, str] = {}
+        if self.message_id:
+            d["message_id"] = self.message_id
+        if self.thread_id:
+            d["thread_id"] = self.thread_id
+        if self.block_id:
+            d["block_id"] = self.block_id
+        return d
+
     def with_ids(self, **ids: str | None) -> Message:
         """A copy with the given id fields set (chunk_id, message_id, block_id, thread_id)."""
         return self.model_copy(update=ids)

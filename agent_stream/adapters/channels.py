@@ -169,7 +169,7 @@ class ChannelsEncoder:
             self._event(msg, out)
         elif t == ERROR:
             p = msg.props or {}
-            data: dict[str, Any] = _ids_of(msg)
+            data: dict[str, Any] = msg.ids()
             for k in ("message", "code", "details"):
                 if p.get(k) is not None:
                     data[k] = p[k]
@@ -225,7 +225,7 @@ class ChannelsEncoder:
         elif name not in LIFECYCLE_EVENTS and "status" in self.channels:
             p = msg.props or {}
             d = {k: v for k, v in p.items() if v is not None}
-            out.append({"channel": "status", "type": "event", "data": {**_ids_of(msg), **d}})
+            out.append({"channel": "status", "type": "event", "data": {**msg.ids(), **d}})
 
     def _end(self, out: list[dict[str, Any]], data: dict[str, Any]) -> None:
         status = data.get("status") or "completed"
@@ -239,7 +239,7 @@ class ChannelsEncoder:
     def _content(self, msg: Message, out: list[dict[str, Any]]) -> None:
         mid = msg.message_id
         if mid is None:  # a whole message on its own: its events, no message.end
-            st = _CMsg((msg.thread_id, ""), msg.type, _ids_of(msg), self.channels)
+            st = _CMsg((msg.thread_id, ""), msg.type, msg.ids(), self.channels)
             if st.ok:
                 self._chunk(st, msg, out)
                 if st.type == TOOL_CALL:
@@ -248,7 +248,7 @@ class ChannelsEncoder:
         key = (msg.thread_id, mid)
         st = self._msgs.get(key)  # type: ignore[assignment]
         if st is None:
-            st = self._msgs[key] = self._open[key] = _CMsg(key, msg.type, _ids_of(msg),
+            st = self._msgs[key] = self._open[key] = _CMsg(key, msg.type, msg.ids(),
                                                            self.channels)
         elif st.type != msg.type:
             st = self._retype(st, msg, out)
@@ -397,17 +397,6 @@ class ChannelsEncoder:
         st.text = Parts()
         out.append({"channel": st.channel, "type": "message.end",
                     "data": {**st.ids, "status": status, "chunk_count": st.chunks}})
-
-
-def _ids_of(msg: Message) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if msg.message_id:
-        d["message_id"] = msg.message_id
-    if msg.thread_id:
-        d["thread_id"] = msg.thread_id
-    if msg.block_id:
-        d["block_id"] = msg.block_id
-    return d
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:

@@ -796,13 +796,7 @@ class ChatEncoder:
 
     # -- metadata -------------------------------------------------------------------------------
     def _ids_meta(self, msg: Message, op: str) -> dict[str, str]:
-        meta = {TAG_KEY: PROTOCOL_VERSION, "op": op}
-        if msg.message_id:
-            meta["message_id"] = msg.message_id
-        if msg.thread_id:
-            meta["thread_id"] = msg.thread_id
-        if msg.block_id:
-            meta["block_id"] = msg.block_id
+        meta = {TAG_KEY: PROTOCOL_VERSION, "op": op, **msg.ids()}
         meta["type"] = msg.type
         return meta
 
