@@ -1,0 +1,17 @@
+"""The documents show what the code really produces."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_formats_doc_is_what_the_encoders_write_today() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "formats_demo.py"), "--markdown"],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    assert out == doc, ("docs/formats.md is stale: python examples/formats_demo.py --markdown "
+                        "> docs/formats.md")
