@@ -130,3 +130,14 @@ async def test_a_sink_closed_by_hand_ends_the_wire_once() -> None:
     await sink.close()
     assert sink.finished and sink.content_type == "text/event-stream"
     assert '"RUN_FINISHED"' in written[-1] and sum('"RUN_FINISHED"' in w for w in written) == 1
+
+
+async def test_writer_for_takes_a_plain_write_function_too() -> None:
+    import io
+
+    buf = io.StringIO()
+    async with writer_for("standard", buf.write) as out:
+        await out.text("Hello!")
+    lines = [ln for ln in buf.getvalue().split("\n\n") if ln]
+    assert '"content":"Hello!"' in lines[0]
+    assert '"finish_reason":"stop"' in lines[-2] and lines[-1] == "data: [DONE]"

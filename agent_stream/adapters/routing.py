@@ -14,7 +14,8 @@ sink is the only part here that awaits anything: it hands each piece of wire tex
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+import inspect
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from agent_stream.adapters._common import opt
@@ -42,7 +43,7 @@ _OPTIONS = {
 }
 _ALL_OPTIONS = frozenset(o for opts in _OPTIONS.values() for o in opts)
 
-Write = Callable[[str], Awaitable[None]]
+Write = Callable[[str], Any]  # sync (e.g. sys.stdout.write) or async (a response's write)
 
 
 class Encoder(Protocol):
@@ -119,11 +120,16 @@ class WireSink:
 
     async def __call__(self, msg: Message) -> None:
         for text in self.encoder.feed(msg):
-            await self._write(text)
+            await self._put(text)
 
     async def close(self, *, status: str = "completed", error: str | None = None) -> None:
         for text in self.encoder.close(status=status, error=error):
-            await self._write(text)
+            await self._put(text)
+
+    async def _put(self, text: str) -> None:
+        result = self._write(text)
+        if inspect.isawaitable(result):
+            await result
 
 
 def sink_for(accept: str | None, write: Write, **options: Any) -> WireSink:
@@ -135,7 +141,8 @@ def writer_for(accept: str | None, write: Write, *, request_id: str | None = Non
                trace_id: str | None = None, **options: Any) -> StreamWriter:
     """A StreamWriter whose Messages go out in the wire selected by ``accept``.
 
-    ``async with writer_for("standard", send) as out: ...`` streams OpenAI SSE through ``send``;
+    ``async with writer_for("standard", send) as out: ...`` streams OpenAI SSE through ``send``
+    (a plain or an async function taking a string);
     the stream's end (also on error or cancellation) ends the wire.
     """
     return StreamWriter(WireSink(accept, write, **options), request_id=request_id,
