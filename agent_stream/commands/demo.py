@@ -32,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Start the streaming LLM agent (replay model) and a client agent on "
         "127.0.0.1, ask one question and render the reply live. No network, no keys; "
         "stops everything it started.",
+        epilog="examples:\n"
+        "  agent-stream demo                          the default conversation, live (make demo)\n"
+        "  agent-stream demo --rate 0                 as fast as the agents can stream\n"
+        "  agent-stream demo --question \"Why chunk?\" --json > transcript.json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--question", default=DEFAULT_QUESTION,
                    help="what the client asks (default: %(default)r)")
