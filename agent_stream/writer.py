@@ -353,6 +353,7 @@ class StreamWriter(Scope):
         self.trace_id = trace_id
         self.usage: dict[str, Any] | None = None
         self.finish_reason: str | None = None
+        self.failure: str | None = None
         self._start = 0.0
         self._ended = False
 
@@ -368,7 +369,14 @@ class StreamWriter(Scope):
         err = None
         if status == "error":
             err = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        elif status == "completed" and self.failure is not None:
+            status, err = "error", self.failure
         await self.end(status, error=err)
+
+    def fail(self, error: str) -> None:
+        """Mark the stream failed: it ends with status error and ``error`` even if the body
+        returns normally (for failures already reported as an error Message)."""
+        self.failure = error
 
     async def end(self, status: str = "completed", error: str | None = None) -> None:
         """Send stream_end (once)."""

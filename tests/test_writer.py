@@ -176,3 +176,13 @@ async def test_sending_after_message_end_is_an_error() -> None:
             await m.append("a")
         with pytest.raises(Exception, match="has ended"):
             await m.append("b")
+
+
+async def test_fail_ends_a_normally_returning_stream_with_error() -> None:
+    sink = Sink()
+    async with StreamWriter(sink) as out:
+        await out.send(Message(type="error", props={"message": "model down"}))
+        out.fail("model down")
+    end = sink.items[-1]
+    assert end.event == "stream_end"
+    assert end.event_data["status"] == "error" and end.event_data["error"] == "model down"

@@ -112,7 +112,9 @@ class OpenAIModel:
     ``max_retries`` is the package's retry count for failed requests (before anything streamed).
     ``params`` go to ``chat.completions.create`` as they are (temperature, tools, ...).
     With ``block=True`` the reply is one block ``llm`` labelled with the model name.
-    With ``raise_errors=True`` a failure raises ModelError after the error Message is written.
+    With ``raise_errors=True`` a failure raises ModelError after the error Message is written;
+    otherwise, when ``out`` is the StreamWriter itself, the stream is marked failed
+    (``StreamWriter.fail``) so it ends with status error.
     """
 
     def __init__(self, base_url: str | None = None, api_key: str | None = None,
@@ -174,6 +176,8 @@ class OpenAIModel:
                 out.usage = dict(dec.usage)
             if dec.finish_reason:
                 out.finish_reason = dec.finish_reason
+            if result.error:
+                out.fail(result.error)
         err = ModelError(result.error, result.code) if result.error else None
         if block is not None:
             await block.__aexit__(type(err) if err else None, err, None)
