@@ -65,22 +65,34 @@ def splits(draw: st.DrawFn, s: str) -> list[str]:
     return [s[a:b] for a, b in itertools.pairwise([0, *cuts, len(s)])]
 
 
+APPEND_FORMS = st.sampled_from([{}, {}, {"delta_action": "append"},
+                                 {"delta_action": "append", "delta_path": "content"},
+                                 {"delta_path": "content"}])
+
+
 def deltas(draw: st.DrawFn, s: str, typ: str, ids: dict[str, Any]) -> list[Message]:
-    return [Message(type=typ, props={"content": p}, delta=True, **ids) for p in splits(draw, s)]
+    """Appends of ``s`` in random pieces, each in one of the ways an append can be written."""
+    return [Message(type=typ, props={"content": p}, delta=True, **draw(APPEND_FORMS), **ids)
+            for p in splits(draw, s)]
 
 
 @st.composite
 def message_chunks(draw: st.DrawFn, ids: dict[str, Any]) -> tuple[str, list[Message], bool]:
     """(type at start, content chunks, ever reasoning) of one logical message."""
-    kind = draw(st.sampled_from(["text", "text", "text", "whole", "thinking", "tool", "loading",
-                                 "table", "image", "error", "to_table", "draft_to_text",
-                                 "to_thinking", "from_thinking", "replace"]))
+    kind = draw(st.sampled_from(["text", "text", "text", "whole", "thinking", "thinking",
+                                 "tool", "loading", "table", "image", "error", "to_table",
+                                 "draft_to_text", "to_thinking", "from_thinking", "replace",
+                                 "notes"]))
     if kind == "text":
         return "text", deltas(draw, draw(answer_text), "text", ids), False
     if kind == "whole":
         return "text", [Message(type="text", props={"content": draw(answer_text)}, **ids)], False
     if kind == "thinking":
         return "thinking", deltas(draw, draw(secret_text), "thinking", ids), True
+    if kind == "notes":  # a custom type appending strings, onto string or list content
+        start = draw(st.sampled_from([[], [Message(type="notes", props={"content": "N: "}, **ids)],
+                                      [Message(type="notes", props={"content": ["n"]}, **ids)]]))
+        return "notes", [*start, *deltas(draw, draw(answer_text), "notes", ids)], False
     if kind == "tool":
         args = draw(st.sampled_from(['{"q":"x"}', "{}", '{"n":[1,2]}']))
         return "tool_call", [Message(type="tool_call", props={
@@ -214,20 +226,23 @@ def _compare(orig: list[Message], decoded: list[Message],
     assert b.status == a.status
 
 
+CHUNKERS = st.sampled_from([None, {"min_chars": 1, "max_chars": 8, "first_chars": None},
+                            {"min_chars": 5, "max_chars": 30, "max_delay": 0.1}])
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=hierarchical_streams(), tagged=st.booleans(), reasoning=st.booleans(),
        steps=st.lists(st.floats(0, 0.3), min_size=1, max_size=8), json_wire=st.booleans(),
        swaps=st.lists(st.booleans(), max_size=30), runs=st.lists(st.integers(1, 4), max_size=20),
-       chunker=st.sampled_from([None, {"min_chars": 1, "max_chars": 8, "first_chars": None},
-                                {"min_chars": 5, "max_chars": 30, "max_delay": 0.1}]))
+       chunker=CHUNKERS, meta_delay=st.sampled_from([0.0, 0.1, 1.0]))
 def test_decode_of_encode_assembles_like_the_original(
         data: tuple[list[Message], set[Any]], tagged: bool, reasoning: bool,
         steps: list[float], json_wire: bool, swaps: list[bool], runs: list[int],
-        chunker: dict[str, Any] | None) -> None:
+        chunker: dict[str, Any] | None, meta_delay: float) -> None:
     msgs, secret_keys = data
     conv = "conversation-1"
     enc = ChatEncoder(conv, tagged=tagged, channels={"reasoning"} if reasoning else None,
-                      chunker=chunker)
+                      chunker=chunker, meta_delay=meta_delay)
     chats: list[ChatMessage] = []
     now = 100.0
     for i, m in enumerate(msgs):
@@ -296,3 +311,60 @@ def test_decode_of_encode_assembles_like_the_original(
     chunk_ids = [m.chunk_id for m in decoded if m.chunk_id is not None]
     assert len(chunk_ids) == len(set(chunk_ids))
     _compare(msgs, decoded, set() if reasoning else secret_keys)
+
+
+def _groups(chats: list[ChatMessage], times: list[float]) -> list[tuple[str, bool, float]]:
+    """Every group on the wire in order: (its metadata without seq/conversation as JSON, whether
+    it carries content items, when its ChatMessage went)."""
+    out: list[tuple[str, bool, float]] = []
+    for c, t in zip(chats, times, strict=True):
+        for item in c.content:
+            if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+                md = {k: v for k, v in item.metadata.items()
+                      if k not in ("seq", "seq_last", "conversation")}
+                out.append((json.dumps(md, sort_keys=True), False, t))
+            else:
+                out[-1] = (out[-1][0], True, t)
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=hierarchical_streams(), tagged=st.booleans(), reasoning=st.booleans(),
+       steps=st.lists(st.floats(0, 0.3), min_size=1, max_size=8), chunker=CHUNKERS,
+       meta_delay=st.sampled_from([0.05, 0.1, 1.0]))
+def test_metadata_waiting_keeps_the_order_never_delays_content_and_lasts_meta_delay_at_most(
+        data: tuple[list[Message], set[Any]], tagged: bool, reasoning: bool,
+        steps: list[float], chunker: dict[str, Any] | None, meta_delay: float) -> None:
+    """Against the same encoder with meta_delay=0 (every group out as soon as it is made),
+    polled the same way: the same groups in the same order, groups with content at the same
+    moment, metadata-only groups no later than the first poll meta_delay after they were made,
+    and never more ChatMessages."""
+    msgs, _ = data
+    runs = []
+    for delay in (0.0, meta_delay):
+        enc = ChatEncoder("c", tagged=tagged, channels={"reasoning"} if reasoning else None,
+                          chunker=chunker, meta_delay=delay)
+        chats: list[ChatMessage] = []
+        times: list[float] = []
+        polls: list[float] = []
+        now = 0.0
+        for i, m in enumerate(msgs):
+            now += steps[i % len(steps)]
+            for out in (enc.poll(now), enc.feed(m, now)):
+                chats += out
+                times += [now] * len(out)
+            polls.append(now)
+        chats += enc.end_streams(now)
+        times += [now] * (len(chats) - len(times))
+        d = enc.next_deadline
+        assert d is None, "nothing waits after end_streams"
+        runs.append((chats, _groups(chats, times), polls))
+    (eager, ref, polls), (batched, got, _) = runs
+    assert [g[:2] for g in got] == [g[:2] for g in ref]
+    assert len(batched) <= len(eager)
+    for (md, content, made), (_, _, sent) in zip(ref, got, strict=True):
+        if content:
+            assert sent == made, md
+        else:
+            due = next((p for p in polls if p >= made + meta_delay), polls[-1])
+            assert made <= sent <= due, md

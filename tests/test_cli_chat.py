@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from uagents_core.contrib.protocols.chat import ChatMessage, StartStreamContent, TextContent
+from uagents_core.contrib.protocols.chat import (
+    ChatMessage,
+    MetadataContent,
+    StartStreamContent,
+    TextContent,
+)
 
 from agent_stream.assemble import assemble
 from agent_stream.cli import main
@@ -85,6 +90,20 @@ def test_convert_output_depends_only_on_input_and_conversation(
     _, c, _ = cli(capsys, "convert", "--to", "chat", "--conversation", "other", str(stream_file))
     assert a == b
     assert a != c and len(a.splitlines()) == len(c.splitlines())
+
+
+def test_convert_sends_metadata_with_the_next_chat_message_and_the_rest_at_the_end(
+        stream_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "convert", "--to", "chat", str(stream_file))
+    assert code == 0, err
+    chats = [ChatMessage.parse_raw(line) for line in out.splitlines()]
+    # no time passes in convert: events, tool calls and loading wait for the next text
+    assert all(any(isinstance(i, TextContent) for i in c.content) for c in chats[:-1])
+    last = [i.metadata for i in chats[-1].content if isinstance(i, MetadataContent)]
+    assert '"stream_end"' in last[-1]["props"]
+    events = [json.loads(md["props"]).get("event") for c in chats for i in c.content
+              if isinstance(i, MetadataContent) and "props" in (md := i.metadata)]
+    assert events[0] == "stream_start" and events.count("stream_end") == 1
 
 
 def test_convert_decode_assemble_matches_assemble_of_the_input(

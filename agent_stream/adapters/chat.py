@@ -50,6 +50,16 @@ What a plain peer (one that ignores streams and metadata) sees, concatenating Te
 
 Without tag support declared by the recipient, streams are serialised (one open at a time, other
 messages' text waits, order within each message kept). With it, they interleave as produced.
+
+Batching (each ChatMessage is a signed envelope). Appends of a string to ``props.content`` of a
+type carried as metadata (``thinking`` shared on the reasoning channel, custom types) are buffered
+by a TextChunker per message like text and sent as one merged delta per chunk; a message_end's
+``chunk_count`` counts those merged deltas. Groups that are only metadata (events, tool calls,
+loading, merged deltas...) do not go alone at once: they wait, in order, and ride with the next
+ChatMessage that carries content, or go on their own once the oldest has waited ``meta_delay``
+seconds (:attr:`ChatEncoder.next_deadline` says when; :meth:`ChatEncoder.poll` sends them), and
+always at stream_end, :meth:`ChatEncoder.end_streams` and :meth:`ChatEncoder.close`. Groups go on
+the wire in the order they were produced: waiting never reorders them.
 """
 
 from __future__ import annotations
@@ -282,6 +292,7 @@ class _Unit:
         "sent",
         "shown",
         "sid",
+        "text_ok",
         "thread_id",
         "type",
         "wire",
@@ -304,6 +315,7 @@ class _Unit:
         self.empty_pending = False  # an empty text delta not yet on the wire
         self.received = 0  # content chunks fed
         self.wire = 0  # content chunks the decoder will rebuild
+        self.text_ok = True  # props.content is a string or absent: string appends can merge
 
 
 def _text_append(msg: Message) -> str | None:
@@ -326,6 +338,36 @@ def _text_append(msg: Message) -> str | None:
     else:
         return None
     return v if isinstance(v, str) else None
+
+
+def _str_or_none(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _keeps_text(msg: Message, ok: bool) -> bool:
+    """Whether props.content is a string or absent after ``msg`` (``ok``: it was before).
+
+    Conservative: False whenever ``msg`` may leave something else there. Merging two string
+    appends into one is exact only onto a string (onto a list each would be an item).
+    """
+    props = msg.props
+    if msg.type_change:
+        return ok if props is None else _str_or_none(props.get("content"))
+    if not msg.delta:
+        return props is None or _str_or_none(props.get("content"))
+    action = msg.delta_action or "append"
+    path = msg.delta_path
+    if path is None:
+        if props is None or "content" not in props:
+            return ok if action in ("append", "merge") else True
+        v = props["content"]
+        return (ok and isinstance(v, str)) if action == "append" else _str_or_none(v)
+    if path.split(".", 1)[0] != "content":
+        return ok
+    if path != "content" or props is None:
+        return False
+    v = props.get("content")
+    return (ok and isinstance(v, str)) if action == "append" else _str_or_none(v)
 
 
 def _mime(kind: str, props: dict[str, Any]) -> str:
@@ -356,15 +398,22 @@ class ChatEncoder:
     EndSessionContent. ``chunker``: TextChunker options over :data:`CHAT_CHUNKER_DEFAULTS`.
     ``deterministic``: ChatMessage msg_ids derived from the conversation and sequence number and
     a fixed timestamp (reproducible output). ``clock``: the UTC time stamped on ChatMessages.
+    ``meta_delay``: seconds metadata-only groups may wait to ride with content (0: they go at
+    once; poll at :attr:`next_deadline` for them to go on time).
     """
 
     def __init__(self, conversation: str, *, tagged: bool = False,
                  channels: Collection[str] | None = None, session: bool = False,
-                 chunker: dict[str, Any] | None = None, deterministic: bool = False,
+                 chunker: dict[str, Any] | None = None, meta_delay: float = 0.1,
+                 deterministic: bool = False,
                  clock: Callable[[], datetime] | None = None) -> None:
         from agent_stream.chunker import TextChunker
 
+        if not 0 <= meta_delay < float("inf"):
+            raise ValueError(f"ChatEncoder: meta_delay must be a finite number >= 0, "
+                             f"got {meta_delay!r}")
         self.conversation = conversation
+        self.meta_delay = meta_delay
         self.tagged = tagged
         self.channels = frozenset(channels or ())
         self.session = session
@@ -383,7 +432,9 @@ class ChatEncoder:
         self._seen: set[str] = set()
         self._seq = 0
         self._res = 0
-        self._out: list[_Group] = []
+        self._out: list[_Group] = []  # groups for the next ChatMessage, in wire order
+        self._scanned = 0  # _out[:_scanned] are metadata-only
+        self._meta_due: float | None = None  # _out holds only metadata, to go by then
         self._fifo: deque[_Group] = deque()
         self._floor: Any = None
         self._shown_text = False
@@ -399,8 +450,9 @@ class ChatEncoder:
 
     @property
     def next_deadline(self) -> float | None:
-        """When :meth:`poll` may release buffered text (None: nothing buffered)."""
-        best: float | None = None
+        """When :meth:`poll` may release buffered text or waiting metadata (None: nothing
+        waits)."""
+        best = self._meta_due
         for u in self._live.values():
             ch = u.chunker
             if ch is not None:
@@ -421,22 +473,22 @@ class ChatEncoder:
             name = msg.event
             if name == MESSAGE_START:
                 self._message_start(msg)
-                return self._pack()
+                return self._pack(now)
             if name == MESSAGE_END:
                 self._message_end(msg)
-                return self._pack()
+                return self._pack(now)
             if name == STREAM_END:
                 self._stream_end(msg)
-                return self._pack()
+                return self._pack(now, force=True)
             if name == STREAM_START or (name is not None and msg.is_lifecycle):
                 if name == STREAM_START:
                     self._finished = False  # a new reply begins
                 self._route(_Group(self._meta_of(msg), []))
-                return self._pack()
+                return self._pack(now)
         mid = msg.message_id
         if mid is None:
             self._standalone(msg)
-            return self._pack()
+            return self._pack(now)
         key = (msg.thread_id, mid)
         u = self._units.get(key)
         if u is None:
@@ -444,7 +496,7 @@ class ChatEncoder:
         else:
             if u.block_id is None and msg.block_id is not None:
                 u.block_id = msg.block_id
-            ch = u.chunker  # set only while the message streams visible text
+            ch = u.chunker  # set only while the message's appends are buffered
             if (ch is not None and msg.delta and not msg.type_change
                     and msg.delta_action is None and msg.delta_path is None):
                 props = msg.props
@@ -455,40 +507,47 @@ class ChatEncoder:
                         u.received += 1
                         chunks = ch.feed(piece, now)
                         if not chunks:
+                            due = self._meta_due
+                            if due is not None and now >= due:
+                                return self._pack(now)
                             return []
                         for c in chunks:
                             self._chunk(u, c)
-                        return self._pack()
+                        return self._pack(now)
         self._content(u, msg, now)
-        return self._pack()
+        return self._pack(now)
 
     def poll(self, now: float) -> list[ChatMessage]:
-        """Release text the chunkers hold past their deadline."""
+        """Release text the chunkers hold past their deadline, and metadata that has waited
+        ``meta_delay``."""
         for u in list(self._live.values()):
             ch = u.chunker
             if ch is not None and ch.next_deadline is not None and ch.next_deadline <= now:
                 for c in ch.poll(now):
                     self._chunk(u, c)
-        return self._pack()
+        return self._pack(now)
 
     def end_streams(self, now: float) -> list[ChatMessage]:
-        """End every open chat stream (buffered text first) without ending the reply."""
+        """End every open chat stream (buffered text first) without ending the reply; waiting
+        metadata goes too."""
         self._end_all()
-        return self._pack()
+        return self._pack(now, force=True)
 
     def close(self, now: float, *, status: str = "completed",
               error: str | None = None) -> list[ChatMessage]:
         """End every open stream and, unless the Messages ended the reply, send stream_end.
 
-        Idempotent: after the final stream_end it returns nothing.
+        Idempotent: after the final stream_end it returns nothing (unless Messages were fed
+        after it).
         """
         if self._finished:
-            return []
+            self._end_all()
+            return self._pack(now, force=True)
         data: dict[str, Any] = {"status": status}
         if error is not None:
             data["error"] = error
         self._stream_end(Message(type=EVENT, props={"event": STREAM_END, "data": data}))
-        return self._pack()
+        return self._pack(now, force=True)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _message_start(self, msg: Message) -> None:
@@ -614,19 +673,27 @@ class ChatEncoder:
             props = msg.props if (msg.props is not None and not msg.delta) else {}
             msg = Message(type=new_type, props=props, message_id=msg.message_id,
                           thread_id=msg.thread_id, block_id=msg.block_id, metadata=msg.metadata)
+        if new_type != u.type and u.chunker is not None:
+            # what is buffered goes out as what it was written as
+            self._flush_unit(u)
+            self._drop_chunker(u)
         u.type = new_type
+        ok = u.text_ok
+        u.text_ok = _keeps_text(msg, ok)
+        # Appends to props.content are buffered: as chat stream text for the text types, as
+        # merged deltas carried as metadata for the others (when the content is a string).
+        piece = _text_append(msg) if ok or new_type in STREAM_TYPES else None
+        if piece is not None:
+            ch = u.chunker
+            if ch is None:
+                ch = u.chunker = self._chunker_cls(**self._chunker_opts)
+                self._live[u.key] = u
+            if piece == "" and not u.has_content:
+                u.empty_pending = True
+            for c in ch.feed(piece, now):
+                self._chunk(u, c)
+            return
         if new_type in STREAM_TYPES:
-            piece = _text_append(msg)
-            if piece is not None:
-                ch = u.chunker
-                if ch is None:
-                    ch = u.chunker = self._chunker_cls(**self._chunker_opts)
-                    self._live[u.key] = u
-                if piece == "" and not u.has_content:
-                    u.empty_pending = True
-                for c in ch.feed(piece, now):
-                    self._chunk(u, c)
-                return
             whole = msg.props
             if (not msg.delta and not msg.type_change and not u.shown and whole
                     and len(whole) == 1 and isinstance(whole.get("content"), str)):
@@ -700,8 +767,21 @@ class ChatEncoder:
 
     def _chunk(self, u: _Unit, text: str) -> None:
         u.wire += 1
-        u.shown = u.has_content = True
+        u.has_content = True
         u.empty_pending = False
+        if u.type not in STREAM_TYPES:
+            # buffered appends of a type carried as metadata: one merged delta
+            meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_MESSAGE, "message_id": u.message_id}
+            if u.thread_id:
+                meta["thread_id"] = u.thread_id
+            if u.block_id:
+                meta["block_id"] = u.block_id
+            meta["type"] = u.type
+            meta["props"] = _dumps({"content": text})
+            meta["delta"] = "true"
+            self._gen(u, _Group(meta, [], unit=u.key))
+            return
+        u.shown = True
         if u.open:
             assert u.sid is not None
             meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.sid)}
@@ -819,11 +899,30 @@ class ChatEncoder:
                 meta["message_metadata"] = _dumps(md)
         return meta
 
-    def _pack(self) -> list[ChatMessage]:
+    def _pack(self, now: float, force: bool = False) -> list[ChatMessage]:
+        """The ChatMessage carrying the groups produced so far, if one is to go now.
+
+        Metadata-only groups wait (in order) for the next ChatMessage that carries content, at
+        most ``meta_delay`` seconds (``force``: go now).
+        """
         out = self._out
-        if not out and not self._session_end:
-            return []
+        if not out:
+            if not self._session_end:
+                return []
+        elif not force:
+            i, n = self._scanned, len(out)
+            while i < n and not out[i].items:
+                i += 1
+            if i == n:
+                self._scanned = n
+                due = self._meta_due
+                if due is None:
+                    due = self._meta_due = now + self.meta_delay
+                if now < due:
+                    return []
         self._out = []
+        self._scanned = 0
+        self._meta_due = None
         self._seq += 1
         content: list[Any] = []
         first = True
