@@ -15,3 +15,15 @@ def test_formats_doc_is_what_the_encoders_write_today() -> None:
     doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     assert out == doc, ("docs/formats.md is stale: python examples/formats_demo.py --markdown "
                         "> docs/formats.md")
+
+
+def test_readme_excerpts_of_each_format_are_lines_of_the_formats_doc() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8").splitlines()
+    section = readme[readme.index("### One reply in every format"):
+                     readme.index("### A real model")]
+    blocks = section.split("```")[1::2]
+    assert len(blocks) == 5
+    for block in blocks:
+        lines = [ln for ln in block.splitlines()[1:] if ln.strip()]
+        assert lines and all(ln in doc for ln in lines)

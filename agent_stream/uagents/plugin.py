@@ -28,8 +28,8 @@ handles both ChatMessage and ChatAcknowledgement. For every ChatMessage it:
    when the request carries request_tags(), ``session`` when it opened one, ``channels`` from the
    channel policy) and sends each ChatMessage in order, one ``ctx.send`` awaited after the other,
    from one sender task per reply; ChatMessages that queued up behind a slow send go as one
-   (:func:`~agent_stream.adapters.chat.coalesce`); a timer task releases the chunker's buffered
-   text at its deadline;
+   (:func:`~agent_stream.adapters.chat.coalesce`); a timer task releases what the encoder holds
+   (buffered text, metadata waiting to ride along) at its ``next_deadline``;
 5. ends every stream whatever happens: the responder raising (an ``error`` message is delivered,
    then every stream ends and the reply ends with status error), cancellation, agent shutdown
    (replies in flight are cancelled and their ends sent before the agent stops).
