@@ -12,6 +12,7 @@ from ag_ui.core import Event, EventType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
+from strategies import any_message
 
 from agent_stream.adapters.agui import AGUIEncoder, cli_encode, encode_messages, json_patch
 from agent_stream.assemble import Assembler, assemble
@@ -342,37 +343,7 @@ def test_activity_patches_apply_strictly_and_match_the_assembled_props(
 
 # -- property: any valid Message stream gives valid, well-ordered AG-UI --------------------------
 
-_types = st.sampled_from(["text", "thinking", "loading", "tool_call", "error", "image", "action",
-                          "event", "refusal", "table"])
-_leaf = st.one_of(st.integers(), st.text(max_size=3), st.none())
-_props = st.one_of(st.none(), st.dictionaries(
-    st.sampled_from(["content", "message", "arguments", "id", "name", "url", "rows"]),
-    st.one_of(_leaf, st.lists(_leaf, max_size=2)), max_size=3))
-_events = st.sampled_from(["stream_start", "stream_end", "thread_end", "block_start",
-                           "block_end", "message_start", "message_end", "custom"])
-
-
-@st.composite
-def _message(draw: Any) -> Message:
-    t = draw(_types)
-    ids = {"message_id": draw(st.sampled_from([None, "M1", "M2"])),
-           "thread_id": draw(st.sampled_from([None, "T1", "T2"])),
-           "block_id": draw(st.sampled_from([None, "B1", "B2"]))}
-    if t == "event":
-        data = draw(st.dictionaries(st.sampled_from(
-            ["message_id", "thread_id", "block_id", "type", "status", "error", "label"]),
-            st.one_of(_leaf, st.sampled_from(["M1", "T1", "B1", "text", "thinking",
-                                              "tool_call", "error", "cancelled"])),
-            max_size=3))
-        return Message(type="event", props={"event": draw(_events), "data": data}, **ids)
-    return Message(type=t, props=draw(_props), delta=draw(st.booleans()),
-                   delta_path=draw(st.sampled_from([None, "content", "arguments", "rows"])),
-                   delta_action=draw(st.sampled_from([None, "append", "replace", "merge",
-                                                      "set"])),
-                   type_change=draw(st.booleans()), **ids)
-
-
 @settings(max_examples=150, deadline=None)
-@given(msgs=st.lists(_message(), max_size=20))
+@given(msgs=st.lists(any_message(), max_size=20))
 def test_any_message_stream_gives_valid_well_ordered_ag_ui(msgs: list[Message]) -> None:
     client_state(parse(encode_messages(msgs, sse=True)))

@@ -220,38 +220,11 @@ def test_hidden_reasoning_revealed_by_a_type_change_arrives_whole() -> None:
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-_types = st.sampled_from(["text", "thinking", "loading", "tool_call", "error", "image", "action",
-                          "event", "refusal", "table", "citation"])
-_leaf = st.one_of(st.integers(), st.text(max_size=3), st.none())
-_props = st.one_of(st.none(), st.dictionaries(
-    st.sampled_from(["content", "message", "arguments", "id", "name", "url", "rows"]),
-    st.one_of(_leaf, st.lists(_leaf, max_size=2)), max_size=3))
-_events = st.sampled_from(["stream_start", "stream_end", "thread_end", "block_end",
-                           "message_start", "message_end", "custom"])
-
-
-@st.composite
-def _message(draw: Any) -> Message:
-    t = draw(_types)
-    ids = {"message_id": draw(st.sampled_from([None, "M1", "M2"])),
-           "thread_id": draw(st.sampled_from([None, "T1", "T2"])),
-           "block_id": draw(st.sampled_from([None, "B1"]))}
-    if t == "event":
-        data = draw(st.dictionaries(st.sampled_from(
-            ["message_id", "thread_id", "block_id", "status", "error"]),
-            st.one_of(_leaf, st.sampled_from(["M1", "T1", "B1", "error", "cancelled"])),
-            max_size=3))
-        return Message(type="event", props={"event": draw(_events), "data": data}, **ids)
-    return Message(type=t, props=draw(_props), delta=draw(st.booleans()),
-                   delta_path=draw(st.sampled_from([None, "content", "arguments", "rows"])),
-                   delta_action=draw(st.sampled_from([None, "append", "replace", "merge",
-                                                      "set"])),
-                   type_change=draw(st.booleans()), **ids)
+from strategies import any_message  # noqa: E402
 
 
 @settings(max_examples=150, deadline=None)
-@given(msgs=st.lists(_message(), max_size=20), chosen=st.sets(st.sampled_from(CHANNELS)))
+@given(msgs=st.lists(any_message(), max_size=20), chosen=st.sets(st.sampled_from(CHANNELS)))
 def test_any_message_stream_gives_well_formed_events_within_the_policy(
         msgs: list[Message], chosen: set[str]) -> None:
     events = lines(msgs, channels=sorted(chosen))

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai._streaming import SSEDecoder
 from openai.types.chat import ChatCompletionChunk
+from strategies import any_message
 
 from agent_stream.adapters.openai import OpenAIEncoder, cli_encode, encode_messages
 from agent_stream.assemble import assemble
@@ -377,36 +378,7 @@ def test_client_text_equals_transcript_text_for_any_interleaving(plan: list[Any]
 
 # -- property: any valid Message stream gives a wire the openai package accepts ------------------
 
-_types = st.sampled_from(["text", "thinking", "loading", "tool_call", "error", "image", "action",
-                          "event", "refusal", "table"])
-_leaf = st.one_of(st.integers(), st.text(max_size=3), st.none())
-_props = st.one_of(st.none(), st.dictionaries(
-    st.sampled_from(["content", "message", "arguments", "id", "name", "url", "rows"]),
-    st.one_of(_leaf, st.lists(_leaf, max_size=2)), max_size=3))
-_events = st.sampled_from(["stream_start", "stream_end", "thread_end", "block_end",
-                           "message_start", "message_end", "custom"])
-
-
-@st.composite
-def _message(draw: Any) -> Message:
-    t = draw(_types)
-    ids = {"message_id": draw(st.sampled_from([None, "M1", "M2"])),
-           "thread_id": draw(st.sampled_from([None, "T1", "T2"])),
-           "block_id": draw(st.sampled_from([None, "B1"]))}
-    if t == "event":
-        data = draw(st.dictionaries(st.sampled_from(
-            ["message_id", "thread_id", "block_id", "type", "status", "error", "usage"]),
-            st.one_of(_leaf, st.sampled_from(["M1", "T1", "text", "error", "cancelled"])),
-            max_size=3))
-        return Message(type="event", props={"event": draw(_events), "data": data}, **ids)
-    return Message(type=t, props=draw(_props), delta=draw(st.booleans()),
-                   delta_path=draw(st.sampled_from([None, "content", "arguments", "rows"])),
-                   delta_action=draw(st.sampled_from([None, "append", "replace", "merge",
-                                                      "set"])),
-                   type_change=draw(st.booleans()), **ids)
-
-
 @settings(max_examples=150, deadline=None)
-@given(msgs=st.lists(_message(), max_size=20))
+@given(msgs=st.lists(any_message(), max_size=20))
 def test_any_message_stream_gives_a_wire_the_openai_package_accepts(msgs: list[Message]) -> None:
     client_view(wire_of(msgs, include_usage=True))
