@@ -27,3 +27,31 @@ def test_readme_excerpts_of_each_format_are_lines_of_the_formats_doc() -> None:
     for block in blocks:
         lines = [ln for ln in block.splitlines()[1:] if ln.strip()]
         assert lines and all(ln in doc for ln in lines)
+
+
+def test_readme_python_examples_run() -> None:
+    """Every README example that needs no agent process or model server runs as written."""
+    import contextlib
+    import io
+    import re
+
+    import pytest
+
+    from agent_stream.errors import InvalidMessage
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    needs_more = ("agent.run()", "run_agent(", "await chat.ask", "OpenAIModel(")
+    ran = 0
+    namespace: dict[str, object] = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for block in blocks:
+            if any(marker in block for marker in needs_more):
+                continue
+            if "colour" in block:  # shows the error for an unknown field
+                with pytest.raises(InvalidMessage, match="colour"):
+                    exec(block, namespace)
+            else:
+                exec(block, namespace)
+            ran += 1
+    assert ran >= 6
