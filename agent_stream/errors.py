@@ -33,6 +33,19 @@ class UsageError(StreamError):
     """A command-line option or argument is wrong."""
 
 
+class MissingDependency(StreamError, ImportError):
+    """An optional extra is not installed (the message names the pip command)."""
+
+
+def require(module: str, extra: str, what: str) -> None:
+    """Raise MissingDependency unless ``module`` can be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingDependency(
+            f"{what} needs the {module!r} package: pip install 'agent-stream[{extra}]'")
+
+
 class LimitExceeded(StreamError):
     """A configured limit (streams, bytes, idle time) was exceeded."""
 

@@ -35,31 +35,37 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ag_ui.core import (
-    ActivityDeltaEvent,
-    ActivitySnapshotEvent,
-    BaseEvent,
-    CustomEvent,
-    ReasoningEndEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
-    RunErrorEvent,
-    RunFinishedCancelledOutcome,
-    RunFinishedEvent,
-    RunStartedEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    TokenUsage,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
-from ag_ui.encoder import EventEncoder
+try:
+    from ag_ui.core import (
+        ActivityDeltaEvent,
+        ActivitySnapshotEvent,
+        BaseEvent,
+        CustomEvent,
+        ReasoningEndEvent,
+        ReasoningMessageContentEvent,
+        ReasoningMessageEndEvent,
+        ReasoningMessageStartEvent,
+        ReasoningStartEvent,
+        RunErrorEvent,
+        RunFinishedCancelledOutcome,
+        RunFinishedEvent,
+        RunStartedEvent,
+        StepFinishedEvent,
+        StepStartedEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageStartEvent,
+        TokenUsage,
+        ToolCallArgsEvent,
+        ToolCallEndEvent,
+        ToolCallStartEvent,
+    )
+    from ag_ui.encoder import EventEncoder
+except ImportError as _exc:  # the optional extra is not installed
+    from agent_stream.errors import MissingDependency
+
+    raise MissingDependency("the AG-UI format needs the 'ag-ui-protocol' package: "
+                            "pip install 'agent-stream[agui]'") from _exc
 
 from agent_stream import delta as _delta
 from agent_stream.adapters._common import (

@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from agent_stream.commands._io import BadLine, add_input_args, open_input, read_messages, report
-from agent_stream.errors import UsageError
+from agent_stream.errors import MissingDependency, UsageError
 
 # --to NAME -> module agent_stream.adapters.<module>, which exposes
 #   cli_encode(messages: Iterable[Message], args: argparse.Namespace) -> Iterator[str]
@@ -55,7 +55,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    module = importlib.import_module(f"agent_stream.adapters.{FORMATS[args.to]}")
+    try:
+        module = importlib.import_module(f"agent_stream.adapters.{FORMATS[args.to]}")
+    except MissingDependency as exc:
+        report(f"agent-stream convert: {exc}")
+        return 2
     errors: list[BadLine] = []
     stream = open_input(args.file)
     out = sys.stdout

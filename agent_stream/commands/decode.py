@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from agent_stream.commands._io import BadLine, add_input_args, numbered_lines, open_input, report
-from agent_stream.errors import StreamError
+from agent_stream.errors import MissingDependency, StreamError
 
 # --from NAME -> module agent_stream.adapters.<module>, which exposes
 #   cli_decoder(args) -> an object with
@@ -40,7 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    module = importlib.import_module(f"agent_stream.adapters.{FORMATS[args.source]}")
+    try:
+        module = importlib.import_module(f"agent_stream.adapters.{FORMATS[args.source]}")
+    except MissingDependency as exc:
+        report(f"agent-stream decode: {exc}")
+        return 2
     decoder = module.cli_decoder(args)
     stream = open_input(args.file)
     out = sys.stdout

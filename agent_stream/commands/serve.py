@@ -8,6 +8,8 @@ import secrets
 import sys
 from typing import Any
 
+from agent_stream.errors import StreamError
+
 SEED_ENV = "AGENT_STREAM_SEED"
 
 EPILOG = """examples:
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
               "address changes every run", file=sys.stderr, flush=True)
     try:
         agent, _chat, where = build(args, seed)
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, RuntimeError, StreamError) as exc:
         print(f"agent-stream serve: {exc}", file=sys.stderr)
         return 2
     model = (f"replay ({args.rate:g} tokens/s)" if args.model == "replay" and args.rate

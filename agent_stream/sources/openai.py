@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_stream.adapters.openai import OpenAIDecoder
-from agent_stream.errors import StreamError, WireError
+from agent_stream.errors import StreamError, WireError, require
 from agent_stream.message import ERROR, MESSAGE_END, MESSAGE_START, Message
 from agent_stream.writer import BlockScope, MessageHandle, Scope, StreamWriter
 
@@ -134,6 +134,8 @@ class OpenAIModel:
         self.raise_errors = raise_errors
         self.params = params
         self._client = client
+        if client is None:
+            require("openai", "openai", "the openai model source")
 
     async def __call__(self, question: str, out: Scope) -> None:
         """Ask ``question`` and stream the reply into ``out``."""
