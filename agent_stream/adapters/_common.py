@@ -129,17 +129,23 @@ def run_encoder(enc: Encoder, messages: Iterable[Message]) -> Iterator[Any]:
     yield from enc.close()
 
 
-def rewritten(cur: str, new: str) -> tuple[str, bool] | None:
-    """What an append-only client is sent when a shown string ``cur`` becomes ``new``.
+def set_shown(text: Parts, new: str, key: tuple[str | None, str], client: str,
+              warnings: list[StreamWarning]) -> str | None:
+    """Set a shown string to ``new``; what an append-only client must be sent, or None.
 
-    None when nothing changes; the extension when ``new`` extends ``cur``; otherwise a line
-    break and ``new`` whole, with True (the client keeps what it showed: a rewrite).
+    The extension when ``new`` extends what was shown; otherwise (a rewrite the client cannot
+    take back) a line break and ``new`` whole, with a ``rewrite`` warning naming ``client``.
     """
+    cur = text.value()
     if new == cur:
         return None
+    text.set(new)
     if new.startswith(cur):
-        return new[len(cur):], False
-    return "\n" + new, True
+        return new[len(cur):]
+    warnings.append(StreamWarning(
+        "rewrite", f"the message's text was rewritten; {client} gets the new text after a line "
+        "break", message_id=key[1], thread_id=key[0]))
+    return "\n" + new
 
 
 def sse(data: str) -> str:

@@ -74,8 +74,8 @@ from agent_stream.adapters._common import (
     Parts,
     id_fields,
     report_warnings,
-    rewritten,
     run_encoder,
+    set_shown,
     sid,
     visible_change,
 )
@@ -487,15 +487,9 @@ class AGUIEncoder:
             out.append(CustomEvent(name=st.type, value=msg.to_dict()))
 
     def _text_set(self, st: _AMsg, s: str, out: list[BaseEvent]) -> None:
-        change = rewritten(st.text.value(), s)
-        if change is None:
+        send = set_shown(st.text, s, st.key, "an AG-UI client", self._warnings)
+        if send is None:
             return
-        send, rewrite = change
-        if rewrite:
-            self._warnings.append(StreamWarning(
-                "rewrite", "the message's text was rewritten; an AG-UI client gets the new "
-                "text after a line break", message_id=st.key[1], thread_id=st.key[0]))
-        st.text.set(s)
         out.append(TextMessageContentEvent(message_id=st.aid, delta=send)
                    if st.kind == _TEXT else
                    ReasoningMessageContentEvent(message_id=st.aid, delta=send))

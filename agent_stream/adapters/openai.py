@@ -43,8 +43,8 @@ from agent_stream.adapters._common import (
     id_fields,
     opt,
     report_warnings,
-    rewritten,
     run_encoder,
+    set_shown,
     sid,
     visible_change,
 )
@@ -775,15 +775,9 @@ class OpenAIEncoder:
         if not st.live:
             st.text.set(s)
             return
-        change = rewritten(st.text.value(), s)
-        if change is None:
+        send = set_shown(st.text, s, st.key, "an OpenAI client", self._warnings)
+        if send is None:
             return
-        send, rewrite = change
-        if rewrite:
-            self._warnings.append(StreamWarning(
-                "rewrite", "the message's text was rewritten; an OpenAI client gets the new "
-                "text after a line break", message_id=st.key[1], thread_id=st.key[0]))
-        st.text.set(s)
         self._emit(out, {st.field: send})  # type: ignore[dict-item]
 
     def _tool_chunk(self, st: _EMsg, msg: Message, out: list[Any]) -> None:
