@@ -22,14 +22,10 @@ from typing import Any
 
 from uagents_core.identity import Identity
 
+from agent_stream.uagents import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def address_of(seed: str) -> str:
