@@ -13,6 +13,7 @@ import json
 import uuid
 from typing import Any
 
+from chat_fixtures import group_times, groups
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from uagents_core.contrib.protocols.chat import (
@@ -89,9 +90,8 @@ def message_chunks(draw: st.DrawFn, ids: dict[str, Any]) -> tuple[str, list[Mess
         return "text", [Message(type="text", props={"content": draw(answer_text)}, **ids)], False
     if kind == "thinking":
         return "thinking", deltas(draw, draw(secret_text), "thinking", ids), True
-    if kind == "notes":  # a custom type appending strings, onto string or list content
-        start = draw(st.sampled_from([[], [Message(type="notes", props={"content": "N: "}, **ids)],
-                                      [Message(type="notes", props={"content": ["n"]}, **ids)]]))
+    if kind == "notes":  # a custom type appending strings (onto a list: a DeltaError)
+        start = draw(st.sampled_from([[], [Message(type="notes", props={"content": "N: "}, **ids)]]))
         return "notes", [*start, *deltas(draw, draw(answer_text), "notes", ids)], False
     if kind == "tool":
         args = draw(st.sampled_from(['{"q":"x"}', "{}", '{"n":[1,2]}']))
@@ -316,16 +316,8 @@ def test_decode_of_encode_assembles_like_the_original(
 def _groups(chats: list[ChatMessage], times: list[float]) -> list[tuple[str, bool, float]]:
     """Every group on the wire in order: (its metadata without seq/conversation as JSON, whether
     it carries content items, when its ChatMessage went)."""
-    out: list[tuple[str, bool, float]] = []
-    for c, t in zip(chats, times, strict=True):
-        for item in c.content:
-            if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
-                md = {k: v for k, v in item.metadata.items()
-                      if k not in ("seq", "seq_last", "conversation")}
-                out.append((json.dumps(md, sort_keys=True), False, t))
-            else:
-                out[-1] = (out[-1][0], True, t)
-    return out
+    return [(json.dumps(md, sort_keys=True), bool(its), t)
+            for (md, its), t in zip(groups(chats), group_times(chats, times), strict=True)]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

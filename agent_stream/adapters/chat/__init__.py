@@ -1,0 +1,110 @@
+"""The Agent Chat Protocol wire: Messages <-> uagents ``ChatMessage`` (pure, no I/O).
+
+Each logical text message, keyed by (thread_id, message_id), is one chat stream
+(StartStreamContent -> TextContent... -> EndStreamContent) whose stream_id is a UUID4 derived from
+the conversation and the key (:func:`stream_id_for`). Text deltas are buffered by the
+:class:`~agent_stream.chunker.TextChunker` into sentence/paragraph chunks.
+
+What the chat models cannot carry travels in ``MetadataContent`` items in the same ChatMessage,
+string values only. A ChatMessage's content is a run of *groups*: each group starts with a
+MetadataContent whose dict holds ``TAG_KEY`` and describes the items after it, up to the next
+tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None"):
+
+==================  ==========================================================================
+``agent_stream``    the tag (:data:`TAG_KEY`), protocol version ``"1"``
+``seq``             per-conversation ChatMessage number 1, 2, ... (first group of a ChatMessage)
+``seq_last``        the last number a :func:`coalesce`-d ChatMessage covers
+``conversation``    the conversation the reply belongs to (first group of a ChatMessage); one
+                    per reply (e.g. the request's msg_id): stream_ids derive from it, and the
+                    decoder orders ChatMessages per (sender, conversation)
+``op``              ``chunk``: the TextContent after it is a text chunk of stream ``stream_id``
+                    (the group that opens the stream also has the message's ids and type);
+                    ``text``: a whole text message, its content the TextContent after it;
+                    ``message``: a Message carried in the metadata itself (items after it are
+                    only a rendering for plain peers); ``end``: only ends stream ``stream_id``
+``stream_id``       the chat stream of a ``chunk``/``end`` group
+``message_id``, ``thread_id``, ``block_id``, ``type``   the Message's fields
+``props``           the Message's props as JSON (``message`` groups)
+``delta``, ``type_change``   ``"true"`` when set; ``delta_action``, ``delta_path`` when set
+``message_metadata``         the Message's metadata (timestamp, sequence, trace_id) as JSON
+==================  ==========================================================================
+
+What a plain peer (one that ignores streams and metadata) sees, concatenating TextContent:
+
+- ``text`` (and ``refusal``): its content, appended as it streams; a whole text message as one
+  TextContent. A later *replacement* of text already sent (a non-delta chunk, a replace/set/merge
+  delta) cannot be unsent: it travels as metadata and the plain peer keeps the old text.
+- ``thinking``: nothing, not even as metadata, unless the recipient's channels include
+  ``reasoning`` (then as metadata). Its message_start/message_end are withheld with it.
+- ``tool_call``, ``loading``, ``action``, ``user_input``, events and custom types: nothing
+  (metadata only).
+- ``image``/``audio``/``video``: a ResourceContent with the URL and ``mime_type``.
+- ``error``: a readable line ``Error: <message>`` (``Error (<code>): ...``) plus the metadata;
+  a stream_end with status error and no error message before it adds the same line.
+- ``type_change``: text already sent stays as sent; the correction is metadata. A change *to*
+  text makes the new content visible from then on; a change to a withheld type (``thinking``)
+  ends the chat stream, drops text still buffered and withholds the rest (the decoder learns the
+  new type, with the text already sent as its content; if nothing was sent yet, the message is
+  withheld whole); a change from a withheld type to text starts the message afresh (the withheld
+  content is not revealed).
+
+Without tag support declared by the recipient, streams are serialised (one open at a time, other
+messages' text waits, order within each message kept). With it, they interleave as produced.
+
+Batching (each ChatMessage is a signed envelope). Appends of a string to ``props.content`` of a
+type carried as metadata (``thinking`` shared on the reasoning channel, custom types) are buffered
+by a TextChunker per message like text and sent as one merged delta per chunk; a message_end's
+``chunk_count`` counts those merged deltas. Groups that are only metadata (events, tool calls,
+loading, merged deltas...) do not go alone at once: they wait, in order, and ride with the next
+ChatMessage that carries content, or go on their own once the oldest has waited ``meta_delay``
+seconds (:attr:`ChatEncoder.next_deadline` says when; :meth:`ChatEncoder.poll` sends them), and
+always at stream_end, :meth:`ChatEncoder.end_streams` and :meth:`ChatEncoder.close`. Groups go on
+the wire in the order they were produced: waiting never reorders them.
+
+Where each part lives: :mod:`.wire` (tags, ids, request helpers, :func:`coalesce`),
+:mod:`.parse` (:func:`parse_chat`), :mod:`.encoder` (lifecycle), :mod:`.content` (what each
+content Message becomes: the withholding policy), :mod:`.messages` (per-message chunking),
+:mod:`.render` (metadata and what a plain peer reads), :mod:`.floor` (serialisation for plain
+peers), :mod:`.packer` (batching, ``meta_delay``), :mod:`.decoder`, :mod:`.reorder` (duplicates,
+reorder window, gaps), :mod:`.tagged`, :mod:`.streams` (chat streams, untagged content),
+:mod:`.state` (what the decoder keeps, under :mod:`.limits`; :mod:`.capped`), :mod:`.cli`.
+"""
+
+from __future__ import annotations
+
+from agent_stream.adapters.chat.cli import cli_decoder, cli_encode
+from agent_stream.adapters.chat.decoder import ChatDecoder
+from agent_stream.adapters.chat.encoder import ChatEncoder
+from agent_stream.adapters.chat.limits import DecoderLimits
+from agent_stream.adapters.chat.parse import parse_chat
+from agent_stream.adapters.chat.wire import (
+    CHAT_CHUNKER_DEFAULTS,
+    PROTOCOL_VERSION,
+    TAG_KEY,
+    coalesce,
+    conversation_of,
+    is_tagged_request,
+    opens_session,
+    request_tags,
+    requested_channels,
+    stream_id_for,
+)
+
+__all__ = [
+    "CHAT_CHUNKER_DEFAULTS",
+    "PROTOCOL_VERSION",
+    "TAG_KEY",
+    "ChatDecoder",
+    "ChatEncoder",
+    "DecoderLimits",
+    "cli_decoder",
+    "cli_encode",
+    "coalesce",
+    "conversation_of",
+    "is_tagged_request",
+    "opens_session",
+    "parse_chat",
+    "request_tags",
+    "requested_channels",
+    "stream_id_for",
+]

@@ -1,0 +1,212 @@
+"""ChatDecoder: ChatMessages in (from any number of senders), Messages out.
+
+Each sender's ChatMessages are deduplicated by msg_id; tagged ones are put back in order per
+conversation (:mod:`.reorder`) and decoded group by group (:mod:`.tagged`); untagged ones and
+chat streams are decoded by :mod:`.streams`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import replace
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage
+
+from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
+from agent_stream.adapters.chat.reorder import seq_number
+from agent_stream.adapters.chat.state import DecoderState, PeerState
+from agent_stream.adapters.chat.streams import StreamDecoder
+from agent_stream.adapters.chat.tagged import TaggedDecoder
+from agent_stream.adapters.chat.wire import estimated_size, tagged_items
+from agent_stream.errors import StreamWarning
+from agent_stream.message import Message
+
+__all__ = ["ChatDecoder"]
+
+
+class ChatDecoder:
+    """ChatMessages in (from any number of senders), Messages out.
+
+    Tagged replies are rebuilt with their ids, types and hierarchy; untagged chat streams from
+    agents without agent_stream become text messages with ids of the decoder's own (``U1``...).
+    Bad peer input never raises: it is dropped and reported by :meth:`drain_warnings`.
+
+    Limits (:class:`DecoderLimits`; keyword arguments override ``limits``): per sender and in
+    total, on everything a peer can make the decoder hold, so that its whole state stays under
+    :meth:`DecoderLimits.state_bound`. Among them: ``max_open_streams`` open chat streams per
+    sender (more are refused), ``max_stream_bytes`` UTF-8 bytes of text per chat stream and
+    ``max_message_bytes`` per logical message (text and metadata-carried props; the rest of it
+    is dropped), ``idle_timeout`` seconds without text before an open stream is closed with
+    status error, ``reorder_window`` tagged ChatMessages held back waiting for a missing one,
+    for at most ``gap_timeout`` seconds; then the gap is reported and decoding goes on.
+    """
+
+    def __init__(self, *, limits: DecoderLimits | None = None,
+                 reorder_window: int | None = None, gap_timeout: float | None = None,
+                 idle_timeout: float | None = None, max_open_streams: int | None = None,
+                 max_stream_bytes: int | None = None,
+                 max_message_bytes: int | None = None) -> None:
+        given: dict[str, Any] = {"reorder_window": reorder_window, "gap_timeout": gap_timeout,
+                 "idle_timeout": idle_timeout, "max_open_streams": max_open_streams,
+                 "max_stream_bytes": max_stream_bytes, "max_message_bytes": max_message_bytes}
+        self.limits = replace(limits or DecoderLimits(),
+                              **{k: v for k, v in given.items() if v is not None})
+        self._warnings = WarningQueue(self.limits.max_warnings)
+        self._state = DecoderState(self.limits, self._warnings)
+        self._streams = StreamDecoder(self._state)
+        self._tagged = TaggedDecoder(self._streams, self._state)
+
+    # -- public ---------------------------------------------------------------------------------
+    def feed(self, sender: str, chat: ChatMessage, now: float) -> list[Message]:
+        """Decode one ChatMessage from ``sender``; never raises for bad peer input."""
+        out: list[Message] = []
+        state = self._state
+        limits = self.limits
+        size = estimated_size(chat)
+        if size > limits.max_chat_bytes:
+            self._warnings.add("chat_too_large", f"ChatMessage of ~{size} bytes exceeds "
+                               f"max_chat_bytes={limits.max_chat_bytes}; dropped")
+            return out
+        sender = state.sender_key(sender)
+        peer = state.peer(sender)
+        msg_id = chat.msg_id
+        if not state.remember(sender, _id_key(msg_id)):
+            self._warnings.add("duplicate_chat_message", f"msg_id {msg_id} seen before; dropped")
+            return out
+        head = next(tagged_items(chat), None)
+        if head is None:
+            self._streams.untagged(peer, chat, now, out)
+            return out
+        conv_id = head.get("conversation", "")
+        if len(conv_id) > limits.max_id_chars:
+            self._warnings.add("bad_metadata", f"conversation longer than max_id_chars="
+                               f"{limits.max_id_chars}; ChatMessage dropped")
+            return out
+        seq = seq_number(head.get("seq"))
+        if seq is None:
+            self._tagged.decode(peer, conv_id, chat, now, out)
+            return out
+        last = max(seq_number(head.get("seq_last")) or seq, seq)
+        conv = peer.conversations.get(conv_id)
+        if conv is None or (conv.finished and seq == 1 and not conv.order.held):
+            # new, or a new reply reusing the conversation id
+            conv = state.conversation(peer, conv_id, fresh=True)
+        conv.order.offer(chat, seq, last, size, now, limits.reorder_window,
+                         limits.max_seq_ahead, self._decoder(peer, conv_id, now, out),
+                         self._warnings)
+        return out
+
+    def poll(self, now: float) -> list[Message]:
+        """Report gaps older than gap_timeout and close streams idle for idle_timeout."""
+        out: list[Message] = []
+        limits = self.limits
+        for peer in self._state.peers.values():
+            for conv_id, conv in list(peer.conversations.items()):
+                order = conv.order
+                if order.gap_since is not None and now - order.gap_since >= limits.gap_timeout:
+                    order.skip_gap(now, self._decoder(peer, conv_id, now, out), self._warnings)
+            for stream in list(peer.streams.values()):
+                if now - stream.last >= limits.idle_timeout:
+                    self._warnings.add("stream_timeout", f"no text for {limits.idle_timeout:g}"
+                                       " s; stream closed as error", stream.message_id,
+                                       stream.thread_id)
+                    self._state.close_stream(peer, stream.stream_id)
+                    out.append(self._streams.end_event(stream, "error", error="idle timeout"))
+        return out
+
+    def drain(self) -> list[Message]:
+        """Decode every held-back ChatMessage now, reporting the gaps (end of input)."""
+        out: list[Message] = []
+        for peer in self._state.peers.values():
+            for conv_id, conv in list(peer.conversations.items()):
+                while conv.order.held:
+                    conv.order.skip_gap(0.0, self._decoder(peer, conv_id, 0.0, out),
+                                        self._warnings)
+        return out
+
+    @property
+    def next_deadline(self) -> float | None:
+        """When :meth:`poll` has something to do (None: nothing pending)."""
+        best: float | None = None
+        for peer in self._state.peers.values():
+            for conv in peer.conversations.values():
+                since = conv.order.gap_since
+                if since is not None:
+                    d = since + self.limits.gap_timeout
+                    if best is None or d < best:
+                        best = d
+            for stream in peer.streams.values():
+                d = stream.last + self.limits.idle_timeout
+                if best is None or d < best:
+                    best = d
+        return best
+
+    def drain_warnings(self) -> list[StreamWarning]:
+        """Warnings since the last call (gaps, duplicates, unknown streams, limits)."""
+        return self._warnings.drain()
+
+    def finished(self, sender: str, conversation: str | None = None) -> bool:
+        """True when the sender's final stream_end was decoded (of ``conversation``, or of every
+        conversation seen from it)."""
+        peer = self._state.peers.get(self._state.sender_key(sender))
+        if peer is None:
+            return False
+        if conversation is not None:
+            conv = peer.conversations.get(conversation)
+            return conv is not None and conv.finished
+        convs = peer.conversations.values()
+        return bool(convs) and all(c.finished for c in convs)
+
+    def forget(self, sender: str) -> None:
+        """Drop every state kept for ``sender``."""
+        self._state.forget(self._state.sender_key(sender))
+
+    def open_streams(self, sender: str) -> int:
+        """How many chat streams of ``sender`` are open."""
+        peer = self._state.peers.get(self._state.sender_key(sender))
+        return len(peer.streams) if peer is not None else 0
+
+    # -- limits, as attributes --------------------------------------------------------------------
+    @property
+    def reorder_window(self) -> int:
+        """Tagged ChatMessages held back per conversation waiting for a missing one."""
+        return self.limits.reorder_window
+
+    @property
+    def gap_timeout(self) -> float:
+        """Seconds a gap is waited for before it is reported."""
+        return self.limits.gap_timeout
+
+    @property
+    def idle_timeout(self) -> float:
+        """Seconds without text before an open stream is closed with status error."""
+        return self.limits.idle_timeout
+
+    @property
+    def max_open_streams(self) -> int:
+        """Open chat streams per sender."""
+        return self.limits.max_open_streams
+
+    @property
+    def max_stream_bytes(self) -> int:
+        """UTF-8 bytes of text per chat stream."""
+        return self.limits.max_stream_bytes
+
+    @property
+    def max_message_bytes(self) -> int:
+        """UTF-8 bytes per logical message."""
+        return self.limits.max_message_bytes
+
+    def _decoder(self, peer: PeerState, conv_id: str, now: float,
+                 out: list[Message]) -> Callable[[ChatMessage], None]:
+        return lambda chat: self._tagged.decode(peer, conv_id, chat, now, out)
+
+
+def _id_key(msg_id: object) -> Hashable:
+    """What is remembered of a msg_id: the UUID itself, else a digest (of bounded size)."""
+    if isinstance(msg_id, uuid.UUID):
+        return msg_id
+    return hashlib.blake2b(str(msg_id).encode("utf-8", "replace"), digest_size=16).digest()

@@ -1,0 +1,275 @@
+"""ChatEncoder: Messages in, ChatMessages out, for one conversation with one recipient.
+
+It handles the lifecycle events and dispatches content: :mod:`.content` decides what each
+content Message becomes (withheld, stream text, a whole text, metadata), :mod:`.messages` chunks
+each message's appends, :mod:`.floor` serialises streams for a plain peer and :mod:`.packer`
+batches the groups into ChatMessages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from datetime import datetime
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
+
+from agent_stream.adapters.chat.content import ContentPolicy
+from agent_stream.adapters.chat.floor import Floor
+from agent_stream.adapters.chat.messages import (
+    MessageChunking,
+    MessageState,
+)
+from agent_stream.adapters.chat.packer import Packer
+from agent_stream.adapters.chat.render import PlainRenderer, error_line, message_meta
+from agent_stream.adapters.chat.wire import (
+    CHANNEL_OF_TYPE,
+    CHAT_CHUNKER_DEFAULTS,
+    STREAM_TYPES,
+    Group,
+    MessageKey,
+)
+from agent_stream.message import (
+    EVENT,
+    MESSAGE_END,
+    MESSAGE_START,
+    STREAM_END,
+    STREAM_START,
+    TEXT,
+    Message,
+)
+
+__all__ = ["ChatEncoder"]
+
+
+class ChatEncoder:
+    """Messages in, ChatMessages out, for one conversation with one recipient.
+
+    ``tagged``: the recipient declared tag support (streams interleave; else serialised).
+    ``channels``: extra channels it may get (``"reasoning"`` lets ``thinking`` through as
+    metadata). ``session``: the request opened a session, so the last ChatMessage carries
+    EndSessionContent. ``chunker``: TextChunker options over :data:`CHAT_CHUNKER_DEFAULTS`.
+    ``deterministic``: ChatMessage msg_ids derived from the conversation and sequence number and
+    a fixed timestamp (reproducible output). ``clock``: the UTC time stamped on ChatMessages.
+    ``meta_delay``: seconds metadata-only groups may wait to ride with content (0: they go at
+    once; poll at :attr:`next_deadline` for them to go on time).
+    """
+
+    def __init__(self, conversation: str, *, tagged: bool = False,
+                 channels: Collection[str] | None = None, session: bool = False,
+                 chunker: dict[str, Any] | None = None, meta_delay: float = 0.1,
+                 deterministic: bool = False,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        from agent_stream.chunker import TextChunker
+
+        if not 0 <= meta_delay < float("inf"):
+            raise ValueError(f"ChatEncoder: meta_delay must be a finite number >= 0, "
+                             f"got {meta_delay!r}")
+        self.conversation = conversation
+        self.meta_delay = meta_delay
+        self.tagged = tagged
+        self.channels = frozenset(channels or ())
+        self.session = session
+        opts = dict(chunker or {})
+        if "max_chars" in opts and "min_chars" not in opts:
+            opts["min_chars"] = min(CHAT_CHUNKER_DEFAULTS["min_chars"], opts["max_chars"])
+        chunker_opts = {**CHAT_CHUNKER_DEFAULTS, **opts}
+        TextChunker(**chunker_opts)  # validate options now (ChunkerConfigError)
+        withheld_types = frozenset(
+            t for t, ch in CHANNEL_OF_TYPE.items() if ch not in self.channels)
+        self._packer = Packer(conversation, meta_delay, deterministic=deterministic, clock=clock)
+        self._floor = Floor(tagged, self._packer.add)
+        self._plain = PlainRenderer(conversation)
+        self._chunking = MessageChunking(conversation, chunker_opts, self._plain,
+                                         self._floor.route)
+        self._policy = ContentPolicy(withheld_types, self._chunking, self._plain,
+                                     self._floor.route)
+        self._messages: dict[MessageKey, MessageState] = {}
+        self._seen_chunk_ids: set[str] = set()
+        self._finished = False
+
+    # -- public ----------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        """True once the final stream_end went out."""
+        return self._finished
+
+    @property
+    def next_deadline(self) -> float | None:
+        """When :meth:`poll` may release buffered text or waiting metadata (None: nothing
+        waits)."""
+        best = self._packer.meta_due
+        for u in self._chunking.live.values():
+            chunker = u.chunker
+            if chunker is not None:
+                d = chunker.next_deadline
+                if d is not None and (best is None or d < best):
+                    best = d
+        return best
+
+    def feed(self, msg: Message, now: float) -> list[ChatMessage]:
+        """Encode one Message; returns the ChatMessages to send now (often none)."""
+        chunk_id = msg.chunk_id
+        if chunk_id is not None:
+            if chunk_id in self._seen_chunk_ids:
+                return []  # the assembler ignores a repeated chunk id: so do we
+            self._seen_chunk_ids.add(chunk_id)
+        if msg.type == EVENT and self._event(msg):
+            return self._packer.pack(now, force=msg.event == STREAM_END)
+        message_id = msg.message_id
+        if message_id is None:
+            self._policy.standalone(msg)
+            return self._packer.pack(now)
+        key = (msg.thread_id, message_id)
+        u = self._messages.get(key)
+        if u is None:
+            u = self._messages[key] = MessageState(key, msg.type, msg.block_id)
+        else:
+            if u.block_id is None and msg.block_id is not None:
+                u.block_id = msg.block_id
+            chunker = u.chunker  # set only while the message's appends are buffered
+            if (chunker is not None and msg.delta and not msg.type_change
+                    and msg.delta_action is None and msg.delta_path is None):
+                props = msg.props
+                if props is not None and len(props) == 1:
+                    piece = props.get("content")
+                    if piece.__class__ is str and piece:
+                        # the common case: one more token of a message already streaming
+                        u.received += 1
+                        chunks = chunker.feed(piece, now)
+                        if not chunks:
+                            due = self._packer.meta_due
+                            if due is not None and now >= due:
+                                return self._packer.pack(now)
+                            return []
+                        for chunk in chunks:
+                            self._chunking.chunk(u, chunk)
+                        return self._packer.pack(now)
+        self._policy.content(u, msg, now)
+        return self._packer.pack(now)
+
+    def poll(self, now: float) -> list[ChatMessage]:
+        """Release text the chunkers hold past their deadline, and metadata that has waited
+        ``meta_delay``."""
+        for u in list(self._chunking.live.values()):
+            chunker = u.chunker
+            if (chunker is not None and chunker.next_deadline is not None
+                    and chunker.next_deadline <= now):
+                for chunk in chunker.poll(now):
+                    self._chunking.chunk(u, chunk)
+        return self._packer.pack(now)
+
+    def end_streams(self, now: float) -> list[ChatMessage]:
+        """End every open chat stream (buffered text first) without ending the reply; waiting
+        metadata goes too."""
+        self._end_all()
+        return self._packer.pack(now, force=True)
+
+    def close(self, now: float, *, status: str = "completed",
+              error: str | None = None) -> list[ChatMessage]:
+        """End every open stream and, unless the Messages ended the reply, send stream_end.
+
+        Idempotent: after the final stream_end it returns nothing (unless Messages were fed
+        after it).
+        """
+        if self._finished:
+            self._end_all()
+            return self._packer.pack(now, force=True)
+        data: dict[str, Any] = {"status": status}
+        if error is not None:
+            data["error"] = error
+        self._stream_end(Message(type=EVENT, props={"event": STREAM_END, "data": data}))
+        return self._packer.pack(now, force=True)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def _event(self, msg: Message) -> bool:
+        """Handle a lifecycle event; False for other events (carried like any Message)."""
+        name = msg.event
+        if name == MESSAGE_START:
+            self._message_start(msg)
+        elif name == MESSAGE_END:
+            self._message_end(msg)
+        elif name == STREAM_END:
+            self._stream_end(msg)
+        elif name == STREAM_START or (name is not None and msg.is_lifecycle):
+            if name == STREAM_START:
+                self._finished = False  # a new reply begins
+            self._floor.route(Group(message_meta(msg), []))
+        else:
+            return False
+        return True
+
+    def _message_start(self, msg: Message) -> None:
+        data = msg.event_data
+        message_id = data.get("message_id") or msg.message_id
+        if not isinstance(message_id, str):
+            self._floor.route(Group(message_meta(msg), []))
+            return
+        key = (data.get("thread_id") or msg.thread_id, message_id)
+        u = self._messages.get(key)
+        typ = data.get("type") or TEXT
+        if u is None:
+            u = self._messages[key] = MessageState(key, typ if isinstance(typ, str) else TEXT,
+                                                   msg.block_id)
+        if u.withheld or (not u.sent and u.type in self._policy.withheld_types):
+            u.withheld = True
+            return
+        group = Group(message_meta(msg), [], owner=key)
+        if u.type in STREAM_TYPES and not u.sent and u.deferred is None:
+            u.deferred = group  # goes out with the first chunk
+        else:
+            self._chunking.emit(u, group)
+
+    def _message_end(self, msg: Message) -> None:
+        data = msg.event_data
+        message_id = data.get("message_id") or msg.message_id
+        thread_id = data.get("thread_id") or msg.thread_id
+        u = (self._messages.pop((thread_id, message_id), None)
+             if isinstance(message_id, str) else None)
+        if u is None:
+            self._floor.route(Group(message_meta(msg), []))
+            return
+        if u.withheld and not u.sent:
+            self._chunking.drop(u)
+            return
+        self._chunking.flush(u)
+        self._chunking.drop(u)
+        reported = data.get("chunk_count")
+        if isinstance(reported, int) and not isinstance(reported, bool):
+            count = reported - u.received + u.wire_chunks
+            if reported != u.received and (count < 0 or count == u.wire_chunks):
+                count = u.wire_chunks + 1  # keep the disagreement: chunks were lost before us
+            count = max(count, 0)
+        else:
+            count = u.wire_chunks
+        props = dict(msg.props or {})
+        props["data"] = {**data, "chunk_count": count}
+        group = Group(message_meta(msg, props), [], owner=u.key)
+        if u.open:
+            self._chunking.end_item(u, group)
+        self._chunking.emit(u, group)
+
+    def _stream_end(self, msg: Message) -> None:
+        self._end_all()
+        data = msg.event_data
+        items: list[Any] = []
+        if data.get("status") == "error" and not self._plain.shown_error:
+            items.append(TextContent.construct(type="text", text=self._plain.line(
+                error_line(data.get("error")))))
+        self._floor.route(Group(message_meta(msg), items, needs_floor=True))
+        self._finished = True
+        self._packer.session_end = self.session
+
+    def _end_all(self) -> None:
+        # The floor holder first, then the rest in order: every stream ends, buffers flushed.
+        messages = list(self._messages.values())
+        holder = self._floor.holder
+        if holder is not None:
+            messages.sort(key=lambda u: u.key != holder)
+        chunking = self._chunking
+        for u in messages:
+            chunking.flush(u)
+            if u.open:
+                chunking.close_stream(u)
+            chunking.drop(u)
+        self._floor.drain()

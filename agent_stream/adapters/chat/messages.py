@@ -1,0 +1,232 @@
+"""The encoder's per-message state and chunking: buffered appends become chat stream chunks.
+
+Appends to a message's ``props.content`` are buffered by a TextChunker per message. A chunk of a
+text type goes as chat stream text (the first one starts the stream); a chunk of a type carried
+as metadata goes as one merged append delta.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from uagents_core.contrib.protocols.chat import EndStreamContent, StartStreamContent
+
+from agent_stream.adapters.chat.render import PlainRenderer
+from agent_stream.adapters.chat.wire import (
+    OP_CHUNK,
+    OP_END,
+    OP_MESSAGE,
+    PROTOCOL_VERSION,
+    STREAM_TYPES,
+    TAG_KEY,
+    Group,
+    MessageKey,
+    dumps,
+    stream_id_for,
+)
+from agent_stream.message import Message
+
+if TYPE_CHECKING:
+    from agent_stream.chunker import TextChunker
+
+__all__ = ["MessageChunking", "MessageState", "keeps_text", "text_append"]
+
+
+class MessageState:
+    """Encoder state of one logical message."""
+
+    __slots__ = (
+        "block_id",
+        "chunker",
+        "deferred",
+        "empty_pending",
+        "has_content",
+        "key",
+        "message_id",
+        "open",
+        "received",
+        "sent",
+        "shown",
+        "stream_id",
+        "text_ok",
+        "thread_id",
+        "type",
+        "wire_chunks",
+        "withheld",
+    )
+
+    def __init__(self, key: MessageKey, type_: str, block_id: str | None) -> None:
+        self.key = key
+        self.thread_id, self.message_id = key
+        self.block_id = block_id
+        self.type = type_
+        self.chunker: TextChunker | None = None  # set while its appends are buffered
+        self.deferred: Group | None = None  # a message_start waiting for the first chunk
+        self.open = False  # a chat stream was started and not yet ended
+        self.stream_id: uuid.UUID | None = None
+        self.withheld = False
+        self.sent = False  # something of this message went on the wire
+        self.shown = False  # a plain peer has seen text of it
+        self.has_content = False  # the decoder will have props for it
+        self.empty_pending = False  # an empty text delta not yet on the wire
+        self.received = 0  # content chunks fed
+        self.wire_chunks = 0  # content chunks the decoder will rebuild
+        self.text_ok = True  # props.content is a string or absent: string appends can merge
+
+
+def text_append(msg: Message) -> str | None:
+    """The string ``msg`` appends to props.content, when it is a plain text append."""
+    if not msg.delta or msg.type_change:
+        return None
+    props = msg.props
+    if not props:
+        return None
+    action = msg.delta_action
+    if action is not None and action != "append":
+        return None
+    path = msg.delta_path
+    if path is None:
+        if len(props) != 1:
+            return None
+        value = props.get("content")
+    elif path == "content":
+        value = props.get("content")
+    else:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _str_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def keeps_text(msg: Message, ok: bool) -> bool:
+    """Whether props.content is a string or absent after ``msg`` (``ok``: it was before).
+
+    Conservative: False whenever ``msg`` may leave something else there. Merging two string
+    appends into one is exact only onto a string (onto a list each would be an item).
+    """
+    props = msg.props
+    if msg.type_change:
+        return ok if props is None else _str_or_none(props.get("content"))
+    if not msg.delta:
+        return props is None or _str_or_none(props.get("content"))
+    action = msg.delta_action or "append"
+    path = msg.delta_path
+    if path is None:
+        if props is None or "content" not in props:
+            return ok if action in ("append", "merge") else True
+        value = props["content"]
+        return (ok and isinstance(value, str)) if action == "append" else _str_or_none(value)
+    if path.split(".", 1)[0] != "content":
+        return ok
+    if path != "content" or props is None:
+        return False
+    value = props.get("content")
+    return (ok and isinstance(value, str)) if action == "append" else _str_or_none(value)
+
+
+class MessageChunking:
+    """Buffers each message's appends and turns its chunks into groups, opening and ending its
+    chat stream; ``route`` takes each group in the order it is made."""
+
+    def __init__(self, conversation: str, chunker_opts: dict[str, Any],
+                 renderer: PlainRenderer, route: Callable[[Group], None]) -> None:
+        from agent_stream.chunker import TextChunker
+
+        self.conversation = conversation
+        self._chunker_cls = TextChunker
+        self._chunker_opts = chunker_opts
+        self._renderer = renderer
+        self._route = route
+        self.live: dict[MessageKey, MessageState] = {}  # messages holding a chunker
+
+    def buffer(self, u: MessageState, piece: str, now: float) -> None:
+        """Feed an append of ``u``'s content to its chunker (made on first use)."""
+        chunker = u.chunker
+        if chunker is None:
+            chunker = u.chunker = self._chunker_cls(**self._chunker_opts)
+            self.live[u.key] = u
+        if piece == "" and not u.has_content:
+            u.empty_pending = True
+        for chunk in chunker.feed(piece, now):
+            self.chunk(u, chunk)
+
+    def drop(self, u: MessageState) -> None:
+        """Forget ``u``'s chunker (and what it still buffers)."""
+        u.chunker = None
+        self.live.pop(u.key, None)
+
+    def flush(self, u: MessageState) -> None:
+        """Send what ``u``'s chunker buffers (an empty append alone still goes once)."""
+        chunker = u.chunker
+        if chunker is None:
+            return
+        chunks = chunker.flush()
+        if not chunks and u.empty_pending and not u.has_content:
+            chunks = [""]
+        for chunk in chunks:
+            self.chunk(u, chunk)
+
+    def chunk(self, u: MessageState, text: str) -> None:
+        """One chunk of ``u``'s appends on the wire."""
+        u.wire_chunks += 1
+        u.has_content = True
+        u.empty_pending = False
+        if u.type not in STREAM_TYPES:
+            # buffered appends of a type carried as metadata: one merged delta
+            meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_MESSAGE, "message_id": u.message_id}
+            if u.thread_id:
+                meta["thread_id"] = u.thread_id
+            if u.block_id:
+                meta["block_id"] = u.block_id
+            meta["type"] = u.type
+            meta["props"] = dumps({"content": text})
+            meta["delta"] = "true"
+            self.emit(u, Group(meta, [], owner=u.key))
+            return
+        u.shown = True
+        item = self._renderer.text_item(text)
+        if u.open:
+            assert u.stream_id is not None
+            meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
+            self.emit(u, Group(meta, [item], owner=u.key, needs_floor=True))
+            return
+        if u.stream_id is None:
+            u.stream_id = stream_id_for(self.conversation, u.thread_id, u.message_id)
+        meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
+        meta["message_id"] = u.message_id
+        if u.thread_id:
+            meta["thread_id"] = u.thread_id
+        if u.block_id:
+            meta["block_id"] = u.block_id
+        meta["type"] = u.type
+        u.open = True
+        start = StartStreamContent.construct(type="start-stream", stream_id=u.stream_id)
+        self.emit(u, Group(meta, [start, item], owner=u.key, opens=True))
+
+    def end_item(self, u: MessageState, group: Group) -> None:
+        """Add the end of ``u``'s open chat stream to ``group``."""
+        assert u.stream_id is not None
+        group.items.append(EndStreamContent.construct(type="end-stream", stream_id=u.stream_id))
+        group.closes = group.needs_floor = True
+        u.open = False
+
+    def close_stream(self, u: MessageState) -> None:
+        """End ``u``'s open chat stream in a group of its own."""
+        assert u.stream_id is not None
+        meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_END, "stream_id": str(u.stream_id)}
+        group = Group(meta, [], owner=u.key)
+        self.end_item(u, group)
+        self.emit(u, group)
+
+    def emit(self, u: MessageState, group: Group) -> None:
+        """Route a group of ``u`` (after its deferred message_start, if any)."""
+        u.sent = True
+        deferred = u.deferred
+        if deferred is not None:
+            u.deferred = None
+            self._route(deferred)
+        self._route(group)

@@ -1,0 +1,106 @@
+"""Batching groups into ChatMessages: numbering, and metadata waiting to ride with content.
+
+Each ChatMessage is a signed envelope, so groups that are only metadata (events, tool calls,
+merged deltas...) do not go alone at once: they wait, in order, for the next ChatMessage that
+carries content, or go on their own once the oldest has waited ``meta_delay`` seconds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage, EndSessionContent, MetadataContent
+
+from agent_stream.adapters.chat.wire import (
+    EPOCH,
+    OP_END,
+    PROTOCOL_VERSION,
+    TAG_KEY,
+    Group,
+    uuid4_from,
+)
+
+__all__ = ["Packer"]
+
+
+class Packer:
+    """Packs the groups of one conversation into numbered ChatMessages.
+
+    ``deterministic``: msg_ids derived from the conversation and sequence number and a fixed
+    timestamp. ``clock``: the UTC time stamped on ChatMessages otherwise.
+    """
+
+    def __init__(self, conversation: str, meta_delay: float, *, deterministic: bool = False,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.conversation = conversation
+        self.meta_delay = meta_delay
+        self._deterministic = deterministic
+        self._clock = clock
+        self._pending: list[Group] = []  # groups for the next ChatMessage, in wire order
+        self._scanned = 0  # _pending[:_scanned] are metadata-only
+        self.meta_due: float | None = None  # _pending holds only metadata, to go by then
+        self._seq = 0
+        self.session_end = False  # the next ChatMessage ends the session
+
+    def add(self, group: Group) -> None:
+        """Queue ``group`` for the next ChatMessage."""
+        self._pending.append(group)
+
+    def pack(self, now: float, force: bool = False) -> list[ChatMessage]:
+        """The ChatMessage carrying the groups produced so far, if one is to go now.
+
+        Metadata-only groups wait (in order) for the next ChatMessage that carries content, at
+        most ``meta_delay`` seconds (``force``: go now).
+        """
+        pending = self._pending
+        if not pending:
+            if not self.session_end:
+                return []
+        elif not force:
+            i, n = self._scanned, len(pending)
+            while i < n and not pending[i].items:
+                i += 1
+            if i == n:
+                self._scanned = n
+                due = self.meta_due
+                if due is None:
+                    due = self.meta_due = now + self.meta_delay
+                if now < due:
+                    return []
+        self._pending = []
+        self._scanned = 0
+        self.meta_due = None
+        self._seq += 1
+        return [self._chat_message(self._content(pending))]
+
+    def _content(self, groups: list[Group]) -> list[Any]:
+        content: list[Any] = []
+        first = True
+        for group in groups:
+            meta = group.meta
+            if first:
+                meta["seq"] = str(self._seq)
+                meta["conversation"] = self.conversation
+                first = False
+            content.append(MetadataContent.construct(type="metadata", metadata=meta))
+            content.extend(group.items)
+        if self.session_end:
+            self.session_end = False
+            if first:
+                content.append(MetadataContent.construct(type="metadata", metadata={
+                    TAG_KEY: PROTOCOL_VERSION, "op": OP_END, "seq": str(self._seq),
+                    "conversation": self.conversation}))
+            content.append(EndSessionContent.construct(type="end-session"))
+        return content
+
+    def _chat_message(self, content: list[Any]) -> ChatMessage:
+        if self._deterministic:
+            msg_id = uuid4_from("msg", self.conversation, str(self._seq))
+            ts = EPOCH
+        else:
+            msg_id = uuid.uuid4()
+            ts = self._clock() if self._clock is not None else datetime.now(timezone.utc)
+        return ChatMessage.construct(timestamp=ts, msg_id=msg_id, content=content)

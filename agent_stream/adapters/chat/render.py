@@ -1,0 +1,119 @@
+"""A Message as tagged metadata, and what a plain peer reads of it (text lines, resources)."""
+
+from __future__ import annotations
+
+import mimetypes
+from typing import TYPE_CHECKING, Any
+
+from uagents_core.contrib.protocols.chat import Resource, ResourceContent, TextContent
+
+from agent_stream.adapters.chat.wire import (
+    MEDIA_TYPES,
+    OP_MESSAGE,
+    PROTOCOL_VERSION,
+    STREAM_TYPES,
+    TAG_KEY,
+    Group,
+    dumps,
+    uuid4_from,
+)
+from agent_stream.message import ERROR, Message
+
+if TYPE_CHECKING:
+    from agent_stream.adapters.chat.messages import MessageState
+
+__all__ = ["PlainRenderer", "error_line", "ids_meta", "message_meta"]
+
+
+def ids_meta(msg: Message, op: str) -> dict[str, str]:
+    """The tag, ``op``, ``msg``'s ids (absent ones left out) and its type."""
+    meta = {TAG_KEY: PROTOCOL_VERSION, "op": op, **msg.ids()}
+    meta["type"] = msg.type
+    return meta
+
+
+def message_meta(msg: Message, props: dict[str, Any] | None = None) -> dict[str, str]:
+    """The metadata of a ``message`` group carrying ``msg`` (``props`` instead of its own)."""
+    meta = ids_meta(msg, OP_MESSAGE)
+    p = props if props is not None else msg.props
+    if p is not None:
+        meta["props"] = dumps(p)
+    if msg.delta:
+        meta["delta"] = "true"
+    if msg.delta_action:
+        meta["delta_action"] = msg.delta_action
+    if msg.delta_path:
+        meta["delta_path"] = msg.delta_path
+    if msg.type_change:
+        meta["type_change"] = "true"
+    if msg.metadata is not None:
+        md = msg.metadata.to_dict()
+        if md:
+            meta["message_metadata"] = dumps(md)
+    return meta
+
+
+def mime_type(kind: str, props: dict[str, Any]) -> str:
+    """The MIME type of a media Message: guessed from its URL, else from its format."""
+    url = props.get("url")
+    guess = mimetypes.guess_type(url)[0] if isinstance(url, str) else None
+    if guess and guess.startswith(kind + "/"):
+        return guess
+    fmt = props.get("format")
+    if isinstance(fmt, str) and fmt:
+        fmt = {"mp3": "mpeg", "jpg": "jpeg"}.get(fmt.lower(), fmt.lower())
+        return f"{kind}/{fmt}"
+    return f"{kind}/*"
+
+
+def error_line(message: Any, code: Any = None) -> str:
+    """The line a plain peer reads for an error."""
+    msg = message if isinstance(message, str) and message else "the reply failed"
+    if isinstance(code, str) and code:
+        return f"Error ({code}): {msg}"
+    return f"Error: {msg}"
+
+
+class PlainRenderer:
+    """The items a plain peer reads, and whether it has seen text or an error yet."""
+
+    def __init__(self, conversation: str) -> None:
+        self.conversation = conversation
+        self.shown_text = False
+        self.shown_error = False
+        self._resources = 0
+
+    def text_item(self, text: str) -> TextContent:
+        """A TextContent of ``text`` (noting that a plain peer has seen text)."""
+        if text:
+            self.shown_text = True
+        return TextContent.construct(type="text", text=text)
+
+    def line(self, line: str) -> str:
+        """``line`` set apart from text already shown."""
+        return ("\n\n" + line) if self.shown_text else line
+
+    def render(self, msg: Message, group: Group, u: MessageState | None) -> None:
+        """Add to ``group`` the items a plain peer reads for ``msg`` carried as metadata."""
+        mtype = msg.type
+        props = msg.props or {}
+        if mtype == ERROR and not msg.delta:
+            group.items.append(self.text_item(self.line(error_line(props.get("message"),
+                                                                    props.get("code")))))
+            group.needs_floor = True
+            self.shown_error = True
+        elif mtype in MEDIA_TYPES and not msg.delta and isinstance(props.get("url"), str):
+            md = {"mime_type": mime_type(mtype, props)}
+            alt = props.get("alt")
+            if isinstance(alt, str) and alt:
+                md["alt"] = alt
+            self._resources += 1
+            resource_id = uuid4_from("resource", self.conversation, str(self._resources))
+            group.items.append(ResourceContent.construct(
+                type="resource", resource_id=resource_id,
+                resource=Resource.construct(uri=props["url"], metadata=md)))
+        elif (mtype in STREAM_TYPES and (not msg.delta or msg.type_change) and u is not None
+              and not u.shown and isinstance(props.get("content"), str)):
+            group.items.append(self.text_item(props["content"]))
+            group.needs_floor = True
+            u.shown = True

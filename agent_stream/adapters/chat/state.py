@@ -1,0 +1,197 @@
+"""Everything the chat decoder keeps, with its caps: senders, open streams, conversations,
+held-back ChatMessages, remembered ids and byte counts.
+
+Each kind of state has a cap per sender and a cap in total (:class:`DecoderLimits`); past a total
+cap the oldest state is shed with a warning, so the whole stays under
+:meth:`DecoderLimits.state_bound` whatever any number of senders send.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from agent_stream.adapters.chat.capped import CappedTable
+from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
+from agent_stream.adapters.chat.reorder import HeldLedger, ReorderWindow
+
+__all__ = ["Conversation", "DecoderState", "OpenStream", "PeerState", "ReplySize"]
+
+OVER = -1  # a message's byte count once it went past max_message_bytes
+
+
+class OpenStream:
+    """An open chat stream: the message its text belongs to, and what it has received."""
+
+    __slots__ = ("announced", "block_id", "bytes", "chunks", "conversation", "last",
+                 "message_id", "rejected", "stream_id", "tagged", "thread_id", "type")
+
+    def __init__(self, stream_id: str, message_id: str, thread_id: str | None,
+                 block_id: str | None, type_: str, tagged: bool, conversation: str | None,
+                 now: float) -> None:
+        self.stream_id = stream_id
+        self.message_id = message_id
+        self.thread_id = thread_id
+        self.block_id = block_id
+        self.type = type_
+        self.tagged = tagged
+        self.conversation = conversation
+        self.bytes = 0
+        self.chunks = 0
+        self.last = now  # when text last arrived
+        self.rejected = False  # over a limit: the rest of its text is dropped
+        self.announced = False  # message_start emitted (untagged streams)
+
+
+class ReplySize:
+    """UTF-8 bytes decoded so far of one reply, and whether it went past max_reply_bytes."""
+
+    __slots__ = ("bytes", "over")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.over = False
+
+
+class Conversation:
+    """One tagged reply from a sender: its ordering, whether it ended, its size so far."""
+
+    __slots__ = ("finished", "key", "order", "size")
+
+    def __init__(self, sender: str, conversation: str, ledger: HeldLedger) -> None:
+        self.key = (sender, conversation)  # owner of its per-message byte counts
+        self.order = ReorderWindow(conversation, ledger)
+        self.finished = False
+        self.size = ReplySize()
+
+
+class PeerState:
+    """What the decoder keeps for one sender."""
+
+    __slots__ = ("conversations", "sender", "streams", "untagged")
+
+    def __init__(self, sender: str) -> None:
+        self.sender = sender
+        self.streams: dict[str, OpenStream] = {}  # open streams in order of start
+        self.conversations: dict[str, Conversation] = {}  # in order of creation
+        self.untagged = ReplySize()  # everything untagged from the sender counts as one reply
+
+
+class DecoderState:
+    """The decoder's state under its caps. Shedding is oldest-first and warned about."""
+
+    def __init__(self, limits: DecoderLimits, warnings: WarningQueue) -> None:
+        self.limits = limits
+        self.warnings = warnings
+        self.peers: dict[str, PeerState] = {}  # least recently active first
+        self.seen: CappedTable[None] = CappedTable(limits.max_seen_ids,
+                                                   limits.max_seen_ids_total)
+        self.refused: CappedTable[None] = CappedTable(limits.max_refused_total,
+                                                      limits.max_refused_total)
+        self.message_bytes: CappedTable[int] = CappedTable(limits.max_tracked_messages,
+                                                           limits.max_tracked_total)
+        self.held = HeldLedger(limits.max_held_total, limits.max_held_bytes)
+        self._streams: dict[tuple[str, str], None] = {}  # open streams, oldest first
+        self._conversations: dict[tuple[str, str], None] = {}  # oldest first
+        self._seen_shed = 0
+
+    # -- senders --------------------------------------------------------------------------------
+    def sender_key(self, sender: str) -> str:
+        """``sender``, or a digest of it when longer than max_id_chars."""
+        if len(sender) <= self.limits.max_id_chars:
+            return sender
+        return "sha256:" + hashlib.sha256(sender.encode("utf-8", "replace")).hexdigest()
+
+    def peer(self, sender: str) -> PeerState:
+        """The state of ``sender`` (a sender key), now the most recently active."""
+        peers = self.peers
+        peer = peers.pop(sender, None)
+        if peer is None:
+            peer = PeerState(sender)
+            if len(peers) >= self.limits.max_senders:
+                oldest = next(iter(peers))
+                self.forget(oldest)
+                self.warnings.add("sender_shed", f"more than max_senders="
+                                  f"{self.limits.max_senders}; the least recently active "
+                                  "sender's state was dropped", once=True)
+        peers[sender] = peer
+        return peer
+
+    def forget(self, sender: str) -> None:
+        """Drop every state kept for ``sender``."""
+        peer = self.peers.pop(sender, None)
+        self.seen.forget(sender)
+        self.refused.forget(sender)
+        if peer is None:
+            return
+        for stream_id in peer.streams:
+            self._streams.pop((sender, stream_id), None)
+        for conv in list(peer.conversations.values()):
+            self._drop_conversation(peer, conv)
+
+    def remember(self, sender: str, msg_id: object) -> bool:
+        """Remember a msg_id of ``sender``; False if it was seen before."""
+        seen = self.seen
+        if seen.has(sender, msg_id):
+            return False
+        seen.put(sender, msg_id, None)
+        if seen.shed != self._seen_shed:
+            self._seen_shed = seen.shed
+            self.warnings.add("seen_ids_shed", f"more than max_seen_ids_total="
+                              f"{self.limits.max_seen_ids_total} msg_ids remembered; the "
+                              "oldest are forgotten (duplicates of them are not caught)",
+                              once=True)
+        return True
+
+    # -- conversations ----------------------------------------------------------------------------
+    def conversation(self, peer: PeerState, conv_id: str, fresh: bool = False) -> Conversation:
+        """Conversation ``conv_id`` of ``peer`` (``fresh``: a new one replaces the old)."""
+        conv = peer.conversations.get(conv_id)
+        if conv is not None and not fresh:
+            return conv
+        if conv is not None:
+            self._drop_conversation(peer, conv)
+        limits = self.limits
+        if len(peer.conversations) >= limits.max_conversations:
+            self._shed_conversation(peer, next(iter(peer.conversations.values())),
+                                    f"more than max_conversations={limits.max_conversations}"
+                                    " from one sender")
+        if len(self._conversations) >= limits.max_conversations_total:
+            sender, oldest = next(iter(self._conversations))
+            victim = self.peers[sender]
+            self._shed_conversation(victim, victim.conversations[oldest],
+                                    "more than max_conversations_total="
+                                    f"{limits.max_conversations_total}")
+        conv = peer.conversations[conv_id] = Conversation(peer.sender, conv_id, self.held)
+        self._conversations[conv.key] = None
+        return conv
+
+    def _shed_conversation(self, peer: PeerState, conv: Conversation, why: str) -> None:
+        self._drop_conversation(peer, conv)
+        self.warnings.add("conversation_shed", f"{why}: the oldest conversation "
+                          f"({conv.key[1]!r}) was dropped with what it held back")
+
+    def _drop_conversation(self, peer: PeerState, conv: Conversation) -> None:
+        peer.conversations.pop(conv.key[1], None)
+        self._conversations.pop(conv.key, None)
+        conv.order.clear()
+        self.message_bytes.forget(conv.key)
+
+    # -- streams ----------------------------------------------------------------------------------
+    def open_stream(self, peer: PeerState, stream: OpenStream) -> None:
+        """Register ``stream`` as open (shedding the oldest open stream past the total)."""
+        total = self.limits.max_open_streams_total
+        if len(self._streams) >= total:
+            sender, stream_id = next(iter(self._streams))
+            victim = self.peers[sender].streams[stream_id]
+            self.close_stream(self.peers[sender], stream_id)
+            self.refused.put(sender, stream_id, None)
+            self.warnings.add("stream_shed", f"more than max_open_streams_total={total} open; "
+                              f"the oldest (stream {stream_id}) was dropped",
+                              victim.message_id, victim.thread_id)
+        peer.streams[stream.stream_id] = stream
+        self._streams[(peer.sender, stream.stream_id)] = None
+
+    def close_stream(self, peer: PeerState, stream_id: str) -> OpenStream | None:
+        """Forget open stream ``stream_id`` of ``peer``; the stream, if it was open."""
+        self._streams.pop((peer.sender, stream_id), None)
+        return peer.streams.pop(stream_id, None)

@@ -1,0 +1,177 @@
+"""Decoding one tagged ChatMessage, group by group, into Messages.
+
+A tagged group is a MetadataContent holding the tag and the items after it: ``chunk`` (stream
+text of ``stream_id``), ``text`` (a whole text message), ``message`` (a Message in the metadata
+itself; the items after it are only a rendering for plain peers) or ``end``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import ValidationError as _V2ValidationError
+from uagents_core.contrib.protocols.chat import (
+    ChatMessage,
+    EndStreamContent,
+    MetadataContent,
+    ResourceContent,
+    StartStreamContent,
+    TextContent,
+)
+
+from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
+from agent_stream.adapters.chat.streams import StreamDecoder
+from agent_stream.adapters.chat.wire import (
+    OP_CHUNK,
+    OP_END,
+    OP_MESSAGE,
+    OP_TEXT,
+    TAG_KEY,
+    utf8_size,
+)
+from agent_stream.message import EVENT, STREAM_END, TEXT, Message, Metadata
+
+__all__ = ["TaggedDecoder"]
+
+_UNKNOWN_OP = "?"
+_ID_KEYS = ("message_id", "thread_id", "block_id", "stream_id", "type")
+
+
+class TaggedDecoder:
+    """Decodes tagged ChatMessages of a sender's conversations into ``out`` lists."""
+
+    def __init__(self, streams: StreamDecoder, state: DecoderState) -> None:
+        self._streams = streams
+        self._state = state
+        self._warnings = state.warnings
+
+    def decode(self, peer: PeerState, conv_id: str, chat: ChatMessage, now: float,
+               out: list[Message]) -> None:
+        """Decode ``chat``, a tagged ChatMessage of conversation ``conv_id``, in its turn."""
+        conv = self._state.conversation(peer, conv_id)
+        streams = self._streams
+        meta: dict[str, str] | None = None
+        op: str | None = None
+        text_parts: list[str] = []
+        for item in chat.content:
+            try:
+                if isinstance(item, TextContent):
+                    if op == OP_CHUNK and meta is not None:
+                        self._chunk(peer, conv, meta, item.text, now, out)
+                    elif op == OP_TEXT:
+                        text_parts.append(item.text)
+                    elif op is None:
+                        streams.untagged_text(peer, item.text, now, out)
+                    # OP_MESSAGE: a rendering for plain peers; the metadata is authoritative
+                elif isinstance(item, MetadataContent):
+                    md = item.metadata
+                    if TAG_KEY not in md:
+                        continue
+                    if op == OP_TEXT and meta is not None:
+                        self._text(conv, meta, "".join(text_parts), out)
+                        text_parts = []
+                    meta = md
+                    op = md.get("op")
+                    if not self._ids_ok(md):
+                        op = _UNKNOWN_OP
+                    elif op == OP_MESSAGE:
+                        self._message(peer, conv_id, conv, md, out)
+                    elif op not in (OP_CHUNK, OP_TEXT, OP_END):
+                        self._warnings.add("bad_metadata", f"unknown op {op!r}; group ignored")
+                        op = _UNKNOWN_OP
+                elif isinstance(item, StartStreamContent):
+                    streams.start(peer, str(item.stream_id),
+                                  meta if op != _UNKNOWN_OP else None, conv_id, now, out)
+                elif isinstance(item, EndStreamContent):
+                    streams.end(peer, str(item.stream_id), out)
+                elif isinstance(item, ResourceContent) and op is None:
+                    streams.untagged_resource(item, out)
+            except Exception as exc:  # bad peer input must not stop the conversation
+                self._warnings.add("bad_input", f"{type(exc).__name__}: {exc}")
+        if op == OP_TEXT and meta is not None:
+            self._text(conv, meta, "".join(text_parts), out)
+
+    def _ids_ok(self, md: dict[str, str]) -> bool:
+        """Whether every id of a group is at most max_id_chars long (else a warning)."""
+        limit = self._state.limits.max_id_chars
+        for key in _ID_KEYS:
+            value = md.get(key)
+            if value is not None and len(value) > limit:
+                self._warnings.add("bad_metadata", f"{key} longer than max_id_chars={limit}; "
+                                   "group ignored")
+                return False
+        return True
+
+    def _chunk(self, peer: PeerState, conv: Conversation, meta: dict[str, str], text: str,
+               now: float, out: list[Message]) -> None:
+        stream_id = meta.get("stream_id")
+        stream = peer.streams.get(stream_id) if stream_id is not None else None
+        if stream is None:
+            if stream_id is not None and self._state.refused.has(peer.sender, stream_id):
+                return
+            self._warnings.add("stream_not_open", f"text for stream {stream_id} which is not "
+                               "open; dropped", meta.get("message_id"), meta.get("thread_id"))
+            return
+        self._streams.text(peer, conv, stream, text, now, out)
+
+    def _text(self, conv: Conversation, meta: dict[str, str], text: str,
+              out: list[Message]) -> None:
+        message_id = meta.get("message_id")
+        thread_id = meta.get("thread_id")
+        key = (thread_id, message_id) if message_id is not None else None
+        if not self._streams.count(conv, key, utf8_size(text)):
+            return
+        try:
+            out.append(Message(type=meta.get("type") or TEXT, props={"content": text},
+                               message_id=message_id, thread_id=thread_id,
+                               block_id=meta.get("block_id")))
+        except _V2ValidationError as exc:
+            self._warnings.add("bad_metadata", f"text group: {exc.errors()[0]['msg']}",
+                               message_id, thread_id)
+
+    def _message(self, peer: PeerState, conv_id: str, conv: Conversation, md: dict[str, str],
+                 out: list[Message]) -> None:
+        message_id = md.get("message_id")
+        thread_id = md.get("thread_id")
+        raw = md.get("props")
+        # sized before it is parsed: events and messages without id are checked alone
+        key = (thread_id, message_id) if message_id is not None and md.get("type") != EVENT \
+            else None
+        size = utf8_size(raw) if raw else 0
+        mmd = md.get("message_metadata")
+        if mmd:
+            size += utf8_size(mmd)
+        if not self._streams.count(conv, key, size):
+            return
+        try:
+            msg = _message_of(md, raw)
+        except (KeyError, ValueError, TypeError, _V2ValidationError) as exc:
+            reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc).split("\n")[0]
+            self._warnings.add("bad_metadata", f"message group unreadable: {reason}",
+                               message_id, thread_id)
+            return
+        if msg.type == EVENT and msg.event == STREAM_END:
+            conv.finished = True
+            self._state.message_bytes.forget(conv.key)
+            left = [s for s in peer.streams.values() if s.conversation == conv_id]
+            for stream in left:
+                self._state.close_stream(peer, stream.stream_id)
+            if left:
+                self._warnings.add("streams_left_open", f"{len(left)} stream(s) not ended "
+                                   "before stream_end")
+        out.append(msg)
+
+
+def _message_of(md: dict[str, str], raw: str | None) -> Message:
+    """The Message a ``message`` group carries (raises on a bad one)."""
+    props = json.loads(raw) if raw is not None else None
+    if props is not None and not isinstance(props, dict):
+        raise ValueError("props is not a JSON object")
+    mmd = md.get("message_metadata")
+    return Message(
+        type=md["type"], props=props, message_id=md.get("message_id"),
+        thread_id=md.get("thread_id"), block_id=md.get("block_id"),
+        delta=md.get("delta") == "true", delta_path=md.get("delta_path"),
+        delta_action=md.get("delta_action"),  # type: ignore[arg-type]  # validated
+        type_change=md.get("type_change") == "true",
+        metadata=Metadata.model_validate(json.loads(mmd)) if mmd else None)

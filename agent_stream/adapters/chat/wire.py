@@ -1,0 +1,244 @@
+"""The chat wire's vocabulary: tags, ops, ids, groups, the asker's request helpers, coalesce."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import (
+    ChatMessage,
+    EndSessionContent,
+    MetadataContent,
+    ResourceContent,
+    StartSessionContent,
+    TextContent,
+)
+
+from agent_stream.message import AUDIO, IMAGE, REFUSAL, TEXT, THINKING, VIDEO
+
+__all__ = [
+    "CHANNEL_OF_TYPE",
+    "CHAT_CHUNKER_DEFAULTS",
+    "MEDIA_TYPES",
+    "OP_CHUNK",
+    "OP_END",
+    "OP_MESSAGE",
+    "OP_TEXT",
+    "PROTOCOL_VERSION",
+    "STREAM_TYPES",
+    "TAG_KEY",
+    "Group",
+    "MessageKey",
+    "coalesce",
+    "conversation_of",
+    "estimated_size",
+    "is_tagged_request",
+    "opens_session",
+    "request_tags",
+    "requested_channels",
+    "stream_id_for",
+    "tagged_items",
+    "utf8_size",
+]
+
+TAG_KEY = "agent_stream"
+PROTOCOL_VERSION = "1"
+
+# Types whose content is the user-facing text: streamed as TextContent.
+STREAM_TYPES = frozenset((TEXT, REFUSAL))
+# Types withheld unless the recipient's channels include theirs.
+CHANNEL_OF_TYPE: dict[str, str] = {THINKING: "reasoning"}
+MEDIA_TYPES = (IMAGE, AUDIO, VIDEO)
+
+# Each ChatMessage is a signed envelope (~1 ms to sign, ~4 ms to verify, ~10 ms per hop on
+# loopback), so the chat wire buffers more than the chunker's UI-minded defaults: chunks of at
+# least two short sentences, released at most half a second after their first character.
+CHAT_CHUNKER_DEFAULTS: dict[str, Any] = {"min_chars": 120, "max_delay": 0.5}
+
+# The ``op`` of a tagged group (see the package docstring).
+OP_CHUNK = "chunk"
+OP_TEXT = "text"
+OP_MESSAGE = "message"
+OP_END = "end"
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_JSON_SEP = (",", ":")
+
+# A logical message: (thread_id, message_id).
+MessageKey = tuple[str | None, str]
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as metadata values carry it."""
+    return json.dumps(value, ensure_ascii=False, separators=_JSON_SEP)
+
+
+class Group:
+    """A tagged MetadataContent's dict and the content items it describes, as they go on the wire.
+
+    ``owner``: the key of the message it belongs to (None: no message). ``needs_floor``: a plain
+    peer would read it, so it waits while another message's stream is open. ``opens``/``closes``:
+    it starts/ends its message's chat stream.
+    """
+
+    __slots__ = ("closes", "items", "meta", "needs_floor", "opens", "owner")
+
+    def __init__(self, meta: dict[str, str], items: list[Any], owner: MessageKey | None = None,
+                 needs_floor: bool = False, opens: bool = False, closes: bool = False) -> None:
+        self.meta = meta
+        self.items = items
+        self.owner = owner
+        self.needs_floor = needs_floor or opens or closes
+        self.opens = opens
+        self.closes = closes
+
+
+def utf8_size(text: str) -> int:
+    """UTF-8 bytes of ``text`` (without encoding it when it is ASCII)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+# Measured with tracemalloc (uagents-core 0.4.12, pydantic v1 models), rounded up: a ChatMessage
+# ~700 bytes, a content item 460-740 (a resource ~1,250), a dict entry ~100 plus its strings.
+_CHAT_COST = 1024
+_ITEM_COST = 1024
+_RESOURCE_COST = 2048
+_ENTRY_COST = 128
+
+
+def _dict_size(d: Any) -> int:
+    size = 0
+    if isinstance(d, dict):
+        for k, v in d.items():
+            size += _ENTRY_COST + sys.getsizeof(k) + sys.getsizeof(v)
+    return size
+
+
+def estimated_size(chat: ChatMessage) -> int:
+    """An upper estimate of the bytes ``chat`` takes in memory (its strings and objects)."""
+    size = _CHAT_COST
+    for item in chat.content:
+        if isinstance(item, TextContent):
+            size += _ITEM_COST + sys.getsizeof(item.text)
+        elif isinstance(item, MetadataContent):
+            size += _ITEM_COST + _dict_size(item.metadata)
+        elif isinstance(item, ResourceContent):
+            resources = item.resource if isinstance(item.resource, list) else [item.resource]
+            for res in resources:
+                size += _RESOURCE_COST + sys.getsizeof(res.uri) + _dict_size(res.metadata)
+        else:
+            size += _ITEM_COST
+    return size
+
+
+# -- ids ------------------------------------------------------------------------------------------
+def uuid4_from(*parts: str | None) -> uuid.UUID:
+    """A valid UUID4 (version 4, RFC 4122 variant) derived from ``parts``."""
+    key = json.dumps(parts, ensure_ascii=False).encode("utf-8")
+    digest = bytearray(hashlib.blake2b(key, digest_size=16).digest())
+    digest[6] = (digest[6] & 0x0F) | 0x40
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    return uuid.UUID(bytes=bytes(digest))
+
+
+def stream_id_for(conversation: str, thread_id: str | None, message_id: str | None) -> uuid.UUID:
+    """The chat stream_id of message (thread_id, message_id) in ``conversation`` (a UUID4)."""
+    return uuid4_from("stream", conversation, thread_id or None, message_id or None)
+
+
+# -- request side ---------------------------------------------------------------------------------
+def request_tags(channels: Iterable[str] = ()) -> MetadataContent:
+    """The MetadataContent an asker adds to its request to declare it understands tags.
+
+    ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
+    """
+    md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags"}
+    chans = sorted(set(channels))
+    if chans:
+        md["channels"] = ",".join(chans)
+    return MetadataContent(metadata=md)
+
+
+def tagged_items(chat: ChatMessage) -> Iterator[dict[str, str]]:
+    """The dicts of ``chat``'s tagged MetadataContent items, in order."""
+    for item in chat.content:
+        if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+            yield item.metadata
+
+
+def is_tagged_request(chat: ChatMessage) -> bool:
+    """True when ``chat`` carries the agent_stream tag (the asker decodes tagged replies)."""
+    return next(tagged_items(chat), None) is not None
+
+
+def requested_channels(chat: ChatMessage) -> frozenset[str]:
+    """The extra channels the asker asked for in its tag (a wish; the sender decides)."""
+    out: set[str] = set()
+    for md in tagged_items(chat):
+        out.update(c for c in md.get("channels", "").split(",") if c)
+    return frozenset(out)
+
+
+def opens_session(chat: ChatMessage) -> bool:
+    """True when ``chat`` has a StartSessionContent."""
+    return any(isinstance(item, StartSessionContent) for item in chat.content)
+
+
+def conversation_of(chat: ChatMessage) -> str | None:
+    """The conversation a tagged reply ChatMessage belongs to (None when untagged)."""
+    for md in tagged_items(chat):
+        conv = md.get("conversation")
+        if conv is not None:
+            return conv
+    return None
+
+
+# -- coalesce -------------------------------------------------------------------------------------
+def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
+    """One ChatMessage carrying what ``chats`` (consecutive output of one encoder) carry.
+
+    For a transport whose sends are slower than the encoder: ChatMessages waiting to be sent go
+    as one. A plain peer reads the same text in the same order; the decoder learns the range of
+    sequence numbers covered (``seq``..``seq_last``), so nothing looks lost.
+    """
+    if not chats:
+        raise ValueError("coalesce needs at least one ChatMessage")
+    if len(chats) == 1:
+        return chats[0]
+    content: list[Any] = []
+    first_seq: str | None = None
+    last_seq: str | None = None
+    for chat in chats:
+        head = True
+        for item in chat.content:
+            if head and isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+                head = False
+                md = dict(item.metadata)
+                if "seq" in md:
+                    if first_seq is None:
+                        first_seq = md["seq"]
+                    last_seq = md.get("seq_last", md["seq"])
+                    md = {k: v for k, v in md.items()
+                          if k not in ("seq", "seq_last", "conversation")}
+                    conv = item.metadata.get("conversation")
+                    if not content and conv is not None:
+                        md["conversation"] = conv
+                item = MetadataContent.construct(type="metadata", metadata=md)
+            content.append(item)
+    for item in content:
+        if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+            if first_seq is not None:
+                item.metadata["seq"] = first_seq
+                if last_seq != first_seq:
+                    item.metadata["seq_last"] = last_seq
+            break
+    # EndSessionContent (if any) stays last: it ends the reply
+    ends = [i for i in content if isinstance(i, EndSessionContent)]
+    content = [i for i in content if not isinstance(i, EndSessionContent)] + ends[-1:]
+    return ChatMessage.construct(timestamp=chats[-1].timestamp, msg_id=chats[0].msg_id,
+                                 content=content)
