@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_stream import delta as _delta
-from agent_stream.errors import DeltaError, InvalidMessage, StreamWarning, UnknownMessage
+from agent_stream.errors import (
+    DeltaError,
+    InvalidMessage,
+    StreamWarning,
+    UnknownMessage,
+    WarningCode,
+)
+from agent_stream.events import EventView
 from agent_stream.message import (
     BLOCK_END,
     BLOCK_START,
@@ -260,7 +267,7 @@ class Assembler:
         t = self.transcript
         name = msg.event
         if name is not None and name in _HANDLERS:
-            _HANDLERS[name](self, msg)
+            _HANDLERS[name](self, EventView(msg))
             return
         cid = msg.chunk_id
         mid = msg.message_id
@@ -268,7 +275,8 @@ class Assembler:
             st = t._messages.get((msg.thread_id, mid or cid))
             if st is not None:
                 st.duplicates += 1
-            t.warnings.append(StreamWarning("duplicate_chunk", "chunk id seen before; ignored",
+            t.warnings.append(StreamWarning(WarningCode.DUPLICATE_CHUNK,
+                                            "chunk id seen before; ignored",
                                             chunk_id=cid, message_id=mid,
                                             thread_id=msg.thread_id))
             return
@@ -353,17 +361,16 @@ class Assembler:
             th = self.transcript._threads[thread_id] = ThreadState(thread_id)
         return th
 
-    # -- lifecycle events ----------------------------------------------------------------------
-    def _on_stream_start(self, msg: Message) -> None:
+    # -- lifecycle events (read through events.EventView) ------------------------------------
+    def _on_stream_start(self, ev: EventView) -> None:
         self.transcript.status = STREAMING
-        self.transcript.stream_data = dict(msg.event_data)
+        self.transcript.stream_data = dict(ev.data)
 
-    def _on_stream_end(self, msg: Message) -> None:
-        data = msg.event_data
-        status = _status(data.get("status"), msg)
+    def _on_stream_end(self, ev: EventView) -> None:
+        status = _status(ev)
         t = self.transcript
         t.status = status
-        t.stream_data.update(data)
+        t.stream_data.update(ev.data)
         for st in t._messages.values():
             if st.status == STREAMING:
                 st.status = status
@@ -374,80 +381,75 @@ class Assembler:
             if th.status == STREAMING:
                 th.status = status
 
-    def _on_thread_start(self, msg: Message) -> None:
-        data = msg.event_data
-        tid = _id(data.get("thread_id") or msg.thread_id, "thread_id", msg)
-        th = self._thread(tid)
-        th.type = data.get("type", th.type)
-        th.label = data.get("label", th.label)
+    def _on_thread_start(self, ev: EventView) -> None:
+        th = self._thread(_id(ev.thread_id, "thread_id", ev))
+        th.type = ev.type if ev.type is not None else th.type
+        th.label = ev.label if ev.label is not None else th.label
 
-    def _on_thread_end(self, msg: Message) -> None:
-        data = msg.event_data
-        tid = _id(data.get("thread_id") or msg.thread_id, "thread_id", msg)
-        self._thread(tid).status = _status(data.get("status"), msg)
+    def _on_thread_end(self, ev: EventView) -> None:
+        self._thread(_id(ev.thread_id, "thread_id", ev)).status = _status(ev)
 
-    def _on_block_start(self, msg: Message) -> None:
-        data = msg.event_data
-        bid = _id(data.get("block_id") or msg.block_id, "block_id", msg)
-        b = self._block(bid)
-        b.type = data.get("type", b.type)
-        b.label = data.get("label", b.label)
-        if msg.thread_id is not None and msg.thread_id not in b.thread_ids:
-            b.thread_ids.append(msg.thread_id)
+    def _on_block_start(self, ev: EventView) -> None:
+        b = self._block(_id(ev.block_id, "block_id", ev))
+        b.type = ev.type if ev.type is not None else b.type
+        b.label = ev.label if ev.label is not None else b.label
+        tid = ev.msg.thread_id
+        if tid is not None and tid not in b.thread_ids:
+            b.thread_ids.append(tid)
 
-    def _on_block_end(self, msg: Message) -> None:
-        data = msg.event_data
-        bid = _id(data.get("block_id") or msg.block_id, "block_id", msg)
-        b = self._block(bid)
-        b.status = _status(data.get("status"), msg)
-        b.duration_ms = data.get("duration_ms")
+    def _on_block_end(self, ev: EventView) -> None:
+        b = self._block(_id(ev.block_id, "block_id", ev))
+        b.status = _status(ev)
+        b.duration_ms = ev.duration_ms
 
-    def _on_message_start(self, msg: Message) -> None:
-        data = msg.event_data
-        mid = _id(data.get("message_id") or msg.message_id, "message_id", msg)
-        tid = data.get("thread_id") or msg.thread_id
+    def _on_message_start(self, ev: EventView) -> None:
+        mid = _id(ev.message_id, "message_id", ev)
+        tid = ev.thread_id
         key = (tid, mid)
         if key in self.transcript._messages:
             return
-        typ = data.get("type") or "text"
-        start = Message(type=typ, message_id=mid, thread_id=tid, block_id=msg.block_id)
+        start = Message(type=ev.type or "text", message_id=mid, thread_id=tid,
+                        block_id=ev.msg.block_id)
         self._new_message(key, mid, start)
 
-    def _on_message_end(self, msg: Message) -> None:
-        data = msg.event_data
-        mid = _id(data.get("message_id") or msg.message_id, "message_id", msg)
-        tid = data.get("thread_id") or msg.thread_id
+    def _on_message_end(self, ev: EventView) -> None:
+        mid = _id(ev.message_id, "message_id", ev)
+        tid = ev.thread_id
+        cid = ev.msg.chunk_id
         st = self.transcript._messages.get((tid, mid))
         if st is None:
             self.transcript.warnings.append(StreamWarning(
-                "unknown_message", "message_end for a message never seen",
-                chunk_id=msg.chunk_id, message_id=mid, thread_id=tid))
+                WarningCode.UNKNOWN_MESSAGE, "message_end for a message never seen",
+                chunk_id=cid, message_id=mid, thread_id=tid))
             return
-        status = _status(data.get("status"), msg)
-        reported = data.get("chunk_count")
-        if isinstance(reported, int) and not isinstance(reported, bool):
+        status = _status(ev)
+        reported = ev.chunk_count
+        if reported is not None:
             st.reported_chunk_count = reported
             if reported != st.chunk_count:
                 st.status = INCOMPLETE
                 self.transcript.warnings.append(StreamWarning(
-                    "chunks_lost",
+                    WarningCode.CHUNKS_LOST,
                     f"message_end reports {reported} chunks, {st.chunk_count} arrived",
-                    chunk_id=msg.chunk_id, message_id=mid, thread_id=tid))
+                    chunk_id=cid, message_id=mid, thread_id=tid))
                 return
         st.status = status
 
 
-def _status(value: Any, msg: Message) -> str:
-    if value is None:
+def _status(ev: EventView) -> str:
+    """The event's status (completed when absent); InvalidMessage unless a non-empty string."""
+    if not ev.has_status:
         return COMPLETED
-    if not isinstance(value, str) or not value:
-        raise InvalidMessage(_where(msg) + f"event status must be a string, got {value!r}")
-    return value
+    status = ev.status
+    if not status:
+        raise InvalidMessage(_where(ev.msg) + "event status must be a string, got "
+                             f"{ev.data.get('status')!r}")
+    return status
 
 
-def _id(value: Any, name: str, msg: Message) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidMessage(_where(msg) + f"{msg.event} event has no {name}")
+def _id(value: str | None, name: str, ev: EventView) -> str:
+    if not value:
+        raise InvalidMessage(_where(ev.msg) + f"{ev.name} event has no {name}")
     return value
 
 

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
+from agent_stream.events import EventView
 from agent_stream.message import (
     BLOCK_END,
     BLOCK_START,
@@ -126,25 +127,24 @@ class LiveRenderer:
         self._write(Text(content, style=style))
 
     def _event(self, name: str, msg: Message) -> None:
-        data = msg.event_data
-        tid = msg.thread_id or data.get("thread_id")
+        ev = EventView(msg)
+        tid = msg.thread_id or ev.thread_id
         if name == THREAD_START:
             if tid:
-                self._threads[tid] = data.get("label") or tid
+                self._threads[tid] = ev.label or tid
         elif name == BLOCK_START:
             self._newline()
-            label = data.get("label") or data.get("type") or "block"
+            label = ev.label or ev.type or "block"
             title = self._prefix(tid)
-            title.append(str(label), style="bold cyan")
+            title.append(label, style="bold cyan")
             self.console.rule(title, style="cyan", align="left")
             self._at_line_start = True
         elif name == MESSAGE_START:
-            mid = data.get("message_id") or msg.message_id
-            self._types[(tid, mid)] = data.get("type") or "text"
+            self._types[(tid, ev.message_id)] = ev.type or "text"
         elif name == MESSAGE_END:
-            status = data.get("status")
-            mid = data.get("message_id") or msg.message_id
-            mtype = self._types.get((tid, mid), data.get("type"))
+            status = ev.status
+            mid = ev.message_id
+            mtype = self._types.get((tid, mid), ev.type)
             if mtype == "thinking" and not self.reasoning:
                 return
             if self._cursor == (tid, mid):
@@ -152,15 +152,15 @@ class LiveRenderer:
             if status not in (None, "completed"):
                 self._line(tid, f"({mtype or 'message'} {status})", "red")
         elif name in (BLOCK_END, THREAD_END):
-            status = data.get("status")
+            status = ev.status
             if status not in (None, "completed"):
                 what = "block" if name == BLOCK_END else "thread"
                 self._line(tid, f"({what} {status})", "red")
         elif name == STREAM_END:
             self._newline()
-            status = data.get("status") or "completed"
+            status = ev.status or "completed"
             if status != "completed":
-                err = data.get("error")
+                err = ev.error
                 self._line(None, f"reply {status}" + (f": {err}" if err else ""), "bold red")
 
     def finish(self, summary: str | None = None, *, ok: bool = True) -> None:

@@ -23,9 +23,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent_stream.adapters import agui, channels, cui, openai
 from agent_stream.adapters.agui import AGUIEncoder
 from agent_stream.adapters.channels import ChannelsEncoder
 from agent_stream.adapters.cui import CUIEncoder
+from agent_stream.adapters.framing import Framed
 from agent_stream.adapters.openai import OpenAIEncoder
 from agent_stream.message import Message, tool_call
 from agent_stream.writer import StreamWriter, collect
@@ -108,11 +110,13 @@ def main() -> None:
           f"{sum(1 for m in msgs if m.is_lifecycle)} lifecycle events, "
           f"{len({m.thread_id for m in msgs if m.thread_id})} threads); best of {REPEAT}")
     rows: list[tuple[str, Callable[[], Any], bool]] = [
-        ("openai (SSE)", lambda: OpenAIEncoder(include_usage=True), False),
-        ("cui (JSONL)", lambda: CUIEncoder(), False),
-        ("channels (JSONL)", lambda: ChannelsEncoder("text,reasoning,tool,structured,status"),
+        ("openai (SSE)", lambda: Framed(OpenAIEncoder(include_usage=True), openai.frame_sse),
          False),
-        ("agui (SSE)", lambda: AGUIEncoder(sse=True), False),
+        ("cui (JSONL)", lambda: Framed(CUIEncoder(), cui.frame_jsonl), False),
+        ("channels (JSONL)", lambda: Framed(
+            ChannelsEncoder("text,reasoning,tool,structured,status"), channels.frame_jsonl),
+         False),
+        ("agui (SSE)", lambda: Framed(AGUIEncoder(), agui.frame_sse), False),
         ("agui (event models)", lambda: AGUIEncoder(), False),
     ]
     if importlib.util.find_spec("agent_stream.adapters.chat") is not None:

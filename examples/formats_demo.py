@@ -120,7 +120,8 @@ What to look for:
 - **Native** is the Message DSL itself: every chunk with its ids, lifecycle events included.
 - **OpenAI** has one `content` string, so the two threads are sent one after the other (Paris
   whole, then Lyon, held while Paris streamed): the client's text equals the transcript's text.
-  Thinking goes to `reasoning_content`, the tool call is an indexed fragment, exactly one chunk
+  Thinking goes to `reasoning_content`, and so does the agent's own tool call, as a progress line
+  (`⚙ get_weather(...)`: the agent ran it, the client is not asked to); exactly one chunk
   carries `finish_reason`, the usage chunk comes last, then `[DONE]`.
 - **Channels** keeps the threads apart by `message_id`/`thread_id` on one `text` channel; the
   reasoning is not sent at all (the default policy), and every message ends with `message.end`.
@@ -132,10 +133,11 @@ What to look for:
 MARKDOWN_RULES = """
 ## The rules of each wire
 
-Every encoder is pure (`feed(msg)` -> wire items, `close()` closes anything still open and sends
-the final event once), needs no message_start/message_end (a message opens at its first chunk and
-closes at its message_end, at the end of its block or thread, or at the stream's end), and is
-picked by `accept` in `agent_stream.adapters.routing`:
+Every encoder is pure (`feed(msg)` -> wire objects, `close()` closes anything still open and
+sends the final event once; the module's `frame_sse` / `frame_jsonl` make the text), needs no
+message_start/message_end (a message opens at its first chunk and closes at its message_end, at
+the end of its block or thread, or at the stream's end), and is picked by `accept` in
+`agent_stream.adapters.routing` (`encoder_for`, `frame_for`):
 
 | `accept`                     | wire     | content type         |
 | ---------------------------- | -------- | -------------------- |
@@ -151,14 +153,23 @@ picked by `accept` in `agent_stream.adapters.routing`:
 ### OpenAI (`OpenAIEncoder`, `convert --to openai`)
 
 - One `id` per completion (`chatcmpl-<request_id>`), `role: "assistant"` on the first chunk only,
-  text as `content`, thinking and loading as `reasoning_content`, refusal as `refusal`, tool calls
-  as `tool_calls[{index, id, type, function{name, arguments}}]` (id, type and name on the first
-  fragment of an index, then argument fragments), image/audio/video as markdown links in
-  `content`; action, custom types and events are not sent.
+  text as `content`, thinking and loading as `reasoning_content`, refusal as `refusal`,
+  image/audio/video as markdown links in `content`; action, custom types and events are not sent.
+- Tool calls (`tool_calls=`, `convert --tool-calls`): by default (`agent`) the agent's own calls
+  are progress, not requests: each is a line `⚙ name(arguments)` in `reasoning_content` when its
+  message ends, each `tool_result` a line `✓ name → content`; no `tool_calls` are ever sent.
+  With `client` they are `tool_calls[{index, id, type, function{name, arguments}}]` (id, type
+  and name on the first fragment of an index, sent only once the name is known, then argument
+  fragments). A call that ends nameless is named `tool`; an id or name set after the first
+  fragment cannot be sent; both are warned about.
 - Exactly one chunk carries `finish_reason`: stream_end's `finish_reason` when it is one OpenAI
-  knows (`stop`, `length`, `tool_calls`, `content_filter`, `function_call`), else `tool_calls`
-  when the last content was a tool call, else `stop`. With `include_usage` a last chunk with
-  `choices: []` and `usage` follows, then `data: [DONE]`.
+  knows (`stop`, `length`, `tool_calls`, `content_filter`, `function_call`; never `tool_calls`
+  with the `agent` policy), else `tool_calls` when the last content was a tool call sent as
+  `tool_calls`, else `stop`. With `include_usage`, when the stream's usage is known, a last chunk
+  with `choices: []` and `usage` follows (no usage, no chunk: zeros are never invented); then
+  `data: [DONE]`.
+- A stream that ends without stream_end (the encoder is closed first) did not complete: the
+  client gets an error object with code `incomplete`, then `[DONE]`, never a finish_reason.
 - An `error` Message is sent at once as `data: {"error": {"message", "code"}}` (the `openai`
   package raises it as `APIError`), then only `data: [DONE]`. A stream_end with status
   `error`/`cancelled` and no earlier error Message sends such an object with its error text (or
@@ -198,17 +209,23 @@ a message to another channel ends it on the old one with status `retyped` and se
 the new one (a change within a channel just goes on). The channel policy is applied by the
 sender: the recipient gets the listed channels (default: all but `reasoning`); a message's
 events, its `message.end` included, are dropped with its channel; `stream.end` and every `error`
-event are never dropped.
+event are never dropped. `tool_call.started` waits until the call's name is known (a call that
+ends nameless is named `tool`); `tool_call.completed` carries the final name and arguments. A
+stream that ends without stream_end ends its open messages and `stream.end` with status
+`incomplete`.
 
 ### AG-UI (`AGUIEncoder`, `convert --to agui`)
 
-stream -> `RUN_STARTED` ... `RUN_FINISHED` (`RUN_ERROR` for status error or an `error` Message;
-outcome `cancelled` for a cancelled stream; usage as `TokenUsage`), block -> `STEP_STARTED`/
+stream -> `RUN_STARTED` ... `RUN_FINISHED` (`RUN_ERROR` for status error or an `error` Message,
+and with code `incomplete` for a stream that ends without stream_end; outcome `cancelled` for a
+cancelled stream; usage as `TokenUsage`, only when known), block -> `STEP_STARTED`/
 `STEP_FINISHED`, text and refusal -> `TEXT_MESSAGE_START/CONTENT/END`, thinking ->
 `REASONING_START`, `REASONING_MESSAGE_START/CONTENT/END`, `REASONING_END`, tool_call ->
-`TOOL_CALL_START/ARGS/END`, custom types -> `ACTIVITY_SNAPSHOT` then `ACTIVITY_DELTA` with RFC 6902
-patches built against what the client holds (`add` where a path is missing, `replace` only where
-it exists, `add .../-` to extend a list; a delta that cannot apply is dropped), everything else
+`TOOL_CALL_START/ARGS/END` (START once the name is known; a call that ends nameless is named
+`tool`), `tool_result` -> `TOOL_CALL_RESULT`, custom types -> `ACTIVITY_SNAPSHOT` then
+`ACTIVITY_DELTA` with RFC 6902 patches built against what the client holds (`add` where a path
+is missing, `replace` only where it exists, `add .../-` to extend a list; a delta that cannot
+apply is dropped), everything else
 (loading, media, action, user_input, events, thread_start/thread_end) -> `CUSTOM`. Events are the
 `ag_ui.core` models, encoded by `ag_ui.encoder.EventEncoder`. The order is what AG-UI clients
 enforce: `RUN_STARTED` first, no content without its start, no second start for an open id,
@@ -218,7 +235,10 @@ interleave by id.
 ### Native (`CUIEncoder`, `convert --to cui [--sse]`)
 
 The Message JSON itself, one a line or one SSE event each. `close()` adds the final stream_end if
-the input did not end the stream.
+the input did not end the stream: with status `error` ("the stream is incomplete") when it was
+closed without a status.
+
+What each wire does with tool calls is one table: [tool-calls.md](tool-calls.md).
 
 ### From an OpenAI-compatible server (`agent_stream.sources.openai.OpenAIModel`)
 

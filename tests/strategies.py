@@ -38,3 +38,17 @@ def any_message(draw: Any) -> Message:
                    delta_action=draw(st.sampled_from([None, "append", "replace", "merge",
                                                       "set"])),
                    type_change=draw(st.booleans()), **ids)
+
+
+@st.composite
+def tool_message(draw: Any) -> Message:
+    """A tool_call or tool_result chunk: whole or a delta, ids and names early, late or never."""
+    t = draw(st.sampled_from(["tool_call", "tool_result"]))
+    keys = ["id", "name", "arguments"] if t == "tool_call" else ["call_id", "name", "content"]
+    props = draw(st.dictionaries(st.sampled_from(keys),
+                                 st.one_of(st.text(alphabet='ab{}":', max_size=4), _leaf),
+                                 max_size=3))
+    return Message(type=t, props=props, message_id=draw(st.sampled_from(["M1", "M2", "M3"])),
+                   thread_id=draw(st.sampled_from([None, "T1"])), delta=draw(st.booleans()),
+                   delta_path=draw(st.sampled_from([None, *keys])),
+                   delta_action=draw(st.sampled_from([None, "append", "set", "merge"])))

@@ -3,14 +3,18 @@
 Mapping:
 
 - stream -> RUN_STARTED ... RUN_FINISHED; RUN_ERROR when the stream ends with status error or an
-  ``error`` Message arrives (nothing follows a RUN_ERROR); a cancelled stream -> RUN_FINISHED
-  with outcome ``cancelled``. Usage goes into RUN_FINISHED's ``usage``.
+  ``error`` Message arrives (nothing follows a RUN_ERROR), or ends without stream_end (code
+  ``incomplete``, with a warning); a cancelled stream -> RUN_FINISHED with outcome
+  ``cancelled``. Usage goes into RUN_FINISHED's ``usage`` when the stream had it.
 - block -> STEP_STARTED/STEP_FINISHED (step name: the block's label, else its type; made unique
   among open steps with the block id).
 - text (and refusal) -> TEXT_MESSAGE_START/CONTENT/END, role assistant.
 - thinking -> REASONING_START, REASONING_MESSAGE_START/CONTENT/END, REASONING_END (one id).
-- tool_call -> TOOL_CALL_START/ARGS/END (START waits until the call's name or arguments are
-  known).
+- tool_call -> TOOL_CALL_START/ARGS/END. START waits until the call's name is known (its
+  arguments are held until then); a call that ends nameless is named ``tool``, with a warning.
+  An id or name set after START cannot be carried: warned about.
+- ``tool_result`` (props ``call_id``, ``name``, ``content``) -> TOOL_CALL_RESULT (role tool,
+  content as text) when its message ends; without a ``call_id``, CUSTOM.
 - custom (non built-in) types -> ACTIVITY_SNAPSHOT on the first chunk (or a whole chunk, or a
   replace of all props), then ACTIVITY_DELTA with RFC 6902 JSON Patch built against the content
   the client holds: ``add`` where the path is missing (intermediate objects included), ``replace``
@@ -32,6 +36,7 @@ the new text extends the old, else a line break and the new text.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -58,6 +63,7 @@ try:
         TokenUsage,
         ToolCallArgsEvent,
         ToolCallEndEvent,
+        ToolCallResultEvent,
         ToolCallStartEvent,
     )
     from ag_ui.encoder import EventEncoder
@@ -68,18 +74,14 @@ except ImportError as _exc:  # the optional extra is not installed
                             "pip install 'agent-stream[agui]'") from _exc
 
 from agent_stream import delta as _delta
-from agent_stream.adapters._common import (
-    APPEND,
-    VISIBLE_FIELD,
-    Parts,
-    id_fields,
-    report_warnings,
-    run_encoder,
-    set_shown,
-    sid,
-    visible_change,
-)
-from agent_stream.errors import DeltaError, StreamWarning
+from agent_stream.adapters._cli import encode_text
+from agent_stream.adapters._tracking import Key, MessageTable, Parts, ToolCall, Tracked, Warnings
+from agent_stream.adapters._tracking import set_shown as _set_shown
+from agent_stream.adapters.framing import run_encoder
+from agent_stream.adapters.jsonpatch import json_patch
+from agent_stream.delta import APPEND, visible_change
+from agent_stream.errors import DeltaError, WarningCode
+from agent_stream.events import EventView
 from agent_stream.message import (
     BLOCK_END,
     BLOCK_START,
@@ -100,9 +102,12 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["AGUIEncoder", "cli_encode", "encode_messages", "json_patch"]
+__all__ = ["AGUIEncoder", "cli_encode", "encode_messages", "frame_sse", "json_patch"]
 
 _TEXT, _REASONING, _TOOL, _ACTIVITY, _CUSTOM = "text", "reasoning", "tool", "activity", "custom"
+_RESULT = "result"
+TOOL_RESULT = "tool_result"  # props: call_id, name, content
+INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
 
 def _kind(type_: str) -> str:
@@ -112,143 +117,66 @@ def _kind(type_: str) -> str:
         return _REASONING
     if type_ == TOOL_CALL:
         return _TOOL
+    if type_ == TOOL_RESULT:
+        return _RESULT
     if type_ in BUILTIN_TYPES:
         return _CUSTOM
     return _ACTIVITY
 
 
-class _AMsg:
-    __slots__ = ("aid", "args_sent", "block_id", "call_id", "done", "key", "kind", "name",
-                 "opened", "props", "text", "thread_id", "type")
+class _AMsg(Tracked):
+    """What the encoder keeps of one message: its AG-UI id, kind, text, tool call, props."""
 
-    def __init__(self, key: tuple[str | None, str], type_: str, aid: str,
-                 thread_id: str | None, block_id: str | None) -> None:
-        self.key = key
-        self.type = type_
+    __slots__ = ("aid", "kind", "opened", "props", "text", "tool")
+
+    def __init__(self, key: Key, type_: str, aid: str, block_id: str | None) -> None:
+        super().__init__(key, type_, block_id)
         self.kind = _kind(type_)
         self.aid = aid
-        self.thread_id = thread_id
-        self.block_id = block_id
         self.opened = False
-        self.done = False
         self.text = Parts()
-        self.call_id: str | None = None
-        self.name: str | None = None
-        self.args_sent = 0
+        self.tool = ToolCall()
         self.props: dict[str, Any] | None = None
 
 
-# -- JSON Patch ---------------------------------------------------------------------------------
-def _ptr(segs: list[str]) -> str:
-    return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segs)
-
-
-def _nest(segs: list[str], value: Any) -> Any:
-    for s in reversed(segs):
-        value = {s: value}
-    return value
-
-
-def _append_ops(segs: list[str], cur: Any, val: Any, ops: list[dict[str, Any]]) -> None:
-    where = _ptr(segs)
-    if isinstance(cur, str):
-        ops.append({"op": "replace", "path": where, "value": cur + val})
-    elif isinstance(cur, list):
-        for item in (val if isinstance(val, list) else [val]):
-            ops.append({"op": "add", "path": where + "/-", "value": _delta.copy_json(item)})
-    elif isinstance(cur, dict):
-        for k, v in val.items():
-            if k in cur and cur[k] is not None:
-                _append_ops([*segs, k], cur[k], v, ops)
-            else:
-                ops.append({"op": "add", "path": _ptr([*segs, k]), "value": _delta.copy_json(v)})
-    else:  # null, number or bool: replaced
-        ops.append({"op": "replace", "path": where, "value": _delta.copy_json(val)})
-
-
-def json_patch(props: dict[str, Any], action: str, path: str | None,
-               chunk_props: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The RFC 6902 patch that turns ``props`` into what the delta makes of it.
-
-    None means "send a snapshot" (all props replaced). Call it before applying the delta; it does
-    not check that the delta applies (``agent_stream.delta.apply`` does).
-    """
-    ops: list[dict[str, Any]] = []
-    if path is None:
-        if action in ("replace", "set"):
-            return None
-        if action == "merge":
-            for k, v in chunk_props.items():
-                ops.append({"op": "replace" if k in props else "add", "path": _ptr([k]),
-                            "value": _delta.copy_json(v)})
-            return ops
-        _append_ops([], props, chunk_props, ops)
-        return ops
-    segs = _delta.split_path(path)
-    val = _delta.read_path(chunk_props, path)
-    cur: Any = props
-    for i, seg in enumerate(segs):
-        if isinstance(cur, dict):
-            if seg not in cur:
-                if action == "merge" and not isinstance(val, dict):
-                    return ops
-                ops.append({"op": "add", "path": _ptr(segs[:i + 1]),
-                            "value": _nest(segs[i + 1:], _delta.copy_json(val))})
-                return ops
-            cur = cur[seg]
-        elif isinstance(cur, list) and seg.isdigit() and int(seg) < len(cur):
-            cur = cur[int(seg)]
-        else:
-            return ops  # the delta cannot apply; apply() says why
-    if action == "append":
-        if cur is None:
-            ops.append({"op": "replace", "path": _ptr(segs), "value": _delta.copy_json(val)})
-        else:
-            _append_ops(segs, cur, val, ops)
-    elif action == "merge":
-        if isinstance(cur, dict) and isinstance(val, dict):
-            for k, v in val.items():
-                ops.append({"op": "replace" if k in cur else "add", "path": _ptr([*segs, k]),
-                            "value": _delta.copy_json(v)})
-    else:
-        ops.append({"op": "replace", "path": _ptr(segs), "value": _delta.copy_json(val)})
-    return ops
-
-
 # -- the encoder --------------------------------------------------------------------------------
-class AGUIEncoder:
-    """Messages in, AG-UI events out (``ag_ui.core`` models; with ``sse=True`` their SSE text).
+_FRAMER = EventEncoder()
+_CLIENT = "an AG-UI client"
+
+
+def frame_sse(event: BaseEvent) -> str:
+    """One event as the SSE text AG-UI clients read (``ag_ui.encoder.EventEncoder``)."""
+    return _FRAMER.encode(event)
+
+
+class AGUIEncoder(Warnings):
+    """Messages in, AG-UI events out (``ag_ui.core`` models; ``frame_sse`` gives their SSE).
 
     ``thread_id`` is AG-UI's conversation id; ``run_id`` defaults to stream_start's request_id,
     else ``run-1``. ``close()`` closes everything still open and sends RUN_FINISHED (or RUN_ERROR
     for status error) unless the run already ended.
     """
 
-    def __init__(self, *, thread_id: str = "agent-stream", run_id: str | None = None,
-                 sse: bool = False) -> None:
+    def __init__(self, *, thread_id: str = "agent-stream", run_id: str | None = None) -> None:
+        super().__init__()
         self.thread_id = thread_id
         self.run_id = run_id
-        self.sse = sse
         self.finished = False
         self._started = False
-        self._encoder = EventEncoder()
-        self._msgs: dict[tuple[str | None, str], _AMsg] = {}
-        self._open: dict[tuple[str | None, str], _AMsg] = {}
+        self._table: MessageTable[_AMsg] = MessageTable()
         self._ids: set[str] = set()
         self._steps: dict[str, str] = {}  # block_id -> step name, while open
-        self._anon = 0
-        self._warnings: list[StreamWarning] = []
 
     # -- public -------------------------------------------------------------------------------
-    def feed(self, msg: Message) -> list[Any]:
-        """Encode one Message; returns events (or SSE strings with ``sse=True``)."""
+    def feed(self, msg: Message) -> list[BaseEvent]:
+        """Encode one Message; returns the events to send now."""
         if self.finished:
             return []
         out: list[BaseEvent] = []
         if not self._started:
             self._start(msg, out)
         if msg.type == EVENT:
-            self._event(msg, out)
+            self._event(EventView(msg), out)
         elif msg.type == ERROR:
             p = msg.props or {}
             text = p.get("message")
@@ -257,40 +185,37 @@ class AGUIEncoder:
                           code if isinstance(code, str) else None, None)
         else:
             self._content(msg, out)
-        return self._wire(out)
+        return out
 
-    def close(self, *, status: str = "completed", error: str | None = None) -> list[Any]:
-        """End the run unless it already ended (idempotent)."""
+    def close(self, *, status: str | None = None, error: str | None = None
+              ) -> list[BaseEvent]:
+        """End the run unless it already ended (idempotent). Without ``status`` the Messages had
+        no stream_end: the run ends with RUN_ERROR code ``incomplete``, and a warning."""
         if self.finished:
             return []
         out: list[BaseEvent] = []
         if not self._started:
             self._start(None, out)
-        self._end_run(out, status, error, None, None)
-        return self._wire(out)
-
-    def drain_warnings(self) -> list[StreamWarning]:
-        w, self._warnings = self._warnings, []
-        return w
-
-    def _wire(self, events: list[BaseEvent]) -> list[Any]:
-        if not self.sse:
-            return list(events)
-        enc = self._encoder.encode
-        return [enc(e) for e in events]
+        if status is None:
+            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; an AG-UI "
+                       "client gets RUN_ERROR (code incomplete), not RUN_FINISHED")
+            self._end_run(out, "error", error or INCOMPLETE_TEXT, "incomplete", None)
+        else:
+            self._end_run(out, status, error, None, None)
+        return out
 
     # -- run and structure --------------------------------------------------------------------
     def _start(self, msg: Message | None, out: list[BaseEvent]) -> None:
         self._started = True
         if self.run_id is None:
-            rid = msg.event_data.get("request_id") if msg is not None and \
+            rid = EventView(msg).request_id if msg is not None and \
                 msg.event == STREAM_START else None
-            self.run_id = rid if isinstance(rid, str) and rid else "run-1"
+            self.run_id = rid or "run-1"
         out.append(RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
 
     def _end_run(self, out: list[BaseEvent], status: str, error: str | None,
-                 code: str | None, usage: Any) -> None:
-        for st in list(self._open.values()):
+                 code: str | None, usage: dict[str, Any] | None) -> None:
+        for st in list(self._table.open.values()):
             self._close(st, out)
         for name in self._steps.values():
             out.append(StepFinishedEvent(step_name=name))
@@ -307,57 +232,48 @@ class AGUIEncoder:
             out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id or "run-1",
                                         usage=tokens))
 
-    def _event(self, msg: Message, out: list[BaseEvent]) -> None:
-        name = msg.event
-        data = msg.event_data
+    def _event(self, ev: EventView, out: list[BaseEvent]) -> None:
+        name = ev.name
         if name == STREAM_START:
             return
         if name == STREAM_END:
-            status = data.get("status") or "completed"
-            err = data.get("error")
-            self._end_run(out, status if isinstance(status, str) else "error",
-                          err if isinstance(err, str) else None, None, data.get("usage"))
+            self._end_run(out, ev.end_status, ev.error, None, ev.usage)
         elif name == BLOCK_START:
-            bid = sid(data, "block_id", msg.block_id)
-            if isinstance(bid, str) and bid not in self._steps:
-                step = data.get("label") or data.get("type") or bid
-                step = str(step)
+            bid = ev.block_id
+            if bid is not None and bid not in self._steps:
+                step = ev.label or ev.type or bid
                 if step in self._steps.values():
                     step = f"{step} ({bid})"
                 self._steps[bid] = step
                 out.append(StepStartedEvent(step_name=step))
         elif name == BLOCK_END:
-            bid = sid(data, "block_id", msg.block_id)
-            for st in [s for s in self._open.values() if s.block_id == bid]:
+            bid = ev.block_id
+            for st in self._table.in_block(bid):
                 self._close(st, out)
-            step = self._steps.pop(bid, None) if isinstance(bid, str) else None
-            if step is not None:
-                out.append(StepFinishedEvent(step_name=step))
+            ended = self._steps.pop(bid, None) if bid is not None else None
+            if ended is not None:
+                out.append(StepFinishedEvent(step_name=ended))
         elif name == MESSAGE_START:
-            mid = sid(data, "message_id", msg.message_id)
-            type_ = data.get("type")
-            if isinstance(mid, str) and isinstance(type_, str):
-                key = (sid(data, "thread_id", msg.thread_id), mid)
-                if key not in self._msgs:
-                    st = self._new(key, type_, msg.block_id)
-                    self._open_msg(st, out)
+            mid, type_ = ev.message_id, ev.type
+            if mid is not None and type_ is not None:
+                key = (ev.thread_id, mid)
+                if self._table.get(key) is None:
+                    self._open_msg(self._new(key, type_, ev.msg.block_id), out)
         elif name == MESSAGE_END:
-            mid = sid(data, "message_id", msg.message_id)
-            found = self._msgs.get((sid(data, "thread_id", msg.thread_id), mid or ""))
+            found = self._table.get((ev.thread_id, ev.message_id or ""))
             if found is not None:
                 self._close(found, out)
         elif name in (THREAD_START, THREAD_END):
             if name == THREAD_END:
-                tid = sid(data, "thread_id", msg.thread_id)
-                for st in [s for s in self._open.values() if s.thread_id == tid]:
+                for st in self._table.in_thread(ev.thread_id):
                     self._close(st, out)
-            out.append(CustomEvent(name=name, value=dict(data)))
+            out.append(CustomEvent(name=name, value=dict(ev.data)))
         elif name not in LIFECYCLE_EVENTS:
-            props = msg.props or {}
+            props = ev.msg.props or {}
             out.append(CustomEvent(name=name or "event", value=props.get("data", props)))
 
     # -- messages -----------------------------------------------------------------------------
-    def _new(self, key: tuple[str | None, str], type_: str, block_id: str | None) -> _AMsg:
+    def _new(self, key: Key, type_: str, block_id: str | None) -> _AMsg:
         aid = key[1]
         if aid in self._ids:
             aid = f"{key[0]}.{key[1]}" if key[0] else f"{key[1]}~"
@@ -366,9 +282,7 @@ class AGUIEncoder:
                 n += 1
                 aid = f"{key[0] or ''}.{key[1]}~{n}"
         self._ids.add(aid)
-        st = _AMsg(key, type_, aid, key[0], block_id)
-        self._msgs[key] = st
-        return st
+        return self._table.add(_AMsg(key, type_, aid, block_id), is_open=False)
 
     def _open_msg(self, st: _AMsg, out: list[BaseEvent]) -> None:
         if st.opened or st.done:
@@ -380,31 +294,33 @@ class AGUIEncoder:
             out.append(ReasoningStartEvent(message_id=st.aid))
             out.append(ReasoningMessageStartEvent(message_id=st.aid))
         elif kind == _TOOL:
-            if st.name is None and not st.text.size:
-                self._open[st.key] = st  # START waits for a name or arguments
+            tc = st.tool
+            if not tc.ready:
+                self._table.open[st.key] = st  # START waits for the name
                 return
-            if st.call_id is None:
-                st.call_id = f"call_{st.aid}"
-            out.append(ToolCallStartEvent(tool_call_id=st.call_id,
-                                          tool_call_name=st.name or "tool"))
-            args = st.text.value()
+            if tc.call_id is None:
+                tc.call_id = f"call_{st.aid}"
+            out.append(ToolCallStartEvent(tool_call_id=tc.call_id,
+                                          tool_call_name=tc.name or "tool"))
+            args = tc.start()
             if args:
-                out.append(ToolCallArgsEvent(tool_call_id=st.call_id, delta=args))
-            st.args_sent = len(args)
+                out.append(ToolCallArgsEvent(tool_call_id=tc.call_id, delta=args))
         else:
             return  # activities and custom events have nothing to open
         st.opened = True
-        self._open[st.key] = st
+        self._table.open[st.key] = st
 
     def _close(self, st: _AMsg, out: list[BaseEvent]) -> None:
         if st.done:
             return
         if st.kind == _TOOL and not st.opened:
-            st.name = st.name or "tool"
+            st.tool.ensure_name(self, st.key)
             self._open_msg(st, out)
+        elif st.kind == _RESULT:
+            self._result(st, out)
         st.done = True
         st.text = Parts()
-        self._open.pop(st.key, None)
+        self._table.open.pop(st.key, None)
         if not st.opened:
             return
         kind = st.kind
@@ -414,21 +330,19 @@ class AGUIEncoder:
             out.append(ReasoningMessageEndEvent(message_id=st.aid))
             out.append(ReasoningEndEvent(message_id=st.aid))
         elif kind == _TOOL:
-            out.append(ToolCallEndEvent(tool_call_id=st.call_id or f"call_{st.aid}"))
+            out.append(ToolCallEndEvent(tool_call_id=st.tool.call_id or f"call_{st.aid}"))
 
     def _content(self, msg: Message, out: list[BaseEvent]) -> None:
         t = msg.type
         mid = msg.message_id
         if mid is None:
-            self._anon += 1
-            st = self._new((msg.thread_id, f"#{self._anon}"), t, msg.block_id)
+            st = self._new(self._table.anon_key(msg.thread_id), t, msg.block_id)
             self._chunk(st, msg, out)
             self._close(st, out)
             return
-        key = (msg.thread_id, mid)
-        found = self._msgs.get(key)
+        found = self._table.get((msg.thread_id, mid))
         if found is None:
-            st = self._new(key, t, msg.block_id)
+            st = self._new((msg.thread_id, mid), t, msg.block_id)
         elif found.type != t:
             st = self._retype(found, msg, out)
         else:
@@ -445,7 +359,7 @@ class AGUIEncoder:
         old_text = st.text.value() if st.kind in (_TEXT, _REASONING) else ""
         old_props = st.props
         self._close(st, out)
-        del self._msgs[st.key]
+        self._table.forget(st)
         new = self._new(st.key, msg.type, st.block_id)
         if msg.props is None:  # type_change without props keeps them
             if new.kind in (_TEXT, _REASONING) and old_text:
@@ -459,13 +373,12 @@ class AGUIEncoder:
 
     def _chunk(self, st: _AMsg, msg: Message, out: list[BaseEvent]) -> None:
         if st.done:
-            self._warnings.append(StreamWarning(
-                "after_end", "chunk for a message that has ended; not sent",
-                chunk_id=msg.chunk_id, message_id=msg.message_id, thread_id=msg.thread_id))
+            self._warn(WarningCode.AFTER_END, "chunk for a message that has ended; not sent",
+                       msg=msg)
             return
         kind = st.kind
         if kind in (_TEXT, _REASONING):
-            ch = visible_change(msg, VISIBLE_FIELD[st.type])
+            ch = visible_change(msg, "content")
             if ch is None:
                 return
             if not st.opened:
@@ -481,13 +394,15 @@ class AGUIEncoder:
                 self._text_set(st, s, out)
         elif kind == _TOOL:
             self._tool_chunk(st, msg, out)
+        elif kind == _RESULT:
+            self._result_chunk(st, msg)
         elif kind == _ACTIVITY:
             self._activity(st, msg, out)
         else:
             out.append(CustomEvent(name=st.type, value=msg.to_dict()))
 
     def _text_set(self, st: _AMsg, s: str, out: list[BaseEvent]) -> None:
-        send = set_shown(st.text, s, st.key, "an AG-UI client", self._warnings)
+        send = _set_shown(st.text, s, st.key, _CLIENT, self)
         if send is None:
             return
         out.append(TextMessageContentEvent(message_id=st.aid, delta=send)
@@ -495,34 +410,46 @@ class AGUIEncoder:
                    ReasoningMessageContentEvent(message_id=st.aid, delta=send))
 
     def _tool_chunk(self, st: _AMsg, msg: Message, out: list[BaseEvent]) -> None:
-        ids = id_fields(msg)
+        tc = st.tool
+        if tc.take(msg) is not None:
+            self._warn(WarningCode.REWRITE, "tool call arguments rewritten after they were sent; "
+                       "an AG-UI client keeps the earlier ones", key=st.key)
+        tc.warn_changed(self, st.key, _CLIENT)
         if not st.opened:
-            if "id" in ids:
-                st.call_id = ids["id"]
-            if "name" in ids:
-                st.name = ids["name"]
-        ch = visible_change(msg, "arguments")
-        if ch is not None:
-            op, s = ch
-            if op == APPEND:
-                st.text.append(s)
-            elif s.startswith(st.text.value()) or not st.opened:
-                st.text.set(s)
-            else:
-                self._warnings.append(StreamWarning(
-                    "rewrite", "tool call arguments rewritten after they were sent; an AG-UI "
-                    "client keeps the earlier ones", message_id=st.key[1], thread_id=st.key[0]))
-        if not st.opened:
-            if st.name is not None or st.text.size:
+            if tc.ready:
                 self._open_msg(st, out)
             else:
-                self._open[st.key] = st
+                self._table.open[st.key] = st
             return
-        if st.text.size > st.args_sent:
-            frag = st.text.value()[st.args_sent:]
-            st.args_sent = st.text.size
-            out.append(ToolCallArgsEvent(tool_call_id=st.call_id or f"call_{st.aid}",
+        frag = tc.unsent()
+        if frag:
+            out.append(ToolCallArgsEvent(tool_call_id=tc.call_id or f"call_{st.aid}",
                                          delta=frag))
+
+    def _result_chunk(self, st: _AMsg, msg: Message) -> None:
+        """A tool result's props, kept until its message ends."""
+        self._table.open[st.key] = st
+        if not msg.delta:
+            if msg.props is not None or not msg.type_change:
+                st.props = _delta.copy_json(msg.props or {})
+            return
+        try:
+            st.props = _delta.apply(st.props or {}, msg.delta_action or "append",
+                                    msg.delta_path, msg.props or {})
+        except DeltaError as exc:
+            self._drop(msg, exc)
+
+    def _result(self, st: _AMsg, out: list[BaseEvent]) -> None:
+        props = st.props or {}
+        call_id = props.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            out.append(CustomEvent(name=st.type, value=props))
+            return
+        content = props.get("content")
+        text = content if isinstance(content, str) else "" if content is None else \
+            json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        out.append(ToolCallResultEvent(message_id=st.aid, tool_call_id=call_id, content=text,
+                                       role="tool"))
 
     def _activity(self, st: _AMsg, msg: Message, out: list[BaseEvent]) -> None:
         chunk_props = msg.props or {}
@@ -554,13 +481,11 @@ class AGUIEncoder:
                                           patch=ops))  # type: ignore[arg-type]
 
     def _drop(self, msg: Message, exc: Exception) -> None:
-        self._warnings.append(StreamWarning(
-            "bad_delta", f"delta not sent: {exc}", chunk_id=msg.chunk_id,
-            message_id=msg.message_id, thread_id=msg.thread_id))
+        self._warn(WarningCode.BAD_DELTA, f"delta not sent: {exc}", msg=msg)
 
 
-def _usage(usage: Any) -> list[TokenUsage] | None:
-    if not isinstance(usage, dict):
+def _usage(usage: dict[str, Any] | None) -> list[TokenUsage] | None:
+    if usage is None:
         return None
     vals: dict[str, Any] = {}
     for src, dst in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"),
@@ -571,13 +496,11 @@ def _usage(usage: Any) -> list[TokenUsage] | None:
     return [TokenUsage(**vals)] if vals else None
 
 
-def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
-    """Encode a whole Message stream (``AGUIEncoder`` options)."""
+def encode_messages(messages: Iterable[Message], **options: Any) -> list[BaseEvent]:
+    """Encode a whole Message stream (``AGUIEncoder`` options) into events."""
     return list(run_encoder(AGUIEncoder(**options), messages))
 
 
 def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     """``agent-stream convert --to agui``: AG-UI events as SSE."""
-    enc = AGUIEncoder(sse=True)
-    yield from run_encoder(enc, messages)
-    report_warnings(enc.drain_warnings())
+    return encode_text(AGUIEncoder(), messages, frame_sse)

@@ -29,6 +29,12 @@ channel (at its message_end, at the end of its block or thread, or at the stream
 whose type changes channel ends on the old one with status ``retyped`` and goes on, whole, on the
 new one (a retyped message may come back later); a type change within a channel just goes on.
 
+Tool calls: ``tool_call.started`` waits until the call's name is known (arguments are held until
+then; a call that ends nameless is named ``tool``, with a warning); ``tool_call.completed``
+carries the final name and arguments. An id set after the start is warned about (the
+``tool_call_id`` stays what the recipient was first told). A stream closed without stream_end
+ends its open messages and ``stream.end`` with status ``incomplete`` (and a warning).
+
 Channel policy, on the sending side: ``ChannelsEncoder(channels=...)`` names the channels the
 recipient gets; by default every channel but ``reasoning``. A message's events, its message.end
 included, are dropped with its channel. Never dropped: ``stream.end`` (the stream's final event)
@@ -37,21 +43,15 @@ and every ``error``-channel event.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable, Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from agent_stream.adapters._common import (
-    APPEND,
-    Parts,
-    id_fields,
-    opt,
-    report_warnings,
-    run_encoder,
-    sid,
-    visible_change,
-)
-from agent_stream.errors import StreamWarning, UsageError, WireError
+from agent_stream.adapters._cli import encode_text, opt
+from agent_stream.adapters._tracking import Key, MessageTable, Parts, ToolCall, Tracked, Warnings
+from agent_stream.adapters.framing import jsonl, run_encoder
+from agent_stream.delta import APPEND, visible_change
+from agent_stream.errors import UsageError, WarningCode, WireError
+from agent_stream.events import EventView
 from agent_stream.message import (
     ACTION,
     AUDIO,
@@ -76,8 +76,8 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["CHANNELS", "DEFAULT_CHANNELS", "ChannelsEncoder", "cli_encode", "encode_messages",
-           "parse_channels"]
+__all__ = ["CHANNELS", "DEFAULT_CHANNELS", "ChannelEvent", "ChannelsEncoder", "cli_encode",
+           "encode_messages", "frame_jsonl", "parse_channels"]
 
 CHANNELS = ("text", "reasoning", "tool", "structured", "citation", "status", "error")
 DEFAULT_CHANNELS = frozenset(c for c in CHANNELS if c != "reasoning")
@@ -121,52 +121,63 @@ def parse_channels(spec: str | Collection[str] | None) -> frozenset[str] | None:
     return frozenset(names)
 
 
-class _CMsg:
-    __slots__ = ("call_id", "channel", "chunks", "done", "ids", "key", "name", "ok", "started",
-                 "text", "type")
+INCOMPLETE = "incomplete"
+INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
-    def __init__(self, key: tuple[str | None, str], type_: str, ids: dict[str, str],
-                 allowed: frozenset[str]) -> None:
-        self.key = key
-        self.type = type_
+
+class ChannelEvent(TypedDict):
+    """One event of the wire: ``{"channel", "type", "data"}``."""
+
+    channel: str
+    type: str
+    data: dict[str, Any]
+
+
+def frame_jsonl(event: ChannelEvent) -> str:
+    """One event as its JSON line."""
+    return jsonl(event)
+
+
+class _CMsg(Tracked):
+    """What the encoder keeps of one message: channel, ids, chunk count, text, tool call."""
+
+    __slots__ = ("channel", "chunks", "ids", "ok", "text", "tool")
+
+    def __init__(self, key: Key, type_: str, ids: dict[str, str], allowed: frozenset[str]
+                 ) -> None:
+        super().__init__(key, type_, ids.get("block_id"))
         self.channel = channel_of(type_)
         self.ok = self.channel in allowed
         self.ids = ids
         self.chunks = 0
-        self.done = False
         self.text = Parts()
-        self.started = False
-        self.call_id: str | None = None
-        self.name: str | None = None
+        self.tool = ToolCall()
 
 
-class ChannelsEncoder:
-    """Messages in, multi-channel events out: JSON lines (or dicts with ``as_dicts=True``).
+class ChannelsEncoder(Warnings):
+    """Messages in, multi-channel events out (``frame_jsonl`` gives their JSON lines).
 
     ``channels``: the channels the recipient gets (names or ``"a,b"``); None means every channel
     but reasoning. ``error`` is always included, and so is the final ``stream.end``.
     """
 
-    def __init__(self, channels: str | Collection[str] | None = None, *,
-                 as_dicts: bool = False) -> None:
+    def __init__(self, channels: str | Collection[str] | None = None) -> None:
+        super().__init__()
         chosen = parse_channels(channels)
         self.channels: frozenset[str] = (chosen | {"error"}) if chosen is not None \
             else DEFAULT_CHANNELS
-        self.as_dicts = as_dicts
         self.finished = False
-        self._msgs: dict[tuple[str | None, str], _CMsg] = {}
-        self._open: dict[tuple[str | None, str], _CMsg] = {}  # not ended yet
-        self._warnings: list[StreamWarning] = []
+        self._table: MessageTable[_CMsg] = MessageTable()
 
     # -- public -------------------------------------------------------------------------------
-    def feed(self, msg: Message) -> list[Any]:
+    def feed(self, msg: Message) -> list[ChannelEvent]:
         """Encode one Message; returns the events this recipient gets."""
         if self.finished:
             return []
-        out: list[dict[str, Any]] = []
+        out: list[ChannelEvent] = []
         t = msg.type
         if t == EVENT:
-            self._event(msg, out)
+            self._event(EventView(msg), out)
         elif t == ERROR:
             p = msg.props or {}
             data: dict[str, Any] = msg.ids()
@@ -176,67 +187,62 @@ class ChannelsEncoder:
             out.append({"channel": "error", "type": "error", "data": data})
         else:
             self._content(msg, out)
-        return self._wire(out)
+        return out
 
-    def close(self, *, status: str = "completed", error: str | None = None) -> list[Any]:
-        """End every open message and send ``stream.end`` unless the stream already ended."""
+    def close(self, *, status: str | None = None, error: str | None = None
+              ) -> list[ChannelEvent]:
+        """End every open message and send ``stream.end`` unless the stream already ended.
+        Without ``status`` the Messages had no stream_end: open messages end with status
+        ``incomplete``, and so does ``stream.end`` (with an error text and a warning)."""
         if self.finished:
             return []
-        out: list[dict[str, Any]] = []
-        self._end(out, {"status": status, **({"error": error} if error else {})})
-        return self._wire(out)
-
-    def drain_warnings(self) -> list[StreamWarning]:
-        w, self._warnings = self._warnings, []
-        return w
-
-    def _wire(self, events: list[dict[str, Any]]) -> list[Any]:
-        if self.as_dicts:
-            return list(events)
-        dumps = json.dumps
-        return [dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in events]
+        out: list[ChannelEvent] = []
+        if status is None:
+            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; the "
+                       "recipient gets stream.end with status incomplete")
+            status, error = INCOMPLETE, error or INCOMPLETE_TEXT
+        self._end(out, {"status": status, **({"error": error} if error else {})},
+                  status or "completed")
+        return out
 
     # -- events -------------------------------------------------------------------------------
-    def _event(self, msg: Message, out: list[dict[str, Any]]) -> None:
-        name = msg.event
-        data = msg.event_data
+    def _event(self, ev: EventView, out: list[ChannelEvent]) -> None:
+        name = ev.name
         if name == STREAM_END:
-            self._end(out, dict(data))
+            self._end(out, dict(ev.data), ev.end_status)
         elif name == MESSAGE_END:
-            mid = sid(data, "message_id", msg.message_id)
-            st = self._msgs.get((sid(data, "thread_id", msg.thread_id), mid or ""))
+            st = self._table.get((ev.thread_id, ev.message_id or ""))
             if st is not None:
-                status = data.get("status")
-                self._end_msg(st, out, status if isinstance(status, str) else "completed")
+                self._end_msg(st, out, ev.status if ev.status is not None else "completed")
         elif name in (BLOCK_END, THREAD_END):
-            field = "block_id" if name == BLOCK_END else "thread_id"
-            wid = sid(data, field, getattr(msg, field))
-            status = data.get("status")
-            for st in [s for s in self._open.values() if s.ids.get(field) == wid]:
-                self._end_msg(st, out, status if isinstance(status, str) else "completed")
+            status = ev.status if ev.status is not None else "completed"
+            ending = self._table.in_block(ev.block_id) if name == BLOCK_END else \
+                self._table.in_thread(ev.thread_id)
+            for st in ending:
+                self._end_msg(st, out, status)
             if "status" in self.channels:
-                out.append({"channel": "status", "type": _EVENT_TYPE[name], "data": dict(data)})
+                out.append({"channel": "status", "type": _EVENT_TYPE[name], "data": dict(ev.data)})
         elif name in _EVENT_TYPE:
             if "status" in self.channels:
-                d = dict(data)
-                if msg.thread_id and "thread_id" not in d:
-                    d["thread_id"] = msg.thread_id
+                d = dict(ev.data)
+                tid = ev.msg.thread_id
+                if tid and "thread_id" not in d:
+                    d["thread_id"] = tid
                 out.append({"channel": "status", "type": _EVENT_TYPE[name], "data": d})
         elif name not in LIFECYCLE_EVENTS and "status" in self.channels:
-            p = msg.props or {}
+            p = ev.msg.props or {}
             d = {k: v for k, v in p.items() if v is not None}
-            out.append({"channel": "status", "type": "event", "data": {**msg.ids(), **d}})
+            out.append({"channel": "status", "type": "event", "data": {**ev.msg.ids(), **d}})
 
-    def _end(self, out: list[dict[str, Any]], data: dict[str, Any]) -> None:
-        status = data.get("status") or "completed"
-        for st in list(self._open.values()):
-            self._end_msg(st, out, status if isinstance(status, str) else "error")
+    def _end(self, out: list[ChannelEvent], data: dict[str, Any], status: str) -> None:
+        for st in list(self._table.open.values()):
+            self._end_msg(st, out, status)
         data.setdefault("status", status)
         out.append({"channel": "status", "type": "stream.end", "data": data})
         self.finished = True
 
     # -- messages -----------------------------------------------------------------------------
-    def _content(self, msg: Message, out: list[dict[str, Any]]) -> None:
+    def _content(self, msg: Message, out: list[ChannelEvent]) -> None:
         mid = msg.message_id
         if mid is None:  # a whole message on its own: its events, no message.end
             st = _CMsg((msg.thread_id, ""), msg.type, msg.ids(), self.channels)
@@ -246,18 +252,18 @@ class ChannelsEncoder:
                     self._tool_complete(st, out)
             return
         key = (msg.thread_id, mid)
-        st = self._msgs.get(key)  # type: ignore[assignment]
-        if st is None:
-            st = self._msgs[key] = self._open[key] = _CMsg(key, msg.type, msg.ids(),
-                                                           self.channels)
-        elif st.type != msg.type:
-            st = self._retype(st, msg, out)
-        elif "block_id" not in st.ids and msg.block_id:
-            st.ids["block_id"] = msg.block_id
+        found = self._table.get(key)
+        if found is None:
+            st = self._table.add(_CMsg(key, msg.type, msg.ids(), self.channels))
+        elif found.type != msg.type:
+            st = self._retype(found, msg, out)
+        else:
+            st = found
+            if "block_id" not in st.ids and msg.block_id:
+                st.ids["block_id"] = st.block_id = msg.block_id
         if st.done:
-            self._warnings.append(StreamWarning(
-                "after_end", "chunk for a message that has ended; not sent",
-                chunk_id=msg.chunk_id, message_id=mid, thread_id=msg.thread_id))
+            self._warn(WarningCode.AFTER_END, "chunk for a message that has ended; not sent",
+                       msg=msg)
             return
         st.chunks += 1
         if st.ok:
@@ -270,20 +276,19 @@ class ChannelsEncoder:
                 else:
                     st.text.set(ch[1])
 
-    def _retype(self, st: _CMsg, msg: Message, out: list[dict[str, Any]]) -> _CMsg:
+    def _retype(self, st: _CMsg, msg: Message, out: list[ChannelEvent]) -> _CMsg:
         if channel_of(msg.type) == st.channel:  # same channel: it just goes on as the new type
             st.type = msg.type
             return st
-        text = st.text.value()
+        text = (st.tool.args if st.type == TOOL_CALL else st.text).value()
         if not st.done:
             st.done = True
             if st.ok:
                 out.append({"channel": st.channel, "type": "message.end",
                             "data": {**st.ids, "status": "retyped", "type": msg.type,
                                      "chunk_count": st.chunks}})
-        self._open.pop(st.key, None)
-        new = self._msgs[st.key] = self._open[st.key] = _CMsg(st.key, msg.type, st.ids,
-                                                              self.channels)
+        self._table.forget(st)
+        new = self._table.add(_CMsg(st.key, msg.type, st.ids, self.channels))
         new.chunks = st.chunks
         if msg.props is None and text and new.ok and new.type in _SNAPSHOT_TYPE:
             new.text.set(text)
@@ -291,7 +296,7 @@ class ChannelsEncoder:
                         "data": {**new.ids, "content": text}})
         return new
 
-    def _chunk(self, st: _CMsg, msg: Message, out: list[dict[str, Any]]) -> None:
+    def _chunk(self, st: _CMsg, msg: Message, out: list[ChannelEvent]) -> None:
         t = st.type
         if t in _DELTA_TYPE:
             ch = visible_change(msg, "content")
@@ -336,71 +341,64 @@ class ChannelsEncoder:
             out.append({"channel": st.channel, "type": _CHUNK_EVENT_TYPE.get(t, "structured"),
                         "data": data})
 
-    def _tool_chunk(self, st: _CMsg, msg: Message, out: list[dict[str, Any]]) -> None:
-        ids = id_fields(msg)
-        if not st.started:
-            st.call_id = ids.get("id", st.call_id)
-            st.name = ids.get("name", st.name)
-        ch = visible_change(msg, "arguments")
+    def _tool_chunk(self, st: _CMsg, msg: Message, out: list[ChannelEvent]) -> None:
+        tc = st.tool
+        rewritten = tc.take(msg)
         frag = ""
-        if ch is not None:
-            op, s = ch
-            if op == APPEND:
-                frag = s
-                st.text.append(s)
-            elif s.startswith(st.text.value()) or not st.started:
-                frag = s[st.text.size:] if st.started else ""
-                st.text.set(s)
-            else:
-                self._warnings.append(StreamWarning(
-                    "rewrite", "tool call arguments rewritten after they were sent; "
-                    "tool_call.completed carries the final ones", message_id=st.key[1],
-                    thread_id=st.key[0]))
-                st.text.set(s)
-        if not st.started:
-            if st.name is None and not st.text.size:
+        if rewritten is not None:
+            self._warn(WarningCode.REWRITE, "tool call arguments rewritten after they were sent; "
+                       "tool_call.completed carries the final ones", key=st.key)
+            tc.force(rewritten)
+        elif tc.started:
+            frag = tc.unsent()
+        tc.warn_changed(self, st.key, "the recipient", carried=("name",))
+        if not tc.started:
+            if not tc.ready:  # never a nameless tool_call.started: hold until the name
                 return
-            self._tool_start(st, out)
-            frag = st.text.value()
+            frag = self._tool_start(st, out)
         if frag:
             out.append({"channel": "tool", "type": "tool_call.arguments.delta",
-                        "data": {**st.ids, "tool_call_id": st.call_id, "delta": frag}})
+                        "data": {**st.ids, "tool_call_id": tc.call_id, "delta": frag}})
 
-    def _tool_start(self, st: _CMsg, out: list[dict[str, Any]]) -> None:
-        st.started = True
-        if st.call_id is None:
-            st.call_id = f"call_{st.key[1]}" if st.key[1] else "call"
+    def _tool_start(self, st: _CMsg, out: list[ChannelEvent]) -> str:
+        """Send tool_call.started; returns the arguments so far (not sent yet)."""
+        tc = st.tool
+        args = tc.start()
+        if tc.call_id is None:
+            tc.call_id = f"call_{st.key[1]}" if st.key[1] else "call"
         out.append({"channel": "tool", "type": "tool_call.started",
-                    "data": {**st.ids, "tool_call_id": st.call_id, "name": st.name}})
+                    "data": {**st.ids, "tool_call_id": tc.call_id, "name": tc.name}})
+        return args
 
-    def _tool_complete(self, st: _CMsg, out: list[dict[str, Any]]) -> None:
-        if not st.started:
-            self._tool_start(st, out)
-            args = st.text.value()
+    def _tool_complete(self, st: _CMsg, out: list[ChannelEvent]) -> None:
+        tc = st.tool
+        if not tc.started:
+            tc.ensure_name(self, st.key)
+            args = self._tool_start(st, out)
             if args:
                 out.append({"channel": "tool", "type": "tool_call.arguments.delta",
-                            "data": {**st.ids, "tool_call_id": st.call_id, "delta": args}})
+                            "data": {**st.ids, "tool_call_id": tc.call_id, "delta": args}})
         out.append({"channel": "tool", "type": "tool_call.completed",
-                    "data": {**st.ids, "tool_call_id": st.call_id, "name": st.name,
-                             "arguments": st.text.value()}})
+                    "data": {**st.ids, "tool_call_id": tc.call_id,
+                             "name": tc.final_name or tc.name, "arguments": tc.args.value()}})
 
-    def _end_msg(self, st: _CMsg, out: list[dict[str, Any]], status: str) -> None:
+    def _end_msg(self, st: _CMsg, out: list[ChannelEvent], status: str) -> None:
         if st.done:
             return
         st.done = True
-        if self._open.get(st.key) is st:
-            del self._open[st.key]
+        self._table.ended(st)
         if not st.ok:
             return
         if st.type == TOOL_CALL and status == "completed":
             self._tool_complete(st, out)
         st.text = Parts()
+        st.tool.args = Parts()
         out.append({"channel": st.channel, "type": "message.end",
                     "data": {**st.ids, "status": status, "chunk_count": st.chunks}})
 
 
-def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
-    """Encode a whole Message stream (``ChannelsEncoder`` options)."""
+def encode_messages(messages: Iterable[Message], **options: Any) -> list[ChannelEvent]:
+    """Encode a whole Message stream (``ChannelsEncoder`` options) into events."""
     return list(run_encoder(ChannelsEncoder(**options), messages))
 
 
@@ -410,5 +408,4 @@ def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
         enc = ChannelsEncoder(opt(args, "channels"))
     except WireError as exc:
         raise UsageError(f"--channels: {exc}") from None
-    yield from run_encoder(enc, messages)
-    report_warnings(enc.drain_warnings())
+    return encode_text(enc, messages, frame_jsonl)

@@ -1,9 +1,10 @@
 """Native (CUI) out: the Message JSON itself, exactly the spec's shape. Pure.
 
-One Message a line (JSONL), or one Server-Sent Event per Message (``data: <json>\\n\\n``) with
-``sse=True``. Nothing is translated: the receiver merges deltas with the DSL's own rules, and a
-stream_end closes every message still open. ``close()`` sends the final stream_end when the input
-did not end the stream itself (and something was sent).
+The wire objects are the Messages: ``frame_jsonl`` writes one a line (JSONL), ``frame_sse`` one
+Server-Sent Event each (``data: <json>\\n\\n``). Nothing is translated: the receiver merges deltas
+with the DSL's own rules, and a stream_end closes every message still open. ``close()`` sends the
+final stream_end when the input did not end the stream itself (and something was sent): status
+``error``, "the stream is incomplete", when it was closed without a status.
 """
 
 from __future__ import annotations
@@ -11,35 +12,56 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from agent_stream.adapters._common import opt, run_encoder
-from agent_stream.message import STREAM_END, Message, StreamEndData, lifecycle
+from agent_stream.adapters._cli import encode_text, opt
+from agent_stream.adapters._tracking import Warnings
+from agent_stream.adapters.framing import run_encoder, sse
+from agent_stream.errors import WarningCode
+from agent_stream.message import EVENT, STREAM_END, Message, StreamEndData, lifecycle
 
-__all__ = ["CUIEncoder", "cli_encode", "encode_messages"]
+__all__ = ["CUIEncoder", "cli_encode", "encode_messages", "frame_jsonl", "frame_sse"]
 
 
-class CUIEncoder:
-    """Messages in, native Message JSON out (JSONL lines, or SSE events with ``sse=True``)."""
+def frame_jsonl(msg: Message) -> str:
+    """The Message as one JSON line."""
+    return msg.to_json() + "\n"
 
-    def __init__(self, *, sse: bool = False) -> None:
-        self.sse = sse
+
+def frame_sse(msg: Message) -> str:
+    """The Message as one Server-Sent Event."""
+    return sse(msg.to_json())
+
+
+INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
+
+
+class CUIEncoder(Warnings):
+    """Messages in, the same Messages out, until the stream ends."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.finished = False
         self._sent = False
 
-    def feed(self, msg: Message) -> list[str]:
-        """The Message as one JSONL line or SSE event (nothing after the stream ended)."""
+    def feed(self, msg: Message) -> list[Message]:
+        """The Message itself (nothing after the stream ended)."""
         if self.finished:
             return []
         self._sent = True
-        if msg.type == "event" and msg.event == STREAM_END:
+        if msg.type == EVENT and msg.event == STREAM_END:
             self.finished = True
-        j = msg.to_json()
-        return ["data: " + j + "\n\n" if self.sse else j + "\n"]
+        return [msg]
 
-    def close(self, *, status: str = "completed", error: str | None = None) -> list[str]:
-        """The final stream_end, when the stream has not ended yet (idempotent)."""
+    def close(self, *, status: str | None = None, error: str | None = None) -> list[Message]:
+        """The final stream_end, when the stream has not ended yet (idempotent). Without
+        ``status`` the Messages had no stream_end: it has status ``error`` and says the stream
+        is incomplete (with a warning)."""
         if self.finished or not self._sent:
             self.finished = True
             return []
+        if status is None:
+            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; the "
+                       "receiver gets a stream_end with status error")
+            status, error = "error", error or INCOMPLETE_TEXT
         end = lifecycle(STREAM_END, StreamEndData(status=status,  # type: ignore[arg-type]
                                                   error=error))
         out = self.feed(end)
@@ -47,12 +69,12 @@ class CUIEncoder:
         return out
 
 
-def encode_messages(messages: Iterable[Message], **options: Any) -> list[str]:
+def encode_messages(messages: Iterable[Message], **options: Any) -> list[Message]:
     """Encode a whole Message stream (``CUIEncoder`` options)."""
     return list(run_encoder(CUIEncoder(**options), messages))
 
 
 def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     """``agent-stream convert --to cui [--sse]``."""
-    enc = CUIEncoder(sse=bool(opt(args, "sse", False)))
-    yield from run_encoder(enc, messages)
+    frame = frame_sse if opt(args, "sse", False) else frame_jsonl
+    return encode_text(CUIEncoder(), messages, frame)

@@ -14,6 +14,7 @@ from agent_stream.adapters.channels import (
     ChannelsEncoder,
     cli_encode,
     encode_messages,
+    frame_jsonl,
     parse_channels,
 )
 from agent_stream.assemble import assemble
@@ -24,7 +25,7 @@ from agent_stream.writer import StreamWriter, collect
 
 def lines(msgs: list[Message], **kw: Any) -> list[dict[str, Any]]:
     out = []
-    for line in encode_messages(msgs, **kw):
+    for line in (frame_jsonl(e) for e in encode_messages(msgs, **kw)):
         assert line.endswith("\n") and line.count("\n") == 1
         obj = json.loads(line)
         assert set(obj) == {"channel", "type", "data"}
@@ -172,7 +173,7 @@ def test_a_type_change_moves_the_message_to_its_new_channel() -> None:
 
 
 def test_close_ends_open_messages_then_sends_stream_end_once() -> None:
-    enc = ChannelsEncoder(as_dicts=True)
+    enc = ChannelsEncoder()
     out = enc.feed(text("hi", message_id="M1")) + enc.feed(tool_call("c", "f", "{}",
                                                                      message_id="M2"))
     out += enc.close(status="error", error="lost")
@@ -216,15 +217,62 @@ def test_hidden_reasoning_revealed_by_a_type_change_arrives_whole() -> None:
     assert client_of(events).text == {("text", None, "M1"): "It is 42."}
 
 
+# -- tools and endings (issue 12) -----------------------------------------------------------------
+
+def _run(msgs: list[Message]) -> tuple[list[dict[str, Any]], list[str]]:
+    enc = ChannelsEncoder("text,tool,status")
+    events = [e for m in msgs for e in enc.feed(m)] + enc.close()
+    return events, [w.code for w in enc.drain_warnings()]
+
+
+def test_tool_call_started_waits_for_the_name_and_completed_carries_a_later_one() -> None:
+    base: dict[str, Any] = {"type": "tool_call", "message_id": "M1", "delta": True}
+    msgs = [Message(props={"arguments": '{"n":'}, **base),
+            Message(props={"id": "call_c", "name": "count"}, delta_action="merge", **base),
+            Message(props={"arguments": " 3}"}, **base),
+            Message(props={"name": "count_to"}, delta_path="name", delta_action="set", **base),
+            event("stream_end", {})]
+    events, codes = _run(msgs)
+    tool = [(e["type"], e["data"]) for e in events if e["channel"] == "tool"]
+    assert tool[0] == ("tool_call.started",
+                       {"message_id": "M1", "tool_call_id": "call_c", "name": "count"})
+    assert tool[1][1]["delta"] == '{"n":' and tool[2][1]["delta"] == " 3}"
+    assert tool[3][0] == "tool_call.completed" and tool[3][1]["name"] == "count_to"
+    assert codes == []  # the late name is carried by tool_call.completed
+
+
+def test_a_nameless_call_is_named_tool_and_a_late_id_is_warned_about() -> None:
+    events, codes = _run([Message(type="tool_call", message_id="M1", delta=True,
+                                  props={"arguments": "{}"}), event("stream_end", {})])
+    assert client_of(events).tools == {"call_M1": {"name": "tool", "args": "{}", "done": "{}"}}
+    assert codes == ["late_tool_name"]
+    _, codes = _run([tool_call(None, "f", "{}", message_id="M1"),
+                     Message(type="tool_call", message_id="M1", delta=True, delta_path="id",
+                             delta_action="set", props={"id": "call_real"}),
+                     event("stream_end", {})])
+    assert codes == ["late_tool_id"]
+
+
+def test_a_stream_without_stream_end_ends_incomplete() -> None:
+    events, codes = _run([text("Starting", message_id="M1"),
+                          tool_call("call_a", "lookup", '{"a":', message_id="M2")])
+    c = client_of(events)
+    assert c.final is not None and c.final["status"] == "incomplete" and c.final["error"]
+    assert c.ended == {("text", None, "M1"): "incomplete", ("tool", None, "M2"): "incomplete"}
+    assert c.tools["call_a"]["done"] is None  # never completed: its arguments were cut
+    assert codes == ["incomplete"]
+
+
 # -- property: any valid Message stream gives well-formed channel events -------------------------
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from strategies import any_message  # noqa: E402
+from strategies import any_message, tool_message  # noqa: E402
 
 
 @settings(max_examples=150, deadline=None)
-@given(msgs=st.lists(any_message(), max_size=20), chosen=st.sets(st.sampled_from(CHANNELS)))
+@given(msgs=st.lists(st.one_of(any_message(), tool_message()), max_size=20),
+       chosen=st.sets(st.sampled_from(CHANNELS)))
 def test_any_message_stream_gives_well_formed_events_within_the_policy(
         msgs: list[Message], chosen: set[str]) -> None:
     events = lines(msgs, channels=sorted(chosen))

@@ -19,6 +19,7 @@ from agent_stream.adapters.routing import (
     content_type,
     encoder_for,
     format_for,
+    frame_for,
     sink_for,
     writer_for,
 )
@@ -47,8 +48,10 @@ def test_options_go_to_the_format_that_knows_them() -> None:
     assert isinstance(enc, OpenAIEncoder) and enc.model == "m1" and enc.include_usage
     ch = encoder_for("channels", channels="text", model="ignored")
     assert isinstance(ch, ChannelsEncoder) and ch.channels == {"text", "error"}
-    assert encoder_for("cui-web").sse is True  # type: ignore[attr-defined]
-    assert encoder_for("cui-native").sse is False  # type: ignore[attr-defined]
+    one = Message(type="text", message_id="M1", props={"content": "x"})
+    assert frame_for("cui-web")(one).startswith("data: {")
+    assert frame_for("cui-native")(one).startswith("{")
+    assert frame_for("cui-native", sse=True)(one).startswith("data: {")
     with pytest.raises(TypeError, match="unknown encoder option"):
         encoder_for("standard", modle="typo")
 
@@ -126,10 +129,19 @@ async def test_a_sink_closed_by_hand_ends_the_wire_once() -> None:
 
     sink = sink_for("agui", write)
     await sink(Message(type="text", message_id="M1", props={"content": "x"}))
-    await sink.close()
+    await sink.close(status="completed")
     await sink.close()
     assert sink.finished and sink.content_type == "text/event-stream"
     assert '"RUN_FINISHED"' in written[-1] and sum('"RUN_FINISHED"' in w for w in written) == 1
+
+
+async def test_a_sink_closed_without_a_status_ends_the_wire_as_incomplete() -> None:
+    written: list[str] = []
+    sink = sink_for("agui", written.append)
+    await sink(Message(type="text", message_id="M1", props={"content": "x"}))
+    await sink.close()
+    assert '"RUN_ERROR"' in written[-1] and '"code":"incomplete"' in written[-1]
+    assert [w.code for w in sink.encoder.drain_warnings()] == ["incomplete"]
 
 
 async def test_writer_for_takes_a_plain_write_function_too() -> None:

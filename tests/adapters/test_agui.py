@@ -12,9 +12,15 @@ from ag_ui.core import Event, EventType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
-from strategies import any_message
+from strategies import any_message, tool_message
 
-from agent_stream.adapters.agui import AGUIEncoder, cli_encode, encode_messages, json_patch
+from agent_stream.adapters.agui import (
+    AGUIEncoder,
+    cli_encode,
+    encode_messages,
+    frame_sse,
+    json_patch,
+)
 from agent_stream.assemble import Assembler, assemble
 from agent_stream.errors import DeltaError
 from agent_stream.message import Message, error, event, image, loading, text, tool_call
@@ -70,6 +76,11 @@ class Verifier:
             self.ended = True
 
 
+def sse_text(msgs: list[Message], **kw: Any) -> list[str]:
+    """The SSE text a client receives for ``msgs``."""
+    return [frame_sse(e) for e in encode_messages(msgs, **kw)]
+
+
 def parse(wire: list[str]) -> list[Any]:
     """SSE text -> validated ag_ui events, checked in order."""
     events = []
@@ -121,7 +132,7 @@ def apply_patch(doc: Any, ops: list[Any]) -> Any:
 def client_state(events: list[Any]) -> dict[str, Any]:
     """What a client builds: text and reasoning per id, tool calls, activities, customs."""
     s: dict[str, Any] = {"text": {}, "reasoning": {}, "tools": {}, "activity": {},
-                         "custom": [], "steps": [], "end": None}
+                         "custom": [], "steps": [], "results": {}, "end": None}
     for e in events:
         t = e.type
         if t == EventType.TEXT_MESSAGE_START:
@@ -143,6 +154,8 @@ def client_state(events: list[Any]) -> dict[str, Any]:
             s["activity"][e.message_id] = (kind, apply_patch(doc, e.patch))
         elif t == EventType.CUSTOM:
             s["custom"].append((e.name, e.value))
+        elif t == EventType.TOOL_CALL_RESULT:
+            s["results"][e.tool_call_id] = (e.content, e.role)
         elif t == EventType.STEP_STARTED:
             s["steps"].append(e.step_name)
         elif t in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
@@ -182,7 +195,7 @@ async def _reply(out: StreamWriter) -> None:
 
 def test_a_hierarchical_reply_is_valid_ag_ui_and_the_client_rebuilds_the_transcript() -> None:
     msgs = asyncio.run(collect(_reply, request_id="req-9"))
-    events = parse(encode_messages(msgs, sse=True))
+    events = parse(sse_text(msgs))
     assert events[0].run_id == "req-9"
     s = client_state(events)
     t = assemble(msgs)
@@ -215,15 +228,15 @@ def test_patches_never_replace_a_missing_path() -> None:
 
 
 def test_an_error_message_closes_everything_then_run_error_and_nothing_after() -> None:
-    enc = AGUIEncoder(sse=True)
-    wire = []
+    enc = AGUIEncoder()
+    wire: list[str] = []
     for m in [event("stream_start", {"request_id": "r"}),
               event("block_start", {"block_id": "B1", "type": "llm"}, block_id="B1"),
               text("partial", message_id="M1", block_id="B1"),
               tool_call("c1", "f", '{"a"', message_id="M2", block_id="B1"),
               Message(type="thinking", message_id="M3", delta=True, props={"content": "x"}),
               error("tool failed", code="E42")]:
-        wire += enc.feed(m)
+        wire += [frame_sse(e) for e in enc.feed(m)]
     assert enc.feed(text("late", message_id="M9")) == [] and enc.close() == []
     events = parse(wire)
     end = events[-1]
@@ -240,8 +253,7 @@ def test_an_error_message_closes_everything_then_run_error_and_nothing_after() -
                                        "total_tokens": 3}}, EventType.RUN_FINISHED),
 ])
 def test_stream_end_status_picks_the_final_event(data: dict[str, Any], kind: Any) -> None:
-    events = parse(encode_messages([text("a", message_id="M1"), event("stream_end", data)],
-                                   sse=True))
+    events = parse(sse_text([text("a", message_id="M1"), event("stream_end", data)]))
     end = events[-1]
     assert end.type == kind
     if data["status"] == "error":
@@ -261,7 +273,7 @@ def test_a_stream_without_any_lifecycle_events_is_still_well_ordered() -> None:
         {"message_id": "M2", "type": "tool_call", "delta": True,
          "props": {"arguments": "{}"}, "delta_path": "arguments"},
         {"message_id": "M3", "type": "thinking", "props": {"content": "t"}})]
-    events = parse(encode_messages(msgs, sse=True))
+    events = parse(sse_text(msgs))
     s = client_state(events)
     # the same message_id in two threads gets two AG-UI ids
     assert sorted(s["text"].values()) == ["Aa", "B"] and len(s["text"]) == 2
@@ -272,7 +284,7 @@ def test_other_types_and_custom_events_become_custom_events() -> None:
     msgs = [image("https://x.test/i.png", alt="i", message_id="M1"),
             event("progress", {"pct": 10}),
             event("thread_start", {"thread_id": "T1"}, thread_id="T1")]
-    s = client_state(parse(encode_messages(msgs, sse=True)))
+    s = client_state(parse(sse_text(msgs)))
     assert [name for name, _ in s["custom"]] == ["image", "progress", "thread_start"]
     assert s["custom"][0][1]["props"]["url"] == "https://x.test/i.png"
     assert s["custom"][1][1] == {"pct": 10}
@@ -283,16 +295,76 @@ def test_a_bad_delta_on_an_activity_is_dropped_with_a_warning() -> None:
     out = enc.feed(Message(type="chart", message_id="M1", props={"points": [1]}))
     out += enc.feed(Message(type="chart", message_id="M1", delta=True, delta_path="points.9",
                             delta_action="set", props={"points": [None] * 9 + [5]}))
-    out += enc.close()
+    out += enc.close(status="completed")
     assert [e.type for e in out][-2:] == [EventType.ACTIVITY_SNAPSHOT, EventType.RUN_FINISHED]
     assert [w.code for w in enc.drain_warnings()] == ["bad_delta"]
 
 
 def test_cli_encode_writes_sse() -> None:
-    wire = list(cli_encode([text("hi", message_id="M1")], None))
+    wire = list(cli_encode([text("hi", message_id="M1"), event("stream_end", {})], None))
     assert [e.type for e in parse(wire)] == [
         EventType.RUN_STARTED, EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT,
         EventType.TEXT_MESSAGE_END, EventType.RUN_FINISHED]
+
+
+# -- tools and endings (issue 12) -----------------------------------------------------------------
+
+def _encode(msgs: list[Message]) -> tuple[dict[str, Any], list[str]]:
+    enc = AGUIEncoder()
+    events = [e for m in msgs for e in enc.feed(m)] + enc.close()
+    return client_state(parse([frame_sse(e) for e in events])), \
+        [w.code for w in enc.drain_warnings()]
+
+
+def test_tool_call_start_waits_for_the_name_and_carries_the_id_that_came_with_it() -> None:
+    base: dict[str, Any] = {"type": "tool_call", "message_id": "M1", "delta": True}
+    msgs = [event("message_start", {"message_id": "M1", "type": "tool_call"}, message_id="M1"),
+            Message(props={"arguments": '{"n":'}, **base),
+            Message(props={"arguments": " 3}"}, **base),
+            Message(props={"id": "call_count", "name": "count"}, delta_action="merge", **base),
+            event("message_end", {"message_id": "M1"}, message_id="M1"),
+            event("stream_end", {})]
+    s, codes = _encode(msgs)
+    assert s["tools"] == {"call_count": {"name": "count", "args": '{"n": 3}'}} and codes == []
+
+
+def test_a_nameless_call_is_named_tool_and_a_late_id_is_warned_about() -> None:
+    nameless = [Message(type="tool_call", message_id="M1", delta=True,
+                        props={"arguments": "{}"}), event("stream_end", {})]
+    s, codes = _encode(nameless)
+    assert s["tools"] == {"call_M1": {"name": "tool", "args": "{}"}}
+    assert codes == ["late_tool_name"]
+    late_id = [tool_call(None, "f", "{}", message_id="M1"),
+               Message(type="tool_call", message_id="M1", delta=True, delta_path="id",
+                       delta_action="set", props={"id": "call_real"}), event("stream_end", {})]
+    s, codes = _encode(late_id)
+    assert list(s["tools"]) == ["call_M1"] and codes == ["late_tool_id"]
+
+
+def test_tool_results_become_tool_call_result_events() -> None:
+    msgs = [tool_call("call_w", "get_weather", '{"city":"Paris"}', message_id="M1"),
+            Message(type="tool_result", message_id="M2",
+                    props={"call_id": "call_w", "name": "get_weather", "content": "18°C"}),
+            Message(type="tool_result", message_id="M2", delta=True, delta_path="content",
+                    props={"content": ", clear"}),
+            Message(type="tool_result", message_id="M3", props={"call_id": "call_x",
+                                                                "content": {"n": 2}}),
+            Message(type="tool_result", message_id="M4", props={"content": "orphan"}),
+            event("stream_end", {})]
+    s, codes = _encode(msgs)
+    assert s["results"] == {"call_w": ("18°C, clear", "tool"), "call_x": ('{"n":2}', "tool")}
+    assert [name for name, _ in s["custom"]] == ["tool_result"] and codes == []
+
+
+def test_a_stream_without_stream_end_ends_with_run_error_incomplete() -> None:
+    cut = [text("Starting the ans", message_id="M1"),
+           tool_call("call_a", "lookup", '{"a":', message_id="M2")]
+    s, codes = _encode(cut)
+    assert s["end"].type == EventType.RUN_ERROR and s["end"].code == "incomplete"
+    assert s["tools"] == {"call_a": {"name": "lookup", "args": '{"a":'}}
+    assert codes == ["incomplete"]
+    s, _ = _encode([text("a", message_id="M1"), event("stream_end", {})])
+    assert s["end"].type == EventType.RUN_FINISHED and s["end"].usage is None
 
 
 # -- property: any sequence of structured deltas -> patches that apply, to the same props --------
@@ -336,7 +408,7 @@ def test_activity_patches_apply_strictly_and_match_the_assembled_props(
             continue
         kept.append(m)
     ref = asm.transcript
-    s = client_state(parse(encode_messages(kept, sse=True)))
+    s = client_state(parse(sse_text(kept)))
     [st_] = ref.messages
     assert s["activity"]["M1"] == ("widget", st_.props)
 
@@ -344,6 +416,6 @@ def test_activity_patches_apply_strictly_and_match_the_assembled_props(
 # -- property: any valid Message stream gives valid, well-ordered AG-UI --------------------------
 
 @settings(max_examples=150, deadline=None)
-@given(msgs=st.lists(any_message(), max_size=20))
+@given(msgs=st.lists(st.one_of(any_message(), tool_message()), max_size=20))
 def test_any_message_stream_gives_valid_well_ordered_ag_ui(msgs: list[Message]) -> None:
-    client_state(parse(encode_messages(msgs, sse=True)))
+    client_state(parse(sse_text(msgs)))

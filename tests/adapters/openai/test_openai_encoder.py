@@ -6,16 +6,14 @@ with ``ChatCompletionChunk.model_validate``, then accumulates it the way a clien
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai._streaming import SSEDecoder
-from openai.types.chat import ChatCompletionChunk
+from openai_fixtures import client_view, reply_messages
 from strategies import any_message
 
-from agent_stream.adapters.openai import OpenAIEncoder, cli_encode, encode_messages
+from agent_stream.adapters.openai import OpenAIEncoder, cli_encode, encode_messages, frame_sse
 from agent_stream.assemble import assemble
 from agent_stream.message import (
     Message,
@@ -29,97 +27,26 @@ from agent_stream.message import (
     tool_call,
     video,
 )
-from agent_stream.writer import StreamWriter, collect
-
-# -- a client ------------------------------------------------------------------------------------
-
-
-def client_view(wire: list[str]) -> dict[str, Any]:
-    """What an OpenAI client gets from this SSE text (and checks every rule on the way)."""
-    events = list(SSEDecoder().iter_bytes(iter(["".join(wire).encode()])))
-    view: dict[str, Any] = {"content": "", "reasoning": "", "refusal": "", "tools": {},
-                            "finish": [], "roles": 0, "ids": set(), "error": None,
-                            "usage": None, "chunks": 0}
-    done = False
-    for ev in events:
-        assert not done, "nothing may follow [DONE]"
-        if ev.data == "[DONE]":
-            done = True
-            continue
-        assert view["error"] is None, "only [DONE] may follow an error"
-        data = ev.json()
-        if "error" in data:
-            view["error"] = data["error"]
-            continue
-        c = ChatCompletionChunk.model_validate(data)
-        assert c.object == "chat.completion.chunk"
-        view["ids"].add(c.id)
-        view["chunks"] += 1
-        if c.usage is not None:
-            assert c.choices == []
-            view["usage"] = c.usage
-        for ch in c.choices:
-            d = ch.delta
-            if d.role is not None:
-                assert d.role == "assistant"
-                assert view["chunks"] == 1, "role only on the first chunk"
-                view["roles"] += 1
-            view["content"] += d.content or ""
-            view["refusal"] += d.refusal or ""
-            view["reasoning"] += (d.model_extra or {}).get("reasoning_content") or ""
-            for tc in d.tool_calls or []:
-                slot = view["tools"].setdefault(tc.index, {"id": None, "name": "", "args": ""})
-                if tc.id:
-                    assert slot["id"] is None, "id on the first fragment only"
-                    slot["id"] = tc.id
-                    assert tc.type == "function"
-                if tc.function is not None:
-                    slot["name"] += tc.function.name or ""
-                    slot["args"] += tc.function.arguments or ""
-            if ch.finish_reason is not None:
-                view["finish"].append(ch.finish_reason)
-    assert done, "the stream ends with [DONE]"
-    assert len(view["ids"]) <= 1, "one id for the whole completion"
-    if view["error"] is None:
-        assert len(view["finish"]) == 1, "exactly one finish_reason"
-        assert view["roles"] == 1
-    return view
 
 
 def wire_of(msgs: list[Message], **kw: Any) -> list[str]:
-    out = encode_messages(msgs, **kw)
-    if not kw.get("as_dicts"):
-        assert all(s.startswith("data: ") and s.endswith("\n\n") for s in out)
+    """The SSE text of the stream, each event checked to be one ``data:`` event."""
+    out = [frame_sse(i) for i in encode_messages(msgs, **kw)]
+    assert all(s.startswith("data: ") and s.endswith("\n\n") for s in out)
     return out
 
 
-async def _reply(out: StreamWriter) -> None:
-    async with out.block("llm", label="Answer") as b:
-        async with b.message("thinking") as m:
-            await m.append("Let me ")
-            await m.append("check.")
-        await b.send(tool_call(id="call_1", name="search", arguments='{"q": "weather"}'))
+def dicts_of(msgs: list[Message], **kw: Any) -> list[Any]:
+    """The JSON value of each item: chunk and error dicts, and the string ``[DONE]``."""
+    return [i.data() for i in encode_messages(msgs, **kw)]
 
-    async def one(th: Any) -> None:
-        async with th.message("text") as m:
-            for w in ("Weather: ", "sunny", ", 25°C. "):
-                await m.append(w)
-                await asyncio.sleep(0)
 
-    async def two(th: Any) -> None:
-        async with th.message("text") as m:
-            for w in ("News: ", "all ", "quiet. "):
-                await m.append(w)
-                await asyncio.sleep(0)
-
-    await out.parallel(one, two)
-    async with out.message("text") as m:
-        for i in range(50):
-            await m.append(f"word{i} ")
+def sse_of(items: list[Any]) -> list[str]:
+    return [frame_sse(i) for i in items]
 
 
 def reply() -> list[Message]:
-    return asyncio.run(collect(_reply, request_id="req-1"))
+    return reply_messages()
 
 
 # -- tests ---------------------------------------------------------------------------------------
@@ -131,16 +58,24 @@ def test_a_hierarchical_reply_is_read_by_the_openai_package_as_the_transcript_sa
     t = assemble(msgs)
     assert view["content"] == t.text()
     assert view["content"].startswith("Weather: sunny, 25°C. News: all quiet. word0 ")
-    assert view["reasoning"] == "Let me check."
-    assert view["tools"] == {0: {"id": "call_1", "name": "search", "args": '{"q": "weather"}'}}
+    # the agent's own tool call is progress, not a request for the client
+    assert view["reasoning"] == 'Let me check.\n⚙ search({"q": "weather"})\n'
+    assert view["tools"] == {}
     assert view["ids"] == {"chatcmpl-req-1"}
     assert view["finish"] == ["stop"]
+
+
+def test_with_tool_calls_client_the_agents_calls_are_tool_calls() -> None:
+    view = client_view(wire_of(reply(), tool_calls="client"))
+    assert view["reasoning"] == "Let me check."
+    assert view["tools"] == {0: {"id": "call_1", "name": "search", "args": '{"q": "weather"}'}}
+    assert view["finish"] == ["stop"]  # text came last
 
 
 def test_concurrent_threads_are_sent_one_after_the_other_not_interleaved() -> None:
     # M3 and M4 interleave in the Message stream; the client gets M3 whole, then M4.
     msgs = reply()
-    wire = wire_of(msgs, as_dicts=True)
+    wire = dicts_of(msgs)
     contents = [c["choices"][0]["delta"].get("content") for c in wire
                 if isinstance(c, dict) and c.get("choices")]
     contents = [c for c in contents if c]
@@ -160,21 +95,30 @@ def test_usage_chunk_comes_last_before_done_with_the_stream_end_usage() -> None:
 
 
 def test_finish_reason_from_stream_end_else_tool_calls_after_a_tool_call_else_stop() -> None:
+    end = event("stream_end", {"status": "completed"})
     end_length = event("stream_end", {"status": "completed", "finish_reason": "length"})
     assert client_view(wire_of([text("a", message_id="M1"), end_length]))["finish"] == [
         "length"]
-    tool_last = [text("a", message_id="M1"), tool_call("c", "f", "{}", message_id="M2")]
-    assert client_view(wire_of(tool_last))["finish"] == ["tool_calls"]
-    text_last = [tool_call("c", "f", "{}", message_id="M1"), text("a", message_id="M2")]
-    assert client_view(wire_of(text_last))["finish"] == ["stop"]
+    tool_last = [text("a", message_id="M1"), tool_call("c", "f", "{}", message_id="M2"), end]
+    assert client_view(wire_of(tool_last, tool_calls="client"))["finish"] == ["tool_calls"]
+    text_last = [tool_call("c", "f", "{}", message_id="M1"), text("a", message_id="M2"), end]
+    assert client_view(wire_of(text_last, tool_calls="client"))["finish"] == ["stop"]
     odd = event("stream_end", {"status": "completed", "finish_reason": "end_turn"})
     assert client_view(wire_of([text("a"), odd]))["finish"] == ["stop"]
 
 
+def test_agent_tools_never_finish_with_tool_calls() -> None:
+    said = event("stream_end", {"status": "completed", "finish_reason": "tool_calls"})
+    msgs = [text("a", message_id="M1"), tool_call("c", "f", "{}", message_id="M2"), said]
+    view = client_view(wire_of(msgs))
+    assert view["finish"] == ["stop"] and view["tools"] == {}
+    assert client_view(wire_of(msgs, tool_calls="client"))["finish"] == ["tool_calls"]
+
+
 def test_an_error_message_is_sent_at_once_then_only_done() -> None:
     enc = OpenAIEncoder()
-    first = enc.feed(text("partial", message_id="M1"))
-    err = enc.feed(error("model overloaded", code="overloaded"))
+    first = sse_of(enc.feed(text("partial", message_id="M1")))
+    err = sse_of(enc.feed(error("model overloaded", code="overloaded")))
     assert err[-1] == "data: [DONE]\n\n"
     assert enc.finished
     assert enc.feed(text("more", message_id="M2")) == [] and enc.close() == []
@@ -286,16 +230,18 @@ def test_a_tool_call_streamed_in_deltas_starts_with_id_and_name_then_argument_fr
                     **base),  # type: ignore[arg-type]
             Message(props={"arguments": " 7}"}, delta_path="arguments",
                     **base),  # type: ignore[arg-type]
-            tool_call("c2", "other", "{}", message_id="M2")]
-    wire = wire_of(msgs, as_dicts=True)
+            tool_call("c2", "other", "{}", message_id="M2"),
+            event("stream_end", {"status": "completed"})]
+    wire = dicts_of(msgs, tool_calls="client")
     frags = [c["choices"][0]["delta"]["tool_calls"][0] for c in wire
              if isinstance(c, dict) and c.get("choices") and
              "tool_calls" in c["choices"][0]["delta"]]
     assert frags[0] == {"index": 0, "id": "call_M1", "type": "function",
-                        "function": {"name": "lookup", "arguments": '{"id":'}}
-    assert frags[1] == {"index": 0, "function": {"arguments": " 7}"}}
-    assert frags[2]["index"] == 1 and frags[2]["id"] == "c2"
-    view = client_view(wire_of(msgs))
+                        "function": {"name": "lookup", "arguments": ""}}
+    assert frags[1] == {"index": 0, "function": {"arguments": '{"id":'}}
+    assert frags[2] == {"index": 0, "function": {"arguments": " 7}"}}
+    assert frags[3]["index"] == 1 and frags[3]["id"] == "c2"
+    view = client_view(wire_of(msgs, tool_calls="client"))
     assert view["tools"][0] == {"id": "call_M1", "name": "lookup", "args": '{"id": 7}'}
     assert view["finish"] == ["tool_calls"]
 
@@ -310,15 +256,16 @@ def test_a_type_change_from_text_to_thinking_moves_the_rest_to_reasoning() -> No
     assert view["reasoning"] == "Let me see"
 
 
-def test_close_without_stream_end_finishes_once_and_is_idempotent() -> None:
+def test_close_with_a_status_finishes_once_and_is_idempotent() -> None:
     enc = OpenAIEncoder(completion_id="chatcmpl-x", created=5, model="m")
-    wire = enc.feed(text("hi")) + enc.close()
+    wire = sse_of(enc.feed(text("hi")) + enc.close(status="completed"))
     assert enc.close() == [] and enc.feed(text("late")) == []
     view = client_view(wire)
     assert view["content"] == "hi" and view["ids"] == {"chatcmpl-x"}
-    empty = OpenAIEncoder().close()
+    assert view["finish"] == ["stop"] and view["error"] is None
+    empty = sse_of(OpenAIEncoder().close(status="completed"))
     assert client_view(empty)["content"] == ""
-    failed = client_view(OpenAIEncoder().close(status="error", error="gone"))
+    failed = client_view(sse_of(OpenAIEncoder().close(status="error", error="gone")))
     assert failed["error"] == {"message": "gone", "code": "error"}
 
 
@@ -336,14 +283,21 @@ def test_spec_scenario_5_without_lifecycle_events_gives_the_transcript_text() ->
     assert view["content"] == assemble(msgs).text() == "Weather: Sunny, 25°CNews: ...Summary..."
 
 
-def test_cli_encode_uses_model_and_include_usage() -> None:
+def test_cli_encode_uses_model_include_usage_and_tool_calls() -> None:
     class Args:
         model = "my-model"
         include_usage = True
+        tool_calls = "client"
 
-    wire = list(cli_encode([text("hi", message_id="M1")], Args()))
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    msgs = [tool_call("c1", "f", "{}", message_id="M1"),
+            event("stream_end", {"status": "completed", "usage": usage})]
+    wire = list(cli_encode(msgs, Args()))
     assert '"model":"my-model"' in wire[0]
-    assert client_view(wire)["usage"] is not None
+    view = client_view(wire)
+    assert view["usage"] is not None and view["tools"][0]["name"] == "f"
+    Args.tool_calls = "agent"
+    assert client_view(list(cli_encode(msgs, Args())))["tools"] == {}
 
 
 # -- property: interleaved threads -> the client's text is the transcript's text -----------------

@@ -6,7 +6,6 @@ A small aiohttp server streams a StreamWriter reply through ``sink_for("standard
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -14,37 +13,15 @@ import openai
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from openai_fixtures import USAGE, reply
 
 from agent_stream.adapters.routing import sink_for
 from agent_stream.assemble import assemble
-from agent_stream.message import Message, tool_call
+from agent_stream.message import Message
 from agent_stream.writer import StreamWriter
 
 Body = Callable[[StreamWriter], Awaitable[None]]
 BODY = web.AppKey("body", dict)
-
-
-async def reply(out: StreamWriter) -> None:
-    async with out.block("llm", label="Answer") as b:
-        async with b.message("thinking") as m:
-            await m.append("Checking ")
-            await m.append("the sources.")
-        await b.send(tool_call(id="call_1", name="search", arguments='{"q": "paris"}'))
-
-    async def one(th: Any) -> None:
-        async with th.message("text") as m:
-            for w in ("Paris: ", "sunny", ". "):
-                await m.append(w)
-                await asyncio.sleep(0)
-
-    async def two(th: Any) -> None:
-        async with th.message("text") as m:
-            for w in ("Lyon: ", "rain", ". "):
-                await m.append(w)
-                await asyncio.sleep(0)
-
-    await out.parallel(one, two)
-    out.usage = {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21}
 
 
 async def failing(out: StreamWriter) -> None:
@@ -64,7 +41,10 @@ async def handler(request: web.Request) -> web.StreamResponse:
         await resp.write(text.encode())
 
     include = bool((req.get("stream_options") or {}).get("include_usage"))
-    sink = sink_for("standard", write, include_usage=include, model=req["model"])
+    # a client that declares tools gets the agent's calls as tool_calls; others as progress
+    policy = "client" if req.get("tools") else "agent"
+    sink = sink_for("standard", write, include_usage=include, model=req["model"],
+                    tool_calls=policy)
 
     async def tee(m: Message) -> None:
         seen.append(m)
@@ -96,35 +76,51 @@ async def base() -> AsyncIterator[tuple[str, list[Message]]]:
         await runner.cleanup()
 
 
-async def test_the_openai_client_accumulates_exactly_the_transcript(base) -> None:
-    url, seen = base
+async def _read(url: str, **kw: Any) -> dict[str, Any]:
+    """What AsyncOpenAI accumulates from one streamed reply."""
+    got: dict[str, Any] = {"content": "", "reasoning": "", "finish": [], "ids": set(),
+                           "usage": None, "tools": {}}
     async with openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0) as client:
         stream = await client.chat.completions.create(
             model="reply", messages=[{"role": "user", "content": "weather?"}], stream=True,
-            stream_options={"include_usage": True})
-        content, reasoning, finish, ids, usage = "", "", [], set(), None
-        tools: dict[int, dict[str, str]] = {}
+            stream_options={"include_usage": True}, **kw)
         async for chunk in stream:
-            ids.add(chunk.id)
+            got["ids"].add(chunk.id)
             if chunk.usage is not None:
-                usage = chunk.usage
+                got["usage"] = chunk.usage
             for c in chunk.choices:
-                content += c.delta.content or ""
-                reasoning += (c.delta.model_extra or {}).get("reasoning_content") or ""
+                got["content"] += c.delta.content or ""
+                got["reasoning"] += (c.delta.model_extra or {}).get("reasoning_content") or ""
                 for t in c.delta.tool_calls or []:
-                    slot = tools.setdefault(t.index, {"id": "", "name": "", "args": ""})
+                    slot = got["tools"].setdefault(t.index, {"id": "", "name": "", "args": ""})
                     slot["id"] += t.id or ""
                     slot["name"] += (t.function.name if t.function else None) or ""
                     slot["args"] += (t.function.arguments if t.function else None) or ""
                 if c.finish_reason:
-                    finish.append(c.finish_reason)
+                    got["finish"].append(c.finish_reason)
+    return got
+
+
+async def test_the_openai_client_accumulates_exactly_the_transcript(base) -> None:
+    url, seen = base
+    got = await _read(url)
     t = assemble(seen)
-    assert content == t.text() == "Paris: sunny. Lyon: rain. "
-    assert reasoning == "Checking the sources."
-    assert tools == {0: {"id": "call_1", "name": "search", "args": '{"q": "paris"}'}}
-    assert finish == ["stop"]
-    assert ids == {"chatcmpl-r1"}
-    assert usage is not None and usage.total_tokens == 21
+    assert got["content"] == t.text()
+    assert got["content"].startswith("Weather: sunny, 25°C. News: all quiet. word0 ")
+    assert got["reasoning"] == 'Let me check.\n⚙ search({"q": "weather"})\n'
+    assert got["tools"] == {}  # the agent ran its tool: progress, not a request
+    assert got["finish"] == ["stop"]
+    assert got["ids"] == {"chatcmpl-r1"}
+    assert got["usage"] is not None and got["usage"].total_tokens == USAGE["total_tokens"]
+
+
+async def test_a_client_that_declares_tools_gets_tool_calls(base) -> None:
+    url, _ = base
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    got = await _read(url, tools=tools)
+    assert got["reasoning"] == "Let me check."
+    assert got["tools"] == {0: {"id": "call_1", "name": "search", "args": '{"q": "weather"}'}}
+    assert got["finish"] == ["stop"]
 
 
 async def test_a_failed_stream_is_raised_by_the_client_after_the_text_it_sent(base) -> None:

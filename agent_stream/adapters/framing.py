@@ -1,0 +1,86 @@
+"""Encoders return typed wire objects; this is how a caller frames them as text.
+
+Every encoder here has one shape (``Encoder``): ``feed(msg)`` and ``close(status=, error=)``
+return a list of its wire objects (OpenAI chunks, AG-UI event models, channel event dicts,
+Messages), ``finished`` says whether the wire has ended, ``drain_warnings()`` hands over what it
+could not carry. ``close()`` without a status means the Messages ended without stream_end: the
+stream was cut, and every wire ends it as not completed. Text is made at the edge, by a frame
+function: ``sse`` (one Server-Sent Event) or ``jsonl`` (one JSON line), as each adapter's
+``frame_*`` functions do for its objects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, TypeVar
+
+from agent_stream.errors import StreamWarning
+from agent_stream.message import Message
+
+__all__ = ["Encoder", "Framed", "dumps", "frame_all", "jsonl", "run_encoder", "sse"]
+
+T = TypeVar("T")
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON, UTF-8 characters kept as they are (the form of every wire here)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def sse(data: str) -> str:
+    """One Server-Sent Event carrying ``data`` (one line)."""
+    return "data: " + data + "\n\n"
+
+
+def jsonl(obj: Any) -> str:
+    """One JSON line."""
+    return dumps(obj) + "\n"
+
+
+class Encoder(Protocol[T]):
+    """Messages in, wire objects out; ``close`` ends whatever the Messages did not."""
+
+    @property
+    def finished(self) -> bool: ...
+
+    def feed(self, msg: Message) -> list[T]: ...
+
+    def close(self, *, status: str | None = None, error: str | None = None) -> list[T]: ...
+
+    def drain_warnings(self) -> list[StreamWarning]: ...
+
+
+def run_encoder(enc: Encoder[T], messages: Iterable[Message]) -> Iterator[T]:
+    """Every wire object ``enc`` makes of ``messages``, then those of ``close()``."""
+    for m in messages:
+        yield from enc.feed(m)
+    yield from enc.close()
+
+
+def frame_all(items: Iterable[T], frame: Callable[[T], str]) -> list[str]:
+    """The text of each wire object."""
+    return [frame(i) for i in items]
+
+
+class Framed:
+    """An encoder whose wire objects come out as text (what a socket or stdout is given)."""
+
+    def __init__(self, encoder: Encoder[Any], frame: Callable[[Any], str]) -> None:
+        self.encoder = encoder
+        self.frame = frame
+
+    @property
+    def finished(self) -> bool:
+        return self.encoder.finished
+
+    def feed(self, msg: Message) -> list[str]:
+        frame = self.frame
+        return [frame(i) for i in self.encoder.feed(msg)]
+
+    def close(self, *, status: str | None = None, error: str | None = None) -> list[str]:
+        frame = self.frame
+        return [frame(i) for i in self.encoder.close(status=status, error=error)]
+
+    def drain_warnings(self) -> list[StreamWarning]:
+        return self.encoder.drain_warnings()
