@@ -7,8 +7,12 @@
 | ``cui-native``, ``cui-desktop``     | cui      | CUIEncoder       | application/x-ndjson      |
 | ``agui``                            | agui     | AGUIEncoder      | text/event-stream         |
 | ``channels``                        | channels | ChannelsEncoder  | application/x-ndjson      |
+| ``aisdk``                           | aisdk    | AISDKEncoder     | text/event-stream (*)     |
 
-The format names themselves (``openai``, ``cui``, ``agui``, ``channels``) are accepted too. The
+The format names themselves (``openai``, ``cui``, ``agui``, ``channels``) are accepted too.
+(*) The AI SDK UI stream also wants the response header ``aisdk.HEADERS``
+(``x-vercel-ai-ui-message-stream: v1``).
+``encoder_for`` gives the encoder (wire objects), ``frame_for`` how its objects become text. The
 sink is the only part here that awaits anything: it hands each piece of wire text to ``write``.
 """
 
@@ -16,15 +20,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
-from agent_stream.adapters._common import opt
+from agent_stream.adapters._cli import encode_text, opt
+from agent_stream.adapters.framing import Encoder, Framed
 from agent_stream.errors import WireError
 from agent_stream.message import Message
 from agent_stream.writer import StreamWriter
 
 __all__ = ["ACCEPT", "Encoder", "WireSink", "cli_encode", "content_type", "encoder_for",
-           "format_for", "sink_for", "writer_for"]
+           "format_for", "frame_for", "sink_for", "writer_for"]
 
 ACCEPT: dict[str, str] = {
     "standard": "openai",
@@ -34,26 +39,17 @@ ACCEPT: dict[str, str] = {
     "agui": "agui",
     "channels": "channels",
 }
-_FORMATS = ("openai", "cui", "agui", "channels")
+_FORMATS = ("openai", "cui", "agui", "channels", "aisdk")
 _OPTIONS = {
-    "openai": ("model", "include_usage", "completion_id", "created"),
-    "cui": ("sse",),
+    "openai": ("model", "include_usage", "completion_id", "created", "tool_calls"),
+    "cui": (),
     "agui": ("thread_id", "run_id"),
     "channels": ("channels",),
+    "aisdk": ("message_id",),
 }
-_ALL_OPTIONS = frozenset(o for opts in _OPTIONS.values() for o in opts)
+_ALL_OPTIONS = frozenset(o for opts in _OPTIONS.values() for o in opts) | {"sse"}  # sse: cui
 
 Write = Callable[[str], Any]  # sync (e.g. sys.stdout.write) or async (a response's write)
-
-
-class Encoder(Protocol):
-    """What every wire encoder here offers: Messages in, wire text out."""
-
-    finished: bool
-
-    def feed(self, msg: Message) -> list[Any]: ...
-
-    def close(self, *, status: str = "completed", error: str | None = None) -> list[Any]: ...
 
 
 def format_for(accept: str | None) -> str:
@@ -66,20 +62,47 @@ def format_for(accept: str | None) -> str:
     raise WireError(f"unknown accept {accept!r}; known: {', '.join([*ACCEPT, *_FORMATS])}")
 
 
+def _cui_sse(accept: str | None, sse: bool | None) -> bool:
+    return sse if sse is not None else (accept or "").strip().lower() == "cui-web"
+
+
 def content_type(accept: str | None, *, sse: bool | None = None) -> str:
     """The HTTP content type of what the selected encoder writes."""
     fmt = format_for(accept)
     if fmt == "cui":
-        use_sse = sse if sse is not None else (accept or "").strip().lower() == "cui-web"
-        return "text/event-stream" if use_sse else "application/x-ndjson"
+        return "text/event-stream" if _cui_sse(accept, sse) else "application/x-ndjson"
     return "application/x-ndjson" if fmt == "channels" else "text/event-stream"
 
 
-def encoder_for(accept: str | None = "standard", **options: Any) -> Encoder:
-    """A fresh encoder writing text for ``accept``; options of other formats are ignored.
+def frame_for(accept: str | None = "standard", *, sse: bool | None = None
+              ) -> Callable[[Any], str]:
+    """How the wire objects of ``encoder_for(accept)`` become text (SSE, or JSON lines).
 
-    openai: model, include_usage, completion_id, created; cui: sse (default: on for cui-web);
-    agui: thread_id, run_id; channels: channels. Unknown option names raise TypeError.
+    ``sse`` matters for cui only (default: SSE for cui-web, JSON lines for the others).
+    """
+    fmt = format_for(accept)
+    if fmt == "openai":
+        from agent_stream.adapters.openai import frame_sse
+        return frame_sse
+    if fmt == "cui":
+        from agent_stream.adapters import cui
+        return cui.frame_sse if _cui_sse(accept, sse) else cui.frame_jsonl
+    if fmt == "agui":
+        from agent_stream.adapters import agui
+        return agui.frame_sse
+    if fmt == "aisdk":
+        from agent_stream.adapters.aisdk import frame_sse
+        return frame_sse
+    from agent_stream.adapters.channels import frame_jsonl
+    return frame_jsonl
+
+
+def encoder_for(accept: str | None = "standard", **options: Any) -> Encoder[Any]:
+    """A fresh encoder of wire objects for ``accept``; options of other formats are ignored.
+
+    openai: model, include_usage, completion_id, created, tool_calls; cui: sse (a framing
+    option, see ``frame_for``); agui: thread_id, run_id; channels: channels; aisdk:
+    message_id. Unknown option names raise TypeError.
     """
     unknown = set(options) - _ALL_OPTIONS
     if unknown:
@@ -91,11 +114,13 @@ def encoder_for(accept: str | None = "standard", **options: Any) -> Encoder:
         return OpenAIEncoder(**mine)
     if fmt == "cui":
         from agent_stream.adapters.cui import CUIEncoder
-        mine.setdefault("sse", (accept or "").strip().lower() == "cui-web")
-        return CUIEncoder(**mine)
+        return CUIEncoder()
     if fmt == "agui":
         from agent_stream.adapters.agui import AGUIEncoder
-        return AGUIEncoder(sse=True, **mine)
+        return AGUIEncoder(**mine)
+    if fmt == "aisdk":
+        from agent_stream.adapters.aisdk import AISDKEncoder
+        return AISDKEncoder(**mine)
     from agent_stream.adapters.channels import ChannelsEncoder
     return ChannelsEncoder(**mine)
 
@@ -111,7 +136,8 @@ class WireSink:
         self.accept = accept or "standard"
         self.format = format_for(accept)
         self.content_type = content_type(accept, sse=options.get("sse"))
-        self.encoder = encoder_for(accept, **options)
+        self.encoder = Framed(encoder_for(accept, **options),
+                              frame_for(accept, sse=options.get("sse")))
         self._write = write
 
     @property
@@ -122,7 +148,8 @@ class WireSink:
         for text in self.encoder.feed(msg):
             await self._put(text)
 
-    async def close(self, *, status: str = "completed", error: str | None = None) -> None:
+    async def close(self, *, status: str | None = None, error: str | None = None) -> None:
+        """End the wire if the Messages did not (no status: the stream was cut)."""
         for text in self.encoder.close(status=status, error=error):
             await self._put(text)
 
@@ -151,8 +178,8 @@ def writer_for(accept: str | None, write: Write, *, request_id: str | None = Non
 
 def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
     """Encode for ``args.accept`` (default ``standard``) with the convert options."""
-    enc = encoder_for(opt(args, "accept") or "standard",
-                      **{k: opt(args, k) for k in ("model", "include_usage", "channels", "sse")})
-    for m in messages:
-        yield from enc.feed(m)
-    yield from enc.close()
+    accept = opt(args, "accept") or "standard"
+    enc = encoder_for(accept, **{k: opt(args, k)
+                                 for k in ("model", "include_usage", "channels", "sse",
+                                           "tool_calls")})
+    return encode_text(enc, messages, frame_for(accept, sse=opt(args, "sse")))

@@ -1,0 +1,175 @@
+// Node clients reading agent_stream's wires over HTTP (run by conformance/run.py).
+// Usage: node clients.mjs BASE_URL STREAM...   Prints one JSON line per (client, stream):
+// {"client", "stream", "seen": {...what the client ends up with...}}.
+import { HttpAgent, verifyEvents } from "@ag-ui/client";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { DefaultChatTransport, readUIMessageStream, streamText } from "ai";
+import OpenAI from "openai";
+import { from, lastValueFrom, toArray } from "rxjs";
+
+const [base, ...streams] = process.argv.slice(2);
+const errText = (e) => (e && (e.message || String(e))) || "error";
+
+// openai npm: chat.completions.create({stream: true})
+async function openaiClient(stream) {
+  const client = new OpenAI({ baseURL: `${base}/openai/${stream}`, apiKey: "x", maxRetries: 0,
+                              timeout: 30000 });
+  const seen = { text: "", reasoning: "", tool_calls: [], finish_reason: null, usage: null,
+                 error: null };
+  const calls = new Map();
+  try {
+    const s = await client.chat.completions.create({
+      model: "agent-stream", messages: [{ role: "user", content: "hi" }], stream: true,
+      stream_options: { include_usage: true } });
+    for await (const chunk of s) {
+      if (chunk.usage) seen.usage = chunk.usage;
+      for (const ch of chunk.choices || []) {
+        const d = ch.delta || {};
+        if (d.content) seen.text += d.content;
+        if (d.reasoning_content) seen.reasoning += d.reasoning_content;
+        for (const tc of d.tool_calls || []) {
+          const c = calls.get(tc.index) || { id: null, name: null, arguments: "" };
+          if (tc.id) c.id = tc.id;
+          if (tc.function?.name) c.name = tc.function.name;
+          if (tc.function?.arguments) c.arguments += tc.function.arguments;
+          calls.set(tc.index, c);
+        }
+        if (ch.finish_reason) seen.finish_reason = ch.finish_reason;
+      }
+    }
+  } catch (e) {
+    seen.error = errText(e);
+  }
+  seen.tool_calls = [...calls.values()];
+  return seen;
+}
+
+// ai + @ai-sdk/openai-compatible: streamText over the OpenAI wire, no tools declared
+async function streamTextClient(stream) {
+  const provider = createOpenAICompatible({ name: "agentstream", baseURL: `${base}/openai/${stream}`,
+                                            includeUsage: true });
+  const seen = { text: "", reasoning: "", tool_calls: [], finish_reason: null, usage: null,
+                 error: null, tool_errors: [] };
+  const result = streamText({ model: provider.chatModel("agent-stream"), prompt: "hi",
+                              maxRetries: 0, onError: () => {},
+                              abortSignal: AbortSignal.timeout(30000) });
+  try {
+    for await (const p of result.fullStream) {
+      if (p.type === "text-delta") seen.text += p.text;
+      else if (p.type === "reasoning-delta") seen.reasoning += p.text;
+      else if (p.type === "tool-call") seen.tool_calls.push({ id: p.toolCallId, name: p.toolName,
+                                                              input: p.input });
+      else if (p.type === "tool-error") seen.tool_errors.push(errText(p.error));
+      else if (p.type === "error") seen.error = errText(p.error);
+      else if (p.type === "finish") {
+        seen.finish_reason = p.finishReason;
+        const u = p.totalUsage || {};
+        if (u.inputTokens !== undefined || u.outputTokens !== undefined) {
+          seen.usage = { prompt_tokens: u.inputTokens ?? null,
+                         completion_tokens: u.outputTokens ?? null,
+                         total_tokens: u.totalTokens ?? null };
+        }
+      }
+    }
+  } catch (e) {
+    seen.error = seen.error || errText(e);
+  }
+  return seen;
+}
+
+// @ag-ui/client: HttpAgent.runAgent, and verifyEvents over every event it saw
+async function aguiClient(stream) {
+  const agent = new HttpAgent({ url: `${base}/agui/${stream}` });
+  const events = [];
+  const seen = { texts: [], reasoning: [], tool_calls: [], tool_results: {}, finish: null,
+                 usage: null, error: null, verify_error: null };
+  try {
+    await agent.runAgent({}, {
+      onEvent: ({ event }) => { events.push(event); },
+    });
+  } catch (e) {
+    seen.error = errText(e);
+  }
+  try {
+    await lastValueFrom(from(events).pipe(verifyEvents(), toArray()), { defaultValue: [] });
+  } catch (e) {
+    seen.verify_error = errText(e);
+  }
+  for (const m of agent.messages) {
+    if (m.role === "assistant") {
+      if (typeof m.content === "string" && m.content) seen.texts.push(m.content);
+      for (const tc of m.toolCalls || []) {
+        seen.tool_calls.push({ id: tc.id, name: tc.function.name,
+                               arguments: tc.function.arguments });
+      }
+    } else if (m.role === "tool") {
+      seen.tool_results[m.toolCallId] = m.content;
+    } else if (m.role === "reasoning") {
+      seen.reasoning.push(m.content);
+    }
+  }
+  for (const e of events) {
+    if (e.type === "RUN_FINISHED") {
+      seen.finish = e.outcome?.type === "cancelled" ? "cancelled" : "completed";
+      if (e.usage?.length) seen.usage = e.usage[0];
+    } else if (e.type === "RUN_ERROR") {
+      seen.finish = "error";
+      seen.error = e.message;
+    }
+  }
+  return seen;
+}
+
+// ai: the UI message stream through DefaultChatTransport, assembled by readUIMessageStream
+async function uiStreamClient(stream) {
+  const transport = new DefaultChatTransport({ api: `${base}/aisdk/${stream}` });
+  const seen = { texts: [], reasoning: [], tool_calls: [], finish: null, usage: null,
+                 errors: [], header: null, data: [], files: [] };
+  const chunks = await transport.sendMessages({
+    trigger: "submit-message", chatId: "c1", messageId: undefined, abortSignal: undefined,
+    messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }] });
+  const [forUi, forEnd] = chunks.tee();
+  const ends = (async () => {
+    for await (const c of forEnd) {
+      if (c.type === "finish") seen.finish = c.finishReason;
+      else if (c.type === "abort") seen.finish = "abort";
+    }
+  })();
+  let last = null;
+  try {
+    for await (const msg of readUIMessageStream({ stream: forUi,
+                                                  onError: (e) => seen.errors.push(errText(e)) })) {
+      last = msg;
+    }
+  } catch (e) {
+    seen.errors.push(errText(e));
+  }
+  await ends;
+  for (const p of last?.parts || []) {
+    if (p.type === "text") seen.texts.push(p.text);
+    else if (p.type === "reasoning") seen.reasoning.push(p.text);
+    else if (p.type === "dynamic-tool" || p.type.startsWith("tool-")) {
+      seen.tool_calls.push({ id: p.toolCallId, name: p.toolName ?? p.type.slice(5),
+                             state: p.state, input: p.input, output: p.output,
+                             providerExecuted: p.providerExecuted });
+    } else if (p.type.startsWith("data-")) seen.data.push({ type: p.type, data: p.data });
+    else if (p.type === "file") seen.files.push(p.url);
+  }
+  seen.usage = last?.metadata?.usage ?? null;
+  return seen;
+}
+
+const CLIENTS = { "node-openai": openaiClient, "node-ai-streamText": streamTextClient,
+                  "node-ag-ui": aguiClient, "node-ai-ui-stream": uiStreamClient };
+
+for (const stream of streams) {
+  for (const [name, run] of Object.entries(CLIENTS)) {
+    let line;
+    try {
+      line = { client: name, stream, seen: await run(stream) };
+    } catch (e) {
+      line = { client: name, stream, crash: `${e?.name}: ${errText(e)}` };
+    }
+    process.stdout.write(JSON.stringify(line) + "\n");
+  }
+}

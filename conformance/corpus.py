@@ -1,0 +1,239 @@
+"""The conformance corpus: tricky Message streams, written out chunk by chunk (no writer, no
+clock), so every wire's output is the same on every run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_stream.message import Message
+
+__all__ = ["CORPUS", "corpus"]
+
+
+def ev(name: str, ids: dict[str, Any] | None = None, **data: Any) -> Message:
+    """A lifecycle event Message."""
+    return Message(type="event", props={"event": name, "data": data}, **(ids or {}))
+
+
+def m(type_: str, props: dict[str, Any] | None, mid: str | None = None,
+      tid: str | None = None, bid: str | None = None, **kw: Any) -> Message:
+    """A content Message."""
+    return Message(type=type_, props=props, message_id=mid, thread_id=tid, block_id=bid, **kw)
+
+
+def d(type_: str, props: dict[str, Any], mid: str, tid: str | None = None,
+      bid: str | None = None, **kw: Any) -> Message:
+    """A delta chunk."""
+    return Message(type=type_, props=props, message_id=mid, thread_id=tid, block_id=bid,
+                   delta=True, **kw)
+
+
+def start(rid: str) -> Message:
+    return ev("stream_start", request_id=rid)
+
+
+def end(rid: str, status: str = "completed", **data: Any) -> Message:
+    return ev("stream_end", request_id=rid, status=status, **data)
+
+
+def mstart(mid: str, type_: str, tid: str | None = None, bid: str | None = None) -> Message:
+    ids = {"thread_id": tid, "block_id": bid}
+    return ev("message_start", {k: v for k, v in ids.items() if v}, message_id=mid, type=type_,
+              **({"thread_id": tid} if tid else {}))
+
+
+def mend(mid: str, tid: str | None = None) -> Message:
+    return ev("message_end", {"thread_id": tid} if tid else None, message_id=mid,
+              **({"thread_id": tid} if tid else {}))
+
+
+def _parallel() -> list[Message]:
+    out = [start("par"), ev("thread_start", thread_id="T1", label="weather"),
+           ev("thread_start", thread_id="T2", label="news")]
+    a = ["Sunny ", "in ", "Paris", "."]
+    b = ["Markets ", "are ", "up", "."]
+    for x, y in zip(a, b, strict=True):
+        out += [d("text", {"content": x}, "M1", "T1"), d("text", {"content": y}, "M1", "T2")]
+    out += [mend("M1", "T1"), ev("thread_end", {"thread_id": "T1"}, thread_id="T1"),
+            mend("M1", "T2"), ev("thread_end", {"thread_id": "T2"}, thread_id="T2"),
+            d("text", {"content": "Both done."}, "M2"), mend("M2"),
+            end("par", usage={"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21})]
+    return out
+
+
+def _error_mid_thread() -> list[Message]:
+    return [start("err"), ev("thread_start", thread_id="T1"),
+            d("thinking", {"content": "Checking the "}, "M1", "T1"),
+            d("thinking", {"content": "source."}, "M1", "T1"), mend("M1", "T1"),
+            d("text", {"content": "Partial ans"}, "M2", "T1"),
+            m("error", {"message": "upstream timed out", "code": "timeout"}, None, "T1"),
+            ev("thread_end", {"thread_id": "T1"}, thread_id="T1", status="error"),
+            end("err", "error", error="upstream timed out")]
+
+
+def _cancelled() -> list[Message]:
+    return [start("can"), d("text", {"content": "Counting: one, "}, "M1"),
+            d("text", {"content": "two, "}, "M1"), end("can", "cancelled")]
+
+
+def _tools_only() -> list[Message]:
+    return [start("tools"), ev("block_start", {"block_id": "B1"}, block_id="B1", type="tool"),
+            m("tool_call", {"id": "call_w", "name": "get_weather",
+                            "arguments": '{"city":"Paris"}'}, "M1", bid="B1"),
+            mend("M1"),
+            m("loading", {"message": "Calling get_weather"}, "M2", bid="B1"),
+            d("loading", {"done": True}, "M2", bid="B1", delta_action="merge"), mend("M2"),
+            m("tool_result", {"call_id": "call_w", "name": "get_weather",
+                              "content": "18°C, clear"}, "M3", bid="B1"), mend("M3"),
+            ev("block_end", {"block_id": "B1"}, block_id="B1"), end("tools")]
+
+
+def _late_tool_names() -> list[Message]:
+    return [start("late"), mstart("M1", "tool_call"),
+            d("tool_call", {"arguments": '{"n":'}, "M1"),
+            d("tool_call", {"arguments": " 3}"}, "M1"),
+            d("tool_call", {"id": "call_count", "name": "count"}, "M1", delta_action="merge"),
+            mend("M1"),
+            d("text", {"content": "Counted to three."}, "M2"), mend("M2"), end("late")]
+
+
+def _rewrites() -> list[Message]:
+    return [start("rw"), d("text", {"content": "Hello wor"}, "M1"),
+            d("text", {"content": "Hello world!"}, "M1", delta_action="replace",
+              delta_path="content"),
+            d("text", {"content": "Goodbye."}, "M1", delta_action="replace",
+              delta_path="content"), mend("M1"),
+            m("loading", {"message": "Thinking it over"}, "M2"),
+            Message(type="thinking", message_id="M2", type_change=True),
+            d("thinking", {"content": " and done"}, "M2"), mend("M2"),
+            d("text", {"content": "The end."}, "M3"), mend("M3"), end("rw")]
+
+
+def _media() -> list[Message]:
+    return [start("media"), d("text", {"content": "Here is the chart:"}, "M1"), mend("M1"),
+            m("image", {"url": "https://example.com/chart.png", "alt": "chart"}, "M2"),
+            m("audio", {"url": "https://example.com/note.mp3", "format": "mp3"}, "M3"),
+            m("video", {"url": "https://example.com/clip.mp4"}, "M4"),
+            d("text", {"content": "That is all."}, "M5"), mend("M5"), end("media")]
+
+
+def _unicode() -> list[Message]:
+    pieces = ["Grüße 👋🏽", " 你好，", "世界！", " e\u0301", "👨‍👩‍👧", " 🇫🇷 ok"]
+    out = [start("uni")]
+    out += [d("text", {"content": p}, "M1") for p in pieces]
+    out += [mend("M1"), d("thinking", {"content": "思考中…🤔"}, "M2"), mend("M2"), end("uni")]
+    return out
+
+
+def _custom() -> list[Message]:
+    return [start("custom"),
+            m("weather_card", {"city": "Paris", "days": [{"t": 18}], "meta": {"src": "x"}},
+              "M1"),
+            d("weather_card", {"days": [{"t": 19}]}, "M1", delta_path="days"),
+            d("weather_card", {"days": {"0": {"t": 17}}}, "M1", delta_path="days.0.t",
+              delta_action="set"),
+            d("weather_card", {"meta": {"updated": True}}, "M1", delta_path="meta",
+              delta_action="merge"),
+            d("weather_card", {"city": " (FR)"}, "M1", delta_path="city"), mend("M1"),
+            d("text", {"content": "Card sent."}, "M2"), mend("M2"), end("custom")]
+
+
+def _cut() -> list[Message]:
+    return [start("cut"), d("text", {"content": "Starting the ans"}, "M1"),
+            m("tool_call", {"id": "call_a", "name": "lookup", "arguments": '{"a":'}, "M2")]
+
+
+def _replay() -> list[Message]:
+    """A real writer's stream: the embedded replay model (blocks, reasoning, tools with progress
+    and results, parallel threads, a long markdown answer), as fast as it goes."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent_stream.sources.replay import ReplayModel
+    from agent_stream.writer import collect
+
+    def run() -> list[Message]:
+        return asyncio.run(collect(lambda out: ReplayModel(rate=0)("weather in Paris", out),
+                                   request_id="replay"))
+
+    with ThreadPoolExecutor(1) as pool:  # its own event loop, whoever calls
+        return pool.submit(run).result()
+
+
+CORPUS: dict[str, Any] = {
+    "parallel_threads": _parallel,
+    "error_mid_thread": _error_mid_thread,
+    "cancelled": _cancelled,
+    "tools_only": _tools_only,
+    "late_tool_names": _late_tool_names,
+    "rewrites_retypes": _rewrites,
+    "media": _media,
+    "unicode_emoji": _unicode,
+    "custom_structured": _custom,
+    "cut_stream": _cut,
+    "writer_replay": _replay,
+}
+
+
+def corpus() -> dict[str, list[Message]]:
+    """Every stream of the corpus by name."""
+    return {name: make() for name, make in CORPUS.items()}
+
+
+_TYPES = ["text", "thinking", "loading", "tool_call", "tool_result", "error", "image",
+          "refusal", "weather_card"]
+_EVENTS = ["thread_start", "thread_end", "block_start", "block_end", "message_start",
+           "message_end"]
+
+
+def _fuzz_one(rnd: Any, i: int) -> list[Message]:
+    """A random but well-formed stream: interleaved threads, blocks, deltas of every action,
+    retypes, tool calls with late names, and one of the four endings."""
+    out = [start(f"fz{i}")]
+    for _ in range(rnd.randint(3, 30)):
+        tid = rnd.choice([None, "T1", "T2"])
+        mid = rnd.choice(["M1", "M2", "M3"])
+        if rnd.random() < 0.25:
+            name = rnd.choice(_EVENTS)
+            if name.startswith("thread") and tid is None:
+                tid = "T1"
+            data: dict[str, Any] = {"message_id": mid, "type": rnd.choice(_TYPES),
+                                    "block_id": rnd.choice(["B1", "B2"]),
+                                    "status": rnd.choice(["completed", "error"])}
+            if tid:
+                data["thread_id"] = tid
+            out.append(ev(name, {"thread_id": tid} if tid else None, **data))
+            continue
+        t = rnd.choice(_TYPES)
+        bid = rnd.choice([None, "B1", "B2"])
+        if t in ("text", "thinking", "refusal"):
+            action = rnd.choice(["append", "append", "append", "replace"])
+            out.append(d(t, {"content": rnd.choice(["a", "bé", " 🙂", "\n", "xyz"])}, mid, tid,
+                         bid, delta_action=action, delta_path="content"))
+        elif t == "tool_call":
+            props = rnd.choice([{"arguments": '{"k":'}, {"arguments": "1}"},
+                                {"name": "f", "id": f"c{rnd.randint(1, 3)}"}])
+            out.append(d(t, props, mid, tid, bid, delta_action="merge"
+                         if "name" in props else None))
+        elif t == "tool_result":
+            out.append(m(t, {"call_id": f"c{rnd.randint(1, 3)}", "content": "ok"}, mid, tid))
+        elif t == "error":
+            out.append(m(t, {"message": "boom", "code": "x"}, None, tid))
+        elif t == "image":
+            out.append(m(t, {"url": "https://example.com/a.png"}, mid, tid))
+        elif t == "loading":
+            out.append(m(t, {"message": "working"}, mid, tid, bid))
+        else:
+            out.append(d(t, {"rows": [rnd.randint(0, 9)]}, mid, tid, bid, delta_path="rows"))
+    ending = rnd.choice(["completed", "error", "cancelled", "cut"])
+    if ending != "cut":
+        out.append(end(f"fz{i}", ending, **({"error": "failed"} if ending == "error" else {})))
+    return out
+
+
+def fuzz(n: int, seed: int = 12) -> dict[str, list[Message]]:
+    """``n`` random streams, the same for the same seed."""
+    import random
+
+    rnd = random.Random(seed)
+    return {f"fuzz_{i:02d}": _fuzz_one(rnd, i) for i in range(n)}

@@ -1,0 +1,219 @@
+"""What each client must end up with, from the transcript (agent_stream's Assembler), and the
+checks that compare it with what the client says it got. The rules per wire are the table in
+docs/wires-aisdk-a2a.md ("What a client sees")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_stream.assemble import Transcript
+
+# Streams whose text a wire cannot show exactly, and why (the documented, warned-about losses).
+REWRITES = {"rewrites_retypes"}  # a rewrite shows as a line break and the new text
+MEDIA = {"media"}  # the OpenAI wire shows media as markdown links in the text
+
+
+@dataclass
+class Expected:
+    """What the transcript says a stream is."""
+
+    texts: list[str]
+    thinking: list[str]
+    tools: list[dict[str, Any]]
+    tool_results: dict[str, Any]
+    status: str  # completed | error | cancelled | streaming (cut: no stream_end)
+    error: str | None
+    usage: dict[str, Any] | None = field(default=None)
+
+
+def expected(t: Transcript) -> Expected:
+    msgs = t.messages
+    tools = [{"id": m.props.get("id"), "name": m.props.get("name"),
+              "arguments": m.props.get("arguments", "")} for m in msgs if m.type == "tool_call"]
+    results = {m.props["call_id"]: m.props.get("content") for m in msgs
+               if m.type == "tool_result" and isinstance(m.props.get("call_id"), str)}
+    err = t.stream_data.get("error")
+    usage = t.stream_data.get("usage")
+    return Expected(texts=[m.content for m in msgs if m.type in ("text", "refusal")],
+                    thinking=[m.content for m in msgs if m.type == "thinking"],
+                    tools=tools, tool_results=results, status=t.status or "streaming",
+                    error=err if isinstance(err, str) else None,
+                    usage=usage if isinstance(usage, dict) else None)
+
+
+def in_order(hay: str, needles: list[str]) -> bool:
+    """Every needle occurs in ``hay``, each after the previous one."""
+    at = 0
+    for n in needles:
+        i = hay.find(n, at)
+        if i < 0:
+            return False
+        at = i + len(n)
+    return True
+
+
+def same_texts(got: list[str], want: list[str], stream: str) -> bool:
+    if stream in REWRITES:
+        return len(got) == len(want) and all(g.endswith(w) for g, w in zip(got, want, strict=True))
+    return got == want
+
+
+def _usage(got: Any, want: dict[str, Any] | None) -> bool:
+    if want is None:
+        return got is None
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return isinstance(got, dict) and all(got.get(k) == want.get(k) for k in keys)
+
+
+Checks = dict[str, tuple[bool, str]]
+
+
+def check_openai(seen: dict[str, Any], e: Expected, stream: str, sdk: bool = False) -> Checks:
+    """The OpenAI wire: one content string, reasoning_content, agent tools as progress."""
+    text_ok = in_order(seen["text"], e.texts) if stream in REWRITES | MEDIA else \
+        seen["text"] == "".join(e.texts)
+    shown = [t["name"] for t in e.tools if t["name"]] + \
+        [r for r in e.tool_results.values() if isinstance(r, str)]
+    tools_ok = not seen["tool_calls"] and not seen.get("tool_errors") and \
+        all(n in seen["reasoning"] for n in shown)
+    if e.status == "completed":
+        fin_ok = seen["finish_reason"] == "stop" and seen["error"] is None
+    else:
+        fin_ok = seen["error"] is not None and (e.status != "streaming" or
+                                                "incomplete" in seen["error"].lower() or sdk)
+    u = seen["usage"]
+    if sdk and e.usage is None:  # the SDK reports absent usage as nulls
+        usage_ok = u is None or all(v is None for v in u.values())
+    else:
+        usage_ok = _usage(u, e.usage)
+    return {"text": (text_ok, repr(seen["text"])[:120]),
+            "reasoning": (in_order(seen["reasoning"], e.thinking), repr(seen["reasoning"])[:120]),
+            "tools": (tools_ok, json.dumps(seen["tool_calls"] or seen.get("tool_errors"))[:160]),
+            "finish": (fin_ok, f"finish_reason={seen['finish_reason']} error={seen['error']}"),
+            "usage": (usage_ok, json.dumps(u))}
+
+
+def check_agui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
+    """AG-UI: messages apart, tool calls with their ids and names, RUN_FINISHED/RUN_ERROR."""
+    calls = [{k: c.get(k) for k in ("id", "name", "arguments")} for c in seen["tool_calls"]]
+    want = {"completed": "completed", "cancelled": "cancelled", "error": "error",
+            "streaming": "error"}[e.status]
+    fin_ok = seen["finish"] == want and (e.status != "error" or seen["error"] == e.error)
+    u = seen["usage"]
+    usage_ok = (u is None) if e.usage is None else isinstance(u, dict) and \
+        u.get("inputTokens") == e.usage.get("prompt_tokens") and \
+        u.get("outputTokens") == e.usage.get("completion_tokens")
+    return {"verify": (seen["verify_error"] is None, str(seen["verify_error"])),
+            "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
+            "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
+            "tools": (calls == e.tools, json.dumps(calls)[:200]),
+            "tool results": (seen["tool_results"] == e.tool_results,
+                             json.dumps(seen["tool_results"])[:200]),
+            "finish": (fin_ok, f"finish={seen['finish']} error={seen['error']}"),
+            "usage": (usage_ok, json.dumps(u))}
+
+
+def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
+    """The AI SDK UI message stream: parts apart, agent tools provider-executed with output."""
+    tools_ok = len(seen["tool_calls"]) == len(e.tools)
+    for got, want in zip(seen["tool_calls"], e.tools, strict=False):
+        tools_ok = tools_ok and got["id"] == want["id"] and got["name"] == want["name"] and \
+            got.get("providerExecuted") is True
+        if e.status == "completed":
+            tools_ok = tools_ok and got["input"] == json.loads(want["arguments"] or "{}")
+        if want["id"] in e.tool_results:
+            tools_ok = tools_ok and got.get("output") == e.tool_results[want["id"]]
+    errors = seen["errors"]
+    fin = seen["finish"]
+    if e.status == "completed":
+        fin_ok = fin == "stop" and not errors
+    elif e.status == "error":
+        fin_ok = fin == "error" and errors == [e.error]
+    elif e.status == "cancelled":
+        fin_ok = fin == "abort" and not errors
+    else:
+        fin_ok = fin is None and len(errors) == 1
+    return {"text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
+            "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
+            "tools": (tools_ok, json.dumps(seen["tool_calls"])[:200]),
+            "finish": (fin_ok, f"finish={fin} errors={errors}"),
+            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"]))}
+
+
+def check_a2a(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
+    """A2A: artifacts per message, DataPart tool calls, the final task state."""
+    state = seen["state"]
+    if e.status == "completed":
+        fin_ok = state == "completed"
+    elif e.status == "cancelled":
+        fin_ok = state == "canceled"
+    elif e.status == "error":
+        fin_ok = state == "failed" and seen["status_text"] == e.error
+    else:
+        fin_ok = state == "failed" and seen["incomplete"]
+    return {"sdk": (seen["error"] is None and not seen["sdk_warnings"],
+                    f"{seen['error']} {seen['sdk_warnings']}"),
+            "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
+            "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
+            "tools": (seen["tool_calls"] == e.tools, json.dumps(seen["tool_calls"])[:200]),
+            "tool results": (seen["tool_results"] == e.tool_results,
+                             json.dumps(seen["tool_results"])[:200]),
+            "finish": (fin_ok, f"state={state} text={seen['status_text']}"),
+            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"]))}
+
+
+CHECKERS = {
+    "node-openai": lambda s, e, n: check_openai(s, e, n),
+    "python-openai": lambda s, e, n: check_openai(s, e, n),
+    "node-ai-streamText": lambda s, e, n: check_openai(s, e, n, sdk=True),
+    "node-ag-ui": check_agui,
+    "node-ai-ui-stream": check_ui,
+    "python-a2a-sdk": check_a2a,
+}
+
+# Checks known to fail, by (wire, stream or "*", check) -> the reason: reported as "xfail"
+# while they fail, and listed as "no longer failing" once they pass. Empty: the encoder fixes of
+# issue 12 (tool policy, late tool names and ids, truthful endings, usage only when known) have
+# landed and every check passes. Add an entry only with the reason and the issue that fixes it.
+KNOWN: dict[tuple[str, str, str], str] = {}
+WIRE_OF = {"node-openai": "openai", "python-openai": "openai", "node-ai-streamText": "openai",
+           "node-ag-ui": "agui", "node-ai-ui-stream": "aisdk", "python-a2a-sdk": "a2a"}
+
+
+def known(client: str, stream: str, check: str) -> str | None:
+    wire = WIRE_OF[client]
+    return KNOWN.get((wire, stream, check)) or KNOWN.get((wire, "*", check))
+
+
+def _wire_errors(wire_text: str) -> list[str]:
+    """The error texts a UI stream / OpenAI wire carried (what a client may report)."""
+    out: list[str] = []
+    for line in wire_text.splitlines():
+        if line.startswith("data: {"):
+            obj = json.loads(line[6:])
+            if obj.get("type") == "error":
+                out.append(obj.get("errorText", ""))
+            elif isinstance(obj.get("error"), dict):
+                out.append(str(obj["error"].get("message")))
+    return out
+
+
+def check_protocol(client: str, seen: dict[str, Any], wires: dict[str, str]) -> Checks:
+    """For random streams: the client accepted the wire. It reports no error but those the
+    wire carried, and its own validation (verifyEvents, a2a-sdk's task manager) passed."""
+    if client == "node-ai-ui-stream":
+        sent = _wire_errors(wires["aisdk"])
+        return {"protocol": (all(e in sent for e in seen["errors"]), json.dumps(seen["errors"]))}
+    if client == "node-ag-ui":
+        ok = seen["verify_error"] is None and (seen["error"] is None or seen["finish"] == "error")
+        return {"protocol": (ok, f"{seen['verify_error']} {seen['error']}")}
+    if client == "python-a2a-sdk":
+        return {"protocol": (seen["error"] is None and not seen["sdk_warnings"],
+                             f"{seen['error']} {seen['sdk_warnings']}")}
+    sent = _wire_errors(wires["openai"])
+    err = seen["error"]
+    ok = err is None or any(s in err for s in sent) or (bool(sent) and "error" in err.lower())
+    return {"protocol": (ok and not seen.get("tool_errors"),
+                         f"{err} {seen.get('tool_errors')}")}

@@ -1,0 +1,119 @@
+"""Python clients reading the wires over HTTP: the ``openai`` package and ``a2a-sdk``'s client.
+
+Each returns what the client ends up with, in the shape the Node clients print.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import uuid4
+
+import httpx
+
+
+async def openai_client(base: str, stream: str) -> dict[str, Any]:
+    """``AsyncOpenAI().chat.completions.create(stream=True)``, accumulated as an app would."""
+    from openai import AsyncOpenAI
+
+    seen: dict[str, Any] = {"text": "", "reasoning": "", "tool_calls": [],
+                            "finish_reason": None, "usage": None, "error": None}
+    calls: dict[int, dict[str, Any]] = {}
+    client = AsyncOpenAI(base_url=f"{base}/openai/{stream}", api_key="x", max_retries=0,
+                         timeout=30.0)
+    try:
+        s = await client.chat.completions.create(
+            model="agent-stream", messages=[{"role": "user", "content": "hi"}], stream=True,
+            stream_options={"include_usage": True})
+        async for chunk in s:
+            if chunk.usage is not None:
+                seen["usage"] = {k: getattr(chunk.usage, k) for k in
+                                 ("prompt_tokens", "completion_tokens", "total_tokens")}
+            for ch in chunk.choices:
+                d = ch.delta
+                seen["text"] += d.content or ""
+                extra = d.model_extra or {}
+                r = extra.get("reasoning_content")
+                seen["reasoning"] += r if isinstance(r, str) else ""
+                for tc in d.tool_calls or []:
+                    c = calls.setdefault(tc.index, {"id": None, "name": None, "arguments": ""})
+                    c["id"] = tc.id or c["id"]
+                    if tc.function is not None:
+                        c["name"] = tc.function.name or c["name"]
+                        c["arguments"] += tc.function.arguments or ""
+                if ch.finish_reason:
+                    seen["finish_reason"] = ch.finish_reason
+    except Exception as exc:  # what the app would catch: the client's own error
+        seen["error"] = str(exc) or type(exc).__name__
+    finally:
+        await client.close()
+    seen["tool_calls"] = list(calls.values())
+    return seen
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+async def a2a_client(base: str, stream: str) -> dict[str, Any]:
+    """``a2a-sdk``'s ``ClientFactory`` client: ``send_message`` streaming, its task manager's
+    final Task read as an app would (artifacts by their agent_stream metadata)."""
+    from a2a.client import ClientConfig, ClientFactory
+    from a2a.types import AgentCapabilities, AgentCard, Message, Part, Role, TextPart
+
+    from agent_stream import delta as _delta
+
+    card = AgentCard(name="conformance", description="agent_stream wires", version="1",
+                     url=f"{base}/a2a/{stream}", capabilities=AgentCapabilities(streaming=True),
+                     default_input_modes=["text"], default_output_modes=["text"], skills=[])
+    records = _Records()
+    logging.getLogger("a2a").addHandler(records)
+    seen: dict[str, Any] = {"texts": [], "reasoning": [], "tool_calls": [], "tool_results": {},
+                            "state": None,
+                            "status_text": None, "usage": None, "incomplete": False,
+                            "error": None, "sdk_warnings": records.lines}
+    task = None
+    async with httpx.AsyncClient(timeout=30) as http:
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        msg = Message(role=Role.user, message_id=str(uuid4()),
+                      parts=[Part(root=TextPart(text="hi"))])
+        try:
+            async for item in client.send_message(msg):
+                if isinstance(item, tuple):
+                    task = item[0]
+        except Exception as exc:
+            seen["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            logging.getLogger("a2a").removeHandler(records)
+    if task is None:
+        return seen
+    for art in task.artifacts or []:
+        meta = (art.metadata or {}).get("agent_stream") or {}
+        kind = meta.get("type") or art.name
+        roots = [p.root for p in art.parts]
+        if kind in ("text", "refusal", "thinking"):
+            s = "".join(getattr(r, "text", "") for r in roots)
+            seen["reasoning" if kind == "thinking" else "texts"].append(s)
+        elif kind in ("tool_call", "tool_result") and roots:
+            props: dict[str, Any] = dict(getattr(roots[0], "data", {}))
+            for r in roots[1:]:
+                dm = (r.metadata or {}).get("agent_stream") or {}
+                props = _delta.apply(props, dm.get("delta_action") or "append",
+                                     dm.get("delta_path"), dict(getattr(r, "data", {})))
+            if kind == "tool_call":
+                seen["tool_calls"].append({k: props.get(k) for k in ("id", "name", "arguments")})
+            elif isinstance(props.get("call_id"), str):
+                seen["tool_results"][props["call_id"]] = props.get("content")
+    seen["state"] = task.status.state.value
+    if task.status.message is not None:
+        seen["status_text"] = "".join(getattr(p.root, "text", "")
+                                      for p in task.status.message.parts)
+    end = ((task.metadata or {}).get("agent_stream") or {}).get("data") or {}
+    seen["usage"] = end.get("usage")
+    seen["incomplete"] = end.get("status") == "incomplete"
+    return seen

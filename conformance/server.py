@@ -1,0 +1,136 @@
+"""The HTTP server the clients read: each corpus stream in each wire, on 127.0.0.1, written in
+small pieces (``PIECE`` bytes, so UTF-8 characters and SSE lines are split across writes).
+
+Routes (all POST, the request body is read and, where it matters, obeyed):
+  /openai/{stream}/chat/completions   OpenAI chunks (usage when stream_options asks for it)
+  /agui/{stream}                      AG-UI events
+  /aisdk/{stream}                     the AI SDK UI message stream (its v1 header)
+  /a2a/{stream}                       A2A message/stream JSON-RPC responses (the request's id)
+
+Every wire is made by the adapter's own ``cli_encode`` (what ``agent-stream convert`` writes)
+or encoder, so the clients read exactly what the library sends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from aiohttp import web
+
+from agent_stream.message import Message
+
+PIECE = 7
+
+
+def _wire(fmt: str, msgs: list[Message], **opts: Any) -> tuple[str, list[str]]:
+    """The wire text of ``msgs`` and the warnings the encoder printed."""
+    err = io.StringIO()
+    args = argparse.Namespace(**opts)
+    with contextlib.redirect_stderr(err):
+        if fmt == "openai":
+            from agent_stream.adapters.openai import cli_encode
+        elif fmt == "agui":
+            from agent_stream.adapters.agui import cli_encode
+        elif fmt == "aisdk":
+            from agent_stream.adapters.aisdk import cli_encode
+        else:
+            raise ValueError(fmt)
+        text = "".join(cli_encode(iter(msgs), args))
+    return text, [ln.removeprefix("warning: ") for ln in err.getvalue().splitlines() if ln]
+
+
+def _a2a(msgs: list[Message], rpc_id: Any) -> tuple[str, list[str]]:
+    from agent_stream.adapters.a2a import A2AEncoder
+    from agent_stream.adapters.a2a.encoder import frame_sse
+    from agent_stream.adapters.framing import run_encoder
+
+    enc = A2AEncoder(context_id="conformance")
+    text = "".join(frame_sse(e, rpc_id) for e in run_encoder(enc, msgs))
+    return text, [str(w) for w in enc.drain_warnings()]
+
+
+def _pieces(data: bytes) -> Iterator[bytes]:
+    for i in range(0, len(data), PIECE):
+        yield data[i:i + PIECE]
+
+
+class WireServer:
+    """Serves ``streams`` (name -> Messages); ``warnings[(wire, stream)]`` says what each
+    encoder could not carry."""
+
+    def __init__(self, streams: dict[str, list[Message]]) -> None:
+        self.streams = streams
+        self.warnings: dict[tuple[str, str], list[str]] = {}
+        self.sent: dict[str, dict[str, str]] = {}  # stream -> wire -> the text sent
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        app = web.Application()
+        app.router.add_post("/openai/{stream}/chat/completions", self._openai)
+        app.router.add_post("/agui/{stream}", self._agui)
+        app.router.add_post("/aisdk/{stream}", self._aisdk)
+        app.router.add_post("/a2a/{stream}", self._a2a)
+        self.app = app
+
+    async def start(self) -> str:
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _msgs(self, request: web.Request) -> list[Message]:
+        name = request.match_info["stream"]
+        if name not in self.streams:
+            raise web.HTTPNotFound(text=f"no stream {name!r}")
+        return self.streams[name]
+
+    async def _send(self, request: web.Request, wire: str, text: str, warnings: list[str],
+                    headers: dict[str, str] | None = None) -> web.StreamResponse:
+        name = request.match_info["stream"]
+        self.warnings[(wire, name)] = warnings
+        self.sent.setdefault(name, {})[wire] = text
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache", **(headers or {})})
+        await resp.prepare(request)
+        for piece in _pieces(text.encode("utf-8")):
+            await resp.write(piece)
+            await asyncio.sleep(0)
+        await resp.write_eof()
+        return resp
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        text, warns = _wire("openai", self._msgs(request), include_usage=usage,
+                            model=body.get("model") or "agent-stream")
+        return await self._send(request, "openai", text, warns)
+
+    async def _agui(self, request: web.Request) -> web.StreamResponse:
+        await request.json()  # RunAgentInput
+        text, warns = _wire("agui", self._msgs(request))
+        return await self._send(request, "agui", text, warns)
+
+    async def _aisdk(self, request: web.Request) -> web.StreamResponse:
+        from agent_stream.adapters.aisdk import HEADERS
+
+        await request.json()  # {id, messages, trigger}
+        text, warns = _wire("aisdk", self._msgs(request))
+        return await self._send(request, "aisdk", text, warns, HEADERS)
+
+    async def _a2a(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if body.get("method") != "message/stream":
+            raise web.HTTPBadRequest(text="only message/stream is served")
+        text, warns = _a2a(self._msgs(request), body.get("id"))
+        return await self._send(request, "a2a", text, warns)

@@ -1,0 +1,262 @@
+"""AISDKEncoder: every chunk checked by the rules of the ``ai`` package's ``processUIMessageStream``
+(ported below), and the UI message a client builds equal to what the Assembler says."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import any_message
+from wire_corpus import corpus
+
+from agent_stream.adapters.aisdk import DONE, HEADERS, AISDKEncoder, encode_messages, frame_sse
+from agent_stream.assemble import assemble
+from agent_stream.message import Message, text, tool_call
+
+CHUNK_TYPES = {"start", "finish", "abort", "error", "start-step", "finish-step", "text-start",
+               "text-delta", "text-end", "reasoning-start", "reasoning-delta", "reasoning-end",
+               "tool-input-start", "tool-input-delta", "tool-input-available",
+               "tool-input-error", "tool-output-available", "file"}
+
+
+class UIReader:
+    """What ``readUIMessageStream`` does with the chunks, throwing where it throws."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict[str, Any]] = []
+        self.text: dict[str, dict[str, Any]] = {}
+        self.reasoning: dict[str, dict[str, Any]] = {}
+        self.partial: dict[str, str] = {}
+        self.errors: list[str] = []
+        self.finish: str | None = None
+        self.metadata: Any = None
+        self.aborted = False
+        self.done = False
+        self.step_open = False
+
+    def tool(self, cid: str) -> dict[str, Any]:
+        found = [p for p in self.parts if p.get("toolCallId") == cid]
+        assert found, f"no tool invocation for {cid}"
+        return found[-1]
+
+    def read(self, c: Any) -> None:
+        assert not self.done, f"{c} after [DONE]"
+        if c == DONE:
+            self.done = True
+            return
+        t = c["type"]
+        assert t in CHUNK_TYPES or t.startswith("data-"), t
+        assert isinstance(c, dict) and json.loads(json.dumps(c)) == c
+        if t in ("text-start", "reasoning-start"):
+            active = self.text if t == "text-start" else self.reasoning
+            part = {"type": t[:-6], "text": "", "state": "streaming"}
+            active[c["id"]] = part
+            self.parts.append(part)
+        elif t.endswith("-delta") and t != "tool-input-delta":
+            active = self.text if t == "text-delta" else self.reasoning
+            assert c["id"] in active, f"{t} for missing part {c['id']}"
+            active[c["id"]]["text"] += c["delta"]
+        elif t in ("text-end", "reasoning-end"):
+            active = self.text if t == "text-end" else self.reasoning
+            assert c["id"] in active, f"{t} for missing part {c['id']}"
+            active.pop(c["id"])["state"] = "done"
+        elif t == "tool-input-start":
+            assert isinstance(c["toolName"], str) and c["toolName"]
+            self.partial[c["toolCallId"]] = ""
+            self.parts.append({"type": "dynamic-tool", "toolCallId": c["toolCallId"],
+                               "toolName": c["toolName"], "state": "input-streaming",
+                               "providerExecuted": c.get("providerExecuted")})
+        elif t == "tool-input-delta":
+            assert c["toolCallId"] in self.partial, "tool-input-delta before its start"
+            self.partial[c["toolCallId"]] += c["inputTextDelta"]
+        elif t in ("tool-input-available", "tool-input-error"):
+            p = self.tool(c["toolCallId"])
+            p.update(state="input-available" if t == "tool-input-available" else "output-error",
+                     input=c["input"], toolName=c["toolName"])
+        elif t == "tool-output-available":
+            self.tool(c["toolCallId"]).update(state="output-available", output=c["output"])
+        elif t.startswith("data-"):
+            same = [p for p in self.parts if p["type"] == t and "id" in c and p.get("id") == c["id"]]
+            if c.get("transient"):
+                pass
+            elif same:
+                same[0]["data"] = c["data"]
+            else:
+                self.parts.append(dict(c))
+        elif t == "file":
+            assert c["url"] and c["mediaType"]
+            self.parts.append(dict(c))
+        elif t == "start-step":
+            self.parts.append({"type": "step-start"})
+            self.step_open = True
+        elif t == "finish-step":
+            assert not any(p["state"] == "input-streaming" for p in self.parts
+                           if p["type"] == "dynamic-tool"), "finish-step with a tool open"
+            assert not self.text and not self.reasoning, "finish-step forgets open text"
+            self.step_open = False
+        elif t == "error":
+            self.errors.append(c["errorText"])
+        elif t == "finish":
+            self.finish = c.get("finishReason")
+            self.metadata = c.get("messageMetadata")
+        elif t == "abort":
+            self.aborted = True
+
+
+def read(chunks: list[Any]) -> UIReader:
+    r = UIReader()
+    assert chunks[0]["type"] == "start"
+    for c in chunks:
+        r.read(c)
+    return r
+
+
+def texts(r: UIReader, kind: str) -> list[str]:
+    return [p["text"] for p in r.parts if p["type"] == kind]
+
+
+@pytest.mark.parametrize("name", list(corpus()))
+def test_corpus_reads_back_as_the_transcript(name: str) -> None:
+    msgs = corpus()[name]
+    t = assemble(msgs)
+    enc = AISDKEncoder()
+    chunks = [c for m in msgs for c in enc.feed(m)] + enc.close()
+    r = read(chunks)
+    assert r.done and chunks[-1] == DONE
+    want_text = [m.content for m in t.messages if m.type in ("text", "refusal")]
+    got_text = texts(r, "text")
+    if name == "rewrites_retypes":
+        assert got_text[0].endswith("\n" + want_text[0])
+        assert got_text[1:] == want_text[1:]
+    else:
+        assert got_text == want_text
+    assert texts(r, "reasoning") == [m.content for m in t.messages if m.type == "thinking"]
+    calls = {p["toolCallId"]: p for p in r.parts if p["type"] == "dynamic-tool"}
+    for m in t.messages:
+        if m.type == "tool_call":
+            p = calls[m.props["id"]]
+            assert p["toolName"] == m.props["name"] and p["providerExecuted"] is True
+            if t.status == "completed":
+                assert p["input"] == json.loads(m.props["arguments"])
+            else:
+                assert r.partial[m.props["id"]] == m.props["arguments"]
+    if t.status == "completed":
+        assert r.finish == "stop" and not r.errors
+    elif t.status == "cancelled":
+        assert r.aborted and r.finish is None
+    elif t.status == "error":
+        assert r.finish == "error" and r.errors == [t.stream_data["error"]]
+    else:  # cut: not completed, and said so
+        assert r.finish is None and r.errors and [w.code for w in enc.drain_warnings()] == \
+            ["incomplete"]
+
+
+def test_usage_rides_on_finish_and_is_never_invented() -> None:
+    msgs = corpus()["parallel_threads"]
+    r = read(encode_messages(msgs))
+    assert r.metadata == {"usage": {"prompt_tokens": 12, "completion_tokens": 9,
+                                    "total_tokens": 21}}
+    assert read(encode_messages(corpus()["late_tool_names"])).metadata is None
+
+
+def test_agent_tools_are_provider_executed_with_their_output() -> None:
+    r = read(encode_messages(corpus()["tools_only"]))
+    (call,) = [p for p in r.parts if p["type"] == "dynamic-tool"]
+    assert call == {"type": "dynamic-tool", "toolCallId": "call_w", "toolName": "get_weather",
+                    "state": "output-available", "providerExecuted": True,
+                    "input": {"city": "Paris"}, "output": "18°C, clear"}
+    assert [p["data"] for p in r.parts if p["type"] == "data-loading"] == [
+        {"message": "Calling get_weather", "done": True}]
+
+
+def test_no_tool_call_before_its_name() -> None:
+    enc = AISDKEncoder()
+    out = enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": '{"a":'},
+                           delta=True))
+    assert [c["type"] for c in out] == ["start"]
+    out = enc.feed(Message(type="tool_call", message_id="M1", props={"name": "f", "id": "c1"},
+                           delta=True, delta_action="merge"))
+    assert out == [{"type": "tool-input-start", "toolCallId": "c1", "toolName": "f",
+                    "providerExecuted": True, "dynamic": True},
+                   {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": '{"a":'}]
+
+
+def test_a_call_that_never_gets_a_name_is_named_tool_with_a_warning() -> None:
+    enc = AISDKEncoder()
+    enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": "{}"}, delta=True))
+    out = enc.close(status="completed")
+    assert out[0]["toolName"] == "tool" and out[0]["toolCallId"] == "call_M1"
+    assert "late_tool_name" in [w.code for w in enc.drain_warnings()]
+
+
+def test_a_name_changed_after_sending_is_warned_about() -> None:
+    enc = AISDKEncoder()
+    enc.feed(tool_call("c1", "f", "{}", message_id="M1"))
+    enc.feed(Message(type="tool_call", message_id="M1", props={"name": "g"}, delta=True,
+                     delta_path="name", delta_action="replace"))
+    assert [w.code for w in enc.drain_warnings()] == ["rewrite"]
+
+
+def test_sse_frame_and_header() -> None:
+    assert HEADERS == {"x-vercel-ai-ui-message-stream": "v1"}
+    out = [frame_sse(c) for c in encode_messages([text("héllo", message_id="M1")])]
+    assert out[0] == 'data: {"type":"start","messageId":"msg-agent-stream"}\n\n'
+    assert 'data: {"type":"text-delta","id":"M1","delta":"héllo"}\n\n' in out
+    assert out[-1] == "data: [DONE]\n\n"
+
+
+def test_close_with_a_status_ends_as_told() -> None:
+    enc = AISDKEncoder()
+    enc.feed(text("a", message_id="M1"))
+    out = enc.close(status="error", error="boom")
+    assert out[-3:] == [{"type": "error", "errorText": "boom"},
+                        {"type": "finish", "finishReason": "error"}, DONE]
+    assert enc.finished and enc.close() == [] and enc.feed(text("b")) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(any_message(), max_size=25), st.booleans())
+def test_any_stream_is_one_the_sdk_accepts(msgs: list[Message], ended: bool) -> None:
+    enc = AISDKEncoder()
+    chunks = [c for m in msgs for c in enc.feed(m)]
+    chunks += enc.close(status="completed" if ended else None)
+    r = read(chunks)
+    assert r.done
+    ids = [c["toolCallId"] for c in chunks if isinstance(c, dict) and
+           c["type"] == "tool-input-start"]
+    assert len(ids) == len(set(ids)), "a tool call id started twice"
+
+
+def test_convert_on_the_command_line() -> None:
+    from cli_harness import run
+
+    msgs = corpus()["cut_stream"]
+    r = run(["convert", "--to", "aisdk"], "".join(m.to_json() + "\n" for m in msgs).encode())
+    assert r.code == 0
+    chunks = [DONE if ln == "data: [DONE]" else json.loads(ln[6:])
+              for ln in r.out.decode().split("\n\n") if ln]
+    assert read(chunks).errors == ["the stream ended before it was complete"]
+    assert "warning: incomplete" in r.err
+
+
+async def test_routing_by_accept_writes_the_ui_stream() -> None:
+    from agent_stream.adapters.routing import content_type, format_for, sink_for, writer_for
+
+    assert format_for("aisdk") == "aisdk" and content_type("aisdk") == "text/event-stream"
+    sent: list[str] = []
+    async with writer_for("aisdk", sent.append, request_id="r1", message_id="m1") as out, \
+            out.message("text") as m:
+        await m.append("héllo")
+    chunks = [DONE if s == "data: [DONE]\n\n" else json.loads(s[6:]) for s in sent]
+    r = read(chunks)
+    assert chunks[0] == {"type": "start", "messageId": "m1"}
+    assert texts(r, "text") == ["héllo"] and r.finish == "stop" and r.done
+    cut: list[str] = []
+    sink = sink_for("aisdk", cut.append)
+    await sink(text("a", message_id="M1"))
+    await sink.close()  # no stream_end: not completed
+    assert cut[-2:] == ['data: {"type":"error","errorText":"the stream ended before it was '
+                        'complete"}\n\n', "data: [DONE]\n\n"]
