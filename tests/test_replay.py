@@ -79,3 +79,67 @@ async def test_concurrent_replies_do_not_share_state() -> None:
     a, b = await asyncio.gather(collect(lambda out: model("stream", out)),
                                 collect(lambda out: model("stream", out)))
     assert assemble(a).to_dict() == assemble(b).to_dict()
+
+
+def _reference_tokenize(text: str) -> list[str]:
+    """The tokeniser as first written (quadratic in the length of a word): the behaviour kept."""
+    from agent_stream.sources.replay import _PRETOKEN
+
+    out: list[str] = []
+    for m in _PRETOKEN.finditer(text):
+        piece = m.group()
+        if len(piece) <= 7 or not piece.strip().isalpha():
+            out.append(piece)
+            continue
+        head = 5 if piece[0] == " " else 4
+        out.append(piece[:head])
+        rest = piece[head:]
+        while len(rest) > 6:
+            out.append(rest[:4])
+            rest = rest[4:]
+        out.append(rest)
+    return out
+
+
+@settings(max_examples=300)
+@given(st.text())
+def test_tokenize_is_unchanged(text: str) -> None:
+    assert tokenize(text) == _reference_tokenize(text)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.text(max_size=20), max_size=40).map(" ".join))
+def test_a_small_window_tokenizes_like_one_pass_when_no_run_is_longer(text: str) -> None:
+    from agent_stream.sources.replay import iter_tokens
+
+    assert list(iter_tokens(text, window=64)) == _reference_tokenize(text)
+
+
+async def test_a_2_mb_one_word_question_never_blocks_the_event_loop_for_long() -> None:
+    gaps: list[float] = []
+    done = False
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0.002)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    model = ReplayModel(rate=0)
+    for question in ("x" * 2_000_000, "é" * 2_000_000, "ab1." * 500_000):
+        gaps.clear()
+        done = False
+        tick = asyncio.create_task(ticker())
+        await asyncio.sleep(0.01)
+        started = time.perf_counter()
+        t = assemble(await collect(lambda out, q=question: model(q, out)))  # type: ignore[misc]
+        took = time.perf_counter() - started
+        done = True
+        await tick
+        assert t.status == "completed" and took < 3.0  # linear: the 2 MB take well under 1 s
+        assert max(gaps) < 0.05, f"the event loop waited {max(gaps):.3f} s"
+    from agent_stream.sources.replay import count_tokens
+
+    assert await count_tokens("How do agents stream?") == len(tokenize("How do agents stream?"))

@@ -14,12 +14,14 @@ EPILOG = """examples:
   agent-stream ask llm "How do agents stream?"        a local agent found in the directory
   agent-stream ask agent1q... --endpoint URL --json "question" > transcript.json
 
-Exit status: 0 when the reply completed; 1 when it did not (error, cancelled, timeout, lost
-chunks) or could not be delivered; 2 for bad arguments (unknown address, busy port).
+Exit status: 0 when the reply completed whole; 1 when it did not (error, cancelled, timeout,
+lost: the responder went silent for --idle-timeout, missing ChatMessages) or could not be
+delivered; 2 for bad arguments (unknown address, busy port); 130 after Ctrl-C / SIGTERM (the
+responder is told to stop; ask waits up to 2 s for it to confirm).
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "ask",
         help="ask an agent one question and render its reply as it streams",
@@ -42,12 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the assembled Transcript (the `assemble` JSON) instead")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds to wait for the whole reply (default: %(default)s)")
+    p.add_argument("--idle-timeout", type=float, default=15.0, metavar="S",
+                   help="end the reply as lost when nothing (not even a keepalive) arrives for "
+                   "S seconds (default: %(default)s)")
     p.add_argument("--no-reasoning", action="store_true",
                    help="do not ask for the model's reasoning")
     p.add_argument("--no-directory", action="store_true",
                    help="do not use the local directory (the agent must know this client by "
                    "--peer)")
-    p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="uagents logs at INFO, and the reply's delivery figures")
     p.set_defaults(func=run)
 
 
@@ -56,7 +62,7 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool
     """(address, endpoint) of the agent to ask; ValueError when it cannot be found."""
     from uagents_core.identity import parse_identifier
 
-    from agent_stream.uagents import LocalDirectory
+    from agent_stream.uagents import DirectoryError, LocalDirectory
 
     _, _, bare = parse_identifier(address)
     if endpoint:
@@ -64,22 +70,32 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool
             raise ValueError(f"{address!r} is not an agent address")
         return bare, endpoint
     if use_directory:
-        found = LocalDirectory().find(address)
+        try:
+            found = LocalDirectory().find(address)
+        except DirectoryError as exc:
+            raise ValueError(str(exc)) from exc
         if found is not None:
             return found
     raise ValueError(f"no endpoint for {address!r}: give --endpoint URL (no running local "
-                     "agent by that address or name)")
+                     "agent by that address or name answers)")
 
 
 def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
              reasoning: bool, timeout: float, use_directory: bool, on_message: Any = None,
-             verbose: bool = False) -> Any:
-    """Run a client agent until the reply to ``question`` is over; returns the Reply."""
+             verbose: bool = False, idle_timeout: float | None = None) -> Any:
+    """Run a client agent until the reply to ``question`` is over; returns the Reply.
+
+    Ctrl-C / SIGTERM once the question is delivered cancels the reply (the responder is told)
+    and the Reply is returned with ``interrupted`` set."""
+    import asyncio
+    import contextlib
     import logging
+    import signal
 
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
 
     chat = StreamingChat()
+    interrupted = INTERRUPTED
     agent = local_agent(seed, port, name="ask", peers={target: endpoint},
                         directory=LocalDirectory() if use_directory else None,
                         log_level=logging.INFO if verbose else logging.WARNING)
@@ -87,7 +103,16 @@ def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
 
     async def main(ctx: Any) -> Any:
         reply = await chat.ask(ctx, target, question,
-                               channels={"reasoning"} if reasoning else (), timeout=timeout)
+                               channels={"reasoning"} if reasoning else (), timeout=timeout,
+                               idle_timeout=idle_timeout)
+        def interrupt() -> None:
+            interrupted.add(reply)
+            reply.cancel()
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, interrupt)
         async for msg in reply:
             if on_message is not None:
                 on_message(msg)
@@ -122,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
                          seed=seed, reasoning=not args.no_reasoning, timeout=args.timeout,
                          use_directory=not args.no_directory,
                          on_message=renderer.feed if renderer is not None else None,
-                         verbose=args.verbose)
+                         verbose=args.verbose, idle_timeout=args.idle_timeout)
     except DeliveryError as exc:
         print(f"agent-stream ask: {exc}", file=sys.stderr)
         return 1
@@ -137,11 +162,29 @@ def run(args: argparse.Namespace) -> int:
         renderer.finish(summary_line(reply, started), ok=reply.completed)
     for w in reply.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    if args.verbose:
+        print(f"delivery: {delivery_line(reply)}", file=sys.stderr)
+    if reply in INTERRUPTED:
+        print(f"agent-stream ask: interrupted (status {reply.status})", file=sys.stderr)
+        return 130
     if not reply.completed:
         print(f"agent-stream ask: the reply did not complete (status {reply.status})",
               file=sys.stderr)
         return 1
     return 0
+
+
+INTERRUPTED: set[Any] = set()  # replies whose ask was interrupted (Ctrl-C / SIGTERM)
+
+
+def delivery_line(reply: Any) -> str:
+    """`2 question resends · 1 duplicate dropped · 1 gap repaired · 3 keepalives · 0.80 s at
+    risk`."""
+    return " · ".join((f"{reply.question_resends} question resends",
+                       f"{reply.duplicates} duplicates dropped",
+                       f"{reply.gaps_repaired} gaps repaired "
+                       f"({reply.repair_requests} requests)",
+                       f"{reply.keepalives} keepalives", f"{reply.at_risk:.2f} s at risk"))
 
 
 def summary_line(reply: Any, started: float) -> str:

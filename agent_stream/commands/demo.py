@@ -25,7 +25,7 @@ from typing import Any
 DEFAULT_QUESTION = "How should agents stream LLM output to each other?"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "demo",
         help="start two local agents and stream one conversation between them, live",
@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n"
         "  agent-stream demo                          the default conversation, live (make demo)\n"
         "  agent-stream demo --rate 0                 as fast as the agents can stream\n"
+        "  agent-stream demo --team                   a planner relaying three sub-agents\n"
         "  agent-stream demo --question \"Why chunk?\" --json > transcript.json\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -45,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default: %(default)s)")
     p.add_argument("--json", action="store_true",
                    help="print the assembled Transcript instead of rendering")
+    p.add_argument("--team", action="store_true",
+                   help="a team instead: a planner relaying a researcher and two specialists "
+                   "(four agents, each sub-agent's section labelled)")
     p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
     p.set_defaults(func=run)
 
@@ -99,6 +103,11 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
+
+    if getattr(args, "team", False):
+        from agent_stream.team_demo import run_team
+
+        return run_team(args)
 
     from agent_stream.commands.ask import ask_once, summary_line
     from agent_stream.render import LiveRenderer, make_console

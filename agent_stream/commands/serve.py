@@ -25,7 +25,7 @@ The seed comes from --seed or $AGENT_STREAM_SEED; never put it in a repository.
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
         help="run the streaming LLM agent (replay model by default: no key, no network)",
@@ -52,6 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share the model's reasoning (as metadata) with peers that ask for it")
     p.add_argument("--max-in-flight", type=int, default=None, metavar="N",
                    help="flow control: at most N unacknowledged ChatMessages per reply")
+    p.add_argument("--max-question-bytes", type=int, default=64 * 1024, metavar="B",
+                   help="a longer question is answered with an error (default: %(default)s)")
     p.add_argument("--network", choices=("local", "testnet", "mainnet"), default="local",
                    help="local (default: no internet) or a Fetch network (Almanac registration)")
     p.add_argument("--mailbox", action="store_true",
@@ -97,15 +99,20 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     async def respond(request: Any, out: Any) -> None:
         await model(request.text, out)
 
+    if args.max_question_bytes < 1:
+        raise ValueError("--max-question-bytes must be at least 1")
     chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
-                         max_in_flight=args.max_in_flight)
+                         max_in_flight=args.max_in_flight,
+                         max_question_bytes=args.max_question_bytes)
     level = logging.INFO if args.verbose else logging.WARNING
     if args.network == "local":
         if args.mailbox:
             raise ValueError("--mailbox needs --network testnet or mainnet")
+        directory = None if args.no_directory else LocalDirectory()
+        if directory is not None:
+            directory.check()  # refused (DirectoryError) before anything starts
         agent = local_agent(seed, args.port, name=args.name, peers=parse_peers(args.peer),
-                            directory=None if args.no_directory else LocalDirectory(),
-                            log_level=level)
+                            directory=directory, log_level=level)
         where = endpoint_for(args.port)
     else:
         agent = network_agent(seed, network=args.network, mailbox=args.mailbox, port=args.port,
@@ -128,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
               "address changes every run", file=sys.stderr, flush=True)
     try:
         agent, _chat, where = build(args, seed)
-    except (ValueError, RuntimeError, StreamError) as exc:
+    except (ValueError, RuntimeError, StreamError, PermissionError) as exc:
         print(f"agent-stream serve: {exc}", file=sys.stderr)
         return 2
     model = (f"replay ({args.rate:g} tokens/s)" if args.model == "replay" and args.rate

@@ -22,13 +22,14 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from agent_stream.message import Message, tool_call
 from agent_stream.writer import Scope, StreamWriter
 
-__all__ = ["REPLIES", "ReplayModel", "ReplyScript", "ToolStep", "pick_reply", "tokenize"]
+__all__ = ["REPLIES", "ReplayModel", "ReplyScript", "ToolStep", "count_tokens", "iter_tokens",
+           "pick_reply", "tokenize"]
 
 TOOL_RESULT = "tool_result"
 
@@ -40,22 +41,56 @@ _PRETOKEN = re.compile(
 )
 
 
+WINDOW = 1 << 16  # characters the pre-tokeniser looks at in one call
+
+
+def iter_tokens(text: str, window: int = WINDOW) -> Iterator[str]:
+    """The tokens of ``text`` one by one, lazily; linear in the length of ``text``.
+
+    The pre-tokeniser runs on ``window`` characters at a time (a run of one character class
+    longer than that is cut at the window's end), so no step takes long on a huge input."""
+    pos, n = 0, len(text)
+    while pos < n:
+        end = min(n, pos + window)
+        last: re.Match[str] | None = None
+        for m in _PRETOKEN.finditer(text, pos, end):
+            if last is not None:
+                yield from _pieces(last.group())
+            last = m
+        assert last is not None  # the pattern matches any character
+        if end < n and last.start() > pos:
+            pos = last.start()  # the last match may go on past the window: scan it again
+        else:
+            yield from _pieces(last.group())
+            pos = last.end()
+
+
+def _pieces(piece: str) -> Iterator[str]:
+    n = len(piece)
+    if n <= 7 or not piece.strip().isalpha():
+        yield piece
+        return
+    i = 5 if piece[0] == " " else 4
+    yield piece[:i]
+    while n - i > 6:
+        yield piece[i:i + 4]
+        i += 4
+    yield piece[i:]
+
+
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into BPE-sized tokens; ``"".join(tokenize(t)) == t``."""
-    out: list[str] = []
-    for m in _PRETOKEN.finditer(text):
-        piece = m.group()
-        if len(piece) <= 7 or not piece.strip().isalpha():
-            out.append(piece)
-            continue
-        head = 5 if piece[0] == " " else 4
-        out.append(piece[:head])
-        rest = piece[head:]
-        while len(rest) > 6:
-            out.append(rest[:4])
-            rest = rest[4:]
-        out.append(rest)
-    return out
+    return list(iter_tokens(text))
+
+
+async def count_tokens(text: str, slice_size: int = 4096) -> int:
+    """``len(tokenize(text))``, letting the event loop run every ``slice_size`` tokens."""
+    n = 0
+    for _ in iter_tokens(text):
+        n += 1
+        if n % slice_size == 0:
+            await asyncio.sleep(0)
+    return n
 
 
 @dataclass(frozen=True)
@@ -292,9 +327,13 @@ REPLIES: tuple[ReplyScript, ...] = (
 )
 
 
+PICK_CHARS = 65536  # keywords are looked for in the question's first 64 K characters
+
+
 def pick_reply(question: str, replies: Sequence[ReplyScript] = REPLIES) -> ReplyScript:
-    """The bundled reply for ``question``: the most keywords matched, else a stable hash."""
-    words = question.lower()
+    """The bundled reply for ``question``: the most keywords matched (in its first
+    :data:`PICK_CHARS` characters), else a stable hash of the whole question."""
+    words = question[:PICK_CHARS].lower()
     best, score = None, 0
     for r in replies:
         s = sum(1 for k in r.keywords if k in words)
@@ -349,7 +388,7 @@ class ReplayModel:
         async with out.block("llm", label="Answer") as b, b.message("text") as m:
             await run.stream(m.append, script.answer)
         if isinstance(out, StreamWriter):
-            prompt = len(tokenize(question))
+            prompt = await count_tokens(question)
             out.usage = {"prompt_tokens": prompt, "completion_tokens": run.tokens,
                          "total_tokens": prompt + run.tokens}
             out.finish_reason = "stop"

@@ -4,19 +4,27 @@
   :class:`~agent_stream.writer.StreamWriter` and asks other agents (:meth:`StreamingChat.ask`).
 - :class:`Reply`: a question's reply as it arrives (Messages, live Transcript, final Transcript).
 - :mod:`agent_stream.uagents.local`: running agents with no internet (:func:`offline`,
-  :func:`local_agent`, :func:`run_agent`, the :class:`LocalDirectory` of running local agents).
+  :func:`local_agent`, :func:`run_agent`); :mod:`~agent_stream.uagents.directory`: the
+  :class:`LocalDirectory` of running local agents.
+- :mod:`~agent_stream.uagents.guard` (a malformed payload cannot silence an agent) and
+  :mod:`~agent_stream.uagents.lanes` (one send lane per peer), both put in place by
+  :func:`protect`, which :func:`local_agent`, :func:`network_agent` and :class:`StreamingChat`
+  call.
 """
 
 from __future__ import annotations
 
 from agent_stream.uagents.client import DeliveryError, Reply
-from agent_stream.uagents.local import (
+from agent_stream.uagents.directory import (
     DIRECTORY_ENV,
-    LocalAgent,
+    DirectoryError,
     LocalDirectory,
     LocalResolver,
-    NoRegistration,
     default_directory_path,
+)
+from agent_stream.uagents.local import (
+    LocalAgent,
+    NoRegistration,
     endpoint_for,
     free_port,
     is_offline,
@@ -28,6 +36,7 @@ from agent_stream.uagents.local import (
     parse_peer,
     parse_peers,
     port_free,
+    protect,
     quiet_logs,
     run_agent,
 )
@@ -45,6 +54,7 @@ __all__ = [
     "ChannelPolicy",
     "ChatRequest",
     "DeliveryError",
+    "DirectoryError",
     "LocalAgent",
     "LocalDirectory",
     "LocalResolver",
@@ -65,6 +75,7 @@ __all__ = [
     "parse_peer",
     "parse_peers",
     "port_free",
+    "protect",
     "quiet_logs",
     "run_agent",
     "wrap_chat_handler",

@@ -20,10 +20,19 @@ When a reply is over:
   stream_end's status (``completed``, ``error``, ``cancelled``);
 - an untagged reply (any other chat agent): at EndSessionContent, or once no chat stream of the
   peer is open and nothing has arrived for ``settle`` seconds after something did;
-- ``timeout`` seconds after asking with no end: status ``timeout``.
+- ``timeout`` seconds after asking with no end: status ``timeout``;
+- a tagged reply from which nothing (not even a keepalive) arrived for ``idle_timeout`` seconds:
+  status ``lost`` (the responder is dead; a slow one sends keepalives);
+- :meth:`Reply.cancel`: a ``cancel`` op goes to the responder; status ``cancelled`` when its
+  stream_end says so, or ``cancel_grace`` seconds later.
 
-``completed`` is True only when the reply ended with status ``completed`` and every message in the
-Transcript completed (no chunk lost, none cut off).
+Delivery (issue 11): the question is sent again (same msg_id) until it is acknowledged or reply
+traffic arrives, within the :class:`~agent_stream.adapters.chat.delivery.DeliveryPolicy`
+budget; a gap in a tagged reply is asked for (a ``resend`` op) ``repair_after`` seconds after
+it opened and every ``repair_every`` seconds while it stays open, and given up only after
+``within`` seconds. ``completed`` is True only when the reply ended with status ``completed``,
+every message in the Transcript completed (no chunk lost, none cut off) and, for a tagged reply,
+every ChatMessage of it was decoded (no gap given up).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Collection, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Generator
 from typing import TYPE_CHECKING, Any
 
 from uagents_core.contrib.protocols.chat import (
@@ -49,6 +58,8 @@ from agent_stream.adapters.chat import (
     opens_session,
     request_tags,
 )
+from agent_stream.adapters.chat.delivery import DeliveryPolicy, GapRepair, IdleWatch, Redelivery
+from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control
 from agent_stream.assemble import Assembler, Transcript
 from agent_stream.errors import StreamError, StreamWarning
 from agent_stream.message import Message
@@ -61,6 +72,8 @@ __all__ = ["DeliveryError", "Reply"]
 COMPLETED = "completed"
 TIMEOUT = "timeout"
 CANCELLED = "cancelled"
+LOST = "lost"
+SendControl = Callable[[ChatMessage], Awaitable[Any]]
 
 
 class DeliveryError(ConnectionError):
@@ -75,19 +88,36 @@ class Reply:
     far), ``chat_messages`` (ChatMessages received), ``status`` (None while streaming, then
     completed | error | cancelled | timeout), ``tagged`` (the peer uses agent_stream),
     ``acknowledged`` (the peer acknowledged the question), times on ``time.monotonic()``:
-    ``asked_at``, ``first_text_at``, ``last_received_at``, ``ended_at``.
+    ``asked_at``, ``first_text_at``, ``last_received_at``, ``ended_at``. Delivery figures:
+    ``question_resends``, ``duplicates`` (ChatMessages received twice, dropped),
+    ``gaps_repaired``, ``repair_requests``, ``keepalives`` received, ``at_risk`` (seconds a
+    gap was open).
     """
 
     def __init__(self, peer: str, question: ChatMessage, *, session: Any = None,
                  timeout: float = 120.0, settle: float = 0.5,
-                 decoder: ChatDecoder | None = None) -> None:
+                 decoder: ChatDecoder | None = None, idle_timeout: float | None = None,
+                 delivery: DeliveryPolicy | None = None,
+                 send_control: SendControl | None = None, cancel_grace: float = 2.0) -> None:
         self.peer = peer
         self.question = question
         self.conversation = str(question.msg_id)
         self.session = str(session) if session is not None else None
         self.timeout = timeout
         self.settle = settle
-        self.decoder = decoder or ChatDecoder()
+        self.delivery = delivery or DeliveryPolicy()
+        # a gap is given up only when redelivery would have given up too
+        self.decoder = decoder or ChatDecoder(gap_timeout=self.delivery.within)
+        self.idle = IdleWatch(idle_timeout if idle_timeout is not None
+                              else self.delivery.idle_timeout, time.monotonic())
+        self._repair = GapRepair(self.delivery)
+        self._send_control = send_control
+        self.cancel_grace = cancel_grace
+        self._cancel_at: float | None = None
+        self.question_resends = 0
+        self.duplicates = 0
+        self._risk_since: float | None = None
+        self._risk_total = 0.0
         self._assembler = Assembler()
         self.messages: list[Message] = []
         self.warnings: list[StreamWarning] = []
@@ -119,7 +149,30 @@ class Reply:
     def completed(self) -> bool:
         """The reply ended with status completed and every message in it completed."""
         return self.status == COMPLETED and all(
-            m.status == COMPLETED for m in self.transcript.messages)
+            m.status == COMPLETED for m in self.transcript.messages) and (
+            not self.tagged or self.decoder.whole(self.peer, self.conversation))
+
+    @property
+    def gaps_repaired(self) -> int:
+        """Gaps asked for that filled."""
+        return self._repair.repaired
+
+    @property
+    def repair_requests(self) -> int:
+        """Resend requests sent."""
+        return self._repair.requested
+
+    @property
+    def keepalives(self) -> int:
+        """Keepalives received."""
+        return self.decoder.keepalives(self.peer, self.conversation)
+
+    @property
+    def at_risk(self) -> float:
+        """Seconds during which a gap in the reply was open."""
+        now = self.ended_at if self.ended_at is not None else time.monotonic()
+        extra = now - self._risk_since if self._risk_since is not None else 0.0
+        return self._risk_total + extra
 
     def text(self) -> str:
         """The text messages' content so far, concatenated."""
@@ -147,8 +200,18 @@ class Reply:
         return self.wait().__await__()
 
     def cancel(self) -> None:
-        """Stop waiting for this reply (status cancelled)."""
-        self._finish(CANCELLED)
+        """Stop the reply: a ``cancel`` op goes to the responder (status ``cancelled`` once
+        its stream_end confirms, or ``cancel_grace`` seconds later); without a way to send,
+        stop waiting at once."""
+        if self.done or self._cancel_at is not None:
+            return
+        if self._send_control is None:
+            self._finish(CANCELLED)
+            return
+        self._cancel_at = time.monotonic()
+        task = asyncio.ensure_future(self._send_control(control(OP_CANCEL, self.conversation)))
+        task.add_done_callback(_retrieved)
+        self._kick.set()
 
     # -- fed by the plugin ------------------------------------------------------------------------
     def matches(self, sender: str, chat: ChatMessage, session: str | None) -> int:
@@ -170,6 +233,7 @@ class Reply:
         now = time.monotonic()
         self.chat_messages += 1
         self.last_received_at = now
+        self.idle.note(now)
         if conversation_of(chat) is not None:
             self.tagged = True
         self._take(self.decoder.feed(self.peer, chat, now), now)
@@ -178,7 +242,9 @@ class Reply:
             self.first_text_at = now
         if self.tagged and self.decoder.finished(self.peer, self.conversation):
             self._finish(self.transcript.status or COMPLETED, now)
-        elif any(isinstance(i, EndSessionContent) for i in chat.content):
+        elif not self.tagged and any(isinstance(i, EndSessionContent) for i in chat.content):
+            # (a tagged reply ends at its stream_end, in sequence: the ChatMessage ending the
+            # session may overtake others)
             self._take(self._end_streams(), now)
             self._finish(self.transcript.status or COMPLETED, now)
         self._changed.set()
@@ -201,7 +267,11 @@ class Reply:
             if (self.first_text_at is None and m.type == "text"
                     and (m.props or {}).get("content")):
                 self.first_text_at = now
-        self.warnings.extend(self.decoder.drain_warnings())
+        for w in self.decoder.drain_warnings():
+            if w.code == "duplicate_chat_message":  # redelivery at work: counted, not warned
+                self.duplicates += 1
+            else:
+                self.warnings.append(w)
         if messages:
             self._changed.set()
 
@@ -212,6 +282,10 @@ class Reply:
     def _finish(self, status: str, when: float | None = None) -> None:
         if self.status is not None:
             return
+        if status == COMPLETED and self._cancel_at is not None:
+            status = CANCELLED
+        if self.tagged:  # gaps asked for that filled since the last look count as repaired
+            self._repair.due(self.decoder.gaps(self.peer), float("-inf"), self._skipped())
         self.status = status
         self.ended_at = when if when is not None else time.monotonic()
         if not self._done.done():
@@ -228,7 +302,7 @@ class Reply:
         with contextlib.suppress(asyncio.CancelledError):
             while not self.done:
                 now = time.monotonic()
-                wake = [self.asked_at + self.timeout]
+                wake = [self.asked_at + self.timeout, *self._delivery_deadlines()]
                 d = self.decoder.next_deadline
                 if d is not None:
                     wake.append(d)
@@ -250,6 +324,8 @@ class Reply:
                 if now >= self.asked_at + self.timeout:
                     self._finish(TIMEOUT, now)
                     return
+                if self._delivery_step(now):
+                    return
                 if (not self.tagged and self.last_received_at is not None
                         and self.decoder.open_streams(self.peer) == 0
                         and now - self.last_received_at >= self.settle):
@@ -260,6 +336,55 @@ class Reply:
                 if self.tagged and self.decoder.finished(self.peer, self.conversation):
                     self._finish(self.transcript.status or COMPLETED, now)
                     return
+
+
+    def _delivery_deadlines(self) -> list[float]:
+        out = []
+        if self.tagged:
+            out.append(self.idle.deadline)
+            d = self._repair.next_deadline(self.decoder.gaps(self.peer))
+            if d is not None:
+                out.append(d)
+        if self._cancel_at is not None:
+            out.append(self._cancel_at + self.cancel_grace)
+        return out
+
+    def _delivery_step(self, now: float) -> bool:
+        """Liveness, gap repair and the cancel grace; True when the reply ended."""
+        if self._cancel_at is not None and now >= self._cancel_at + self.cancel_grace:
+            self._finish(CANCELLED, now)
+            return True
+        if not self.tagged:
+            return False
+        if self.idle.lost(now):
+            self._take(self.decoder.drain(), now)
+            self._finish(LOST, now)
+            return True
+        gaps = self.decoder.gaps(self.peer)
+        if gaps and self._risk_since is None:
+            self._risk_since = min(g.since for g in gaps)
+        elif not gaps and self._risk_since is not None:
+            self._risk_total += now - self._risk_since
+            self._risk_since = None
+        if self._send_control is not None:
+            for gap in self._repair.due(gaps, now, self._skipped()):
+                fields = {"from": str(gap.lo)}
+                if gap.hi is not None:
+                    fields["to"] = str(gap.hi)
+                task = asyncio.ensure_future(self._send_control(
+                    control(OP_RESEND, self.conversation, **fields)))
+                task.add_done_callback(_retrieved)
+        return False
+
+
+    def _skipped(self) -> dict[tuple[str, str], int]:
+        return {(self.peer, self.conversation): self.decoder.skipped(self.peer,
+                                                                      self.conversation)}
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def build_question(question: str | ChatMessage, *, session: bool = True,
@@ -337,22 +462,33 @@ class ChatClient:
 
     def cancel_all(self) -> None:
         for r in self._open:
-            r.cancel()
+            r.cancel()  # tells the responder, if it can
+            r._finish(CANCELLED)
         self._prune()
 
 
 async def ask_with(sender: Any, ctx: Context, destination: str, question: str | ChatMessage,
                    client: ChatClient, *, session: bool = True, channels: Collection[str] = (),
                    timeout: float = 120.0, settle: float = 0.5,
-                   decoder: ChatDecoder | None = None, deliver_within: float = 5.0) -> Reply:
+                   decoder: ChatDecoder | None = None, deliver_within: float = 5.0,
+                   idle_timeout: float | None = None,
+                   delivery: DeliveryPolicy | None = None) -> Reply:
     """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply.
 
-    An undelivered question is sent again every 0.1 s for up to ``deliver_within`` seconds.
+    An undelivered question is sent again every 0.1 s for up to ``deliver_within`` seconds;
+    once delivered, it is sent again (same msg_id) until it is acknowledged or reply traffic
+    arrives, with the policy's backoff and budget.
     """
     chat = build_question(question, session=session, channels=channels)
     _, _, address = parse_identifier(destination)
+    policy = delivery or DeliveryPolicy()
+
+    async def send_control(msg: ChatMessage) -> Any:
+        return await sender(ctx, destination, msg)
+
     reply = Reply(address or destination, chat, session=getattr(ctx, "session", None),
-                  timeout=timeout, settle=settle, decoder=decoder)
+                  timeout=timeout, settle=settle, decoder=decoder, idle_timeout=idle_timeout,
+                  delivery=policy, send_control=send_control)
     client.add(reply)  # before sending: the first reply may come back before send returns
     ok, detail = await sender(ctx, destination, chat)
     # A peer that was just started may not listen yet: a refused delivery costs ~3 ms and never
@@ -364,4 +500,26 @@ async def ask_with(sender: Any, ctx: Context, destination: str, question: str | 
     if not ok:
         reply._finish("undelivered")
         raise DeliveryError(f"question to {destination} not delivered: {detail}")
+    task = asyncio.ensure_future(_resend_question(sender, ctx, destination, chat, reply, policy))
+    task.add_done_callback(_retrieved)
     return reply
+
+
+async def _resend_question(sender: Any, ctx: Context, destination: str, chat: ChatMessage,
+                           reply: Reply, policy: DeliveryPolicy) -> None:
+    """Send the question again while neither an acknowledgement nor any reply traffic came
+    (a silently dropped question; the responder answers a msg_id once)."""
+    rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True)
+    key = str(chat.msg_id)
+    rd.sent(key, chat, True, time.monotonic())
+    while not reply.done:
+        d = rd.next_deadline
+        if d is None:
+            return
+        await asyncio.sleep(max(0.0, d - time.monotonic()))
+        if reply.acknowledged or reply.chat_messages or reply.done:
+            return
+        for _, again in rd.due(time.monotonic()):
+            ok, _ = await sender(ctx, destination, again)
+            reply.question_resends += 1
+            rd.sent(key, again, ok, time.monotonic())

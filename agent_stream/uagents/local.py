@@ -12,12 +12,13 @@ and finds its peers through a :class:`LocalResolver`:
 
 - static peers: ``{address: endpoint}`` given in code or as ``--peer ADDRESS=URL``
   (:func:`parse_peer`);
-- the local directory (:class:`LocalDirectory`): a small JSON file where every running local
-  agent writes ``{address: {"endpoint": ..., "name": ..., "pid": ...}}`` when it starts and removes
-  its entry when it stops. The resolver reads it on every lookup, so agents started in any order
-  find each other without typing addresses; entries of processes that died are ignored and pruned.
-  The file is ``$AGENT_STREAM_DIRECTORY`` when set, else ``agents.json`` in
-  ``<temp dir>/agent-stream-<user>/`` (private to the user).
+- the local directory (:class:`~agent_stream.uagents.directory.LocalDirectory`): a small JSON
+  file where every running local agent lists itself while it runs, private to the user; an
+  entry is used only when its process is alive and its endpoint answers.
+
+Every agent built here is guarded (:mod:`agent_stream.uagents.guard`: a malformed payload cannot
+silence it) and sends through one lane per peer (:mod:`agent_stream.uagents.lanes`: a peer that
+hangs delays only its own messages).
 
 Example::
 
@@ -36,25 +37,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
-import json
 import logging
-import os
 import signal
 import socket
 import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import uagents.agent as _ua_agent
 import uagents.asgi as _ua_asgi
 from uagents import Agent, Context
-from uagents.resolver import RulesBasedResolver
 from uagents_core.identity import parse_identifier
 from uagents_core.registration import AgentRegistrationPolicy
+
+from agent_stream.uagents import guard
+from agent_stream.uagents.directory import (
+    DIRECTORY_ENV,
+    DirectoryError,
+    LocalDirectory,
+    LocalResolver,
+    default_directory_path,
+)
+from agent_stream.uagents.lanes import isolate
 
 __all__ = [
     "DIRECTORY_ENV",
@@ -75,12 +80,12 @@ __all__ = [
     "parse_peer",
     "parse_peers",
     "port_free",
+    "protect",
     "quiet_logs",
     "run_agent",
 ]
 
 LOCAL_HOST = "127.0.0.1"
-DIRECTORY_ENV = "AGENT_STREAM_DIRECTORY"
 
 T = TypeVar("T")
 
@@ -130,7 +135,7 @@ def is_offline() -> bool:
     return bool(_ORIGINALS)
 
 
-class NoRegistration(AgentRegistrationPolicy):
+class NoRegistration(AgentRegistrationPolicy):  # type: ignore[misc]
     """A registration policy that registers nowhere (no Almanac, no ledger)."""
 
     async def register(self, agent_identifier: str, identity: Any, protocols: list[str],
@@ -163,159 +168,33 @@ def parse_peers(specs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
     return dict(parse_peer(s) for s in specs or ())
 
 
-def _bare(destination: str) -> str:
-    _, _, address = parse_identifier(destination)
-    return address or destination
-
-
-def default_directory_path() -> Path:
-    """``$AGENT_STREAM_DIRECTORY``, else ``<temp dir>/agent-stream-<user>/agents.json``."""
-    env = os.environ.get(DIRECTORY_ENV)
-    if env:
-        return Path(env)
-    try:
-        user = getpass.getuser()
-    except Exception:  # no user name (some containers)
-        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
-    return Path(tempfile.gettempdir()) / f"agent-stream-{user}" / "agents.json"
-
-
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
-class LocalDirectory:
-    """The local agent directory: a JSON file of running local agents.
-
-    Format: ``{"agents": {ADDRESS: {"endpoint": URL, "name": NAME, "pid": PID,
-    "started": UNIX_TIME}}}``. Writers lock a sibling ``.lock`` file (POSIX) and replace the file
-    atomically; readers never see a half-written file. Entries whose process is gone are skipped
-    and removed on the next write.
-    """
-
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path) if path is not None else default_directory_path()
-
-    def __repr__(self) -> str:
-        return f"LocalDirectory({str(self.path)!r})"
-
-    # -- reading ---------------------------------------------------------------------------------
-    def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            raw = self.path.read_text(encoding="utf-8")
-            data = json.loads(raw)
-        except (OSError, ValueError):
-            return {}
-        agents = data.get("agents") if isinstance(data, dict) else None
-        if not isinstance(agents, dict):
-            return {}
-        return {a: e for a, e in agents.items()
-                if isinstance(a, str) and isinstance(e, dict)
-                and isinstance(e.get("endpoint"), str)}
-
-    def entries(self) -> dict[str, dict[str, Any]]:
-        """Running agents: ``{address: {"endpoint", "name", "pid", "started"}}``."""
-        return {a: e for a, e in self._read().items() if _alive(e.get("pid"))}
-
-    def lookup(self, destination: str) -> str | None:
-        """The endpoint of a running agent by address (or identifier), else None."""
-        entry = self.entries().get(_bare(destination))
-        return entry["endpoint"] if entry else None
-
-    def find(self, name_or_address: str) -> tuple[str, str] | None:
-        """``(address, endpoint)`` of a running agent by address or by name (latest started)."""
-        entries = self.entries()
-        bare = _bare(name_or_address)
-        if bare in entries:
-            return bare, entries[bare]["endpoint"]
-        named = [(e.get("started", 0), a, e["endpoint"]) for a, e in entries.items()
-                 if e.get("name") == name_or_address]
-        if not named:
-            return None
-        _, address, endpoint = max(named)
-        return address, endpoint
-
-    # -- writing ---------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a+") as fh:
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover - not POSIX: best effort
-                yield
-                return
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
-    def _write(self, agents: Mapping[str, Any]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"agents": dict(agents)}, indent=1, sort_keys=True),
-                       encoding="utf-8")
-        os.replace(tmp, self.path)
-
-    def register(self, address: str, endpoint: str, name: str | None = None,
-                 pid: int | None = None) -> None:
-        """Add (or refresh) this agent's entry; dead entries are pruned on the way."""
-        with self._locked():
-            agents = self.entries()
-            agents[_bare(address)] = {"endpoint": endpoint, "name": name,
-                                      "pid": pid if pid is not None else os.getpid(),
-                                      "started": time.time()}
-            self._write(agents)
-
-    def unregister(self, address: str) -> None:
-        """Remove an agent's entry (nothing happens when it is not there)."""
-        with self._locked():
-            agents = self.entries()
-            if agents.pop(_bare(address), None) is not None or self._read() != agents:
-                self._write(agents)
-
-
-class LocalResolver(RulesBasedResolver):
-    """Resolves static peers first, then the local directory (read on every lookup)."""
-
-    def __init__(self, peers: Mapping[str, str] | None = None,
-                 directory: LocalDirectory | None = None) -> None:
-        super().__init__({_bare(a): u for a, u in (peers or {}).items()})
-        self.directory = directory
-
-    def add_peer(self, address: str, endpoint: str) -> None:
-        """Add or replace a static peer."""
-        self._rules[_bare(address)] = endpoint
-
-    async def resolve(self, destination: str) -> tuple[str | None, list[str]]:
-        address = _bare(destination)
-        found = self._rules.get(address)
-        if found is None and self.directory is not None:
-            found = self.directory.lookup(address)
-        if found is None:
-            return None, []
-        return address, [found] if isinstance(found, str) else list(found)
-
-
 # -- agents ----------------------------------------------------------------------------------------
-class LocalAgent(Agent):
-    """An Agent for local running: publishing a protocol manifest does nothing (no Almanac)."""
+class LocalAgent(Agent):  # type: ignore[misc]
+    """An Agent for local running: publishing a protocol manifest does nothing (no Almanac).
+    ``local_port``: the 127.0.0.1 port it serves on."""
+
+    local_port: int | None = None
 
     async def publish_manifest(self, manifest: dict[str, Any]) -> None:
         return None
+
+    async def listening(self, timeout: float = 10.0) -> bool:
+        """Wait until its HTTP server accepts connections (at most ``timeout`` seconds)."""
+        if self.local_port is None:
+            return False
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                _, writer = await asyncio.open_connection(LOCAL_HOST, self.local_port)
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+                await asyncio.sleep(0.01)
+                continue
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            return True
 
 
 def local_agent(seed: str, port: int, *, name: str | None = None,
@@ -330,7 +209,8 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     False/None: static peers only); with ``announce`` the agent adds itself while it runs.
     ``log_level``: the level of this agent's and uagents' loggers, whose output goes to stderr
     (other loggers are left alone). Other keyword arguments go to
-    ``Agent`` (e.g. ``handle_messages_concurrently``). Calls :func:`offline`.
+    ``Agent`` (e.g. ``handle_messages_concurrently``). Calls :func:`offline` and
+    :func:`protect`.
     """
     if not seed:
         raise ValueError("local_agent: a seed is required")
@@ -348,18 +228,26 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     agent = LocalAgent(name=name, seed=seed, port=port, endpoint=[endpoint],
                        resolve=LocalResolver(peers, book),
                        registration_policy=NoRegistration(), **kwargs)
+    agent.local_port = port
+    protect(agent)
     # (uagents' own log_level argument would call logging.basicConfig for the whole process)
     quiet_logs(log_level, agent.name)
     if book is not None and announce:
 
-        @agent.on_event("startup")
         async def _announce(ctx: Context) -> None:
-            book.register(agent.address, endpoint, name)
+            # Listed once it answers: peers use an entry only when its endpoint answers.
+            await agent.listening()
+            try:
+                book.register(agent.address, endpoint, name)
+            except DirectoryError as exc:  # run anyway, unlisted; say why
+                logging.getLogger("agent_stream.uagents").warning("%s", exc)
 
-        @agent.on_event("shutdown")
         async def _withdraw(ctx: Context) -> None:
-            book.unregister(agent.address)
+            with contextlib.suppress(DirectoryError):
+                book.unregister(agent.address)
 
+        agent.on_event("startup")(_announce)
+        agent.on_event("shutdown")(_withdraw)
     return agent
 
 
@@ -408,7 +296,17 @@ def network_agent(seed: str, **kwargs: Any) -> Agent:
     if is_offline():
         raise RuntimeError("network_agent: offline() is in effect in this process; "
                            "run networked agents in a process of their own (or call online())")
-    return Agent(**network_agent_options(seed, **kwargs))
+    agent = Agent(**network_agent_options(seed, **kwargs))
+    protect(agent)
+    return agent
+
+
+def protect(agent: Agent) -> Agent:
+    """Guard ``agent``'s inbox (:func:`agent_stream.uagents.guard.install`) and give it one send
+    lane per peer (:func:`agent_stream.uagents.lanes.isolate`); returns it. Idempotent."""
+    guard.install()
+    isolate(agent)
+    return agent
 
 
 def quiet_logs(level: int | str = logging.WARNING, *agent_names: str) -> None:
@@ -473,9 +371,12 @@ def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = Non
                 finally:
                     me.cancel()
 
-            @agent.on_event("startup")
             async def _start_main(ctx: Context) -> None:
+                if isinstance(agent, LocalAgent):
+                    await agent.listening()  # so that replies to what main sends can land
                 keep.append(asyncio.create_task(driver(ctx)))
+
+            agent.on_event("startup")(_start_main)
 
         await agent.run_async()
 

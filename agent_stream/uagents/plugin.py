@@ -44,17 +44,36 @@ Channel policy (``channels=``): a collection of channels this agent is willing t
 Flow control (``max_in_flight=N``): at most N of a reply's ChatMessages unacknowledged at a time;
 a peer that does not acknowledge within ``ack_timeout`` seconds is sent to without the limit.
 
+Caps (what a peer can make the agent hold): ``max_replies_per_sender`` replies at once to one
+peer and ``max_replies`` in all; a question over ``max_question_bytes`` (its text, metadata and
+resource strings, UTF-8) is not given to the responder. Each such request is answered with an
+``error`` message saying why (code ``busy`` or ``question_too_large``; a plain peer reads
+"Error (busy): ..."), never with silence; at most ``max_refusals`` of those are sent at once
+(a quarter of them to one peer), beyond which requests are dropped with a rate-limited warning
+(a flood, not a peer waiting for its answer). At most 1,024
+acknowledgements are being sent at once.
+
+Protection: constructing a StreamingChat installs the inbox guard
+(:mod:`agent_stream.uagents.guard`); the agent it serves sends through one lane per peer
+(:mod:`agent_stream.uagents.lanes`) from its first message on (agents built with
+:func:`~agent_stream.uagents.local.local_agent` or ``network_agent`` have both from the start).
+
+Delivery (docs/delivery.md): every ChatMessage of a reply is resent (same msg_id) until
+acknowledged, within the ``delivery`` policy's budget, silence being read as loss only from a
+peer known to acknowledge; a reply's ChatMessages are kept in a bounded replay buffer for the
+asker's ``resend`` op; a tagged reply sends keepalives while open; the asker's ``cancel`` op (or
+an EndSessionContent without text) cancels its reply; a question seen before is acknowledged,
+not answered again (:mod:`.desk`).
+
 This module is the only code in agent_stream that calls ``ctx.send``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import inspect
 import logging
-import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,10 +83,6 @@ from uagents.dispatch import dispatcher
 from uagents_core.contrib.protocols.chat import (
     ChatAcknowledgement,
     ChatMessage,
-    EndSessionContent,
-    MetadataContent,
-    ResourceContent,
-    StartSessionContent,
     TextContent,
     chat_protocol_spec,
 )
@@ -77,13 +92,18 @@ from uagents_core.types import DeliveryStatus
 from agent_stream.adapters.chat import (
     ChatDecoder,
     ChatEncoder,
-    coalesce,
     is_tagged_request,
     opens_session,
     requested_channels,
 )
-from agent_stream.message import error as error_message
+from agent_stream.adapters.chat.delivery import DeliveryPolicy
+from agent_stream.adapters.chat.wire import control_of
+from agent_stream.uagents import guard
 from agent_stream.uagents.client import ChatClient, Reply, ask_with
+from agent_stream.uagents.desk import DeliveryDesk
+from agent_stream.uagents.lanes import PeerDispenser, isolate
+from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
+from agent_stream.uagents.wrap import wrap_chat_handler
 from agent_stream.writer import StreamWriter
 
 __all__ = [
@@ -130,6 +150,10 @@ class ReplyStats:
 
     ``chat_messages`` delivered, ``failed`` deliveries, ``peak_in_flight`` (most ChatMessages
     unacknowledged at once), ``duration`` in seconds, ``status`` completed | error | cancelled.
+    Delivery: ``resends`` (ChatMessages sent again, unacknowledged), ``duplicates`` (the
+    question arriving again: acknowledged, not answered twice), ``gaps_repaired`` (repair
+    requests served from the replay buffer while the reply ran), ``keepalives`` sent,
+    ``at_risk`` (seconds during which some ChatMessage was possibly lost).
     """
 
     peer: str
@@ -139,6 +163,11 @@ class ReplyStats:
     failed: int
     peak_in_flight: int
     duration: float
+    resends: int = 0
+    duplicates: int = 0
+    gaps_repaired: int = 0
+    keepalives: int = 0
+    at_risk: float = 0.0
 
 
 Responder = (Callable[[ChatRequest, StreamWriter], Awaitable[None]]
@@ -146,180 +175,7 @@ Responder = (Callable[[ChatRequest, StreamWriter], Awaitable[None]]
 ChannelPolicy = Collection[str] | Callable[[ChatRequest], Collection[str] | None] | None
 
 
-def _clock() -> float:
-    return time.monotonic()
-
-
-class _Outgoing:
-    """One reply being streamed to one peer: encoder, send queue, sender and timer tasks."""
-
-    def __init__(self, plugin: StreamingChat, ctx: Context, request: ChatRequest,
-                 channels: Collection[str]) -> None:
-        self.plugin = plugin
-        self.ctx = ctx
-        self.request = request
-        self.peer = request.sender
-        self.conversation = str(request.message.msg_id)
-        self.encoder = ChatEncoder(self.conversation, tagged=request.tagged, channels=channels,
-                                   session=request.opens_session, chunker=plugin.chunker)
-        self.queue: deque[ChatMessage] = deque()
-        self.unacked: set[str] = set()
-        self.sent = 0
-        self.failed = 0
-        self.peak_in_flight = 0
-        self.started = _clock()
-        self.dead = False  # the peer cannot be reached: stop sending
-        self.status: str | None = None
-        self.task: asyncio.Task[None] | None = None
-        self._closing = False
-        self._armed: float | None = None
-        self._wake_sender = asyncio.Event()
-        self._wake_timer = asyncio.Event()
-        self._space = asyncio.Event()
-        self._space.set()
-        self._acked = asyncio.Event()
-        self._acks_off = False
-
-    # -- the writer's sink ------------------------------------------------------------------------
-    async def sink(self, msg: Any) -> None:
-        self._emit(self.encoder.feed(msg, _clock()))
-        if self.encoder.next_deadline != self._armed:
-            self._wake_timer.set()
-        if len(self.queue) > self.plugin.max_buffered and not self.dead:
-            self._space.clear()
-            await self._space.wait()
-
-    def _emit(self, chats: list[ChatMessage]) -> None:
-        if chats and not self.dead:
-            self.queue.extend(chats)
-            self._wake_sender.set()
-
-    # -- tasks ------------------------------------------------------------------------------------
-    async def run(self) -> None:
-        """Run the responder and stream its reply; every stream ends, whatever happens."""
-        sender = asyncio.create_task(self._send_loop())
-        timer = asyncio.create_task(self._timer_loop())
-        status, err = "completed", None
-        cancelled = False
-        # A peer without tag support gets one reply at a time, ends included.
-        lane = self.plugin._lane(self.peer) if not self.request.tagged else None
-        holding = False
-        try:
-            if lane is not None:
-                await lane.acquire()
-                holding = True
-            async with StreamWriter(self.sink, request_id=self.conversation) as out:
-                try:
-                    await self.plugin._invoke(self.request, out)
-                except Exception as exc:
-                    # Say what went wrong before the streams end with status error.
-                    with contextlib.suppress(Exception):
-                        await out.send(error_message(_describe(exc), code="responder_error"))
-                    raise
-        except asyncio.CancelledError:
-            status, cancelled = "cancelled", True
-        except Exception as exc:
-            status, err = "error", _describe(exc)
-            LOG.warning("responder failed for %s: %s", self.peer, err, exc_info=exc)
-        finally:
-            self.status = status
-            with contextlib.suppress(Exception):
-                self._emit(self.encoder.close(_clock(), status=status, error=err))
-            self._closing = True
-            self._wake_sender.set()
-            timer.cancel()
-            try:
-                if cancelled or self.dead:
-                    await asyncio.wait_for(asyncio.shield(sender), self.plugin.drain_timeout)
-                else:
-                    await asyncio.shield(sender)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                sender.cancel()
-            if holding and lane is not None:
-                lane.release()
-            self.plugin._finished(self)
-        if cancelled:
-            raise asyncio.CancelledError
-
-    async def _send_loop(self) -> None:
-        plugin = self.plugin
-        consecutive = 0
-        while True:
-            while not self.queue:
-                self._space.set()
-                if self._closing or self.dead:
-                    return
-                self._wake_sender.clear()
-                await self._wake_sender.wait()
-            # What queued up behind a slow send goes as one ChatMessage (same text, same order).
-            n = min(len(self.queue), plugin.max_coalesce)
-            batch = [self.queue.popleft() for _ in range(n)]
-            chat = batch[0] if n == 1 else coalesce(batch)
-            if len(self.queue) <= plugin.max_buffered // 2:
-                self._space.set()
-            await self._window()
-            key = str(chat.msg_id)
-            self.unacked.add(key)
-            plugin._in_flight[key] = self
-            self.peak_in_flight = max(self.peak_in_flight, len(self.unacked))
-            ok, detail = await plugin._send(self.ctx, self.peer, chat)
-            if ok:
-                self.sent += 1
-                consecutive = 0
-                continue
-            self.unacked.discard(key)
-            plugin._in_flight.pop(key, None)
-            self.failed += 1
-            consecutive += 1
-            LOG.warning("reply to %s: a ChatMessage was not delivered: %s", self.peer, detail)
-            if consecutive >= plugin.max_failures:
-                # Nobody is listening: stop the responder and drop what is left.
-                self.dead = True
-                self.queue.clear()
-                self._space.set()
-                if self.task is not None and not self._closing:
-                    self.task.cancel()
-                return
-
-    async def _window(self) -> None:
-        limit = self.plugin.max_in_flight
-        if not limit or self._acks_off:
-            return
-        while len(self.unacked) >= limit:
-            self._acked.clear()
-            try:
-                await asyncio.wait_for(self._acked.wait(), self.plugin.ack_timeout)
-            except asyncio.TimeoutError:
-                self._acks_off = True
-                LOG.info("%s does not acknowledge ChatMessages; flow control off for this "
-                         "reply", self.peer)
-                return
-
-    def acknowledged(self, key: str) -> None:
-        self.unacked.discard(key)
-        self._acked.set()
-
-    async def _timer_loop(self) -> None:
-        """Release the chunker's buffered text at its deadline (a sentence never waits)."""
-        enc = self.encoder
-        while not enc.finished:
-            d = enc.next_deadline
-            self._armed = d
-            self._wake_timer.clear()
-            timeout = None if d is None else max(0.0, d - _clock())
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake_timer.wait(), timeout)
-            d = enc.next_deadline
-            now = _clock()
-            if d is not None and d <= now and not enc.finished:
-                self._emit(enc.poll(now))
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-class StreamingChat(Protocol):
+class StreamingChat(Protocol):  # type: ignore[misc]
     """The agent's chat protocol, streaming replies with agent_stream (see the module doc).
 
     ``responder``: answers requests (None: this agent only asks). ``channels``: the channel
@@ -330,6 +186,10 @@ class StreamingChat(Protocol):
     ``max_failures``: consecutive failed deliveries after which a reply is abandoned.
     ``max_coalesce``: at most this many queued ChatMessages are sent as one (1: never merge).
     ``on_reply_end``: called with a :class:`ReplyStats` when each reply is over.
+    ``delivery``: redelivery, replay, keepalive and idle settings
+    (:class:`~agent_stream.adapters.chat.delivery.DeliveryPolicy`; see :mod:`.desk`).
+    ``max_replies_per_sender`` (4), ``max_replies`` (64), ``max_question_bytes`` (64 KiB; None:
+    no cap), ``max_refusals`` (128): the caps (see the module doc).
     """
 
     def __init__(self, responder: Responder | None = None, *, channels: ChannelPolicy = None,
@@ -337,8 +197,12 @@ class StreamingChat(Protocol):
                  ack_timeout: float = 5.0, max_buffered: int = 256,
                  drain_timeout: float = 5.0, max_failures: int = 3,
                  max_coalesce: int = 32, send_timeout: int = 30,
-                 on_reply_end: Callable[[ReplyStats], None] | None = None) -> None:
+                 on_reply_end: Callable[[ReplyStats], None] | None = None,
+                 max_replies_per_sender: int = 4, max_replies: int = 64,
+                 max_question_bytes: int | None = 64 * 1024,
+                 max_refusals: int = 128, delivery: DeliveryPolicy | None = None) -> None:
         super().__init__(spec=chat_protocol_spec)
+        guard.install()
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
         self.responder = responder
@@ -354,11 +218,20 @@ class StreamingChat(Protocol):
         self.send_timeout = send_timeout
         self.client = ChatClient()
         self.sent_chat_messages = 0  # ChatMessages this plugin delivered (acks not counted)
-        self._outgoing: set[_Outgoing] = set()
-        self._in_flight: dict[str, _Outgoing] = {}
+        self._outgoing: set[Outgoing] = set()
+        self._in_flight: dict[str, Outgoing] = {}
         self._lanes: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._bound: set[int] = set()
+        self._late_lanes: list[PeerDispenser] = []
+        self.max_replies_per_sender = max(1, max_replies_per_sender)
+        self.max_replies = max(1, max_replies)
+        self.max_question_bytes = max_question_bytes
+        self.max_refusals = max(1, max_refusals)
+        self._refusing: dict[str, int] = {}
+        self._per_sender: dict[str, int] = {}
+        self._dropped_log = guard.RateLimitedLog(LOG, 5, 10.0)
+        self.desk = DeliveryDesk(delivery)
         self.on_message(ChatMessage)(self._on_chat)
         self.on_message(ChatAcknowledgement)(self._on_ack)
 
@@ -371,19 +244,22 @@ class StreamingChat(Protocol):
     async def ask(self, ctx: Context, destination: str, question: str | ChatMessage, *,
                   session: bool = True, channels: Collection[str] = (),
                   timeout: float = 120.0, settle: float = 0.5,
-                  decoder: ChatDecoder | None = None, deliver_within: float = 5.0) -> Reply:
+                  decoder: ChatDecoder | None = None, deliver_within: float = 5.0,
+                  idle_timeout: float | None = None) -> Reply:
         """Send ``question`` to ``destination``; returns its :class:`Reply` once delivered.
 
         ``channels``: extra channels to ask for (e.g. ``{"reasoning"}``); ``session``: open a
         session (StartSessionContent). An undelivered question is retried for
         ``deliver_within`` seconds (a peer just started may not listen yet), then
         DeliveryError is raised. The reply's ChatMessages are acknowledged and decoded as they
-        arrive.
+        arrive. ``idle_timeout``: seconds of silence after which a tagged reply is ``lost``
+        (default: the delivery policy's, 15 s).
         """
         self._bind(ctx)
         return await ask_with(self._send, ctx, destination, question, self.client,
                               session=session, channels=channels, timeout=timeout,
-                              settle=settle, decoder=decoder, deliver_within=deliver_within)
+                              settle=settle, decoder=decoder, deliver_within=deliver_within,
+                              idle_timeout=idle_timeout, delivery=self.desk.policy)
 
     async def shutdown(self) -> None:
         """End every reply in flight (cancelled; their streams end) and every open question.
@@ -398,15 +274,28 @@ class StreamingChat(Protocol):
         pending = [t for t in self._tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=1.0)
+        for lanes in self._late_lanes:  # the agent only stops the dispenser it started with
+            await lanes.drain(self.drain_timeout)
 
     # -- handlers ---------------------------------------------------------------------------------
     async def _on_chat(self, ctx: Context, sender: str, msg: ChatMessage) -> None:
         self._bind(ctx)
-        self._spawn(self._send(ctx, sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id)))
+        if len(self._tasks) < 1024:
+            self._spawn(self._send(ctx, sender,
+                                   ChatAcknowledgement(acknowledged_msg_id=msg.msg_id)))
         session = str(ctx.session) if ctx.session is not None else None
+        op = control_of(msg)
+        if op is not None:  # an asker's resend/cancel (issue 11)
+            work = self.desk.control(sender, op, self._outgoing,
+                                     functools.partial(self._send, ctx, sender))
+            if work is not None:
+                self._spawn(work)
+            return
         reply = self.client.route(sender, msg, session)
         if reply is not None:
             reply.feed(msg)
+            return
+        if self.desk.session_cancels(sender, msg, self._outgoing):
             return
         if self.client.is_late(sender, msg):
             ctx.logger.debug(f"late reply traffic from {sender} dropped")
@@ -414,21 +303,33 @@ class StreamingChat(Protocol):
         if self.responder is None:
             ctx.logger.debug(f"request from {sender} ignored: this agent has no responder")
             return
+        if self.desk.seen_before(sender, msg):  # resent: acknowledged again, answered once
+            conv = str(msg.msg_id)
+            for o in self._outgoing:
+                if o.peer == sender and o.conversation == conv:
+                    o.duplicates += 1
+            ctx.logger.debug(f"question {conv} from {sender} seen before; not answered again")
+            return
         request = ChatRequest(
             sender=sender, message=msg, session=session, tagged=is_tagged_request(msg),
             opens_session=opens_session(msg), channels=requested_channels(msg),
             storage=getattr(ctx, "storage", None), logger=ctx.logger, _ctx=ctx)
+        refusal = self._over_cap(request)
+        if refusal is not None:
+            self._refuse(ctx, request, refusal)
+            return
         try:
-            out = _Outgoing(self, ctx, request, self._channels_for(request))
+            out = self._outgoing_for(ctx, request)
         except Exception as exc:  # a bad channel policy or chunker options: say so, go on
-            ctx.logger.error(f"cannot answer {sender}: {_describe(exc)}")
+            ctx.logger.error(f"cannot answer {sender}: {describe(exc)}")
             return
         self._outgoing.add(out)
-        out.task = asyncio.create_task(out.run())
-        out.task.add_done_callback(_quiet)
+        self._per_sender[sender] = self._per_sender.get(sender, 0) + 1
+        out.start()
 
     async def _on_ack(self, ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
         key = str(msg.acknowledged_msg_id)
+        self.desk.note_ack(sender)
         out = self._in_flight.pop(key, None)
         if out is not None:
             out.acknowledged(key)
@@ -441,16 +342,17 @@ class StreamingChat(Protocol):
         try:
             status = await ctx.send(destination, message, timeout=self.send_timeout)
         except Exception as exc:  # never let a transport error escape into a handler
-            return False, _describe(exc)
+            return False, describe(exc)
         ok = getattr(status, "status", None) in (DeliveryStatus.DELIVERED, DeliveryStatus.SENT)
         if ok and isinstance(message, ChatMessage):
             self.sent_chat_messages += 1
         return ok, str(getattr(status, "detail", status))
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _channels_for(self, request: ChatRequest) -> Collection[str]:
         policy = self.channels
@@ -466,17 +368,106 @@ class StreamingChat(Protocol):
             lane = self._lanes[peer] = asyncio.Lock()
         return lane
 
-    def _finished(self, out: _Outgoing) -> None:
+    def _outgoing_for(self, ctx: Context, request: ChatRequest) -> Outgoing:
+        """The pump of one reply: its encoder, and the plugin's send, lane and registries."""
+        conversation = str(request.message.msg_id)
+        encoder = ChatEncoder(conversation, tagged=request.tagged,
+                              channels=self._channels_for(request),
+                              session=request.opens_session, chunker=self.chunker)
+        peer = request.sender
+
+        async def send(chat: ChatMessage) -> tuple[bool, str]:
+            return await self._send(ctx, peer, chat)
+
+        async def respond(out: StreamWriter) -> None:
+            await self._invoke(request, out)
+
+        return Outgoing(
+            peer, conversation, encoder, respond=respond, send=send, limits=self._limits,
+            # A peer without tag support gets one reply at a time, ends included.
+            lane=None if request.tagged else self._lane(peer),
+            in_flight=self._in_flight, on_finished=self._finished,
+            delivery=self.desk.policy, peer_acks=self.desk.peer_acks(peer, request.tagged),
+            replay=self.desk.buffer_for(peer, conversation), keepalive=request.tagged,
+            on_produced=self._produced)
+
+    @property
+    def _limits(self) -> PumpLimits:
+        return PumpLimits(max_buffered=self.max_buffered, max_coalesce=self.max_coalesce,
+                          max_in_flight=self.max_in_flight, ack_timeout=self.ack_timeout,
+                          drain_timeout=self.drain_timeout, max_failures=self.max_failures)
+
+    def _over_cap(self, request: ChatRequest) -> Refused | None:
+        """Why ``request`` is not given to the responder (None: it is)."""
+        limit = self.max_question_bytes
+        if limit is not None:
+            size = question_bytes(request.message)
+            if size > limit:
+                return Refused(f"The question is {size} bytes; this agent answers questions of "
+                               f"at most {limit} bytes.", "question_too_large")
+        if self._per_sender.get(request.sender, 0) >= self.max_replies_per_sender:
+            return Refused(f"Too many questions at once: this agent answers at most "
+                           f"{self.max_replies_per_sender} of yours at a time; ask again when "
+                           "a reply has ended.", "busy")
+        if sum(self._per_sender.values()) >= self.max_replies:
+            return Refused(f"This agent is answering as many questions as it can "
+                           f"({self.max_replies}); ask again shortly.", "busy")
+        return None
+
+    def _refuse(self, ctx: Context, request: ChatRequest, refusal: Refused) -> Outgoing | None:
+        """Answer ``request`` with an error reply (bounded: see the module doc)."""
+        sender = request.sender
+        mine = self._refusing.get(sender, 0)
+        if (mine >= max(1, self.max_refusals // 4)
+                or sum(self._refusing.values()) >= self.max_refusals):
+            self._dropped_log.warning("request from %s dropped (%s; too many refusals being "
+                                      "sent)", sender[:80], refusal.code)
+            return None
+        self._refusing[sender] = mine + 1
+        conversation = str(request.message.msg_id)
+        encoder = ChatEncoder(conversation, tagged=request.tagged,
+                              session=request.opens_session)
+
+        async def send(chat: ChatMessage) -> tuple[bool, str]:
+            return await self._send(ctx, sender, chat)
+
+        async def respond(out: StreamWriter) -> None:
+            raise refusal
+
+        def done(out: Outgoing) -> None:
+            left = self._refusing.get(sender, 1) - 1
+            if left > 0:
+                self._refusing[sender] = left
+            else:
+                self._refusing.pop(sender, None)
+
+        limits = PumpLimits(max_failures=1, drain_timeout=self.drain_timeout)
+        out = Outgoing(sender, conversation, encoder, respond=respond, send=send,
+                       limits=limits, on_finished=done)
+        out.start()
+        return out
+
+    def _produced(self, out: Outgoing) -> None:
+        """The responder is done: its slot is free (what is left is redelivery)."""
+        left = self._per_sender.get(out.peer, 1) - 1
+        if left > 0:
+            self._per_sender[out.peer] = left
+        else:
+            self._per_sender.pop(out.peer, None)
+
+    def _finished(self, out: Outgoing) -> None:
         self._outgoing.discard(out)
+        self.desk.ended(out.peer, out.conversation)
         if self.on_reply_end is not None:
             try:
+                ka = out.keepalive
                 self.on_reply_end(ReplyStats(
                     out.peer, out.conversation, out.status or "completed", out.sent, out.failed,
-                    out.peak_in_flight, _clock() - out.started))
+                    out.peak_in_flight, clock() - out.started, out.redelivery.resends,
+                    out.duplicates, out.repairs, ka.sent if ka is not None else 0,
+                    out.at_risk()))
             except Exception as exc:  # a bad callback must not break the agent
-                LOG.warning("on_reply_end failed: %s", _describe(exc))
-        for key in out.unacked:
-            self._in_flight.pop(key, None)
+                LOG.warning("on_reply_end failed: %s", describe(exc))
         lane = self._lanes.get(out.peer)
         if lane is not None and not lane.locked() and not any(
                 o.peer == out.peer for o in self._outgoing):
@@ -505,6 +496,8 @@ class StreamingChat(Protocol):
         for sink in list(dispatcher.sinks.get(address, ())):
             if isinstance(sink, Agent) and id(sink) not in self._bound:
                 self._bound.add(id(sink))
+                if not isinstance(getattr(sink, "_dispenser", None), PeerDispenser):
+                    self._late_lanes.append(isolate(sink))
 
                 async def _on_shutdown(_ctx: Context) -> None:
                     await self.shutdown()
@@ -512,75 +505,22 @@ class StreamingChat(Protocol):
                 sink.on_event("shutdown")(_on_shutdown)
 
 
-def _quiet(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved: run() logs what matters
+def question_bytes(msg: ChatMessage) -> int:
+    """The size of a question: the UTF-8 bytes of the strings its content items carry (text,
+    metadata keys and values, resource ids, URIs and metadata; not the item types)."""
+    total = 0
+    for item in msg.content:
+        fields = item.dict()
+        fields.pop("type", None)
+        total += sum(_size(v) for v in fields.values())
+    return total
 
 
-# -- adapting an existing chat handler ------------------------------------------------------------
-class _CapturingContext:
-    """A Context stand-in for a non-streaming chat handler: what it sends to the asker becomes
-    part of the streamed reply; everything else is delegated to the real context."""
-
-    def __init__(self, ctx: Any, asker: str, out: StreamWriter, send: Callable[..., Any]) -> None:
-        self._ctx = ctx
-        self._asker = asker
-        self._out = out
-        self._forward = send
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-    async def send(self, destination: str, message: Model, timeout: int = 30) -> Any:
-        from uagents_core.types import MsgStatus
-
-        def status(detail: str) -> MsgStatus:
-            return MsgStatus(status=DeliveryStatus.DELIVERED, detail=detail,
-                             destination=destination, endpoint="", session=None)
-
-        if destination == self._asker and isinstance(message, ChatAcknowledgement):
-            return status("acknowledged by the streaming plugin")
-        if destination == self._asker and isinstance(message, ChatMessage):
-            for item in message.content:
-                if isinstance(item, TextContent) and item.text:
-                    await self._out.text(item.text)
-                elif isinstance(item, ResourceContent):
-                    from agent_stream.adapters.chat import ChatDecoder as _D
-
-                    dec = _D()
-                    for m in dec.feed("handler", ChatMessage(content=[item]), 0.0):
-                        if m.type != "event":
-                            await self._out.send(m.model_copy(update={"message_id": None}))
-                elif isinstance(item, (StartSessionContent, EndSessionContent,
-                                       MetadataContent)):
-                    continue
-            return status("streamed by the plugin")
-        ok, detail = await self._forward(self._ctx, destination, message)
-        return MsgStatus(status=DeliveryStatus.DELIVERED if ok else DeliveryStatus.FAILED,
-                         detail=detail, destination=destination, endpoint="", session=None)
-
-
-def wrap_chat_handler(
-    handler: Callable[[Any, str, ChatMessage], Awaitable[None]],
-    plugin: StreamingChat | None = None,
-) -> Callable[[ChatRequest, StreamWriter], Awaitable[None]]:
-    """A responder from an existing, non-streaming chat handler ``(ctx, sender, msg)``.
-
-    The handler runs in the reply's background task with a context whose ``send`` turns the
-    ChatMessages it sends back to the asker into messages of the streamed reply (text as text
-    messages, resources as image/audio/video); its acknowledgements are dropped (the plugin
-    acknowledges). Sends to other agents go out through ``plugin`` when given.
-    """
-
-    async def respond(request: ChatRequest, out: StreamWriter) -> None:
-        async def forward(ctx: Any, destination: str, message: Model) -> tuple[bool, str]:
-            if plugin is None:
-                return False, "wrap_chat_handler: no plugin given to send to other agents"
-            return await plugin._send(ctx, destination, message)
-
-        ctx = _CapturingContext(request._ctx, request.sender, out, forward)
-        async with out.block("agent") as b:
-            ctx._out = b  # type: ignore[assignment]
-            await handler(ctx, request.sender, request.message)
-
-    return respond
+def _size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, dict):
+        return sum(_size(k) + _size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sum(_size(v) for v in value)
+    return len(str(value)) if value is not None else 0

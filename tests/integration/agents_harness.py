@@ -8,6 +8,7 @@ a test starts is stopped in teardown (SIGTERM, then SIGKILL).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -36,10 +37,12 @@ def address_of(seed: str) -> str:
 class AgentProcess:
     """A running process whose stdout is read line by line in the background."""
 
-    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str],
+                 stdin: bool = False) -> None:
         self.cmd = cmd
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.PIPE if stdin else subprocess.DEVNULL)
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
         self._err: list[str] = []
@@ -80,8 +83,29 @@ class AgentProcess:
             if line.startswith(prefix):
                 return line.rstrip("\n")
 
+    def next_line(self, timeout: float = 30.0) -> str:
+        """The next stdout line not read by wait_for/next_line yet (waiting for it)."""
+        try:
+            line = self._q.get(timeout=timeout)
+        except queue.Empty:
+            line = None
+        if line is None:
+            raise AssertionError(f"{self.cmd[:4]}: no line within {timeout} s "
+                                 f"(exit {self.proc.poll()}); stderr:\n{self.stderr[-3000:]}")
+        return line.rstrip("\n")
+
+    def request(self, obj: Any, timeout: float = 60.0) -> Any:
+        """Write ``obj`` as a JSON line to stdin; the next stdout line, parsed."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(obj) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.next_line(timeout))
+
     def stop(self, timeout: float = 10.0) -> int:
         """SIGTERM (a graceful agent shutdown), SIGKILL if it does not exit in time."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -128,10 +152,22 @@ class Harness:
         self.env["PYTHONPATH"] = str(ROOT) + (os.pathsep + pp if pp else "")
         self.procs: list[AgentProcess] = []
 
-    def start(self, *args: str) -> AgentProcess:
-        p = AgentProcess([sys.executable, *args], self.workdir, self.env)
+    def start(self, *args: str, stdin: bool = False) -> AgentProcess:
+        p = AgentProcess([sys.executable, *args], self.workdir, self.env, stdin=stdin)
         self.procs.append(p)
         return p
+
+    def asker(self, to: str, endpoint: str, seed: str | None = None
+              ) -> tuple[AgentProcess, str, str]:
+        """tests/peers/asker_agent.py asking ``to``: (process, its address, its endpoint)."""
+        port = free_port()
+        seed = seed or f"integration asker {port} {time.time_ns()}"
+        p = self.start(str(PEERS / "asker_agent.py"), "--port", str(port), "--seed", seed,
+                       "--to", to, "--to-endpoint", endpoint, stdin=True)
+        line = p.next_line(30)
+        while not line.startswith("READY "):
+            line = p.next_line(30)
+        return p, line.split()[1], f"http://127.0.0.1:{port}/submit"
 
     def cli(self, *args: str) -> AgentProcess:
         """``agent-stream ARGS`` as a process."""

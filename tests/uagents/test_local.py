@@ -4,12 +4,9 @@ networked configuration up to the point where the network would be reached."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
-import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +17,6 @@ import uagents.network
 
 from agent_stream.commands import serve
 from agent_stream.uagents import (
-    LocalDirectory,
     LocalResolver,
     StreamingChat,
     free_port,
@@ -63,65 +59,6 @@ def test_local_agent_is_configured_for_loopback_and_requires_a_seed() -> None:
         assert agent.mailbox_client is None
     finally:
         uagents.agent.dispatcher.unregister(agent.address, agent)
-
-
-def test_directory_register_lookup_find_unregister(tmp_path: Path) -> None:
-    d = LocalDirectory(tmp_path / "sub" / "agents.json")
-    assert d.entries() == {}
-    d.register(ADDR, "http://127.0.0.1:1/submit", "llm")
-    d.register(ADDR2, "http://127.0.0.1:2/submit", "client")
-    assert d.lookup(ADDR) == "http://127.0.0.1:1/submit"
-    assert d.lookup(f"test-agent://{ADDR2}") == "http://127.0.0.1:2/submit"
-    assert d.find("llm") == (ADDR, "http://127.0.0.1:1/submit")
-    assert d.find(ADDR2) == (ADDR2, "http://127.0.0.1:2/submit")
-    assert d.find("nobody") is None
-    d.unregister(ADDR)
-    assert d.lookup(ADDR) is None and d.lookup(ADDR2) is not None
-
-
-def test_directory_ignores_and_prunes_entries_of_dead_processes(tmp_path: Path) -> None:
-    d = LocalDirectory(tmp_path / "agents.json")
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    d.register(ADDR, "http://127.0.0.1:1/submit", "gone", pid=dead.pid)
-    assert d.lookup(ADDR) is None
-    d.register(ADDR2, "http://127.0.0.1:2/submit", "alive")
-    assert ADDR not in json.loads(d.path.read_text())["agents"]
-
-
-def test_directory_survives_a_corrupt_file_and_concurrent_writers(tmp_path: Path) -> None:
-    d = LocalDirectory(tmp_path / "agents.json")
-    d.path.write_text("{not json")
-    assert d.entries() == {}
-    addrs = [f"{ADDR[:-4]}{i:04d}" for i in range(12)]
-    threads = [threading.Thread(target=LocalDirectory(d.path).register,
-                                args=(a, f"http://127.0.0.1:{i + 1}/submit", None))
-               for i, a in enumerate(addrs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert set(d.entries()) == set(addrs)
-
-
-def test_default_directory_follows_the_environment(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_STREAM_DIRECTORY", str(tmp_path / "x.json"))
-    assert LocalDirectory().path == tmp_path / "x.json"
-    monkeypatch.delenv("AGENT_STREAM_DIRECTORY")
-    assert LocalDirectory().path.name == "agents.json"
-    assert "agent-stream-" in LocalDirectory().path.parent.name
-
-
-async def test_resolver_prefers_static_peers_then_the_directory(tmp_path: Path) -> None:
-    d = LocalDirectory(tmp_path / "agents.json")
-    d.register(ADDR, "http://127.0.0.1:1/submit")
-    d.register(ADDR2, "http://127.0.0.1:2/submit")
-    r = LocalResolver({ADDR2: "http://127.0.0.1:9/submit"}, d)
-    assert await r.resolve(ADDR) == (ADDR, ["http://127.0.0.1:1/submit"])
-    assert await r.resolve(f"agent://{ADDR2}") == (ADDR2, ["http://127.0.0.1:9/submit"])
-    d.unregister(ADDR)
-    assert await r.resolve(ADDR) == (None, [])  # read on every lookup
 
 
 def test_parse_peer() -> None:
@@ -171,7 +108,8 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
     monkeypatch.setattr(uagents.agent.Agent, "publish_manifest", manifest)
     args = argparse.Namespace(
         port=8002, seed=None, peer=[], model="replay", rate=0.0, base_url=None,
-        model_name=None, name="llm", reasoning=False, max_in_flight=None, network="testnet",
+        model_name=None, name="llm", reasoning=False, max_in_flight=None,
+        max_question_bytes=65536, network="testnet",
         mailbox=True, no_directory=False, verbose=False)
     try:
         agent, chat, where = serve.build(args, "network test seed")

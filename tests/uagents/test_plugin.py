@@ -1,20 +1,19 @@
 """StreamingChat between two real uagents agents in this process (fast: no HTTP, no signing).
 
-Agents in one process reach each other through uagents' in-process dispatcher; the harness runs
-each agent's dispenser and inbox the way uagents' own tests do. What crosses processes over HTTP
-is covered by tests/integration.
+Agents in one process reach each other through uagents' in-process dispatcher (see
+tests/inprocess_agents.py). One reply's pump alone is tested in test_outgoing.py; what crosses
+processes over HTTP is covered by tests/integration.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from uagents import Agent
+from inprocess_agents import Pair
 from uagents.dispatch import dispatcher
 from uagents_core.contrib.protocols.chat import (
     ChatAcknowledgement,
@@ -27,35 +26,11 @@ from agent_stream.uagents import (
     DeliveryError,
     ReplyStats,
     StreamingChat,
+    free_port,
     local_agent,
     wrap_chat_handler,
 )
 from agent_stream.writer import StreamWriter
-
-_ports = itertools.count(47100)
-
-
-class Pair:
-    """Two running agents: ``server`` (with the plugin under test) and ``client``."""
-
-    def __init__(self) -> None:
-        self.agents: list[Agent] = []
-        self.tasks: list[asyncio.Task[Any]] = []
-
-    def add(self, seed: str, chat: StreamingChat) -> Agent:
-        agent = local_agent(seed, next(_ports), directory=None)
-        agent.include(chat, publish_manifest=True)
-        self.agents.append(agent)
-        self.tasks.append(asyncio.create_task(agent._dispenser.run()))
-        self.tasks.append(asyncio.create_task(agent._process_message_queue()))
-        return agent
-
-    async def close(self) -> None:
-        for t in self.tasks:
-            t.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        for a in self.agents:
-            dispatcher.unregister(a.address, a)
 
 
 @pytest_asyncio.fixture
@@ -101,6 +76,7 @@ async def test_flow_control_keeps_at_most_n_unacknowledged(pair: Pair) -> None:
     reply, _ = await ask(pair, chat)
     assert reply.completed
     assert reply.text() == "".join(f"Part {i}." for i in range(6))
+    await _reply_ended(stats)  # the responder's reply ends once its last ChatMessage is acked
     (s,) = stats
     assert s.status == "completed" and s.chat_messages >= 6 and s.peak_in_flight == 1
 
@@ -114,7 +90,16 @@ async def test_without_flow_control_messages_pile_up_in_flight(pair: Pair) -> No
             await out.text(f"Part {i}.")
 
     reply, _ = await ask(pair, StreamingChat(respond, max_coalesce=1, on_reply_end=stats.append))
+    await _reply_ended(stats)
     assert reply.completed and stats[0].peak_in_flight > 1
+
+
+async def _reply_ended(stats: list[ReplyStats]) -> None:
+    """Wait (at most 2 s) for on_reply_end: it runs once every ChatMessage was acknowledged."""
+    for _ in range(200):
+        if stats:
+            return
+        await asyncio.sleep(0.01)
 
 
 async def test_responder_error_is_delivered_and_every_message_ends(pair: Pair) -> None:
@@ -192,7 +177,7 @@ async def test_wrapping_an_existing_non_streaming_handler(pair: Pair) -> None:
 async def test_asking_an_unknown_agent_raises_delivery_error(pair: Pair) -> None:
     chat = StreamingChat()
     client = pair.add("lonely client", chat)
-    nobody = local_agent("nobody at all", next(_ports), directory=None).address
+    nobody = local_agent("nobody at all", free_port(), directory=None).address
     dispatcher.unregister(nobody, next(iter(dispatcher.sinks[nobody])))
     started = asyncio.get_running_loop().time()
     with pytest.raises(DeliveryError):

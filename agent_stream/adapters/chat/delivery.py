@@ -1,0 +1,413 @@
+"""Delivery over a lossy transport, decided without I/O: every function here is told the time.
+
+- :class:`Redelivery`: what a sender resends and when. Each ChatMessage is sent until it is
+  acknowledged or its budget runs out (``tries`` sends within ``within`` seconds, exponential
+  backoff with jitter). A failed delivery is retried whatever the peer; silence (delivered, never
+  acknowledged) is read as loss only from a peer known to acknowledge.
+- :class:`ReplayBuffer` / :class:`ReplayStore`: what a responder can send again on a repair
+  request, per reply, bounded by count and bytes, kept ``replay_linger`` seconds after the reply.
+- :class:`GapRepair`: when a receiver asks for a missing range (``repair_after`` seconds after
+  a gap opened, then every ``repair_every`` seconds while it stays open).
+- :class:`Keepalive` and :class:`IdleWatch`: a responder's keepalive timing, an asker's ``lost``.
+
+:class:`DeliveryPolicy` holds the documented defaults.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+__all__ = [
+    "DeliveryPolicy",
+    "Gap",
+    "GapRepair",
+    "IdleWatch",
+    "Keepalive",
+    "Redelivery",
+    "ReplayBuffer",
+    "ReplayStore",
+]
+
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+MiB = 2**20
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """Redelivery, replay, repair and liveness settings (seconds, counts, bytes).
+
+    A ChatMessage is sent at most ``tries`` times, the last no later than ``within`` seconds
+    after the first. After a failed delivery the next try waits ``retry_delay`` seconds, doubled
+    (``backoff``) each time up to ``max_delay``; a delivered one not acknowledged within
+    ``ack_timeout`` (doubled likewise) counts as lost. Every wait is spread by +-``jitter``.
+    """
+
+    tries: int = 5
+    within: float = 20.0
+    retry_delay: float = 0.5
+    ack_timeout: float = 1.0
+    backoff: float = 2.0
+    max_delay: float = 8.0
+    jitter: float = 0.2
+    replay_count: int = 1024  # ChatMessages kept per reply for repair requests
+    replay_bytes: int = 4 * MiB  # and their estimated size
+    replay_linger: float = 60.0  # seconds a reply's buffer is kept after it ends
+    replay_total_bytes: int = 64 * MiB  # all buffers together (oldest reply dropped first)
+    repair_after: float = 0.3  # a gap open this long is asked for
+    repair_every: float = 1.0  # and asked for again this often while it stays open
+    keepalive: float = 5.0  # a responder silent this long while a reply is open sends one
+    idle_timeout: float = 15.0  # an asker hearing nothing this long ends the reply as lost
+
+    def __post_init__(self) -> None:
+        if self.tries < 1:
+            raise ValueError(f"tries must be >= 1, got {self.tries}")
+        for name in ("within", "retry_delay", "ack_timeout", "max_delay", "keepalive",
+                     "idle_timeout", "repair_after", "repair_every", "replay_linger"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value!r}")
+        if self.backoff < 1 or not 0 <= self.jitter < 1:
+            raise ValueError("backoff must be >= 1 and jitter in [0, 1)")
+
+    def wait(self, base: float, tries: int, rng: random.Random) -> float:
+        """The wait after the ``tries``-th send, from ``base`` (backoff, cap, jitter)."""
+        delay = min(self.max_delay, base * self.backoff ** max(0, tries - 1))
+        return delay * (1.0 + self.jitter * (2.0 * rng.random() - 1.0))
+
+
+class _Entry(Generic[T]):
+    __slots__ = ("due", "first", "item", "risky", "tries")
+
+    def __init__(self, item: T, now: float) -> None:
+        self.item = item
+        self.first = now
+        self.tries = 0
+        self.due: float | None = None  # when to resend (None: nothing to do unless acks start)
+        self.risky = False  # a try failed or timed out: the message may be lost
+
+
+class Redelivery(Generic[K, T]):
+    """A sender's unacknowledged ChatMessages, and when each is to be sent again.
+
+    The owner calls :meth:`sent` after every send (first or again) with whether the transport
+    delivered it, :meth:`acknowledged` for every acknowledgement, and sends what :meth:`due`
+    returns. Figures: ``resends``, ``given_up`` (budget ran out), :meth:`at_risk` (seconds during
+    which some message had failed or gone unacknowledged past its timeout and was not yet
+    acknowledged).
+    """
+
+    def __init__(self, policy: DeliveryPolicy | None = None, *, peer_acks: bool = False,
+                 rng: random.Random | None = None) -> None:
+        self.policy = policy or DeliveryPolicy()
+        self.peer_acks = peer_acks
+        self._rng = rng or random.Random()
+        self._entries: dict[K, _Entry[T]] = {}
+        self.resends = 0
+        self.given_up = 0
+        self.acks = 0
+        self._risky = 0
+        self._risk_since: float | None = None
+        self._risk_total = 0.0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    @property
+    def pending(self) -> bool:
+        """Something is waiting to be resent (or acknowledged by a peer that acknowledges)."""
+        return any(e.due is not None for e in self._entries.values())
+
+    def sent(self, key: K, item: T, delivered: bool, now: float) -> None:
+        """A send of ``key`` (``item``) happened; ``delivered``: the transport took it."""
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry(item, now)
+        elif entry.tries:
+            self.resends += 1
+        entry.tries += 1
+        p = self.policy
+        if not delivered:
+            self._mark_risky(entry, now)
+            entry.due = now + p.wait(p.retry_delay, entry.tries, self._rng)
+        elif self.peer_acks:
+            entry.due = now + p.wait(p.ack_timeout, entry.tries, self._rng)
+        else:
+            entry.due = None  # sent once, as to a peer that never acknowledges
+        if entry.due is not None and (entry.tries >= p.tries
+                                      or entry.due > entry.first + p.within):
+            # the budget is spent after this try: wait for its ack, then give up
+            entry.due = min(entry.due, entry.first + p.within)
+
+    def acknowledged(self, key: K, now: float) -> bool:
+        """An acknowledgement of ``key`` arrived; True when it was waiting for one.
+
+        The first acknowledgement from a peer makes it one known to acknowledge: whatever is
+        still unacknowledged is resent if its acknowledgement does not come in time."""
+        self.acks += 1
+        if not self.peer_acks:
+            self.peer_acks = True
+            p = self.policy
+            for entry in self._entries.values():
+                if entry.due is None:
+                    entry.due = max(now, entry.first + p.ack_timeout)
+        if key not in self._entries:
+            return False
+        self._unmark(self._entries.pop(key), now)
+        return True
+
+    def due(self, now: float) -> list[tuple[K, T]]:
+        """What to send again now, oldest first; entries whose budget is spent are dropped
+        (counted in ``given_up``; see :meth:`drop_given_up`)."""
+        out: list[tuple[K, T]] = []
+        p = self.policy
+        for key, entry in list(self._entries.items()):
+            if entry.due is None or entry.due > now:
+                continue
+            self._mark_risky(entry, now)
+            if entry.tries >= p.tries or now >= entry.first + p.within:
+                self._unmark(entry, now)
+                del self._entries[key]
+                self.given_up += 1
+                continue
+            entry.due = None  # until sent() says how this try went
+            out.append((key, entry.item))
+        return out
+
+    @property
+    def next_deadline(self) -> float | None:
+        """When :meth:`due` has something (None: nothing scheduled)."""
+        dues = [e.due for e in self._entries.values() if e.due is not None]
+        return min(dues) if dues else None
+
+    def forget(self) -> None:
+        """Drop everything (the reply is abandoned)."""
+        self._entries.clear()
+        self._risky = 0
+
+    def at_risk(self, now: float) -> float:
+        """Seconds so far during which some message was possibly lost."""
+        extra = now - self._risk_since if self._risk_since is not None else 0.0
+        return self._risk_total + extra
+
+    def _mark_risky(self, entry: _Entry[T], now: float) -> None:
+        if not entry.risky:
+            entry.risky = True
+            self._risky += 1
+            if self._risk_since is None:
+                self._risk_since = now
+
+    def _unmark(self, entry: _Entry[T], now: float) -> None:
+        if entry.risky:
+            entry.risky = False
+            self._risky -= 1
+            if self._risky == 0 and self._risk_since is not None:
+                self._risk_total += now - self._risk_since
+                self._risk_since = None
+
+
+class ReplayBuffer(Generic[T]):
+    """One reply's sent ChatMessages by sequence range, the newest ``max_count`` within
+    ``max_bytes`` (older ones are dropped: a repair of them is no longer possible)."""
+
+    def __init__(self, max_count: int, max_bytes: int) -> None:
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[int, tuple[int, T, int]] = OrderedDict()  # first: (last, ..)
+        self.bytes = 0
+        self.ended_at: float | None = None
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, first: int, last: int, item: T, size: int) -> None:
+        """Keep ``item``, covering sequence numbers ``first``..``last``, of ``size`` bytes."""
+        old = self._items.pop(first, None)
+        if old is not None:
+            self.bytes -= old[2]
+        self._items[first] = (last, item, size)
+        self.bytes += size
+        while len(self._items) > 1 and (len(self._items) > self.max_count
+                                        or self.bytes > self.max_bytes):
+            _, (_, _, s) = self._items.popitem(last=False)
+            self.bytes -= s
+            self.dropped += 1
+
+    def covering(self, lo: int, hi: int | None = None) -> list[T]:
+        """The kept items overlapping ``lo``..``hi`` (None: to the end), in order."""
+        top = hi if hi is not None else float("inf")
+        return [item for first, (last, item, _) in self._items.items()
+                if last >= lo and first <= top]
+
+    def holds(self, seq: int) -> bool:
+        """Whether sequence number ``seq`` can be sent again."""
+        return any(first <= seq <= last for first, (last, _, _) in self._items.items())
+
+
+class ReplayStore(Generic[K, T]):
+    """Replay buffers of many replies: each kept ``replay_linger`` seconds after it ends, all
+    together within ``replay_total_bytes`` (the oldest reply's buffer dropped first)."""
+
+    def __init__(self, policy: DeliveryPolicy | None = None) -> None:
+        self.policy = policy or DeliveryPolicy()
+        self._buffers: OrderedDict[K, ReplayBuffer[T]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buffers)
+
+    def open(self, key: K) -> ReplayBuffer[T]:
+        """A fresh buffer for reply ``key``."""
+        p = self.policy
+        self._buffers.pop(key, None)
+        buf: ReplayBuffer[T] = ReplayBuffer(p.replay_count, p.replay_bytes)
+        self._buffers[key] = buf
+        return buf
+
+    def get(self, key: K, now: float) -> ReplayBuffer[T] | None:
+        """Reply ``key``'s buffer, unless it expired."""
+        self.prune(now)
+        return self._buffers.get(key)
+
+    def end(self, key: K, now: float) -> None:
+        """Reply ``key`` ended: its buffer is kept ``replay_linger`` seconds more."""
+        buf = self._buffers.get(key)
+        if buf is not None and buf.ended_at is None:
+            buf.ended_at = now
+
+    def prune(self, now: float) -> None:
+        """Drop expired buffers, then the oldest while over the total size."""
+        linger = self.policy.replay_linger
+        for key, buf in list(self._buffers.items()):
+            if buf.ended_at is not None and now - buf.ended_at >= linger:
+                del self._buffers[key]
+        total = sum(b.bytes for b in self._buffers.values())
+        while len(self._buffers) > 1 and total > self.policy.replay_total_bytes:
+            _, buf = self._buffers.popitem(last=False)
+            total -= buf.bytes
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A range of sequence numbers ``lo``..``hi`` a receiver misses in a conversation of
+    ``sender``, open ``since``; ``skipped``: how many gaps of it were given up so far."""
+
+    sender: str
+    conversation: str
+    lo: int
+    hi: int | None
+    since: float
+    skipped: int = 0
+
+
+class GapRepair:
+    """When a receiver asks for its gaps: each ``repair_after`` seconds after it opened, then
+    every ``repair_every`` seconds while it stays open. Counts ``requested`` and ``repaired``
+    (gaps asked for that filled without being given up)."""
+
+    def __init__(self, policy: DeliveryPolicy | None = None) -> None:
+        self.policy = policy or DeliveryPolicy()
+        self._asked: dict[tuple[str, str, int], tuple[float, int]] = {}  # key: (when, skipped)
+        self.requested = 0
+        self.repaired = 0
+
+    def due(self, gaps: Iterable[Gap], now: float,
+            skipped: dict[tuple[str, str], int] | None = None) -> list[Gap]:
+        """The gaps to ask for now, out of the receiver's open ``gaps``; ``skipped``: gaps
+        given up so far per (sender, conversation), for conversations with no gap open now."""
+        p = self.policy
+        out: list[Gap] = []
+        open_keys: dict[tuple[str, str, int], Gap] = {}
+        for gap in gaps:
+            key = (gap.sender, gap.conversation, gap.lo)
+            open_keys[key] = gap
+            last = self._asked.get(key)
+            # the same sums as next_deadline: due exactly when it says
+            if last is None:
+                if now >= gap.since + p.repair_after:
+                    out.append(gap)
+            elif now >= last[0] + p.repair_every:
+                out.append(gap)
+        counts = dict(skipped or {})
+        counts.update({(g.sender, g.conversation): g.skipped for g in open_keys.values()})
+        self._close(open_keys, counts)
+        for gap in out:
+            self._asked[(gap.sender, gap.conversation, gap.lo)] = (now, gap.skipped)
+            self.requested += 1
+        return out
+
+    def closed(self, skipped: dict[tuple[str, str], int]) -> None:
+        """No gap is open any more; ``skipped``: gaps given up per (sender, conversation)."""
+        self._close({}, skipped)
+
+    def _close(self, open_keys: dict[tuple[str, str, int], Gap],
+               gaps_skipped: dict[tuple[str, str], int]) -> None:
+        for key in [k for k in self._asked if k not in open_keys]:
+            _, skipped_then = self._asked.pop(key)
+            if gaps_skipped.get((key[0], key[1]), skipped_then) == skipped_then:
+                self.repaired += 1
+
+    def next_deadline(self, gaps: Iterable[Gap]) -> float | None:
+        """When :meth:`due` has something for ``gaps`` (None: no gap)."""
+        p = self.policy
+        best: float | None = None
+        for gap in gaps:
+            last = self._asked.get((gap.sender, gap.conversation, gap.lo))
+            d = gap.since + p.repair_after if last is None else last[0] + p.repair_every
+            if best is None or d < best:
+                best = d
+        return best
+
+
+class Keepalive:
+    """A responder's keepalive timing: one is due ``interval`` seconds after the last send."""
+
+    def __init__(self, interval: float, now: float) -> None:
+        self.interval = interval
+        self.last = now
+        self.sent = 0
+
+    def note_sent(self, now: float) -> None:
+        """Something was sent to the peer."""
+        self.last = now
+
+    @property
+    def next_deadline(self) -> float:
+        """When a keepalive is due unless something else is sent first."""
+        return self.last + self.interval
+
+    def due(self, now: float) -> bool:
+        """Whether to send a keepalive now (counts it and restarts the interval)."""
+        if now < self.next_deadline:
+            return False
+        self.sent += 1
+        self.last = now
+        return True
+
+
+class IdleWatch:
+    """An asker's liveness: the reply is lost when nothing arrived for ``idle_timeout``."""
+
+    def __init__(self, idle_timeout: float, now: float) -> None:
+        self.idle_timeout = idle_timeout
+        self.last = now
+
+    def note(self, now: float) -> None:
+        """Something arrived from the peer."""
+        self.last = max(self.last, now)
+
+    @property
+    def deadline(self) -> float:
+        """When the reply is lost unless something arrives first."""
+        return self.last + self.idle_timeout
+
+    def lost(self, now: float) -> bool:
+        """Whether the peer has been silent for ``idle_timeout``."""
+        return now >= self.deadline

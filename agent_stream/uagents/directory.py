@@ -1,0 +1,324 @@
+"""The local agent directory and the resolver that reads it.
+
+A small JSON file where every running local agent writes ``{address: {"endpoint", "name",
+"pid", "started"}}`` when it starts and removes its entry when it stops; agents started in any
+order find each other through it. The file is ``$AGENT_STREAM_DIRECTORY`` when set, else
+``agents.json`` in ``<temp dir>/agent-stream-<user>/``.
+
+Trust: whoever can write the file decides where this user's agents send their questions and
+replies. So the directory holding it is created 0700 and the file 0600, and both are refused
+(:class:`DirectoryError`, saying what is wrong and how to fix it) when owned by someone else or
+writable by group or others. An entry is used only when its process is alive, its ``started``
+is not in the future, and its endpoint answers a readiness probe (``HEAD /submit`` with
+``x-uagents-address``, as uagents serves it) within ``probe_timeout`` (1 s; a positive answer
+is remembered ``probe_ttl``, 10 s). Entries of dead processes are pruned on every write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import http.client
+import json
+import logging
+import os
+import stat
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from uagents.resolver import RulesBasedResolver
+from uagents_core.identity import parse_identifier
+
+__all__ = ["DIRECTORY_ENV", "DirectoryError", "LocalDirectory", "LocalResolver",
+           "default_directory_path"]
+
+DIRECTORY_ENV = "AGENT_STREAM_DIRECTORY"
+FUTURE_SLACK = 60.0  # seconds a ``started`` may lie ahead of this clock (clock skew)
+
+LOG = logging.getLogger("agent_stream.uagents")
+
+
+class DirectoryError(PermissionError):
+    """The local directory cannot be trusted (owned by someone else, writable by others)."""
+
+
+def bare(destination: str) -> str:
+    """The address in an agent identifier (``prefix://address``), else ``destination``."""
+    _, _, address = parse_identifier(destination)
+    return address or destination
+
+
+def default_directory_path() -> Path:
+    """``$AGENT_STREAM_DIRECTORY``, else ``<temp dir>/agent-stream-<user>/agents.json``."""
+    env = os.environ.get(DIRECTORY_ENV)
+    if env:
+        return Path(env)
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name (some containers)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"agent-stream-{user}" / "agents.json"
+
+
+def alive(pid: Any) -> bool:
+    """Whether process ``pid`` exists."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _untrusted(path: Path, what: str) -> str | None:
+    """Why ``path`` (which exists) cannot be trusted, else None."""
+    if not hasattr(os, "getuid"):  # pragma: no cover - not POSIX: no owners to check
+        return None
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        return f"the {what} {path} is a symbolic link"
+    if st.st_uid != os.getuid():
+        return (f"the {what} {path} is owned by uid {st.st_uid}, not by you (uid "
+                f"{os.getuid()}); remove it or set ${DIRECTORY_ENV} to a file of your own")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        fix = "chmod 700" if what == "directory" else "chmod 600"
+        return (f"the {what} {path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); "
+                f"{fix} {path}")
+    return None
+
+
+def _probe_request(endpoint: str) -> tuple[str, int, str] | None:
+    url = urllib.parse.urlsplit(endpoint)
+    if url.scheme != "http" or not url.hostname:
+        return None
+    return url.hostname, url.port or 80, url.path or "/"
+
+
+def _ready(status: int, header: str | None) -> bool:
+    return 200 <= status < 300 and header in (None, "ready")
+
+
+class LocalDirectory:
+    """The local agent directory: a JSON file of running local agents (see the module doc).
+
+    Format: ``{"agents": {ADDRESS: {"endpoint": URL, "name": NAME, "pid": PID,
+    "started": UNIX_TIME}}}``. Writers lock a sibling ``.lock`` file (POSIX) and replace the file
+    atomically; readers never see a half-written file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 probe_timeout: float = 1.0, probe_ttl: float = 10.0) -> None:
+        self.path = Path(path) if path is not None else default_directory_path()
+        self.probe_timeout = probe_timeout
+        self.probe_ttl = probe_ttl
+        self._answered: dict[tuple[str, str], float] = {}  # (address, endpoint) -> when
+
+    def __repr__(self) -> str:
+        return f"LocalDirectory({str(self.path)!r})"
+
+    # -- trust -----------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise :class:`DirectoryError` when the directory or the file cannot be trusted."""
+        for p, what in ((self.path.parent, "directory"), (self.path, "file")):
+            try:
+                reason = _untrusted(p, what)
+            except FileNotFoundError:
+                continue
+            if reason is not None:
+                raise DirectoryError(f"local agent directory refused: {reason}")
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _read(self) -> dict[str, dict[str, Any]]:
+        self.check()
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        agents = data.get("agents") if isinstance(data, dict) else None
+        if not isinstance(agents, dict):
+            return {}
+        return {a: e for a, e in agents.items()
+                if isinstance(a, str) and isinstance(e, dict)
+                and isinstance(e.get("endpoint"), str)}
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """Entries of running processes whose ``started`` is not in the future (endpoints are
+        not probed here)."""
+        latest = time.time() + FUTURE_SLACK
+        return {a: e for a, e in self._read().items() if alive(e.get("pid"))
+                and isinstance(e.get("started", 0), (int, float))
+                and e.get("started", 0) <= latest}
+
+    def answers(self, address: str, endpoint: str) -> bool:
+        """Whether ``endpoint`` serves ``address`` now (a blocking readiness probe)."""
+        if self._fresh(address, endpoint):
+            return True
+        target = _probe_request(endpoint)
+        if target is None:
+            return False
+        host, port, path = target
+        conn = http.client.HTTPConnection(host, port, timeout=self.probe_timeout)
+        try:
+            conn.request("HEAD", path, headers={"x-uagents-address": address})
+            resp = conn.getresponse()
+            ok = _ready(resp.status, resp.getheader("x-uagents-status"))
+        except (OSError, http.client.HTTPException):
+            ok = False
+        finally:
+            conn.close()
+        return self._remember(address, endpoint, ok)
+
+    async def answers_async(self, address: str, endpoint: str) -> bool:
+        """:meth:`answers` without blocking the event loop."""
+        if self._fresh(address, endpoint):
+            return True
+        if _probe_request(endpoint) is None:
+            return False
+        timeout = aiohttp.ClientTimeout(total=self.probe_timeout)
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session, session.head(
+                    endpoint, headers={"x-uagents-address": address},
+                    allow_redirects=False) as resp:
+                ok = _ready(resp.status, resp.headers.get("x-uagents-status"))
+        except Exception:  # refused, timed out, not HTTP: it does not answer
+            ok = False
+        return self._remember(address, endpoint, ok)
+
+    def _fresh(self, address: str, endpoint: str) -> bool:
+        when = self._answered.get((address, endpoint))
+        return when is not None and time.monotonic() - when < self.probe_ttl
+
+    def _remember(self, address: str, endpoint: str, ok: bool) -> bool:
+        if ok:
+            if len(self._answered) > 1024:
+                self._answered.clear()
+            self._answered[(address, endpoint)] = time.monotonic()
+        else:
+            self._answered.pop((address, endpoint), None)
+        return ok
+
+    def lookup(self, destination: str) -> str | None:
+        """The endpoint of a running agent by address (or identifier) that answers, else None."""
+        address = bare(destination)
+        entry = self.entries().get(address)
+        if entry is None or not self.answers(address, entry["endpoint"]):
+            return None
+        return str(entry["endpoint"])
+
+    def find(self, name_or_address: str) -> tuple[str, str] | None:
+        """``(address, endpoint)`` of a running agent that answers, by address or by name (the
+        latest started of that name)."""
+        entries = self.entries()
+        address = bare(name_or_address)
+        if address in entries:
+            endpoint = entries[address]["endpoint"]
+            return (address, endpoint) if self.answers(address, endpoint) else None
+        named = sorted(((e.get("started", 0), a, e["endpoint"]) for a, e in entries.items()
+                        if e.get("name") == name_or_address), reverse=True)
+        for _, address, endpoint in named:
+            if self.answers(address, endpoint):
+                return address, endpoint
+        return None
+
+    # -- writing ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.check()
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        with open(fd, "a+") as fh:
+            try:
+                import fcntl
+            except ImportError:  # pragma: no cover - not POSIX: best effort
+                yield
+                return
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _write(self, agents: Mapping[str, Any]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"agents": dict(agents)}, indent=1, sort_keys=True))
+        os.replace(tmp, self.path)
+
+    def register(self, address: str, endpoint: str, name: str | None = None,
+                 pid: int | None = None) -> None:
+        """Add (or refresh) this agent's entry; dead entries are pruned on the way."""
+        with self._locked():
+            agents = self.entries()
+            agents[bare(address)] = {"endpoint": endpoint, "name": name,
+                                     "pid": pid if pid is not None else os.getpid(),
+                                     "started": time.time()}
+            self._write(agents)
+
+    def unregister(self, address: str) -> None:
+        """Remove an agent's entry (and dead ones; nothing happens when there is nothing to)."""
+        with self._locked():
+            agents = self.entries()
+            if agents.pop(bare(address), None) is not None or self._read() != agents:
+                self._write(agents)
+
+    def prune(self) -> int:
+        """Remove the entries of dead processes now; returns how many went."""
+        with self._locked():
+            agents, everything = self.entries(), self._read()
+            if len(agents) != len(everything):
+                self._write(agents)
+            return len(everything) - len(agents)
+
+
+class LocalResolver(RulesBasedResolver):  # type: ignore[misc]
+    """Resolves static peers first, then the local directory (read on every lookup; an entry
+    only when its endpoint answers)."""
+
+    def __init__(self, peers: Mapping[str, str] | None = None,
+                 directory: LocalDirectory | None = None) -> None:
+        super().__init__({bare(a): u for a, u in (peers or {}).items()})
+        self.directory = directory
+        self._warned = False
+
+    def add_peer(self, address: str, endpoint: str) -> None:
+        """Add or replace a static peer."""
+        self._rules[bare(address)] = endpoint
+
+    async def resolve(self, destination: str) -> tuple[str | None, list[str]]:
+        address = bare(destination)
+        found = self._rules.get(address)
+        if found is None and self.directory is not None:
+            found = await self._from_directory(address)
+        if found is None:
+            return None, []
+        return address, [found] if isinstance(found, str) else list(found)
+
+    async def _from_directory(self, address: str) -> str | None:
+        assert self.directory is not None
+        try:
+            entry = self.directory.entries().get(address)
+        except DirectoryError as exc:
+            if not self._warned:
+                self._warned = True
+                LOG.warning("%s", exc)
+            return None
+        if entry is None:
+            return None
+        endpoint = str(entry["endpoint"])
+        return endpoint if await self.directory.answers_async(address, endpoint) else None

@@ -1,0 +1,196 @@
+"""Per-peer send lanes: a peer that is slow, hangs, refuses or answers errors delays only itself.
+
+uagents (0.26.1) sends every envelope of an agent through one ``Dispenser``: one queue, one
+envelope at a time, each HTTP post with aiohttp's default 300 s timeout. One peer whose
+endpoint hangs holds up every other send of the agent (a 0.05 s reply was measured at 89 s).
+``ctx.send(..., timeout=...)`` only stops *waiting*; the envelope still blocks the queue.
+
+:class:`PeerDispenser` replaces an agent's dispenser (:func:`isolate`). Each destination gets
+its own lane: its envelopes go in order, one at a time, while other lanes run at the same time.
+Bounds (:class:`LaneLimits`, defaults):
+
+- ``post_timeout`` 10 s: one HTTP post (connect, send, answer); then the envelope fails;
+- ``max_timeouts`` 2 consecutive timed-out posts make the lane *stalled*: what is queued and
+  what comes in the next ``stall_for`` (30 s) fails at once ("not answering");
+  refused and 5xx posts fail in milliseconds and never stall a lane;
+- ``max_queued`` 256 envelopes waiting per lane (beyond: fail at once);
+- ``max_lanes`` 4096 lanes (beyond: fail at once); ``max_posting`` 256 posts at once.
+
+Every envelope's future gets a MsgStatus (delivered or failed), so ``ctx.send`` returns
+promptly. When the agent stops, lanes get ``drain_timeout`` (5 s) to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from uagents.communication import Dispenser, send_exchange_envelope
+from uagents_core.types import DeliveryStatus, MsgStatus
+
+__all__ = ["LaneLimits", "PeerDispenser", "isolate"]
+
+LOG = logging.getLogger("agent_stream.uagents")
+
+
+@dataclass(frozen=True)
+class LaneLimits:
+    """Bounds of :class:`PeerDispenser` (see the module doc)."""
+
+    post_timeout: float = 10.0
+    max_timeouts: int = 2
+    stall_for: float = 30.0
+    max_queued: int = 256
+    max_lanes: int = 4096
+    max_posting: int = 256
+    drain_timeout: float = 5.0
+
+
+class _Lane:
+    __slots__ = ("queue", "stalled_until", "target", "task", "timeouts")
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.queue: deque[tuple[Any, list[str], asyncio.Future[Any], bool]] = deque()
+        self.task: asyncio.Task[None] | None = None
+        self.timeouts = 0
+        self.stalled_until = 0.0
+
+
+def _failed(env: Any, detail: str) -> MsgStatus:
+    return MsgStatus(status=DeliveryStatus.FAILED, detail=detail, destination=env.target,
+                     endpoint="", session=env.session)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any) -> None:
+    if not fut.done():
+        fut.set_result(result)
+
+
+class PeerDispenser(Dispenser):  # type: ignore[misc]
+    """An agent's dispenser with one lane per destination (see the module doc)."""
+
+    def __init__(self, limits: LaneLimits | None = None) -> None:
+        super().__init__()
+        self.limits = limits or LaneLimits()
+        self._lanes: dict[str, _Lane] = {}
+        self._stalled: dict[str, float] = {}  # lanes that ended stalled: target -> until
+        self._posting: asyncio.Semaphore | None = None
+
+    @property
+    def lanes(self) -> int:
+        """Lanes with envelopes queued or being posted."""
+        return len(self._lanes)
+
+    def add_envelope(self, envelope: Any, endpoints: list[str],
+                     response_future: asyncio.Future[Any], sync: bool = False) -> None:
+        target = str(envelope.target)
+        now = time.monotonic()
+        lane = self._lanes.get(target)
+        if lane is None:
+            until = self._stalled.get(target, 0.0)
+            if until > now:
+                _settle(response_future, _failed(envelope, "peer not answering; not tried "
+                                                 f"again for {until - now:.0f} s"))
+                return
+            self._stalled.pop(target, None)
+            if len(self._lanes) >= self.limits.max_lanes:
+                _settle(response_future, _failed(envelope, "too many peers being sent to"))
+                return
+            lane = self._lanes[target] = _Lane(target)
+        if lane.stalled_until > now:
+            _settle(response_future, _failed(envelope, "peer not answering"))
+            return
+        if len(lane.queue) >= self.limits.max_queued:
+            _settle(response_future, _failed(envelope, "too many envelopes queued for peer"))
+            return
+        lane.queue.append((envelope, endpoints, response_future, sync))
+        if lane.task is None:
+            lane.task = asyncio.get_running_loop().create_task(self._drain(lane))
+
+    async def _drain(self, lane: _Lane) -> None:
+        if self._posting is None:
+            self._posting = asyncio.Semaphore(self.limits.max_posting)
+        try:
+            while lane.queue:
+                env, endpoints, fut, sync = lane.queue.popleft()
+                if fut.done():  # the sender stopped waiting
+                    continue
+                try:
+                    if lane.stalled_until > time.monotonic():
+                        _settle(fut, _failed(env, "peer not answering"))
+                        continue
+                    async with self._posting:
+                        result = await self._post(lane, env, endpoints, sync)
+                    _settle(fut, result)
+                finally:  # cancelled mid-post: the sender still gets an answer
+                    _settle(fut, _failed(env, "not sent: the agent is stopping"))
+        finally:
+            if self._lanes.get(lane.target) is lane:
+                del self._lanes[lane.target]
+            if lane.stalled_until > time.monotonic():
+                self._stalled[lane.target] = lane.stalled_until
+                if len(self._stalled) > self.limits.max_lanes:
+                    now = time.monotonic()
+                    self._stalled = {t: u for t, u in self._stalled.items() if u > now}
+            for env, _, fut, _ in lane.queue:  # cancelled: nothing left behind waits forever
+                _settle(fut, _failed(env, "not sent: the agent is stopping"))
+
+    async def _post(self, lane: _Lane, env: Any, endpoints: list[str], sync: bool) -> Any:
+        timeout = self.limits.post_timeout
+        try:
+            result = await asyncio.wait_for(
+                send_exchange_envelope(envelope=env, endpoints=endpoints, sync=sync), timeout)
+        except asyncio.TimeoutError:
+            lane.timeouts += 1
+            if lane.timeouts >= self.limits.max_timeouts:
+                lane.stalled_until = time.monotonic() + self.limits.stall_for
+                LOG.warning("%s does not answer (%d posts timed out after %g s); sends to it "
+                            "fail for %g s", lane.target[:24], lane.timeouts, timeout,
+                            self.limits.stall_for)
+            return _failed(env, f"no answer within {timeout:g} s")
+        except Exception as exc:  # never let a transport error escape
+            return _failed(env, f"{type(exc).__name__}: {exc}")
+        lane.timeouts = 0
+        return result
+
+    async def run(self) -> None:
+        """The agent's dispenser task: envelopes queued the uagents way go to their lanes;
+        when cancelled (the agent stops), lanes get ``drain_timeout`` to finish."""
+        try:
+            while True:
+                env, endpoints, fut, sync = await self._envelopes.get()
+                self.add_envelope(env, endpoints, fut, sync)
+        except asyncio.CancelledError:
+            await self.drain(self.limits.drain_timeout)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for every lane to finish; cancel what is left."""
+        tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        for t in pending:
+            t.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
+    """Give ``agent`` a :class:`PeerDispenser` (idempotent); returns it.
+
+    Before the agent starts, it becomes the agent's dispenser task. On a running agent, envelopes
+    already queued in the old dispenser go out the old way; contexts built from then on use the
+    lanes (call :meth:`PeerDispenser.drain` at shutdown: the agent only stops its old task).
+    """
+    current = getattr(agent, "_dispenser", None)
+    if isinstance(current, PeerDispenser):
+        return current
+    dispenser = PeerDispenser(limits)
+    agent._dispenser = dispenser
+    return dispenser

@@ -1,0 +1,376 @@
+"""One reply's pump: the writer's Messages -> ChatEncoder -> a send queue -> one send at a time.
+
+:class:`Outgoing` streams one reply to one peer. Everything it needs from outside is passed in:
+
+- ``respond(out)``: writes the reply into a :class:`~agent_stream.writer.StreamWriter`;
+- ``send(chat) -> (delivered?, detail)``: delivers one ChatMessage to the peer (never raises);
+- ``encoder``: the reply's :class:`~agent_stream.adapters.chat.ChatEncoder`;
+- ``lane``: a lock held for the whole reply (a plain peer gets one reply at a time), or None;
+- ``in_flight``: the registry ``{msg_id: Outgoing}`` acknowledgements are routed through (the
+  owner calls :meth:`Outgoing.acknowledged`);
+- ``on_finished(outgoing)``: called once when the reply is over;
+- ``limits``: :class:`PumpLimits`.
+
+A sender task sends the queued ChatMessages in order, each awaited (what queued up behind a slow
+send goes as one, :func:`~agent_stream.adapters.chat.coalesce`), resends what is not
+acknowledged as :class:`~agent_stream.adapters.chat.delivery.Redelivery` decides (``delivery``,
+``peer_acks``), keeps what it sent in ``replay`` and sends keepalives (``keepalive``); the reply
+is over once everything is acknowledged or its budget ran out. A timer task releases what the
+encoder holds at its ``next_deadline``. Every stream ends whatever happens: the responder raising
+(an ``error`` message, then the ends with status error), cancellation, the peer unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage
+
+from agent_stream.adapters.chat import ChatEncoder, coalesce
+from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redelivery, ReplayBuffer
+from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control, estimated_size, seq_span
+from agent_stream.message import error as error_message
+from agent_stream.writer import StreamWriter
+
+__all__ = ["Outgoing", "PumpLimits", "Refused", "describe"]
+
+LOG = logging.getLogger("agent_stream.uagents")
+
+Send = Callable[[ChatMessage], Awaitable[tuple[bool, str]]]
+Respond = Callable[[StreamWriter], Awaitable[None]]
+
+
+def clock() -> float:
+    """The pump's clock (monotonic seconds)."""
+    return time.monotonic()
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` (or the type alone when the message is empty)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class Refused(Exception):
+    """Raised by a responder that will not answer: the reply is an ``error`` message with this
+    text and ``code``, then the streams end with status error (nothing is logged as a failure).
+    """
+
+    def __init__(self, text: str, code: str = "refused") -> None:
+        super().__init__(text)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class PumpLimits:
+    """``max_buffered``: ChatMessages queued before the responder waits; ``max_coalesce``: at
+    most this many queued ChatMessages sent as one, and only while their content items stay
+    within ``max_coalesce_items`` (the inbox guard refuses ChatMessages of over 1,024);
+    ``max_in_flight``: unacknowledged at a time (None: no limit); ``ack_timeout``: seconds
+    without an acknowledgement before the limit is given up; ``drain_timeout``: seconds to send
+    a cancelled reply's ends; ``max_failures``: consecutive failed deliveries, none ever
+    delivered, after which the reply is abandoned (a reached peer is abandoned when one
+    ChatMessage's redelivery budget runs out)."""
+
+    max_buffered: int = 256
+    max_coalesce: int = 32
+    max_coalesce_items: int = 256  # content items of one coalesced ChatMessage
+    max_in_flight: int | None = None
+    ack_timeout: float = 5.0
+    drain_timeout: float = 5.0
+    max_failures: int = 3
+
+
+class Outgoing:
+    """One reply being streamed to one peer: encoder, send queue, sender and timer tasks."""
+
+    def __init__(self, peer: str, conversation: str, encoder: ChatEncoder, *,
+                 respond: Respond, send: Send, limits: PumpLimits,
+                 lane: asyncio.Lock | None = None,
+                 in_flight: dict[str, Outgoing] | None = None,
+                 on_finished: Callable[[Outgoing], None] | None = None,
+                 delivery: DeliveryPolicy | None = None, peer_acks: bool = False,
+                 replay: ReplayBuffer[ChatMessage] | None = None,
+                 keepalive: bool = False,
+                 on_produced: Callable[[Outgoing], None] | None = None) -> None:
+        self.peer = peer
+        self.conversation = conversation
+        self.encoder = encoder
+        self.limits = limits
+        self._respond = respond
+        self._send = send
+        self._lane = lane
+        self._in_flight: dict[str, Outgoing] = in_flight if in_flight is not None else {}
+        self._on_finished = on_finished
+        self.queue: deque[ChatMessage] = deque()
+        self.unacked: set[str] = set()
+        self.sent = 0
+        self.failed = 0
+        self.peak_in_flight = 0
+        self.started = clock()
+        self.dead = False  # the peer cannot be reached: stop sending
+        self.status: str | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._armed: float | None = None
+        self._wake_sender = asyncio.Event()
+        self._wake_timer = asyncio.Event()
+        self._space = asyncio.Event()
+        self._space.set()
+        self._acked = asyncio.Event()
+        self._acks_off = False
+        # delivery (issue 11): resend until acknowledged, replay buffer, keepalives, figures
+        self.delivery = delivery or DeliveryPolicy()
+        self.redelivery: Redelivery[str, ChatMessage] = Redelivery(self.delivery,
+                                                                   peer_acks=peer_acks)
+        self.replay = replay
+        self.keepalive = Keepalive(self.delivery.keepalive, clock()) if keepalive else None
+        self.duplicates = 0  # the question arrived again (acknowledged, not answered twice)
+        self.repairs = 0  # repair requests served from the replay buffer
+        self._high = 0  # the last seq sent
+        self._delivered: set[str] = set()
+        self._on_produced = on_produced  # the responder is done; delivery may go on a while
+
+    def start(self) -> asyncio.Task[None]:
+        """Run :meth:`run` in a task of its own (kept in ``task``); returns it."""
+        self.task = asyncio.create_task(self.run())
+        self.task.add_done_callback(_quiet)
+        return self.task
+
+    # -- the writer's sink ------------------------------------------------------------------------
+    async def sink(self, msg: Any) -> None:
+        self._emit(self.encoder.feed(msg, clock()))
+        if self.encoder.next_deadline != self._armed:
+            self._wake_timer.set()
+        if len(self.queue) > self.limits.max_buffered and not self.dead:
+            self._space.clear()
+            await self._space.wait()
+
+    async def flush(self, thread_id: str | None, message_id: str) -> None:
+        """Send now the text the encoder holds for one message (the writer's ``flush``: a
+        relayed chunk goes on as it came, not re-buffered)."""
+        self._emit(self.encoder.flush(thread_id, message_id, clock()))
+        if self.encoder.next_deadline != self._armed:
+            self._wake_timer.set()
+
+    def _emit(self, chats: list[ChatMessage]) -> None:
+        if chats and not self.dead:
+            self.queue.extend(chats)
+            self._wake_sender.set()
+
+    # -- tasks ------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Run the responder and stream its reply; every stream ends, whatever happens."""
+        sender = asyncio.create_task(self._send_loop())
+        timer = asyncio.create_task(self._timer_loop())
+        status, err = "completed", None
+        cancelled = False
+        lane = self._lane
+        holding = False
+        try:
+            if lane is not None:
+                await lane.acquire()
+                holding = True
+            async with StreamWriter(self.sink, request_id=self.conversation,
+                                    flush=self.flush) as out:
+                try:
+                    await self._respond(out)
+                except Exception as exc:
+                    # Say what went wrong before the streams end with status error.
+                    text, code = ((str(exc), exc.code) if isinstance(exc, Refused)
+                                  else (describe(exc), "responder_error"))
+                    with contextlib.suppress(Exception):
+                        await out.send(error_message(text, code=code))
+                    raise
+        except asyncio.CancelledError:
+            status, cancelled = "cancelled", True
+        except Refused as exc:
+            status, err = "error", str(exc)
+            LOG.debug("refused %s: %s", self.peer, err)
+        except Exception as exc:
+            status, err = "error", describe(exc)
+            LOG.warning("responder failed for %s: %s", self.peer, err, exc_info=exc)
+        finally:
+            self.status = status
+            with contextlib.suppress(Exception):
+                self._emit(self.encoder.close(clock(), status=status, error=err))
+            self._closing = True
+            self._wake_sender.set()
+            timer.cancel()
+            if self._on_produced is not None:
+                self._on_produced(self)
+            try:
+                if cancelled or self.dead:
+                    await asyncio.wait_for(asyncio.shield(sender), self.limits.drain_timeout)
+                else:
+                    await asyncio.shield(sender)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                sender.cancel()
+            if holding and lane is not None:
+                lane.release()
+            for key in self.unacked:
+                self._in_flight.pop(key, None)
+            if self._on_finished is not None:
+                self._on_finished(self)
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _send_loop(self) -> None:
+        """Send the queue in order; resend what the peer did not acknowledge (redelivery
+        budget), a keepalive when nothing else went for a while; end once all is settled."""
+        limits = self.limits
+        rd = self.redelivery
+        consecutive = 0
+        while True:
+            for key, chat in rd.due(clock()):
+                consecutive = 0 if await self._deliver(key, chat) else consecutive + 1
+            if rd.given_up or (consecutive >= limits.max_failures and not self._delivered):
+                # A ChatMessage's budget ran out, or nobody ever listened: stop.
+                self._abandon()
+                return
+            ka = self.keepalive
+            if ka is not None and not self.dead and ka.due(clock()):
+                await self._send(control(OP_KEEPALIVE, self.conversation, high=str(self._high)))
+            if not self.queue:
+                self._space.set()
+                if self.dead or (self._closing and not rd.pending):
+                    return
+                self._wake_sender.clear()
+                wake = [d for d in (rd.next_deadline,
+                                    ka.next_deadline if ka is not None else None)
+                        if d is not None]
+                timeout = max(0.0, min(wake) - clock()) if wake else None
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake_sender.wait(), timeout)
+                continue
+            # What queued up behind a slow send goes as one ChatMessage (same text, same order).
+            n, items = 1, len(self.queue[0].content)
+            while n < min(len(self.queue), limits.max_coalesce):
+                items += len(self.queue[n].content)
+                if items > limits.max_coalesce_items:
+                    break
+                n += 1
+            batch = [self.queue.popleft() for _ in range(n)]
+            chat = batch[0] if n == 1 else coalesce(batch)
+            if len(self.queue) <= limits.max_buffered // 2:
+                self._space.set()
+            await self._window()
+            key = str(chat.msg_id)
+            self.unacked.add(key)
+            self._in_flight[key] = self
+            self.peak_in_flight = max(self.peak_in_flight, len(self.unacked))
+            span = seq_span(chat)
+            if span is not None:
+                self._high = max(self._high, span[1])
+                if self.replay is not None:
+                    self.replay.add(span[0], span[1], chat, estimated_size(chat))
+            consecutive = 0 if await self._deliver(key, chat) else consecutive + 1
+
+    async def _deliver(self, key: str, chat: ChatMessage) -> bool:
+        """One send (first or again) of ChatMessage ``key``, noted for redelivery."""
+        ok, detail = await self._send(chat)
+        now = clock()
+        if key in self.unacked:
+            self.redelivery.sent(key, chat, ok, now)
+        if self.keepalive is not None:
+            self.keepalive.note_sent(now)
+        if ok:
+            if key not in self._delivered:
+                self._delivered.add(key)
+                self.sent += 1
+            return True
+        self.failed += 1
+        LOG.info("reply to %s: a ChatMessage was not delivered (will retry): %s", self.peer,
+                 detail)
+        return False
+
+    def _abandon(self) -> None:
+        """Nobody is listening: stop the responder and drop what is left."""
+        LOG.warning("reply to %s abandoned: ChatMessages not delivered within the redelivery "
+                    "budget (%d tries in %g s)", self.peer, self.delivery.tries,
+                    self.delivery.within)
+        self.dead = True
+        self.queue.clear()
+        self.redelivery.forget()
+        self._space.set()
+        if self.task is not None and not self._closing:
+            self.task.cancel()
+
+    async def resend(self, chats: list[ChatMessage]) -> None:
+        """Send ``chats`` again (a repair request), as they were."""
+        self.repairs += 1
+        for chat in chats:
+            await self._send(chat)
+
+    def cancel(self) -> bool:
+        """Cancel the reply (the responder's task); False when it is already over."""
+        if self.task is None or self.task.done() or self._closing:
+            return False
+        self.task.cancel()
+        return True
+
+    async def _window(self) -> None:
+        """Wait while ``max_in_flight`` are unacknowledged (resending what is due meanwhile).
+        A reply to a plain peer known to acknowledge goes one ChatMessage at a time: a resent
+        one then never arrives after a later one (a plain peer cannot reorder)."""
+        rd = self.redelivery
+        limit = self.limits.max_in_flight or (1 if self.keepalive is None and rd.peer_acks
+                                              else None)
+        if not limit or self._acks_off:
+            return
+        waited = clock()
+        while len(self.unacked) >= limit and not self.dead:
+            for key, chat in rd.due(clock()):
+                await self._deliver(key, chat)
+            if rd.given_up or len(self.unacked) < limit:
+                return
+            now = clock()
+            if not rd.peer_acks and now - waited >= self.limits.ack_timeout:
+                self._acks_off = True
+                LOG.info("%s does not acknowledge ChatMessages; flow control off for this "
+                         "reply", self.peer)
+                return
+            timeout = self.limits.ack_timeout
+            d = rd.next_deadline
+            if d is not None:
+                timeout = min(timeout, d - now)
+            self._acked.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._acked.wait(), max(0.0, timeout))
+
+    def acknowledged(self, key: str) -> None:
+        """The peer acknowledged the ChatMessage ``key`` (its msg_id)."""
+        self.unacked.discard(key)
+        if self.redelivery.acknowledged(key, clock()) or not self.redelivery.pending:
+            self._wake_sender.set()
+        self._acked.set()
+
+    def at_risk(self) -> float:
+        """Seconds during which some ChatMessage of the reply was possibly lost."""
+        return self.redelivery.at_risk(clock())
+
+    async def _timer_loop(self) -> None:
+        """Release the chunker's buffered text at its deadline (a sentence never waits)."""
+        enc = self.encoder
+        while not enc.finished:
+            d = enc.next_deadline
+            self._armed = d
+            self._wake_timer.clear()
+            timeout = None if d is None else max(0.0, d - clock())
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake_timer.wait(), timeout)
+            d = enc.next_deadline
+            now = clock()
+            if d is not None and d <= now and not enc.finished:
+                self._emit(enc.poll(now))
+
+
+def _quiet(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: run() logs what matters

@@ -1,0 +1,42 @@
+"""Agents running inside the test's event loop (no HTTP server, no signing).
+
+Agents in one process reach each other through uagents' in-process dispatcher. :class:`Pair`
+starts each agent's outgoing dispenser and inbox with the Agent's public ``start_*`` methods and
+stops exactly the tasks they created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uagents import Agent, Protocol
+from uagents.dispatch import dispatcher
+
+from agent_stream.uagents import free_port, local_agent
+
+
+class Pair:
+    """Running agents (typically a ``server`` with the plugin under test and a ``client``)."""
+
+    def __init__(self) -> None:
+        self.agents: list[Agent] = []
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    def add(self, seed: str, chat: Protocol | None = None, **options: Any) -> Agent:
+        agent = local_agent(seed, free_port(), directory=None, **options)
+        if chat is not None:
+            agent.include(chat, publish_manifest=True)
+        before = asyncio.all_tasks()
+        agent.start_message_dispenser()
+        agent.start_message_receivers()
+        self.tasks |= asyncio.all_tasks() - before
+        self.agents.append(agent)
+        return agent
+
+    async def close(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for a in self.agents:
+            dispatcher.unregister(a.address, a)

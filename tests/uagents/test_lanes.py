@@ -1,0 +1,159 @@
+"""Per-peer send lanes (agent_stream.uagents.lanes) posting real envelopes over HTTP on
+127.0.0.1: to a server that answers 200 and records what it got, and to a socket that accepts
+connections and never answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from inprocess_agents import Pair
+from uagents import Agent
+from uagents_core.envelope import Envelope
+from uagents_core.types import DeliveryStatus
+
+from agent_stream.uagents import LocalResolver, NoRegistration, StreamingChat, free_port, offline
+from agent_stream.uagents.lanes import LaneLimits, PeerDispenser
+
+A, B = "agent1" + "a" * 59, "agent1" + "b" * 59
+
+
+class Sink:
+    """Answers 200 to every POST; records the envelopes' payloads in arrival order."""
+
+    def __init__(self) -> None:
+        self.got: list[str] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                owner.got.append(Envelope.model_validate(json.loads(body)).decode_payload())
+                self.send_response(200)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/submit"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def sink() -> Iterator[Sink]:
+    s = Sink()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def hanging() -> Iterator[str]:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    try:
+        yield f"http://127.0.0.1:{s.getsockname()[1]}/submit"
+    finally:
+        s.close()
+
+
+def envelope(target: str, payload: str) -> Envelope:
+    env = Envelope(version=1, sender="agent1" + "s" * 59, target=target, session=uuid.uuid4(),
+                   schema_digest="model:test")
+    env.encode_payload(payload)
+    return env
+
+
+def post(d: PeerDispenser, target: str, url: str, payload: str) -> asyncio.Future[Any]:
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    d.add_envelope(envelope(target, payload), [url], fut)
+    return fut
+
+
+async def test_a_hanging_peer_does_not_hold_up_another_peer(sink: Sink, hanging: str) -> None:
+    d = PeerDispenser(LaneLimits(post_timeout=0.5))
+    stuck = post(d, A, hanging, "to the hanging peer")
+    started = time.monotonic()
+    fine = post(d, B, sink.url, "to the healthy peer")
+    assert (await fine).status == DeliveryStatus.DELIVERED
+    assert time.monotonic() - started < 0.4 and not stuck.done()
+    result = await stuck
+    assert result.status == DeliveryStatus.FAILED and "no answer within 0.5 s" in result.detail
+    assert sink.got == ["to the healthy peer"]
+    await d.drain(1)
+
+
+async def test_a_peer_that_keeps_timing_out_is_not_tried_for_a_while(hanging: str) -> None:
+    d = PeerDispenser(LaneLimits(post_timeout=0.2, max_timeouts=1, stall_for=30))
+    first = post(d, A, hanging, "one")
+    queued = post(d, A, hanging, "two")
+    assert (await first).status == DeliveryStatus.FAILED
+    assert "not answering" in (await queued).detail  # failed at once, not after 0.2 s more
+    started = time.monotonic()
+    later = await post(d, A, hanging, "three")
+    assert later.status == DeliveryStatus.FAILED and "not tried again" in later.detail
+    assert time.monotonic() - started < 0.1
+    await d.drain(1)
+
+
+async def test_order_per_peer_is_kept_and_a_full_lane_fails_at_once(sink: Sink) -> None:
+    d = PeerDispenser(LaneLimits(max_queued=5))
+    futs = [post(d, A, sink.url, f"m{i}") for i in range(8)]
+    results = await asyncio.gather(*futs)
+    delivered = [f"m{i}" for i, r in enumerate(results) if r.status == DeliveryStatus.DELIVERED]
+    assert sink.got == delivered == [f"m{i}" for i in range(5)]  # added at once: five fit
+    assert all("too many envelopes queued" in r.detail for r in results[5:])
+    assert d.lanes == 0  # an idle lane goes away
+
+
+@pytest_asyncio.fixture
+async def pair() -> AsyncIterator[Pair]:
+    p = Pair()
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+async def test_streaming_chat_gives_an_agent_built_elsewhere_its_lanes(pair: Pair) -> None:
+    offline()
+    port = free_port()
+    plain = Agent(name="built elsewhere", seed="lanes test plain agent", port=port,
+                  endpoint=[f"http://127.0.0.1:{port}/submit"], resolve=LocalResolver(),
+                  registration_policy=NoRegistration(), enable_agent_inspector=False,
+                  report_events=False, mark_inactive_on_shutdown=False,
+                  publish_agent_details=False, loop=asyncio.get_running_loop())
+
+    async def respond(request: Any, out: Any) -> None:
+        await out.text("Hello.")
+
+    plain.include(StreamingChat(respond), publish_manifest=False)
+    before = asyncio.all_tasks()
+    plain.start_message_dispenser()
+    plain.start_message_receivers()
+    pair.tasks |= asyncio.all_tasks() - before
+    pair.agents.append(plain)
+    assert not isinstance(plain._dispenser, PeerDispenser)
+    chat = StreamingChat()
+    client = pair.add("lanes test asker", chat)
+    reply = await chat.ask(client._build_context(), plain.address, "hi", timeout=5)
+    await reply.wait(6)
+    assert reply.completed and isinstance(plain._dispenser, PeerDispenser)
