@@ -40,7 +40,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Generator
+import uuid
+from collections.abc import AsyncIterator, Collection, Generator
 from typing import TYPE_CHECKING, Any
 
 from uagents_core.contrib.protocols.chat import (
@@ -58,11 +59,12 @@ from agent_stream.adapters.chat import (
     opens_session,
     request_tags,
 )
-from agent_stream.adapters.chat.delivery import DeliveryPolicy, GapRepair, IdleWatch, Redelivery
-from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control
+from agent_stream.adapters.chat.delivery import DeliveryPolicy
+from agent_stream.adapters.chat.wire import OP_RESEND, control
 from agent_stream.assemble import Assembler, Transcript
 from agent_stream.errors import StreamError, StreamWarning
 from agent_stream.message import Message
+from agent_stream.uagents.watch import LOST, ReplyWatch, SendControl, resend_question, retrieved
 
 if TYPE_CHECKING:
     from uagents import Context
@@ -72,8 +74,6 @@ __all__ = ["DeliveryError", "Reply"]
 COMPLETED = "completed"
 TIMEOUT = "timeout"
 CANCELLED = "cancelled"
-LOST = "lost"
-SendControl = Callable[[ChatMessage], Awaitable[Any]]
 
 
 class DeliveryError(ConnectionError):
@@ -108,16 +108,10 @@ class Reply:
         self.delivery = delivery or DeliveryPolicy()
         # a gap is given up only when redelivery would have given up too
         self.decoder = decoder or ChatDecoder(gap_timeout=self.delivery.within)
-        self.idle = IdleWatch(idle_timeout if idle_timeout is not None
-                              else self.delivery.idle_timeout, time.monotonic())
-        self._repair = GapRepair(self.delivery)
-        self._send_control = send_control
-        self.cancel_grace = cancel_grace
-        self._cancel_at: float | None = None
+        self.watch = ReplyWatch(self.peer, self.conversation, self.decoder, self.delivery,
+                                idle_timeout, send_control, cancel_grace)
         self.question_resends = 0
         self.duplicates = 0
-        self._risk_since: float | None = None
-        self._risk_total = 0.0
         self._assembler = Assembler()
         self.messages: list[Message] = []
         self.warnings: list[StreamWarning] = []
@@ -155,12 +149,12 @@ class Reply:
     @property
     def gaps_repaired(self) -> int:
         """Gaps asked for that filled."""
-        return self._repair.repaired
+        return self.watch.repair.repaired
 
     @property
     def repair_requests(self) -> int:
         """Resend requests sent."""
-        return self._repair.requested
+        return self.watch.repair.requested
 
     @property
     def keepalives(self) -> int:
@@ -170,9 +164,8 @@ class Reply:
     @property
     def at_risk(self) -> float:
         """Seconds during which a gap in the reply was open."""
-        now = self.ended_at if self.ended_at is not None else time.monotonic()
-        extra = now - self._risk_since if self._risk_since is not None else 0.0
-        return self._risk_total + extra
+        return self.watch.at_risk(self.ended_at if self.ended_at is not None
+                                  else time.monotonic())
 
     def text(self) -> str:
         """The text messages' content so far, concatenated."""
@@ -203,14 +196,11 @@ class Reply:
         """Stop the reply: a ``cancel`` op goes to the responder (status ``cancelled`` once
         its stream_end confirms, or ``cancel_grace`` seconds later); without a way to send,
         stop waiting at once."""
-        if self.done or self._cancel_at is not None:
+        if self.done:
             return
-        if self._send_control is None:
+        if not self.watch.cancel():
             self._finish(CANCELLED)
             return
-        self._cancel_at = time.monotonic()
-        task = asyncio.ensure_future(self._send_control(control(OP_CANCEL, self.conversation)))
-        task.add_done_callback(_retrieved)
         self._kick.set()
 
     # -- fed by the plugin ------------------------------------------------------------------------
@@ -233,7 +223,7 @@ class Reply:
         now = time.monotonic()
         self.chat_messages += 1
         self.last_received_at = now
-        self.idle.note(now)
+        self.watch.idle.note(now)
         if conversation_of(chat) is not None:
             self.tagged = True
         self._take(self.decoder.feed(self.peer, chat, now), now)
@@ -282,10 +272,10 @@ class Reply:
     def _finish(self, status: str, when: float | None = None) -> None:
         if self.status is not None:
             return
-        if status == COMPLETED and self._cancel_at is not None:
+        if status == COMPLETED and self.watch.cancel_at is not None:
             status = CANCELLED
-        if self.tagged:  # gaps asked for that filled since the last look count as repaired
-            self._repair.due(self.decoder.gaps(self.peer), float("-inf"), self._skipped())
+        if self.tagged:
+            self.watch.close()
         self.status = status
         self.ended_at = when if when is not None else time.monotonic()
         if not self._done.done():
@@ -302,7 +292,7 @@ class Reply:
         with contextlib.suppress(asyncio.CancelledError):
             while not self.done:
                 now = time.monotonic()
-                wake = [self.asked_at + self.timeout, *self._delivery_deadlines()]
+                wake = [self.asked_at + self.timeout, *self.watch.deadlines(self.tagged)]
                 d = self.decoder.next_deadline
                 if d is not None:
                     wake.append(d)
@@ -324,7 +314,11 @@ class Reply:
                 if now >= self.asked_at + self.timeout:
                     self._finish(TIMEOUT, now)
                     return
-                if self._delivery_step(now):
+                end = self.watch.step(now, self.tagged)
+                if end is not None:
+                    if end == LOST:  # what is held back will not come: decode it as it is
+                        self._take(self.decoder.drain(), now)
+                    self._finish(end, now)
                     return
                 if (not self.tagged and self.last_received_at is not None
                         and self.decoder.open_streams(self.peer) == 0
@@ -336,55 +330,6 @@ class Reply:
                 if self.tagged and self.decoder.finished(self.peer, self.conversation):
                     self._finish(self.transcript.status or COMPLETED, now)
                     return
-
-
-    def _delivery_deadlines(self) -> list[float]:
-        out = []
-        if self.tagged:
-            out.append(self.idle.deadline)
-            d = self._repair.next_deadline(self.decoder.gaps(self.peer))
-            if d is not None:
-                out.append(d)
-        if self._cancel_at is not None:
-            out.append(self._cancel_at + self.cancel_grace)
-        return out
-
-    def _delivery_step(self, now: float) -> bool:
-        """Liveness, gap repair and the cancel grace; True when the reply ended."""
-        if self._cancel_at is not None and now >= self._cancel_at + self.cancel_grace:
-            self._finish(CANCELLED, now)
-            return True
-        if not self.tagged:
-            return False
-        if self.idle.lost(now):
-            self._take(self.decoder.drain(), now)
-            self._finish(LOST, now)
-            return True
-        gaps = self.decoder.gaps(self.peer)
-        if gaps and self._risk_since is None:
-            self._risk_since = min(g.since for g in gaps)
-        elif not gaps and self._risk_since is not None:
-            self._risk_total += now - self._risk_since
-            self._risk_since = None
-        if self._send_control is not None:
-            for gap in self._repair.due(gaps, now, self._skipped()):
-                fields = {"from": str(gap.lo)}
-                if gap.hi is not None:
-                    fields["to"] = str(gap.hi)
-                task = asyncio.ensure_future(self._send_control(
-                    control(OP_RESEND, self.conversation, **fields)))
-                task.add_done_callback(_retrieved)
-        return False
-
-
-    def _skipped(self) -> dict[tuple[str, str], int]:
-        return {(self.peer, self.conversation): self.decoder.skipped(self.peer,
-                                                                      self.conversation)}
-
-
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def build_question(question: str | ChatMessage, *, session: bool = True,
@@ -501,25 +446,44 @@ async def ask_with(sender: Any, ctx: Context, destination: str, question: str | 
         reply._finish("undelivered")
         raise DeliveryError(f"question to {destination} not delivered: {detail}")
     task = asyncio.ensure_future(_resend_question(sender, ctx, destination, chat, reply, policy))
-    task.add_done_callback(_retrieved)
+    task.add_done_callback(retrieved)
+    return reply
+
+
+async def resume_with(sender: Any, ctx: Context, destination: str, conversation: str,
+                      client: ChatClient, *, timeout: float = 120.0,
+                      idle_timeout: float | None = None,
+                      delivery: DeliveryPolicy | None = None) -> Reply:
+    """Ask ``destination`` for the reply of ``conversation`` again, from sequence 1 (a
+    ``resend`` op; the responder keeps a reply's ChatMessages a while after it ended). For an
+    asker that lost its state: it must ask from the same address. The Reply is tagged from the
+    start, so silence for ``idle_timeout`` ends it as ``lost``."""
+    question = ChatMessage(msg_id=uuid.UUID(conversation), content=[])
+    _, _, address = parse_identifier(destination)
+
+    async def send_control(msg: ChatMessage) -> Any:
+        return await sender(ctx, destination, msg)
+
+    reply = Reply(address or destination, question, timeout=timeout, idle_timeout=idle_timeout,
+                  delivery=delivery, send_control=send_control)
+    reply.tagged = True
+    client.add(reply)
+    ok, detail = await send_control(control(OP_RESEND, conversation, **{"from": "1"}))
+    if not ok:
+        reply._finish("undelivered")
+        raise DeliveryError(f"resend request to {destination} not delivered: {detail}")
     return reply
 
 
 async def _resend_question(sender: Any, ctx: Context, destination: str, chat: ChatMessage,
                            reply: Reply, policy: DeliveryPolicy) -> None:
-    """Send the question again while neither an acknowledgement nor any reply traffic came
-    (a silently dropped question; the responder answers a msg_id once)."""
-    rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True)
-    key = str(chat.msg_id)
-    rd.sent(key, chat, True, time.monotonic())
-    while not reply.done:
-        d = rd.next_deadline
-        if d is None:
-            return
-        await asyncio.sleep(max(0.0, d - time.monotonic()))
-        if reply.acknowledged or reply.chat_messages or reply.done:
-            return
-        for _, again in rd.due(time.monotonic()):
-            ok, _ = await sender(ctx, destination, again)
-            reply.question_resends += 1
-            rd.sent(key, again, ok, time.monotonic())
+    async def send(msg: ChatMessage) -> tuple[bool, str]:
+        ok, detail = await sender(ctx, destination, msg)
+        return bool(ok), str(detail)
+
+    def resent() -> None:
+        reply.question_resends += 1
+
+    await resend_question(send, chat,
+                          lambda: reply.acknowledged or reply.chat_messages > 0 or reply.done,
+                          policy, resent)

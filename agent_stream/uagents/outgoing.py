@@ -232,7 +232,10 @@ class Outgoing:
                 consecutive = 0 if await self._deliver(key, chat) else consecutive + 1
             if rd.given_up or (consecutive >= limits.max_failures and not self._delivered):
                 # A ChatMessage's budget ran out, or nobody ever listened: stop.
-                self._abandon()
+                self._abandon(
+                    f"a ChatMessage was not acknowledged within {self.delivery.tries} tries in "
+                    f"{self.delivery.within:g} s" if rd.given_up else
+                    f"{consecutive} deliveries failed and none ever succeeded")
                 return
             ka = self.keepalive
             if ka is not None and not self.dead and ka.due(clock()):
@@ -290,11 +293,9 @@ class Outgoing:
                  detail)
         return False
 
-    def _abandon(self) -> None:
+    def _abandon(self, why: str) -> None:
         """Nobody is listening: stop the responder and drop what is left."""
-        LOG.warning("reply to %s abandoned: ChatMessages not delivered within the redelivery "
-                    "budget (%d tries in %g s)", self.peer, self.delivery.tries,
-                    self.delivery.within)
+        LOG.warning("reply to %s abandoned: %s", self.peer, why)
         self.dead = True
         self.queue.clear()
         self.redelivery.forget()

@@ -99,7 +99,7 @@ from agent_stream.adapters.chat import (
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import control_of
 from agent_stream.uagents import guard
-from agent_stream.uagents.client import ChatClient, Reply, ask_with
+from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.desk import DeliveryDesk
 from agent_stream.uagents.lanes import PeerDispenser, isolate
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
@@ -183,7 +183,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     ``ack_timeout``: seconds to wait for an acknowledgement before giving up flow control.
     ``max_buffered``: ChatMessages queued per reply before the responder waits.
     ``drain_timeout``: seconds to finish sending a cancelled reply's ends.
-    ``max_failures``: consecutive failed deliveries after which a reply is abandoned.
+    ``max_failures``: consecutive failed deliveries, none ever delivered, after which a reply
+    is abandoned (a peer once reached: when a ChatMessage's redelivery budget runs out).
     ``max_coalesce``: at most this many queued ChatMessages are sent as one (1: never merge).
     ``on_reply_end``: called with a :class:`ReplyStats` when each reply is over.
     ``delivery``: redelivery, replay, keepalive and idle settings
@@ -260,6 +261,15 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                               session=session, channels=channels, timeout=timeout,
                               settle=settle, decoder=decoder, deliver_within=deliver_within,
                               idle_timeout=idle_timeout, delivery=self.desk.policy)
+
+    async def resume(self, ctx: Context, destination: str, conversation: str, *,
+                     timeout: float = 120.0, idle_timeout: float | None = None) -> Reply:
+        """The reply of ``conversation`` (a question's msg_id) sent again from its start, for
+        an asker that lost its state (same address; see :func:`.client.resume_with`)."""
+        self._bind(ctx)
+        return await resume_with(self._send, ctx, destination, conversation, self.client,
+                                 timeout=timeout, idle_timeout=idle_timeout,
+                                 delivery=self.desk.policy)
 
     async def shutdown(self) -> None:
         """End every reply in flight (cancelled; their streams end) and every open question.

@@ -29,6 +29,19 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
 ``message_metadata``         the Message's metadata (timestamp, sequence, trace_id) as JSON
 ==================  ==========================================================================
 
+Delivery ops (:mod:`.delivery`; docs/delivery.md): a ChatMessage holding one tagged
+MetadataContent, unnumbered (no ``seq``), with ``op`` and ``conversation``:
+
+==================  ==========================================================================
+``keepalive``       responder -> asker while a reply is open and nothing else went for
+                    ``keepalive`` seconds; ``high``: the last ``seq`` sent (a missing tail is a
+                    gap the asker can ask for). Not shown to plain peers (tagged replies only).
+``resend``          asker -> responder: send ChatMessages ``from``..``to`` of the reply again
+                    (no ``to``: to the end) from the replay buffer, same msg_ids; ``from`` 1
+                    rebuilds a reply for an asker that lost its state.
+``cancel``          asker -> responder: stop the reply (its streams end ``cancelled``).
+==================  ==========================================================================
+
 What a plain peer (one that ignores streams and metadata) sees, concatenating TextContent:
 
 - ``text`` (and ``refusal``): its content, appended as it streams; a whole text message as one
@@ -66,14 +79,16 @@ Where each part lives: :mod:`.wire` (tags, ids, request helpers, :func:`coalesce
 content Message becomes: the withholding policy), :mod:`.messages` (per-message chunking),
 :mod:`.render` (metadata and what a plain peer reads), :mod:`.floor` (serialisation for plain
 peers), :mod:`.packer` (batching, ``meta_delay``), :mod:`.decoder`, :mod:`.reorder` (duplicates,
-reorder window, gaps), :mod:`.tagged`, :mod:`.streams` (chat streams, untagged content),
-:mod:`.state` (what the decoder keeps, under :mod:`.limits`; :mod:`.capped`), :mod:`.cli`.
+reorder window, gaps), :mod:`.delivery` (redelivery, replay, gap repair, liveness),
+:mod:`.tagged`, :mod:`.streams` (chat streams, untagged content), :mod:`.state` (what the
+decoder keeps, under :mod:`.limits`; :mod:`.capped`), :mod:`.cli`.
 """
 
 from __future__ import annotations
 
 from agent_stream.adapters.chat.cli import cli_decoder, cli_encode
 from agent_stream.adapters.chat.decoder import ChatDecoder
+from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.encoder import ChatEncoder
 from agent_stream.adapters.chat.limits import DecoderLimits
 from agent_stream.adapters.chat.parse import parse_chat
@@ -97,6 +112,7 @@ __all__ = [
     "ChatDecoder",
     "ChatEncoder",
     "DecoderLimits",
+    "DeliveryPolicy",
     "cli_decoder",
     "cli_encode",
     "coalesce",

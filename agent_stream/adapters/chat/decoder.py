@@ -15,9 +15,10 @@ from typing import Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage
 
+from agent_stream.adapters.chat.delivery import Gap
 from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
 from agent_stream.adapters.chat.reorder import seq_number
-from agent_stream.adapters.chat.state import DecoderState, PeerState
+from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.tagged import TaggedDecoder
 from agent_stream.adapters.chat.wire import estimated_size, tagged_items
@@ -159,6 +160,40 @@ class ChatDecoder:
             return conv is not None and conv.finished
         convs = peer.conversations.values()
         return bool(convs) and all(c.finished for c in convs)
+
+    def whole(self, sender: str, conversation: str) -> bool:
+        """True when the final stream_end of ``conversation`` was decoded with no gap given up
+        (every ChatMessage of the reply was decoded)."""
+        conv = self._conversation(sender, conversation)
+        return conv is not None and conv.finished and conv.order.skipped == 0
+
+    def gaps(self, sender: str | None = None) -> list[Gap]:
+        """The open gaps of unfinished conversations (of ``sender``, or of every sender): the
+        first missing range of each, for a repair request."""
+        out: list[Gap] = []
+        for peer in self._state.peers.values():
+            if sender is not None and peer.sender != self._state.sender_key(sender):
+                continue
+            for conv_id, conv in peer.conversations.items():
+                missing = conv.order.missing() if not conv.finished else None
+                if missing is not None:
+                    lo, hi, since = missing
+                    out.append(Gap(peer.sender, conv_id, lo, hi, since, conv.order.skipped))
+        return out
+
+    def skipped(self, sender: str, conversation: str) -> int:
+        """Gaps of ``conversation`` given up so far."""
+        conv = self._conversation(sender, conversation)
+        return conv.order.skipped if conv is not None else 0
+
+    def keepalives(self, sender: str, conversation: str) -> int:
+        """Keepalives received in ``conversation``."""
+        conv = self._conversation(sender, conversation)
+        return conv.keepalives if conv is not None else 0
+
+    def _conversation(self, sender: str, conversation: str) -> Conversation | None:
+        peer = self._state.peers.get(self._state.sender_key(sender))
+        return peer.conversations.get(conversation) if peer is not None else None
 
     def forget(self, sender: str) -> None:
         """Drop every state kept for ``sender``."""

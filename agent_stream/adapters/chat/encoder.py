@@ -165,6 +165,15 @@ class ChatEncoder:
         self._end_all()
         return self._packer.pack(now, force=True)
 
+    def flush(self, thread_id: str | None, message_id: str, now: float) -> list[ChatMessage]:
+        """Send now what message (thread_id, message_id)'s chunker buffers; its stream stays
+        open (a relay passes a sub-agent's chunks on as they came)."""
+        u = self._messages.get((thread_id, message_id))
+        if u is None or u.chunker is None or not u.chunker.buffered:
+            return []
+        self._chunking.flush(u)
+        return self._packer.pack(now)
+
     def close(self, now: float, *, status: str = "completed",
               error: str | None = None) -> list[ChatMessage]:
         """End every open stream and, unless the Messages ended the reply, send stream_end.

@@ -4,7 +4,8 @@ the ledger of everything held back.
 Tagged ChatMessages of a conversation are numbered 1, 2, ... (``seq``; a coalesced one covers
 ``seq``..``seq_last``). One that arrives early is held back until the missing ones arrive, for
 at most ``gap_timeout`` seconds or ``reorder_window`` messages; then the gap is reported and
-decoding goes on. One that arrives after its gap was reported is dropped, and so is one
+decoding goes on (the reply is then not whole: ``skipped``). One that arrives after its gap
+was reported is dropped, and so is one
 numbered more than ``max_seq_ahead`` past the expected one (it does not become the new base).
 Held-back ChatMessages of all conversations share a total count and size: past them the oldest
 is dropped (a gap, reported in its turn).
@@ -64,7 +65,8 @@ class HeldLedger:
 class ReorderWindow:
     """Puts one conversation's tagged ChatMessages back in order for ``decode``."""
 
-    __slots__ = ("conversation", "expected", "gap_since", "held", "ledger")
+    __slots__ = ("conversation", "expected", "gap_since", "held", "high", "high_since",
+                 "ledger", "skipped")
 
     def __init__(self, conversation: str, ledger: HeldLedger) -> None:
         self.conversation = conversation
@@ -72,6 +74,24 @@ class ReorderWindow:
         self.expected = 1
         self.held: dict[int, tuple[ChatMessage, int]] = {}  # by seq: (chat, last seq covered)
         self.gap_since: float | None = None  # when the oldest gap opened
+        self.skipped = 0  # gaps given up (the reply is not whole)
+        self.high = 0  # the last seq the sender says it sent (keepalive)
+        self.high_since = 0.0  # when ``high`` was learnt
+
+    def announce(self, high: int, now: float) -> None:
+        """The sender says it sent up to ``high`` (a keepalive): a missing tail is a gap."""
+        if high > self.high:
+            self.high = high
+            self.high_since = now
+
+    def missing(self) -> tuple[int, int | None, float] | None:
+        """The first missing range ``(lo, hi, since)`` (None: nothing known to be missing)."""
+        if self.held:
+            assert self.gap_since is not None
+            return self.expected, min(self.held) - 1, self.gap_since
+        if self.high >= self.expected:
+            return self.expected, self.high, self.high_since
+        return None
 
     def offer(self, chat: ChatMessage, seq: int, last: int, cost: int, now: float,
               window: int, max_ahead: int, decode: Decode, warnings: WarningQueue) -> None:
@@ -93,7 +113,8 @@ class ReorderWindow:
             self.ledger.add(self, seq, cost)
             if self.gap_since is None:
                 self.gap_since = now
-            if len(self.held) > window or seq - self.expected > window:
+            # Held-back count, not distance: one coalesced ChatMessage may cover many seqs.
+            if len(self.held) > window:
                 self.skip_gap(now, decode, warnings)
             self.ledger.shed(warnings)
             return
@@ -126,6 +147,7 @@ class ReorderWindow:
         missing = f"{expected}" if first - 1 == expected else f"{expected}..{first - 1}"
         warnings.add("gap", f"ChatMessage(s) {missing} of conversation {self.conversation!r} "
                      "never arrived; going on without them")
+        self.skipped += 1
         self.expected = first
         self.release(now, decode, warnings)
 

@@ -55,13 +55,14 @@ class ReplySize:
 class Conversation:
     """One tagged reply from a sender: its ordering, whether it ended, its size so far."""
 
-    __slots__ = ("finished", "key", "order", "size")
+    __slots__ = ("finished", "keepalives", "key", "order", "size")
 
     def __init__(self, sender: str, conversation: str, ledger: HeldLedger) -> None:
         self.key = (sender, conversation)  # owner of its per-message byte counts
         self.order = ReorderWindow(conversation, ledger)
         self.finished = False
         self.size = ReplySize()
+        self.keepalives = 0
 
 
 class PeerState:

@@ -2,7 +2,8 @@
 
 A tagged group is a MetadataContent holding the tag and the items after it: ``chunk`` (stream
 text of ``stream_id``), ``text`` (a whole text message), ``message`` (a Message in the metadata
-itself; the items after it are only a rendering for plain peers) or ``end``.
+itself; the items after it are only a rendering for plain peers) or ``end``; an unnumbered
+``keepalive`` tells the last seq the sender sent (a missing tail is then a gap).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from uagents_core.contrib.protocols.chat import (
     TextContent,
 )
 
+from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.wire import (
     OP_CHUNK,
     OP_END,
+    OP_KEEPALIVE,
     OP_MESSAGE,
     OP_TEXT,
     TAG_KEY,
@@ -76,6 +79,11 @@ class TaggedDecoder:
                         op = _UNKNOWN_OP
                     elif op == OP_MESSAGE:
                         self._message(peer, conv_id, conv, md, out)
+                    elif op == OP_KEEPALIVE:
+                        conv.keepalives += 1
+                        high = seq_number(md.get("high"))
+                        if high is not None and not conv.finished:
+                            conv.order.announce(high, now)
                     elif op not in (OP_CHUNK, OP_TEXT, OP_END):
                         self._warnings.add("bad_metadata", f"unknown op {op!r}; group ignored")
                         op = _UNKNOWN_OP

@@ -24,23 +24,32 @@ from agent_stream.message import AUDIO, IMAGE, REFUSAL, TEXT, THINKING, VIDEO
 __all__ = [
     "CHANNEL_OF_TYPE",
     "CHAT_CHUNKER_DEFAULTS",
+    "CONTROL_OPS",
     "MEDIA_TYPES",
+    "OP_CANCEL",
     "OP_CHUNK",
     "OP_END",
+    "OP_KEEPALIVE",
     "OP_MESSAGE",
+    "OP_RESEND",
     "OP_TEXT",
     "PROTOCOL_VERSION",
     "STREAM_TYPES",
     "TAG_KEY",
     "Group",
     "MessageKey",
+    "chain_of",
     "coalesce",
+    "control",
+    "control_of",
     "conversation_of",
     "estimated_size",
     "is_tagged_request",
+    "max_hops_of",
     "opens_session",
     "request_tags",
     "requested_channels",
+    "seq_span",
     "stream_id_for",
     "tagged_items",
     "utf8_size",
@@ -65,6 +74,11 @@ OP_CHUNK = "chunk"
 OP_TEXT = "text"
 OP_MESSAGE = "message"
 OP_END = "end"
+# Delivery ops: a ChatMessage of one unnumbered tagged MetadataContent naming a conversation.
+OP_KEEPALIVE = "keepalive"  # responder -> asker: the reply is open; ``high``: last seq sent
+OP_RESEND = "resend"  # asker -> responder: send ``from``..``to`` again (no ``to``: to the end)
+OP_CANCEL = "cancel"  # asker -> responder: stop the reply
+CONTROL_OPS = frozenset((OP_RESEND, OP_CANCEL))  # what an asker sends to a responder
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _JSON_SEP = (",", ":")
@@ -152,16 +166,46 @@ def stream_id_for(conversation: str, thread_id: str | None, message_id: str | No
 
 
 # -- request side ---------------------------------------------------------------------------------
-def request_tags(channels: Iterable[str] = ()) -> MetadataContent:
+def request_tags(channels: Iterable[str] = (), *, chain: Sequence[str] = (),
+                 max_hops: int | None = None) -> MetadataContent:
     """The MetadataContent an asker adds to its request to declare it understands tags.
 
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
+    ``chain`` (key ``chain``, comma-separated): the agents that asked so far, origin first,
+    the asker last, when the request delegates part of another (see :mod:`agent_stream.relay`);
+    ``max_hops`` (key ``max_hops``): the hop limit that travels with it.
     """
     md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags"}
     chans = sorted(set(channels))
     if chans:
         md["channels"] = ",".join(chans)
+    if chain:
+        md[CHAIN_KEY] = ",".join(chain)
+    if max_hops is not None:
+        md[MAX_HOPS_KEY] = str(max_hops)
     return MetadataContent(metadata=md)
+
+
+CHAIN_KEY = "chain"
+MAX_HOPS_KEY = "max_hops"
+
+
+def chain_of(chat: ChatMessage) -> tuple[str, ...]:
+    """The delegation chain a request carries (empty when none)."""
+    for md in tagged_items(chat):
+        value = md.get(CHAIN_KEY)
+        if value:
+            return tuple(a for a in value.split(",") if a)
+    return ()
+
+
+def max_hops_of(chat: ChatMessage) -> int | None:
+    """The hop limit a request carries (None when none or not a positive integer)."""
+    for md in tagged_items(chat):
+        value = md.get(MAX_HOPS_KEY, "")
+        if value.isdigit() and len(value) <= 4 and int(value) > 0:
+            return int(value)
+    return None
 
 
 def tagged_items(chat: ChatMessage) -> Iterator[dict[str, str]]:
@@ -196,6 +240,39 @@ def conversation_of(chat: ChatMessage) -> str | None:
         if conv is not None:
             return conv
     return None
+
+
+# -- delivery ops ---------------------------------------------------------------------------------
+def control(op: str, conversation: str, **fields: str) -> ChatMessage:
+    """A delivery-op ChatMessage (``keepalive``, ``resend``, ``cancel``) for ``conversation``."""
+    md = {TAG_KEY: PROTOCOL_VERSION, "op": op, "conversation": conversation, **fields}
+    return ChatMessage(content=[MetadataContent(metadata=md)])
+
+
+def control_of(chat: ChatMessage) -> dict[str, str] | None:
+    """The op dict of an asker's ``resend``/``cancel`` ChatMessage (None for anything else)."""
+    head = next(tagged_items(chat), None)
+    if head is None or head.get("op") not in CONTROL_OPS or "conversation" not in head:
+        return None
+    return head
+
+
+def seq_span(chat: ChatMessage) -> tuple[int, int] | None:
+    """The sequence numbers ``(seq, seq_last)`` a tagged reply ChatMessage covers (None when it
+    is not numbered)."""
+    head = next(tagged_items(chat), None)
+    if head is None:
+        return None
+    first = _number(head.get("seq"))
+    if first is None:
+        return None
+    return first, max(first, _number(head.get("seq_last")) or first)
+
+
+def _number(text: str | None) -> int | None:
+    if text is None or not text.isascii() or not text.isdecimal() or len(text) > 18:
+        return None
+    return int(text)
 
 
 # -- coalesce -------------------------------------------------------------------------------------

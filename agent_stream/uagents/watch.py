@@ -1,0 +1,135 @@
+"""The asker side of delivery (issue 11) for one Reply: liveness, gap repair, the cancel grace,
+and sending the question again.
+
+Decisions come from :mod:`agent_stream.adapters.chat.delivery` (:class:`IdleWatch`,
+:class:`GapRepair`, :class:`Redelivery`); this module sends the ops they ask for
+(``resend``, ``cancel``) with the Reply's send function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage
+
+from agent_stream.adapters.chat import ChatDecoder
+from agent_stream.adapters.chat.delivery import DeliveryPolicy, GapRepair, IdleWatch, Redelivery
+from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control
+
+__all__ = ["CANCEL", "LOST", "ReplyWatch", "SendControl", "resend_question"]
+
+SendControl = Callable[[ChatMessage], Awaitable[Any]]
+LOST = "lost"
+CANCEL = "cancelled"
+
+
+class ReplyWatch:
+    """Delivery state of one reply to a question: what to ask for, when it is lost, figures
+    (``gaps_repaired``, ``repair_requests``, :meth:`at_risk`)."""
+
+    def __init__(self, peer: str, conversation: str, decoder: ChatDecoder,
+                 policy: DeliveryPolicy, idle_timeout: float | None,
+                 send: SendControl | None, cancel_grace: float) -> None:
+        self.peer = peer
+        self.conversation = conversation
+        self.decoder = decoder
+        self.idle = IdleWatch(idle_timeout if idle_timeout is not None
+                              else policy.idle_timeout, time.monotonic())
+        self.repair = GapRepair(policy)
+        self.send = send
+        self.cancel_grace = cancel_grace
+        self.cancel_at: float | None = None
+        self._risk_since: float | None = None
+        self._risk_total = 0.0
+
+    def cancel(self) -> bool:
+        """Send the cancel op; False when there is no way to send (stop waiting at once)."""
+        if self.send is None:
+            return False
+        if self.cancel_at is None:
+            self.cancel_at = time.monotonic()
+            self._spawn(control(OP_CANCEL, self.conversation))
+        return True
+
+    def deadlines(self, tagged: bool) -> list[float]:
+        """When :meth:`step` has something to do."""
+        out = []
+        if tagged:
+            out.append(self.idle.deadline)
+            d = self.repair.next_deadline(self.decoder.gaps(self.peer))
+            if d is not None:
+                out.append(d)
+        if self.cancel_at is not None:
+            out.append(self.cancel_at + self.cancel_grace)
+        return out
+
+    def step(self, now: float, tagged: bool) -> str | None:
+        """Liveness, gap repair, the cancel grace; the status to end the reply with, if any."""
+        if self.cancel_at is not None and now >= self.cancel_at + self.cancel_grace:
+            return CANCEL
+        if not tagged:
+            return None
+        if self.idle.lost(now):
+            return LOST
+        gaps = self.decoder.gaps(self.peer)
+        if gaps and self._risk_since is None:
+            self._risk_since = min(g.since for g in gaps)
+        elif not gaps and self._risk_since is not None:
+            self._risk_total += now - self._risk_since
+            self._risk_since = None
+        if self.send is not None:
+            for gap in self.repair.due(gaps, now, self._skipped()):
+                fields = {"from": str(gap.lo)}
+                if gap.hi is not None:
+                    fields["to"] = str(gap.hi)
+                self._spawn(control(OP_RESEND, self.conversation, **fields))
+        return None
+
+    def close(self) -> None:
+        """The reply is over: gaps asked for that filled since the last step count."""
+        self.repair.due(self.decoder.gaps(self.peer), float("-inf"), self._skipped())
+
+    def at_risk(self, now: float) -> float:
+        """Seconds during which a gap in the reply was open."""
+        extra = now - self._risk_since if self._risk_since is not None else 0.0
+        return self._risk_total + extra
+
+    def _skipped(self) -> dict[tuple[str, str], int]:
+        return {(self.peer, self.conversation): self.decoder.skipped(self.peer,
+                                                                      self.conversation)}
+
+    def _spawn(self, chat: ChatMessage) -> None:
+        assert self.send is not None
+        task = asyncio.ensure_future(self.send(chat))
+        task.add_done_callback(retrieved)
+
+
+def retrieved(task: asyncio.Future[Any]) -> None:
+    """Retrieve a task's outcome (sending never raises; nothing to log)."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def resend_question(send: Callable[[ChatMessage], Awaitable[tuple[bool, str]]],
+                          chat: ChatMessage, answered: Callable[[], bool],
+                          policy: DeliveryPolicy, on_resend: Callable[[], None]) -> None:
+    """Send the question again while ``answered()`` is False (no acknowledgement, no reply
+    traffic: a silently dropped question; the responder answers a msg_id once); calls
+    ``on_resend()`` for each time."""
+    rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True)
+    key = str(chat.msg_id)
+    rd.sent(key, chat, True, time.monotonic())
+    while not answered():
+        d = rd.next_deadline
+        if d is None:
+            break
+        await asyncio.sleep(max(0.0, d - time.monotonic()))
+        if answered():
+            break
+        for _, again in rd.due(time.monotonic()):
+            on_resend()
+            ok, _ = await send(again)
+            rd.sent(key, again, ok, time.monotonic())

@@ -1,0 +1,184 @@
+"""The pure delivery parts: redelivery budget and backoff, replay buffers, gap repair timing,
+keepalive and idle timing, and the decoder's two former false successes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from uagents_core.contrib.protocols.chat import ChatMessage
+
+from agent_stream.adapters.chat import ChatDecoder, ChatEncoder, coalesce
+from agent_stream.adapters.chat.delivery import (
+    DeliveryPolicy,
+    Gap,
+    GapRepair,
+    IdleWatch,
+    Keepalive,
+    Redelivery,
+    ReplayBuffer,
+    ReplayStore,
+)
+from agent_stream.adapters.chat.wire import (
+    OP_CANCEL,
+    OP_KEEPALIVE,
+    OP_RESEND,
+    control,
+    control_of,
+)
+from agent_stream.assemble import assemble
+from agent_stream.message import (
+    BLOCK_END,
+    BLOCK_START,
+    STREAM_END,
+    BlockEndData,
+    BlockStartData,
+    Message,
+    StreamEndData,
+    lifecycle,
+)
+
+P = DeliveryPolicy(jitter=0.0)
+
+
+def rd(peer_acks: bool = True, policy: DeliveryPolicy = P) -> Redelivery[str, str]:
+    return Redelivery(policy, peer_acks=peer_acks, rng=random.Random(1))
+
+
+def test_failed_delivery_is_retried_with_backoff_until_the_budget_runs_out() -> None:
+    r = rd(peer_acks=False)  # failures are retried whatever the peer
+    r.sent("a", "A", False, 0.0)
+    times = []
+    now = 0.0
+    while True:
+        d = r.next_deadline
+        if d is None:
+            break
+        now = d
+        for key, item in r.due(now):
+            times.append(now)
+            r.sent(key, item, False, now)
+    assert times == [0.5, 1.5, 3.5, 7.5]  # 0.5, 1, 2, 4: five tries in all
+    assert r.resends == 4 and r.given_up == 1 and len(r) == 0
+    assert r.at_risk(now) == pytest.approx(now)
+
+
+def test_silence_is_loss_only_from_a_peer_known_to_acknowledge() -> None:
+    r = rd(peer_acks=False)
+    r.sent("a", "A", True, 0.0)
+    r.sent("b", "B", True, 0.0)
+    assert r.next_deadline is None and not r.pending  # sent once, as today
+    assert r.acknowledged("a", 0.2)  # the first ack: the peer acknowledges
+    assert r.next_deadline == 1.0  # "b" is resent if its ack does not come in time
+    assert [k for k, _ in r.due(1.0)] == ["b"]
+    r.sent("b", "B", True, 1.0)
+    assert r.acknowledged("b", 1.5) and not r.pending and r.resends == 1
+    assert r.at_risk(2.0) == pytest.approx(0.5)
+
+
+def test_acknowledged_messages_are_never_resent_and_budget_is_bounded_in_time() -> None:
+    r = rd(policy=DeliveryPolicy(jitter=0.0, within=3.0, tries=10))
+    r.sent("a", "A", True, 0.0)
+    r.sent("b", "B", True, 0.0)
+    r.acknowledged("a", 0.1)
+    sent = []
+    now = 0.0
+    while r.next_deadline is not None:
+        now = r.next_deadline
+        for key, item in r.due(now):
+            sent.append(key)
+            r.sent(key, item, True, now)
+    assert set(sent) == {"b"} and now <= 3.0 and r.given_up == 1
+
+
+def test_policy_validates() -> None:
+    with pytest.raises(ValueError):
+        DeliveryPolicy(tries=0)
+    with pytest.raises(ValueError):
+        DeliveryPolicy(keepalive=0)
+
+
+def test_replay_buffer_bounded_by_count_and_bytes_and_store_lingers() -> None:
+    b: ReplayBuffer[str] = ReplayBuffer(3, 100)
+    for i in range(1, 6):
+        b.add(i, i, f"c{i}", 10)
+    assert len(b) == 3 and b.covering(1) == ["c3", "c4", "c5"] and not b.holds(2)
+    b.add(6, 9, "big", 95)  # over the bytes: older ones go, the newest stays
+    assert b.covering(7, 7) == ["big"] and b.bytes <= 100
+    s: ReplayStore[str, str] = ReplayStore(DeliveryPolicy(replay_linger=10.0))
+    s.open("r1").add(1, 1, "x", 1)
+    s.end("r1", 5.0)
+    assert s.get("r1", 14.0) is not None and s.get("r1", 15.0) is None
+
+
+def test_gap_repair_asks_after_a_while_then_again_and_counts_repairs() -> None:
+    g = GapRepair(DeliveryPolicy(repair_after=0.3, repair_every=1.0))
+    gap = Gap("S", "C", 2, 3, 10.0)
+    assert g.due([gap], 10.2) == []
+    assert g.next_deadline([gap]) == pytest.approx(10.3)
+    assert g.due([gap], 10.3) == [gap]
+    assert g.due([gap], 10.5) == []
+    assert g.due([gap], 11.3) == [gap] and g.requested == 2
+    assert g.due([], 11.4) == [] and g.repaired == 1
+
+
+def test_keepalive_and_idle_watch() -> None:
+    k = Keepalive(5.0, 0.0)
+    k.note_sent(3.0)
+    assert not k.due(7.9) and k.due(8.0) and k.sent == 1 and k.next_deadline == 13.0
+    w = IdleWatch(15.0, 0.0)
+    w.note(10.0)
+    assert not w.lost(24.9) and w.lost(25.0)
+
+
+def test_control_ops_round_trip() -> None:
+    c = control(OP_RESEND, "conv", **{"from": "3"})
+    assert control_of(c) == {"agent_stream": "1", "op": OP_RESEND, "conversation": "conv",
+                             "from": "3"}
+    assert control_of(control(OP_CANCEL, "conv"))["op"] == OP_CANCEL  # type: ignore[index]
+    assert control_of(control(OP_KEEPALIVE, "conv")) is None  # responder -> asker: decoded
+    # a keepalive is decoded quietly and tells the decoder about a missing tail
+    dec = ChatDecoder()
+    assert dec.feed("S", control(OP_KEEPALIVE, "conv", high="2"), 1.0) == []
+    assert dec.drain_warnings() == []
+    assert [(g.lo, g.hi) for g in dec.gaps()] == [(1, 2)]
+    assert dec.keepalives("S", "conv") == 1
+
+
+def _reply() -> list[ChatMessage]:
+    enc = ChatEncoder("C", tagged=True, chunker={"min_chars": 1, "max_chars": 4,
+                                                 "first_chars": None})
+    chats: list[ChatMessage] = []
+    msgs = [lifecycle(BLOCK_START, BlockStartData(block_id="B", type="llm", label="Thinking"),
+                      block_id="B"),
+            *[Message(type="text", props={"content": f"word{i} "}, delta=True,
+                      message_id="M", block_id="B") for i in range(100)],
+            lifecycle(BLOCK_END, BlockEndData(block_id="B"), block_id="B"),
+            lifecycle(STREAM_END, StreamEndData(status="completed"))]
+    for m in msgs:
+        chats += enc.feed(m, 0.0)
+    return chats + enc.close(0.0)
+
+
+def test_reversed_halves_wait_for_each_other_and_end_whole() -> None:
+    """A --rate 0 reply coalesced into two, the first covering more seqs than the reorder
+    window, arriving in the wrong order: held, not skipped; whole once both arrived."""
+    chats = _reply()
+    a, b = coalesce(chats[:-2]), coalesce(chats[-2:])
+    dec = ChatDecoder()
+    out = dec.feed("S", b, 0.0)
+    assert not dec.finished("S", "C")
+    out += dec.feed("S", a, 0.1)
+    assert dec.whole("S", "C")
+    assert "word99" in assemble(out).text()
+
+
+def test_a_lost_first_chat_message_never_ends_whole() -> None:
+    chats = _reply()
+    dec = ChatDecoder(gap_timeout=1.0)
+    out: list[Message] = []
+    for c in chats[1:]:
+        out += dec.feed("S", c, 0.0)
+    out += dec.poll(2.0)
+    assert dec.finished("S", "C") and not dec.whole("S", "C")
+    assert dec.skipped("S", "C") == 1

@@ -1,0 +1,317 @@
+"""Delivery over real signed HTTP with faults injected (issue 11): two agent processes on
+127.0.0.1, both directions through a fault proxy (tests/fault_proxy.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_harness import Harness, address_of, port_open_failed
+from fault_proxy import DROP, FaultProxy, has_text, is_chat_message, payload_of, wait_until
+from hostile_peer import CHAT, envelope, post
+from uagents_core.identity import Identity
+
+from agent_stream.adapters.chat.wire import OP_CANCEL, control
+from agent_stream.uagents import free_port
+
+pytestmark = pytest.mark.integration
+
+PEERS = Path(__file__).resolve().parents[1] / "delivery" / "delivery_peers.py"
+QUESTION = "How do agents stream?"
+
+
+class Pair:
+    """A responder (``serve`` or delivery_peers.py responder) and a delivery_peers.py asker,
+    each reaching the other through a FaultProxy: ``to_responder``, ``to_asker``."""
+
+    def __init__(self, harness: Harness, serve: list[str] | None = None,
+                 responder: list[str] | None = None, stack: list[Any] | None = None) -> None:
+        r_port, a_port = free_port(), free_port()
+        stamp = time.time_ns()
+        r_seed, a_seed = f"delivery responder {stamp}", f"delivery asker {stamp}"
+        self.harness, self.a_port, self.a_seed = harness, a_port, a_seed
+        self.r_addr, self.a_addr = address_of(r_seed), address_of(a_seed)
+        self.to_responder = FaultProxy(f"http://127.0.0.1:{r_port}/submit", seed=1)
+        self.to_asker = FaultProxy(f"http://127.0.0.1:{a_port}/submit", seed=2)
+        self.to_responder.start()
+        self.to_asker.start()
+        peer = f"{self.a_addr}={self.to_asker.url}"
+        if serve is not None:
+            self.responder = harness.cli("serve", "--port", str(r_port), "--seed", r_seed,
+                                         "--no-directory", "--peer", peer, *serve)
+        else:
+            self.responder = harness.start(str(PEERS), "responder", "--port", str(r_port),
+                                           "--seed", r_seed, "--peer", peer,
+                                           *(responder or []), stdin=True)
+        assert wait_until(lambda: not port_open_failed(r_port), 20)
+        self.start_asker()
+
+    def start_asker(self) -> None:
+        self.asker = self.harness.start(
+            str(PEERS), "asker", "--port", str(self.a_port), "--seed", self.a_seed, "--peer",
+            f"{self.r_addr}={self.to_responder.url}", stdin=True)
+        self.asker.wait_for("READY", 30)
+
+    def ask(self, timeout: float = 90.0, **req: Any) -> list[dict[str, Any]]:
+        replies: list[dict[str, Any]] = self.asker.request({"text": QUESTION, **req},
+                                                          timeout)["replies"]
+        return replies
+
+    def faults(self, **rates: float) -> None:
+        for proxy in (self.to_responder, self.to_asker):
+            proxy.rates = [(k, rates.get(k, 0.0)) for k in ("503", "drop", "dup", "delay")]
+
+    def close(self) -> None:
+        for p in (self.asker, self.responder):
+            p.stop()
+        self.to_responder.stop()
+        self.to_asker.stop()
+
+
+@pytest.fixture
+def pairs(harness: Harness) -> Iterator[list[Pair]]:
+    made: list[Pair] = []
+    try:
+        yield made
+    finally:
+        for p in made:
+            p.close()
+
+
+def shape(transcript: dict[str, Any]) -> Any:
+    """Text and hierarchy of a transcript: what must not change under faults."""
+    def walk(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()
+                    if k not in ("duration_ms", "timestamp", "started_at", "ended_at")}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+    return walk(transcript)
+
+
+def test_fifty_replies_through_faults_in_both_directions_equal_a_clean_run(
+        harness: Harness, pairs: list[Pair]) -> None:
+    pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
+    pairs.append(pair)
+    (clean,) = pair.ask()
+    (clean_plain,) = pair.ask(tagged=False, settle=5.0)
+    assert clean["completed"] and clean_plain["completed"], (clean, clean_plain)
+    pair.faults(**{"503": 0.10, "drop": 0.05, "dup": 0.05, "delay": 0.20})
+    done: list[dict[str, Any]] = []
+    for _ in range(10):  # 10 x (4 tagged + 1 untagged) = 50 replies
+        done += pair.ask(count=4)
+        done += pair.ask(tagged=False, settle=5.0)
+    assert len(done) == 50
+    for i, r in enumerate(done):
+        want = clean_plain if i % 5 == 4 else clean
+        assert r["completed"], (i, r["status"], r["warnings"])
+        assert r["text"] == want["text"], i
+        assert shape(r["transcript"]) == shape(want["transcript"]), i
+    injected = pair.to_responder.counts + pair.to_asker.counts
+    assert injected["503"] and injected["drop"] and injected["dup"] and injected["delay"]
+    figures = {k: sum(r[k] for r in done) for k in ("duplicates", "gaps_repaired")}
+    assert figures["duplicates"] > 0
+
+
+def first_only(pred: Any) -> Any:
+    """A proxy rule dropping the first envelope for which ``pred`` holds."""
+    hit: list[int] = []
+
+    def rule(index: int, envelope: dict[str, Any]) -> str | None:
+        if not hit and pred(envelope):
+            hit.append(index)
+            return DROP
+        return None
+    rule.hit = hit  # type: ignore[attr-defined]
+    return rule
+
+
+def ends_reply(envelope: dict[str, Any]) -> bool:
+    return is_chat_message(envelope) and "stream_end" in json.dumps(envelope_payload(envelope))
+
+
+def envelope_payload(envelope: dict[str, Any]) -> Any:
+    return payload_of(envelope)
+
+
+@pytest.mark.parametrize("which", ["question", "first", "last"])
+def test_a_silent_drop_of_the_question_or_first_or_last_chat_message_is_recovered(
+        harness: Harness, pairs: list[Pair], which: str) -> None:
+    pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
+    pairs.append(pair)
+    (clean,) = pair.ask()
+    if which == "question":
+        rule = first_only(lambda e: is_chat_message(e) and has_text(e))
+        pair.to_responder.rule = rule
+    else:
+        rule = first_only(is_chat_message if which == "first" else ends_reply)
+        pair.to_asker.rule = rule
+    (r,) = pair.ask()
+    assert rule.hit, "nothing was dropped"
+    assert r["completed"], (r["status"], r["warnings"])
+    assert r["text"] == clean["text"]
+    assert shape(r["transcript"]) == shape(clean["transcript"])
+    if which == "question":
+        assert r["question_resends"] >= 1
+
+
+def test_a_killed_responder_is_lost_within_the_idle_timeout(harness: Harness,
+                                                           tmp_path: Path) -> None:
+    serve, address, endpoint = harness.serve("--rate", "20")
+    ask = harness.cli("ask", address, "--endpoint", endpoint, "--json", "--idle-timeout", "5",
+                      QUESTION)
+    time.sleep(7.0)  # the reply is streaming (20 tokens/s: it takes a minute)
+    serve.proc.kill()
+    killed = time.monotonic()
+    code, out, err = ask.finish(timeout=30)
+    took = time.monotonic() - killed
+    assert code == 1 and "status lost" in err, err
+    assert took < 8.0, took
+    transcript = json.loads(out)
+    assert transcript["messages"], out
+
+
+def test_a_paused_model_is_slow_not_lost(harness: Harness, pairs: list[Pair]) -> None:
+    """Paused 12 s mid-reply (the issue says 30 s; shortened, with the idle timeout shortened
+    from 15 to 7 s so the pause is still well past it): keepalives keep it alive."""
+    pair = Pair(harness, responder=["--tokens", "60", "--pause-at", "20", "--pause", "12"])
+    pairs.append(pair)
+    (r,) = pair.ask(idle_timeout=7)
+    assert r["completed"], (r["status"], r["warnings"])
+    assert r["keepalives"] >= 2
+    assert r["seconds"] >= 12
+
+
+def responder_end(pair: Pair) -> dict[str, Any]:
+    line = pair.responder.wait_for('{"reply_end"', 10)
+    out: dict[str, Any] = json.loads(line)
+    return out
+
+
+def test_cancel_from_the_api_stops_the_model(harness: Harness, pairs: list[Pair]) -> None:
+    pair = Pair(harness, responder=["--tokens", "2000", "--rate", "50"])
+    pairs.append(pair)
+    texts: list[int] = []
+    pair.to_asker.rule = lambda i, env: texts.append(i) if has_text(env) else None
+    started = time.monotonic()
+    (r,) = pair.ask(cancel_after=8)
+    assert r["status"] == "cancelled" and not r["completed"]
+    # the responder's stream_end (cancelled) came back within ~1 s of the cancel
+    assert r["cancel_confirmed_after"] < 1.5, r["cancel_confirmed_after"]
+    end = responder_end(pair)
+    assert end["reply_end"]["status"] == "cancelled"
+    assert time.monotonic() - started < 10
+    produced = end["tokens"]
+    assert produced < 2000
+    arrived = len(texts)
+    time.sleep(1.0)
+    assert pair.responder.request({}, 5)["tokens"] == produced  # the model stopped
+    assert len(texts) == arrived  # and no more text arrives
+    streams = [m for m in r["transcript"]["messages"] if m.get("type") == "text"]
+    assert streams and all(m["status"] in ("cancelled", "completed") for m in streams)
+    assert streams[-1]["status"] == "cancelled"  # the one streaming when the cancel came
+
+
+def test_sigint_in_ask_cancels_the_reply_and_exits_130(harness: Harness) -> None:
+    port = free_port()
+    stamp = time.time_ns()
+    r_seed = f"sigint responder {stamp}"
+    ask_port = free_port()
+    ask_seed = f"sigint asker {stamp}"
+    responder = harness.start(str(PEERS), "responder", "--port", str(port), "--seed", r_seed,
+                              "--peer", f"{address_of(ask_seed)}=http://127.0.0.1:{ask_port}"
+                              "/submit", "--tokens", "2000", "--rate", "50", stdin=True)
+    responder.wait_for("READY", 30)
+    ask = harness.cli("ask", address_of(r_seed), "--endpoint",
+                      f"http://127.0.0.1:{port}/submit", "--no-directory", "--port",
+                      str(ask_port), "--seed", ask_seed, "--json", "-v", QUESTION)
+    time.sleep(4.0)
+    ask.proc.send_signal(2)
+    sent = time.monotonic()
+    code, out, err = ask.finish(timeout=15)
+    assert code == 130, err
+    assert "delivery: " in err and "keepalives" in err  # -v: the reply's delivery figures
+    assert time.monotonic() - sent < 4.0
+    end = json.loads(responder.wait_for('{"reply_end"', 10))
+    assert end["reply_end"]["status"] == "cancelled"
+    texts = [m for m in json.loads(out)["messages"] if m.get("type") == "text"]
+    assert texts and texts[-1]["status"] == "cancelled"
+
+
+def test_a_cancel_from_a_third_sender_does_nothing(harness: Harness, pairs: list[Pair]) -> None:
+    pair = Pair(harness, responder=["--tokens", "300", "--rate", "50"])
+    pairs.append(pair)
+    seen: list[str] = []
+
+    def sniff(index: int, env: dict[str, Any]) -> None:
+        if is_chat_message(env) and has_text(env) and not seen:
+            seen.append(payload_of(env)["msg_id"])
+        return None
+
+    pair.to_responder.rule = sniff
+    result: dict[str, Any] = {}
+    asking = threading.Thread(
+        target=lambda: result.update(r=pair.ask()[0]), daemon=True)
+    asking.start()
+    assert wait_until(lambda: bool(seen), 20)
+    time.sleep(1.0)
+    stranger = Identity.from_seed(f"stranger {time.time_ns()}", 0)
+    cancel = control(OP_CANCEL, seen[0]).json()
+    target = pair.to_responder.url.replace(str(pair.to_responder.port),
+                                           str(pair.to_responder.target_port))
+    assert post(target, envelope(pair.r_addr, CHAT, cancel, identity=stranger)) == 200
+    asking.join(60)
+    r = result["r"]
+    assert r["completed"], (r["status"], r["warnings"])
+    assert responder_end(pair)["reply_end"]["status"] == "completed"
+
+
+def test_ask_exits_1_when_one_chat_message_never_arrives(harness: Harness) -> None:
+    """Every copy of the reply's first ChatMessage is dropped (sends, resends and repairs):
+    the reply ends, but never as completed; `ask` exits 1."""
+    r_port, a_port = free_port(), free_port()
+    stamp = time.time_ns()
+    r_seed, a_seed = f"lossy serve {stamp}", f"lossy ask {stamp}"
+    doomed: list[str] = []
+
+    def lose_first(index: int, env: dict[str, Any]) -> str | None:
+        if not is_chat_message(env):
+            return None
+        msg_id = payload_of(env).get("msg_id")
+        if not doomed:
+            doomed.append(msg_id)
+        return DROP if msg_id == doomed[0] else None
+
+    with FaultProxy(f"http://127.0.0.1:{r_port}/submit") as to_serve, \
+            FaultProxy(f"http://127.0.0.1:{a_port}/submit", rule=lose_first) as to_ask:
+        serve = harness.cli("serve", "--port", str(r_port), "--seed", r_seed, "--rate", "0",
+                            "--no-directory", "--peer", f"{address_of(a_seed)}={to_ask.url}")
+        assert wait_until(lambda: not port_open_failed(r_port), 20)
+        ask = harness.cli("ask", address_of(r_seed), "--endpoint", to_serve.url,
+                          "--no-directory", "--port", str(a_port), "--seed", a_seed, "--json",
+                          QUESTION)
+        code, _, err = ask.finish(timeout=60)
+        serve.stop()
+    assert code == 1, err
+    assert "did not complete" in err and "gap" in err
+    assert to_ask.counts["drop"] >= 2  # the first send, then resends or repairs
+
+
+def test_an_asker_that_lost_its_state_gets_the_reply_again_from_seq_1(
+        harness: Harness, pairs: list[Pair]) -> None:
+    pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
+    pairs.append(pair)
+    (first,) = pair.ask()
+    assert first["completed"]
+    pair.asker.stop()  # its state is gone; a new process at the same address asks again
+    pair.start_asker()
+    (again,) = pair.ask(resume=first["conversation"], idle_timeout=5)
+    assert again["completed"], (again["status"], again["warnings"])
+    assert again["text"] == first["text"]
+    assert shape(again["transcript"]) == shape(first["transcript"])
