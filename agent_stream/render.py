@@ -46,6 +46,7 @@ class LiveRenderer:
         self.console = console or make_console()
         self.reasoning = reasoning
         self._threads: dict[str, str] = {}
+        self._blocks: dict[str, str] = {}  # block titles, a relayed block's with its parent's
         self._types: dict[tuple[str | None, str | None], str] = {}
         self._cursor: tuple[str | None, str | None] | None = None  # message mid-line
         self._at_line_start = True
@@ -131,10 +132,17 @@ class LiveRenderer:
         tid = msg.thread_id or ev.thread_id
         if name == THREAD_START:
             if tid:
-                self._threads[tid] = ev.label or tid
+                parent = self._threads.get(str(ev.data.get("parent_thread_id")))
+                label = ev.label or tid
+                self._threads[tid] = f"{parent} › {label}" if parent else label
         elif name == BLOCK_START:
             self._newline()
             label = ev.label or ev.type or "block"
+            parent = self._blocks.get(str(ev.data.get("parent_block_id")))
+            if parent:  # a relayed sub-agent's block: under its agent's section
+                label = f"{parent} › {label}"
+            if ev.block_id:
+                self._blocks[ev.block_id] = label
             title = self._prefix(tid)
             title.append(label, style="bold cyan")
             self.console.rule(title, style="cyan", align="left")

@@ -20,7 +20,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_stream import delta as _delta
 from agent_stream.errors import StreamError
@@ -50,7 +50,12 @@ from agent_stream.message import (
 )
 from agent_stream.message import text as _text
 
+if TYPE_CHECKING:
+    from agent_stream.assemble import Transcript
+    from agent_stream.relay import Relayable
+
 Sink = Callable[[Message], Awaitable[None]]
+Flush = Callable[[str | None, str], Awaitable[None]]
 T = TypeVar("T")
 
 
@@ -69,10 +74,12 @@ def _ms(start: float) -> int:
 class _Core:
     """State shared by every scope of one stream: the sink, ids and sequence numbers."""
 
-    def __init__(self, sink: Sink, ids: IdGenerator, stamp: bool) -> None:
+    def __init__(self, sink: Sink, ids: IdGenerator, stamp: bool,
+                 flush: Flush | None = None) -> None:
         self.sink = sink
         self.ids = ids
         self.stamp = stamp
+        self.flush = flush
         self.sequence = 0
         self.block_messages: dict[str, set[tuple[str | None, str]]] = {}
 
@@ -168,6 +175,31 @@ class Scope:
         """Send a whole text message."""
         return await self.send(_text(content))
 
+    # -- relay ------------------------------------------------------------------------------------
+    async def relay(self, reply: Relayable | Awaitable[Relayable], *, label: str | None = None,
+                    type: str = "agent", name: str | None = None,
+                    agent: str | None = None) -> Transcript:
+        """Stream another agent's reply, live, into a block of this scope; returns its
+        final Transcript.
+
+        ``reply``: a :class:`~agent_stream.relay.Relayable` (e.g. the
+        :class:`~agent_stream.uagents.Reply` of ``chat.ask``) or an awaitable of one (the ask
+        itself). Its Messages are re-identified into this stream
+        (:class:`~agent_stream.relay.Reidentifier`) inside a new block (``type``, ``label``,
+        default ``name``) whose block_start data carries ``agent`` (the peer's address, else
+        ``agent``), ``agent_name`` (``name``) and ``parent_block_id`` (this scope's block).
+
+        When the sub-reply does not complete (error, timeout, lost, not delivered, refused),
+        the relay block ends with status ``error`` (an ``error`` message says why unless the
+        sub-agent's own error came through) and :class:`~agent_stream.relay.RelayError` is
+        raised: catch it to go on. When this task is cancelled, the sub-reply is cancelled
+        (``reply.cancel()``), what it left open ends ``cancelled``, and the cancellation
+        propagates.
+        """
+        from agent_stream.relay import relay_into
+
+        return await relay_into(self, reply, label=label, type=type, name=name, agent=agent)
+
 
 class BlockScope(Scope):
     """``async with scope.block(...)``: block_start on enter, block_end on exit."""
@@ -177,24 +209,31 @@ class BlockScope(Scope):
         super().__init__(core, thread_id, core.ids.block())
         self.type = type
         self.label = label
+        self.start_data: dict[str, Any] = {}  # extra block_start data (e.g. a relay's agent)
+        self.end_data: dict[str, Any] = {}  # extra block_end data
+        self.status: str | None = None  # ends with this when the body returns (None: completed)
         self._start = 0.0
 
     async def __aenter__(self) -> BlockScope:
         self._start = time.monotonic()
         assert self.block_id is not None
         await self._core.emit(lifecycle(
-            BLOCK_START, BlockStartData(block_id=self.block_id, type=self.type, label=self.label),
+            BLOCK_START, BlockStartData(block_id=self.block_id, type=self.type, label=self.label,
+                                        **self.start_data),
             block_id=self.block_id, thread_id=self.thread_id))
         return self
 
     async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         assert self.block_id is not None
+        status = _status_of(exc)
+        if exc is None and self.status is not None:
+            status = self.status
         await self._core.emit(lifecycle(
             BLOCK_END, BlockEndData(block_id=self.block_id, duration_ms=_ms(self._start),
                                     message_count=len(
                                         self._core.block_messages.get(self.block_id, ())),
-                                    status=_status_of(exc)),  # type: ignore[arg-type]
+                                    status=status, **self.end_data),  # type: ignore[arg-type]
             block_id=self.block_id, thread_id=self.thread_id))
 
 
@@ -344,11 +383,15 @@ class StreamWriter(Scope):
 
     ``sink`` is any async callable taking one Message; it is awaited for every Message, in order
     per scope. ``stamp=True`` adds metadata (Unix-ns timestamp, sequence) to every chunk.
+    ``flush(thread_id, message_id)``: optional; awaited after each relayed chunk of a message
+    (see :meth:`Scope.relay`) so a sink that buffers text (a wire's chunker) sends it on now:
+    the sub-agent's chunk boundaries pass through a relay instead of being re-buffered.
     """
 
     def __init__(self, sink: Sink, *, request_id: str | None = None, trace_id: str | None = None,
-                 ids: IdGenerator | None = None, stamp: bool = False) -> None:
-        super().__init__(_Core(sink, ids or IdGenerator(), stamp), None, None)
+                 ids: IdGenerator | None = None, stamp: bool = False,
+                 flush: Flush | None = None) -> None:
+        super().__init__(_Core(sink, ids or IdGenerator(), stamp, flush), None, None)
         self.request_id = request_id
         self.trace_id = trace_id
         self.usage: dict[str, Any] | None = None
