@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean install check-deps conformance
+.PHONY: demo test lint typecheck unit bench clean install check-deps conformance system-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,22 @@ lint: $(STAMP)
 
 typecheck: lint
 
-unit: $(STAMP)
+# Debian packages some tests use: chromium (the gateway's page, headless, driven by Playwright)
+# and redis-server (the gateway's Redis resume store). Installed with apt-get when missing; where
+# that cannot be done (no root, no apt-get) those tests skip and say why.
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "apt-get install$$missing"; \
+	    (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing) \
+	      >/dev/null || echo "make: could not install$$missing; the tests that need it skip"; \
+	  else echo "make: cannot install$$missing (no root or no apt-get); those tests skip"; fi; \
+	fi
+
+unit: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q
 
 # A dependency clash (e.g. a2a-sdk 1.x's protobuf against uagents') fails the build.

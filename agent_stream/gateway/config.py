@@ -1,0 +1,64 @@
+"""The gateway's settings, and the safety rules checked before anything starts."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+
+__all__ = ["KEYS_ENV", "GatewayConfig", "is_loopback"]
+
+KEYS_ENV = "AGENT_STREAM_GATEWAY_KEYS"  # comma-separated API keys, added to --api-key
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` serves this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class GatewayConfig:
+    """Everything ``agent-stream gateway`` is told (defaults are the documented ones)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    agents: list[str] = field(default_factory=list)
+    api_keys: list[str] = field(default_factory=list)
+    cors_origins: list[str] = field(default_factory=list)
+    resume_window: float = 60.0
+    resume_store: str = "memory"
+    max_body_bytes: int = 1 << 20
+    max_question_bytes: int = 64 * 1024
+    max_replies_per_key: int = 8
+    max_replies: int = 256
+    reply_timeout: float = 300.0
+    reasoning: bool = True
+
+    def keys(self) -> list[str]:
+        """--api-key values and those of $AGENT_STREAM_GATEWAY_KEYS."""
+        env = [k.strip() for k in os.environ.get(KEYS_ENV, "").split(",") if k.strip()]
+        return [*self.api_keys, *env]
+
+    def check(self) -> None:
+        """ValueError when the settings are unsafe or impossible."""
+        if not is_loopback(self.host) and not self.keys():
+            raise ValueError(f"binding {self.host} serves other machines: give at least one "
+                             f"--api-key (or ${KEYS_ENV}); without keys the gateway binds "
+                             "127.0.0.1 only")
+        if "*" in self.cors_origins:
+            raise ValueError("--cors-origin '*' is refused: list the origins that may call "
+                             "the gateway")
+        if self.resume_window <= 0:
+            raise ValueError("--resume-window must be positive")
+        if not (self.resume_store == "memory"
+                or self.resume_store.startswith(("redis://", "rediss://", "unix://"))):
+            raise ValueError("--resume-store: 'memory' or a redis:// URL")
+        for name in ("max_body_bytes", "max_question_bytes", "max_replies_per_key",
+                     "max_replies"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")

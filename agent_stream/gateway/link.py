@@ -1,0 +1,164 @@
+"""How the gateway reaches agents: the agents clients may name, and one small asking interface.
+
+:class:`AgentLink` is all the gateway needs of the chat transport: ``ask`` returns a
+:class:`LinkedReply` (Messages as they arrive, ``cancel()``, a status and a ChatMessage count).
+:class:`ChatLink` implements it with agent_stream's own client (:class:`StreamingChat`, tagged
+questions). ``LinkedReply.cancel()`` is the client's ``Reply.cancel()``: today it stops reading
+the reply here (the stream ends ``cancelled``); when the client learns to send a cancel upstream,
+the gateway's stops reach the agent with no change here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent_stream.message import Message
+
+__all__ = ["AgentLink", "AgentRef", "Agents", "ChatLink", "LinkedReply", "parse_agent_spec"]
+
+
+class LinkedReply(Protocol):
+    """One question's reply as the gateway reads it."""
+
+    status: str | None
+    chat_messages: int
+
+    def __aiter__(self) -> AsyncIterator[Message]: ...
+
+    def cancel(self) -> None: ...
+
+
+class AgentLink(Protocol):
+    """Asks agents questions."""
+
+    async def ask(self, address: str, question: str, *, reasoning: bool = True,
+                  timeout: float = 120.0) -> LinkedReply: ...
+
+
+class ChatLink:
+    """:class:`AgentLink` over the chat protocol: a StreamingChat and the context it sends with."""
+
+    def __init__(self, chat: Any, ctx: Any) -> None:
+        self.chat = chat
+        self.ctx = ctx
+
+    async def ask(self, address: str, question: str, *, reasoning: bool = True,
+                  timeout: float = 120.0) -> LinkedReply:
+        reply: LinkedReply = await self.chat.ask(
+            self.ctx, address, question, channels={"reasoning"} if reasoning else (),
+            timeout=timeout)
+        return reply
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    """An agent a client may reach: ``name`` is what clients say (OpenAI ``model``)."""
+
+    name: str
+    address: str
+    endpoint: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One ``--agent`` value: a directory name, or an address with or without its endpoint."""
+
+    name: str | None
+    address: str | None
+    endpoint: str | None
+
+
+def parse_agent_spec(spec: str) -> AgentSpec:
+    """``NAME``, ``ADDRESS`` or ``ADDRESS=ENDPOINT``; ValueError saying what is wrong."""
+    from uagents_core.identity import parse_identifier
+
+    from agent_stream.uagents import parse_peer
+
+    spec = spec.strip()
+    if not spec:
+        raise ValueError("--agent: empty value")
+    if "=" in spec:
+        address, endpoint = parse_peer(spec)
+        return AgentSpec(None, address, endpoint)
+    _, _, address = parse_identifier(spec)
+    if address and spec.split("://")[-1].startswith("agent1"):
+        return AgentSpec(None, address, None)
+    return AgentSpec(spec, None, None)
+
+
+class Agents:
+    """The agents the gateway serves: ``--agent`` values, else every agent in the directory.
+
+    Names and addresses without an endpoint are looked up in the local directory on each use
+    (agents restart with new endpoints); ``exclude`` is the gateway's own address (gateways,
+    listed as ``gateway``, are never offered)."""
+
+    def __init__(self, specs: Sequence[AgentSpec], directory: Any = None,
+                 exclude: str | None = None) -> None:
+        self.specs = list(specs)
+        self.directory = directory
+        self.exclude = exclude
+
+    @property
+    def static_peers(self) -> dict[str, str]:
+        """``{address: endpoint}`` of the agents given with their endpoint."""
+        return {s.address: s.endpoint for s in self.specs if s.address and s.endpoint}
+
+    def _entries(self) -> dict[str, dict[str, Any]]:
+        if self.directory is None:
+            return {}
+        try:
+            entries: dict[str, dict[str, Any]] = self.directory.entries()
+        except PermissionError:
+            return {}
+        return {a: e for a, e in entries.items()
+                if a != self.exclude and e.get("name") != "gateway"}
+
+    def listed(self) -> list[AgentRef]:
+        """The agents clients may name now (directory entries are not probed here)."""
+        entries = self._entries()
+        out: list[AgentRef] = []
+        if not self.specs:
+            names = [e.get("name") for e in entries.values()]
+            for a, e in sorted(entries.items(), key=lambda kv: -float(kv[1].get("started", 0))):
+                n = e.get("name")
+                name = n if isinstance(n, str) and n and names.count(n) == 1 else a
+                out.append(AgentRef(name, a, str(e["endpoint"])))
+            return out
+        for s in self.specs:
+            if s.address:
+                found = entries.get(s.address)
+                out.append(AgentRef(s.address, s.address,
+                                    s.endpoint or (str(found["endpoint"]) if found else None)))
+                continue
+            named = sorted(((float(e.get("started", 0)), a, str(e["endpoint"]))
+                            for a, e in entries.items() if e.get("name") == s.name),
+                           reverse=True)
+            if named:
+                out.append(AgentRef(str(s.name), named[0][1], named[0][2]))
+            else:
+                out.append(AgentRef(str(s.name), "", None))
+        return out
+
+    def pick(self, name: str | None) -> AgentRef | None:
+        """The agent called ``name`` (a name or an address); no name: the first one."""
+        agents = [a for a in self.listed() if a.address]
+        if not name:
+            return agents[0] if agents else None
+        for a in agents:
+            if name in (a.name, a.address):
+                return a
+        return None
+
+    async def reachable(self, ref: AgentRef) -> bool:
+        """Whether ``ref`` answers now (static endpoints are trusted)."""
+        if ref.address in self.static_peers:
+            return True
+        if self.directory is None or ref.endpoint is None:
+            return False
+        ok: bool = await asyncio.wait_for(
+            self.directory.answers_async(ref.address, ref.endpoint), 2.0)
+        return ok

@@ -1,0 +1,304 @@
+"""The HTTP endpoints (except A2A and the page): OpenAI, AG-UI, AI SDK, native, replies, health.
+
+Each request becomes one run (:mod:`.runs`) and its response reads the run's log in the client's
+format (:mod:`.views`). A request with ``Last-Event-ID: <reply id>:<n>`` (or
+``?last_event_id=``) asks nothing: it resumes that reply after event n, in the format the reply
+was started in.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agent_stream.adapters.routing import ACCEPT, format_for
+from agent_stream.errors import WireError
+from agent_stream.gateway.app import Gateway
+from agent_stream.gateway.middleware import HTTPError, read_json
+from agent_stream.gateway.questions import from_aisdk, from_openai, from_turns, text_of
+from agent_stream.gateway.runs import new_reply_id
+from agent_stream.gateway.views import NATIVE, events
+
+__all__ = ["routes"]
+
+AISDK_HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
+CHAT_ALIAS = "aisdk-chat:"
+
+
+def _gw(request: Request) -> Gateway:
+    gw: Gateway = request.app.state.gateway
+    return gw
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    data = await read_json(request, _gw(request).config.max_body_bytes)
+    if not isinstance(data, dict):
+        raise HTTPError(400, "bad_request", "the request body must be a JSON object")
+    return data
+
+
+async def _resume(request: Request, headers: dict[str, str] | None = None) -> Response | None:
+    gw = _gw(request)
+    target = await gw.resume_target(request)
+    if target is None:
+        return None
+    rid, after, meta = target
+    request.state.format = meta.get("format")
+    return gw.stream(rid, meta, after=after, sse=bool(meta.get("sse", True)), headers=headers)
+
+
+# -- OpenAI ---------------------------------------------------------------------------------------
+async def chat_completions(request: Request) -> Response:
+    """``POST /v1/chat/completions``: ``stream`` true (SSE) or false (one chat.completion)."""
+    request.state.format = "openai"
+    resumed = await _resume(request)
+    if resumed is not None:
+        return resumed
+    gw = _gw(request)
+    body = await _body(request)
+    question = from_openai(body.get("messages"))
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    stream = bool(body.get("stream"))
+    so = body.get("stream_options")
+    include_usage = bool(so.get("include_usage")) if isinstance(so, dict) else False
+    rid = new_reply_id()
+    ref = gw.agent(model)
+    # a chat.completion object always carries the usage, when the agent said it
+    options = {"model": model or ref.name, "include_usage": include_usage or not stream,
+               "completion_id": f"chatcmpl-{rid}", "created": int(time.time())}
+    run = await gw.start(request, agent=ref.name, question=question, fmt="standard",
+                         options=options, aliases=(f"chatcmpl-{rid}",), reply_id=rid)
+    meta = {"format": "standard", "options": options}
+    if stream:
+        return gw.stream(run.id, meta)
+    return await _completion(gw, run.id, options)
+
+
+async def _completion(gw: Gateway, rid: str, options: dict[str, Any]) -> Response:
+    """Read the whole reply and answer one ``chat.completion`` object."""
+    content: list[str] = []
+    reasoning: list[str] = []
+    finish: str | None = None
+    usage: Any = None
+    await gw.runs.attach(rid)
+    try:
+        async for _, item in events(gw.store, rid, "standard", options):
+            data = item.data() if hasattr(item, "data") else None
+            if not isinstance(data, dict):
+                continue
+            if "error" in data:
+                err = data["error"]
+                return JSONResponse({"error": {"message": err.get("message"),
+                                               "type": "api_error", "param": None,
+                                               "code": err.get("code")}}, status_code=502,
+                                    headers={"x-reply-id": rid})
+            if data.get("usage"):
+                usage = data["usage"]
+            for ch in data.get("choices") or ():
+                d = ch.get("delta") or {}
+                if isinstance(d.get("content"), str):
+                    content.append(d["content"])
+                if isinstance(d.get("reasoning_content"), str):
+                    reasoning.append(d["reasoning_content"])
+                finish = ch.get("finish_reason") or finish
+    finally:
+        await gw.runs.detach(rid)
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
+    out: dict[str, Any] = {"id": options["completion_id"], "object": "chat.completion",
+                           "created": options["created"], "model": options["model"],
+                           "choices": [{"index": 0, "message": message, "logprobs": None,
+                                        "finish_reason": finish or "stop"}]}
+    if usage is not None:
+        out["usage"] = usage
+    return JSONResponse(out, headers={"x-reply-id": rid})
+
+
+async def models(request: Request) -> Response:
+    """``GET /v1/models``: the agents clients may name."""
+    request.state.format = "openai"
+    data = [{"id": a.name, "object": "model", "created": 0, "owned_by": a.address}
+            for a in _gw(request).agents.listed() if a.address]
+    return JSONResponse({"object": "list", "data": data})
+
+
+# -- AG-UI ----------------------------------------------------------------------------------------
+async def agui(request: Request) -> Response:
+    """``POST /agui``: a RunAgentInput in, AG-UI events out (SSE, ``\\n`` line ends)."""
+    from ag_ui.core import RunAgentInput
+    from pydantic import ValidationError
+
+    request.state.format = "agui"
+    resumed = await _resume(request)
+    if resumed is not None:
+        return resumed
+    body = await _body(request)
+    try:
+        run_input = RunAgentInput.model_validate(body)
+    except ValidationError as exc:
+        raise HTTPError(400, "invalid_input", f"not a RunAgentInput: {exc}") from exc
+    turns = [(str(m.role), text_of(getattr(m, "content", None))) for m in run_input.messages]
+    question = from_turns(turns)
+    fp = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
+    agent = request.query_params.get("agent") or fp.get("agent") or body.get("agent")
+    options = {"thread_id": run_input.thread_id, "run_id": run_input.run_id}
+    gw = _gw(request)
+    run = await gw.start(request, agent=agent, question=question, fmt="agui", options=options,
+                         aliases=(f"agui-run:{run_input.run_id}",))
+    return gw.stream(run.id, {"format": "agui", "options": options})
+
+
+# -- AI SDK ---------------------------------------------------------------------------------------
+async def aisdk_chat(request: Request) -> Response:
+    """``POST /api/chat``: ``useChat``'s default transport; the UI message stream out."""
+    request.state.format = "aisdk"
+    resumed = await _resume(request, AISDK_HEADERS)
+    if resumed is not None:
+        return resumed
+    body = await _body(request)
+    question = from_aisdk(body.get("messages"))
+    agent = request.query_params.get("agent") or body.get("agent")
+    rid = new_reply_id()
+    chat_id = body.get("id")
+    aliases = (f"{CHAT_ALIAS}{chat_id}",) if isinstance(chat_id, str) and chat_id else ()
+    options = {"message_id": f"msg-{rid}"}
+    gw = _gw(request)
+    run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
+                         question=question, fmt="aisdk", options=options, aliases=aliases,
+                         reply_id=rid)
+    return gw.stream(run.id, {"format": "aisdk", "options": options}, headers=AISDK_HEADERS)
+
+
+async def aisdk_resume(request: Request) -> Response:
+    """``GET /api/chat/{id}/stream``: the chat's running reply from its start (or after
+    ``Last-Event-ID``); 204 when no reply of that chat is running."""
+    request.state.format = "aisdk"
+    resumed = await _resume(request, AISDK_HEADERS)
+    if resumed is not None:
+        return resumed
+    gw = _gw(request)
+    rid = await gw.store.resolve(CHAT_ALIAS + request.path_params["id"])
+    if rid is None or await gw.store.ended(rid):
+        return Response(status_code=204)
+    meta = await gw.store.meta(rid)
+    if meta is None:
+        return Response(status_code=204)
+    request.state.reply = rid
+    request.state.agent = meta.get("agent", "-")
+    return gw.stream(rid, meta, headers=AISDK_HEADERS)
+
+
+# -- native and accept routing --------------------------------------------------------------------
+def _accept(request: Request) -> tuple[str, bool]:
+    """(format, sse) from ``?accept=``/``?format=`` or the Accept header."""
+    q = request.query_params.get("accept")
+    if q:
+        try:
+            format_for(q)
+        except WireError as exc:
+            raise HTTPError(400, "unknown_accept", str(exc)) from exc
+        return q, True
+    header = request.headers.get("accept", "")
+    names = [p.split(";")[0].strip().lower() for p in header.split(",")]
+    for n in names:
+        if n in ACCEPT or n in ("openai", "cui", "agui", "channels", "aisdk"):
+            return n, True
+    jsonl = request.query_params.get("format") == "jsonl" or (
+        "application/x-ndjson" in names and "text/event-stream" not in names)
+    return NATIVE, not jsonl
+
+
+async def native(request: Request) -> Response:
+    """``GET /v1/stream?agent=&q=`` or ``POST /v1/stream {"agent", "question"}``."""
+    fmt, sse = _accept(request)
+    request.state.format = fmt
+    resumed = await _resume(request)
+    if resumed is not None:
+        return resumed
+    if request.method == "POST":
+        body = await _body(request)
+        agent, question = body.get("agent"), body.get("question")
+        if body.get("accept"):
+            fmt = str(body["accept"])
+            try:
+                format_for(fmt)
+            except WireError as exc:
+                raise HTTPError(400, "unknown_accept", str(exc)) from exc
+    else:
+        agent, question = request.query_params.get("agent"), request.query_params.get("q")
+    if not isinstance(question, str) or not question.strip():
+        raise HTTPError(400, "no_question", "give the question (q= or \"question\")")
+    gw = _gw(request)
+    options: dict[str, Any] = {}
+    run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
+                         question=question, fmt=fmt, options=options, sse=sse)
+    meta = {"format": fmt, "options": options, "sse": sse}
+    headers = AISDK_HEADERS if fmt != NATIVE and format_for(fmt) == "aisdk" else None
+    return gw.stream(run.id, meta, sse=sse, headers=headers)
+
+
+# -- replies, health ------------------------------------------------------------------------------
+async def reply_stop(request: Request) -> Response:
+    """``DELETE /v1/replies/{id}``: stop a reply now (id: the reply id, an AG-UI run id, an AI
+    SDK chat id or a chat.completion id). A reply another gateway process runs (a shared Redis
+    store) is stopped there: 202 ``cancelling``."""
+    gw = _gw(request)
+    name = request.path_params["id"]
+    rid = None
+    for candidate in (name, f"agui-run:{name}", CHAT_ALIAS + name):
+        rid = await gw.store.resolve(candidate)
+        if rid is not None:
+            break
+    request.state.reply = rid
+    if rid is None:
+        raise HTTPError(404, "unknown_reply", f"no reply {name!r}")
+    if await gw.runs.cancel(rid):
+        run = gw.runs.get(rid)
+        return JSONResponse({"id": rid, "status": run.status if run else "cancelled"})
+    if await gw.store.ended(rid):
+        run = gw.runs.get(rid)
+        return JSONResponse({"id": rid, "status": run.status if run else "ended"})
+    request_cancel = getattr(gw.store, "request_cancel", None)
+    if request_cancel is None:
+        raise HTTPError(409, "elsewhere", f"reply {rid} runs in another gateway process")
+    await request_cancel(rid)  # the process running it stops it; its stream says cancelled
+    return JSONResponse({"id": rid, "status": "cancelling"}, status_code=202)
+
+
+async def reply_stats(request: Request) -> Response:
+    """``GET /v1/replies/{id}``: status, ChatMessages, time to first text, total."""
+    gw = _gw(request)
+    rid = await gw.store.resolve(request.path_params["id"]) or request.path_params["id"]
+    run = gw.runs.get(rid)
+    if run is None:
+        raise HTTPError(404, "unknown_reply", f"no reply {rid!r} in this process")
+    return JSONResponse(run.stats())
+
+
+async def healthz(request: Request) -> Response:
+    """``GET /healthz``: alive, and how many replies are open."""
+    gw = _gw(request)
+    return JSONResponse({"status": "ok", "open_replies": gw.runs.open_count,
+                         "agents": len([a for a in gw.agents.listed() if a.address]),
+                         "resume_store": "memory" if gw.config.resume_store == "memory"
+                         else "redis", "resume_window_s": gw.config.resume_window})
+
+
+def routes(gw: Gateway) -> list[Route]:
+    """Every route of this module."""
+    return [
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/agui", agui, methods=["POST"]),
+        Route("/api/chat", aisdk_chat, methods=["POST"]),
+        Route("/api/chat/{id}/stream", aisdk_resume, methods=["GET"]),
+        Route("/v1/stream", native, methods=["GET", "POST"]),
+        Route("/v1/replies/{id}", reply_stop, methods=["DELETE"]),
+        Route("/v1/replies/{id}", reply_stats, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+    ]

@@ -1,0 +1,250 @@
+"""Replies in flight: each HTTP question becomes one run that outlives its connection.
+
+A run asks the agent through the :class:`~agent_stream.gateway.link.AgentLink` and writes every
+Message into the resume store; HTTP responses only *read* the store. So:
+
+- a dropped connection is not a stop: the run goes on; when no reader has been attached for
+  ``window`` seconds, it is cancelled (status ``cancelled``, error "abandoned");
+- a stop (:meth:`Runs.cancel`: ``DELETE /v1/replies/{id}``, A2A ``tasks/cancel``) cancels at once;
+- every run ends with an end entry in its log, whatever happens; the log is kept ``window``
+  seconds after the end, for late readers.
+
+Limits: ``max_per_key`` runs at once per API key (or per client address when no keys are set),
+and ``max_runs`` in all; over either, :class:`Busy` (HTTP 429).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_stream.gateway.link import AgentLink, AgentRef, LinkedReply
+from agent_stream.gateway.store import ResumeStore, StoreFull, end_entry
+
+__all__ = ["Busy", "Run", "Runs", "new_reply_id"]
+
+LOG = logging.getLogger("agent_stream.gateway")
+
+
+class Busy(RuntimeError):
+    """Too many replies at once (for this key, or in all)."""
+
+
+def new_reply_id() -> str:
+    """A fresh reply id (``r`` + 24 hex digits)."""
+    return "r" + secrets.token_hex(12)
+
+
+@dataclass
+class Run:
+    """One reply being produced here."""
+
+    id: str
+    agent: AgentRef
+    key: str
+    question: str
+    started: float = field(default_factory=time.monotonic)
+    reply: LinkedReply | None = None
+    task: asyncio.Task[None] | None = None
+    delivered: asyncio.Future[None] | None = None
+    status: str | None = None
+    error: str | None = None
+    cancel_reason: str | None = None
+    first_text_at: float | None = None
+    ended_at: float | None = None
+    abandon: asyncio.TimerHandle | None = None
+
+    @property
+    def chat_messages(self) -> int:
+        return self.reply.chat_messages if self.reply is not None else 0
+
+    def stats(self) -> dict[str, Any]:
+        """What the page's footer and ``GET /v1/replies/{id}`` show."""
+        def secs(t: float | None) -> float | None:
+            return round(t - self.started, 3) if t is not None else None
+
+        return {"id": self.id, "agent": self.agent.name, "status": self.status,
+                "error": self.error, "chat_messages": self.chat_messages,
+                "first_text_s": secs(self.first_text_at), "total_s": secs(self.ended_at)}
+
+
+class Runs:
+    """Starts, tracks, stops and forgets runs."""
+
+    def __init__(self, link: AgentLink, store: ResumeStore, *, window: float = 60.0,
+                 max_per_key: int = 8, max_runs: int = 256, timeout: float = 300.0) -> None:
+        self.link = link
+        self.store = store
+        self.window = window
+        self.max_per_key = max_per_key
+        self.max_runs = max_runs
+        self.timeout = timeout
+        self.runs: dict[str, Run] = {}
+        self.finished: dict[str, Run] = {}  # kept for ``stats`` while their log is kept
+
+    @property
+    def open_count(self) -> int:
+        return len(self.runs)
+
+    def _check_limits(self, key: str) -> None:
+        if len(self.runs) >= self.max_runs:
+            raise Busy(f"the gateway is at its limit of {self.max_runs} replies at once")
+        mine = sum(1 for r in self.runs.values() if r.key == key)
+        if mine >= self.max_per_key:
+            raise Busy(f"at most {self.max_per_key} replies at once per API key")
+
+    async def start(self, *, key: str, agent: AgentRef, question: str, meta: dict[str, Any],
+                    aliases: tuple[str, ...] = (), reply_id: str | None = None,
+                    reasoning: bool = True) -> Run:
+        """Create the log and ask; returns once the question is delivered (DeliveryError and
+        Busy/StoreFull are raised to the caller, nothing left behind)."""
+        self._check_limits(key)
+        rid = reply_id or new_reply_id()
+        run = Run(rid, agent, key, question)
+        run.delivered = asyncio.get_running_loop().create_future()
+        self.runs[rid] = run  # counted from now on (the limits hold across the awaits below)
+        try:
+            await self.store.create(rid, {**meta, "agent": agent.name,
+                                          "address": agent.address})
+            for a in aliases:
+                await self.store.alias(a, rid)
+        except BaseException:
+            self.runs.pop(rid, None)
+            raise
+        run.task = asyncio.create_task(self._pump(run, reasoning), name=f"gateway run {rid}")
+        try:
+            await asyncio.shield(run.delivered)
+        except BaseException:
+            if not run.task.done():
+                run.task.cancel()
+            raise
+        return run
+
+    async def _pump(self, run: Run, reasoning: bool) -> None:
+        assert run.delivered is not None
+        status, error = "error", None
+        try:
+            run.reply = await self.link.ask(run.agent.address, run.question,
+                                            reasoning=reasoning, timeout=self.timeout)
+            run.delivered.set_result(None)
+            async for msg in run.reply:
+                if run.first_text_at is None and msg.type == "text" and (msg.props or {}).get(
+                        "content"):
+                    run.first_text_at = time.monotonic()
+                await self.store.append(run.id, [msg.to_json()])
+            status = run.reply.status or "error"
+            if status == "timeout":
+                status, error = "error", f"no complete reply within {self.timeout:g} s"
+            elif status == "cancelled":
+                error = run.cancel_reason
+            elif status not in ("completed", "error", "cancelled"):
+                status, error = "error", f"the reply ended with status {status}"
+        except asyncio.CancelledError:
+            status, error = "cancelled", run.cancel_reason
+            if run.reply is not None:
+                run.reply.cancel()
+        except StoreFull as exc:
+            status, error = "error", str(exc)
+            if run.reply is not None:
+                run.reply.cancel()
+        except Exception as exc:
+            if not run.delivered.done():
+                run.delivered.set_exception(exc)
+                status, error = "error", str(exc)
+            else:
+                LOG.exception("gateway run %s failed", run.id)
+                status, error = "error", f"the gateway failed: {exc}"
+        finally:
+            if not run.delivered.done():
+                run.delivered.set_exception(asyncio.CancelledError())
+            run.status, run.error = status, error
+            run.ended_at = time.monotonic()
+            with contextlib.suppress(StoreFull):
+                await self.store.append(run.id, [end_entry(status, error)])
+            await self.store.drop(run.id, self.window)
+            self.runs.pop(run.id, None)
+            if run.abandon is not None:
+                run.abandon.cancel()
+            self._remember(run)
+
+    def _remember(self, run: Run) -> None:
+        now = time.monotonic()
+        for rid in [r for r, x in self.finished.items()
+                    if x.ended_at is not None and now - x.ended_at > self.window]:
+            del self.finished[rid]
+        self.finished[run.id] = run
+
+    def get(self, reply_id: str) -> Run | None:
+        """A run of this process, open or recently finished."""
+        return self.runs.get(reply_id) or self.finished.get(reply_id)
+
+    async def cancel(self, reply_id: str, reason: str = "stopped by the client") -> bool:
+        """Stop a run now; False when it is not running here."""
+        run = self.runs.get(reply_id)
+        if run is None:
+            return False
+        run.cancel_reason = reason
+        if run.reply is not None:
+            run.reply.cancel()  # the iterator ends; the pump writes the end entry
+        elif run.task is not None:
+            run.task.cancel()
+        if run.task is not None:
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(run.task), 2.0)
+        return True
+
+    # -- readers ----------------------------------------------------------------------------------
+    async def attach(self, reply_id: str) -> None:
+        """A response starts reading the reply."""
+        await self.store.readers(reply_id, +1)
+        run = self.runs.get(reply_id)
+        if run is not None and run.abandon is not None:
+            run.abandon.cancel()
+            run.abandon = None
+
+    async def detach(self, reply_id: str) -> None:
+        """A response stopped reading (finished, or the client went away)."""
+        left = await self.store.readers(reply_id, -1)
+        run = self.runs.get(reply_id)
+        if left == 0 and run is not None and run.abandon is None:
+            loop = asyncio.get_running_loop()
+            run.abandon = loop.call_later(
+                self.window, lambda: asyncio.ensure_future(self._abandon(reply_id)))
+
+    async def _abandon(self, reply_id: str) -> None:
+        run = self.runs.get(reply_id)
+        if run is None:
+            return
+        run.abandon = None
+        if await self.store.readers(reply_id) == 0:
+            LOG.info("reply %s: no reader for %g s, cancelled", reply_id, self.window)
+            await self.cancel(reply_id, reason="abandoned: no client came back within the "
+                              "resume window")
+
+    async def follow_cancels(self) -> None:
+        """Stop the runs other gateway processes are asked to stop (a shared store that can
+        pass such requests, e.g. Redis); returns at once for a store that cannot."""
+        requests = getattr(self.store, "cancel_requests", None)
+        if requests is None:
+            return
+        while True:
+            try:
+                async for rid in requests():
+                    if rid in self.runs:
+                        await self.cancel(rid, reason="stopped by the client (through another "
+                                          "gateway)")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is unreachable: say so, try again
+                LOG.warning("gateway: cannot follow stop requests of other processes: %s", exc)
+                await asyncio.sleep(1.0)
+
+    async def close(self) -> None:
+        """Cancel every run (the gateway stops)."""
+        for rid in list(self.runs):
+            await self.cancel(rid, reason="the gateway is stopping")

@@ -1,0 +1,343 @@
+// The gateway's page: ask an agent, watch its reply build from the native Message stream.
+// Agent text reaches the DOM only as textContent, or as markdown rendered by marked and then
+// sanitised by DOMPurify; the page's CSP also forbids inline script.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+
+  // -- deltas (agent_stream's four actions on dotted paths) ------------------------------------
+  const copy = (v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+  function appendValue(target, value) {
+    if (target === undefined || target === null) return copy(value);
+    if (typeof target === "string" && typeof value === "string") return target + value;
+    if (Array.isArray(target)) return target.concat(Array.isArray(value) ? value : [value]);
+    if (typeof target === "object" && value && typeof value === "object") {
+      const out = { ...target };
+      for (const [k, v] of Object.entries(value)) out[k] = appendValue(out[k], v);
+      return out;
+    }
+    return copy(value);
+  }
+  function applyAt(props, path, fn) {
+    const keys = path.split(".");
+    const root = { ...props };
+    let node = root;
+    for (let i = 0; i < keys.length - 1; i++) {
+      const k = Array.isArray(node) ? Number(keys[i]) : keys[i];
+      node[k] = node[k] && typeof node[k] === "object" ? (Array.isArray(node[k]) ? [...node[k]] : { ...node[k] }) : {};
+      node = node[k];
+    }
+    const last = Array.isArray(node) ? Number(keys[keys.length - 1]) : keys[keys.length - 1];
+    node[last] = fn(node[last]);
+    return root;
+  }
+  function applyDelta(old, msg) {
+    const props = msg.props || {};
+    if (!msg.delta) return copy(props);
+    const action = msg.delta_action || "append";
+    const path = msg.delta_path;
+    if (path) {
+      if (action === "append") return applyAt(old, path, (t) => appendValue(t, props.value ?? props));
+      if (action === "merge") return applyAt(old, path, (t) => ({ ...(t || {}), ...(props) }));
+      return applyAt(old, path, () => copy(props.value ?? props));
+    }
+    if (action === "append") return appendValue(old, props);
+    if (action === "merge") return { ...old, ...copy(props) };
+    return copy(props); // replace / set of everything
+  }
+
+  // -- the reply view ---------------------------------------------------------------------------
+  class View {
+    constructor(root) {
+      this.root = root;
+      this.messages = new Map(); // thread|message -> {type, props, node}
+      this.blocks = new Map();   // block id -> section
+      this.threads = new Map();  // thread id -> column
+      this.calls = new Map();    // tool call id -> status line
+      this.row = null;           // the row the next thread joins
+      this.pending = new Set();  // markdown nodes to render at the next frame
+      this.firstText = null;
+      this.status = null;
+    }
+    container(threadId) {
+      if (!threadId) { this.row = null; return this.root; } // main flow: the next threads start a new row
+      let col = this.threads.get(threadId);
+      if (!col) col = this.openThread(threadId, threadId);
+      return col;
+    }
+    openThread(threadId, label) {
+      // threads that start one after the other, with nothing in the main flow between them,
+      // ran side by side: one row
+      if (!this.row) {
+        this.row = el("div", "threads");
+        this.root.appendChild(this.row);
+      }
+      const col = el("div", "thread");
+      col.dataset.threadId = threadId;
+      col.appendChild(el("h4", null, label || threadId));
+      this.row.appendChild(col);
+      this.threads.set(threadId, col);
+      return col;
+    }
+    block(blockId, threadId, type, label) {
+      let sec = this.blocks.get(blockId);
+      if (!sec) {
+        sec = el("section", "block");
+        sec.dataset.blockId = blockId;
+        sec.dataset.type = type || "";
+        sec.appendChild(el("h3", null, label || type || "block"));
+        this.container(threadId).appendChild(sec);
+        this.blocks.set(blockId, sec);
+      } else if (label) {
+        sec.querySelector("h3").textContent = label;
+      }
+      return sec;
+    }
+    where(msg) {
+      if (msg.block_id) return this.block(msg.block_id, msg.thread_id);
+      return this.container(msg.thread_id);
+    }
+    event(msg) {
+      const p = msg.props || {};
+      const d = p.data || {};
+      switch (p.event) {
+        case "block_start": this.block(d.block_id || msg.block_id, msg.thread_id, d.type, d.label); break;
+        case "thread_start":
+          if (!this.threads.has(d.thread_id || msg.thread_id)) this.openThread(d.thread_id || msg.thread_id, d.label);
+          break;
+        case "thread_end": {
+          const col = this.threads.get(d.thread_id || msg.thread_id);
+          if (col) col.classList.add("ended");
+          break;
+        }
+        case "stream_end": this.status = d.status || "completed"; if (d.error) notice(d.error); break;
+        default: break;
+      }
+    }
+    feed(msg) {
+      if (msg.type === "event") return this.event(msg);
+      const key = `${msg.thread_id || ""}|${msg.message_id || msg.chunk_id}`;
+      let st = this.messages.get(key);
+      if (!st) {
+        st = { type: msg.type, props: {}, node: null };
+        this.messages.set(key, st);
+      }
+      st.props = applyDelta(st.props, msg);
+      if (st.type !== msg.type && st.node) { st.node.remove(); st.node = null; }
+      st.type = msg.type;
+      this.render(st, msg);
+    }
+    render(st, msg) {
+      const p = st.props;
+      switch (st.type) {
+        case "text": case "refusal": {
+          if (!st.node) { st.node = el("div", "text markdown"); this.where(msg).appendChild(st.node); }
+          st.text = typeof p.content === "string" ? p.content : "";
+          if (st.text && this.firstText === null) this.firstText = performance.now();
+          this.pending.add(st);
+          this.schedule();
+          break;
+        }
+        case "thinking": {
+          if (!st.node) {
+            st.node = el("details", "reasoning");
+            st.node.open = true;
+            st.node.appendChild(el("summary", null, "Reasoning"));
+            st.node.appendChild(el("div", "content"));
+            this.where(msg).appendChild(st.node);
+          }
+          st.node.querySelector(".content").textContent = p.content || "";
+          break;
+        }
+        case "tool_call": {
+          if (!st.node) { st.node = el("div", "tool running"); this.where(msg).appendChild(st.node); }
+          if (p.id) { this.calls.set(p.id, st); st.node.dataset.callId = p.id; }
+          if (!st.done) st.node.textContent = `⚙ ${p.name || "tool"}(${p.arguments || ""}) …`;
+          break;
+        }
+        case "tool_result": {
+          const call = p.call_id ? this.calls.get(p.call_id) : null;
+          const line = `✓ ${p.name || (call && call.props.name) || "tool"} → ${typeof p.content === "string" ? p.content : JSON.stringify(p.content)}`;
+          if (call && call.node) {
+            call.done = true;
+            call.node.className = "tool done";
+            call.node.textContent = line;
+          } else {
+            if (!st.node) { st.node = el("div", "tool done"); this.where(msg).appendChild(st.node); }
+            st.node.textContent = line;
+          }
+          break;
+        }
+        case "loading": {
+          if (!st.node) { st.node = el("div", "status running"); this.where(msg).appendChild(st.node); }
+          st.node.className = p.done ? "status done" : "status running";
+          st.node.textContent = `${p.done ? "✓" : "⏳"} ${p.message || ""}`;
+          break;
+        }
+        case "error": {
+          if (!st.node) { st.node = el("div", "error"); this.where(msg).appendChild(st.node); }
+          st.node.textContent = `Error${p.code ? ` (${p.code})` : ""}: ${p.message || ""}`;
+          break;
+        }
+        default: {
+          if (!st.node) { st.node = el("div", "other"); this.where(msg).appendChild(st.node); }
+          st.node.textContent = `${st.type}: ${JSON.stringify(p)}`;
+        }
+      }
+    }
+    schedule() {
+      if (this.frame) return;
+      this.frame = requestAnimationFrame(() => { this.frame = null; this.flush(); });
+    }
+    flush() {
+      for (const st of this.pending) {
+        const html = window.marked.parse(st.text, { gfm: true, breaks: false });
+        st.node.innerHTML = window.DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
+        for (const code of st.node.querySelectorAll("pre code")) window.hljs.highlightElement(code);
+      }
+      this.pending.clear();
+    }
+  }
+
+  // -- talking to the gateway -------------------------------------------------------------------
+  function headers(extra) {
+    const h = { ...extra };
+    const key = $("api-key").value.trim();
+    if (key) h.authorization = `Bearer ${key}`;
+    return h;
+  }
+  function notice(text) { $("notice").textContent = text || ""; }
+
+  async function loadAgents() {
+    try {
+      const r = await fetch("/v1/models", { headers: headers() });
+      const body = await r.json();
+      if (!r.ok) { notice(body.error?.message || `HTTP ${r.status}`); return; }
+      const sel = $("agent");
+      sel.textContent = "";
+      for (const m of body.data) {
+        const o = el("option", null, m.id);
+        o.value = m.id;
+        o.title = m.owned_by;
+        sel.appendChild(o);
+      }
+      if (!body.data.length) notice("no agent is reachable: start one (agent-stream serve)");
+    } catch (e) { notice(String(e)); }
+  }
+
+  let current = null;
+
+  async function readSSE(response, onEvent) {
+    const reader = response.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += dec.decode(value, { stream: true });
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        let id = null;
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("id:")) id = line.slice(3).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) onEvent(id, JSON.parse(data.join("\n")));
+      }
+    }
+  }
+
+  async function ask(event) {
+    event.preventDefault();
+    const question = $("question").value.trim();
+    if (!question || current) return;
+    notice("");
+    const root = $("reply");
+    root.textContent = "";
+    const view = new View(root);
+    const started = performance.now();
+    const run = { view, id: null, last: null, stopped: false };
+    current = run;
+    document.body.dataset.state = "streaming";
+    $("ask").disabled = true;
+    $("stop").disabled = false;
+    $("f-status").textContent = "streaming";
+    $("f-chat").textContent = "– ChatMessages";
+    $("f-first").textContent = "first text –";
+    $("f-total").textContent = "total –";
+    const onEvent = (id, msg) => {
+      run.last = id || run.last;
+      view.feed(msg);
+      if (view.firstText !== null && $("f-first").textContent === "first text –") {
+        $("f-first").textContent = `first text ${((view.firstText - started) / 1000).toFixed(2)} s`;
+      }
+    };
+    try {
+      let response = await fetch("/v1/stream", {
+        method: "POST", headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
+        body: JSON.stringify({ agent: $("agent").value, question }),
+      });
+      for (let attempt = 0; ; attempt++) {
+        if (!response.ok) {
+          const body = await response.json().catch(() => ({}));
+          throw new Error(body.error?.message || `HTTP ${response.status}`);
+        }
+        run.id = response.headers.get("x-reply-id") || run.id;
+        try {
+          await readSSE(response, onEvent);
+          break;
+        } catch (e) {
+          // the connection dropped: resume after the last event we have
+          if (attempt >= 2 || !run.last || view.status) throw e;
+          response = await fetch("/v1/stream", { headers: headers({ "last-event-id": run.last }) });
+        }
+      }
+    } catch (e) {
+      notice(String(e.message || e));
+    } finally {
+      view.flush();
+      $("f-status").textContent = view.status || (run.stopped ? "cancelled" : "ended");
+      $("f-total").textContent = `total ${((performance.now() - started) / 1000).toFixed(2)} s`;
+      if (run.id) {
+        try {
+          const r = await fetch(`/v1/replies/${encodeURIComponent(run.id)}`, { headers: headers() });
+          if (r.ok) $("f-chat").textContent = `${(await r.json()).chat_messages} ChatMessages`;
+        } catch (e) { /* the footer stays without the count */ }
+      }
+      $("ask").disabled = false;
+      $("stop").disabled = true;
+      document.body.dataset.state = "done";
+      current = null;
+    }
+  }
+
+  async function stop() {
+    const run = current;
+    if (!run || !run.id) return;
+    run.stopped = true;
+    $("stop").disabled = true;
+    try {
+      await fetch(`/v1/replies/${encodeURIComponent(run.id)}`, { method: "DELETE", headers: headers() });
+    } catch (e) { notice(String(e)); }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("ask-form").addEventListener("submit", ask);
+    $("stop").addEventListener("click", stop);
+    $("api-key").addEventListener("change", loadAgents);
+    $("question").addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("ask-form").requestSubmit(); }
+    });
+    loadAgents();
+  });
+})();

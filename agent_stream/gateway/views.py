@@ -1,0 +1,187 @@
+"""A reply's log as one client's wire: encoded from the start, framed, with SSE ids, resumable.
+
+Every reader encodes the log from its first entry with a fresh encoder built from the options the
+reply was started with; encoders are deterministic, so the n-th wire event is the same for every
+reader and ``<reply id>:<n>`` is a stable SSE ``id:``. A reader resuming after event n (its
+``Last-Event-ID``) encodes the same way, skips events up to n, and on AG-UI and the AI SDK stream
+first sends again the start events of whatever was still open at n (the run or message start,
+the open steps, messages, reasoning spans and tool calls, in their original order, with the
+cursor as their id), so a client that verifies a stream on its own sees a well-formed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, ClassVar
+
+from agent_stream.adapters.framing import Encoder, dumps
+from agent_stream.adapters.routing import encoder_for, format_for, frame_for
+from agent_stream.gateway.store import ResumeStore, parse_end
+from agent_stream.message import Message
+
+__all__ = ["NATIVE", "Cursor", "Reopen", "events", "framed", "parse_cursor"]
+
+NATIVE = "native"
+SSE_FORMATS = frozenset({"openai", "agui", "aisdk", "cui-web", NATIVE})
+
+
+class _NativeEncoder:
+    """Messages as they are (the native wire). A reply that ended without stream_end (cancelled
+    or cut here) gets one saying its status, so every native stream says how it ended."""
+
+    def __init__(self) -> None:
+        self.finished = False
+
+    def feed(self, msg: Message) -> list[Any]:
+        if msg.event == "stream_end":
+            self.finished = True
+        return [msg]
+
+    def close(self, *, status: str | None = None, error: str | None = None) -> list[Any]:
+        if self.finished:
+            return []
+        self.finished = True
+        data: dict[str, Any] = {"status": status or "error"}
+        if error:
+            data["error"] = error
+        return [Message.from_dict({"type": "event",
+                                   "props": {"event": "stream_end", "data": data}})]
+
+    def drain_warnings(self) -> list[Any]:
+        return []
+
+
+def make_encoder(fmt: str, options: dict[str, Any]) -> Encoder[Any]:
+    """A fresh encoder for ``fmt`` (an accept value, or ``native``)."""
+    if fmt == NATIVE:
+        return _NativeEncoder()
+    return encoder_for(fmt, **options)
+
+
+def _native_frame(item: Any) -> str:
+    return "data: " + (item.to_json() if isinstance(item, Message) else dumps(item)) + "\n\n"
+
+
+def _native_jsonl(item: Any) -> str:
+    return (item.to_json() if isinstance(item, Message) else dumps(item)) + "\n"
+
+
+def frame_fn(fmt: str, *, sse: bool = True) -> Callable[[Any], str]:
+    """How ``fmt``'s wire objects become text."""
+    if fmt == NATIVE:
+        return _native_frame if sse else _native_jsonl
+    return frame_for(fmt)
+
+
+def is_sse(fmt: str, sse: bool = True) -> bool:
+    """Whether ``fmt`` is framed as Server-Sent Events (and so carries ids)."""
+    if fmt == NATIVE:
+        return sse
+    return fmt in SSE_FORMATS or format_for(fmt) in ("openai", "agui", "aisdk")
+
+
+Cursor = tuple[str, int]
+
+
+def parse_cursor(value: str | None) -> Cursor | None:
+    """``"<reply id>:<n>"`` -> (reply id, n); None when it is not one of ours."""
+    if not value:
+        return None
+    rid, sep, n = value.strip().rpartition(":")
+    if not sep or not rid or not n.isdigit():
+        return None
+    return rid, int(n)
+
+
+def _kind(obj: Any) -> str:
+    if isinstance(obj, dict):
+        t = obj.get("type")
+        return t if isinstance(t, str) else ""
+    t = getattr(obj, "type", None)
+    return str(getattr(t, "value", t) or "")
+
+
+class Reopen:
+    """Tracks the start/end pairs of AG-UI events or AI SDK chunks sent so far."""
+
+    # start kind -> (end kinds, id field); None id: only one can be open (the run, a step)
+    AGUI: ClassVar[dict[str, tuple[tuple[str, ...], str | None]]] = {
+        "RUN_STARTED": (("RUN_FINISHED", "RUN_ERROR"), None),
+        "STEP_STARTED": (("STEP_FINISHED",), "step_name"),
+        "TEXT_MESSAGE_START": (("TEXT_MESSAGE_END",), "message_id"),
+        "TOOL_CALL_START": (("TOOL_CALL_END",), "tool_call_id"),
+        "REASONING_START": (("REASONING_END",), "message_id"),
+        "REASONING_MESSAGE_START": (("REASONING_MESSAGE_END",), "message_id"),
+    }
+    AISDK: ClassVar[dict[str, tuple[tuple[str, ...], str | None]]] = {
+        "start": (("finish", "abort"), None),
+        "start-step": (("finish-step",), None),
+        "text-start": (("text-end",), "id"),
+        "reasoning-start": (("reasoning-end",), "id"),
+        "tool-input-start": (("tool-input-available", "tool-input-error"), "toolCallId"),
+    }
+
+    def __init__(self, fmt: str) -> None:
+        f = format_for(fmt) if fmt != NATIVE else NATIVE
+        self.pairs = self.AGUI if f == "agui" else self.AISDK if f == "aisdk" else {}
+        self._ends = {e: (s, key) for s, (ends, key) in self.pairs.items() for e in ends}
+        self._open: dict[tuple[str, str], Any] = {}  # insertion order = the order sent
+
+    def _id(self, obj: Any, key: str | None) -> str:
+        if key is None:
+            return ""
+        v = obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+        return str(v)
+
+    def see(self, obj: Any) -> None:
+        """An event the client already has."""
+        k = _kind(obj)
+        if k in self.pairs:
+            self._open[(k, self._id(obj, self.pairs[k][1]))] = obj
+        elif k in self._ends:
+            start, key = self._ends[k]
+            self._open.pop((start, self._id(obj, key)), None)
+            if key is None and start in ("RUN_STARTED", "start"):
+                self._open.clear()  # the run is over: nothing stays open
+
+    def preface(self) -> list[Any]:
+        """The start events to send again before resuming."""
+        return list(self._open.values())
+
+
+async def events(store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any],
+                 after: int = -1) -> AsyncIterator[tuple[int, Any]]:
+    """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end; a
+    resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``."""
+    enc = make_encoder(fmt, options)
+    reopen = Reopen(fmt) if after >= 0 else None
+    n = -1
+    async for entry in store.read(reply_id):
+        end = parse_end(entry)
+        if end is not None:
+            objs = enc.close(status=end.get("status") or "error", error=end.get("error"))
+        else:
+            objs = enc.feed(Message.from_json(entry))
+        for obj in objs:
+            n += 1
+            if n <= after:
+                assert reopen is not None
+                reopen.see(obj)
+                continue
+            if reopen is not None:
+                for p in reopen.preface():
+                    yield after, p
+                reopen = None
+            yield n, obj
+        if end is not None or enc.finished:
+            return
+
+
+async def framed(store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any], *,
+                 after: int = -1, sse: bool = True) -> AsyncIterator[str]:
+    """The reply's wire as text: SSE events with ``id: <reply id>:<n>``, or JSON lines."""
+    frame = frame_fn(fmt, sse=sse)
+    ids = is_sse(fmt, sse)
+    async for n, obj in events(store, reply_id, fmt, options, after):
+        text = frame(obj)
+        yield f"id: {reply_id}:{n}\n{text}" if ids else text

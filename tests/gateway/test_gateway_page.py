@@ -1,0 +1,117 @@
+"""The gateway's page in a real headless Chromium (Debian's, driven by Playwright): ask, watch
+the reply build, stop; agent text can never run script. Skipped, saying why, when there is no
+chromium or no playwright (`make test` installs chromium with apt-get when missing)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from gateway_harness import Gateway
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if CHROMIUM is None:
+        pytest.skip("no chromium on this machine (Debian package chromium; `make test` "
+                    "installs it with apt-get)")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed (the test extra)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any, gateway: Gateway) -> Iterator[Any]:
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    pg.errors = []  # type: ignore[attr-defined]
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+    pg.goto(gateway.url + "/")
+    pg.wait_for_selector("#agent option[value='llm']", state="attached", timeout=10_000)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+def ask(pg: Any, agent: str, question: str, wait: bool = True) -> None:
+    pg.select_option("#agent", agent)
+    pg.fill("#question", question)
+    pg.click("#ask")
+    if wait:
+        pg.wait_for_selector("body[data-state='done']", timeout=30_000)
+
+
+def test_page_builds_the_reply_live(page: Any) -> None:
+    ask(page, "llm", "How do agents stream?")
+    labels = page.locator(".block > h3").all_text_contents()
+    assert "Thinking" in labels and "Answer" in labels and len(labels) >= 5
+    # parallel threads side by side, labelled
+    row = page.locator(".threads").first
+    assert row.locator(".thread").count() >= 2
+    assert {"spec", "benchmarks"} <= set(row.locator(".thread > h4").all_inner_texts())
+    assert row.evaluate("e => getComputedStyle(e).display") == "flex"
+    # reasoning: dimmed and collapsible
+    reasoning = page.locator("details.reasoning").first
+    assert "chat protocol" in reasoning.inner_text()
+    assert float(reasoning.evaluate("e => getComputedStyle(e.querySelector('.content'))"
+                                    ".opacity")) < 1
+    reasoning.locator("summary").click()
+    assert reasoning.evaluate("e => e.open") is False
+    # tool calls became their results; progress lines finished
+    tools = page.locator(".tool.done").all_inner_texts()
+    assert any(t.startswith("✓ search_docs →") for t in tools), tools
+    assert page.locator(".tool.running").count() == 0
+    assert page.locator(".status.done").count() >= 1
+    # markdown: a table and a highlighted code block
+    assert page.locator(".markdown table th").count() >= 2
+    assert page.locator(".markdown pre code.hljs").count() >= 1
+    assert page.locator(".markdown pre code span[class^='hljs-']").count() >= 1
+    assert page.locator(".markdown ol li, .markdown ul li").count() >= 2
+    # the footer
+    footer = page.inner_text("#footer")
+    assert re.search(r"\d+ ChatMessages", footer), footer
+    assert re.search(r"first text \d+\.\d\d s", footer), footer
+    assert re.search(r"total \d+\.\d\d s", footer), footer
+    assert page.inner_text("#f-status") == "completed"
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+HOSTILE = ('**bold** <script>window.__pwned = 1</script>'
+           '<img src=x onerror="window.__pwned = 2"> <a href="javascript:window.__pwned=3">x</a>'
+           '<svg onload="window.__pwned = 4"></svg> <iframe src="javascript:1"></iframe>')
+
+
+def test_agent_text_cannot_inject_script(page: Any) -> None:
+    ask(page, "echo", HOSTILE)
+    reply = page.locator("#reply")
+    assert reply.locator("strong").inner_text() == "bold"  # markdown still renders
+    assert page.evaluate("window.__pwned") is None
+    for bad in ("script", "img[onerror]", "svg[onload]", "iframe", "a[href^='javascript']"):
+        assert reply.locator(bad).count() == 0, bad
+    page.click("#reply a") if reply.locator("a").count() else None
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_stop_button(page: Any) -> None:
+    ask(page, "echo", "[n=1000 rate=50] stop me", wait=False)
+    page.locator("#reply .markdown", has_text="w5").wait_for(timeout=15_000)
+    page.click("#stop")
+    page.wait_for_selector("body[data-state='done']", timeout=5_000)
+    assert page.inner_text("#f-status") == "cancelled"
+    assert "w900" not in page.inner_text("#reply")

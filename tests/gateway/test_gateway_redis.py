@@ -1,0 +1,139 @@
+"""The Redis Streams resume store, against a real redis-server this test starts on 127.0.0.1:
+the store's contract, and two gateways sharing it, a client cut off from one resuming on the
+other. Skipped, saying why, only where redis-server is not installed (Debian package
+redis-server; `make test` installs it when missing)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from gateway_harness import Gateway, Harness, agui_body, sse_events, start_gateway
+from wire_checks import agui_text, check_agui
+
+from agent_stream.gateway.store import end_entry
+from agent_stream.uagents import free_port
+
+pytestmark = pytest.mark.integration
+
+REDIS = shutil.which("redis-server")
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if REDIS is None:
+        pytest.skip("redis-server is not installed (Debian package redis-server; `make test` "
+                    "installs it with apt-get)")
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(workdir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with __import__("socket").create_connection(("127.0.0.1", port), 0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def test_redis_store_contract(redis_url: str) -> None:
+    from agent_stream.gateway.redis_store import RedisStore
+
+    a = RedisStore(redis_url, window=2, block_ms=100)
+    b = RedisStore(redis_url, window=2, block_ms=100)  # another process's view
+    try:
+        await a.create("r-contract", {"format": "agui", "options": {"run_id": "x"}})
+        await a.alias("agui-run:x", "r-contract")
+        assert await b.resolve("agui-run:x") == "r-contract"
+        assert await b.meta("r-contract") == {"format": "agui", "options": {"run_id": "x"}}
+        await a.append("r-contract", ['{"type":"text"}'])
+
+        async def follow() -> list[str]:
+            return [e async for e in b.read("r-contract")]
+
+        reader = asyncio.create_task(follow())
+        await asyncio.sleep(0.2)
+        assert not reader.done() and not await b.ended("r-contract")
+        assert await b.readers("r-contract", +1) == 1 and await a.readers("r-contract") == 1
+        await a.append("r-contract", ['{"type":"thinking"}', end_entry("completed")])
+        got = await asyncio.wait_for(reader, 5)
+        assert got == ['{"type":"text"}', '{"type":"thinking"}', end_entry("completed")]
+        assert await b.ended("r-contract")
+        await a.drop("r-contract", 1)
+        await asyncio.sleep(1.3)
+        assert await b.resolve("r-contract") is None and await b.meta("r-contract") is None
+    finally:
+        await a.close()
+        await b.close()
+
+
+@pytest.fixture(scope="module")
+def pair(gw_harness: Harness, gw_agents: object, redis_url: str) -> Iterator[tuple[Gateway, ...]]:
+    gws = tuple(start_gateway(gw_harness, "--agent", "echo", "--resume-store", redis_url,
+                              "--resume-window", "5") for _ in range(2))
+    yield gws
+    for g in gws:
+        g.proc.stop()
+
+
+def test_resume_on_another_gateway(pair: tuple[Gateway, Gateway]) -> None:
+    one, two = pair
+    expected = "shared" + "".join(f" w{i}" for i in range(1, 81))
+    got = []
+    buf = ""
+    with httpx.Client(timeout=30) as c:
+        with c.stream("POST", one.url + "/agui",
+                      json=agui_body("[n=80 rate=40] shared", run_id="redis-run")) as r:
+            rid = r.headers["x-reply-id"]
+            for piece in r.iter_text():
+                buf += piece
+                got = sse_events(buf[:buf.rfind("\n\n") + 2])
+                if sum(e["data"]["type"] == "TEXT_MESSAGE_CONTENT" for e in got) >= 3:
+                    break
+        # the connection to gateway one is gone; gateway two picks the reply up
+        cursor = got[-1]["id"]
+        assert cursor.startswith(rid + ":")
+        res = c.post(two.url + "/agui", headers={"last-event-id": cursor}, json={})
+        assert res.status_code == 200 and res.headers["x-reply-id"] == rid
+        rest = sse_events(res.text)
+    preface = [e["data"] for e in rest if e["id"] == cursor]
+    after = [e["data"] for e in rest if e["id"] != cursor]
+    assert after[-1]["type"] == "RUN_FINISHED"
+    check_agui(preface + after)
+    assert agui_text([e["data"] for e in got] + after) == expected
+
+
+def test_stop_through_another_gateway(pair: tuple[Gateway, Gateway]) -> None:
+    one, two = pair
+    with httpx.Client(timeout=30) as c, c.stream(
+            "GET", one.url + "/v1/stream", params={"q": "[n=1000 rate=50] far"}) as r:
+        rid = r.headers["x-reply-id"]
+        buf = ""
+        stopped_at = None
+        for piece in r.iter_text():
+            buf += piece
+            if stopped_at is None and buf.count("\n\n") >= 5:
+                stopped_at = time.monotonic()
+                d = c.delete(f"{two.url}/v1/replies/{rid}")
+                assert d.status_code == 202 and d.json()["status"] == "cancelling"
+        ended = time.monotonic()
+    assert stopped_at is not None and ended - stopped_at < 2.0
+    last = sse_events(buf)[-1]["data"]
+    assert last["props"]["event"] == "stream_end"
+    assert last["props"]["data"]["status"] == "cancelled"

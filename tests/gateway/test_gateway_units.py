@@ -1,0 +1,163 @@
+"""The gateway's pure parts: the in-process store's bounds, resume cursors and the reopening
+preface, questions from each client's conversation, the safety checks of the settings."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent_stream.adapters.agui import encode_messages as agui_encode
+from agent_stream.gateway.config import KEYS_ENV, GatewayConfig, is_loopback
+from agent_stream.gateway.middleware import HTTPError
+from agent_stream.gateway.questions import from_aisdk, from_openai
+from agent_stream.gateway.store import MemoryStore, StoreFull, end_entry, parse_end
+from agent_stream.gateway.views import Reopen, events, parse_cursor
+from agent_stream.message import Message
+from agent_stream.writer import StreamWriter
+
+
+async def _messages() -> list[Message]:
+    out: list[Message] = []
+
+    async def sink(m: Message) -> None:
+        out.append(m)
+
+    async with StreamWriter(sink, request_id="q1") as w, w.block("llm", label="A") as b:
+        async with b.message("thinking") as m:
+            await m.append("hmm ")
+            await m.append("yes")
+        async with b.message("text") as m:
+            for t in ("one ", "two ", "three"):
+                await m.append(t)
+    return out
+
+
+async def test_memory_store_bounds_and_expiry() -> None:
+    s = MemoryStore(max_entries=3, max_reply_bytes=100, max_bytes=150)
+    await s.create("a", {"format": "agui"})
+    await s.append("a", ["x" * 10, "y" * 10])
+    with pytest.raises(StoreFull):
+        await s.append("a", ["z", "w"])  # 4 entries
+    with pytest.raises(StoreFull):
+        await s.append("a", ["z" * 90])  # over 100 bytes
+    await s.append("a", [end_entry("completed")])
+    assert await s.ended("a")
+    await s.create("b", {})
+    await s.append("b", ["b" * 90])
+    await s.create("c", {})
+    await s.append("c", ["c" * 90])  # over max_bytes: the oldest finished log goes
+    assert await s.resolve("a") is None and await s.resolve("b") == "b"
+    await s.alias("run-b", "b")
+    assert await s.resolve("run-b") == "b"
+    await s.drop("b", 0.0)
+    assert await s.resolve("run-b") is None and await s.meta("b") is None
+
+
+async def test_memory_store_read_is_live() -> None:
+    s = MemoryStore()
+    await s.create("r", {})
+    await s.append("r", ["1"])
+    got: list[str] = []
+
+    async def follow() -> None:
+        async for e in s.read("r"):
+            got.append(e)
+
+    t = asyncio.create_task(follow())
+    await asyncio.sleep(0.01)
+    assert got == ["1"] and not t.done()
+    await s.append("r", ["2", end_entry("cancelled", "stop")])
+    await asyncio.wait_for(t, 1)
+    assert got[:2] == ["1", "2"] and parse_end(got[2]) == {"status": "cancelled",
+                                                           "error": "stop"}
+
+
+def test_cursor_parsing() -> None:
+    assert parse_cursor("rabc:12") == ("rabc", 12)
+    assert parse_cursor("a:b:3") == ("a:b", 3)
+    for bad in (None, "", "r1", "r1:", ":4", "r1:x"):
+        assert parse_cursor(bad) is None
+
+
+async def test_resume_preface_reopens_what_was_open() -> None:
+    msgs = await _messages()
+    full = agui_encode(msgs, thread_id="t", run_id="run")
+    s = MemoryStore()
+    await s.create("r", {})
+    await s.append("r", [m.to_json() for m in msgs] + [end_entry("completed")])
+    kinds = [e.type.value for e in full]
+    k = kinds.index("TEXT_MESSAGE_CONTENT")  # mid-message
+    got = [(n, e) async for n, e in events(s, "r", "agui", {"thread_id": "t", "run_id": "run"},
+                                           after=k)]
+    preface = [e for n, e in got if n == k]
+    assert [e.type.value for e in preface] == ["RUN_STARTED", "STEP_STARTED",
+                                               "TEXT_MESSAGE_START"]
+    assert [e for n, e in got if n > k] == full[k + 1:]
+    r = Reopen("aisdk")
+    for c in ({"type": "start"}, {"type": "start-step"}, {"type": "text-start", "id": "a"},
+              {"type": "text-end", "id": "a"}, {"type": "reasoning-start", "id": "b"}):
+        r.see(c)
+    assert [c["type"] for c in r.preface()] == ["start", "start-step", "reasoning-start"]
+    assert Reopen("standard").preface() == []
+
+
+def test_questions_from_each_conversation() -> None:
+    assert from_openai([{"role": "user", "content": "hi"}]) == "hi"
+    q = from_openai([{"role": "system", "content": "Be brief."},
+                     {"role": "user", "content": [{"type": "text", "text": "a"}]},
+                     {"role": "assistant", "content": "b"},
+                     {"role": "user", "content": "c"}])
+    assert q == "Conversation so far:\nsystem: Be brief.\nuser: a\nassistant: b\n\nuser: c"
+    assert from_aisdk([{"role": "user", "parts": [{"type": "text", "text": "x"},
+                                                  {"type": "file", "url": "u"}]}]) == "x"
+    for bad in ([], [{"role": "assistant", "content": "no question"}], "nope"):
+        with pytest.raises(HTTPError):
+            from_openai(bad)
+
+
+def test_settings_are_safe_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEYS_ENV, raising=False)
+    GatewayConfig().check()
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("0.0.0.0")
+    with pytest.raises(ValueError, match="--api-key"):
+        GatewayConfig(host="0.0.0.0").check()
+    GatewayConfig(host="0.0.0.0", api_keys=["k"]).check()
+    monkeypatch.setenv(KEYS_ENV, "a, b")
+    assert GatewayConfig(host="0.0.0.0").keys() == ["a", "b"]
+    for bad in ({"cors_origins": ["*"]}, {"resume_store": "mysql://x"},
+                {"resume_window": 0}, {"max_replies_per_key": 0}):
+        with pytest.raises(ValueError):
+            GatewayConfig(**bad).check()  # type: ignore[arg-type]
+
+
+def test_without_the_extra_the_command_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_stream.cli import main
+
+    monkeypatch.setitem(sys.modules, "starlette", None)
+    assert main(["gateway"]) == 2
+    assert "pip install 'agent-stream[gateway]'" in capsys.readouterr().err
+
+
+
+async def test_keepalive_comments_during_silence() -> None:
+    from agent_stream.gateway.app import keepalive
+
+    async def slow() -> AsyncIterator[str]:
+        yield "data: 1\n\n"
+        await asyncio.sleep(0.25)
+        yield "data: 2\n\n"
+
+    got = [x async for x in keepalive(slow(), 0.1)]
+    assert got[0] == "data: 1\n\n" and got[-1] == "data: 2\n\n"
+    assert 1 <= got.count(": keepalive\n\n") <= 3
+
+    async def broken() -> AsyncIterator[str]:
+        yield "data: 1\n\n"
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        [x async for x in keepalive(broken(), 1.0)]
