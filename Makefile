@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+NODE_STAMP := conformance/node_modules/.installed
 
 .PHONY: demo test lint typecheck unit bench clean install check-deps conformance system-deps
 
@@ -39,7 +40,13 @@ system-deps:
 	  else echo "make: cannot install$$missing (no root or no apt-get); those tests skip"; fi; \
 	fi
 
-unit: $(STAMP) system-deps
+# The Node clients (pinned in conformance/package-lock.json) that the conformance suite and the
+# gateway tests run against our wires.
+$(NODE_STAMP): conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+unit: $(STAMP) system-deps $(NODE_STAMP)
 	$(BIN)/python -m pytest -q
 
 # A dependency clash (e.g. a2a-sdk 1.x's protobuf against uagents') fails the build.
@@ -49,8 +56,7 @@ check-deps: $(STAMP)
 test: check-deps lint unit
 
 # Third-party clients (Node and Python) read every wire over HTTP on 127.0.0.1.
-conformance: $(STAMP)
-	cd conformance && npm ci --no-audit --no-fund --loglevel=error
+conformance: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python conformance/run.py
 
 bench: $(STAMP)

@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="flow control: at most N unacknowledged ChatMessages per reply")
     p.add_argument("--max-question-bytes", type=int, default=64 * 1024, metavar="B",
                    help="a longer question is answered with an error (default: %(default)s)")
+    p.add_argument("--max-replies-per-sender", type=int, default=4, metavar="N",
+                   help="replies at once to one asker; more get a 'busy' error (default: "
+                   "%(default)s; raise it for a gateway, which asks for all its users)")
     p.add_argument("--network", choices=("local", "testnet", "mainnet"), default="local",
                    help="local (default: no internet) or a Fetch network (Almanac registration)")
     p.add_argument("--mailbox", action="store_true",
@@ -101,9 +104,12 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
 
     if args.max_question_bytes < 1:
         raise ValueError("--max-question-bytes must be at least 1")
+    if args.max_replies_per_sender < 1:
+        raise ValueError("--max-replies-per-sender must be at least 1")
     chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
                          max_in_flight=args.max_in_flight,
-                         max_question_bytes=args.max_question_bytes)
+                         max_question_bytes=args.max_question_bytes,
+                         max_replies_per_sender=args.max_replies_per_sender)
     level = logging.INFO if args.verbose else logging.WARNING
     if args.network == "local":
         if args.mailbox:
