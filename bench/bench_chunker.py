@@ -18,7 +18,11 @@ Each goes through:
 - a LiveKit-agents-style loop: append each token to a buffer, re-run
   blingfire.text_to_sentences over the buffer, emit all sentences but the last (merging those
   shorter than 20 characters), keep the last;
-- a floor: a ``feed`` that only keeps the delta and its time, what the calls alone cost.
+- a floor: a ``feed`` that only keeps the delta and its time, what the calls alone cost;
+- a check floor: that, plus what any streaming chunker does with every delta at the least (count
+  what is held, compare it and the time with a threshold, search the delta for a character that
+  may end a sentence or a line, in C). It never cuts: it bounds the rate of a pure-Python chunker
+  from above, whatever its cuts cost.
 
 On ``giant`` every runner gets one delta (stream2sentence the first 400 tokens' text). Times are
 the thread's CPU time, the best of several interleaved runs (other processes on the machine do
@@ -43,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_stream.chunking import TextChunker
+from agent_stream.chunking.sentences import TERMINATORS
 
 SEED = 20240601
 TARGET_TOKENS = 4000
@@ -235,6 +240,34 @@ class CallFloor:
         return ["".join(self.deltas)]
 
 
+class CheckFloor:
+    """``CallFloor`` plus the least a chunker checks in every delta (see ``TextChunker.feed``)."""
+
+    __slots__ = ("arrivals", "deadline", "deltas", "held", "look_at", "trigger")
+
+    def __init__(self) -> None:
+        self.deltas: list[str] = []
+        self.arrivals: list[float] = []
+        self.held = 0
+        self.look_at = 1 << 62
+        self.deadline = float("inf")
+        self.trigger = re.compile("[" + re.escape(TERMINATORS) + "\n`~]").search
+
+    def feed(self, delta: str, now: float) -> list[str]:
+        self.deltas.append(delta)
+        self.arrivals.append(now)
+        held = self.held + len(delta)
+        self.held = held
+        if held > self.look_at or now >= self.deadline:
+            return ["never"]
+        if self.trigger(delta) is None:
+            return []
+        return []
+
+    def flush(self) -> list[str]:
+        return ["".join(self.deltas)]
+
+
 def run_agent_stream(toks: list[str], step: float, make: Callable[[], Any] = TextChunker,
                      ) -> list[str]:
     ch = make()
@@ -315,6 +348,8 @@ def measure(shape: str, peers: list[tuple[str, Callable[[list[str]], list[str]],
         runners.append((label, lambda step=step: run_agent_stream(stream, step), len(toks), ours))
     runners.append(("floor", lambda: run_agent_stream(stream, CLOCK_STEP, CallFloor), len(toks),
                     ours))
+    runners.append(("check floor", lambda: run_agent_stream(stream, CLOCK_STEP, CheckFloor),
+                    len(toks), ours))
     for label, fn, most in peers:
         # the giant delta: the first ``most`` tokens' text as one delta
         sub = ["".join(toks[:most])] if shape == "giant" else stream[:most]
@@ -345,8 +380,10 @@ def main(argv: list[str]) -> int:
     cols = ["one now", "clock", *[p[0] for p in peers]]
     print()
     print("tokens/s; 'clock': now advancing 20 ms a token; ratio: clock / fastest peer; floor: a")
-    print("feed that only keeps the delta and its time (what the calls alone cost)")
-    print(f"{'shape':<9}" + "".join(f"{c:>18}" for c in [*cols, "floor"])
+    print("feed that only keeps the delta and its time (what the calls alone cost); check floor:")
+    print("that plus the per-delta count, threshold and terminator search, never cutting")
+    floors = ["floor", "check floor"]
+    print(f"{'shape':<9}" + "".join(f"{c:>18}" for c in [*cols, *floors])
           + f"{'ratio':>8}  target")
     failed = 0
     for shape, rates in table.items():
@@ -354,7 +391,7 @@ def main(argv: list[str]) -> int:
         ratio = rates["clock"] / fastest if fastest else float("inf")
         met = rates["clock"] >= TARGET_RATE and ratio >= TARGET_RATIO
         failed += not met
-        print(f"{shape:<9}" + "".join(f"{rates[c]:>18,.0f}" for c in [*cols, "floor"])
+        print(f"{shape:<9}" + "".join(f"{rates[c]:>18,.0f}" for c in [*cols, *floors])
               + f"{ratio:>7.1f}x  {'met' if met else 'NOT met'}")
     print(f"target: with a clock, >= {TARGET_RATE:,} tokens/s and >= {TARGET_RATIO:.0f}x the "
           f"fastest peer on every shape: {'met' if not failed else f'NOT met on {failed}'}")

@@ -96,6 +96,8 @@ class DeltaBuffer:
                     e -= 1
         if e == i:
             return -1
+        if e == i + 1:  # (the usual case under a steady clock)
+            return self.first_delta_start + len(self.deltas[i])
         return self.first_delta_start + sum(map(len, self.deltas[i:e]))
 
     def delta_at(self, offset: int) -> int:

@@ -23,8 +23,9 @@ inside a fence). A delta that ends with one of them is only noted; the next one,
 inside, a full buffer or a passed deadline makes it look at the text, and then only at the new
 part (a cut looks back over the buffer once). While fewer than ``min_chars`` are held (after the
 first chunk, outside code) no sentence end can release anything, so such deltas are only noted
-too. A terminator glued to a letter or digit (``3.14``, ``example.com``, ``e.g``) costs one
-character test; the sentence rules run only where a sentence may end.
+too. The scanner's search (in C) passes over a terminator glued to a letter or digit (``3.14``,
+``example.com``, ``e.g``); the sentence rules run only where a sentence may end, and what they
+found about a word before a dot is remembered.
 
 The machines behind it: ``DeltaBuffer`` (deltas, arrival times, text), ``BoundaryScanner`` (code,
 line starts, paragraph and sentence ends, using the rules in ``sentences``), ``CutPolicy`` (cuts).
@@ -256,7 +257,8 @@ class TextChunker:
         policy = self._policy
         buf.join()
         out: list[str] = []
-        if buf.end > buf.start:
+        b = buf.start
+        if buf.end > b:
             n_cands = len(sc.candidates)
             while True:
                 # analyse a window ahead of the buffer start, so a huge delta costs linear time
@@ -274,7 +276,9 @@ class TextChunker:
                 if stop == buf.end:
                     break
                 n_cands = -1
-            if not self._update_deadline():
+            if buf.start == b and sc.fence is None and self._deadline_for == b:
+                self._held = buf.end - b  # nothing released, no fence: the deadline stands
+            elif not self._update_deadline():
                 return out  # all released
             if now >= self._deadline:
                 policy.time_cut(now, self._max_delay, out)
@@ -307,7 +311,7 @@ class TextChunker:
             self._deadline = _NEVER  # an open code fence that fits: nothing can go yet
             self._deadline_for = -1
         elif b != self._deadline_for:
-            self._deadline = buf.arrival_at(b) + self._max_delay
+            self._deadline = buf.arrivals[buf.delta_at(b)] + self._max_delay
             self._deadline_for = b
         return True
 

@@ -120,10 +120,8 @@ class CutPolicy:
         s0 = buf.text_start
         z = avail - s0
         most = last_word_boundary(s, max(k - _BACKTRACK - s0, 0), z) + s0
-        ends = -1
-        for _reach, cut, _kind in self.scanner.candidates:
-            if cut >= k:
-                ends = cut
+        cands = self.scanner.candidates  # (their cuts rise: the last one is the latest)
+        ends = cands[-1][1] if cands and cands[-1][1] >= k else -1
         if ends > most:
             most = ends
         if most < k:

@@ -2,6 +2,7 @@
 which graphemes must stay whole, and whether a terminator run really ends a sentence.
 
 Nothing here holds state: every function reads the text it is given and the offsets it is told.
+(``dot_ends`` remembers what it worked out about a word, a cache of a pure function's results.)
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ __all__ = [
     "CJK_TERMINATOR_SET",
     "CLOSER_SET",
     "MAY_FOLLOW_END",
+    "OPENERS",
     "TABLE_ROW",
     "TERMINATORS",
     "TERMINATOR_SET",
     "VISIBLE_WORD_BOUNDARY",
     "WHITESPACE_RUN",
     "WHITESPACE_SET",
+    "dot_ends",
     "ends_sentence",
     "glued",
     "last_clause_boundary",
@@ -46,7 +49,7 @@ CLOSER_SET = frozenset(_CLOSERS)
 # "example.com", "e.g") only a CJK terminator does (``ends_sentence`` says no to the others).
 MAY_FOLLOW_END = frozenset(WHITESPACE + _CLOSERS + TERMINATORS + "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 CJK_TERMINATOR_SET = frozenset(_CJK_TERMINATORS)
-_OPENERS = "\"'“‘«‹([{「『（【〔〈《*_"
+OPENERS = "\"'“‘«‹([{「『（【〔〈《*_"
 # After a quoted sentence in Japanese these continue the outer sentence: 「…。」と言った.
 _QUOTE_CONTINUERS = "とっ"
 # What may follow a glued "one.Two" for it to be a sentence end.
@@ -57,12 +60,16 @@ _CJK_PUNCT = "。！？｡，、；：…ー・」』）】〕〉》〗〙〛”
 _CLAUSE_AT = re.compile(
     rf"(?:[,;:]|…|\.\.+|—|–)[\"'”’)\]]*[{_WS_CLASS}]+|[，、；：…—]+[」』）”’]*"
 )
-_CLAUSE_MARKS = (",", ";", ":", "..")
-_CLAUSE_MARKS_ALL = (*_CLAUSE_MARKS, "…", "—", "–", "，", "、", "；", "：")
+# The last place a clause boundary starts, in text that is not all ASCII: a greedy ".*"
+# backtracks from the end, in C, trying only where a clause mark is.
+_LAST_CLAUSE = re.compile(f"(?s).*(?=[,;:.…—–，、；：])(?:{_CLAUSE_AT.pattern})")
 # Any character a clause mark starts with: no match, no clause boundary (a match may be none).
 _ANY_CLAUSE_MARK = re.compile(r"[,;:.…—–，、；：]")
+# The same in ASCII: one of , ; : or two dots (a class first: a search runs at its speed).
+_ASCII_CLAUSE_MARK = re.compile(r"[,;:.](?:(?<=[,;:])|(?=\.))")
 # The last space, or the last CJK character followed by another: a greedy ".*" backtracks.
 _LAST_SPACE = re.compile(rf"(?s).*[{_WS_CLASS}]")
+_SPACE = re.compile(f"[{_WS_CLASS}]")
 _LAST_CJK = re.compile(rf"(?s).*[{_CJK_CHARS}](?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])")
 # A word boundary with a visible character after it (where a first chunk may end early).
 VISIBLE_WORD_BOUNDARY = re.compile(
@@ -100,8 +107,11 @@ _ENDS_BEFORE_CAPITAL = frozenset(
 
 def last_word_boundary(s: str, a: int, z: int) -> int:
     """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
-    m = _LAST_SPACE.match(s, a, z)
-    e = -1 if m is None else m.end()
+    if s.isascii():  # (a flag of the string: no scan)
+        m = _LAST_SPACE.match(s, a, z)
+        return -1 if m is None else m.end()
+    m = _SPACE.search(s, a, z)  # (in CJK there may be none: then ".*" need not backtrack)
+    e = -1 if m is None else _LAST_SPACE.match(s, m.start(), z).end()  # type: ignore[union-attr]
     if not s[max(a, e) : z + 1].isascii():
         m = _LAST_CJK.match(s, max(a, e), min(z + 1, len(s)))  # may look one past z
         if m is not None and m.end() > e:
@@ -111,17 +121,21 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
 
 def last_clause_boundary(s: str, a: int, z: int) -> int:
     """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
+    if s.isascii():  # (a flag of the string: no scan) four marks, the last of them first
+        if _ASCII_CLAUSE_MARK.search(s, a, z) is None:
+            return -1  # the usual case, in one look
+        while True:
+            x = max(s.rfind(",", a, z), s.rfind(";", a, z), s.rfind(":", a, z), s.rfind("..", a, z))
+            if x < 0:
+                return -1
+            m = _CLAUSE_AT.match(s, x, z)
+            if m is not None:
+                return m.end()
+            z = x
     if _ANY_CLAUSE_MARK.search(s, a, z) is None:
-        return -1  # the usual case, in one look
-    marks = _CLAUSE_MARKS if s[a:z].isascii() else _CLAUSE_MARKS_ALL
-    while True:
-        x = max([s.rfind(c, a, z) for c in marks])
-        if x < 0:
-            return -1
-        m = _CLAUSE_AT.match(s, x, z)
-        if m is not None:
-            return m.end()
-        z = x
+        return -1
+    m = _LAST_CLAUSE.match(s, a, z)
+    return -1 if m is None else m.end()
 
 
 def glued(s: str, x: int) -> bool:
@@ -157,7 +171,7 @@ def ends_sentence(
         and s[run] == "."
         and s[closers_end] != "\n"
     ):
-        return _dot_ends(s, run, s[space_end], False, line_start)  # "word. Next": the usual case
+        return dot_ends(s, run, s[space_end], False, line_start)  # "word. Next": the usual case
     terms = s[run:run_end]
     cjk = not CJK_TERMINATOR_SET.isdisjoint(terms)
     if space_end == closers_end:  # no whitespace after it
@@ -171,7 +185,7 @@ def ends_sentence(
         return True
     following = s[space_end]
     if terms == ".":
-        return _dot_ends(s, run, following, newline, line_start)
+        return dot_ends(s, run, following, newline, line_start)
     if newline:
         return True
     return not following.islower()
@@ -187,7 +201,7 @@ def _glued_word_ends(s: str, run: int, run_end: int, closers_end: int, end: int)
     word = s[t:run]
     if len(word) < 2 or not (word.isascii() and word.islower()):
         return False
-    if t > 0 and s[t - 1] not in WHITESPACE_SET and s[t - 1] not in _OPENERS:
+    if t > 0 and s[t - 1] not in WHITESPACE_SET and s[t - 1] not in OPENERS:
         return False
     m = _CAP_WORD.match(s, closers_end, end)
     if m is None:
@@ -205,37 +219,79 @@ def _glued_word_ends(s: str, run: int, run_end: int, closers_end: int, end: int)
     return False
 
 
-def _dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -> bool:
+def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -> bool:
     """Does a single dot at ``dot`` end a sentence? (Abbreviations, initials, list markers.)"""
     lim = max(dot - _WORD_LOOKBACK, 0)
-    t = max(s.rfind(" ", lim, dot), s.rfind("\n", lim, dot)) + 1
-    if t == 0:
-        t = lim
-    tok = s[t:dot]
-    if not WHITESPACE_SET.isdisjoint(tok):  # another kind of space: look closer
-        t = dot
+    t = s.rfind(" ", lim, dot) + 1 or lim  # the word before it starts after a space or a line break
+    x = s.rfind("\n", t, dot)
+    if x >= 0:
+        t = x + 1
+    kind = _WORD_KINDS.get(s[t:dot])
+    if kind is None:
+        kind = _word_kind(s[t:dot])
+    if kind >= _SPACED:
+        if kind == _NO_WORD:
+            return True
+        t = dot  # another kind of space in it: look closer
         while t > lim and s[t - 1] not in WHITESPACE_SET:
             t -= 1
-        tok = s[t:dot]
-    word_start = t
-    if tok and tok[0] in _OPENERS:
-        tok = tok.lstrip(_OPENERS)
-    if not tok:
-        return True
+        kind = _WORD_KINDS.get(s[t:dot])
+        if kind is None:
+            kind = _word_kind(s[t:dot])
+        if kind == _NO_WORD:
+            return True
     if (
-        (tok[0] in _LIST_FIRST or len(tok) == 1)
-        and _LIST_TOKEN.fullmatch(tok)
-        and 0 <= line_start <= word_start
-        and BLANK.fullmatch(s, line_start, word_start) is not None
+        kind & _LISTY
+        and 0 <= line_start <= t
+        and BLANK.fullmatch(s, line_start, t) is not None
     ):
         return False  # "1. ", "a. ", "iv. " at the start of a line
     if newline:
         return True
-    if len(tok) == 1:
-        return not tok.isalpha() and not following.islower()  # "J." is an initial
-    low = tok.lower()
-    if low in _NEVER_ENDS:
-        return False
-    if low in _ENDS_BEFORE_CAPITAL or ("." in tok and _DOTTED.fullmatch(tok)):
+    kind &= _RULE
+    if kind == _NOT_LOWER:
+        return not following.islower()
+    if kind == _UPPER:
         return following.isupper()
-    return not following.islower()
+    return False
+
+
+# What the word before a dot says, once known (``_word_kind``): which rule the character after
+# the space applies, whether it may be a list marker; or that it holds a space other than " " and
+# "\n" (look closer), or nothing but opening quotes and brackets (no word: a sentence end).
+_NEVER, _UPPER, _NOT_LOWER = 0, 1, 2
+_RULE = 3
+_LISTY = 4
+_SPACED = 8
+_NO_WORD = 16
+_WORD_KINDS: dict[str, int] = {}
+_WORD_KINDS_MAX = 4096  # a cache of the words seen: cleared when it grows past this
+
+
+def _word_kind(word: str) -> int:
+    """What a dot after ``word`` depends on (as ``dot_ends`` applies it), remembered."""
+    if not WHITESPACE_SET.isdisjoint(word):
+        kind = _SPACED
+    else:
+        tok = word.lstrip(OPENERS)
+        kind = _NO_WORD if not tok else _rule(tok)
+    if len(_WORD_KINDS) >= _WORD_KINDS_MAX:
+        _WORD_KINDS.clear()
+    _WORD_KINDS[word] = kind
+    return kind
+
+
+def _rule(tok: str) -> int:
+    """The rule for a dot after the word ``tok``, opening quotes and brackets stripped."""
+    listy = (tok[0] in _LIST_FIRST or len(tok) == 1) and _LIST_TOKEN.fullmatch(tok) is not None
+    if len(tok) == 1:
+        rule = _NEVER if tok.isalpha() else _NOT_LOWER  # "J." is an initial
+    else:
+        low = tok.lower()
+        if low in _NEVER_ENDS:
+            rule = _NEVER
+        elif low in _ENDS_BEFORE_CAPITAL or ("." in tok and _DOTTED.fullmatch(tok)):
+            rule = _UPPER
+        else:
+            rule = _NOT_LOWER
+    return rule | (_LISTY if listy else 0)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 import agent_stream
-from agent_stream.chunker import TextChunker
+from agent_stream.chunking import TextChunker
 from agent_stream.errors import ChunkerConfigError, StreamError
 
 CUT = "‖"  # marks where a chunk must end in the table below

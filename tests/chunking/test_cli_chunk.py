@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_stream.chunker import TextChunker
+from agent_stream.chunking import TextChunker
 from agent_stream.cli import main
 
 DELTAS = ["Hello", " world", ".", " This", " is", " a", " test", " of", " the", " chunk",

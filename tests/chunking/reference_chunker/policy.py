@@ -1,0 +1,310 @@
+"""The cut policy: where, given the boundaries found so far, a chunk ends.
+
+A chunk is released at the first paragraph or sentence end that makes it at least ``min_chars``
+long (the first chunk of a message earlier, see ``first_chars``). Weaker boundaries (line ends,
+clause punctuation, word boundaries, inside a word) are used only when ``max_chars`` or
+``max_delay`` forces a cut. Code regions that fit ``max_chars`` are never cut inside.
+"""
+
+from __future__ import annotations
+
+from .buffer import DeltaBuffer
+from .scanner import (
+    AFTER_NEWLINE,
+    AFTER_TERMINATOR,
+    CLAUSE,
+    INSIDE_WORD,
+    LINE,
+    WORD,
+    BoundaryScanner,
+)
+from .sentences import (
+    VISIBLE_WORD_BOUNDARY,
+    glued,
+    last_clause_boundary,
+    last_word_boundary,
+)
+
+__all__ = ["CutPolicy"]
+
+# Clause and word boundaries are looked for from this far before the lowest allowed cut, so that
+# one straddling it is found whole.
+_BACKTRACK = 16
+
+
+class CutPolicy:
+    """Decides the cuts of one message and makes them: chunks are appended to an output list."""
+
+    __slots__ = ("buffer", "early_first", "first_chars", "max_chars", "min_chars", "scanner")
+
+    def __init__(
+        self,
+        buffer: DeltaBuffer,
+        scanner: BoundaryScanner,
+        min_chars: int,
+        max_chars: int,
+        first_chars: int | None,
+    ) -> None:
+        self.buffer = buffer
+        self.scanner = scanner
+        self.min_chars = min_chars
+        self.max_chars = max_chars
+        self.first_chars = first_chars
+        # no chunk released yet, and the first one may go early (``first_chars`` is set)
+        self.early_first = first_chars is not None
+
+    def release(self, out: list[str]) -> None:
+        """Cut at sentence/paragraph ends (and early for a first chunk), then down to max_chars."""
+        buf = self.buffer
+        mx = self.max_chars
+        first_chars = self.first_chars
+        while True:
+            b = buf.start
+            early = self.early_first
+            need = 1 if early else self.min_chars
+            c = -1
+            for _reach, cut, _kind in self.scanner.candidates:
+                if cut - b >= need:
+                    if cut - b <= mx:
+                        c = cut
+                    break
+            if early and first_chars is not None and buf.end - b >= first_chars:
+                w = self._first_boundary(b + first_chars)
+                if w >= 0 and (c < 0 or w < c):
+                    c = w
+            if c < 0 and buf.end - b > mx:
+                looked = self.scanner.window_end
+                if looked <= b + mx and looked < buf.end:
+                    return  # look further first
+                c = self._forced_cut()
+            if c < 0:
+                return
+            self.cut(c, out)
+
+    def time_cut(self, now: float, max_delay: float, out: list[str]) -> None:
+        """Release what has waited max_delay: at the best boundary after the last overdue char."""
+        buf = self.buffer
+        sc = self.scanner
+        b = buf.start
+        k = buf.overdue_end(now, max_delay)
+        if k < 0:
+            return
+        avail = buf.end
+        c: int | None
+        if sc.waiting and sc.waiting_for in (AFTER_TERMINATOR, AFTER_NEWLINE):
+            c = avail  # stalled right after a terminator or a line break: all of it
+        elif not sc.regions:
+            c = self._plain_time_cut(k)
+        else:
+            # the latest paragraph, sentence or line end, unless it releases a sliver while a
+            # word boundary further on would release much more
+            most = self._latest_boundary(k, avail)
+            lo = k if most < 0 else max(k, b + min(self.min_chars, most - b) // 2)
+            c = self._pick(lo, avail, True, True, most)
+        if c is None:
+            st = sc.fence_region.start if sc.fence is not None else None
+            if st is not None and st >= b and not sc.fence_may_close():
+                c = st if st > b else None  # release what precedes an open code fence
+            else:
+                c = avail  # nothing better: all of it
+        if c is not None and c > b:
+            self.cut(c, out)
+
+    def _plain_time_cut(self, k: int) -> int | None:
+        """``time_cut`` with no code in the way (the common case, written out): the latest
+        sentence, paragraph or line end after ``k``, else clause, else word boundary."""
+        buf = self.buffer
+        b = buf.start
+        avail = buf.end
+        s = buf.text
+        s0 = buf.text_start
+        z = avail - s0
+        most = last_word_boundary(s, max(k - _BACKTRACK - s0, 0), z) + s0
+        ends = -1
+        for _reach, cut, _kind in self.scanner.candidates:
+            if cut >= k:
+                ends = cut
+        if ends > most:
+            most = ends
+        if most < k:
+            return self._pick(k, avail, True, True)
+        lo = max(k, b + min(self.min_chars, most - b) // 2)
+        x = s.rfind("\n", lo - 1 - s0, z)
+        c = max(ends, s0 + x + 1 if x >= 0 else -1)
+        if c < lo:
+            x = last_clause_boundary(s, max(lo - _BACKTRACK - s0, 0), z)
+            c = s0 + x if x >= 0 and s0 + x >= lo else most
+        return c
+
+    def cut(self, c: int, out: list[str]) -> None:
+        """Release the text up to ``c``."""
+        buf = self.buffer
+        sc = self.scanner
+        if c > sc.scanned_to:
+            sc.scan(c, True)  # what is skipped is read as if it ended here
+        s0 = buf.text_start
+        out.append(buf.text[buf.start - s0 : c - s0])
+        buf.start = c
+        self.early_first = False
+        sc.forget_before(c)
+
+    def _first_boundary(self, start: int) -> int:
+        """The first word boundary at or after ``start``, with a visible character after it."""
+        buf = self.buffer
+        s = buf.text
+        s0 = buf.text_start
+        hi = min(buf.end, buf.start + self.max_chars)
+        pos = max(start - 1, buf.start) - s0
+        end = buf.end - s0
+        while True:
+            m = VISIBLE_WORD_BOUNDARY.search(s, pos, end)
+            if m is None:
+                return -1
+            c = s0 + m.end()
+            if c > hi:
+                return -1
+            if c >= start and self._blocking_code(c, WORD) < 0:
+                return c
+            pos = m.end() + (1 if m.end() == m.start() else 0)
+
+    def _forced_cut(self) -> int:
+        """A cut for a buffer over ``max_chars``: the best boundary in it, else inside a word."""
+        b = self.buffer.start
+        hi = b + self.max_chars
+        c = self._pick(b + self.min_chars, hi, False, False)
+        if c is None:
+            c = self._pick(b + 1, hi, True, False)
+        return hi if c is None else c
+
+    def _blocking_code(self, c: int, kind: int) -> int:
+        """-1 if a cut at ``c`` (of ``kind``) is allowed, else the start of the code it splits."""
+        buf = self.buffer
+        sc = self.scanner
+        for reg in sc.regions:
+            st = reg.start
+            if c <= st:
+                continue
+            if reg.end is None:
+                if reg.fenced and c == buf.end and sc.fence_may_close():
+                    continue
+                e = buf.end
+            elif c >= reg.end:
+                continue
+            else:
+                e = reg.end
+            if e - st <= self.max_chars and st >= buf.start:
+                return st  # fits (and is still whole): never cut inside
+            if reg.fenced:
+                if kind in (WORD, INSIDE_WORD):
+                    # too long: cut at line ends; inside a line only when the chunk would
+                    # otherwise hold nothing but (part of) that one line
+                    s0 = buf.text_start
+                    if buf.text.rfind("\n", max(buf.start - s0, 0), c - s0) >= 0:
+                        return st
+                elif kind != LINE:
+                    return st
+        return -1
+
+    def _last_match(self, kind: int, lo: int, hi: int) -> int:
+        """The latest allowed clause (or word) boundary in [lo, hi], or -1."""
+        buf = self.buffer
+        s = buf.text
+        s0 = buf.text_start
+        z = hi - s0
+        a = max(lo - _BACKTRACK - s0, 0)
+        find = last_clause_boundary if kind == CLAUSE else last_word_boundary
+        regions = self.scanner.regions
+        while True:
+            e = find(s, a, z)
+            if e < 0 or s0 + e < lo:
+                return -1
+            if not regions or self._blocking_code(s0 + e, kind) < 0:
+                return s0 + e
+            z = e - 1  # inside code: try the one before
+
+    def _word_cut(self, lo: int, hi: int) -> int:
+        """The latest word boundary (or start of a code span or fence) in [lo, hi], or -1."""
+        found = self._last_match(WORD, lo, hi)
+        for reg in self.scanner.regions:
+            st = reg.start
+            if found < st <= hi and st >= lo and self._blocking_code(st, WORD) < 0:
+                found = st
+        return found
+
+    def _latest_boundary(self, lo: int, hi: int) -> int:
+        """The latest allowed boundary of any kind but inside a word in [lo, hi], or -1."""
+        best = self._word_cut(lo, hi)
+        regions = self.scanner.regions
+        for reach, cut, kind in self.scanner.candidates:
+            if reach > hi:
+                break
+            c = cut if cut < hi else hi
+            if c > best and c >= lo and (not regions or self._blocking_code(c, kind) < 0):
+                best = c
+        return best
+
+    def _pick(
+        self, lo: int, hi: int, inside_word: bool, latest: bool, word: int | None = None
+    ) -> int | None:
+        """The best cut in [lo, hi]: the best kind present, the latest position within it.
+
+        Without ``inside_word``, None rather than a cut inside a word. With ``latest``,
+        paragraph, sentence and line ends rank alike (under time pressure release as much as
+        possible). ``word``: the latest word boundary in [lo, hi] (or -1) if already known.
+        """
+        if hi < lo:
+            return None
+        blocking = self._blocking_code
+        regions = self.scanner.regions
+        best = -1
+        best_kind = INSIDE_WORD + 1
+        for reach, cut, kind in self.scanner.candidates:
+            if reach > hi:
+                break
+            c = cut if cut < hi else hi
+            rank = LINE if latest else kind
+            if (
+                c >= lo
+                and (rank < best_kind or (rank == best_kind and c > best))
+                and (not regions or blocking(c, kind) < 0)
+            ):
+                best, best_kind = c, rank
+        if best >= 0 and not latest:
+            return best
+        buf = self.buffer
+        s = buf.text
+        s0 = buf.text_start
+        a = max(lo - 1 - s0, 0)
+        x = s.rfind("\n", a, hi - s0)
+        while x >= 0:
+            c = s0 + x + 1
+            if c < lo or c <= best:
+                break
+            if not regions or blocking(c, LINE) < 0:
+                return c
+            x = s.rfind("\n", a, x)
+        if best >= 0:
+            return best
+        c = self._last_match(CLAUSE, lo, hi)
+        if c < 0:
+            c = self._word_cut(lo, hi) if word is None else word
+        if c >= 0:
+            return c
+        if not inside_word:
+            return None
+        return self._inside_word(lo, hi)
+
+    def _inside_word(self, lo: int, hi: int) -> int | None:
+        """A cut inside a word, as late as possible in [lo, hi], never splitting a grapheme."""
+        buf = self.buffer
+        s = buf.text
+        s0 = buf.text_start
+        c = hi
+        while c > lo and glued(s, c - s0):
+            c -= 1
+        if c == lo and glued(s, c - s0):
+            c = hi
+        st = self._blocking_code(c, INSIDE_WORD)
+        if st < 0:
+            return c
+        return st if st >= lo else None

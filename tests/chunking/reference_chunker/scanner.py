@@ -1,0 +1,287 @@
+"""The boundary scanner: reads the buffered text once, left to right, and notes code spans, fenced
+code blocks, line starts and the places a chunk may end (paragraph and sentence ends).
+
+It stops early, ``waiting``, where the next characters decide (a terminator at the end of the
+text, a line break, a run of backticks), unless told the text ends there (``final``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .buffer import DeltaBuffer
+from .sentences import (
+    BLANK,
+    CJK_TERMINATOR_SET,
+    CLOSER_SET,
+    MAY_FOLLOW_END,
+    TABLE_ROW,
+    TERMINATOR_SET,
+    TERMINATORS,
+    WHITESPACE_RUN,
+    WHITESPACE_SET,
+    ends_sentence,
+)
+
+__all__ = [
+    "CLAUSE",
+    "INSIDE_WORD",
+    "LINE",
+    "PARAGRAPH",
+    "SENTENCE",
+    "WORD",
+    "BoundaryScanner",
+    "CodeRegion",
+]
+
+# Boundary kinds, best first.
+PARAGRAPH, SENTENCE, LINE, CLAUSE, WORD, INSIDE_WORD = range(6)
+# What a waiting scanner waits for (the first two: whitespace alone decides nothing).
+AFTER_TERMINATOR, AFTER_NEWLINE, AFTER_BACKTICKS, NEXT_WORD = range(4)
+# A line this much longer than a fence is not taken for a closing fence still arriving.
+_FENCE_LINE_MAX = 256
+# A fence is at least this many backticks or tildes.
+_FENCE_MIN = 3
+
+# The characters that make a delta worth a look: in text, inside a code span, inside a fence.
+_EVENT = re.compile("[" + re.escape(TERMINATORS) + "\n`~]")
+_IN_CODE = re.compile("[`\n]")
+_IN_FENCE = {"`": re.compile("`").search, "~": re.compile("~").search}
+
+
+class CodeRegion:
+    """A code span or fenced block: text from ``start`` to ``end`` (``None`` while open)."""
+
+    __slots__ = ("end", "fenced", "start")
+
+    def __init__(self, start: int, fenced: bool) -> None:
+        self.start = start
+        self.end: int | None = None
+        self.fenced = fenced
+
+
+class BoundaryScanner:
+    """Finds code regions and paragraph/sentence boundaries in a ``DeltaBuffer``'s text.
+
+    Offsets are absolute (counted from the start of the message). ``candidates`` holds
+    ``(reach, cut, kind)``: a chunk may end at ``cut``; ``reach`` is where the sentence with its
+    closing quotes ends (a cut before ``reach`` would split it).
+    """
+
+    __slots__ = (
+        "buffer",
+        "candidates",
+        "code_region",
+        "code_ticks",
+        "fence",
+        "fence_closed_at",
+        "fence_region",
+        "line_start",
+        "not_code_at",
+        "regions",
+        "scanned_to",
+        "waiting",
+        "waiting_for",
+        "window_end",
+    )
+
+    def __init__(self, buffer: DeltaBuffer) -> None:
+        self.buffer = buffer
+        self.scanned_to = 0  # text before this is analysed
+        self.window_end = 0  # how far the last look went (possibly stopping short, waiting)
+        self.waiting = False
+        self.waiting_for = AFTER_TERMINATOR
+        self.line_start = 0  # where the current line starts
+        self.fence: tuple[str, int] | None = None  # an open fence: its character and length
+        self.fence_region = CodeRegion(0, True)  # the latest fenced block
+        self.code_ticks: int | None = None  # an open code span: its number of backticks
+        self.code_region = CodeRegion(0, False)  # the latest code span
+        self.not_code_at = -1  # backticks here were found to open no code span
+        self.fence_closed_at = -1  # the line break that ends a closing fence line
+        self.regions: list[CodeRegion] = []
+        self.candidates: list[tuple[int, int, int]] = []
+
+    def trigger(self) -> Callable[[str], re.Match[str] | None]:
+        """The search for the characters that make a delta worth a look, in this state."""
+        if self.fence is not None:
+            return _IN_FENCE[self.fence[0]]
+        if self.code_ticks is not None:
+            return _IN_CODE.search
+        return _EVENT.search
+
+    def fence_may_close(self) -> bool:
+        """True when the open fence's last (unfinished) line looks like its closing fence."""
+        fence = self.fence
+        buf = self.buffer
+        ls = self.line_start - buf.text_start
+        if fence is None or ls < 0 or buf.end - self.line_start > _FENCE_LINE_MAX:
+            return False
+        tail = buf.text[ls:].strip(" \t\r")
+        return len(tail) >= fence[1] and tail == fence[0] * len(tail)
+
+    def add(self, reach: int, cut: int, kind: int) -> None:
+        """Note a boundary (one per cut position: the best kind wins)."""
+        if cut <= self.buffer.start:
+            return
+        cands = self.candidates
+        if cands and cands[-1][1] >= cut:
+            last = cands[-1]
+            if last[1] == cut and kind < last[2]:
+                cands[-1] = (last[0], cut, kind)
+            return
+        cands.append((reach, cut, kind))
+
+    def forget_before(self, cut: int) -> None:
+        """Drop what a cut at ``cut`` released: boundaries up to it, code regions ending by it."""
+        cands = self.candidates
+        if cands and cands[0][1] <= cut:
+            i = 1
+            while i < len(cands) and cands[i][1] <= cut:
+                i += 1
+            del cands[:i]
+        if self.regions:
+            self.regions = [r for r in self.regions if r.end is None or r.end > cut]
+
+    def scan(self, stop: int, final: bool) -> None:
+        """Analyse the text from ``scanned_to`` to ``stop`` (``final``: as if it ended there)."""
+        buf = self.buffer
+        s = buf.text
+        s0 = buf.text_start
+        n = stop - s0
+        i = max(self.scanned_to - s0, 0)
+        self.waiting = False
+        while i < n and not self.waiting:
+            if self.fence is not None:
+                i = self._in_fence(s, s0, i, n, final)
+                continue
+            m = (_EVENT if self.code_ticks is None else _IN_CODE).search(s, i, n)
+            if m is None:
+                i = n
+                break
+            i = m.start()
+            c = s[i]
+            if c == "\n":
+                i = self._newline(s, s0, i, n, final)
+            elif c == "`" or c == "~":
+                i = self._ticks(s, s0, i, n, final)
+            elif i + 1 == n or s[i + 1] in MAY_FOLLOW_END or c in CJK_TERMINATOR_SET:
+                i = self._terminator(s, s0, i, n, final)  # (never found inside a code span)
+            else:
+                i += 1  # glued to what follows: no sentence end
+        self.scanned_to = s0 + i
+
+    def _wait(self, what: int, at: int) -> int:
+        """Stop at ``at`` until more text comes: ``what`` decides there."""
+        self.waiting = True
+        self.waiting_for = what
+        return at
+
+    def _in_fence(self, s: str, s0: int, i: int, n: int, final: bool) -> int:
+        """Inside a fence only a closing fence line matters: find the fence character."""
+        assert self.fence is not None
+        fch, flen = self.fence
+        x = s.find(fch, i, n)
+        last = s.rfind("\n", i, n if x < 0 else x)
+        if last >= 0:
+            self.line_start = s0 + last + 1
+        if x < 0:
+            return n
+        r = x + 1
+        while r < n and s[r] == fch:
+            r += 1
+        ls = self.line_start - s0
+        if ls < 0 or BLANK.fullmatch(s, ls, x) is None or (r - x < flen and r < n):
+            return r
+        if r == n and not final:
+            return self._wait(AFTER_BACKTICKS, x)
+        if r - x < flen:
+            return r
+        nl = s.find("\n", r, n)
+        if s[r : n if nl < 0 else nl].strip(" \t\r"):
+            return r  # text after the fence characters: not a closing fence
+        if nl < 0 and not final:
+            return self._wait(AFTER_BACKTICKS, x)
+        self.fence = None
+        self.fence_region.end = s0 + (n if nl < 0 else nl + 1)
+        if nl < 0:
+            return n
+        self.fence_closed_at = s0 + nl
+        return nl  # the line break after the closing fence is handled like any other
+
+    def _newline(self, s: str, s0: int, i: int, n: int, final: bool) -> int:
+        """A line break: a code span still open was none; a blank line ends a paragraph."""
+        if self.code_ticks is not None:
+            # a code span still open at a line break was never one: rescan its text
+            reg = self.code_region
+            self.regions.remove(reg)
+            self.code_ticks = None
+            self.not_code_at = reg.start
+            return max(reg.start, self.buffer.start, s0) - s0
+        w = WHITESPACE_RUN.match(s, i, n).end()  # type: ignore[union-attr]
+        if w == n and not final:
+            return self._wait(AFTER_NEWLINE, i)
+        last = s.rfind("\n", i, w)
+        if w < n:
+            j = i
+            lim = max(self.buffer.start - s0, 0)
+            while j > lim and s[j - 1] in WHITESPACE_SET:
+                j -= 1
+            if s.count("\n", j, w) >= 2 or self.fence_closed_at == s0 + i:
+                self.add(s0 + i, s0 + last + 1, PARAGRAPH)
+        self.line_start = s0 + last + 1
+        return w
+
+    def _ticks(self, s: str, s0: int, i: int, n: int, final: bool) -> int:
+        """A run of backticks or tildes: opens a fence or opens/closes a code span."""
+        c = s[i]
+        r = i + 1
+        while r < n and s[r] == c:
+            r += 1
+        if r == n and not final:
+            return self._wait(AFTER_BACKTICKS, i)
+        ls = self.line_start - s0
+        if (
+            r - i >= _FENCE_MIN
+            and self.code_ticks is None
+            and ls >= 0
+            and BLANK.fullmatch(s, ls, i) is not None
+        ):
+            self.fence_region = CodeRegion(self.line_start, True)
+            self.regions.append(self.fence_region)
+            self.fence = (c, r - i)
+        elif c == "`" and s0 + i != self.not_code_at:
+            if self.code_ticks is None:
+                self.code_region = CodeRegion(s0 + i, False)
+                self.regions.append(self.code_region)
+                self.code_ticks = r - i
+            elif self.code_ticks == r - i:
+                self.code_region.end = s0 + r
+                self.code_ticks = None
+        return r
+
+    def _terminator(self, s: str, s0: int, i: int, n: int, final: bool) -> int:
+        """A terminator outside code: note a sentence end if the text around it makes one."""
+        ls = self.line_start - s0
+        if ls >= 0 and s[ls] in " \t|" and TABLE_ROW.match(s, ls) is not None:
+            return i + 1  # never inside a table row
+        j = i + 1
+        while j < n and s[j] in TERMINATOR_SET:
+            j += 1
+        k = j
+        while k < n and s[k] in CLOSER_SET:
+            k += 1
+        w = k
+        if k < n and s[k] in WHITESPACE_SET:
+            w = WHITESPACE_RUN.match(s, k, n).end()  # type: ignore[union-attr]
+        if w == n:
+            return j if final else self._wait(AFTER_TERMINATOR, i)
+        end = ends_sentence(s, i, j, k, w, n, ls)
+        if end is None:
+            if not final:
+                return self._wait(NEXT_WORD, i)
+            end = False
+        if end:
+            last = s.rfind("\n", k, w)
+            self.add(s0 + k, s0 + (last + 1 if last >= 0 else w), SENTENCE)
+        return j

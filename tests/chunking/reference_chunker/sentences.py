@@ -1,0 +1,241 @@
+"""Language rules as pure functions: which characters end sentences and clauses, where words end,
+which graphemes must stay whole, and whether a terminator run really ends a sentence.
+
+Nothing here holds state: every function reads the text it is given and the offsets it is told.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = [
+    "BLANK",
+    "CJK_TERMINATOR_SET",
+    "CLOSER_SET",
+    "MAY_FOLLOW_END",
+    "TABLE_ROW",
+    "TERMINATORS",
+    "TERMINATOR_SET",
+    "VISIBLE_WORD_BOUNDARY",
+    "WHITESPACE_RUN",
+    "WHITESPACE_SET",
+    "ends_sentence",
+    "glued",
+    "last_clause_boundary",
+    "last_word_boundary",
+]
+
+# Whitespace that separates words (not NBSP, figure space or narrow NBSP: those glue).
+WHITESPACE = (
+    " \t\n\r\f\v\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2008\u2009\u200a"
+    "\u2028\u2029\u205f\u3000"
+)
+WHITESPACE_SET = frozenset(WHITESPACE)
+_WS_CLASS = "".join(re.escape(c) for c in WHITESPACE)
+WHITESPACE_RUN = re.compile(f"[{_WS_CLASS}]+")
+
+_CJK_TERMINATORS = "。！？｡"
+_OTHER_TERMINATORS = ".!?…‼⁇⁈⁉؟।॥"
+TERMINATORS = _OTHER_TERMINATORS + _CJK_TERMINATORS
+TERMINATOR_SET = frozenset(TERMINATORS)
+# Closing quotes, brackets and emphasis markers that stay with the sentence they close.
+_CLOSERS = "\"'”’»›)]}」』）】〕〉》〗〙〛*_"
+CLOSER_SET = frozenset(_CLOSERS)
+# What may follow a terminator for it to end a sentence: after any other character ("3.14",
+# "example.com", "e.g") only a CJK terminator does (``ends_sentence`` says no to the others).
+MAY_FOLLOW_END = frozenset(WHITESPACE + _CLOSERS + TERMINATORS + "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+CJK_TERMINATOR_SET = frozenset(_CJK_TERMINATORS)
+_OPENERS = "\"'“‘«‹([{「『（【〔〈《*_"
+# After a quoted sentence in Japanese these continue the outer sentence: 「…。」と言った.
+_QUOTE_CONTINUERS = "とっ"
+# What may follow a glued "one.Two" for it to be a sentence end.
+_AFTER_GLUED_WORD = ",;:!?\"')]"
+
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_CJK_PUNCT = "。！？｡，、；：…ー・」』）】〕〉》〗〙〛”’"
+_CLAUSE_AT = re.compile(
+    rf"(?:[,;:]|…|\.\.+|—|–)[\"'”’)\]]*[{_WS_CLASS}]+|[，、；：…—]+[」』）”’]*"
+)
+_CLAUSE_MARKS = (",", ";", ":", "..")
+_CLAUSE_MARKS_ALL = (*_CLAUSE_MARKS, "…", "—", "–", "，", "、", "；", "：")
+# Any character a clause mark starts with: no match, no clause boundary (a match may be none).
+_ANY_CLAUSE_MARK = re.compile(r"[,;:.…—–，、；：]")
+# The last space, or the last CJK character followed by another: a greedy ".*" backtracks.
+_LAST_SPACE = re.compile(rf"(?s).*[{_WS_CLASS}]")
+_LAST_CJK = re.compile(rf"(?s).*[{_CJK_CHARS}](?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])")
+# A word boundary with a visible character after it (where a first chunk may end early).
+VISIBLE_WORD_BOUNDARY = re.compile(
+    rf"[{_WS_CLASS}]+(?=[^{_WS_CLASS}])|(?<=[{_CJK_CHARS}])(?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])"
+)
+BLANK = re.compile(r"[ \t]*")
+TABLE_ROW = re.compile(r"[ \t]*\|")
+_LIST_TOKEN = re.compile(r"\d{1,3}(?:\.\d{1,3})*|[A-Za-z]|[ivxlcdmIVXLCDM]{1,5}")
+_LIST_FIRST = frozenset("0123456789ivxlcdmIVXLCDM")
+_DOTTED = re.compile(r"(?:[A-Za-z]{1,3}\.)+[A-Za-z]{1,3}")
+_CAP_WORD = re.compile(r"[A-Z][a-z]+")
+_CAP_PREFIX = re.compile(r"[A-Z][a-z]*")
+# How far back from a dot the word before it is looked for.
+_WORD_LOOKBACK = 64
+
+# Never end a sentence: titles and Latin abbreviations that always continue.
+_NEVER_ENDS = frozenset(
+    (
+        "mr", "mrs", "ms", "mx", "dr", "prof", "rev", "hon", "st", "mt", "gen", "col", "capt",
+        "cmdr", "lt", "sgt", "maj", "adm", "gov", "sen", "rep", "pres", "supt", "insp",
+        "messrs", "mme", "mlle", "e.g", "i.e", "eg", "ie", "cf", "viz", "vs", "approx", "ca",
+    )
+)
+# End a sentence only when a capitalised word follows ("Apple Inc. is" / "No. 5" do not).
+_ENDS_BEFORE_CAPITAL = frozenset(
+    (
+        "etc", "inc", "ltd", "co", "corp", "llc", "plc", "bros", "jr", "sr", "al", "no", "nos",
+        "vol", "vols", "fig", "figs", "eq", "eqs", "pp", "ch", "chap", "sec", "art", "ed",
+        "eds", "esp", "incl", "excl", "dept", "est", "min", "max", "ave", "blvd", "rd", "hwy",
+        "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+        "lb", "lbs", "oz", "hr", "hrs", "yr", "yrs", "mo", "wk", "pt", "pts",
+    )
+)
+
+
+def last_word_boundary(s: str, a: int, z: int) -> int:
+    """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
+    m = _LAST_SPACE.match(s, a, z)
+    e = -1 if m is None else m.end()
+    if not s[max(a, e) : z + 1].isascii():
+        m = _LAST_CJK.match(s, max(a, e), min(z + 1, len(s)))  # may look one past z
+        if m is not None and m.end() > e:
+            e = m.end()
+    return e
+
+
+def last_clause_boundary(s: str, a: int, z: int) -> int:
+    """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
+    if _ANY_CLAUSE_MARK.search(s, a, z) is None:
+        return -1  # the usual case, in one look
+    marks = _CLAUSE_MARKS if s[a:z].isascii() else _CLAUSE_MARKS_ALL
+    while True:
+        x = max([s.rfind(c, a, z) for c in marks])
+        if x < 0:
+            return -1
+        m = _CLAUSE_AT.match(s, x, z)
+        if m is not None:
+            return m.end()
+        z = x
+
+
+def glued(s: str, x: int) -> bool:
+    """True when s[x-1] and s[x] belong to one grapheme (or one CRLF) and must not be cut apart."""
+    if x <= 0 or x >= len(s):
+        return False
+    c, p = s[x], s[x - 1]
+    o = ord(c)
+    return (
+        unicodedata.combining(c) != 0
+        or unicodedata.category(c) in ("Mn", "Me", "Mc")
+        or c == "\u200d"
+        or p == "\u200d"
+        or 0xFE00 <= o <= 0xFE0F  # variation selectors
+        or 0x1F3FB <= o <= 0x1F3FF  # skin tone modifiers
+        or 0xE0020 <= o <= 0xE007F  # tag characters (flag sequences)
+        or (p == "\r" and c == "\n")
+    )
+
+
+def ends_sentence(
+    s: str, run: int, run_end: int, closers_end: int, space_end: int, end: int, line_start: int
+) -> bool | None:
+    """Does the terminator run s[run:run_end] end a sentence?
+
+    Closing quotes and brackets follow it up to ``closers_end``, whitespace up to ``space_end``;
+    the text known so far ends at ``end``; the line holding the run starts at ``line_start`` (-1
+    when it is no longer in ``s``). ``None``: the next word decides and has not fully arrived.
+    """
+    if (
+        run_end == run + 1
+        and space_end == closers_end + 1
+        and s[run] == "."
+        and s[closers_end] != "\n"
+    ):
+        return _dot_ends(s, run, s[space_end], False, line_start)  # "word. Next": the usual case
+    terms = s[run:run_end]
+    cjk = not CJK_TERMINATOR_SET.isdisjoint(terms)
+    if space_end == closers_end:  # no whitespace after it
+        if cjk:
+            return not (closers_end > run_end and s[space_end] in _QUOTE_CONTINUERS)
+        return _glued_word_ends(s, run, run_end, closers_end, end)
+    newline = s.find("\n", closers_end, space_end) >= 0
+    if not newline and ("…" in terms or terms.count(".") >= 2):
+        return False  # an ellipsis
+    if cjk:
+        return True
+    following = s[space_end]
+    if terms == ".":
+        return _dot_ends(s, run, following, newline, line_start)
+    if newline:
+        return True
+    return not following.islower()
+
+
+def _glued_word_ends(s: str, run: int, run_end: int, closers_end: int, end: int) -> bool | None:
+    """"one.Two": a lowercase word, a terminator, a capitalised word, no space between."""
+    if closers_end != run_end or s[run:run_end] not in (".", "!", "?"):
+        return False
+    t = run
+    while t > 0 and s[t - 1].isalpha():
+        t -= 1
+    word = s[t:run]
+    if len(word) < 2 or not (word.isascii() and word.islower()):
+        return False
+    if t > 0 and s[t - 1] not in WHITESPACE_SET and s[t - 1] not in _OPENERS:
+        return False
+    m = _CAP_WORD.match(s, closers_end, end)
+    if m is None:
+        return None if _CAP_PREFIX.fullmatch(s, closers_end, end) else False
+    e = m.end()
+    if e == end:
+        return None
+    after = s[e]
+    if after in WHITESPACE_SET or after in _AFTER_GLUED_WORD:
+        return True
+    if after == ".":
+        if e + 1 == end:
+            return None
+        return s[e + 1] in WHITESPACE_SET
+    return False
+
+
+def _dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -> bool:
+    """Does a single dot at ``dot`` end a sentence? (Abbreviations, initials, list markers.)"""
+    lim = max(dot - _WORD_LOOKBACK, 0)
+    t = max(s.rfind(" ", lim, dot), s.rfind("\n", lim, dot)) + 1
+    if t == 0:
+        t = lim
+    tok = s[t:dot]
+    if not WHITESPACE_SET.isdisjoint(tok):  # another kind of space: look closer
+        t = dot
+        while t > lim and s[t - 1] not in WHITESPACE_SET:
+            t -= 1
+        tok = s[t:dot]
+    word_start = t
+    if tok and tok[0] in _OPENERS:
+        tok = tok.lstrip(_OPENERS)
+    if not tok:
+        return True
+    if (
+        (tok[0] in _LIST_FIRST or len(tok) == 1)
+        and _LIST_TOKEN.fullmatch(tok)
+        and 0 <= line_start <= word_start
+        and BLANK.fullmatch(s, line_start, word_start) is not None
+    ):
+        return False  # "1. ", "a. ", "iv. " at the start of a line
+    if newline:
+        return True
+    if len(tok) == 1:
+        return not tok.isalpha() and not following.islower()  # "J." is an initial
+    low = tok.lower()
+    if low in _NEVER_ENDS:
+        return False
+    if low in _ENDS_BEFORE_CAPITAL or ("." in tok and _DOTTED.fullmatch(tok)):
+        return following.isupper()
+    return not following.islower()
