@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-# Each name is a module agent_stream.commands.<name> exposing
+# Each command is a module of agent_stream.commands exposing
 #   register(subparsers) -> None   (adds its parser, sets defaults func=run)
 #   run(args: argparse.Namespace) -> int
-COMMANDS = ("assemble", "chunk", "convert", "decode", "serve", "ask", "demo")
+COMMANDS = ("assemble", "chunk", "convert", "decode", "serve", "ask", "demo", "gateway")
 
 EPILOG = """examples:
   agent-stream demo                                  two local agents streaming to each other
@@ -28,15 +28,16 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"agent_stream.commands.{name}")
-        except ModuleNotFoundError as exc:  # a command whose module is not written yet
-            if exc.name == f"agent_stream.commands.{name}":
-                continue
-            raise
+    for module in _command_modules():
         module.register(sub)
     return parser
+
+
+def _command_modules() -> list[ModuleType]:
+    """The modules of COMMANDS, in that order."""
+    from agent_stream.commands import ask, assemble, chunk, convert, decode, demo, gateway, serve
+
+    return [assemble, chunk, convert, decode, serve, ask, demo, gateway]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,8 +8,8 @@ Semantics (documented in the README, tested in tests/test_delta.py):
   is an error; so is an index outside a list.
 - ``append``: strings concatenate; a list is extended by a list, or gets a single value added;
   an object gets each key of an object value appended recursively (a missing key is set); a
-  missing target is set; a number, bool or null target is replaced. A string onto a non-string,
-  or a non-string onto a string, or a non-object onto an object, is an error.
+  missing target is set; a number, bool or null target is replaced. A string onto a list or
+  onto an object, a non-string onto a string, or a non-object onto an object, is an error.
 - ``replace`` and ``set`` put the value at the path (``replace`` with no path replaces all props).
 - ``merge`` is **shallow**: the object at the path gets the value's keys (the spec's rule); merge
   onto a non-object, or of a non-object, is an error. Target a nested object with ``delta_path``
@@ -20,20 +20,46 @@ Every check runs before anything is written, so a failed delta leaves the data u
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_stream.errors import DeltaError
+
+if TYPE_CHECKING:
+    from agent_stream.message import Message
 
 _MISSING: Any = object()
 
 
 def copy_json(v: Any) -> Any:
-    """A deep copy of plain JSON data (strings and numbers are shared, being immutable)."""
+    """A deep copy of plain JSON data (strings and numbers are shared, being immutable).
+
+    Iterative, so data of any depth is copied without recursion.
+    """
     if isinstance(v, dict):
-        return {k: copy_json(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [copy_json(x) for x in v]
-    return v
+        root: Any = {}
+    elif isinstance(v, list):
+        root = []
+    else:
+        return v
+    stack: list[tuple[Any, Any]] = [(v, root)]
+    while stack:
+        src, dst = stack.pop()
+        items = src.items() if isinstance(src, dict) else enumerate(src)
+        is_list = isinstance(dst, list)
+        for k, x in items:
+            if isinstance(x, dict):
+                c: Any = {}
+                stack.append((x, c))
+            elif isinstance(x, list):
+                c = []
+                stack.append((x, c))
+            else:
+                c = x
+            if is_list:
+                dst.append(c)
+            else:
+                dst[k] = c
+    return root
 
 
 def split_path(path: str) -> list[str]:
@@ -125,23 +151,28 @@ def _create(root: dict[str, Any], segs: list[str]) -> tuple[Any, Any]:
 
 
 def check_append(cur: Any, val: Any, where: str) -> None:
-    """Raise DeltaError if ``val`` cannot be appended onto ``cur``."""
-    if cur is _MISSING or cur is None or isinstance(cur, list):
-        return
-    if isinstance(cur, str):
-        if not isinstance(val, str):
-            raise DeltaError(f"cannot append {_kind(val)} onto a string at {where}")
-    elif isinstance(cur, dict):
-        if not isinstance(val, dict):
-            raise DeltaError(f"cannot append {_kind(val)} onto an object at {where}")
-        for k, v in val.items():
-            check_append(cur.get(k, _MISSING), v, f"{where}.{k}" if where != "props" else k)
-    elif isinstance(val, (str, dict)) and not isinstance(cur, (int, float, bool)):
-        raise DeltaError(f"cannot append {_kind(val)} onto {_kind(cur)} at {where}")
+    """Raise DeltaError if ``val`` cannot be appended onto ``cur`` (iterative: any depth)."""
+    stack = [(cur, val, where)]
+    while stack:
+        cur, val, where = stack.pop()
+        if cur is _MISSING or cur is None:
+            continue
+        if isinstance(cur, list):
+            if isinstance(val, str):
+                raise DeltaError(f"cannot append a string onto a list at {where}")
+        elif isinstance(cur, str):
+            if not isinstance(val, str):
+                raise DeltaError(f"cannot append {_kind(val)} onto a string at {where}")
+        elif isinstance(cur, dict):
+            if not isinstance(val, dict):
+                raise DeltaError(f"cannot append {_kind(val)} onto an object at {where}")
+            for k, v in reversed(val.items()):
+                stack.append((cur.get(k, _MISSING), v,
+                              f"{where}.{k}" if where != "props" else k))
 
 
-def do_append(cur: Any, val: Any) -> Any:
-    """Append (already checked); returns the new value (lists and objects change in place)."""
+def _append_one(cur: Any, val: Any) -> Any:
+    """Append onto a target that is not an object (already checked)."""
     if cur is _MISSING or cur is None:
         return val
     if isinstance(cur, str):
@@ -152,11 +183,23 @@ def do_append(cur: Any, val: Any) -> Any:
         else:
             cur.append(val)
         return cur
-    if isinstance(cur, dict):
-        for k, v in val.items():
-            cur[k] = do_append(cur.get(k, _MISSING), v)
-        return cur
     return val
+
+
+def do_append(cur: Any, val: Any) -> Any:
+    """Append (already checked); returns the new value (lists and objects change in place)."""
+    if not isinstance(cur, dict):
+        return _append_one(cur, val)
+    stack = [(cur, val)]
+    while stack:
+        c, v = stack.pop()
+        for k, x in v.items():
+            old = c.get(k, _MISSING)
+            if isinstance(old, dict):
+                stack.append((old, x))
+            else:
+                c[k] = _append_one(old, x)
+    return cur
 
 
 def apply(props: dict[str, Any], action: str, path: str | None, chunk_props: dict[str, Any]
@@ -169,9 +212,11 @@ def apply(props: dict[str, Any], action: str, path: str | None, chunk_props: dic
     if path is None:
         if action == "append":
             check_append(props, chunk_props, "props")
-            return do_append(props, copy_json(chunk_props))
+            do_append(props, copy_json(chunk_props))  # an object onto an object: in place
+            return props
         if action in ("replace", "set"):
-            return copy_json(chunk_props)
+            whole: dict[str, Any] = copy_json(chunk_props)
+            return whole
         if action == "merge":
             new = dict(props)
             new.update(copy_json(chunk_props))
@@ -223,3 +268,44 @@ def value_at(path: str, value: Any) -> dict[str, Any]:
     if not isinstance(out, dict):
         raise DeltaError(f"delta_path {path!r} must start with a key, not an index")
     return out
+
+
+# -- what a chunk does to a message's one visible string --------------------------------------
+APPEND = 1
+SET = 2
+
+
+def visible_change(msg: Message, field: str) -> tuple[int, str] | None:
+    """(APPEND, s), (SET, s) or None: what the chunk ``msg`` does to the string at ``field``.
+
+    The append-only wires show one string per message (``content``, a loading ``message``, a tool
+    call's ``arguments``). A whole chunk sets it (to "" when absent); a type_change without props
+    keeps it; an append (no path, or path == field) appends a string; replace/set at ``field``
+    sets it; replace/set without a path replaces all props; merge without a path sets it when
+    the value carries it. Anything else (other paths, non-string values) leaves it alone. Cheap:
+    the common case (appending text) costs a dict lookup, and nothing is applied.
+    """
+    props = msg.props
+    if not msg.delta:
+        if props is None and msg.type_change:
+            return None
+        v = props.get(field) if props else None
+        return (SET, v if isinstance(v, str) else "")
+    if props is None:
+        return None
+    path = msg.delta_path
+    action = msg.delta_action or "append"
+    v = props.get(field)
+    if path is None:
+        if action == "append":
+            return (APPEND, v) if isinstance(v, str) else None
+        if action == "merge":
+            return (SET, v) if isinstance(v, str) else None
+        return (SET, v if isinstance(v, str) else "")
+    if path != field or not isinstance(v, str):
+        return None
+    if action == "append":
+        return (APPEND, v)
+    if action in ("replace", "set"):
+        return (SET, v)
+    return None

@@ -52,10 +52,6 @@ def require(module: str, extra: str, what: str) -> None:
             f"{what} needs the {module!r} package: pip install 'agent-stream[{extra}]'")
 
 
-class LimitExceeded(StreamError):
-    """A configured limit (streams, bytes, idle time) was exceeded."""
-
-
 @dataclass(frozen=True)
 class StreamWarning:
     """Something was wrong but the stream goes on (lost chunks, duplicates, unknown ids)."""

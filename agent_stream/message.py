@@ -11,8 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from agent_stream import jsontext
 from agent_stream.errors import InvalidMessage
 
 DeltaAction = Literal["append", "replace", "merge", "set"]
@@ -126,22 +127,22 @@ class Message(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Any) -> Message:
-        """Validate a decoded JSON object; raises InvalidMessage saying what is wrong."""
+        """Validate a decoded JSON object; raises InvalidMessage saying what is wrong.
+
+        Strict: a field of the wrong JSON type is an error, never coerced (``"delta": 1``).
+        """
         if not isinstance(data, Mapping):
             raise InvalidMessage(f"a Message must be a JSON object, got {type(data).__name__}")
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(data, strict=True)
         except ValidationError as exc:
             raise InvalidMessage(_explain(exc)) from None
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Message:
-        """Parse one Message from JSON text; raises InvalidMessage on bad JSON or fields."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidMessage(f"not JSON: {exc.msg} at column {exc.colno}") from None
-        return cls.from_dict(data)
+        """Parse one Message from strict JSON text (``agent_stream.jsontext``); raises
+        InvalidMessage on bad JSON (nesting, NaN, huge numbers, lone surrogates) or fields."""
+        return cls.from_dict(jsontext.loads(text, InvalidMessage))
 
     # -- convenience --------------------------------------------------------------------------
     @property
@@ -172,10 +173,6 @@ class Message(BaseModel):
         if self.block_id:
             d["block_id"] = self.block_id
         return d
-
-    def with_ids(self, **ids: str | None) -> Message:
-        """A copy with the given id fields set (chunk_id, message_id, block_id, thread_id)."""
-        return self.model_copy(update=ids)
 
 
 def _explain(exc: ValidationError) -> str:
@@ -472,6 +469,51 @@ def event_data(msg: Message) -> _EventData | None:
         return model.model_validate(msg.event_data)
     except ValidationError as exc:
         raise InvalidMessage(f"{name} data: {_explain(exc)}") from None
+
+
+# -- JSON types of built-in fields -------------------------------------------------------------
+_ADAPTERS: dict[tuple[type[BaseModel], str], TypeAdapter[Any]] = {}
+
+
+def field_type_errors(model: type[BaseModel], data: Mapping[str, Any], where: str) -> list[str]:
+    """``where.field: reason`` for each field of ``model`` present in ``data`` with the wrong
+    JSON type (strict: ``"5"`` is not an integer, ``12`` not a string). Absent fields and
+    fields ``model`` does not declare are not checked."""
+    out: list[str] = []
+    for name, value in data.items():
+        field = model.model_fields.get(name) if isinstance(name, str) else None
+        if field is None:
+            continue
+        ta = _ADAPTERS.get((model, name))
+        if ta is None:
+            ta = _ADAPTERS[(model, name)] = TypeAdapter(field.annotation or Any)
+        try:
+            ta.validate_python(value, strict=True)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in (where, name, *err["loc"]))
+            out.append(f"{loc}: {err['msg']}")
+    return out
+
+
+def type_errors(msg: Message) -> list[str]:
+    """What has the wrong JSON type in a built-in type's props or a lifecycle event's data.
+
+    Only the fields present are checked, so delta chunks (which carry part of the props) pass.
+    Typed values stay typed: a chunk_count of ``"lots"``, a usage figure of ``"5"`` or a text
+    ``content`` of ``12`` is reported, not coerced.
+    """
+    props = msg.props
+    if not props:
+        return []
+    model = PROPS_MODELS.get(msg.type)
+    out = field_type_errors(model, props, "props") if model is not None else []
+    name = msg.event
+    data_model = EVENT_DATA_MODELS.get(name) if name else None
+    data = props.get("data")
+    if data_model is not None and isinstance(data, Mapping):
+        out += field_type_errors(data_model, data, "props.data")
+    return out
 
 
 def lifecycle(name: str, data: _EventData, **ids: Any) -> Message:

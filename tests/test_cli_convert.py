@@ -60,7 +60,8 @@ def test_convert_to_openai_writes_chunks_the_openai_package_reads(tmp_path, caps
 
 
 def test_convert_then_decode_openai_gives_back_the_text_and_tool_call(tmp_path, capsys) -> None:
-    _, sse, _ = run(["convert", "--to", "openai", write_jsonl(tmp_path, STREAM)], capsys)
+    _, sse, _ = run(["convert", "--to", "openai", "--tool-calls", "client",
+                     write_jsonl(tmp_path, STREAM)], capsys)
     p = tmp_path / "reply.sse"
     p.write_text(sse)
     code, out, err = run(["decode", "--from", "openai", str(p)], capsys)

@@ -76,3 +76,47 @@ def test_value_at_builds_chunk_props_for_a_path() -> None:
     assert read_path(value_at("a.b", 1), "a.b") == 1
     with pytest.raises(DeltaError):
         value_at("0.a", 1)
+
+
+def test_a_string_appended_onto_a_list_is_a_delta_error_and_changes_nothing() -> None:
+    props = {"rows": [1]}
+    with pytest.raises(DeltaError, match="string onto a list at rows"):
+        apply(props, "append", "rows", {"rows": "s"})
+    with pytest.raises(DeltaError, match="list onto a string"):
+        apply({"s": "t"}, "append", "s", {"s": [1]})
+    assert props == {"rows": [1]}
+    apply(props, "append", "rows", {"rows": {"k": 1}})  # one other value is still added
+    assert props == {"rows": [1, {"k": 1}]}
+
+
+def test_a_string_onto_a_list_deep_inside_an_object_append_is_found_before_any_write() -> None:
+    props = {"a": {"b": "x", "c": [1]}}
+    with pytest.raises(DeltaError, match=r"a\.c"):
+        apply(props, "append", None, {"a": {"b": "y", "c": "z"}})
+    assert props == {"a": {"b": "x", "c": [1]}}
+
+
+def nested(depth: int, leaf: object) -> dict:
+    d: dict = {"a": leaf}
+    for _ in range(depth - 1):
+        d = {"a": d}
+    return d
+
+
+def chain(d: object) -> tuple[int, object]:
+    """(depth, leaf) of a chain of {"a": ...}, walked without recursion."""
+    n = 0
+    while isinstance(d, dict):
+        d, n = d["a"], n + 1
+    return n, d
+
+
+def test_copy_and_append_handle_any_depth_without_recursion() -> None:
+    deep = nested(5000, "x")
+    copy = copy_json(deep)
+    assert chain(copy) == (5000, "x") and copy is not deep and copy["a"] is not deep["a"]
+    props = copy_json(nested(900, "Hello"))
+    apply(props, "append", None, nested(900, " World"))  # 900-deep props, then an append
+    assert chain(props) == (900, "Hello World")
+    lists = [[[["x"]]]] * 3
+    assert copy_json(lists) == lists and copy_json(lists)[0] is not lists[0]

@@ -40,7 +40,7 @@ def test_openai_source_without_its_package_is_a_clear_error(
 
 def test_openai_wire_needs_no_extra() -> None:
     # the OpenAI SSE encoder is pure: it writes the format without the openai package
-    from agent_stream.adapters.openai import encode_messages
+    from agent_stream.adapters.openai import encode_messages, frame_sse
     from agent_stream.message import text
 
-    assert any('"content":"hi"' in line for line in encode_messages([text("hi")]))
+    assert any('"content":"hi"' in frame_sse(i) for i in encode_messages([text("hi")]))

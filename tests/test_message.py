@@ -111,3 +111,48 @@ def test_json_keeps_unicode_as_is() -> None:
     msg = m.text("今天北京晴，25°C 🌞")
     assert "今天北京晴" in msg.to_json()
     assert json.loads(msg.to_json())["props"]["content"] == "今天北京晴，25°C 🌞"
+
+
+@pytest.mark.parametrize(
+    ("src", "needle"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deep"),
+        ('{"type":"text","props":{"n":' + "9" * 5000 + "}}", "number out of range"),
+        ('{"type":"text","props":{"v":NaN}}', "NaN is not JSON"),
+        ('{"type":"text","props":{"v":-Infinity}}', "-Infinity is not JSON"),
+        ('{"type":"text","props":{"content":"\\ud800"}}', "invalid unicode escape"),
+        ('{"type":"text","props":{"content":"\ud800"}}', "not Unicode text"),
+        (b'{"type":"text","props":{"content":"caf\xe9"}}', "invalid UTF-8 at byte 39"),
+    ],
+)
+def test_from_json_guards_raise_invalid_message_never_recursion_value_or_unicode_errors(
+        src: str | bytes, needle: str) -> None:
+    with pytest.raises(InvalidMessage, match=needle):
+        m.Message.from_json(src)
+
+
+@pytest.mark.parametrize("field", [{"delta": 1}, {"delta": "true"}, {"type_change": "yes"},
+                                   {"metadata": {"timestamp": "1"}}, {"message_id": 7}])
+def test_from_dict_is_strict_about_json_types(field: dict) -> None:
+    with pytest.raises(InvalidMessage):
+        m.Message.from_dict({"type": "text", **field})
+
+
+def test_type_errors_name_built_in_fields_of_the_wrong_type_and_only_present_ones() -> None:
+    def errs(line: dict) -> list[str]:
+        return m.type_errors(m.Message.from_dict(line))
+
+    assert errs({"type": "text", "props": {"content": 12}}) == [
+        "props.content: Input should be a valid string"]
+    end = {"type": "event", "props": {"event": "message_end",
+                                      "data": {"message_id": "M1", "chunk_count": "lots"}}}
+    assert errs(end) == ["props.data.chunk_count: Input should be a valid integer"]
+    usage = {"type": "event", "props": {"event": "stream_end",
+                                        "data": {"usage": {"prompt_tokens": "5"}}}}
+    assert errs(usage) == ["props.data.usage.prompt_tokens: Input should be a valid integer"]
+    # a delta carries part of the props; custom types and extra keys are not checked
+    assert errs({"type": "tool_call", "delta": True, "delta_path": "arguments",
+                 "props": {"arguments": "{"}}) == []
+    assert errs({"type": "weather", "props": {"content": 12}}) == []
+    assert errs({"type": "text", "props": {"content": "x", "extra": 12}}) == []
+    assert errs({"type": "image", "props": {"url": "u", "width": 1.0}}) != []

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from agent_stream.assemble import Assembler
-from agent_stream.commands._io import BadLine, add_input_args, numbered_lines, open_input, report
+from agent_stream.commands._io import Output, add_input_args, open_lines, read_message, report
 from agent_stream.errors import StreamError
-from agent_stream.message import Message
 
 EPILOG = """examples:
   agent-stream assemble stream.jsonl
@@ -25,13 +23,14 @@ Each message has message_id, thread_id, block_id, type, props, chunk_count and s
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "assemble",
         help="merge Message JSONL (deltas, events) into whole messages",
         description="Read Message JSONL (stdin when no FILE) and print the transcript as one JSON "
-        'object: {"messages": [...], "blocks": [...], "threads": [...]}. A bad line: exit 2 '
-        "and 'line N: <reason>' on stderr. Warnings (lost or duplicate chunks) go to stderr.",
+        'object: {"messages": [...], "blocks": [...], "threads": [...]}. A bad line: the '
+        "transcript of the lines before it, 'line N: <reason>' on stderr and exit 2 "
+        "(--keep-going: report, skip, exit 0). Warnings (lost or duplicate chunks) go to stderr.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -41,23 +40,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Merge every line; print the transcript (of the lines before a bad one, if one stops it)."""
+    out = Output()
+    inp = open_lines(args, out)
+    if inp is None:
+        return 2
     asm = Assembler()
-    stream = open_input(args.file)
     reported = 0
-    try:
-        for n, line in numbered_lines(stream):
-            try:
-                asm.feed(Message.from_json(line))
-            except StreamError as exc:
-                report(BadLine(n, str(exc)))
-                if not args.keep_going:
-                    return 2
-            for w in asm.warnings[reported:]:
-                report(f"line {n}: warning: {w}")
-            reported = len(asm.warnings)
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
-    json.dump(asm.transcript.to_dict(), sys.stdout, ensure_ascii=False, indent=args.indent)
-    sys.stdout.write("\n")
-    return 0
+    for n, raw in inp.lines():
+        try:
+            asm.feed(read_message(n, raw))
+        except StreamError as exc:
+            if not inp.reject(exc):
+                break
+        for w in asm.warnings[reported:]:
+            report(f"line {n}: warning: {w}")
+        reported = len(asm.warnings)
+    out.write(json.dumps(asm.transcript.to_dict(), ensure_ascii=False, indent=args.indent) + "\n")
+    code = inp.finish()
+    if inp.bad is not None:
+        report(f"agent-stream assemble: stopped at line {inp.bad.lineno}; the transcript "
+               "holds the lines before it")
+    return code

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import sys
-from collections.abc import Callable
-from typing import TextIO
 
-from agent_stream.chunker import TextChunker
-from agent_stream.commands._io import BadLine, numbered_lines, report
-from agent_stream.errors import ChunkerConfigError
+from agent_stream import TextChunker
+from agent_stream.commands._io import BadLine, Output, add_input_args, open_lines, read_json, report
+from agent_stream.errors import ChunkerConfigError, StreamError
 
 EPILOG = """examples:
   printf '%s\\n' '"Hello"' '" world."' '" How"' '" are you?"' | agent-stream chunk
@@ -28,17 +24,18 @@ _JSON_TYPES = {dict: "an object", list: "an array", bool: "a boolean", int: "a n
                float: "a number", type(None): "null"}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "chunk",
         help="buffer token deltas into sentence/paragraph chunks (JSONL strings in and out)",
         description="Read text deltas, one JSON string a line (stdin when no FILE), feed them to "
         "a TextChunker and print each chunk as a JSON string line. A line that is not a JSON "
-        "string: exit 2 and 'line N: <reason>' on stderr.",
+        "string: the chunks of the text before it, then exit 2 and 'line N: <reason>' on "
+        "stderr (--keep-going: report, skip, exit 0).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", nargs="?", metavar="FILE", help="input file (default: standard input)")
+    add_input_args(p)
     p.add_argument("--min-chars", type=int, default=None, metavar="N",
                    help="a sentence or paragraph end releases a chunk of at least N characters "
                    "(default: 40)")
@@ -47,28 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _open(path: str | None) -> tuple[TextIO, Callable[[], object]]:
-    """The input as text and how to let go of it.
-
-    Undecodable bytes become surrogates, so they are reported with their line number.
-    """
-    if path is None or path == "-":
-        raw = getattr(sys.stdin, "buffer", None)
-        if raw is None:  # already text (e.g. a StringIO in tests)
-            return sys.stdin, lambda: None
-        wrapper = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape")
-        return wrapper, wrapper.detach  # leave sys.stdin open
-    f = open(path, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115 (closed by caller)
-    return f, f.close
-
-
-def _write(chunks: list[str]) -> None:
-    for chunk in chunks:
-        sys.stdout.write(json.dumps(chunk, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+def _kind(value: object) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Chunk every delta; a bad line ends the input, after the text before it is flushed."""
     options = {name: value for name, value in (("min_chars", args.min_chars),
                                                ("max_chars", args.max_chars)) if value is not None}
     try:
@@ -76,36 +57,24 @@ def run(args: argparse.Namespace) -> int:
     except ChunkerConfigError as exc:
         report(f"agent-stream chunk: {exc}")
         return 2
-    try:
-        stream, release = _open(args.file)
-    except OSError as exc:
-        report(f"agent-stream chunk: cannot read {args.file}: {exc.strerror or exc}")
+    out = Output()
+    inp = open_lines(args, out)
+    if inp is None:
         return 2
-    try:
-        for n, line in numbered_lines(stream):
-            try:
-                line.encode("utf-8")
-            except UnicodeEncodeError:  # undecodable bytes, smuggled in as surrogates
-                report(BadLine(n, "not UTF-8 text"))
-                return 2
-            try:
-                delta = json.loads(line)
-            except json.JSONDecodeError as exc:
-                report(BadLine(n, f"not JSON: {exc.msg} (column {exc.colno})"))
-                return 2
+
+    def emit(chunks: list[str]) -> None:
+        for chunk in chunks:
+            out.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+
+    for n, raw in inp.lines():
+        try:
+            delta = read_json(n, raw)
             if not isinstance(delta, str):
-                report(BadLine(n, "expected a JSON string, got "
-                                  f"{_JSON_TYPES.get(type(delta), type(delta).__name__)}"))
-                return 2
-            try:
-                delta.encode("utf-8")
-            except UnicodeEncodeError:
-                report(BadLine(n, "the string holds a lone surrogate (not valid Unicode text)"))
-                return 2
-            chunks = chunker.feed(delta, 0.0)
-            if chunks:
-                _write(chunks)
-        _write(chunker.flush())
-    finally:
-        release()
-    return 0
+                raise BadLine(n, f"expected a JSON string, got {_kind(delta)}")
+        except StreamError as exc:
+            if inp.reject(exc):
+                continue
+            break
+        emit(chunker.feed(delta, 0.0))
+    emit(chunker.flush())
+    return inp.finish()

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
+from collections.abc import Iterator
 
-from agent_stream.commands._io import BadLine, add_input_args, open_input, read_messages, report
-from agent_stream.errors import MissingDependency, UsageError
-
-# --to NAME -> module agent_stream.adapters.<module>, which exposes
-#   cli_encode(messages: Iterable[Message], args: argparse.Namespace) -> Iterator[str]
-# yielding text written to stdout verbatim.
-FORMATS = {
-    "chat": "chat",
-    "openai": "openai",
-    "cui": "cui",
-    "channels": "channels",
-    "agui": "agui",
-}
+from agent_stream.commands._io import (
+    BadLine,
+    Input,
+    Output,
+    add_input_args,
+    open_lines,
+    read_message,
+    report,
+)
+from agent_stream.commands.formats import FORMATS, encoders
+from agent_stream.errors import MissingDependency, StreamError, UsageError
+from agent_stream.message import STREAM_END, Message, StreamEndData, lifecycle
 
 EPILOG = """examples:
   agent-stream convert --to chat < stream.jsonl           ChatMessage JSON, one a line
@@ -30,23 +28,28 @@ EPILOG = """examples:
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "convert",
-        help="convert Message JSONL to a wire format (chat, openai, cui, channels, agui)",
+        help="convert Message JSONL to a wire format (" + ", ".join(encoders()) + ")",
         description="Read Message JSONL (stdin when no FILE) and write it in another wire format. "
-        "Output depends only on the input.",
+        "Output depends only on the input. A bad line: what the lines before it make, ended "
+        "as the wire ends a failed stream, then 'line N: <reason>' on stderr and exit 2 "
+        "(--keep-going: report, skip, exit 0).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_input_args(p)
-    p.add_argument("--to", required=True, choices=sorted(FORMATS), help="output format")
+    p.add_argument("--to", required=True, choices=encoders(), help="output format")
     p.add_argument("--conversation", default="agent-stream",
                    help="chat: conversation id the stream_ids derive from (default: %(default)s)")
     p.add_argument("--include-usage", action="store_true",
                    help="openai: send the usage chunk before [DONE]")
     p.add_argument("--model", default="agent-stream",
                    help="openai: the model name in every chunk (default: %(default)s)")
+    p.add_argument("--tool-calls", choices=("agent", "client"), default="agent",
+                   help="openai: the agent's own tool calls as progress in reasoning_content "
+                   "(agent, the default) or as tool_calls for the client to make (client)")
     p.add_argument("--channels", default=None,
                    help="channels: comma-separated channels the recipient gets "
                    "(default: every channel but reasoning)")
@@ -54,27 +57,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _messages(inp: Input) -> Iterator[Message]:
+    """The input's Messages; at a bad line that stops it, a stream_end with status error
+    (unless the stream already ended), so the encoder flushes what it holds and ends the wire
+    its own way for a failed stream."""
+    ended = False
+    for n, raw in inp.lines():
+        try:
+            msg = read_message(n, raw)
+        except BadLine as bad:
+            if inp.reject(bad):
+                continue
+            if not ended:
+                yield lifecycle(STREAM_END, StreamEndData(status="error", error=str(bad)))
+            return
+        ended = ended or msg.event == STREAM_END
+        yield msg
+
+
 def run(args: argparse.Namespace) -> int:
-    try:
-        module = importlib.import_module(f"agent_stream.adapters.{FORMATS[args.to]}")
-    except MissingDependency as exc:
-        report(f"agent-stream convert: {exc}")
+    """Encode the input's Messages; what the lines before a bad one make is written first."""
+    encode = FORMATS[args.to].encoder
+    assert encode is not None  # argparse offers only formats with an encoder
+    out = Output()
+    inp = open_lines(args, out)
+    if inp is None:
         return 2
-    errors: list[BadLine] = []
-    stream = open_input(args.file)
-    out = sys.stdout
     try:
-        for text in module.cli_encode(read_messages(stream, args.keep_going, errors), args):
-            out.write(text)
-    except BadLine as bad:
+        text = encode(_messages(inp), args)  # imports the adapter, builds the encoder
+        for chunk in text:
+            out.write(chunk)
+    except (MissingDependency, UsageError) as exc:
         out.flush()
-        report(bad)
-        return 2
-    except UsageError as exc:
         report(f"agent-stream convert: {exc}")
         return 2
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
-    out.flush()
-    return 0
+    except StreamError as exc:  # the encoder refused a Message: the line it came from is bad
+        inp.bad = BadLine(inp.lineno, str(exc))
+    return inp.finish()

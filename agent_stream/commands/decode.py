@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
 
-from agent_stream.commands._io import BadLine, add_input_args, numbered_lines, open_input, report
+from agent_stream.commands._io import Output, add_input_args, decode_line, open_lines, report
+from agent_stream.commands.formats import FORMATS, decoders
 from agent_stream.errors import MissingDependency, StreamError
-
-# --from NAME -> module agent_stream.adapters.<module>, which exposes
-#   cli_decoder(args) -> an object with
-#     feed_line(line: str) -> list[Message]   (raises StreamError for a bad line)
-#     finish() -> list[Message]
-#     drain_warnings() -> list[StreamWarning]
-FORMATS = {"chat": "chat", "openai": "openai"}
+from agent_stream.message import Message
 
 EPILOG = """examples:
   agent-stream decode --from chat replies.jsonl            ChatMessage JSONL -> Message JSONL
@@ -23,52 +16,50 @@ EPILOG = """examples:
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "decode",
-        help="decode a wire format (chat, openai) into Message JSONL",
+        help="decode a wire format (" + ", ".join(decoders()) + ") into Message JSONL",
         description="Read a wire format (stdin when no FILE) and write Message JSONL. "
-        "Bad lines: 'line N: <reason>' on stderr and exit 2 (--keep-going: skip, exit 0). "
+        "Bad lines: the Messages of the lines before it, then 'line N: <reason>' on stderr "
+        "and exit 2 (--keep-going: skip, exit 0). "
         "Warnings about valid input go to stderr and leave the exit status 0.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_input_args(p)
-    p.add_argument("--from", dest="source", required=True, choices=sorted(FORMATS),
+    p.add_argument("--from", dest="source", required=True, choices=decoders(),
                    help="input format")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Decode line by line; at a bad line, what the decoder holds is written, then the error."""
+    make = FORMATS[args.source].decoder
+    assert make is not None  # argparse offers only formats with a decoder
     try:
-        module = importlib.import_module(f"agent_stream.adapters.{FORMATS[args.source]}")
+        decoder = make(args)
     except MissingDependency as exc:
         report(f"agent-stream decode: {exc}")
         return 2
-    decoder = module.cli_decoder(args)
-    stream = open_input(args.file)
-    out = sys.stdout
+    out = Output()
+    inp = open_lines(args, out)
+    if inp is None:
+        return 2
 
-    def emit(messages: list) -> None:
+    def emit(messages: list[Message], n: int | None) -> None:
         for m in messages:
             out.write(m.to_json() + "\n")
         for w in decoder.drain_warnings():
-            report(f"warning: {w}")
+            report(f"line {n}: warning: {w}" if n is not None else f"warning: {w}")
 
-    try:
-        for n, line in numbered_lines(stream):
-            try:
-                produced = decoder.feed_line(line)
-            except StreamError as exc:
-                out.flush()
-                report(BadLine(n, str(exc)))
-                if not args.keep_going:
-                    return 2
+    for n, raw in inp.lines():
+        try:
+            produced = decoder.feed_line(decode_line(n, raw))
+        except StreamError as exc:
+            if inp.reject(exc):
                 continue
-            emit(produced)
-        emit(decoder.finish())
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
-    out.flush()
-    return 0
+            break
+        emit(produced, n)
+    emit(decoder.close(), None)  # the end of input: what the decoder still holds
+    return inp.finish()

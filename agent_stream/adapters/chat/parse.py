@@ -18,6 +18,7 @@ from uagents_core.contrib.protocols.chat import (
     TextContent,
 )
 
+from agent_stream import jsontext
 from agent_stream.adapters.chat.wire import utf8_size
 from agent_stream.errors import WireError
 
@@ -50,6 +51,17 @@ def _v1_errors(exc: _V1ValidationError, where: str) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
+def _json(data: str | bytes) -> Any:
+    """The decoded JSON text (WireError saying why it is not JSON)."""
+    try:
+        return jsontext.loads(data, WireError)
+    except json.JSONDecodeError as exc:
+        reason = f"not JSON: {exc.msg} at column {exc.colno}"
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8: {exc.reason}"
+    raise WireError(reason)
+
+
 def parse_chat(data: str | bytes | dict[str, Any], *,
                max_bytes: int | None = None) -> ChatMessage:
     """A ChatMessage from its JSON (or decoded JSON), validated as uagents validates it.
@@ -63,12 +75,7 @@ def parse_chat(data: str | bytes | dict[str, Any], *,
             size = len(data) if isinstance(data, bytes) else utf8_size(data)
             if size > max_bytes:
                 raise WireError(f"a ChatMessage of {size} bytes exceeds max_bytes={max_bytes}")
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise WireError(f"not JSON: {exc.msg} at column {exc.colno}") from None
-        except UnicodeDecodeError as exc:
-            raise WireError(f"not UTF-8: {exc.reason}") from None
+        data = _json(data)
     if not isinstance(data, dict):
         raise WireError(f"a ChatMessage must be a JSON object, got {type(data).__name__}")
     unknown = [k for k in data if k not in _TOP_KEYS]

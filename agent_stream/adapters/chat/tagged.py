@@ -8,8 +8,6 @@ itself; the items after it are only a rendering for plain peers) or ``end``; an 
 
 from __future__ import annotations
 
-import json
-
 from pydantic import ValidationError as _V2ValidationError
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
@@ -20,6 +18,7 @@ from uagents_core.contrib.protocols.chat import (
     TextContent,
 )
 
+from agent_stream import jsontext
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
@@ -172,7 +171,7 @@ class TaggedDecoder:
 
 def _message_of(md: dict[str, str], raw: str | None) -> Message:
     """The Message a ``message`` group carries (raises on a bad one)."""
-    props = json.loads(raw) if raw is not None else None
+    props = jsontext.loads(raw) if raw is not None else None  # InvalidJSON is a ValueError
     if props is not None and not isinstance(props, dict):
         raise ValueError("props is not a JSON object")
     mmd = md.get("message_metadata")
@@ -182,4 +181,4 @@ def _message_of(md: dict[str, str], raw: str | None) -> Message:
         delta=md.get("delta") == "true", delta_path=md.get("delta_path"),
         delta_action=md.get("delta_action"),  # type: ignore[arg-type]  # validated
         type_change=md.get("type_change") == "true",
-        metadata=Metadata.model_validate(json.loads(mmd)) if mmd else None)
+        metadata=Metadata.model_validate(jsontext.loads(mmd)) if mmd else None)

@@ -33,6 +33,7 @@ from agent_stream.message import (
     StreamEndData,
     StreamStartData,
     Usage,
+    field_type_errors,
     lifecycle,
 )
 
@@ -69,7 +70,7 @@ class OpenAIDecoder(Warnings):
     """``chat.completion.chunk`` dicts in, Messages out (pure; ids from an IdGenerator).
 
     ``feed(chunk)`` raises WireError for a chunk that is not a chat.completion.chunk and keeps its
-    state. ``finish(done=...)`` ends the stream: when neither a finish_reason nor ``[DONE]``
+    state. ``close(done=...)`` ends the stream: when neither a finish_reason nor ``[DONE]``
     (``done=True``) was seen the stream was cut, so open messages end with status ``error``, an
     error Message says so and stream_end has status ``error``. ``fail(text, code)`` does the same
     for an error the caller saw (HTTP error, timeout). With ``stream_events=False`` no
@@ -114,6 +115,8 @@ class OpenAIDecoder(Warnings):
         usage = chunk.get("usage")
         if usage is not None and not isinstance(usage, Mapping):
             raise WireError(f"usage must be an object, got {type(usage).__name__}")
+        if usage is not None and (bad := field_type_errors(Usage, usage, "usage")):
+            raise WireError(bad[0])  # typed: "lots" or 1.5 is not a token count
         plan = [self._check_choice(c) for c in choices]  # validate everything before emitting
         out: list[Message] = []
         if not self._started:
@@ -145,7 +148,7 @@ class OpenAIDecoder(Warnings):
                 self._close_all("completed", out)
         return out
 
-    def finish(self, *, done: bool = False) -> list[Message]:
+    def close(self, *, done: bool = False) -> list[Message]:
         """End the stream (idempotent): close what is open and emit stream_end."""
         if self.finished:
             return []
@@ -160,6 +163,8 @@ class OpenAIDecoder(Warnings):
         if self.stream_events:
             out.append(self._event(self._end_event()))
         return out
+
+    finish = close  # the old name, kept for existing callers
 
     def fail(self, text: str, code: str | None = None) -> list[Message]:
         """An error ends the stream: open messages end with status error, an error Message
@@ -355,5 +360,5 @@ def decode_chunks(chunks: Iterable[Any], *, done: bool = True) -> list[Message]:
     out: list[Message] = []
     for c in chunks:
         out += dec.feed(c)
-    out += dec.finish(done=done)
+    out += dec.close(done=done)
     return out

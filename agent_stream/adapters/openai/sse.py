@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from agent_stream import jsontext
 from agent_stream.adapters._tracking import Warnings
+from agent_stream.adapters.framing import sse_payload
 from agent_stream.adapters.openai.chunks import DONE
 from agent_stream.adapters.openai.decoder import OpenAIDecoder
 from agent_stream.errors import StreamWarning, WarningCode, WireError
 from agent_stream.message import Message
 
-__all__ = ["OpenAISSEDecoder", "cli_decoder"]
+__all__ = ["OpenAISSEDecoder"]
 
 _DONE = DONE.json()
 
@@ -30,17 +31,9 @@ class OpenAISSEDecoder(Warnings):
         self.done = False
 
     def feed_line(self, line: str) -> list[Message]:
-        s = line.strip()
-        if not s or s.startswith(":"):
+        payload = sse_payload(line)
+        if payload is None:
             return []
-        if s.startswith("data:"):
-            payload = s[5:].strip()
-        elif s.startswith("{"):
-            payload = s
-        elif s.split(":", 1)[0] in ("event", "id", "retry"):
-            return []
-        else:
-            raise WireError(f"not an SSE line: {s[:40]!r}")
         if payload == _DONE:
             self.done = True
             return []
@@ -48,19 +41,16 @@ class OpenAISSEDecoder(Warnings):
             self._warn(WarningCode.AFTER_DONE, "data after [DONE]; ignored")
             return []
         try:
-            chunk = json.loads(payload)
+            chunk = jsontext.loads(payload, WireError)
         except json.JSONDecodeError as exc:
             raise WireError(f"data is not JSON: {exc.msg} at column {exc.colno}") from None
         return self.decoder.feed(chunk)
 
-    def finish(self) -> list[Message]:
+    def close(self) -> list[Message]:
         """The end of the input: what the decoder closes (a cut stream ends with an error)."""
-        return self.decoder.finish(done=self.done)
+        return self.decoder.close(done=self.done)
+
+    finish = close  # the old name, kept for existing callers
 
     def drain_warnings(self) -> list[StreamWarning]:
         return super().drain_warnings() + self.decoder.drain_warnings()
-
-
-def cli_decoder(args: Any) -> OpenAISSEDecoder:
-    """``agent-stream decode --from openai``."""
-    return OpenAISSEDecoder()

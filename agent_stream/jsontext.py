@@ -1,0 +1,142 @@
+"""A strict JSON reader: one value from text, or a StreamError saying what is wrong.
+
+``json.loads`` accepts what JSON forbids and fails in ways a caller cannot type: NaN and
+Infinity, integers of any size (a ``ValueError`` past 4,300 digits), lone surrogates such as
+``"\\ud800"`` (which cannot be written back out as UTF-8), and nesting deep enough to raise
+``RecursionError``. ``loads`` rejects each of these with ``error(reason)``:
+
+- ``not JSON: <what> at column C`` (bad syntax) and ``invalid UTF-8 at byte K`` (bytes in);
+- ``nested too deep (over 64 levels)``: found by a scan of the brackets outside strings before
+  the parser runs, so the parser never recurses deeper than twice the cap;
+- ``number out of range: ...``: integers outside [-2**63, 2**64) and floats that overflow;
+- ``NaN is not JSON`` (and ``Infinity``, ``-Infinity``);
+- ``invalid unicode escape (a lone surrogate)``, or ``not Unicode text`` for a ``str`` that
+  already holds one.
+
+Callers pick the error class (``InvalidMessage`` for Messages, ``WireError`` for wire items).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent_stream.errors import InvalidJSON, StreamError
+
+MAX_DEPTH = 64
+INT_MIN = -(2**63)
+INT_MAX = 2**64 - 1
+
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Reject(Exception):
+    """Raised inside the parser's hooks; turned into the caller's error class."""
+
+
+def _int(s: str) -> int:
+    if len(s) > 21:
+        raise _Reject(f"number out of range: {s[:20]}...")
+    n = int(s)
+    if not INT_MIN <= n <= INT_MAX:
+        raise _Reject(f"number out of range: {s}")
+    return n
+
+
+def _float(s: str) -> float:
+    f = float(s)
+    if f in (float("inf"), float("-inf")):
+        raise _Reject(f"number out of range: {s[:20]}{'...' if len(s) > 20 else ''}")
+    return f
+
+
+def _constant(s: str) -> Any:
+    raise _Reject(f"{s} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
+
+
+def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether brackets outside strings nest deeper than ``limit`` somewhere in ``raw``.
+
+    Linear and in C: escapes are dropped, strings cut out, the brackets kept, then innermost
+    ``[]`` pairs removed once per level. Unbalanced text counts the opens left unclosed.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(unescaped.split(b'"')[0::2])
+    br = outside.translate(_BRACKETS, _NOT_BRACKETS)
+    for _ in range(limit):
+        reduced = br.replace(b"[]", b"")
+        if len(reduced) == len(br):  # no pair left: "]]][[[" at most
+            return br.count(b"[") > limit
+        br = reduced
+        if not br:
+            return False
+    return b"[]" in br or br.count(b"[") > limit
+
+
+def _walk_strings(value: Any) -> bool:
+    """Whether any string (or key) in decoded JSON holds a lone surrogate; iterative."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                return True
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if _SURROGATE.search(k):
+                    return True
+                stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def loads(text: str | bytes, error: type[StreamError] = InvalidJSON, *,
+          max_depth: int = MAX_DEPTH) -> Any:
+    """The one JSON value in ``text``; ``error(reason)`` if it is not strict JSON.
+
+    Never raises anything but ``error``: not RecursionError, ValueError or UnicodeError.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        raw = bytes(text)
+        try:
+            s = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise error(f"invalid UTF-8 at byte {exc.start + 1}") from None
+    else:
+        s = text
+        if not s.isascii():
+            try:
+                raw = s.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise error(f"not Unicode text (a lone surrogate at character "
+                            f"{exc.start + 1})") from None
+        else:
+            raw = s.encode("ascii")
+    if too_deep(raw, max_depth):
+        raise error(f"nested too deep (over {max_depth} levels)")
+    try:
+        value = _DECODER.decode(s)
+    except json.JSONDecodeError as exc:
+        raise error(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    except _Reject as exc:
+        raise error(str(exc)) from None
+    except RecursionError:  # unreachable after too_deep; kept so no RecursionError escapes
+        raise error(f"nested too deep (over {max_depth} levels)") from None
+    if _SURROGATE_ESCAPE.search(s) and _walk_strings(value):
+        raise error("invalid unicode escape (a lone surrogate)")
+    return value
+
+
+def has_surrogate(s: str) -> bool:
+    """Whether ``s`` holds a lone surrogate (cannot be written as UTF-8)."""
+    return _SURROGATE.search(s) is not None

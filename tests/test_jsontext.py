@@ -1,0 +1,160 @@
+"""The strict JSON reader (agent_stream.jsontext): what it rejects, and that it raises nothing else."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_stream import jsontext
+from agent_stream.errors import InvalidJSON, StreamError, WireError
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("{bad", "not JSON: Expecting property name enclosed in double quotes at column 2"),
+        ("[" * 65 + "]" * 65, "nested too deep (over 64 levels)"),
+        ('{"a":' * 65 + "1" + "}" * 65, "nested too deep"),
+        ("[" * 100_000, "nested too deep"),
+        (str(2**64), "number out of range"),
+        (str(-(2**63) - 1), "number out of range"),
+        ("1" * 5000, "number out of range"),
+        ("1e999", "number out of range"),
+        ("NaN", "NaN is not JSON"),
+        ("[Infinity]", "Infinity is not JSON"),
+        ('"\\ud800"', "invalid unicode escape"),
+        ('"\\uDFFF x"', "invalid unicode escape"),
+        ('{"\\udbff": 1}', "invalid unicode escape"),
+        ("\"\ud800\"", "not Unicode text"),
+        (b'"\xff"', "invalid UTF-8 at byte 2"),
+        (b'"\xed\xa0\x80"', "invalid UTF-8 at byte 2"),
+    ],
+)
+def test_rejects_what_json_forbids_or_python_cannot_take(text: str | bytes, reason: str) -> None:
+    with pytest.raises(InvalidJSON) as info:
+        jsontext.loads(text)
+    assert str(info.value).startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("[" * 64 + "]" * 64, json.loads("[" * 64 + "]" * 64)),
+        ('"[[[[' + "[" * 500 + '"', "[[[[" + "[" * 500),
+        ('["\\\\", ' + "[" * 60 + "]" * 60 + "]", json.loads('["\\\\", ' + "[" * 60 + "]" * 60 + "]")),
+        ('"\\"[[[" ', '"[[['),
+        (str(2**64 - 1), 2**64 - 1),
+        (str(-(2**63)), -(2**63)),
+        ('"\\ud83d\\ude00"', "\U0001f600"),
+        ("1.5e300", 1.5e300),
+    ],
+)
+def test_accepts_strict_json_at_the_limits(text: str, value: Any) -> None:
+    assert jsontext.loads(text) == value
+
+
+def test_the_caller_picks_the_error_class() -> None:
+    with pytest.raises(WireError, match="NaN"):
+        jsontext.loads("NaN", WireError)
+    assert issubclass(InvalidJSON, StreamError) and issubclass(InvalidJSON, ValueError)
+
+
+def reference_depth(s: str) -> int:
+    """Deepest bracket nesting outside strings, one character at a time, as far as a parser
+    can go: a close with nothing open is ignored, a backslash outside a string ends it."""
+    depth = best = 0
+    in_string = escaped = False
+    for ch in s:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == "\\":
+            break
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    return best
+
+
+_json = st.recursive(st.one_of(st.integers(), st.text(alphabet='[]{}"\\ab', max_size=5)),
+                     lambda kids: st.one_of(st.lists(kids, max_size=3),
+                                            st.dictionaries(st.text("[]{}\"\\", max_size=3),
+                                                            kids, max_size=3)),
+                     max_leaves=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.integers(0, 8))
+def test_too_deep_agrees_with_a_character_scan_on_valid_json(value: Any, limit: int) -> None:
+    s = json.dumps(value)
+    assert jsontext.too_deep(s.encode(), limit) == (reference_depth(s) > limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='[]{}"\\ a1,:', max_size=200), st.integers(0, 6))
+def test_on_any_text_the_parser_never_nests_past_twice_the_limit_unless_too_deep(
+        s: str, limit: int) -> None:
+    if not jsontext.too_deep(s.encode(), limit):
+        assert reference_depth(s) <= 2 * limit
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=200), st.text(max_size=200)))
+def test_raises_nothing_but_the_error_class(text: str | bytes) -> None:
+    try:
+        value = jsontext.loads(text)
+    except InvalidJSON:
+        return
+    json.dumps(value, allow_nan=False).encode("utf-8")  # strict JSON, valid UTF-8 back out
+
+
+# -- the pure APIs read JSON through it ---------------------------------------------------------
+@pytest.mark.parametrize("text", ["[" * 100_000, "1" * 5000, '{"content": [], "x": NaN}',
+                                  '"\\ud800"'])
+def test_parse_chat_raises_wire_error_for_any_text(text: str) -> None:
+    from agent_stream.adapters.chat import parse_chat
+
+    with pytest.raises(WireError):
+        parse_chat(text)
+
+
+@pytest.mark.parametrize("line", ["data: " + "[" * 100_000, "data: " + "9" * 5000,
+                                  'data: {"choices": [], "x": Infinity}',
+                                  'data: {"choices": [], "usage": {"prompt_tokens": "lots"}}',
+                                  'data: {"choices": [], "usage": {"total_tokens": 1.5}}'])
+def test_the_openai_decoder_raises_wire_error_and_still_ends_the_stream(line: str) -> None:
+    from agent_stream.adapters.openai import OpenAISSEDecoder
+
+    dec = OpenAISSEDecoder()
+    dec.feed_line('data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "ok"}}]}')
+    with pytest.raises(WireError):
+        dec.feed_line(line)
+    end = dec.close()  # stream_end's data is built: no ValidationError from a bad usage
+    assert end[-1].event == "stream_end"
+
+
+def test_a_tagged_chat_message_with_props_nested_too_deep_is_a_warning() -> None:
+    import uuid
+
+    from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent
+
+    from agent_stream.adapters.chat import ChatDecoder
+
+    md = {"agent_stream": "1", "op": "message", "type": "x", "message_id": "M1",
+          "props": "[" * 5000 + "]" * 5000, "seq": "1", "conversation": "c"}
+    chat = ChatMessage(msg_id=uuid.uuid4(), content=[MetadataContent(metadata=md)])
+    dec = ChatDecoder()
+    assert dec.feed("agent1q", chat, 0.0) == []
+    assert [w.code for w in dec.drain_warnings()] == ["bad_metadata"]
