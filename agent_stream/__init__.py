@@ -14,7 +14,6 @@ from agent_stream.errors import (
     ChunkerConfigError,
     DeltaError,
     InvalidMessage,
-    LimitExceeded,
     StreamError,
     StreamWarning,
     UnknownMessage,
@@ -39,7 +38,7 @@ from agent_stream.message import (
 from agent_stream.writer import BlockScope, MessageHandle, StreamWriter, ThreadScope
 
 if TYPE_CHECKING:
-    from agent_stream.chunker import TextChunker
+    from agent_stream.chunking import TextChunker
 
 __version__ = "0.1.0"
 
@@ -50,7 +49,6 @@ __all__ = [
     "DeltaError",
     "IdGenerator",
     "InvalidMessage",
-    "LimitExceeded",
     "Message",
     "MessageHandle",
     "MessageState",
@@ -80,7 +78,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "TextChunker":
-        from agent_stream.chunker import TextChunker
+        from agent_stream.chunking import TextChunker
 
         return TextChunker
     raise AttributeError(f"module 'agent_stream' has no attribute {name!r}")

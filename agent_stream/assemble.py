@@ -272,32 +272,12 @@ class Assembler:
         cid = msg.chunk_id
         mid = msg.message_id
         if cid is not None and cid in self._seen_chunks:
-            st = t._messages.get((msg.thread_id, mid or cid))
-            if st is not None:
-                st.duplicates += 1
-            t.warnings.append(StreamWarning(WarningCode.DUPLICATE_CHUNK,
-                                            "chunk id seen before; ignored",
-                                            chunk_id=cid, message_id=mid,
-                                            thread_id=msg.thread_id))
+            self._duplicate(msg, cid)
             return
         if mid is None:
-            if msg.delta:
-                raise DeltaError(_where(msg) + "a delta needs a message_id to merge into")
-            if msg.type_change:
-                raise UnknownMessage(_where(msg) + "type_change with no message_id to change")
-            if cid is None:
-                self._anon += 1
-                key: Key = (msg.thread_id, f"#{self._anon}")
-            else:
-                key = (msg.thread_id, cid)
-            st = self._new_message(key, None, msg)
-            st._props = _delta.copy_json(msg.props) if msg.props else {}
-            st.chunk_count = 1
-            st.status = COMPLETED
-            if cid is not None:
-                self._seen_chunks.add(cid)
+            self._whole(msg, cid)
             return
-        key = (msg.thread_id, mid)
+        key: Key = (msg.thread_id, mid)
         st = t._messages.get(key)
         if msg.type_change:
             if st is None:
@@ -322,6 +302,35 @@ class Assembler:
             if st.block_id is None and msg.block_id is not None:
                 self._attach_block(st, key, msg.block_id)
         st.chunk_count += 1
+        if cid is not None:
+            self._seen_chunks.add(cid)
+
+    def _duplicate(self, msg: Message, cid: str) -> None:
+        """A chunk whose id was seen before: counted and warned about, not applied."""
+        t = self.transcript
+        mid = msg.message_id
+        st = t._messages.get((msg.thread_id, mid or cid))
+        if st is not None:
+            st.duplicates += 1
+        t.warnings.append(StreamWarning(WarningCode.DUPLICATE_CHUNK,
+                                        "chunk id seen before; ignored",
+                                        chunk_id=cid, message_id=mid, thread_id=msg.thread_id))
+
+    def _whole(self, msg: Message, cid: str | None) -> None:
+        """A chunk without message_id: a whole message of its own, complete."""
+        if msg.delta:
+            raise DeltaError(_where(msg) + "a delta needs a message_id to merge into")
+        if msg.type_change:
+            raise UnknownMessage(_where(msg) + "type_change with no message_id to change")
+        if cid is None:
+            self._anon += 1
+            key: Key = (msg.thread_id, f"#{self._anon}")
+        else:
+            key = (msg.thread_id, cid)
+        st = self._new_message(key, None, msg)
+        st._props = _delta.copy_json(msg.props) if msg.props else {}
+        st.chunk_count = 1
+        st.status = COMPLETED
         if cid is not None:
             self._seen_chunks.add(cid)
 

@@ -18,7 +18,7 @@ relayed chunk so text is not re-buffered on the way.
 - content passes chunk for chunk (a text delta stays a delta); repeated chunk ids are dropped;
 - ``stream_start``/``stream_end`` are not passed on (the relay block stands for the sub-stream):
   the sub-stream's end status, error and usage are kept on the Reidentifier;
-- :meth:`Reidentifier.finish` ends whatever the sub-reply left open (a sub-agent lost mid-reply),
+- :meth:`Reidentifier.close` ends whatever the sub-reply left open (a sub-agent lost mid-reply),
   so the caller's stream stays well formed.
 
 The delegation chain travels in the request tags
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -157,7 +157,7 @@ class Reidentifier:
 
     ``ids``: the caller's IdGenerator; ``block_id``/``thread_id``: the relay block and the
     thread it is in (None: none). :meth:`feed` returns the Messages to emit (their chunk_id
-    empty); :meth:`finish` the ends of what is still open.
+    empty); :meth:`close` the ends of what is still open.
     """
 
     def __init__(self, ids: IdGenerator, *, block_id: str, thread_id: str | None = None) -> None:
@@ -179,21 +179,11 @@ class Reidentifier:
     # -- id maps ----------------------------------------------------------------------------------
     def thread(self, sub: str | None) -> str | None:
         """The caller's thread for a sub-reply thread (None: the relay's own thread)."""
-        if not sub:
-            return self.thread_id
-        t = self._threads.get(sub)
-        if t is None:
-            t = self._threads[sub] = self.ids.thread()
-        return t
+        return _mapped(self._threads, sub, self.ids.thread) if sub else self.thread_id
 
     def block(self, sub: str | None) -> str:
         """The caller's block for a sub-reply block (None: the relay block)."""
-        if not sub:
-            return self.block_id
-        b = self._blocks.get(sub)
-        if b is None:
-            b = self._blocks[sub] = self.ids.block()
-        return b
+        return _mapped(self._blocks, sub, self.ids.block) if sub else self.block_id
 
     def message(self, sub_thread: str | None, sub_message: str) -> str:
         key = (sub_thread or None, sub_message)
@@ -280,7 +270,7 @@ class Reidentifier:
             self._open_threads.pop(thread, None)
         return [_event(msg, data, thread_id=thread, block_id=block)]
 
-    def finish(self, status: str) -> list[Message]:
+    def close(self, status: str) -> list[Message]:
         """End what the sub-reply left open (messages, then blocks, then threads) with
         ``status`` (a lifecycle status: completed | error | cancelled)."""
         out: list[Message] = []
@@ -301,6 +291,16 @@ class Reidentifier:
         self._open_threads.clear()
         self.relayed += len(out)
         return out
+
+    finish = close  # the old name, kept for existing callers
+
+
+def _mapped(table: dict[str, str], sub: str, make: Callable[[], str]) -> str:
+    """The id ``sub`` maps to in ``table``: a new one from ``make`` the first time."""
+    found = table.get(sub)
+    if found is None:
+        found = table[sub] = make()
+    return found
 
 
 def _str(v: Any) -> str | None:
@@ -392,13 +392,13 @@ async def _pump(b: BlockScope, reply: Relayable) -> RelayError | None:
                 await emit(out)
     except asyncio.CancelledError:
         reply.cancel()
-        for out in rid.finish("cancelled"):
+        for out in rid.close("cancelled"):
             await emit(out)
         raise
     status = reply.status or "completed"
     sub = rid.status or status
     final = end_status(sub if status == "completed" else status)
-    for out in rid.finish(final):
+    for out in rid.close(final):
         await emit(out)
     b.end_data = {"relay_status": status if status != "completed" else sub}
     if rid.usage:

@@ -171,12 +171,14 @@ class LiveRenderer:
                 err = ev.error
                 self._line(None, f"reply {status}" + (f": {err}" if err else ""), "bold red")
 
-    def finish(self, summary: str | None = None, *, ok: bool = True) -> None:
+    def close(self, summary: str | None = None, *, ok: bool = True) -> None:
         """End the output (a summary line in green, or red when not ``ok``)."""
         self._newline()
         if summary:
             self.console.rule(style="green" if ok else "red")
             self._write(Text(summary + "\n", style="green" if ok else "bold red"))
+
+    finish = close  # the old name, kept for existing callers
 
 
 def _short(props: dict[str, Any], limit: int = 120) -> str:

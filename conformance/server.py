@@ -7,8 +7,9 @@ Routes (all POST, the request body is read and, where it matters, obeyed):
   /aisdk/{stream}                     the AI SDK UI message stream (its v1 header)
   /a2a/{stream}                       A2A message/stream JSON-RPC responses (the request's id)
 
-Every wire is made by the adapter's own ``cli_encode`` (what ``agent-stream convert`` writes)
-or encoder, so the clients read exactly what the library sends.
+Every wire is made by the format registry, ``agent_stream.commands.formats`` (what
+``agent-stream convert`` writes), or an encoder, so the clients read exactly what the library
+sends.
 """
 
 from __future__ import annotations
@@ -32,15 +33,13 @@ def _wire(fmt: str, msgs: list[Message], **opts: Any) -> tuple[str, list[str]]:
     err = io.StringIO()
     args = argparse.Namespace(**opts)
     with contextlib.redirect_stderr(err):
-        if fmt == "openai":
-            from agent_stream.adapters.openai import cli_encode
-        elif fmt == "agui":
-            from agent_stream.adapters.agui import cli_encode
-        elif fmt == "aisdk":
-            from agent_stream.adapters.aisdk import cli_encode
-        else:
+        from agent_stream.commands.formats import FORMATS
+
+        if fmt not in ("openai", "agui", "aisdk"):
             raise ValueError(fmt)
-        text = "".join(cli_encode(iter(msgs), args))
+        encode = FORMATS[fmt].encoder
+        assert encode is not None
+        text = "".join(encode(iter(msgs), args))
     return text, [ln.removeprefix("warning: ") for ln in err.getvalue().splitlines() if ln]
 
 

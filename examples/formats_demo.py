@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent_stream.adapters import agui, channels, cui, openai
+from agent_stream.commands import formats as fmt
 from agent_stream.message import Message, tool_call
 from agent_stream.writer import StreamWriter, ThreadScope, collect
 
@@ -80,22 +80,20 @@ def formats() -> dict[str, tuple[str, str, Any]]:
                             channels=None, sse=False)
     out: dict[str, tuple[str, str, Any]] = {
         "native": ("Native (CUI) JSONL", "agent-stream convert --to cui",
-                   lambda msgs: cui.cli_encode(msgs, ns)),
+                   lambda msgs: fmt.encode_cui(msgs, ns)),
         "openai": ("OpenAI chat.completion.chunk SSE",
                    "agent-stream convert --to openai --include-usage",
-                   lambda msgs: openai.cli_encode(msgs, ns)),
+                   lambda msgs: fmt.encode_openai(msgs, ns)),
         "channels": ("Multi-channel JSONL (default policy: no reasoning)",
                      "agent-stream convert --to channels",
-                     lambda msgs: channels.cli_encode(msgs, ns)),
+                     lambda msgs: fmt.encode_channels(msgs, ns)),
         "agui": ("AG-UI events (SSE)", "agent-stream convert --to agui",
-                 lambda msgs: agui.cli_encode(msgs, ns)),
+                 lambda msgs: fmt.encode_agui(msgs, ns)),
     }
     if importlib.util.find_spec("agent_stream.adapters.chat") is not None:
-        from agent_stream.adapters import chat
-
         out["chat"] = ("uAgents chat protocol (ChatMessage JSON, one a line)",
                        "agent-stream convert --to chat",
-                       lambda msgs: chat.cli_encode(msgs, ns))
+                       lambda msgs: fmt.encode_chat(msgs, ns))
     return out
 
 

@@ -1,4 +1,4 @@
-"""What the OpenAI, AG-UI and channels encoders keep of each message, shared by all three.
+"""What the encoders (OpenAI, AG-UI, AI SDK, A2A, channels) keep of each message; their shape.
 
 - ``MessageTable``: every message seen, by (thread_id, message_id), and those not ended yet;
   ended by their message_end, their block's or thread's end, or the stream's end.
@@ -6,16 +6,20 @@
   rewrite of arguments already sent is refused (an append-only client cannot take it back).
 - ``Parts`` and ``set_shown``: a message's shown text and the rule for rewriting it.
 - ``Warnings``: the queue of warnings an encoder or decoder reports (``drain_warnings``).
+- ``TrackingEncoder``: feed/close, the dispatch of events, errors and content, a message's
+  lookup, retype and end: each encoder writes only what its own wire does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from agent_stream import delta as _delta
 from agent_stream.delta import APPEND, visible_change
 from agent_stream.errors import StreamWarning, WarningCode
-from agent_stream.message import Message
+from agent_stream.events import EventView
+from agent_stream.message import BLOCK_END, ERROR, EVENT, MESSAGE_END, THREAD_END, Message
 
 Key = tuple[str | None, str]  # (thread_id, message_id)
 
@@ -205,16 +209,26 @@ class ToolCall:
 
 
 class Tracked:
-    """Base of an encoder's per-message state: its key, type, thread, block and whether done."""
+    """What an encoder keeps of one message: its key, type, thread, block, whether it ended, its
+    wire id and kind (each encoder's own), whether its wire item is open, its shown text, props
+    and tool call. Encoders with more to keep subclass it."""
 
-    __slots__ = ("block_id", "done", "key", "thread_id", "type")
+    __slots__ = ("block_id", "done", "key", "kind", "opened", "props", "text", "thread_id",
+                 "tool", "type", "wid")
 
-    def __init__(self, key: Key, type_: str, block_id: str | None) -> None:
+    def __init__(self, key: Key, type_: str, block_id: str | None, *, kind: str = "",
+                 wid: str = "") -> None:
         self.key = key
         self.type = type_
         self.thread_id = key[0]
         self.block_id = block_id
         self.done = False
+        self.kind = kind
+        self.wid = wid
+        self.opened = False
+        self.text = Parts()
+        self.props: dict[str, Any] | None = None
+        self.tool = ToolCall()
 
 
 S = TypeVar("S", bound=Tracked)
@@ -265,3 +279,217 @@ class MessageTable(Generic[S]):
 
     def in_thread(self, thread_id: str | None) -> list[S]:
         return self.open_where(lambda s: s.thread_id == thread_id)
+
+    def started_by(self, ev: EventView) -> tuple[Key, str] | None:
+        """The key and type of the message a message_start announces, when not yet seen."""
+        mid, type_ = ev.message_id, ev.type
+        if mid is None or type_ is None:
+            return None
+        key = (ev.thread_id, mid)
+        return None if key in self.seen else (key, type_)
+
+    def ended_by(self, ev: EventView) -> list[S]:
+        """The messages an event ends: message_end its message (open or not), block_end and
+        thread_end the open messages of that block or thread; none for other events."""
+        name = ev.name
+        if name == MESSAGE_END:
+            st = self.seen.get((ev.thread_id, ev.message_id or ""))
+            return [] if st is None else [st]
+        if name == BLOCK_END:
+            return self.in_block(ev.block_id)
+        if name == THREAD_END:
+            return self.in_thread(ev.thread_id)
+        return []
+
+
+def scoped_id(key: Key) -> str:
+    """A message's id on a wire without threads: ``thread:message`` when in a thread."""
+    return key[1] if key[0] is None else f"{key[0]}:{key[1]}"
+
+
+def unique_id(base: str, taken: set[str]) -> str:
+    """``base``, else ``base~2``, ``base~3``...: the first not in ``taken`` (now added to it)."""
+    wid, n = base, 1
+    while wid in taken:
+        n += 1
+        wid = f"{base}~{n}"
+    taken.add(wid)
+    return wid
+
+
+def props_after(props: dict[str, Any] | None, msg: Message) -> dict[str, Any]:
+    """A message's props after the chunk ``msg``: the chunk's props whole, or its delta applied
+    (DeltaError when it cannot apply)."""
+    if not msg.delta:
+        new: dict[str, Any] = _delta.copy_json(msg.props or {})
+        return new
+    return _delta.apply(props or {}, msg.delta_action or "append", msg.delta_path,
+                        msg.props or {})
+
+
+W = TypeVar("W")
+TEXT_KINDS = ("text", "reasoning")  # the kinds whose wire item streams a text
+
+
+class TrackingEncoder(Warnings, Generic[S, W]):
+    """The shape every message-tracking encoder shares (OpenAI, AG-UI, AI SDK, A2A, channels).
+
+    ``feed`` starts the wire on the first Message (``_start``), then hands events to ``_event``,
+    error Messages to ``_error_msg`` and content to ``_content``, which finds (or makes, with
+    ``_new``) the message's state, retypes it (``_retype``) and hands the chunk to ``_chunk``;
+    a chunk without message_id is a whole message, ended (``_end_msg``) at once. ``close`` ends
+    the stream: ``_end_stream`` with a status, ``_incomplete`` (after a warning) without one.
+    Subclasses write the hooks; every list they append to is the caller's ``out``.
+    """
+
+    INCOMPLETE_WARNING = "the stream ended without stream_end"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished = False
+        self._started = False
+        self._table: MessageTable[S] = MessageTable()
+
+    def feed(self, msg: Message) -> list[W]:
+        """Encode one Message; returns the wire items to send now."""
+        if self.finished:
+            return []
+        out = self._output(msg)
+        if msg.type == EVENT:
+            self._event(EventView(msg), out)
+        elif msg.type == ERROR:
+            self._error_msg(msg, out)
+        else:
+            self._content(msg, out)
+        return out
+
+    def close(self, *, status: str | None = None, error: str | None = None) -> list[W]:
+        """End the stream unless it ended (idempotent). Without ``status`` the Messages had no
+        stream_end: the stream was cut and ends as not completed, with an ``incomplete``
+        warning."""
+        if self.finished:
+            return []
+        out = self._output(None)
+        if status is None:
+            self._warn(WarningCode.INCOMPLETE, self.INCOMPLETE_WARNING)
+            self._incomplete(out, error)
+        else:
+            self._end_stream(out, status, error)
+        return out
+
+    def _output(self, msg: Message | None) -> list[W]:
+        """The list this call's wire items go to: the wire's opening first, once."""
+        out: list[W] = []
+        if not self._started:
+            self._started = True
+            self._start(msg, out)
+        return out
+
+    # -- hooks --------------------------------------------------------------------------------
+    def _start(self, msg: Message | None, out: list[W]) -> None:
+        """The wire's opening, before the first Message (None: closed before any)."""
+
+    def _event(self, ev: EventView, out: list[W]) -> None:
+        raise NotImplementedError
+
+    def _error_msg(self, msg: Message, out: list[W]) -> None:
+        self._content(msg, out)
+
+    def _end_stream(self, out: list[W], status: str, error: str | None) -> None:
+        raise NotImplementedError
+
+    def _incomplete(self, out: list[W], error: str | None) -> None:
+        raise NotImplementedError
+
+    def _tracks(self, type_: str) -> bool:
+        """Whether messages of this type are kept at all (else their chunks are dropped)."""
+        return True
+
+    def _new(self, key: Key, type_: str, block_id: str | None) -> S:
+        raise NotImplementedError
+
+    def _retype(self, st: S, msg: Message, out: list[W]) -> S | None:
+        """The message changed type: the same wire item goes on when ``_same_item`` says so;
+        else the old one ends and a new one starts, given the old text or props (``_keep_text``,
+        ``_keep_props``) when the type_change has no props of its own. None: not kept."""
+        if self._same_item(st, msg.type):
+            st.type = msg.type
+            return st
+        old_text = st.text.value() if st.kind in TEXT_KINDS else ""
+        old_props = st.props
+        new = self._replace(st, msg, out)
+        if msg.props is None:  # type_change without props keeps them
+            if new.kind in TEXT_KINDS and old_text:
+                self._keep_text(new, old_text, out)
+            elif old_props is not None:
+                self._keep_props(new, old_props, out)
+        return new
+
+    def _same_item(self, st: S, type_: str) -> bool:
+        return False
+
+    def _keep_text(self, new: S, text: str, out: list[W]) -> None:
+        """A retyped message's text, shown again on its new item."""
+
+    def _keep_props(self, new: S, props: dict[str, Any], out: list[W]) -> None:
+        """A retyped message's props, on its new item."""
+
+    def _chunk(self, st: S, msg: Message, out: list[W]) -> None:
+        raise NotImplementedError
+
+    def _end_msg(self, st: S, out: list[W]) -> None:
+        raise NotImplementedError
+
+    # -- shared -------------------------------------------------------------------------------
+    def _content(self, msg: Message, out: list[W]) -> None:
+        mid = msg.message_id
+        if mid is None:
+            if self._tracks(msg.type):
+                st = self._new(self._table.anon_key(msg.thread_id), msg.type, msg.block_id)
+                self._chunk(st, msg, out)
+                self._end_msg(st, out)
+            return
+        key = (msg.thread_id, mid)
+        found = self._table.get(key)
+        if found is None:
+            if not self._tracks(msg.type):
+                return
+            st = self._new(key, msg.type, msg.block_id)
+        elif found.type != msg.type:
+            retyped = self._retype(found, msg, out)
+            if retyped is None:
+                return
+            st = retyped
+        else:
+            st = found
+        if st.block_id is None:
+            st.block_id = msg.block_id
+        if st.done:
+            self._after_end(msg)
+        else:
+            self._chunk(st, msg, out)
+
+    def _replace(self, st: S, msg: Message, out: list[W]) -> S:
+        """End ``st`` and forget it; the new state (same key and block) for ``msg``'s type."""
+        self._end_msg(st, out)
+        self._table.forget(st)
+        return self._new(st.key, msg.type, st.block_id)
+
+    def _ending(self, st: S) -> bool:
+        """Mark ``st`` ended (no longer open); False when it had ended already."""
+        if st.done:
+            return False
+        st.done = True
+        self._table.ended(st)
+        return True
+
+    def _after_end(self, msg: Message) -> None:
+        self._warn(WarningCode.AFTER_END, "chunk for a message that has ended; not sent", msg=msg)
+
+    def _bad_delta(self, msg: Message, exc: Exception, what: str = "delta not sent") -> None:
+        self._warn(WarningCode.BAD_DELTA, f"{what}: {exc}", msg=msg)
+
+
+def keeps_props(msg: Message) -> bool:
+    """A type_change without props and without delta: the message keeps the props it had."""
+    return not msg.delta and msg.props is None and msg.type_change

@@ -37,7 +37,7 @@ the new text extends the old, else a line break and the new text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 try:
@@ -74,8 +74,14 @@ except ImportError as _exc:  # the optional extra is not installed
                             "pip install 'agent-stream[agui]'") from _exc
 
 from agent_stream import delta as _delta
-from agent_stream.adapters._cli import encode_text
-from agent_stream.adapters._tracking import Key, MessageTable, Parts, ToolCall, Tracked, Warnings
+from agent_stream.adapters._tracking import (
+    Key,
+    Parts,
+    Tracked,
+    TrackingEncoder,
+    keeps_props,
+    props_after,
+)
 from agent_stream.adapters._tracking import set_shown as _set_shown
 from agent_stream.adapters.framing import run_encoder
 from agent_stream.adapters.jsonpatch import json_patch
@@ -86,8 +92,6 @@ from agent_stream.message import (
     BLOCK_END,
     BLOCK_START,
     BUILTIN_TYPES,
-    ERROR,
-    EVENT,
     LIFECYCLE_EVENTS,
     MESSAGE_END,
     MESSAGE_START,
@@ -102,7 +106,7 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["AGUIEncoder", "cli_encode", "encode_messages", "frame_sse", "json_patch"]
+__all__ = ["AGUIEncoder", "encode_messages", "frame_sse", "json_patch"]
 
 _TEXT, _REASONING, _TOOL, _ACTIVITY, _CUSTOM = "text", "reasoning", "tool", "activity", "custom"
 _RESULT = "result"
@@ -110,33 +114,14 @@ TOOL_RESULT = "tool_result"  # props: call_id, name, content
 INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
 
+_KINDS = {TEXT: _TEXT, REFUSAL: _TEXT, THINKING: _REASONING, TOOL_CALL: _TOOL,
+          TOOL_RESULT: _RESULT}
+
+
 def _kind(type_: str) -> str:
-    if type_ in (TEXT, REFUSAL):
-        return _TEXT
-    if type_ == THINKING:
-        return _REASONING
-    if type_ == TOOL_CALL:
-        return _TOOL
-    if type_ == TOOL_RESULT:
-        return _RESULT
-    if type_ in BUILTIN_TYPES:
-        return _CUSTOM
-    return _ACTIVITY
-
-
-class _AMsg(Tracked):
-    """What the encoder keeps of one message: its AG-UI id, kind, text, tool call, props."""
-
-    __slots__ = ("aid", "kind", "opened", "props", "text", "tool")
-
-    def __init__(self, key: Key, type_: str, aid: str, block_id: str | None) -> None:
-        super().__init__(key, type_, block_id)
-        self.kind = _kind(type_)
-        self.aid = aid
-        self.opened = False
-        self.text = Parts()
-        self.tool = ToolCall()
-        self.props: dict[str, Any] | None = None
+    """What a message of this type becomes: its own kind, else CUSTOM (other built-in types) or
+    an activity (custom types)."""
+    return _KINDS.get(type_) or (_CUSTOM if type_ in BUILTIN_TYPES else _ACTIVITY)
 
 
 # -- the encoder --------------------------------------------------------------------------------
@@ -149,64 +134,38 @@ def frame_sse(event: BaseEvent) -> str:
     return _FRAMER.encode(event)
 
 
-class AGUIEncoder(Warnings):
+class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
     """Messages in, AG-UI events out (``ag_ui.core`` models; ``frame_sse`` gives their SSE).
 
     ``thread_id`` is AG-UI's conversation id; ``run_id`` defaults to stream_start's request_id,
     else ``run-1``. ``close()`` closes everything still open and sends RUN_FINISHED (or RUN_ERROR
-    for status error) unless the run already ended.
+    for status error, or without a status: code ``incomplete``) unless the run already ended.
     """
+
+    INCOMPLETE_WARNING = ("the stream ended without stream_end; an AG-UI client gets RUN_ERROR "
+                          "(code incomplete), not RUN_FINISHED")
 
     def __init__(self, *, thread_id: str = "agent-stream", run_id: str | None = None) -> None:
         super().__init__()
         self.thread_id = thread_id
         self.run_id = run_id
-        self.finished = False
-        self._started = False
-        self._table: MessageTable[_AMsg] = MessageTable()
         self._ids: set[str] = set()
         self._steps: dict[str, str] = {}  # block_id -> step name, while open
 
-    # -- public -------------------------------------------------------------------------------
-    def feed(self, msg: Message) -> list[BaseEvent]:
-        """Encode one Message; returns the events to send now."""
-        if self.finished:
-            return []
-        out: list[BaseEvent] = []
-        if not self._started:
-            self._start(msg, out)
-        if msg.type == EVENT:
-            self._event(EventView(msg), out)
-        elif msg.type == ERROR:
-            p = msg.props or {}
-            text = p.get("message")
-            code = p.get("code")
-            self._end_run(out, "error", text if isinstance(text, str) else None,
-                          code if isinstance(code, str) else None, None)
-        else:
-            self._content(msg, out)
-        return out
+    def _error_msg(self, msg: Message, out: list[BaseEvent]) -> None:
+        p = msg.props or {}
+        text, code = p.get("message"), p.get("code")
+        self._end_run(out, "error", text if isinstance(text, str) else None,
+                      code if isinstance(code, str) else None, None)
 
-    def close(self, *, status: str | None = None, error: str | None = None
-              ) -> list[BaseEvent]:
-        """End the run unless it already ended (idempotent). Without ``status`` the Messages had
-        no stream_end: the run ends with RUN_ERROR code ``incomplete``, and a warning."""
-        if self.finished:
-            return []
-        out: list[BaseEvent] = []
-        if not self._started:
-            self._start(None, out)
-        if status is None:
-            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; an AG-UI "
-                       "client gets RUN_ERROR (code incomplete), not RUN_FINISHED")
-            self._end_run(out, "error", error or INCOMPLETE_TEXT, "incomplete", None)
-        else:
-            self._end_run(out, status, error, None, None)
-        return out
+    def _incomplete(self, out: list[BaseEvent], error: str | None) -> None:
+        self._end_run(out, "error", error or INCOMPLETE_TEXT, "incomplete", None)
+
+    def _end_stream(self, out: list[BaseEvent], status: str, error: str | None) -> None:
+        self._end_run(out, status, error, None, None)
 
     # -- run and structure --------------------------------------------------------------------
     def _start(self, msg: Message | None, out: list[BaseEvent]) -> None:
-        self._started = True
         if self.run_id is None:
             rid = EventView(msg).request_id if msg is not None and \
                 msg.event == STREAM_START else None
@@ -216,7 +175,7 @@ class AGUIEncoder(Warnings):
     def _end_run(self, out: list[BaseEvent], status: str, error: str | None,
                  code: str | None, usage: dict[str, Any] | None) -> None:
         for st in list(self._table.open.values()):
-            self._close(st, out)
+            self._end_msg(st, out)
         for name in self._steps.values():
             out.append(StepFinishedEvent(step_name=name))
         self._steps.clear()
@@ -246,34 +205,27 @@ class AGUIEncoder(Warnings):
                     step = f"{step} ({bid})"
                 self._steps[bid] = step
                 out.append(StepStartedEvent(step_name=step))
-        elif name == BLOCK_END:
+        elif name == MESSAGE_START:
+            new = self._table.started_by(ev)
+            if new is not None:
+                self._open_msg(self._new(new[0], new[1], ev.msg.block_id), out)
+        elif name in (MESSAGE_END, BLOCK_END, THREAD_END):
+            for st in self._table.ended_by(ev):
+                self._end_msg(st, out)
             bid = ev.block_id
-            for st in self._table.in_block(bid):
-                self._close(st, out)
-            ended = self._steps.pop(bid, None) if bid is not None else None
+            ended = self._steps.pop(bid, None) if name == BLOCK_END and bid is not None else None
             if ended is not None:
                 out.append(StepFinishedEvent(step_name=ended))
-        elif name == MESSAGE_START:
-            mid, type_ = ev.message_id, ev.type
-            if mid is not None and type_ is not None:
-                key = (ev.thread_id, mid)
-                if self._table.get(key) is None:
-                    self._open_msg(self._new(key, type_, ev.msg.block_id), out)
-        elif name == MESSAGE_END:
-            found = self._table.get((ev.thread_id, ev.message_id or ""))
-            if found is not None:
-                self._close(found, out)
-        elif name in (THREAD_START, THREAD_END):
             if name == THREAD_END:
-                for st in self._table.in_thread(ev.thread_id):
-                    self._close(st, out)
+                out.append(CustomEvent(name=name, value=dict(ev.data)))
+        elif name == THREAD_START:
             out.append(CustomEvent(name=name, value=dict(ev.data)))
         elif name not in LIFECYCLE_EVENTS:
             props = ev.msg.props or {}
             out.append(CustomEvent(name=name or "event", value=props.get("data", props)))
 
     # -- messages -----------------------------------------------------------------------------
-    def _new(self, key: Key, type_: str, block_id: str | None) -> _AMsg:
+    def _new(self, key: Key, type_: str, block_id: str | None) -> Tracked:
         aid = key[1]
         if aid in self._ids:
             aid = f"{key[0]}.{key[1]}" if key[0] else f"{key[1]}~"
@@ -282,24 +234,25 @@ class AGUIEncoder(Warnings):
                 n += 1
                 aid = f"{key[0] or ''}.{key[1]}~{n}"
         self._ids.add(aid)
-        return self._table.add(_AMsg(key, type_, aid, block_id), is_open=False)
+        return self._table.add(Tracked(key, type_, block_id, kind=_kind(type_), wid=aid),
+                               is_open=False)
 
-    def _open_msg(self, st: _AMsg, out: list[BaseEvent]) -> None:
+    def _open_msg(self, st: Tracked, out: list[BaseEvent]) -> None:
         if st.opened or st.done:
             return
         kind = st.kind
         if kind == _TEXT:
-            out.append(TextMessageStartEvent(message_id=st.aid, role="assistant"))
+            out.append(TextMessageStartEvent(message_id=st.wid, role="assistant"))
         elif kind == _REASONING:
-            out.append(ReasoningStartEvent(message_id=st.aid))
-            out.append(ReasoningMessageStartEvent(message_id=st.aid))
+            out.append(ReasoningStartEvent(message_id=st.wid))
+            out.append(ReasoningMessageStartEvent(message_id=st.wid))
         elif kind == _TOOL:
             tc = st.tool
             if not tc.ready:
                 self._table.open[st.key] = st  # START waits for the name
                 return
             if tc.call_id is None:
-                tc.call_id = f"call_{st.aid}"
+                tc.call_id = f"call_{st.wid}"
             out.append(ToolCallStartEvent(tool_call_id=tc.call_id,
                                           tool_call_name=tc.name or "tool"))
             args = tc.start()
@@ -310,7 +263,7 @@ class AGUIEncoder(Warnings):
         st.opened = True
         self._table.open[st.key] = st
 
-    def _close(self, st: _AMsg, out: list[BaseEvent]) -> None:
+    def _end_msg(self, st: Tracked, out: list[BaseEvent]) -> None:
         if st.done:
             return
         if st.kind == _TOOL and not st.opened:
@@ -325,57 +278,28 @@ class AGUIEncoder(Warnings):
             return
         kind = st.kind
         if kind == _TEXT:
-            out.append(TextMessageEndEvent(message_id=st.aid))
+            out.append(TextMessageEndEvent(message_id=st.wid))
         elif kind == _REASONING:
-            out.append(ReasoningMessageEndEvent(message_id=st.aid))
-            out.append(ReasoningEndEvent(message_id=st.aid))
+            out.append(ReasoningMessageEndEvent(message_id=st.wid))
+            out.append(ReasoningEndEvent(message_id=st.wid))
         elif kind == _TOOL:
-            out.append(ToolCallEndEvent(tool_call_id=st.tool.call_id or f"call_{st.aid}"))
+            out.append(ToolCallEndEvent(tool_call_id=st.tool.call_id or f"call_{st.wid}"))
 
-    def _content(self, msg: Message, out: list[BaseEvent]) -> None:
-        t = msg.type
-        mid = msg.message_id
-        if mid is None:
-            st = self._new(self._table.anon_key(msg.thread_id), t, msg.block_id)
-            self._chunk(st, msg, out)
-            self._close(st, out)
-            return
-        found = self._table.get((msg.thread_id, mid))
-        if found is None:
-            st = self._new((msg.thread_id, mid), t, msg.block_id)
-        elif found.type != t:
-            st = self._retype(found, msg, out)
-        else:
-            st = found
-        if st.block_id is None:
-            st.block_id = msg.block_id
-        self._chunk(st, msg, out)
+    def _same_item(self, st: Tracked, type_: str) -> bool:
+        """A type change within a kind goes on (activities excepted: their type is named)."""
+        return _kind(type_) == st.kind and st.kind != _ACTIVITY
 
-    def _retype(self, st: _AMsg, msg: Message, out: list[BaseEvent]) -> _AMsg:
-        new_kind = _kind(msg.type)
-        if new_kind == st.kind and new_kind != _ACTIVITY:
-            st.type = msg.type
-            return st
-        old_text = st.text.value() if st.kind in (_TEXT, _REASONING) else ""
-        old_props = st.props
-        self._close(st, out)
-        self._table.forget(st)
-        new = self._new(st.key, msg.type, st.block_id)
-        if msg.props is None:  # type_change without props keeps them
-            if new.kind in (_TEXT, _REASONING) and old_text:
-                self._open_msg(new, out)
-                self._text_set(new, old_text, out)
-            elif new.kind == _ACTIVITY and old_props is not None:
-                new.props = old_props
-                out.append(ActivitySnapshotEvent(message_id=new.aid, activity_type=new.type,
-                                                 content=_delta.copy_json(old_props)))
-        return new
+    def _keep_text(self, new: Tracked, text: str, out: list[BaseEvent]) -> None:
+        self._open_msg(new, out)
+        self._text_set(new, text, out)
 
-    def _chunk(self, st: _AMsg, msg: Message, out: list[BaseEvent]) -> None:
-        if st.done:
-            self._warn(WarningCode.AFTER_END, "chunk for a message that has ended; not sent",
-                       msg=msg)
-            return
+    def _keep_props(self, new: Tracked, props: dict[str, Any], out: list[BaseEvent]) -> None:
+        if new.kind == _ACTIVITY:
+            new.props = props
+            out.append(ActivitySnapshotEvent(message_id=new.wid, activity_type=new.type,
+                                             content=_delta.copy_json(props)))
+
+    def _chunk(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         kind = st.kind
         if kind in (_TEXT, _REASONING):
             ch = visible_change(msg, "content")
@@ -387,9 +311,9 @@ class AGUIEncoder(Warnings):
             if op == APPEND:
                 if s:
                     st.text.append(s)
-                    out.append(TextMessageContentEvent(message_id=st.aid, delta=s)
+                    out.append(TextMessageContentEvent(message_id=st.wid, delta=s)
                                if kind == _TEXT else
-                               ReasoningMessageContentEvent(message_id=st.aid, delta=s))
+                               ReasoningMessageContentEvent(message_id=st.wid, delta=s))
             else:
                 self._text_set(st, s, out)
         elif kind == _TOOL:
@@ -401,15 +325,15 @@ class AGUIEncoder(Warnings):
         else:
             out.append(CustomEvent(name=st.type, value=msg.to_dict()))
 
-    def _text_set(self, st: _AMsg, s: str, out: list[BaseEvent]) -> None:
+    def _text_set(self, st: Tracked, s: str, out: list[BaseEvent]) -> None:
         send = _set_shown(st.text, s, st.key, _CLIENT, self)
         if send is None:
             return
-        out.append(TextMessageContentEvent(message_id=st.aid, delta=send)
+        out.append(TextMessageContentEvent(message_id=st.wid, delta=send)
                    if st.kind == _TEXT else
-                   ReasoningMessageContentEvent(message_id=st.aid, delta=send))
+                   ReasoningMessageContentEvent(message_id=st.wid, delta=send))
 
-    def _tool_chunk(self, st: _AMsg, msg: Message, out: list[BaseEvent]) -> None:
+    def _tool_chunk(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         tc = st.tool
         if tc.take(msg) is not None:
             self._warn(WarningCode.REWRITE, "tool call arguments rewritten after they were sent; "
@@ -423,23 +347,20 @@ class AGUIEncoder(Warnings):
             return
         frag = tc.unsent()
         if frag:
-            out.append(ToolCallArgsEvent(tool_call_id=tc.call_id or f"call_{st.aid}",
+            out.append(ToolCallArgsEvent(tool_call_id=tc.call_id or f"call_{st.wid}",
                                          delta=frag))
 
-    def _result_chunk(self, st: _AMsg, msg: Message) -> None:
+    def _result_chunk(self, st: Tracked, msg: Message) -> None:
         """A tool result's props, kept until its message ends."""
         self._table.open[st.key] = st
-        if not msg.delta:
-            if msg.props is not None or not msg.type_change:
-                st.props = _delta.copy_json(msg.props or {})
+        if keeps_props(msg):
             return
         try:
-            st.props = _delta.apply(st.props or {}, msg.delta_action or "append",
-                                    msg.delta_path, msg.props or {})
+            st.props = props_after(st.props, msg)
         except DeltaError as exc:
-            self._drop(msg, exc)
+            self._bad_delta(msg, exc)
 
-    def _result(self, st: _AMsg, out: list[BaseEvent]) -> None:
+    def _result(self, st: Tracked, out: list[BaseEvent]) -> None:
         props = st.props or {}
         call_id = props.get("call_id")
         if not isinstance(call_id, str) or not call_id:
@@ -448,10 +369,10 @@ class AGUIEncoder(Warnings):
         content = props.get("content")
         text = content if isinstance(content, str) else "" if content is None else \
             json.dumps(content, ensure_ascii=False, separators=(",", ":"))
-        out.append(ToolCallResultEvent(message_id=st.aid, tool_call_id=call_id, content=text,
+        out.append(ToolCallResultEvent(message_id=st.wid, tool_call_id=call_id, content=text,
                                        role="tool"))
 
-    def _activity(self, st: _AMsg, msg: Message, out: list[BaseEvent]) -> None:
+    def _activity(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         chunk_props = msg.props or {}
         action = msg.delta_action or "append"
         whole = not msg.delta or (msg.delta_path is None and action in ("replace", "set"))
@@ -462,26 +383,23 @@ class AGUIEncoder(Warnings):
                 try:
                     st.props = _delta.apply({}, action, msg.delta_path, chunk_props)
                 except DeltaError as exc:
-                    self._drop(msg, exc)
+                    self._bad_delta(msg, exc)
                     return
-            out.append(ActivitySnapshotEvent(message_id=st.aid, activity_type=st.type,
+            out.append(ActivitySnapshotEvent(message_id=st.wid, activity_type=st.type,
                                              content=_delta.copy_json(st.props)))
             return
         try:
             ops = json_patch(st.props, action, msg.delta_path, chunk_props)
             st.props = _delta.apply(st.props, action, msg.delta_path, chunk_props)
         except DeltaError as exc:
-            self._drop(msg, exc)
+            self._bad_delta(msg, exc)
             return
         if ops is None:
-            out.append(ActivitySnapshotEvent(message_id=st.aid, activity_type=st.type,
+            out.append(ActivitySnapshotEvent(message_id=st.wid, activity_type=st.type,
                                              content=_delta.copy_json(st.props)))
         elif ops:
-            out.append(ActivityDeltaEvent(message_id=st.aid, activity_type=st.type,
+            out.append(ActivityDeltaEvent(message_id=st.wid, activity_type=st.type,
                                           patch=ops))  # type: ignore[arg-type]
-
-    def _drop(self, msg: Message, exc: Exception) -> None:
-        self._warn(WarningCode.BAD_DELTA, f"delta not sent: {exc}", msg=msg)
 
 
 def _usage(usage: dict[str, Any] | None) -> list[TokenUsage] | None:
@@ -499,8 +417,3 @@ def _usage(usage: dict[str, Any] | None) -> list[TokenUsage] | None:
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[BaseEvent]:
     """Encode a whole Message stream (``AGUIEncoder`` options) into events."""
     return list(run_encoder(AGUIEncoder(**options), messages))
-
-
-def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
-    """``agent-stream convert --to agui``: AG-UI events as SSE."""
-    return encode_text(AGUIEncoder(), messages, frame_sse)

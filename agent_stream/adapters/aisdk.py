@@ -32,20 +32,20 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agent_stream import delta as _delta
-from agent_stream.adapters._cli import encode_text, opt
 from agent_stream.adapters._tracking import (
     Key,
-    MessageTable,
     Parts,
-    ToolCall,
     Tracked,
-    Warnings,
+    TrackingEncoder,
     id_fields,
+    props_after,
+    scoped_id,
     set_shown,
+    unique_id,
 )
 from agent_stream.adapters.framing import dumps, run_encoder
 from agent_stream.delta import APPEND, visible_change
@@ -55,8 +55,6 @@ from agent_stream.message import (
     AUDIO,
     BLOCK_END,
     BLOCK_START,
-    ERROR,
-    EVENT,
     IMAGE,
     LIFECYCLE_EVENTS,
     MESSAGE_END,
@@ -73,7 +71,7 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["CONTENT_TYPE", "DONE", "HEADERS", "AISDKEncoder", "cli_encode", "encode_messages",
+__all__ = ["CONTENT_TYPE", "DONE", "HEADERS", "AISDKEncoder", "encode_messages",
            "frame_sse", "media_type"]
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
@@ -89,31 +87,13 @@ _SUBTYPE = {"mp3": "mpeg", "jpg": "jpeg", "mov": "quicktime"}  # formats named u
 _SHOWN = {TEXT: "content", REFUSAL: "content", THINKING: "content"}  # the streamed string
 
 
+_KINDS = {TEXT: _TEXT, REFUSAL: _TEXT, THINKING: _REASONING, TOOL_CALL: _TOOL,
+          **dict.fromkeys(_MEDIA, _FILE)}
+
+
 def _kind(type_: str) -> str:
-    if type_ in (TEXT, REFUSAL):
-        return _TEXT
-    if type_ == THINKING:
-        return _REASONING
-    if type_ == TOOL_CALL:
-        return _TOOL
-    if type_ in _MEDIA:
-        return _FILE
-    return _DATA
-
-
-class _UMsg(Tracked):
-    """What the encoder keeps of one message (one UI part)."""
-
-    __slots__ = ("call", "kind", "opened", "pid", "props", "text")
-
-    def __init__(self, key: Key, type_: str, pid: str, block_id: str | None) -> None:
-        super().__init__(key, type_, block_id)
-        self.kind = _kind(type_)
-        self.pid = pid
-        self.opened = False
-        self.text = Parts()
-        self.call = ToolCall()
-        self.props: dict[str, Any] | None = None
+    """The UI part a message of this type becomes (a data part for any other type)."""
+    return _KINDS.get(type_, _DATA)
 
 
 def media_type(type_: str, props: Mapping[str, Any]) -> str:
@@ -127,65 +107,40 @@ def media_type(type_: str, props: Mapping[str, Any]) -> str:
     return guessed or f"{major}/*"
 
 
-class AISDKEncoder(Warnings):
+class AISDKEncoder(TrackingEncoder[Tracked, Any]):
     """Messages in, AI SDK UI message chunks out (dicts, and ``DONE`` last; ``frame_sse`` makes
-    them SSE text). ``close()`` ends a stream that had no stream_end as not completed. The
-    output depends only on the input."""
+    them SSE text). ``close()`` ends a stream that had no stream_end as not completed: an
+    ``error`` part, no ``finish``. The output depends only on the input."""
+
+    INCOMPLETE_WARNING = ("the stream ended without stream_end; an AI SDK client gets an error "
+                          "part, not a finish")
 
     def __init__(self, *, message_id: str | None = None) -> None:
         super().__init__()
         self.message_id = message_id
-        self.finished = False
-        self._started = False
-        self._table: MessageTable[_UMsg] = MessageTable()
-        self._calls: dict[str, _UMsg] = {}  # tool call id on the wire -> its call
+        self._calls: dict[str, Tracked] = {}  # tool call id on the wire -> its call
         self._pids: set[str] = set()
         self._blocks: set[str] = set()
         self._step = False
         self._last_error: str | None = None
 
-    # -- public -------------------------------------------------------------------------------
-    def feed(self, msg: Message) -> list[Any]:
-        """Encode one Message; returns the chunks to send now."""
-        if self.finished:
-            return []
-        out: list[Any] = []
-        if not self._started:
-            self._start(msg, out)
-        if msg.type == EVENT:
-            self._event(EventView(msg), out)
-        elif msg.type == ERROR:
-            p = msg.props or {}
-            m = p.get("message")
-            self._error(out, m if isinstance(m, str) and m else "error")
-        else:
-            self._content(msg, out)
-        return out
+    def _error_msg(self, msg: Message, out: list[Any]) -> None:
+        m = (msg.props or {}).get("message")
+        self._error(out, m if isinstance(m, str) and m else "error")
 
-    def close(self, *, status: str | None = None, error: str | None = None) -> list[Any]:
-        """End the stream unless it ended. Without ``status`` (the Messages had no stream_end)
-        it ends as not completed: an ``error`` part and an ``incomplete`` warning."""
-        if self.finished:
-            return []
-        out: list[Any] = []
-        if not self._started:
-            self._start(None, out)
-        if status is None:
-            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; an AI SDK "
-                       "client gets an error part, not a finish")
-            for st in list(self._table.open.values()):
-                if st.kind == _TOOL and not st.opened and st.call.args.size:
-                    self._tool_open(st, out)  # what the call had is shown, not completed
-            out.append({"type": "error", "errorText": error or INCOMPLETE_TEXT})
-            out.append(DONE)
-            self.finished = True
-            return out
+    def _incomplete(self, out: list[Any], error: str | None) -> None:
+        for st in list(self._table.open.values()):
+            if st.kind == _TOOL and not st.opened and st.tool.args.size:
+                self._tool_open(st, out)  # what the call had is shown, not completed
+        out.append({"type": "error", "errorText": error or INCOMPLETE_TEXT})
+        out.append(DONE)
+        self.finished = True
+
+    def _end_stream(self, out: list[Any], status: str, error: str | None) -> None:
         self._end(out, status, error, None, None)
-        return out
 
     # -- the stream ---------------------------------------------------------------------------
     def _start(self, msg: Message | None, out: list[Any]) -> None:
-        self._started = True
         if self.message_id is None:
             ev = EventView(msg) if msg is not None and msg.event == STREAM_START else None
             rid = ev.request_id if ev is not None else None
@@ -195,7 +150,7 @@ class AISDKEncoder(Warnings):
     def _end(self, out: list[Any], status: str, error: str | None, finish_reason: str | None,
              usage: dict[str, Any] | None) -> None:
         for st in list(self._table.open.values()):
-            self._close_msg(st, out)
+            self._end_msg(st, out)
         self._blocks.clear()
         if self._step:
             out.append({"type": "finish-step"})
@@ -221,8 +176,6 @@ class AISDKEncoder(Warnings):
 
     def _event(self, ev: EventView, out: list[Any]) -> None:
         name = ev.name
-        if name == STREAM_START:
-            return
         if name == STREAM_END:
             self._end(out, ev.end_status, ev.error, ev.finish_reason, ev.usage)
         elif name == BLOCK_START:
@@ -233,30 +186,28 @@ class AISDKEncoder(Warnings):
                                               for s in self._table.open.values()):
                     out.append({"type": "start-step"})
                     self._step = True
-        elif name == BLOCK_END:
-            for st in self._table.in_block(ev.block_id):
-                self._close_msg(st, out)
-            self._blocks.discard(ev.block_id or "")
-            self._maybe_finish_step(out)
         elif name == MESSAGE_START:
-            mid, type_ = ev.message_id, ev.type
-            key = (ev.thread_id, mid or "")
-            if mid is not None and type_ and self._table.get(key) is None:
-                self._new(key, type_, ev.msg.block_id)
-        elif name == MESSAGE_END:
-            found = self._table.get((ev.thread_id, ev.message_id or ""))
-            if found is not None:
-                self._close_msg(found, out)
+            new = self._table.started_by(ev)
+            if new is not None and new[1]:
+                self._new(new[0], new[1], ev.msg.block_id)
+        elif name in (MESSAGE_END, BLOCK_END, THREAD_END):
+            ended = self._table.ended_by(ev)
+            for st in ended:
+                self._end_msg(st, out)
+            if name == BLOCK_END:
+                self._blocks.discard(ev.block_id or "")
+            if ended or name != MESSAGE_END:
                 self._maybe_finish_step(out)
-        elif name in (THREAD_START, THREAD_END):
             if name == THREAD_END:
-                for st in self._table.in_thread(ev.thread_id):
-                    self._close_msg(st, out)
-                self._maybe_finish_step(out)
-            out.append({"type": "data-thread", "data": {"event": name, **ev.data},
-                        "transient": True})
+                self._thread(ev, out)
+        elif name == THREAD_START:
+            self._thread(ev, out)
         elif name not in LIFECYCLE_EVENTS:
             out.append({"type": "data-event", "data": _delta.copy_json(ev.msg.props or {})})
+
+    def _thread(self, ev: EventView, out: list[Any]) -> None:
+        out.append({"type": "data-thread", "data": {"event": ev.name, **ev.data},
+                    "transient": True})
 
     def _maybe_finish_step(self, out: list[Any]) -> None:
         if self._step and not self._blocks and not any(
@@ -265,57 +216,23 @@ class AISDKEncoder(Warnings):
             self._step = False
 
     # -- messages -----------------------------------------------------------------------------
-    def _new(self, key: Key, type_: str, block_id: str | None) -> _UMsg:
-        pid = key[1] if key[0] is None else f"{key[0]}:{key[1]}"
-        base, n = pid, 1
-        while pid in self._pids:
-            n += 1
-            pid = f"{base}~{n}"
-        self._pids.add(pid)
-        return self._table.add(_UMsg(key, type_, pid, block_id))
+    def _new(self, key: Key, type_: str, block_id: str | None) -> Tracked:
+        return self._table.add(Tracked(key, type_, block_id, kind=_kind(type_),
+                                       wid=unique_id(scoped_id(key), self._pids)))
 
-    def _content(self, msg: Message, out: list[Any]) -> None:
-        mid = msg.message_id
-        if mid is None:
-            st = self._new(self._table.anon_key(msg.thread_id), msg.type, msg.block_id)
-            self._chunk(st, msg, out)
-            self._close_msg(st, out)
-            return
-        key = (msg.thread_id, mid)
-        found = self._table.get(key)
-        if found is None:
-            st = self._new(key, msg.type, msg.block_id)
-        elif found.type != msg.type:
-            st = self._retype(found, msg, out)
-        else:
-            st = found
-        if st.block_id is None:
-            st.block_id = msg.block_id
-        self._chunk(st, msg, out)
+    def _same_item(self, st: Tracked, type_: str) -> bool:
+        """A type change keeps a text or reasoning part whose kind stays."""
+        return _kind(type_) == st.kind and st.kind in (_TEXT, _REASONING)
 
-    def _retype(self, st: _UMsg, msg: Message, out: list[Any]) -> _UMsg:
-        """A type change: same part when the kind stays, else the old part ends, a new begins."""
-        if _kind(msg.type) == st.kind and st.kind in (_TEXT, _REASONING):
-            st.type = msg.type
-            return st
-        old_text = st.text.value() if st.kind in (_TEXT, _REASONING) else ""
-        old_props = st.props
-        self._close_msg(st, out)
-        self._table.forget(st)
-        new = self._new(st.key, msg.type, st.block_id)
-        if msg.props is None:  # type_change without props keeps them
-            if new.kind in (_TEXT, _REASONING) and old_text:
-                self._text_set(new, old_text, out)
-            elif new.kind == _DATA and old_props is not None:
-                new.props = old_props
-                self._data(new, out)
-        return new
+    def _keep_text(self, new: Tracked, text: str, out: list[Any]) -> None:
+        self._text_set(new, text, out)
 
-    def _chunk(self, st: _UMsg, msg: Message, out: list[Any]) -> None:
-        if st.done:
-            self._warn(WarningCode.AFTER_END, "chunk for a message that has ended; not sent",
-                       msg=msg)
-            return
+    def _keep_props(self, new: Tracked, props: dict[str, Any], out: list[Any]) -> None:
+        if new.kind == _DATA:
+            new.props = props
+            self._data(new, out)
+
+    def _chunk(self, st: Tracked, msg: Message, out: list[Any]) -> None:
         kind = st.kind
         if kind in (_TEXT, _REASONING):
             ch = visible_change(msg, _SHOWN[st.type])
@@ -326,7 +243,7 @@ class AISDKEncoder(Warnings):
                 if s:
                     self._open_text(st, out)
                     st.text.append(s)
-                    out.append({"type": f"{kind}-delta", "id": st.pid, "delta": s})
+                    out.append({"type": f"{kind}-delta", "id": st.wid, "delta": s})
             else:
                 self._text_set(st, s, out)
         elif kind == _TOOL:
@@ -341,36 +258,32 @@ class AISDKEncoder(Warnings):
                 return
             self._data(st, out)
 
-    def _open_text(self, st: _UMsg, out: list[Any]) -> None:
+    def _open_text(self, st: Tracked, out: list[Any]) -> None:
         if not st.opened:
             st.opened = True
-            out.append({"type": f"{st.kind}-start", "id": st.pid})
+            out.append({"type": f"{st.kind}-start", "id": st.wid})
 
-    def _text_set(self, st: _UMsg, s: str, out: list[Any]) -> None:
+    def _text_set(self, st: Tracked, s: str, out: list[Any]) -> None:
         send = set_shown(st.text, s, st.key, "an AI SDK client", self)
         if send:
             self._open_text(st, out)
-            out.append({"type": f"{st.kind}-delta", "id": st.pid, "delta": send})
+            out.append({"type": f"{st.kind}-delta", "id": st.wid, "delta": send})
 
-    def _update_props(self, st: _UMsg, msg: Message) -> bool:
+    def _update_props(self, st: Tracked, msg: Message) -> bool:
         try:
-            if not msg.delta:
-                st.props = _delta.copy_json(msg.props) if msg.props else {}
-            else:
-                st.props = _delta.apply(st.props or {}, msg.delta_action or "append",
-                                        msg.delta_path, msg.props or {})
+            st.props = props_after(st.props, msg)
         except DeltaError as exc:
-            self._warn(WarningCode.BAD_DELTA, f"delta not sent: {exc}", msg=msg)
+            self._bad_delta(msg, exc)
             return False
         return True
 
-    def _data(self, st: _UMsg, out: list[Any]) -> None:
-        out.append({"type": f"data-{st.type}", "id": st.pid,
+    def _data(self, st: Tracked, out: list[Any]) -> None:
+        out.append({"type": f"data-{st.type}", "id": st.wid,
                     "data": _delta.copy_json(st.props or {})})
 
     # -- tools --------------------------------------------------------------------------------
-    def _tool_chunk(self, st: _UMsg, msg: Message, out: list[Any]) -> None:
-        call = st.call
+    def _tool_chunk(self, st: Tracked, msg: Message, out: list[Any]) -> None:
+        call = st.tool
         if call.started:
             for k, v in id_fields(msg).items():
                 cur = call.call_id if k == "id" else call.name
@@ -391,18 +304,18 @@ class AISDKEncoder(Warnings):
             out.append({"type": "tool-input-delta", "toolCallId": call.call_id,
                         "inputTextDelta": frag})
 
-    def _tool_open(self, st: _UMsg, out: list[Any]) -> None:
-        call = st.call
+    def _tool_open(self, st: Tracked, out: list[Any]) -> None:
+        call = st.tool
         if call.name is None:
             call.name = "tool"
             self._warn(WarningCode.LATE_TOOL_NAME, "tool call ended without a name; sent as 'tool'",
                        key=st.key)
         if call.call_id is None:
-            call.call_id = f"call_{st.pid}"
+            call.call_id = f"call_{st.wid}"
         elif call.call_id in self._calls:  # the client would merge two calls into one part
             self._warn(WarningCode.DUPLICATE_TOOL_ID, f"tool call id {call.call_id!r} used "
-                       f"before; sent as '{call.call_id}~{st.pid}'", key=st.key)
-            call.call_id = f"{call.call_id}~{st.pid}"
+                       f"before; sent as '{call.call_id}~{st.wid}'", key=st.key)
+            call.call_id = f"{call.call_id}~{st.wid}"
         st.opened = True
         self._calls[call.call_id] = st
         args = call.start()
@@ -412,29 +325,27 @@ class AISDKEncoder(Warnings):
             out.append({"type": "tool-input-delta", "toolCallId": call.call_id,
                         "inputTextDelta": args})
 
-    def _tool_result(self, st: _UMsg, out: list[Any]) -> bool:
+    def _tool_result(self, st: Tracked, out: list[Any]) -> bool:
         p = st.props or {}
         cid = p.get("call_id")
         target = self._calls.get(cid) if isinstance(cid, str) else None
         if target is None:
             return False
         if not target.done:
-            self._close_msg(target, out)
+            self._end_msg(target, out)
         output = p["content"] if "content" in p else _delta.copy_json(p)
         out.append({"type": "tool-output-available", "toolCallId": cid, "output": output,
                     "providerExecuted": True, "dynamic": True})
         return True
 
-    def _close_msg(self, st: _UMsg, out: list[Any]) -> None:
-        if st.done:
+    def _end_msg(self, st: Tracked, out: list[Any]) -> None:
+        if not self._ending(st):
             return
-        st.done = True
-        self._table.ended(st)
         if st.kind == _TOOL:
             if not st.opened:
                 self._tool_open(st, out)
-            raw = st.call.args.value()
-            base = {"toolCallId": st.call.call_id, "toolName": st.call.name,
+            raw = st.tool.args.value()
+            base = {"toolCallId": st.tool.call_id, "toolName": st.tool.name,
                     "providerExecuted": True, "dynamic": True}
             try:
                 out.append({"type": "tool-input-available", **base,
@@ -444,7 +355,7 @@ class AISDKEncoder(Warnings):
                             "errorText": "the tool call's arguments are not JSON"})
         elif st.kind in (_TEXT, _REASONING):
             if st.opened:
-                out.append({"type": f"{st.kind}-end", "id": st.pid})
+                out.append({"type": f"{st.kind}-end", "id": st.wid})
             st.text = Parts()
 
 
@@ -456,8 +367,3 @@ def frame_sse(item: Any) -> str:
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
     """Encode a whole Message stream (``AISDKEncoder`` options)."""
     return list(run_encoder(AISDKEncoder(**options), messages))
-
-
-def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
-    """``agent-stream convert --to aisdk``: the UI message stream as SSE."""
-    yield from encode_text(AISDKEncoder(message_id=opt(args, "message_id")), messages, frame_sse)

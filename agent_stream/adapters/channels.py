@@ -43,22 +43,19 @@ and every ``error``-channel event.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable
 from typing import Any, TypedDict
 
-from agent_stream.adapters._cli import encode_text, opt
-from agent_stream.adapters._tracking import Key, MessageTable, Parts, ToolCall, Tracked, Warnings
+from agent_stream.adapters._tracking import Key, Parts, Tracked, TrackingEncoder
 from agent_stream.adapters.framing import jsonl, run_encoder
 from agent_stream.delta import APPEND, visible_change
-from agent_stream.errors import UsageError, WarningCode, WireError
+from agent_stream.errors import WarningCode, WireError
 from agent_stream.events import EventView
 from agent_stream.message import (
     ACTION,
     AUDIO,
     BLOCK_END,
     BLOCK_START,
-    ERROR,
-    EVENT,
     IMAGE,
     LIFECYCLE_EVENTS,
     LOADING,
@@ -76,8 +73,8 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["CHANNELS", "DEFAULT_CHANNELS", "ChannelEvent", "ChannelsEncoder", "cli_encode",
-           "encode_messages", "frame_jsonl", "parse_channels"]
+__all__ = ["CHANNELS", "DEFAULT_CHANNELS", "ChannelEvent", "ChannelsEncoder", "encode_messages",
+           "frame_jsonl", "parse_channels"]
 
 CHANNELS = ("text", "reasoning", "tool", "structured", "citation", "status", "error")
 DEFAULT_CHANNELS = frozenset(c for c in CHANNELS if c != "reasoning")
@@ -141,7 +138,7 @@ def frame_jsonl(event: ChannelEvent) -> str:
 class _CMsg(Tracked):
     """What the encoder keeps of one message: channel, ids, chunk count, text, tool call."""
 
-    __slots__ = ("channel", "chunks", "ids", "ok", "text", "tool")
+    __slots__ = ("channel", "chunks", "ids", "ok")
 
     def __init__(self, key: Key, type_: str, ids: dict[str, str], allowed: frozenset[str]
                  ) -> None:
@@ -150,77 +147,51 @@ class _CMsg(Tracked):
         self.ok = self.channel in allowed
         self.ids = ids
         self.chunks = 0
-        self.text = Parts()
-        self.tool = ToolCall()
 
 
-class ChannelsEncoder(Warnings):
+class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
     """Messages in, multi-channel events out (``frame_jsonl`` gives their JSON lines).
 
     ``channels``: the channels the recipient gets (names or ``"a,b"``); None means every channel
-    but reasoning. ``error`` is always included, and so is the final ``stream.end``.
+    but reasoning. ``error`` is always included, and so is the final ``stream.end``. ``close()``
+    ends every open message and sends ``stream.end`` unless the stream already ended; without a
+    status, with status ``incomplete``.
     """
+
+    INCOMPLETE_WARNING = ("the stream ended without stream_end; the recipient gets stream.end "
+                          "with status incomplete")
 
     def __init__(self, channels: str | Collection[str] | None = None) -> None:
         super().__init__()
         chosen = parse_channels(channels)
         self.channels: frozenset[str] = (chosen | {"error"}) if chosen is not None \
             else DEFAULT_CHANNELS
-        self.finished = False
-        self._table: MessageTable[_CMsg] = MessageTable()
 
-    # -- public -------------------------------------------------------------------------------
-    def feed(self, msg: Message) -> list[ChannelEvent]:
-        """Encode one Message; returns the events this recipient gets."""
-        if self.finished:
-            return []
-        out: list[ChannelEvent] = []
-        t = msg.type
-        if t == EVENT:
-            self._event(EventView(msg), out)
-        elif t == ERROR:
-            p = msg.props or {}
-            data: dict[str, Any] = msg.ids()
-            for k in ("message", "code", "details"):
-                if p.get(k) is not None:
-                    data[k] = p[k]
-            out.append({"channel": "error", "type": "error", "data": data})
-        else:
-            self._content(msg, out)
-        return out
+    def _error_msg(self, msg: Message, out: list[ChannelEvent]) -> None:
+        p = msg.props or {}
+        data: dict[str, Any] = msg.ids()
+        for k in ("message", "code", "details"):
+            if p.get(k) is not None:
+                data[k] = p[k]
+        out.append({"channel": "error", "type": "error", "data": data})
 
-    def close(self, *, status: str | None = None, error: str | None = None
-              ) -> list[ChannelEvent]:
-        """End every open message and send ``stream.end`` unless the stream already ended.
-        Without ``status`` the Messages had no stream_end: open messages end with status
-        ``incomplete``, and so does ``stream.end`` (with an error text and a warning)."""
-        if self.finished:
-            return []
-        out: list[ChannelEvent] = []
-        if status is None:
-            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; the "
-                       "recipient gets stream.end with status incomplete")
-            status, error = INCOMPLETE, error or INCOMPLETE_TEXT
+    def _incomplete(self, out: list[ChannelEvent], error: str | None) -> None:
+        self._end(out, {"status": INCOMPLETE, "error": error or INCOMPLETE_TEXT}, INCOMPLETE)
+
+    def _end_stream(self, out: list[ChannelEvent], status: str, error: str | None) -> None:
         self._end(out, {"status": status, **({"error": error} if error else {})},
                   status or "completed")
-        return out
 
     # -- events -------------------------------------------------------------------------------
     def _event(self, ev: EventView, out: list[ChannelEvent]) -> None:
         name = ev.name
         if name == STREAM_END:
             self._end(out, dict(ev.data), ev.end_status)
-        elif name == MESSAGE_END:
-            st = self._table.get((ev.thread_id, ev.message_id or ""))
-            if st is not None:
-                self._end_msg(st, out, ev.status if ev.status is not None else "completed")
-        elif name in (BLOCK_END, THREAD_END):
+        elif name in (MESSAGE_END, BLOCK_END, THREAD_END):
             status = ev.status if ev.status is not None else "completed"
-            ending = self._table.in_block(ev.block_id) if name == BLOCK_END else \
-                self._table.in_thread(ev.thread_id)
-            for st in ending:
+            for st in self._table.ended_by(ev):
                 self._end_msg(st, out, status)
-            if "status" in self.channels:
+            if name != MESSAGE_END and "status" in self.channels:
                 out.append({"channel": "status", "type": _EVENT_TYPE[name], "data": dict(ev.data)})
         elif name in _EVENT_TYPE:
             if "status" in self.channels:
@@ -262,8 +233,7 @@ class ChannelsEncoder(Warnings):
             if "block_id" not in st.ids and msg.block_id:
                 st.ids["block_id"] = st.block_id = msg.block_id
         if st.done:
-            self._warn(WarningCode.AFTER_END, "chunk for a message that has ended; not sent",
-                       msg=msg)
+            self._after_end(msg)
             return
         st.chunks += 1
         if st.ok:
@@ -382,11 +352,9 @@ class ChannelsEncoder(Warnings):
                     "data": {**st.ids, "tool_call_id": tc.call_id,
                              "name": tc.final_name or tc.name, "arguments": tc.args.value()}})
 
-    def _end_msg(self, st: _CMsg, out: list[ChannelEvent], status: str) -> None:
-        if st.done:
+    def _end_msg(self, st: _CMsg, out: list[ChannelEvent], status: str = "completed") -> None:
+        if not self._ending(st):
             return
-        st.done = True
-        self._table.ended(st)
         if not st.ok:
             return
         if st.type == TOOL_CALL and status == "completed":
@@ -400,12 +368,3 @@ class ChannelsEncoder(Warnings):
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[ChannelEvent]:
     """Encode a whole Message stream (``ChannelsEncoder`` options) into events."""
     return list(run_encoder(ChannelsEncoder(**options), messages))
-
-
-def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
-    """``agent-stream convert --to channels [--channels LIST]``."""
-    try:
-        enc = ChannelsEncoder(opt(args, "channels"))
-    except WireError as exc:
-        raise UsageError(f"--channels: {exc}") from None
-    return encode_text(enc, messages, frame_jsonl)

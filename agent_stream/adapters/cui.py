@@ -9,16 +9,15 @@ final stream_end when the input did not end the stream itself (and something was
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from agent_stream.adapters._cli import encode_text, opt
 from agent_stream.adapters._tracking import Warnings
 from agent_stream.adapters.framing import run_encoder, sse
 from agent_stream.errors import WarningCode
 from agent_stream.message import EVENT, STREAM_END, Message, StreamEndData, lifecycle
 
-__all__ = ["CUIEncoder", "cli_encode", "encode_messages", "frame_jsonl", "frame_sse"]
+__all__ = ["CUIEncoder", "encode_messages", "frame_jsonl", "frame_sse"]
 
 
 def frame_jsonl(msg: Message) -> str:
@@ -72,9 +71,3 @@ class CUIEncoder(Warnings):
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Message]:
     """Encode a whole Message stream (``CUIEncoder`` options)."""
     return list(run_encoder(CUIEncoder(**options), messages))
-
-
-def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
-    """``agent-stream convert --to cui [--sse]``."""
-    frame = frame_sse if opt(args, "sse", False) else frame_jsonl
-    return encode_text(CUIEncoder(), messages, frame)

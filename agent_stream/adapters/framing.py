@@ -15,10 +15,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
-from agent_stream.errors import StreamWarning
+from agent_stream.errors import StreamWarning, WireError
 from agent_stream.message import Message
 
-__all__ = ["Encoder", "Framed", "dumps", "frame_all", "jsonl", "run_encoder", "sse"]
+__all__ = ["Encoder", "Framed", "dumps", "frame_all", "jsonl", "run_encoder", "sse", "sse_payload"]
 
 T = TypeVar("T")
 
@@ -84,3 +84,22 @@ class Framed:
 
     def drain_warnings(self) -> list[StreamWarning]:
         return self.encoder.drain_warnings()
+
+
+_SSE_FIELDS = ("event", "id", "retry")
+
+
+def sse_payload(line: str) -> str | None:
+    """The data of one line of SSE text, read by a client: None for a line that carries none
+    (blank, a comment, an ``event:``/``id:``/``retry:`` field); a bare JSON object line is its own
+    data. Anything else raises WireError."""
+    s = line.strip()
+    if not s or s.startswith(":"):
+        return None
+    if s.startswith("data:"):
+        return s[5:].strip()
+    if s.startswith("{"):
+        return s
+    if s.split(":", 1)[0] in _SSE_FIELDS:
+        return None
+    raise WireError(f"not an SSE line: {s[:40]!r}")

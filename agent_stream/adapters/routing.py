@@ -19,16 +19,15 @@ sink is the only part here that awaits anything: it hands each piece of wire tex
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from agent_stream.adapters._cli import encode_text, opt
 from agent_stream.adapters.framing import Encoder, Framed
 from agent_stream.errors import WireError
 from agent_stream.message import Message
 from agent_stream.writer import StreamWriter
 
-__all__ = ["ACCEPT", "Encoder", "WireSink", "cli_encode", "content_type", "encoder_for",
+__all__ = ["ACCEPT", "Encoder", "WireSink", "content_type", "encoder_for",
            "format_for", "frame_for", "sink_for", "writer_for"]
 
 ACCEPT: dict[str, str] = {
@@ -175,11 +174,3 @@ def writer_for(accept: str | None, write: Write, *, request_id: str | None = Non
     return StreamWriter(WireSink(accept, write, **options), request_id=request_id,
                         trace_id=trace_id)
 
-
-def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
-    """Encode for ``args.accept`` (default ``standard``) with the convert options."""
-    accept = opt(args, "accept") or "standard"
-    enc = encoder_for(accept, **{k: opt(args, k)
-                                 for k in ("model", "include_usage", "channels", "sse",
-                                           "tool_calls")})
-    return encode_text(enc, messages, frame_for(accept, sse=opt(args, "sse")))

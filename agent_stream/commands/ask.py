@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     else:
         assert renderer is not None
-        renderer.finish(summary_line(reply, started), ok=reply.completed)
+        renderer.close(summary_line(reply, started), ok=reply.completed)
     for w in reply.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.verbose:

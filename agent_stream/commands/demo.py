@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,17 @@ def _reader(stream: Any, lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
+def spawn(cmd: list[str], env: dict[str, str], verbose: bool
+          ) -> tuple[subprocess.Popen[str], queue.Queue[str | None]]:
+    """Start ``cmd`` (stderr shown only when ``verbose``); its process and its stdout lines (None
+    at their end), read by a thread."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if verbose else
+                            subprocess.DEVNULL, text=True, env=env)
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+    return proc, lines
+
+
 def start_server(args: argparse.Namespace, port: int, env: dict[str, str]
                  ) -> tuple[subprocess.Popen[str], str, str]:
     """Start `agent-stream serve` and wait for its address; (process, address, endpoint)."""
@@ -67,10 +79,7 @@ def start_server(args: argparse.Namespace, port: int, env: dict[str, str]
            "--name", "demo-llm"]
     if args.verbose:
         cmd.append("--verbose")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if args.verbose else
-                            subprocess.DEVNULL, text=True, env=env)
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+    proc, lines = spawn(cmd, env, args.verbose)
     address = endpoint = ""
     deadline = time.monotonic() + 30.0
     while not (address and endpoint):
@@ -89,6 +98,60 @@ def start_server(args: argparse.Namespace, port: int, env: dict[str, str]
     return proc, address, endpoint
 
 
+@contextlib.contextmanager
+def private_directory(prefix: str, **env: str) -> Iterator[dict[str, str]]:
+    """A temporary directory that is the working directory of the agents (uagents writes its
+    storage files there) and holds their own agent directory (``DIRECTORY_ENV``, set here and
+    in the environment it yields for child processes, with ``env`` added); all restored after."""
+    from agent_stream.uagents import DIRECTORY_ENV
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        child = dict(os.environ, **env)
+        child[DIRECTORY_ENV] = str(Path(tmp) / "agents.json")
+        saved = os.environ.get(DIRECTORY_ENV)
+        os.environ[DIRECTORY_ENV] = child[DIRECTORY_ENV]
+        old_cwd = os.getcwd()
+        os.chdir(tmp)
+        try:
+            yield child
+        finally:
+            os.chdir(old_cwd)
+            if saved is None:
+                os.environ.pop(DIRECTORY_ENV, None)
+            else:
+                os.environ[DIRECTORY_ENV] = saved
+
+
+def ask_live(args: argparse.Namespace, address: str, endpoint: str, port: int, renderer: Any,
+             timeout: float) -> Any:
+    """Ask ``args.question`` from a client agent on ``port`` (reasoning asked for, peers found in
+    the local directory), feeding ``renderer`` as the reply streams; the Reply (None: stopped)."""
+    from agent_stream.commands.ask import ask_once
+
+    return ask_once(target=address, endpoint=endpoint, question=args.question, port=port,
+                    seed=secrets.token_hex(32), reasoning=True, timeout=timeout,
+                    use_directory=True,
+                    on_message=renderer.feed if renderer is not None else None,
+                    verbose=args.verbose)
+
+
+def show_reply(args: argparse.Namespace, reply: Any, renderer: Any, started: float,
+               stopped: str) -> int:
+    """The end of a demo: the Transcript as JSON (``--json``) or the summary line; the exit
+    status (130: interrupted, 1: the reply did not complete)."""
+    import json
+
+    from agent_stream.commands.ask import summary_line
+
+    if reply is None:
+        return 130
+    if args.json:
+        print(json.dumps(reply.transcript.to_dict(), ensure_ascii=False, indent=2))
+    elif renderer is not None:
+        renderer.close(summary_line(reply, started) + " · " + stopped, ok=reply.completed)
+    return 0 if reply.completed else 1
+
+
 def stop(proc: subprocess.Popen[str]) -> None:
     """SIGTERM (a graceful agent shutdown), then SIGKILL after 5 s."""
     if proc.poll() is None:
@@ -102,30 +165,19 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     if getattr(args, "team", False):
         from agent_stream.team_demo import run_team
 
         return run_team(args)
 
-    from agent_stream.commands.ask import ask_once, summary_line
     from agent_stream.render import LiveRenderer, make_console
-    from agent_stream.uagents import DIRECTORY_ENV, DeliveryError, free_port
+    from agent_stream.uagents import DeliveryError, free_port
 
     console = make_console()
-    with tempfile.TemporaryDirectory(prefix="agent-stream-demo-") as tmp:
-        # The two agents find each other through a directory of their own, in a temp dir that
-        # is also the agents' working directory (uagents writes its storage files there).
-        env = dict(os.environ)
-        env[DIRECTORY_ENV] = str(Path(tmp) / "agents.json")
-        saved = os.environ.get(DIRECTORY_ENV)
-        os.environ[DIRECTORY_ENV] = env[DIRECTORY_ENV]
+    with private_directory("agent-stream-demo-") as env:
         server_port, client_port = free_port(), free_port()
         while client_port == server_port:
             client_port = free_port()
-        old_cwd = os.getcwd()
-        os.chdir(tmp)
         proc = None
         try:
             if not args.json:
@@ -138,28 +190,11 @@ def run(args: argparse.Namespace) -> int:
                 console.print(f"Client agent on 127.0.0.1:{client_port} asks: {args.question}",
                               style="bold")
             started = time.monotonic()
-            reply = ask_once(target=address, endpoint=endpoint, question=args.question,
-                             port=client_port, seed=secrets.token_hex(32), reasoning=True,
-                             timeout=60.0, use_directory=True,
-                             on_message=renderer.feed if renderer is not None else None,
-                             verbose=args.verbose)
+            reply = ask_live(args, address, endpoint, client_port, renderer, 60.0)
         except (RuntimeError, DeliveryError) as exc:
             print(f"agent-stream demo: {exc}", file=sys.stderr)
             return 1
         finally:
             if proc is not None:
                 stop(proc)
-            os.chdir(old_cwd)
-            if saved is None:
-                os.environ.pop(DIRECTORY_ENV, None)
-            else:
-                os.environ[DIRECTORY_ENV] = saved
-    if reply is None:
-        return 130
-    if args.json:
-        print(json.dumps(reply.transcript.to_dict(), ensure_ascii=False, indent=2))
-    else:
-        assert renderer is not None
-        renderer.finish(summary_line(reply, started) + " · both agents stopped",
-                        ok=reply.completed)
-    return 0 if reply.completed else 1
+    return show_reply(args, reply, renderer, started, "both agents stopped")

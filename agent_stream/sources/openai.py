@@ -166,7 +166,7 @@ class OpenAIModel:
             result.error, result.code = text, code
             for m in dec.fail(text, code):
                 await feeder.put(m)
-        for m in dec.finish(done=False):
+        for m in dec.close(done=False):
             await feeder.put(m)
         if dec.error is not None and result.error is None:  # cut: no finish_reason
             result.error, result.code = dec.error, "incomplete"

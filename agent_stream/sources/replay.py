@@ -24,6 +24,7 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_stream.message import Message, tool_call
 from agent_stream.writer import Scope, StreamWriter
@@ -264,67 +265,24 @@ server is not hit by every client at the same instant. Log each retry with the a
 and surface the last exception unchanged so callers can still tell a timeout from a refusal.
 """
 
-REPLIES: tuple[ReplyScript, ...] = (
-    ReplyScript(
-        key="streaming",
-        keywords=("stream", "agent", "token", "chunk", "chat", "message"),
-        thinking=(
-            "The user wants to know how to stream agent output. I should check what the chat "
-            "protocol allows, then compare the cost of one message per token with sentence "
-            "chunks. Let me search the docs first, then look up the protocol spec and some "
-            "benchmark numbers in parallel."
-        ),
-        tool=ToolStep("search_docs", {"query": "agent chat protocol streaming"},
-                      "Searching the docs…",
-                      "3 pages: chat protocol, streaming and chunking, message ordering", 1.0),
-        parallel=(
-            ToolStep("read_spec", {"section": "StartStreamContent"}, "Reading the spec…",
-                     "start-stream, text, end-stream; one stream_id per stream", 1.2),
-            ToolStep("fetch_benchmarks", {"transport": "loopback"}, "Fetching benchmarks…",
-                     "about 100 signed envelopes per second between two processes", 0.8),
-        ),
-        answer=_STREAMING_ANSWER,
-        labels=("spec", "benchmarks"),
-    ),
-    ReplyScript(
-        key="recipe",
-        keywords=("recipe", "cook", "pasta", "dinner", "food", "meal"),
-        thinking=(
-            "A quick dinner recipe. Something reliable with pantry ingredients: a tomato "
-            "pasta. I will check the pantry list, then look up cooking times and a scaling "
-            "table at the same time, and lay the steps out so nothing waits."
-        ),
-        tool=ToolStep("check_pantry", {"items": ["pasta", "tomatoes", "garlic"]},
-                      "Checking the pantry…", "pasta, tinned tomatoes, garlic, olive oil", 0.8),
-        parallel=(
-            ToolStep("cooking_times", {"dish": "tomato pasta"}, "Looking up times…",
-                     "sauce 15 min, spaghetti 10 min", 1.0),
-            ToolStep("scale_recipe", {"servings": [2, 4, 8]}, "Scaling the recipe…",
-                     "3 sizes computed", 0.7),
-        ),
-        answer=_RECIPE_ANSWER,
-        labels=("times", "scaling"),
-    ),
-    ReplyScript(
-        key="code",
-        keywords=("python", "code", "retry", "http", "error", "function"),
-        thinking=(
-            "They need robust retries for an HTTP call. The important parts are which errors "
-            "are safe to retry, exponential backoff with jitter, and a bound on the total "
-            "time. Let me look up the status code semantics and the jitter strategy."
-        ),
-        tool=ToolStep("search_docs", {"query": "retry idempotent http status"},
-                      "Searching the docs…", "RFC 9110 section 9.2.2: idempotent methods", 1.0),
-        parallel=(
-            ToolStep("lookup_status", {"codes": [429, 503]}, "Reading status codes…",
-                     "429 and 503 may carry Retry-After", 0.9),
-            ToolStep("backoff_table", {"base": 0.2, "attempts": 4}, "Computing delays…",
-                     "0.2, 0.4, 0.8, 1.6 s", 0.6),
-        ),
-        answer=_CODE_ANSWER,
-        labels=("status codes", "backoff"),
-    ),
-)
+_ANSWERS = {"streaming": _STREAMING_ANSWER, "recipe": _RECIPE_ANSWER, "code": _CODE_ANSWER}
+
+
+def _load_replies() -> tuple[ReplyScript, ...]:
+    """The bundled scripts: ``replies.json`` beside this module (answers named by key)."""
+    from importlib.resources import files
+
+    def step(d: dict[str, Any]) -> ToolStep:
+        return ToolStep(d["name"], d["arguments"], d["progress"], d["result"], d["latency"])
+
+    data = json.loads(files("agent_stream.sources").joinpath("replies.json").read_text("utf-8"))
+    return tuple(ReplyScript(
+        key=r["key"], keywords=tuple(r["keywords"]), thinking=r["thinking"], tool=step(r["tool"]),
+        parallel=(step(r["parallel"][0]), step(r["parallel"][1])), answer=_ANSWERS[r["answer"]],
+        labels=(r["labels"][0], r["labels"][1])) for r in data)
+
+
+REPLIES: tuple[ReplyScript, ...] = _load_replies()
 
 
 PICK_CHARS = 65536  # keywords are looked for in the question's first 64 K characters

@@ -267,7 +267,7 @@ class Reply:
 
     def _end_streams(self) -> list[Message]:
         # The peer said the session is over: what is still held back will not come.
-        return self.decoder.drain()
+        return self.decoder.close()
 
     def _finish(self, status: str, when: float | None = None) -> None:
         if self.status is not None:
@@ -317,14 +317,14 @@ class Reply:
                 end = self.watch.step(now, self.tagged)
                 if end is not None:
                     if end == LOST:  # what is held back will not come: decode it as it is
-                        self._take(self.decoder.drain(), now)
+                        self._take(self.decoder.close(), now)
                     self._finish(end, now)
                     return
                 if (not self.tagged and self.last_received_at is not None
                         and self.decoder.open_streams(self.peer) == 0
                         and now - self.last_received_at >= self.settle):
                     # An untagged reply is over: completed when it was read whole.
-                    self._take(self.decoder.drain(), now)
+                    self._take(self.decoder.close(), now)
                     self._finish(COMPLETED, self.last_received_at)
                     return
                 if self.tagged and self.decoder.finished(self.peer, self.conversation):
@@ -360,10 +360,6 @@ class ChatClient:
         self._open: list[Reply] = []
         self._ended: dict[str, float] = {}
         self.late_window = late_window
-
-    def open_to(self, sender: str) -> bool:
-        """Whether a question to ``sender`` is waiting for its reply."""
-        return any(r.peer == sender and not r.done for r in self._open)
 
     def route(self, sender: str, chat: ChatMessage, session: str | None) -> Reply | None:
         """The Reply an incoming ChatMessage belongs to (None: it is a request)."""

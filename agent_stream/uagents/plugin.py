@@ -72,10 +72,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from uagents import Agent, Context, Protocol
@@ -83,7 +81,6 @@ from uagents.dispatch import dispatcher
 from uagents_core.contrib.protocols.chat import (
     ChatAcknowledgement,
     ChatMessage,
-    TextContent,
     chat_protocol_spec,
 )
 from uagents_core.models import Model
@@ -99,10 +96,19 @@ from agent_stream.adapters.chat import (
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import control_of
 from agent_stream.uagents import guard
+from agent_stream.uagents.caps import ReplyCaps, question_bytes
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.desk import DeliveryDesk
 from agent_stream.uagents.lanes import PeerDispenser, isolate
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
+from agent_stream.uagents.request import (
+    ChannelPolicy,
+    ChatRequest,
+    ReplyStats,
+    Responder,
+    channels_for,
+    invoke,
+)
 from agent_stream.uagents.wrap import wrap_chat_handler
 from agent_stream.writer import StreamWriter
 
@@ -112,67 +118,11 @@ __all__ = [
     "ReplyStats",
     "Responder",
     "StreamingChat",
+    "question_bytes",
     "wrap_chat_handler",
 ]
 
 LOG = logging.getLogger("agent_stream.uagents")
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """A request a responder answers.
-
-    ``sender``: the asking agent's address; ``message``: its ChatMessage; ``session``: the
-    envelope session; ``tagged``: it declared agent_stream tag support; ``opens_session``: it
-    carried StartSessionContent; ``channels``: the extra channels it asked for; ``storage`` and
-    ``logger``: the agent's (from the handler's context). Sending is the plugin's job.
-    """
-
-    sender: str
-    message: ChatMessage
-    session: str | None = None
-    tagged: bool = False
-    opens_session: bool = False
-    channels: frozenset[str] = frozenset()
-    storage: Any = None
-    logger: Any = None
-    _ctx: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def text(self) -> str:
-        """The question: the request's TextContent items concatenated."""
-        return "".join(i.text for i in self.message.content if isinstance(i, TextContent))
-
-
-@dataclass(frozen=True)
-class ReplyStats:
-    """How one streamed reply went: given to ``on_reply_end`` when it is over.
-
-    ``chat_messages`` delivered, ``failed`` deliveries, ``peak_in_flight`` (most ChatMessages
-    unacknowledged at once), ``duration`` in seconds, ``status`` completed | error | cancelled.
-    Delivery: ``resends`` (ChatMessages sent again, unacknowledged), ``duplicates`` (the
-    question arriving again: acknowledged, not answered twice), ``gaps_repaired`` (repair
-    requests served from the replay buffer while the reply ran), ``keepalives`` sent,
-    ``at_risk`` (seconds during which some ChatMessage was possibly lost).
-    """
-
-    peer: str
-    conversation: str
-    status: str
-    chat_messages: int
-    failed: int
-    peak_in_flight: int
-    duration: float
-    resends: int = 0
-    duplicates: int = 0
-    gaps_repaired: int = 0
-    keepalives: int = 0
-    at_risk: float = 0.0
-
-
-Responder = (Callable[[ChatRequest, StreamWriter], Awaitable[None]]
-             | Callable[[ChatRequest], AsyncIterator[str]])
-ChannelPolicy = Collection[str] | Callable[[ChatRequest], Collection[str] | None] | None
 
 
 class StreamingChat(Protocol):  # type: ignore[misc]
@@ -225,12 +175,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._tasks: set[asyncio.Task[Any]] = set()
         self._bound: set[int] = set()
         self._late_lanes: list[PeerDispenser] = []
-        self.max_replies_per_sender = max(1, max_replies_per_sender)
-        self.max_replies = max(1, max_replies)
-        self.max_question_bytes = max_question_bytes
-        self.max_refusals = max(1, max_refusals)
-        self._refusing: dict[str, int] = {}
-        self._per_sender: dict[str, int] = {}
+        self.caps = ReplyCaps(max_replies_per_sender=max_replies_per_sender,
+                              max_replies=max_replies, max_question_bytes=max_question_bytes,
+                              max_refusals=max_refusals)
         self._dropped_log = guard.RateLimitedLog(LOG, 5, 10.0)
         self.desk = DeliveryDesk(delivery)
         self.on_message(ChatMessage)(self._on_chat)
@@ -324,7 +271,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             sender=sender, message=msg, session=session, tagged=is_tagged_request(msg),
             opens_session=opens_session(msg), channels=requested_channels(msg),
             storage=getattr(ctx, "storage", None), logger=ctx.logger, _ctx=ctx)
-        refusal = self._over_cap(request)
+        refusal = self.caps.over_cap(request)
         if refusal is not None:
             self._refuse(ctx, request, refusal)
             return
@@ -334,7 +281,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             ctx.logger.error(f"cannot answer {sender}: {describe(exc)}")
             return
         self._outgoing.add(out)
-        self._per_sender[sender] = self._per_sender.get(sender, 0) + 1
+        self.caps.took(sender)
         out.start()
 
     async def _on_ack(self, ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
@@ -364,14 +311,6 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _channels_for(self, request: ChatRequest) -> Collection[str]:
-        policy = self.channels
-        if policy is None:
-            return ()
-        if callable(policy):
-            return frozenset(policy(request) or ())
-        return frozenset(policy) & request.channels
-
     def _lane(self, peer: str) -> asyncio.Lock:
         lane = self._lanes.get(peer)
         if lane is None:
@@ -382,7 +321,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         """The pump of one reply: its encoder, and the plugin's send, lane and registries."""
         conversation = str(request.message.msg_id)
         encoder = ChatEncoder(conversation, tagged=request.tagged,
-                              channels=self._channels_for(request),
+                              channels=channels_for(self.channels, request),
                               session=request.opens_session, chunker=self.chunker)
         peer = request.sender
 
@@ -390,7 +329,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             return await self._send(ctx, peer, chat)
 
         async def respond(out: StreamWriter) -> None:
-            await self._invoke(request, out)
+            assert self.responder is not None
+            await invoke(self.responder, request, out)
 
         return Outgoing(
             peer, conversation, encoder, respond=respond, send=send, limits=self._limits,
@@ -407,33 +347,13 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                           max_in_flight=self.max_in_flight, ack_timeout=self.ack_timeout,
                           drain_timeout=self.drain_timeout, max_failures=self.max_failures)
 
-    def _over_cap(self, request: ChatRequest) -> Refused | None:
-        """Why ``request`` is not given to the responder (None: it is)."""
-        limit = self.max_question_bytes
-        if limit is not None:
-            size = question_bytes(request.message)
-            if size > limit:
-                return Refused(f"The question is {size} bytes; this agent answers questions of "
-                               f"at most {limit} bytes.", "question_too_large")
-        if self._per_sender.get(request.sender, 0) >= self.max_replies_per_sender:
-            return Refused(f"Too many questions at once: this agent answers at most "
-                           f"{self.max_replies_per_sender} of yours at a time; ask again when "
-                           "a reply has ended.", "busy")
-        if sum(self._per_sender.values()) >= self.max_replies:
-            return Refused(f"This agent is answering as many questions as it can "
-                           f"({self.max_replies}); ask again shortly.", "busy")
-        return None
-
     def _refuse(self, ctx: Context, request: ChatRequest, refusal: Refused) -> Outgoing | None:
         """Answer ``request`` with an error reply (bounded: see the module doc)."""
         sender = request.sender
-        mine = self._refusing.get(sender, 0)
-        if (mine >= max(1, self.max_refusals // 4)
-                or sum(self._refusing.values()) >= self.max_refusals):
+        if not self.caps.may_refuse(sender):
             self._dropped_log.warning("request from %s dropped (%s; too many refusals being "
                                       "sent)", sender[:80], refusal.code)
             return None
-        self._refusing[sender] = mine + 1
         conversation = str(request.message.msg_id)
         encoder = ChatEncoder(conversation, tagged=request.tagged,
                               session=request.opens_session)
@@ -445,11 +365,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             raise refusal
 
         def done(out: Outgoing) -> None:
-            left = self._refusing.get(sender, 1) - 1
-            if left > 0:
-                self._refusing[sender] = left
-            else:
-                self._refusing.pop(sender, None)
+            self.caps.refused(sender)
 
         limits = PumpLimits(max_failures=1, drain_timeout=self.drain_timeout)
         out = Outgoing(sender, conversation, encoder, respond=respond, send=send,
@@ -459,11 +375,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
     def _produced(self, out: Outgoing) -> None:
         """The responder is done: its slot is free (what is left is redelivery)."""
-        left = self._per_sender.get(out.peer, 1) - 1
-        if left > 0:
-            self._per_sender[out.peer] = left
-        else:
-            self._per_sender.pop(out.peer, None)
+        self.caps.produced(out.peer)
 
     def _finished(self, out: Outgoing) -> None:
         self._outgoing.discard(out)
@@ -483,21 +395,6 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 o.peer == out.peer for o in self._outgoing):
             del self._lanes[out.peer]
 
-    async def _invoke(self, request: ChatRequest, out: StreamWriter) -> None:
-        responder = self.responder
-        assert responder is not None
-        if inspect.isasyncgenfunction(responder) or inspect.isasyncgenfunction(
-                getattr(responder, "__call__", None)):  # noqa: B004
-            gen: AsyncIterator[str] = responder(request)  # type: ignore[call-arg,assignment]
-            async with out.block("llm") as b, b.message("text") as m:
-                async for piece in gen:
-                    if piece:
-                        await m.append(piece)
-            return
-        result = responder(request, out)  # type: ignore[call-arg]
-        if inspect.isawaitable(result):
-            await result
-
     def _bind(self, ctx: Context) -> None:
         """Hook :meth:`shutdown` into the agent's shutdown (found through uagents' dispatcher)."""
         address = getattr(getattr(ctx, "agent", None), "address", None)
@@ -514,23 +411,3 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
                 sink.on_event("shutdown")(_on_shutdown)
 
-
-def question_bytes(msg: ChatMessage) -> int:
-    """The size of a question: the UTF-8 bytes of the strings its content items carry (text,
-    metadata keys and values, resource ids, URIs and metadata; not the item types)."""
-    total = 0
-    for item in msg.content:
-        fields = item.dict()
-        fields.pop("type", None)
-        total += sum(_size(v) for v in fields.values())
-    return total
-
-
-def _size(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value.encode("utf-8", "surrogatepass"))
-    if isinstance(value, dict):
-        return sum(_size(k) + _size(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return sum(_size(v) for v in value)
-    return len(str(value)) if value is not None else 0

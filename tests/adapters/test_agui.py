@@ -16,12 +16,12 @@ from strategies import any_message, tool_message
 
 from agent_stream.adapters.agui import (
     AGUIEncoder,
-    cli_encode,
     encode_messages,
     frame_sse,
     json_patch,
 )
 from agent_stream.assemble import Assembler, assemble
+from agent_stream.commands.formats import encode_agui as cli_encode
 from agent_stream.errors import DeltaError
 from agent_stream.message import Message, error, event, image, loading, text, tool_call
 from agent_stream.writer import StreamWriter, collect

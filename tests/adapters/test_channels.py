@@ -12,12 +12,12 @@ from agent_stream import delta as _delta
 from agent_stream.adapters.channels import (
     CHANNELS,
     ChannelsEncoder,
-    cli_encode,
     encode_messages,
     frame_jsonl,
     parse_channels,
 )
 from agent_stream.assemble import assemble
+from agent_stream.commands.formats import encode_channels as cli_encode
 from agent_stream.errors import UsageError, WireError
 from agent_stream.message import Message, error, event, loading, text, tool_call
 from agent_stream.writer import StreamWriter, collect

@@ -6,12 +6,12 @@ import asyncio
 
 from agent_stream.adapters.cui import (
     CUIEncoder,
-    cli_encode,
     encode_messages,
     frame_jsonl,
     frame_sse,
 )
 from agent_stream.assemble import assemble
+from agent_stream.commands.formats import encode_cui as cli_encode
 from agent_stream.message import Message, event, text, tool_call
 from agent_stream.writer import StreamWriter, collect
 

@@ -109,7 +109,7 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
     args = argparse.Namespace(
         port=8002, seed=None, peer=[], model="replay", rate=0.0, base_url=None,
         model_name=None, name="llm", reasoning=False, max_in_flight=None,
-        max_question_bytes=65536, network="testnet",
+        max_question_bytes=65536, max_replies_per_sender=4, network="testnet",
         mailbox=True, no_directory=False, verbose=False)
     try:
         agent, chat, where = serve.build(args, "network test seed")
@@ -181,3 +181,15 @@ def test_serve_wires_the_openai_source_lazily() -> None:
     ns.model = "replay"
     replay = serve.make_model(ns)
     assert isinstance(replay, ReplayModel) and replay.rate == 60.0
+
+
+@pytest.mark.parametrize("flag", ["--max-replies-per-sender", "--max-question-bytes"])
+def test_serve_refuses_a_cap_below_one(flag: str, tmp_path: Any) -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "agent_stream", "serve", flag, "0",
+                           "--port", "1"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{flag} must be at least 1" in done.stderr
+    assert "Traceback" not in done.stderr

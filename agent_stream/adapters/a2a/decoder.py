@@ -45,6 +45,7 @@ except ImportError as _exc:  # the optional extra is not installed
 from agent_stream import jsontext
 from agent_stream.adapters._tracking import Warnings
 from agent_stream.adapters.a2a.encoder import KEY
+from agent_stream.adapters.framing import sse_payload
 from agent_stream.errors import WarningCode, WireError
 from agent_stream.message import (
     EVENT,
@@ -59,7 +60,7 @@ from agent_stream.message import (
     lifecycle,
 )
 
-__all__ = ["A2ADecoder", "cli_decoder"]
+__all__ = ["A2ADecoder"]
 
 _EVENT: TypeAdapter[Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage] = \
     TypeAdapter(Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage)
@@ -134,27 +135,21 @@ class A2ADecoder(Warnings):
         """One SSE line: ``data: <JSON-RPC response>`` (or a bare JSON object); blank lines,
         comments and ``event:``/``id:``/``retry:`` fields are skipped; anything else, or data
         that is not strict JSON (``agent_stream.jsontext``), raises WireError."""
-        s = line.strip()
-        if not s or s.startswith(":"):
+        payload = sse_payload(line)
+        if payload is None:
             return []
-        if s.startswith("data:"):
-            payload = s[5:].strip()
-        elif s.startswith("{"):
-            payload = s
-        elif s.split(":", 1)[0] in ("event", "id", "retry"):
-            return []
-        else:
-            raise WireError(f"not an SSE line: {s[:40]!r}")
         obj = jsontext.loads(payload, WireError)
         if not isinstance(obj, dict):
             raise WireError("an A2A event must be a JSON object")
         return self.feed(obj)
 
-    def finish(self) -> list[Message]:
+    def close(self) -> list[Message]:
         """The input ended; a stream with no final status is reported, not ended."""
         if self._started and not self.ended:
             self._warn(WarningCode.INCOMPLETE, "the A2A stream ended without a final status")
         return []
+
+    finish = close  # the old name, kept for existing callers
 
     # -- status -------------------------------------------------------------------------------
     def _stream_end(self, status: str, error: str | None, data: dict[str, Any] | None = None
@@ -269,9 +264,3 @@ def _guess(part: Any) -> str:
         major = mime.split("/", 1)[0]
         return major if major in ("image", "audio", "video") else "file"
     return TEXT
-
-
-def cli_decoder(args: Any) -> A2ADecoder:
-    """``agent-stream decode --from a2a``: SSE of JSON-RPC ``message/stream`` responses."""
-    return A2ADecoder()
-

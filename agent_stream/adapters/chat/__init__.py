@@ -3,7 +3,7 @@
 Each logical text message, keyed by (thread_id, message_id), is one chat stream
 (StartStreamContent -> TextContent... -> EndStreamContent) whose stream_id is a UUID4 derived from
 the conversation and the key (:func:`stream_id_for`). Text deltas are buffered by the
-:class:`~agent_stream.chunker.TextChunker` into sentence/paragraph chunks.
+:class:`~agent_stream.chunking.TextChunker` into sentence/paragraph chunks.
 
 What the chat models cannot carry travels in ``MetadataContent`` items in the same ChatMessage,
 string values only. A ChatMessage's content is a run of *groups*: each group starts with a
@@ -81,12 +81,12 @@ content Message becomes: the withholding policy), :mod:`.messages` (per-message 
 peers), :mod:`.packer` (batching, ``meta_delay``), :mod:`.decoder`, :mod:`.reorder` (duplicates,
 reorder window, gaps), :mod:`.delivery` (redelivery, replay, gap repair, liveness),
 :mod:`.tagged`, :mod:`.streams` (chat streams, untagged content), :mod:`.state` (what the
-decoder keeps, under :mod:`.limits`; :mod:`.capped`), :mod:`.cli`.
+decoder keeps, under :mod:`.limits`; :mod:`.capped`). The command-line glue is in
+:mod:`agent_stream.commands.formats`.
 """
 
 from __future__ import annotations
 
-from agent_stream.adapters.chat.cli import cli_decoder, cli_encode
 from agent_stream.adapters.chat.decoder import ChatDecoder
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.encoder import ChatEncoder
@@ -113,8 +113,6 @@ __all__ = [
     "ChatEncoder",
     "DecoderLimits",
     "DeliveryPolicy",
-    "cli_decoder",
-    "cli_encode",
     "coalesce",
     "conversation_of",
     "is_tagged_request",

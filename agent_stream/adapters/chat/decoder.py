@@ -118,8 +118,8 @@ class ChatDecoder:
                     out.append(self._streams.end_event(stream, "error", error="idle timeout"))
         return out
 
-    def drain(self) -> list[Message]:
-        """Decode every held-back ChatMessage now, reporting the gaps (end of input)."""
+    def close(self) -> list[Message]:
+        """End of input: decode every held-back ChatMessage now, reporting the gaps."""
         out: list[Message] = []
         for peer in self._state.peers.values():
             for conv_id, conv in list(peer.conversations.items()):
@@ -127,6 +127,8 @@ class ChatDecoder:
                     conv.order.skip_gap(0.0, self._decoder(peer, conv_id, 0.0, out),
                                         self._warnings)
         return out
+
+    drain = close  # the old name of close, kept for existing callers
 
     @property
     def next_deadline(self) -> float | None:
@@ -147,7 +149,7 @@ class ChatDecoder:
 
     def drain_warnings(self) -> list[StreamWarning]:
         """Warnings since the last call (gaps, duplicates, unknown streams, limits)."""
-        return self._warnings.drain()
+        return self._warnings.drain_warnings()
 
     def finished(self, sender: str, conversation: str | None = None) -> bool:
         """True when the sender's final stream_end was decoded (of ``conversation``, or of every

@@ -60,7 +60,7 @@ class ChatEncoder:
                  chunker: dict[str, Any] | None = None, meta_delay: float = 0.1,
                  deterministic: bool = False,
                  clock: Callable[[], datetime] | None = None) -> None:
-        from agent_stream.chunker import TextChunker
+        from agent_stream.chunking import TextChunker
 
         if not 0 <= meta_delay < float("inf"):
             raise ValueError(f"ChatEncoder: meta_delay must be a finite number >= 0, "
@@ -281,4 +281,4 @@ class ChatEncoder:
             if u.open:
                 chunking.close_stream(u)
             chunking.drop(u)
-        self._floor.drain()
+        self._floor.flush()

@@ -44,9 +44,9 @@ class Floor:
             self.holder = group.owner
         elif group.closes and group.owner == self.holder:
             self.holder = None
-            self.drain()
+            self.flush()
 
-    def drain(self) -> None:
+    def flush(self) -> None:
         """Send waiting groups until one needs the floor another message holds."""
         waiting = self._waiting
         while waiting:

@@ -110,7 +110,7 @@ class WarningQueue:
         self._queue.append(StreamWarning(code, detail, message_id=message_id,
                                          thread_id=thread_id))
 
-    def drain(self) -> list[StreamWarning]:
+    def drain_warnings(self) -> list[StreamWarning]:
         """The warnings queued since the last call (first, a count of those dropped, if any)."""
         out = list(self._queue)
         if self._dropped:
@@ -120,3 +120,5 @@ class WarningQueue:
         self._dropped = 0
         self._pending_codes.clear()
         return out
+
+    drain = drain_warnings  # the old name, kept for existing callers

@@ -29,7 +29,7 @@ from agent_stream.adapters.chat.wire import (
 from agent_stream.message import Message
 
 if TYPE_CHECKING:
-    from agent_stream.chunker import TextChunker
+    from agent_stream.chunking import TextChunker
 
 __all__ = ["MessageChunking", "MessageState", "keeps_text", "text_append"]
 
@@ -134,7 +134,7 @@ class MessageChunking:
 
     def __init__(self, conversation: str, chunker_opts: dict[str, Any],
                  renderer: PlainRenderer, route: Callable[[Group], None]) -> None:
-        from agent_stream.chunker import TextChunker
+        from agent_stream.chunking import TextChunker
 
         self.conversation = conversation
         self._chunker_cls = TextChunker

@@ -17,8 +17,8 @@ from agent_stream.adapters.openai.chunks import (
     frame_sse,
 )
 from agent_stream.adapters.openai.decoder import OpenAIDecoder, decode_chunks
-from agent_stream.adapters.openai.encoder import OpenAIEncoder, cli_encode, encode_messages
-from agent_stream.adapters.openai.sse import OpenAISSEDecoder, cli_decoder
+from agent_stream.adapters.openai.encoder import OpenAIEncoder, encode_messages
+from agent_stream.adapters.openai.sse import OpenAISSEDecoder
 
 __all__ = [
     "DONE",
@@ -31,8 +31,6 @@ __all__ = [
     "OpenAIItem",
     "OpenAISSEDecoder",
     "UsageChunk",
-    "cli_decoder",
-    "cli_encode",
     "decode_chunks",
     "encode_messages",
     "frame_sse",

@@ -34,12 +34,17 @@ An OpenAI client can only append, and it has one ``content`` string. So:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from agent_stream import delta as _delta
-from agent_stream.adapters._cli import encode_text, opt
-from agent_stream.adapters._tracking import Key, MessageTable, Parts, ToolCall, Tracked, Warnings
+from agent_stream.adapters._tracking import (
+    Key,
+    Parts,
+    Tracked,
+    TrackingEncoder,
+    keeps_props,
+    props_after,
+)
 from agent_stream.adapters._tracking import set_shown as _set_shown
 from agent_stream.adapters.framing import dumps, run_encoder
 from agent_stream.adapters.openai.chunks import (
@@ -51,7 +56,6 @@ from agent_stream.adapters.openai.chunks import (
     OpenAIItem,
     UsageChunk,
     created_from,
-    frame_sse,
     known_usage,
 )
 from agent_stream.delta import APPEND, visible_change
@@ -59,25 +63,20 @@ from agent_stream.errors import DeltaError, WarningCode
 from agent_stream.events import EventView
 from agent_stream.message import (
     AUDIO,
-    BLOCK_END,
-    ERROR,
-    EVENT,
     IMAGE,
     LOADING,
-    MESSAGE_END,
     MESSAGE_START,
     REFUSAL,
     STREAM_END,
     STREAM_START,
     TEXT,
     THINKING,
-    THREAD_END,
     TOOL_CALL,
     VIDEO,
     Message,
 )
 
-__all__ = ["OpenAIEncoder", "cli_encode", "encode_messages"]
+__all__ = ["OpenAIEncoder", "encode_messages"]
 
 _C_CONTENT, _C_REASONING, _C_REFUSAL, _C_TOOL = "content", "reasoning_content", "refusal", "tool"
 _FIELD_OF_TYPE = {
@@ -102,20 +101,19 @@ INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
 
 class _EMsg(Tracked):
-    """What the encoder keeps of one message: its field, shown text, and its tool call."""
+    """What the encoder keeps of one message: its field, its queue place, its tool call's index;
+    a tool result's props as ``data``."""
 
-    __slots__ = ("field", "index", "live", "progress", "props", "text", "tool")
+    __slots__ = ("data", "field", "index", "live", "progress")
 
     def __init__(self, key: Key, type_: str, block_id: str | None, field: str | None,
                  progress: bool) -> None:
         super().__init__(key, type_, block_id)
         self.field = field
         self.progress = progress  # a tool call or result shown as a line when it ends
-        self.text = Parts()
         self.live = False
         self.index: int | None = None  # the tool call's index, once started
-        self.tool = ToolCall()
-        self.props: dict[str, Any] = {}  # a tool result's props
+        self.data: dict[str, Any] = {}
 
 
 def _media_markdown(msg: Message) -> str:
@@ -130,7 +128,7 @@ def _media_markdown(msg: Message) -> str:
     return f"\n\n[{label}]({url})\n\n"
 
 
-class OpenAIEncoder(Warnings):
+class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
     """Messages in, OpenAI wire items out (pure): chunks, the usage chunk, an error, ``DONE``.
 
     message_start and message_end are not required. ``close()`` sends what is still held, the
@@ -141,6 +139,9 @@ class OpenAIEncoder(Warnings):
     ``completion_id`` defaults to ``chatcmpl-`` + stream_start's request_id; ``created`` to the
     stream_start (or first chunk) timestamp, else 0: the output depends only on the input.
     """
+
+    INCOMPLETE_WARNING = ("the stream ended without stream_end; an OpenAI client gets an error "
+                          "object (code incomplete), not a finish_reason")
 
     def __init__(self, *, model: str = "agent-stream", completion_id: str | None = None,
                  created: int | None = None, include_usage: bool = False,
@@ -155,81 +156,31 @@ class OpenAIEncoder(Warnings):
         self.completion_id = completion_id
         self.created = created
         self.include_usage = include_usage
-        self.finished = False
         self._head: Head | None = None
         self._role_sent = False
-        self._table: MessageTable[_EMsg] = MessageTable()
         self._queues: dict[str, deque[_EMsg]] = {
             _C_CONTENT: deque(), _C_REASONING: deque(), _C_REFUSAL: deque()}
         self._tools = 0
         self._last_content: str | None = None
         self._reasoning_last = ""  # the last character sent in reasoning_content
 
-    # -- public -------------------------------------------------------------------------------
-    def feed(self, msg: Message) -> list[OpenAIItem]:
-        """Encode one Message; returns the items to send now."""
-        if self.finished:
-            return []
-        if self._head is None:
-            self._begin(msg)
-        out: list[OpenAIItem] = []
-        t = msg.type
-        if t == EVENT:
-            self._event(EventView(msg), out)
-            return out
-        if t == ERROR:
-            p = msg.props or {}
-            m = p.get("message")
-            code = p.get("code")
-            self._fail(out, m if isinstance(m, str) and m else "error",
-                       code if isinstance(code, str) else None)
-            return out
-        field = self._fields.get(t)
-        mid = msg.message_id
-        if mid is None:
-            if field is None:
-                return out
-            st = self._new(self._table.anon_key(msg.thread_id), t, msg.block_id)
-            self._chunk(st, msg, out)
-            self._end_msg(st, out)
-            return out
-        found = self._table.get((msg.thread_id, mid))
-        if found is None:
-            if field is None:
-                return out
-            st = self._new((msg.thread_id, mid), t, msg.block_id)
-        elif found.type != t:
-            retyped = self._retype(found, msg, out)
-            if retyped is None:
-                return out
-            st = retyped
-        else:
-            st = found
-        if st.block_id is None:
-            st.block_id = msg.block_id
-        self._chunk(st, msg, out)
-        return out
+    def _tracks(self, type_: str) -> bool:
+        return type_ in self._fields
 
-    def close(self, *, status: str | None = None, error: str | None = None
-              ) -> list[OpenAIItem]:
-        """End the completion unless it already ended (idempotent). Without ``status`` the
-        Messages had no stream_end: the stream was cut, so the client gets an error object with
-        code ``incomplete`` (and an ``incomplete`` warning), never a finish_reason."""
-        if self.finished:
-            return []
-        if self._head is None:
-            self._begin(None)
-        out: list[OpenAIItem] = []
-        if status is None:
-            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; an OpenAI "
-                       "client gets an error object (code incomplete), not a finish_reason")
-            self._fail(out, error or INCOMPLETE_TEXT, "incomplete")
-        else:
-            self._finish(out, status, error, None, None)
-        return out
+    def _error_msg(self, msg: Message, out: list[OpenAIItem]) -> None:
+        p = msg.props or {}
+        m, code = p.get("message"), p.get("code")
+        self._fail(out, m if isinstance(m, str) and m else "error",
+                   code if isinstance(code, str) else None)
+
+    def _incomplete(self, out: list[OpenAIItem], error: str | None) -> None:
+        self._fail(out, error or INCOMPLETE_TEXT, "incomplete")
+
+    def _end_stream(self, out: list[OpenAIItem], status: str, error: str | None) -> None:
+        self._finish(out, status, error, None, None)
 
     # -- structure ----------------------------------------------------------------------------
-    def _begin(self, msg: Message | None) -> None:
+    def _start(self, msg: Message | None, out: list[OpenAIItem]) -> None:
         ev = EventView(msg) if msg is not None and msg.event == STREAM_START else None
         if self.completion_id is None:
             rid = ev.request_id if ev is not None else None
@@ -246,22 +197,11 @@ class OpenAIEncoder(Warnings):
         if name == STREAM_END:
             self._finish(out, ev.end_status, ev.error, ev.finish_reason, ev.usage)
         elif name == MESSAGE_START:
-            mid = ev.message_id
-            if mid is None:
-                return
-            key = (ev.thread_id, mid)
-            type_ = ev.type
-            if type_ is not None and type_ in self._fields and self._table.get(key) is None:
-                self._new(key, type_, ev.msg.block_id)
-        elif name == MESSAGE_END:
-            ended = self._table.get((ev.thread_id, ev.message_id or ""))
-            if ended is not None:
-                self._end_msg(ended, out)
-        elif name == BLOCK_END:
-            for st in self._table.in_block(ev.block_id):
-                self._end_msg(st, out)
-        elif name == THREAD_END:
-            for st in self._table.in_thread(ev.thread_id):
+            new = self._table.started_by(ev)
+            if new is not None and new[1] in self._fields:
+                self._new(new[0], new[1], ev.msg.block_id)
+        else:
+            for st in self._table.ended_by(ev):
                 self._end_msg(st, out)
 
     def _new(self, key: Key, type_: str, block_id: str | None) -> _EMsg:
@@ -290,11 +230,13 @@ class OpenAIEncoder(Warnings):
             self._text_set(new, old_value, out)
         return new
 
+    def _after_end(self, msg: Message) -> None:
+        if msg.type not in _MEDIA:  # a media message ends with its one chunk: nothing to say
+            super()._after_end(msg)
+
     def _end_msg(self, st: _EMsg, out: list[OpenAIItem]) -> None:
-        if st.done:
+        if not self._ending(st):
             return
-        st.done = True
-        self._table.ended(st)
         if st.field == _C_TOOL:
             if st.index is None:
                 st.tool.ensure_name(self, st.key)
@@ -321,11 +263,6 @@ class OpenAIEncoder(Warnings):
     # -- content ------------------------------------------------------------------------------
     def _chunk(self, st: _EMsg, msg: Message, out: list[OpenAIItem]) -> None:
         field = st.field
-        if st.done:
-            if st.type not in _MEDIA:
-                self._warn(WarningCode.AFTER_END, "chunk for a message that has ended; not sent",
-                           msg=msg)
-            return
         if st.type in _MEDIA:
             md = _media_markdown(msg)
             self._last_content = _C_CONTENT
@@ -374,23 +311,20 @@ class OpenAIEncoder(Warnings):
         if st.type == TOOL_CALL:
             st.tool.take(msg)  # nothing is sent before the end: any rewrite is exact
             return
-        if not msg.delta:
-            if msg.props is not None or not msg.type_change:
-                st.props = _delta.copy_json(msg.props or {})
+        if keeps_props(msg):
             return
         try:
-            st.props = _delta.apply(st.props, msg.delta_action or "append", msg.delta_path,
-                                    msg.props or {})
+            st.data = props_after(st.data, msg)
         except DeltaError as exc:
-            self._warn(WarningCode.BAD_DELTA, f"tool result delta not applied: {exc}", msg=msg)
+            self._bad_delta(msg, exc, "tool result delta not applied")
 
     def _progress_line(self, st: _EMsg) -> str:
         """``⚙ name(arguments)`` for a tool call, ``✓ name → content`` for its result."""
         if st.type == TOOL_CALL:
             st.tool.ensure_name(self, st.key)
             return f"⚙ {st.tool.name}({st.tool.args.value()})\n"
-        name = st.props.get("name")
-        content = st.props.get("content")
+        name = st.data.get("name")
+        content = st.data.get("content")
         shown = content if isinstance(content, str) else "" if content is None else \
             dumps(content)
         return f"✓ {name if isinstance(name, str) and name else 'tool'} → {shown}\n"
@@ -485,12 +419,3 @@ class OpenAIEncoder(Warnings):
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[OpenAIItem]:
     """Encode a whole Message stream (``OpenAIEncoder`` options) into wire items."""
     return list(run_encoder(OpenAIEncoder(**options), messages))
-
-
-def cli_encode(messages: Iterable[Message], args: Any) -> Iterator[str]:
-    """``agent-stream convert --to openai [--include-usage] [--model NAME] [--tool-calls
-    agent|client]``."""
-    enc = OpenAIEncoder(model=opt(args, "model") or "agent-stream",
-                        include_usage=bool(opt(args, "include_usage", False)),
-                        tool_calls=opt(args, "tool_calls") or "agent")
-    return encode_text(enc, messages, frame_sse)

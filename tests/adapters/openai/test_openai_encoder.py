@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from openai_fixtures import client_view, reply_messages
 from strategies import any_message
 
-from agent_stream.adapters.openai import OpenAIEncoder, cli_encode, encode_messages, frame_sse
+from agent_stream.adapters.openai import OpenAIEncoder, encode_messages, frame_sse
 from agent_stream.assemble import assemble
+from agent_stream.commands.formats import encode_openai as cli_encode
 from agent_stream.message import (
     Message,
     action,

@@ -1,0 +1,93 @@
+"""The caps on what peers can make a streaming agent hold: replies at once, refusals at once,
+question size (see :mod:`.plugin`'s doc). ``ReplyCaps`` counts; the plugin asks it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage
+
+from agent_stream.uagents.outgoing import Refused
+from agent_stream.uagents.request import ChatRequest
+
+__all__ = ["ReplyCaps", "question_bytes"]
+
+
+class ReplyCaps:
+    """Replies running per peer and in all, and error replies being sent, against their caps."""
+
+    def __init__(self, *, max_replies_per_sender: int, max_replies: int,
+                 max_question_bytes: int | None, max_refusals: int) -> None:
+        self.max_replies_per_sender = max(1, max_replies_per_sender)
+        self.max_replies = max(1, max_replies)
+        self.max_question_bytes = max_question_bytes
+        self.max_refusals = max(1, max_refusals)
+        self.replies: dict[str, int] = {}  # peer -> replies its responder is producing
+        self.refusing: dict[str, int] = {}  # peer -> error replies being sent to it
+
+    def over_cap(self, request: ChatRequest) -> Refused | None:
+        """Why ``request`` is not given to the responder (None: it is)."""
+        limit = self.max_question_bytes
+        if limit is not None:
+            size = question_bytes(request.message)
+            if size > limit:
+                return Refused(f"The question is {size} bytes; this agent answers questions of "
+                               f"at most {limit} bytes.", "question_too_large")
+        if self.replies.get(request.sender, 0) >= self.max_replies_per_sender:
+            return Refused(f"Too many questions at once: this agent answers at most "
+                           f"{self.max_replies_per_sender} of yours at a time; ask again when "
+                           "a reply has ended.", "busy")
+        if sum(self.replies.values()) >= self.max_replies:
+            return Refused(f"This agent is answering as many questions as it can "
+                           f"({self.max_replies}); ask again shortly.", "busy")
+        return None
+
+    def may_refuse(self, sender: str) -> bool:
+        """Whether an error reply may go to ``sender`` now (counted when it may)."""
+        mine = self.refusing.get(sender, 0)
+        if mine >= max(1, self.max_refusals // 4) or \
+                sum(self.refusing.values()) >= self.max_refusals:
+            return False
+        self.refusing[sender] = mine + 1
+        return True
+
+    def refused(self, sender: str) -> None:
+        """An error reply to ``sender`` is over."""
+        _release(self.refusing, sender)
+
+    def took(self, sender: str) -> None:
+        """A reply to ``sender`` started."""
+        self.replies[sender] = self.replies.get(sender, 0) + 1
+
+    def produced(self, sender: str) -> None:
+        """A responder answering ``sender`` is done: its slot is free."""
+        _release(self.replies, sender)
+
+
+def _release(counts: dict[str, int], key: str) -> None:
+    left = counts.get(key, 1) - 1
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
+
+
+def question_bytes(msg: ChatMessage) -> int:
+    """The size of a question: the UTF-8 bytes of the strings its content items carry (text,
+    metadata keys and values, resource ids, URIs and metadata; not the item types)."""
+    total = 0
+    for item in msg.content:
+        fields = item.dict()
+        fields.pop("type", None)
+        total += sum(_size(v) for v in fields.values())
+    return total
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, dict):
+        return sum(_size(k) + _size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sum(_size(v) for v in value)
+    return len(str(value)) if value is not None else 0

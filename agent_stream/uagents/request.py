@@ -1,0 +1,101 @@
+"""What a responder is given and what a reply's end reports: ``ChatRequest``, ``ReplyStats``.
+
+Also the two shapes a responder may have (``Responder``) and how one is run (``invoke``), and the
+channel policy's type (``ChannelPolicy``). The plugin (:mod:`.plugin`) builds these; nothing here
+sends anything.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
+
+from agent_stream.writer import StreamWriter
+
+__all__ = ["ChannelPolicy", "ChatRequest", "ReplyStats", "Responder", "invoke"]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A request a responder answers.
+
+    ``sender``: the asking agent's address; ``message``: its ChatMessage; ``session``: the
+    envelope session; ``tagged``: it declared agent_stream tag support; ``opens_session``: it
+    carried StartSessionContent; ``channels``: the extra channels it asked for; ``storage`` and
+    ``logger``: the agent's (from the handler's context). Sending is the plugin's job.
+    """
+
+    sender: str
+    message: ChatMessage
+    session: str | None = None
+    tagged: bool = False
+    opens_session: bool = False
+    channels: frozenset[str] = frozenset()
+    storage: Any = None
+    logger: Any = None
+    _ctx: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        """The question: the request's TextContent items concatenated."""
+        return "".join(i.text for i in self.message.content if isinstance(i, TextContent))
+
+
+@dataclass(frozen=True)
+class ReplyStats:
+    """How one streamed reply went: given to ``on_reply_end`` when it is over.
+
+    ``chat_messages`` delivered, ``failed`` deliveries, ``peak_in_flight`` (most ChatMessages
+    unacknowledged at once), ``duration`` in seconds, ``status`` completed | error | cancelled.
+    Delivery: ``resends`` (ChatMessages sent again, unacknowledged), ``duplicates`` (the
+    question arriving again: acknowledged, not answered twice), ``gaps_repaired`` (repair
+    requests served from the replay buffer while the reply ran), ``keepalives`` sent,
+    ``at_risk`` (seconds during which some ChatMessage was possibly lost).
+    """
+
+    peer: str
+    conversation: str
+    status: str
+    chat_messages: int
+    failed: int
+    peak_in_flight: int
+    duration: float
+    resends: int = 0
+    duplicates: int = 0
+    gaps_repaired: int = 0
+    keepalives: int = 0
+    at_risk: float = 0.0
+
+
+Responder = (Callable[[ChatRequest, StreamWriter], Awaitable[None]]
+             | Callable[[ChatRequest], AsyncIterator[str]])
+ChannelPolicy = Collection[str] | Callable[[ChatRequest], Collection[str] | None] | None
+
+
+def channels_for(policy: ChannelPolicy, request: ChatRequest) -> Collection[str]:
+    """The channels ``request``'s recipient gets under ``policy``."""
+    if policy is None:
+        return ()
+    if callable(policy):
+        return frozenset(policy(request) or ())
+    return frozenset(policy) & request.channels
+
+
+async def invoke(responder: Responder, request: ChatRequest, out: StreamWriter) -> None:
+    """Run ``responder`` on ``request``: an async function writes to ``out``; an async generator
+    function's pieces become one text message in a block ``llm``."""
+    if inspect.isasyncgenfunction(responder) or inspect.isasyncgenfunction(
+            getattr(responder, "__call__", None)):  # noqa: B004
+        gen: AsyncIterator[str] = responder(request)  # type: ignore[call-arg,assignment]
+        async with out.block("llm") as b, b.message("text") as m:
+            async for piece in gen:
+                if piece:
+                    await m.append(piece)
+        return
+    result = responder(request, out)  # type: ignore[call-arg]
+    if inspect.isawaitable(result):
+        await result
