@@ -4,7 +4,8 @@ The reply: a block with thinking and a tool call, two parallel threads writing a
 then a long answer streamed word by word. Run it to see each format:
 
     python examples/formats_demo.py              # every format, one after the other
-    python examples/formats_demo.py openai       # just one (native, openai, channels, agui, chat)
+    python examples/formats_demo.py openai       # just one (native, openai, channels, agui,
+                                                 # aisdk, a2a, chat)
     python examples/formats_demo.py --markdown > docs/formats.md
 
 Timestamps and durations are pinned so the output is the same on every run.
@@ -89,7 +90,13 @@ def formats() -> dict[str, tuple[str, str, Any]]:
                      lambda msgs: fmt.encode_channels(msgs, ns)),
         "agui": ("AG-UI events (SSE)", "agent-stream convert --to agui",
                  lambda msgs: fmt.encode_agui(msgs, ns)),
+        "aisdk": ("Vercel AI SDK UI message stream (SSE)", "agent-stream convert --to aisdk",
+                  lambda msgs: fmt.encode_aisdk(msgs, ns)),
     }
+    if importlib.util.find_spec("a2a") is not None:  # the optional extra a2a (a2a-sdk)
+        out["a2a"] = ("A2A message/stream responses (JSON-RPC over SSE)",
+                      "agent-stream convert --to a2a --conversation demo",
+                      lambda msgs: fmt.encode_a2a(msgs, ns))
     if importlib.util.find_spec("agent_stream.adapters.chat") is not None:
         out["chat"] = ("uAgents chat protocol (ChatMessage JSON, one a line)",
                        "agent-stream convert --to chat",
@@ -125,6 +132,14 @@ What to look for:
   reasoning is not sent at all (the default policy), and every message ends with `message.end`.
 - **AG-UI** interleaves the two text messages by id, maps blocks to steps and thinking to a
   reasoning span, and closes everything before `RUN_FINISHED`.
+- **AI SDK** opens a step per block (the two threads share one step, as the SDK's steps do not
+  nest), interleaves the threads' text parts by id, sends the tool call as an agent-side
+  (`providerExecuted`) tool with its parsed input, and ends with `finish` (usage in
+  `messageMetadata`) and `[DONE]`.
+- **A2A** is one Task (`contextId` the conversation): every message is one artifact, created by
+  its first event, extended with `append` and closed by an empty `lastChunk`; the tool call is a
+  DataPart, blocks and threads are `working` status updates, and the last status update is
+  `completed` (`final`, usage in its metadata).
 """
 
 
@@ -144,6 +159,7 @@ the end of its block or thread, or at the stream's end), and is picked by `accep
 | `cui-native`, `cui-desktop`  | native   | application/x-ndjson |
 | `agui`                       | AG-UI    | text/event-stream    |
 | `channels`                   | channels | application/x-ndjson |
+| `aisdk`                      | AI SDK   | text/event-stream    |
 
 `writer_for(accept, write)` is a StreamWriter whose Messages go out in that wire through the async
 `write(text)`; `sink_for(accept, write)` is the same as a plain sink.
@@ -235,6 +251,27 @@ interleave by id.
 The Message JSON itself, one a line or one SSE event each. `close()` adds the final stream_end if
 the input did not end the stream: with status `error` ("the stream is incomplete") when it was
 closed without a status.
+
+### AI SDK UI message stream (`AISDKEncoder`, `convert --to aisdk`)
+
+SSE `data:` lines of UI message chunks, then `data: [DONE]`; the response also needs the header
+`x-vercel-ai-ui-message-stream: v1` (`aisdk.HEADERS`). stream -> `start` ... `finish`
+(`error` then `finish` for status error, `abort` for cancelled, `error` and no `finish` for a
+stream that ends without stream_end), block -> `start-step`/`finish-step`, text and refusal ->
+`text-start/-delta/-end`, thinking -> `reasoning-start/-delta/-end`, tool_call ->
+`tool-input-start/-delta/-available` (`providerExecuted`, sent once the name is known),
+`tool_result` -> `tool-output-available`, media -> `file`, others -> `data-<type>` parts.
+The whole mapping: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
+
+### A2A (`A2AEncoder`, `convert --to a2a`, `decode --from a2a`)
+
+JSON-RPC `message/stream` responses as SSE, made of the `a2a-sdk` models (extra `a2a`). One
+reply is one Task (`contextId` the conversation, `--conversation`); each message is one
+Artifact built with `append`/`lastChunk`, text, refusal and thinking as TextParts, tool calls
+and custom types as DataParts, media as FileParts; lifecycle and progress are `working` status
+updates; the last is `completed`, `failed` or `canceled` (`failed` for a stream that ends
+without stream_end). `A2ADecoder` reads it back. The whole mapping, and what the wire cannot
+carry: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
 
 What each wire does with tool calls is one table: [tool-calls.md](tool-calls.md).
 

@@ -18,15 +18,29 @@ def test_formats_doc_is_what_the_encoders_write_today() -> None:
 
 
 def test_readme_excerpts_of_each_format_are_lines_of_the_formats_doc() -> None:
+    """One README excerpt per format of docs/formats.md, each made of lines of that format's
+    output there, captioned with the command that makes it."""
+    import re
+
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8").splitlines()
+    doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    # each format in the doc: "## title", "`command`", then its output in one code block
+    formats = {how: set(body.splitlines()) for how, body in re.findall(
+        r"\n## [^\n]+\n\n`(agent-stream convert [^`]+)`\n\n```\w*\n(.*?)```", doc, re.S)}
+    wires = {how.split()[3] for how in formats}
+    assert wires == {"cui", "openai", "channels", "agui", "aisdk", "a2a", "chat"}
     section = readme[readme.index("### One reply in every format"):
                      readme.index("### A real model")]
-    blocks = section.split("```")[1::2]
-    assert len(blocks) == 5
-    for block in blocks:
+    pieces = section.split("```")
+    captions, blocks = pieces[0:-1:2], pieces[1::2]  # the text before each block, the block
+    assert len(blocks) == len(formats)
+    shown = set()
+    for caption, block in zip(captions, blocks, strict=True):
         lines = [ln for ln in block.splitlines()[1:] if ln.strip()]
-        assert lines and all(ln in doc for ln in lines)
+        (how,) = [h for h in formats if f"`{h}`" in caption]
+        assert lines and all(ln in formats[how] for ln in lines), how
+        shown.add(how)
+    assert shown == set(formats)
 
 
 def test_readme_python_examples_run() -> None:
