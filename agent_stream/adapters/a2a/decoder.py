@@ -81,11 +81,12 @@ def _str(d: dict[str, Any], key: str) -> str | None:
 class _Art:
     """One artifact read so far: the message it is."""
 
-    __slots__ = ("mid", "tid", "type")
+    __slots__ = ("bid", "mid", "tid", "type")
 
-    def __init__(self, mid: str, tid: str | None, type_: str) -> None:
+    def __init__(self, mid: str, tid: str | None, bid: str | None, type_: str) -> None:
         self.mid = mid
         self.tid = tid
+        self.bid = bid
         self.type = type_
 
 
@@ -216,7 +217,8 @@ class A2ADecoder(Warnings):
             type_ = _str(meta, "type") or _guess(first)
             if st is None or st.type != type_:
                 st = self._arts[aid] = _Art(_str(meta, "message_id") or aid,
-                                            _str(meta, "thread_id"), type_)
+                                            _str(meta, "thread_id"), _str(meta, "block_id"),
+                                            type_)
             props = meta.get("props")
             if isinstance(props, dict) and isinstance(first, FilePart):
                 out.append(self._msg(st, props, delta=False))
@@ -226,14 +228,14 @@ class A2ADecoder(Warnings):
         if ev.last_chunk:
             out.append(lifecycle(MESSAGE_END, MessageEndData(
                 message_id=st.mid, type=st.type, thread_id=st.tid),
-                thread_id=st.tid))
+                thread_id=st.tid, block_id=st.bid))
         return out
 
     def _msg(self, st: _Art, props: dict[str, Any], *, delta: bool,
              meta: dict[str, Any] | None = None) -> Message:
         m = meta or {}
         return Message(type=st.type, props=props, message_id=st.mid, thread_id=st.tid,
-                       delta=delta, delta_action=m.get("delta_action"),
+                       block_id=st.bid, delta=delta, delta_action=m.get("delta_action"),
                        delta_path=m.get("delta_path"))
 
     def _part(self, st: _Art, part: Part, *, first: bool) -> list[Message]:
