@@ -25,6 +25,8 @@ EPILOG = """examples:
   agent-stream convert --to cui --sse stream.jsonl        native Message JSON as SSE
   agent-stream convert --to channels --channels text,reasoning,tool stream.jsonl
   agent-stream convert --to agui stream.jsonl             AG-UI events (SSE)
+  agent-stream convert --to aisdk stream.jsonl            AI SDK UI message stream (SSE)
+  agent-stream convert --to a2a --conversation c1 stream.jsonl   A2A message/stream responses
 """
 
 

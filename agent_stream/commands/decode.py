@@ -13,6 +13,7 @@ EPILOG = """examples:
   agent-stream decode --from chat replies.jsonl            ChatMessage JSONL -> Message JSONL
   agent-stream convert --to chat s.jsonl | agent-stream decode --from chat | agent-stream assemble
   curl -sN .../chat/completions ... | agent-stream decode --from openai   OpenAI SSE -> Messages
+  agent-stream convert --to a2a s.jsonl | agent-stream decode --from a2a   A2A events -> Messages
 """
 
 
