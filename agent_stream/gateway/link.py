@@ -3,9 +3,10 @@
 :class:`AgentLink` is all the gateway needs of the chat transport: ``ask`` returns a
 :class:`LinkedReply` (Messages as they arrive, ``cancel()``, a status and a ChatMessage count).
 :class:`ChatLink` implements it with agent_stream's own client (:class:`StreamingChat`, tagged
-questions). ``LinkedReply.cancel()`` is the client's ``Reply.cancel()``: today it stops reading
-the reply here (the stream ends ``cancelled``); when the client learns to send a cancel upstream,
-the gateway's stops reach the agent with no change here.
+questions). ``LinkedReply.cancel()`` is the client's ``Reply.cancel()``: it sends a ``cancel`` op
+to the agent, whose model stops and whose streams end ``cancelled`` (docs/delivery.md); every
+stop of the gateway (:meth:`~agent_stream.gateway.runs.Runs.cancel`: ``DELETE /v1/replies/{id}``,
+A2A ``tasks/cancel``, the resume window running out) goes through it.
 """
 
 from __future__ import annotations

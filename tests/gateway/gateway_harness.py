@@ -20,8 +20,8 @@ from agent_stream.uagents import free_port
 
 HERE = Path(__file__).resolve().parent
 
-__all__ = ["WINDOW", "AgentProcess", "Gateway", "Harness", "agui_body", "echo_agent",
-           "sse_events", "start_gateway"]
+__all__ = ["WINDOW", "AgentProcess", "Gateway", "Harness", "agui_body", "assert_echo_stopped",
+           "echo_agent", "echo_produced", "sse_events", "start_gateway"]
 
 WINDOW = 3.0  # the shared gateway's resume window (short: the disconnect tests wait it out)
 
@@ -45,6 +45,25 @@ def echo_agent(h: Harness, name: str = "echo") -> tuple[AgentProcess, str]:
             return p, address
         time.sleep(0.02)
     raise AssertionError("echo agent did not come up")
+
+
+def echo_produced(proc: AgentProcess, mark: str) -> int:
+    """Filler tokens the echo agent has produced so far for the question marked ``mark``."""
+    counts = [int(x.split()[1]) for x in proc.lines
+              if x.startswith("produced ") and x.split()[2:3] == [mark]]
+    return max(counts, default=0)
+
+
+def assert_echo_stopped(proc: AgentProcess, mark: str, since: float, *, within: float = 1.0,
+                        watch: float = 1.5) -> None:
+    """The echo agent stopped producing ``mark``'s reply within ``within`` s of ``since`` (a
+    stop): from then on, for ``watch`` s, its count does not grow (at 50 tokens/s it would
+    print 7 more lines)."""
+    time.sleep(max(0.0, since + within - time.monotonic()))
+    then = echo_produced(proc, mark)
+    time.sleep(watch)
+    now = echo_produced(proc, mark)
+    assert now == then, f"the agent kept producing after the stop: {then} -> {now} tokens"
 
 
 @dataclass

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, TaskIdParams, TaskState, TextPart
-from gateway_harness import Gateway
+from gateway_harness import Gateway, assert_echo_stopped
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,8 @@ async def test_card_and_message_stream(gateway: Gateway) -> None:
     assert texts and "Streaming agent output" in texts[-1]
 
 
-async def test_tasks_cancel_stops_a_running_task(gateway: Gateway) -> None:
+async def test_tasks_cancel_stops_a_running_task(gateway: Gateway,
+                                                 gw_agents: dict[str, Any]) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, f"{gateway.url}/a2a/echo").get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
@@ -70,3 +71,6 @@ async def test_tasks_cancel_stops_a_running_task(gateway: Gateway) -> None:
     assert cancelled.status.state == TaskState.canceled
     assert task.status.state == TaskState.canceled
     assert "w1000" not in "".join(_texts(task))
+    # the cancel reached the agent: it stopped producing too
+    echo = gw_agents["echo"][0]
+    await asyncio.to_thread(assert_echo_stopped, echo, "cancel", cancel_at)

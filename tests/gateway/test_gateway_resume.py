@@ -13,7 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_harness import WINDOW, Gateway, agui_body, sse_events
+from gateway_harness import (
+    WINDOW,
+    Gateway,
+    agui_body,
+    assert_echo_stopped,
+    echo_produced,
+    sse_events,
+)
 from wire_checks import agui_text, aisdk_text, check_agui, node_available, node_verify
 
 pytestmark = pytest.mark.integration
@@ -130,12 +137,6 @@ def _stats(c: httpx.Client, rid: str) -> dict[str, Any]:
     return out
 
 
-def _produced(proc: Any, mark: str) -> int:
-    counts = [int(x.split()[1]) for x in proc.lines
-              if x.startswith("produced ") and x.split()[2:3] == [mark]]
-    return max(counts, default=0)
-
-
 def test_disconnect_keeps_running_for_the_window_then_cancels(
         gateway: Gateway, gw_agents: dict[str, Any]) -> None:
     echo = gw_agents["echo"][0]
@@ -143,10 +144,10 @@ def test_disconnect_keeps_running_for_the_window_then_cancels(
         rid, got = _read_some(c, "GET", "/v1/stream", 4,
                               params={"agent": "echo", "q": "[n=1000 rate=50] away"})
         cut = time.monotonic()
-        at_cut = _produced(echo, "away")
+        at_cut = echo_produced(echo, "away")
         time.sleep(WINDOW / 2)
         assert _stats(c, rid)["status"] is None  # still running, nobody reading
-        assert _produced(echo, "away") > at_cut  # the agent keeps producing
+        assert echo_produced(echo, "away") > at_cut  # the agent keeps producing
         while time.monotonic() - cut < WINDOW + 2.0:
             if _stats(c, rid)["status"] is not None:
                 break
@@ -154,6 +155,7 @@ def test_disconnect_keeps_running_for_the_window_then_cancels(
         stats = _stats(c, rid)
         assert stats["status"] == "cancelled" and "abandoned" in stats["error"]
         assert time.monotonic() - cut >= WINDOW - 0.1
+        assert_echo_stopped(echo, "away", time.monotonic())  # the cancel reached the agent
         # what it produced meanwhile is still resumable, and the stream says cancelled
         res = c.get("/v1/stream", headers={"last-event-id": got[-1]["id"]})
         last = _events(res)[-1]["data"]
@@ -172,10 +174,10 @@ def test_reconnect_within_window_completes(gateway: Gateway) -> None:
         assert _stats(c, rid)["status"] == "completed"
 
 
-def test_stop_cancels_at_once(gateway: Gateway) -> None:
+def test_stop_cancels_at_once(gateway: Gateway, gw_agents: dict[str, Any]) -> None:
     with gateway.client() as c, c.stream(
-            "POST", "/agui", json=agui_body("[n=1000 rate=50] stop me", run_id="stop-run",
-                                            agent="echo")) as r:
+            "POST", "/agui", json=agui_body("[n=1000 rate=50] halted by a stop",
+                                            run_id="stop-run", agent="echo")) as r:
         buf = ""
         stopped_at = None
         for piece in r.iter_text():
@@ -191,3 +193,4 @@ def test_stop_cancels_at_once(gateway: Gateway) -> None:
     last = sse_events(buf)[-1]["data"]
     assert last["type"] == "RUN_FINISHED" and last["outcome"]["type"] == "cancelled"
     check_agui([e["data"] for e in sse_events(buf)])
+    assert_echo_stopped(gw_agents["echo"][0], "halted", stopped_at)  # not only the stream stopped
