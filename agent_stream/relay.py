@@ -292,8 +292,6 @@ class Reidentifier:
         self.relayed += len(out)
         return out
 
-    finish = close  # the old name, kept for existing callers
-
 
 def _mapped(table: dict[str, str], sub: str, make: Callable[[], str]) -> str:
     """The id ``sub`` maps to in ``table``: a new one from ``make`` the first time."""

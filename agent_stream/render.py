@@ -178,8 +178,6 @@ class LiveRenderer:
             self.console.rule(style="green" if ok else "red")
             self._write(Text(summary + "\n", style="green" if ok else "bold red"))
 
-    finish = close  # the old name, kept for existing callers
-
 
 def _short(props: dict[str, Any], limit: int = 120) -> str:
     s = json.dumps(props, ensure_ascii=False, separators=(",", ":"))

@@ -103,7 +103,7 @@ def test_any_sub_stream_maps_consistently(sub: list[Message]) -> None:
     for _ in range(3):  # the caller's own ids so far
         ids.message(), ids.block(), ids.thread()
     rid = Reidentifier(ids, block_id="B1", thread_id="T1")
-    out = [o for m in sub for o in rid.feed(m)] + rid.finish("error")
+    out = [o for m in sub for o in rid.feed(m)] + rid.close("error")
     seen_threads: dict[str | None, str | None] = {}
     for m in out:
         assert m.chunk_id is None

@@ -17,7 +17,7 @@ def render(messages: list[Message], color: bool = False) -> str:
     r = LiveRenderer(make_console(buf, color=color))
     for m in messages:
         r.feed(m)
-    r.finish("done")
+    r.close("done")
     return buf.getvalue()
 
 

@@ -156,7 +156,7 @@ class ChatLines:
 
     def close(self) -> list[Message]:
         """What is still held back, at the end of input."""
-        return self.decoder.drain()
+        return self.decoder.close()
 
     def drain_warnings(self) -> list[StreamWarning]:
         return self.decoder.drain_warnings()

@@ -57,7 +57,7 @@ def test_corpus_round_trip(name: str) -> None:
     check_rules(events)
     dec = A2ADecoder()
     back = [m for line in "".join(frame_sse(e) for e in events).splitlines()
-            for m in dec.feed_line(line)] + dec.finish()
+            for m in dec.feed_line(line)] + dec.close()
     want, got = summary(msgs), summary(back)
     if name == "rewrites_retypes":  # a text artifact carries the text, not other props
         want[1][4].pop("message")

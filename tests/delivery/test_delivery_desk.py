@@ -125,5 +125,5 @@ def test_any_order_any_one_missing_is_whole_only_when_whole(order: list[int],
             dec.feed("S", chats[i], now)
         now += 0.1
     dec.poll(now + 10)
-    dec.drain()
+    dec.close()
     assert dec.whole("S", "C") == (missing is None)

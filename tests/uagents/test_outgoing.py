@@ -41,7 +41,7 @@ class Wire:
     def transcript(self) -> Transcript:
         dec = ChatDecoder()
         msgs = [m for c in self.sent for m in dec.feed(PEER, c, 0.0)]
-        return assemble(msgs + dec.drain())
+        return assemble(msgs + dec.close())
 
 
 def pump(respond: Callable[[StreamWriter], Awaitable[None]], wire: Wire, *,

@@ -150,8 +150,6 @@ class A2ADecoder(Warnings):
             self._warn(WarningCode.INCOMPLETE, "the A2A stream ended without a final status")
         return []
 
-    finish = close  # the old name, kept for existing callers
-
     # -- status -------------------------------------------------------------------------------
     def _stream_end(self, status: str, error: str | None, data: dict[str, Any] | None = None
                     ) -> list[Message]:

@@ -128,8 +128,6 @@ class ChatDecoder:
                                         self._warnings)
         return out
 
-    drain = close  # the old name of close, kept for existing callers
-
     @property
     def next_deadline(self) -> float | None:
         """When :meth:`poll` has something to do (None: nothing pending)."""

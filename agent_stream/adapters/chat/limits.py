@@ -88,13 +88,13 @@ _DETAIL_CHARS = 600
 
 
 class WarningQueue:
-    """Warnings waiting for :meth:`drain`: at most ``size``, the oldest dropped and counted."""
+    """Warnings waiting for :meth:`drain_warnings`: at most ``size``, oldest dropped and counted."""
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
         self._queue: deque[StreamWarning] = deque(maxlen=size)
         self._dropped = 0
-        self._pending_codes: set[str] = set()  # codes added with ``once`` since the last drain
+        self._pending_codes: set[str] = set()  # codes added with ``once``, not yet drained
 
     def add(self, code: str, detail: str, message_id: str | None = None,
             thread_id: str | None = None, *, once: bool = False) -> None:
@@ -120,5 +120,3 @@ class WarningQueue:
         self._dropped = 0
         self._pending_codes.clear()
         return out
-
-    drain = drain_warnings  # the old name, kept for existing callers

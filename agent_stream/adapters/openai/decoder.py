@@ -164,11 +164,9 @@ class OpenAIDecoder(Warnings):
             out.append(self._event(self._end_event()))
         return out
 
-    finish = close  # the old name, kept for existing callers
-
     def fail(self, text: str, code: str | None = None) -> list[Message]:
         """An error ends the stream: open messages end with status error, an error Message
-        the user can read follows, and ``finish`` then reports status error. Nothing streamed
+        the user can read follows, and ``close`` then reports status error. Nothing streamed
         before is taken back."""
         if self.finished:
             return []

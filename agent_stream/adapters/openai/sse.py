@@ -50,7 +50,5 @@ class OpenAISSEDecoder(Warnings):
         """The end of the input: what the decoder closes (a cut stream ends with an error)."""
         return self.decoder.close(done=self.done)
 
-    finish = close  # the old name, kept for existing callers
-
     def drain_warnings(self) -> list[StreamWarning]:
         return super().drain_warnings() + self.decoder.drain_warnings()

@@ -122,7 +122,7 @@ def test_max_conversations_per_sender_sheds_its_oldest_conversation() -> None:
     for conv in ("c1", "c2", "c3"):
         dec.feed("a", tagged(conv, 2), 0.0)  # held back: waiting for 1
     assert codes(dec) == ["conversation_shed"]
-    assert len(dec.drain()) == 2  # c2 and c3 still held their ChatMessage; c1 is gone
+    assert len(dec.close()) == 2  # c2 and c3 still held their ChatMessage; c1 is gone
     assert codes(dec) == ["gap", "gap"]
 
 
@@ -162,7 +162,7 @@ def test_max_held_bytes_drops_held_back_chat_messages_past_the_total_size() -> N
     assert codes(dec) == ["held_dropped"]
     out = dec.feed("a", tagged("c", 1), 0.0)
     assert [m.message_id for m in out] == [None]  # 2 was dropped, so 3 still waits
-    assert [m.message_id for m in dec.drain()] == ["M3"]
+    assert [m.message_id for m in dec.close()] == ["M3"]
 
 
 def test_reorder_window_bounds_what_one_conversation_holds() -> None:
@@ -331,7 +331,7 @@ def test_max_warnings_keeps_the_newest_and_counts_the_dropped() -> None:
 def test_warning_details_are_truncated() -> None:
     queue = WarningQueue(4)
     queue.add("x", "d" * 10_000)
-    [w] = queue.drain()
+    [w] = queue.drain_warnings()
     assert len(w.detail) < 700
 
 

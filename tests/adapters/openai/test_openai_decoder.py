@@ -139,14 +139,14 @@ def test_malformed_chunks_raise_wire_error_and_keep_the_state(bad: Any, says: st
     with pytest.raises(WireError, match=says):
         dec.feed(bad)
     out += dec.feed(ch({"content": " there"}, finish="stop"))
-    out += dec.finish()
+    out += dec.close()
     assert assemble(out).text() == "Hi there"
 
 
 def test_a_cut_stream_ends_open_messages_with_error_and_says_so() -> None:
     dec = OpenAIDecoder()
     out = dec.feed(ch({"content": "Half an ans"}))
-    out += dec.finish()
+    out += dec.close()
     t = assemble(out)
     assert t.text() == "Half an ans"
     assert [m.status for m in t.messages if m.type == "text"] == ["error"]
@@ -154,7 +154,7 @@ def test_a_cut_stream_ends_open_messages_with_error_and_says_so() -> None:
     assert err.message_id and err.props["code"] == "incomplete"
     assert t.status == "error"
     assert out[-1].event_data["error"].startswith("the model stream ended")
-    assert dec.finish() == []
+    assert dec.close() == []
 
 
 def test_done_without_finish_reason_is_complete() -> None:
@@ -167,7 +167,7 @@ def test_an_error_chunk_ends_the_stream_with_a_readable_error() -> None:
     out = dec.feed(ch({"content": "start"}))
     out += dec.feed({"error": {"message": "rate limited", "code": "rate_limit"}})
     out += dec.feed(ch({"content": "ignored"}))
-    out += dec.finish(done=True)
+    out += dec.close(done=True)
     t = assemble(out)
     assert t.text() == "start" and t.status == "error"
     [err] = [m for m in out if m.type == ERROR]
@@ -179,7 +179,7 @@ def test_other_choices_are_ignored_with_one_warning() -> None:
     dec = OpenAIDecoder()
     two = {"choices": [{"index": 0, "delta": {"content": "a"}},
                        {"index": 1, "delta": {"content": "b"}}]}
-    out = dec.feed(two) + dec.feed(two) + dec.finish(done=True)
+    out = dec.feed(two) + dec.feed(two) + dec.close(done=True)
     assert assemble(out).text() == "aa"
     assert [w.code for w in dec.drain_warnings()] == ["other_choice"]
 
@@ -204,7 +204,7 @@ def test_sse_lines_decode_and_bad_lines_raise() -> None:
     with pytest.raises(WireError, match="not an SSE line"):
         OpenAISSEDecoder().feed_line("hello there")
     assert dec.feed_line("data: " + json.dumps(ch({"content": "late"}))) == []
-    out += dec.finish()
+    out += dec.close()
     assert assemble(out).text() == "AB"
     assert [w.code for w in dec.drain_warnings()] == ["after_done"]
 
