@@ -431,13 +431,19 @@ async def ask_with(sender: Any, ctx: Context, destination: str, question: str | 
                   timeout=timeout, settle=settle, decoder=decoder, idle_timeout=idle_timeout,
                   delivery=policy, send_control=send_control)
     client.add(reply)  # before sending: the first reply may come back before send returns
-    ok, detail = await sender(ctx, destination, chat)
-    # A peer that was just started may not listen yet: a refused delivery costs ~3 ms and never
-    # reached the peer, so try again for a short while before giving up.
-    deadline = time.monotonic() + deliver_within
-    while not ok and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
+    try:
         ok, detail = await sender(ctx, destination, chat)
+        # A peer that was just started may not listen yet: a refused delivery costs ~3 ms and
+        # never reached the peer, so try again for a short while before giving up.
+        deadline = time.monotonic() + deliver_within
+        while not ok and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            ok, detail = await sender(ctx, destination, chat)
+    except asyncio.CancelledError:
+        # Stopped while the question was on its way: it may have arrived, so the responder is
+        # told to stop too (a cancel for a conversation it never saw is ignored there).
+        reply.cancel()
+        raise
     if not ok:
         reply._finish("undelivered")
         raise DeliveryError(f"question to {destination} not delivered: {detail}")
