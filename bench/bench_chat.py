@@ -97,14 +97,14 @@ def run_sender(args: argparse.Namespace) -> int:
                 await _pace(i, start, args.rate)
             await ctx.send(sender, ChatMessage(content=[EndStreamContent(stream_id=sid)]))
 
-        @proto.on_message(ChatMessage)
+        @proto.on_message(ChatMessage)  # type: ignore[untyped-decorator]
         async def on_chat(ctx: Context, sender: str, msg: ChatMessage) -> None:
             await ctx.send(sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id))
             t = asyncio.create_task(stream(ctx, sender))
             tasks.add(t)
             t.add_done_callback(tasks.discard)
 
-        @proto.on_message(ChatAcknowledgement)
+        @proto.on_message(ChatAcknowledgement)  # type: ignore[untyped-decorator]
         async def on_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
             pass
 

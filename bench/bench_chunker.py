@@ -41,6 +41,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -345,7 +346,7 @@ def measure(shape: str, peers: list[tuple[str, Callable[[list[str]], list[str]],
         if step:
             print(f"  {shape}: {len(toks):,} tokens, {len(text):,} chars; agent_stream with a "
                   f"clock: {_sizes(chunks)}")
-        runners.append((label, lambda step=step: run_agent_stream(stream, step), len(toks), ours))
+        runners.append((label, partial(run_agent_stream, stream, step), len(toks), ours))
     runners.append(("floor", lambda: run_agent_stream(stream, CLOCK_STEP, CallFloor), len(toks),
                     ours))
     runners.append(("check floor", lambda: run_agent_stream(stream, CLOCK_STEP, CheckFloor),
@@ -354,7 +355,7 @@ def measure(shape: str, peers: list[tuple[str, Callable[[list[str]], list[str]],
         # the giant delta: the first ``most`` tokens' text as one delta
         sub = ["".join(toks[:most])] if shape == "giant" else stream[:most]
         fn(["Warm up. ", "The tokenizer loads."])  # stream2sentence loads its model on first use
-        runners.append((label, lambda fn=fn, sub=sub: fn(sub), min(most, len(toks)), 1))
+        runners.append((label, partial(fn, sub), min(most, len(toks)), 1))
     best = {label: float("inf") for label, *_ in runners}
     for _ in range(ROUNDS):
         for label, run, _n, times in runners:

@@ -139,8 +139,8 @@ def main() -> int:
     for row in rows:
         clean = next(r for r in rows if r["rate"] == row["rate"] and r["loss"] == 0.0)
         ratio = row["seconds"] / clean["seconds"]
-        rate = "full speed (0)" if row["rate"] == 0 else f"{row['rate']:g}"
-        print(f"| {rate} | {row['loss']:.0%} | {row['completed']}/{row['replies']} "
+        shown = "full speed (0)" if row["rate"] == 0 else f"{row['rate']:g}"
+        print(f"| {shown} | {row['loss']:.0%} | {row['completed']}/{row['replies']} "
               f"| {row['seconds']:.2f} s | {ratio:.2f}x | {row['sent']:g} | {row['received']:g} |")
         if row["loss"] == 0.10 and (row["completed"] < row["replies"]
                                     or (row["rate"] > 0 and ratio > 2.0)):

@@ -66,7 +66,8 @@ def envelope(target: str, payload: str, identity: Identity | None = None) -> byt
     env.encode_payload(payload)
     if identity is not None:
         env.sign(identity)
-    return env.model_dump_json().encode()
+    data: str = env.model_dump_json()
+    return data.encode()
 
 
 def rss_mb(pid: int) -> float:
@@ -104,7 +105,7 @@ class Proc:
                         return i, self.lines[i]
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise RuntimeError(f"no {prefix!r} line from {self.p.args}")
+                    raise RuntimeError(f"no {prefix!r} line from {self.p.args!r}")
                 self.cv.wait(left)
 
     def stop(self) -> None:
