@@ -14,7 +14,7 @@ there are any, go before it as a plain transcript the agent can read::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent_stream.gateway.middleware import HTTPError
@@ -57,30 +57,36 @@ def from_turns(turns: Iterable[tuple[str, str]]) -> str:
     return f"Conversation so far:\n{history}\n\nuser: {question}"
 
 
-def from_openai(messages: Any) -> str:
-    """OpenAI ``messages`` -> the question."""
+def _question(messages: Any, turn: Callable[[dict[str, Any]], tuple[str, str]]) -> str:
+    """The question of a list of message objects, ``turn`` reading each one's (role, text)."""
     if not isinstance(messages, list) or not messages:
         raise HTTPError(400, "invalid_messages", "'messages' must be a non-empty list")
     turns = []
     for m in messages:
         if not isinstance(m, dict):
             raise HTTPError(400, "invalid_messages", "each message must be an object")
-        role = str(m.get("role") or "user")
-        if role == "developer":
-            role = "system"
-        turns.append((role, text_of(m.get("content"))))
+        turns.append(turn(m))
     return from_turns(turns)
+
+
+def _openai_turn(m: dict[str, Any]) -> tuple[str, str]:
+    """One OpenAI message's (role, text); a ``developer`` message is a system turn."""
+    role = str(m.get("role") or "user")
+    return ("system" if role == "developer" else role), text_of(m.get("content"))
+
+
+def _aisdk_turn(m: dict[str, Any]) -> tuple[str, str]:
+    """One AI SDK UI message's (role, text): its ``parts``, else its ``content``."""
+    parts = m.get("parts")
+    text = text_of(parts) if parts is not None else text_of(m.get("content"))
+    return str(m.get("role") or "user"), text
+
+
+def from_openai(messages: Any) -> str:
+    """OpenAI ``messages`` -> the question."""
+    return _question(messages, _openai_turn)
 
 
 def from_aisdk(messages: Any) -> str:
     """AI SDK UI messages (``parts``) -> the question."""
-    if not isinstance(messages, list) or not messages:
-        raise HTTPError(400, "invalid_messages", "'messages' must be a non-empty list")
-    turns = []
-    for m in messages:
-        if not isinstance(m, dict):
-            raise HTTPError(400, "invalid_messages", "each message must be an object")
-        parts = m.get("parts")
-        text = text_of(parts) if parts is not None else text_of(m.get("content"))
-        turns.append((str(m.get("role") or "user"), text))
-    return from_turns(turns)
+    return _question(messages, _aisdk_turn)
