@@ -208,7 +208,7 @@ class Input:
     ``lines()`` yields ``(n, raw)`` for each non-blank line that is not too long. The command
     passes what it finds bad to ``reject``: with ``--keep-going`` it is reported at once and the
     command goes on; otherwise it is kept, the command stops reading, writes what the lines
-    before it produced, and ``finish()`` reports it after that output (exit 2).
+    before it produced, and ``close()`` reports it after that output (exit 2).
     """
 
     def __init__(self, args: argparse.Namespace, out: Output) -> None:
@@ -250,8 +250,9 @@ class Input:
         """Whether the input stopped early (a bad line, a failed read)."""
         return self.bad is not None or self.failed is not None
 
-    def finish(self) -> int:
-        """Flush the output, then report what stopped the input: the exit status."""
+    def close(self) -> int:
+        """The end of the input: flush the output, then report what stopped the input; the exit
+        status."""
         self.out.flush()
         if self.failed is not None:
             report(self.failed)
@@ -262,10 +263,11 @@ class Input:
         return 0
 
 
-def open_lines(args: argparse.Namespace, out: Output) -> Input | None:
-    """The command's Input, or None after reporting that FILE cannot be read."""
+def open_lines(args: argparse.Namespace) -> Input | None:
+    """The command's Input, writing to a new Output (``inp.out``); None after reporting that
+    FILE cannot be read (the command then exits 2)."""
     try:
-        return Input(args, out)
+        return Input(args, Output())
     except CannotRead as exc:
         report(exc)
         return None

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from agent_stream.assemble import Assembler
-from agent_stream.commands._io import Output, add_input_args, open_lines, read_message, report
+from agent_stream.commands._io import add_input_args, open_lines, read_message, report
 from agent_stream.errors import StreamError
 
 EPILOG = """examples:
@@ -41,8 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Merge every line; print the transcript (of the lines before a bad one, if one stops it)."""
-    out = Output()
-    inp = open_lines(args, out)
+    inp = open_lines(args)
     if inp is None:
         return 2
     asm = Assembler()
@@ -56,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
         for w in asm.warnings[reported:]:
             report(f"line {n}: warning: {w}")
         reported = len(asm.warnings)
-    out.write(json.dumps(asm.transcript.to_dict(), ensure_ascii=False, indent=args.indent) + "\n")
-    code = inp.finish()
+    transcript = asm.transcript.to_dict()
+    inp.out.write(json.dumps(transcript, ensure_ascii=False, indent=args.indent) + "\n")
+    code = inp.close()
     if inp.bad is not None:
         report(f"agent-stream assemble: stopped at line {inp.bad.lineno}; the transcript "
                "holds the lines before it")

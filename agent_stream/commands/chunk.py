@@ -6,7 +6,7 @@ import argparse
 import json
 
 from agent_stream import TextChunker
-from agent_stream.commands._io import BadLine, Output, add_input_args, open_lines, read_json, report
+from agent_stream.commands._io import BadLine, add_input_args, open_lines, read_json, report
 from agent_stream.errors import ChunkerConfigError, StreamError
 
 EPILOG = """examples:
@@ -57,14 +57,13 @@ def run(args: argparse.Namespace) -> int:
     except ChunkerConfigError as exc:
         report(f"agent-stream chunk: {exc}")
         return 2
-    out = Output()
-    inp = open_lines(args, out)
+    inp = open_lines(args)
     if inp is None:
         return 2
 
     def emit(chunks: list[str]) -> None:
         for chunk in chunks:
-            out.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+            inp.out.write(json.dumps(chunk, ensure_ascii=False) + "\n")
 
     for n, raw in inp.lines():
         try:
@@ -77,4 +76,4 @@ def run(args: argparse.Namespace) -> int:
             break
         emit(chunker.feed(delta, 0.0))
     emit(chunker.flush())
-    return inp.finish()
+    return inp.close()

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from agent_stream.commands._io import (
     BadLine,
     Input,
-    Output,
     add_input_args,
     open_lines,
     read_message,
@@ -81,18 +80,17 @@ def run(args: argparse.Namespace) -> int:
     """Encode the input's Messages; what the lines before a bad one make is written first."""
     encode = FORMATS[args.to].encoder
     assert encode is not None  # argparse offers only formats with an encoder
-    out = Output()
-    inp = open_lines(args, out)
+    inp = open_lines(args)
     if inp is None:
         return 2
     try:
         text = encode(_messages(inp), args)  # imports the adapter, builds the encoder
         for chunk in text:
-            out.write(chunk)
+            inp.out.write(chunk)
     except (MissingDependency, UsageError) as exc:
-        out.flush()
+        inp.out.flush()
         report(f"agent-stream convert: {exc}")
         return 2
     except StreamError as exc:  # the encoder refused a Message: the line it came from is bad
         inp.bad = BadLine(inp.lineno, str(exc))
-    return inp.finish()
+    return inp.close()

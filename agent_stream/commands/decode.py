@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from agent_stream.commands._io import Output, add_input_args, decode_line, open_lines, report
+from agent_stream.commands._io import add_input_args, decode_line, open_lines, report
 from agent_stream.commands.formats import FORMATS, decoders
 from agent_stream.errors import MissingDependency, StreamError
 from agent_stream.message import Message
@@ -43,14 +43,13 @@ def run(args: argparse.Namespace) -> int:
     except MissingDependency as exc:
         report(f"agent-stream decode: {exc}")
         return 2
-    out = Output()
-    inp = open_lines(args, out)
+    inp = open_lines(args)
     if inp is None:
         return 2
 
     def emit(messages: list[Message], n: int | None) -> None:
         for m in messages:
-            out.write(m.to_json() + "\n")
+            inp.out.write(m.to_json() + "\n")
         for w in decoder.drain_warnings():
             report(f"line {n}: warning: {w}" if n is not None else f"warning: {w}")
 
@@ -63,4 +62,4 @@ def run(args: argparse.Namespace) -> int:
             break
         emit(produced, n)
     emit(decoder.close(), None)  # the end of input: what the decoder still holds
-    return inp.finish()
+    return inp.close()
