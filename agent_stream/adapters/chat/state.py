@@ -9,6 +9,7 @@ cap the oldest state is shed with a warning, so the whole stays under
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from agent_stream.adapters.chat.capped import CappedTable
 from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
@@ -19,27 +20,22 @@ __all__ = ["Conversation", "DecoderState", "OpenStream", "PeerState", "ReplySize
 OVER = -1  # a message's byte count once it went past max_message_bytes
 
 
+@dataclass(slots=True, eq=False)
 class OpenStream:
     """An open chat stream: the message its text belongs to, and what it has received."""
 
-    __slots__ = ("announced", "block_id", "bytes", "chunks", "conversation", "last",
-                 "message_id", "rejected", "stream_id", "tagged", "thread_id", "type")
-
-    def __init__(self, stream_id: str, message_id: str, thread_id: str | None,
-                 block_id: str | None, type_: str, tagged: bool, conversation: str | None,
-                 now: float) -> None:
-        self.stream_id = stream_id
-        self.message_id = message_id
-        self.thread_id = thread_id
-        self.block_id = block_id
-        self.type = type_
-        self.tagged = tagged
-        self.conversation = conversation
-        self.bytes = 0
-        self.chunks = 0
-        self.last = now  # when text last arrived
-        self.rejected = False  # over a limit: the rest of its text is dropped
-        self.announced = False  # message_start emitted (untagged streams)
+    stream_id: str
+    message_id: str
+    thread_id: str | None
+    block_id: str | None
+    type: str
+    tagged: bool
+    conversation: str | None
+    last: float  # when text last arrived (at first, when the stream opened)
+    bytes: int = 0
+    chunks: int = 0
+    rejected: bool = False  # over a limit: the rest of its text is dropped
+    announced: bool = False  # message_start emitted (untagged streams)
 
 
 class ReplySize:
