@@ -220,6 +220,7 @@ class Input:
         self.lineno = 0
         self.bad: BadLine | None = None
         self.failed: CannotRead | None = None
+        self._status: int | None = None  # set by the first close()
 
     def lines(self) -> Iterator[tuple[int, bytes]]:
         try:
@@ -252,15 +253,14 @@ class Input:
 
     def close(self) -> int:
         """The end of the input: flush the output, then report what stopped the input; the exit
-        status."""
+        status. Idempotent: a second call reports nothing and returns the same status."""
         self.out.flush()
-        if self.failed is not None:
-            report(self.failed)
-            return 2
-        if self.bad is not None:
-            report(self.bad)
-            return 2
-        return 0
+        if self._status is None:
+            problem = self.failed if self.failed is not None else self.bad
+            if problem is not None:
+                report(problem)
+            self._status = 0 if problem is None else 2
+        return self._status
 
 
 def open_lines(args: argparse.Namespace) -> Input | None:

@@ -191,3 +191,20 @@ def test_output_of_a_line_is_out_before_the_next_line_is_waited_for() -> None:
     finally:
         p.kill()
         p.wait()
+
+
+def test_closing_the_input_twice_reports_the_bad_line_once_and_keeps_the_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"x" * 50 + b"\n")
+    inp = _io.open_lines(argparse.Namespace(file=str(path), max_line_bytes=10))
+    assert inp is not None
+    assert list(inp.lines()) == []  # the only line is too long: the input stops there
+    assert inp.close() == 2
+    first = capsys.readouterr().err
+    assert "line 1" in first
+    assert inp.close() == 2
+    assert capsys.readouterr().err == ""
