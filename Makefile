@@ -5,22 +5,42 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NODE_STAMP := conformance/node_modules/.installed
 
-.PHONY: demo test lint typecheck unit bench clean install check-deps conformance system-deps
+SPEEDUPS := agent_stream/chunking/_speedups.pyx
+# pip hides a build's output when it succeeds: say it when the compiled chunker was not built.
+CHECK_SPEEDUPS := $(BIN)/python -c 'import agent_stream.chunking._speedups' 2>/dev/null \
+	|| echo "make: the compiled chunker was not built (pip install -v -e . says why);" \
+	"the pure-Python one is used"
 
-$(STAMP): pyproject.toml
+.PHONY: demo test lint typecheck unit bench clean install check-deps conformance system-deps \
+	speedups
+
+# The editable install also compiles $(SPEEDUPS) in place (hatch_build.py), so it reruns when
+# the .pyx or the hook changes.
+$(STAMP): pyproject.toml hatch_build.py $(SPEEDUPS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,bench]'
 	$(BIN)/python -m pip check
+	@$(CHECK_SPEEDUPS)
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Rebuild only the compiled chunker, in place: the editable install again, without the
+# dependencies (the full install when there is none yet or pyproject.toml changed).
+speedups:
+	@if [ ! -f $(STAMP) ] || [ pyproject.toml -nt $(STAMP) ]; then \
+	  $(MAKE) --no-print-directory install; \
+	else \
+	  echo "$(BIN)/python -m pip install -q --no-deps -e ."; \
+	  $(BIN)/python -m pip install -q --no-deps -e . && touch $(STAMP) && { $(CHECK_SPEEDUPS); }; \
+	fi
 
 demo: $(STAMP)
 	$(BIN)/agent-stream demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check $(wildcard agent_stream agents examples tests bench conformance)
+	$(BIN)/ruff check $(wildcard agent_stream agents examples tests bench conformance) hatch_build.py
 	$(BIN)/mypy
 
 typecheck: lint
@@ -46,8 +66,9 @@ $(NODE_STAMP): conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
+# AGENT_STREAM_REQUIRE_SPEEDUPS: the tests fail if the compiled chunker was not built.
 unit: $(STAMP) system-deps $(NODE_STAMP)
-	$(BIN)/python -m pytest -q
+	AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q
 
 # A dependency clash (e.g. a2a-sdk 1.x's protobuf against uagents') fails the build.
 check-deps: $(STAMP)
@@ -64,3 +85,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis conformance/node_modules
+	rm -f agent_stream/chunking/_speedups.*.so agent_stream/chunking/_speedups.c

@@ -12,7 +12,9 @@ Each goes through:
 
 - agent_stream.TextChunker.feed (every token, then flush), twice: all tokens at one ``now`` (as
   ``agent-stream chunk`` does) and with a clock per token, ``now`` advancing 20 ms a token (a
-  50 token/s model, so max_delay cuts happen inside feed);
+  50 token/s model, so max_delay cuts happen inside feed). That is the compiled chunker when it
+  was built (``agent_stream.chunking.IMPLEMENTATION``); the pure-Python one, which gives the same
+  chunks, is measured with a clock too (column ``python``);
 - stream2sentence.generate_sentences (RealtimeTTS's splitter) on a prefix of the stream: it is
   slow, so it gets fewer tokens and is normalised to tokens/s;
 - a LiveKit-agents-style loop: append each token to a buffer, re-run
@@ -47,7 +49,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent_stream.chunking import TextChunker
+from agent_stream.chunking import IMPLEMENTATION, TextChunker
+from agent_stream.chunking.chunker import TextChunker as PureTextChunker
 from agent_stream.chunking.sentences import TERMINATORS
 
 SEED = 20240601
@@ -347,6 +350,10 @@ def measure(shape: str, peers: list[tuple[str, Callable[[list[str]], list[str]],
             print(f"  {shape}: {len(toks):,} tokens, {len(text):,} chars; agent_stream with a "
                   f"clock: {_sizes(chunks)}")
         runners.append((label, partial(run_agent_stream, stream, step), len(toks), ours))
+    pure_chunks = run_agent_stream(stream, CLOCK_STEP, PureTextChunker)
+    assert pure_chunks == run_agent_stream(stream, CLOCK_STEP), "both chunkers cut alike"
+    runners.append(("python", partial(run_agent_stream, stream, CLOCK_STEP, PureTextChunker),
+                    len(toks), ours))
     runners.append(("floor", lambda: run_agent_stream(stream, CLOCK_STEP, CallFloor), len(toks),
                     ours))
     runners.append(("check floor", lambda: run_agent_stream(stream, CLOCK_STEP, CheckFloor),
@@ -376,14 +383,16 @@ def main(argv: list[str]) -> int:
             print(f"{label}: skipped ({exc})")
             continue
         peers.append((label, fn, most))
-    print(f"streams (seed {SEED}), agent_stream TextChunker() with default options:")
+    print(f"streams (seed {SEED}), agent_stream TextChunker() with default options "
+          f"({IMPLEMENTATION}):")
     table = {shape: measure(shape, peers) for shape in shapes}
     cols = ["one now", "clock", *[p[0] for p in peers]]
     print()
-    print("tokens/s; 'clock': now advancing 20 ms a token; ratio: clock / fastest peer; floor: a")
-    print("feed that only keeps the delta and its time (what the calls alone cost); check floor:")
-    print("that plus the per-delta count, threshold and terminator search, never cutting")
-    floors = ["floor", "check floor"]
+    print("tokens/s; 'clock': now advancing 20 ms a token; ratio: clock / fastest peer; python:")
+    print("the pure-Python chunker with a clock; floor: a Python feed that only keeps the delta and")
+    print("its time (what the calls alone cost); check floor: that plus the per-delta count,")
+    print("threshold and terminator search, never cutting")
+    floors = ["python", "floor", "check floor"]
     print(f"{'shape':<9}" + "".join(f"{c:>18}" for c in [*cols, *floors])
           + f"{'ratio':>8}  target")
     failed = 0

@@ -29,6 +29,10 @@ found about a word before a dot is remembered.
 
 The machines behind it: ``DeltaBuffer`` (deltas, arrival times, text), ``BoundaryScanner`` (code,
 line starts, paragraph and sentence ends, using the rules in ``sentences``), ``CutPolicy`` (cuts).
+
+``_speedups.pyx`` is the same machine compiled (``agent_stream.chunking`` exports it when it was
+built); tests hold the two to the same results call by call. These modules are the reference:
+change them first, then it.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from agent_stream.chunking.scanner import (
 )
 from agent_stream.errors import ChunkerConfigError
 
-__all__ = ["TextChunker"]
+__all__ = ["TextChunker", "check_options"]
 
 _NEVER = math.inf
 # The scanner looks this far ahead of the buffer start at a time (2 * max_chars + this), so a
@@ -62,6 +66,28 @@ def _check_int(name: str, value: object, low: int) -> int:
     if value < low:
         raise ChunkerConfigError(f"{name} must be >= {low}, got {value}")
     return value
+
+
+def check_options(
+    min_chars: object, max_chars: object, max_delay: object, first_chars: object
+) -> tuple[int, int, float, int | None]:
+    """The chunker's options, checked (``ChunkerConfigError`` names a bad one)."""
+    low = _check_int("min_chars", min_chars, 1)
+    high = _check_int("max_chars", max_chars, 1)
+    if high < low:
+        raise ChunkerConfigError(f"max_chars ({high}) must be >= min_chars ({low})")
+    if isinstance(max_delay, bool) or not isinstance(max_delay, Real):
+        raise ChunkerConfigError(f"max_delay must be a number of seconds, got {max_delay!r}")
+    try:
+        delay = float(max_delay)
+    except OverflowError:
+        raise ChunkerConfigError(f"max_delay is too large, got {max_delay!r}") from None
+    if not delay > 0:  # also rejects NaN, and what rounds to 0.0
+        raise ChunkerConfigError(f"max_delay must be > 0 seconds, got {max_delay!r}")
+    first = None if first_chars is None else _check_int("first_chars", first_chars, 0)
+    if first is not None and first > high:
+        raise ChunkerConfigError(f"first_chars ({first}) must be <= max_chars ({high})")
+    return low, high, delay, first
 
 
 class TextChunker:
@@ -118,24 +144,9 @@ class TextChunker:
         max_delay: float = 0.25,
         first_chars: int | None = 20,
     ) -> None:
-        self._min_chars = _check_int("min_chars", min_chars, 1)
-        self._max_chars = _check_int("max_chars", max_chars, 1)
-        if max_chars < min_chars:
-            raise ChunkerConfigError(
-                f"max_chars ({max_chars}) must be >= min_chars ({min_chars})"
-            )
-        if isinstance(max_delay, bool) or not isinstance(max_delay, Real):
-            raise ChunkerConfigError(f"max_delay must be a number of seconds, got {max_delay!r}")
-        if not max_delay > 0:  # also rejects NaN
-            raise ChunkerConfigError(f"max_delay must be > 0 seconds, got {max_delay!r}")
-        self._max_delay = float(max_delay)
-        if first_chars is not None:
-            _check_int("first_chars", first_chars, 0)
-            if first_chars > max_chars:
-                raise ChunkerConfigError(
-                    f"first_chars ({first_chars}) must be <= max_chars ({max_chars})"
-                )
-        self._first_chars = first_chars
+        self._min_chars, self._max_chars, self._max_delay, self._first_chars = check_options(
+            min_chars, max_chars, max_delay, first_chars
+        )
         self._start_message()
 
     # ------------------------------------------------------------------ public API
