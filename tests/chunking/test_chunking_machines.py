@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_chunker_props import CODE, PROSE, options
 
-from agent_stream.chunking.chunker import TextChunker  # its machines, by name
 from agent_stream.chunking.buffer import DeltaBuffer
+from agent_stream.chunking.chunker import TextChunker  # its machines, by name
 from agent_stream.chunking.scanner import (
     AFTER_BACKTICKS,
     AFTER_NEWLINE,
