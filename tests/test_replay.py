@@ -120,10 +120,12 @@ async def test_a_2_mb_one_word_question_never_blocks_the_event_loop_for_long() -
     done = False
 
     async def ticker() -> None:
-        last = time.perf_counter()
+        # CPU time of this thread between ticks: what ran without yielding (time the machine
+        # gave to other processes does not count against it)
+        last = time.thread_time()
         while not done:
             await asyncio.sleep(0.002)
-            now = time.perf_counter()
+            now = time.thread_time()
             gaps.append(now - last)
             last = now
 
@@ -139,7 +141,7 @@ async def test_a_2_mb_one_word_question_never_blocks_the_event_loop_for_long() -
         done = True
         await tick
         assert t.status == "completed" and took < 3.0  # linear: the 2 MB take well under 1 s
-        assert max(gaps) < 0.05, f"the event loop waited {max(gaps):.3f} s"
+        assert max(gaps) < 0.05, f"the event loop ran {max(gaps):.3f} s of CPU without yielding"
     from agent_stream.sources.replay import count_tokens
 
     assert await count_tokens("How do agents stream?") == len(tokenize("How do agents stream?"))
