@@ -1,5 +1,9 @@
 """TextChunker: where chunks end (a table of tricky cases in English, Chinese and Japanese),
-sizes, the first chunk, time (poll, next_deadline), code fences, options."""
+sizes, the first chunk, time (poll, next_deadline), code fences, options.
+
+Every test runs twice: on the pure-Python chunker and on its compiled twin (skipped while that is
+not built); see ``implementation``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,23 @@ import math
 import re
 
 import pytest
+from chunker_impls import FAST, NOT_BUILT, PURE
 
 import agent_stream
-from agent_stream.chunking import TextChunker
+import agent_stream.chunking
 from agent_stream.errors import ChunkerConfigError, StreamError
+
+TextChunker = PURE  # the implementation under test: set by ``implementation`` for each test
+
+
+@pytest.fixture(autouse=True, params=["pure", "compiled"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
+    """Runs each test on the pure TextChunker, then on the compiled one (``TextChunker`` here)."""
+    cls = PURE if request.param == "pure" else FAST
+    if cls is None:
+        pytest.skip(NOT_BUILT)
+    monkeypatch.setitem(globals(), "TextChunker", cls)
+    return cls
 
 CUT = "‖"  # marks where a chunk must end in the table below
 
@@ -373,7 +390,7 @@ def test_config_error_is_a_stream_error_and_a_value_error() -> None:
 
 
 def test_public_at_the_package_top_level() -> None:
-    assert agent_stream.TextChunker is TextChunker
+    assert agent_stream.TextChunker is agent_stream.chunking.TextChunker
 
 
 def test_a_whole_document_in_one_delta_matches_token_by_token() -> None:
