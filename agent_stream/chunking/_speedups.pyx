@@ -389,23 +389,10 @@ cdef Py_ssize_t clause_at(str s, Py_ssize_t p, Py_ssize_t z):
 
 
 cdef Py_ssize_t last_clause_boundary(str s, Py_ssize_t a, Py_ssize_t z):
-    """``sentences.last_clause_boundary``."""
+    """``sentences.last_clause_boundary`` (whose first search only spares Python steps: with
+    no clause mark the loops below find none either)."""
     cdef Py_ssize_t x, y, e, q
-    cdef Py_UCS4 c
-    cdef bint found
-    cdef Py_ssize_t ca = clamp_len(s, a)
-    cdef Py_ssize_t cz = clamp_len(s, z)
-    if PyUnicode_IS_ASCII(s):
-        # _ASCII_CLAUSE_MARK.search(s, a, z): one of , ; : or a dot before a dot
-        found = False
-        for q in range(ca, cz):
-            c = s[q]
-            if c == u',' or c == u';' or c == u':' or (c == u'.' and q + 1 < cz
-                                                       and s[q + 1] == u'.'):
-                found = True
-                break
-        if not found:
-            return -1
+    if PyUnicode_IS_ASCII(s):  # four marks, the last of them first
         while True:
             x = PyUnicode_FindChar(s, u',', a, z, -1)
             y = PyUnicode_FindChar(s, u';', a, z, -1)
@@ -423,18 +410,12 @@ cdef Py_ssize_t last_clause_boundary(str s, Py_ssize_t a, Py_ssize_t z):
             if e >= 0:
                 return e
             z = x
-    found = False
-    for q in range(ca, cz):
-        if s[q] in u",;:.…—–，、；：":
-            found = True
-            break
-    if not found:
-        return -1
     # _LAST_CLAUSE.match(s, a, z): the last place a clause boundary starts
-    q = cz - 1
+    cdef Py_ssize_t ca = clamp_len(s, a)
+    q = clamp_len(s, z) - 1
     while q >= ca:
         if s[q] in u",;:.…—–，、；：":
-            e = clause_at(s, q, cz)
+            e = clause_at(s, q, clamp_len(s, z))
             if e >= 0:
                 return e
         q -= 1
