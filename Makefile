@@ -19,7 +19,7 @@ CHECK_SPEEDUPS := $(BIN)/python -c 'import agent_stream.chunking._speedups' 2>/d
 $(STAMP): pyproject.toml hatch_build.py $(SPEEDUPS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	$(BIN)/python -m pip install -q -e '.[all]' --group dev --group bench
 	$(BIN)/python -m pip check
 	@$(CHECK_SPEEDUPS)
 	touch $(STAMP)
