@@ -53,6 +53,8 @@ from uagents_core.contrib.protocols.chat import (
 )
 from uagents_core.models import ErrorMessage
 
+from agent_stream.uagents.ratelog import RateLimitedLog
+
 __all__ = ["GuardSettings", "RateLimitedLog", "install", "installed", "reset", "settings",
            "stats", "uninstall"]
 
@@ -80,34 +82,6 @@ class GuardSettings:
 
 settings = GuardSettings()
 stats: dict[str, int] = {"dropped": 0, "error_replies": 0, "http_refused": 0}
-
-
-class RateLimitedLog:
-    """At most ``burst`` warning lines per ``period`` seconds; the next line after a quiet spell
-    says how many were not written."""
-
-    def __init__(self, logger: logging.Logger, burst: int, period: float) -> None:
-        self.logger = logger
-        self.burst = burst
-        self.period = period
-        self._window_start = -float("inf")
-        self._lines = 0
-        self.suppressed = 0
-
-    def warning(self, msg: str, *args: object) -> bool:
-        """Log ``msg % args`` unless over the rate; True when written."""
-        now = time.monotonic()
-        if now - self._window_start >= self.period:
-            self._window_start, self._lines = now, 0
-        if self._lines >= self.burst:
-            self.suppressed += 1
-            return False
-        self._lines += 1
-        if self.suppressed:
-            msg += f" ({self.suppressed} similar lines not logged)"
-            self.suppressed = 0
-        self.logger.warning(msg, *args)
-        return True
 
 
 _log = RateLimitedLog(LOG, settings.log_burst, settings.log_period)
