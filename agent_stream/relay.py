@@ -54,15 +54,18 @@ from agent_stream.message import (
     lifecycle,
 )
 from agent_stream.message import error as _error
-from agent_stream.writer import BlockScope, Scope
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from agent_stream.assemble import Transcript
 
 __all__ = [
     "DEFAULT_MAX_HOPS",
     "Reidentifier",
+    "RelayBlock",
     "RelayError",
+    "RelayHost",
     "RelayRefused",
     "Relayable",
     "check_delegation",
@@ -335,7 +338,41 @@ _REASONS = {"timeout": "no complete reply in time", "lost": "the agent stopped a
             "undelivered": "the question could not be delivered"}
 
 
-async def relay_into(scope: Scope, source: Relayable | Awaitable[Relayable], *,
+class RelayBlock(Protocol):
+    """The writer's side of a relay block (:class:`agent_stream.writer.BlockScope`): what
+    :func:`relay_into` needs of it, so this module never imports the writer."""
+
+    block_id: str | None
+    thread_id: str | None
+    status: str | None  # ends with this when the body returns (None: completed)
+    end_data: dict[str, Any]  # extra block_end data
+
+    @property
+    def _ids(self) -> IdGenerator:
+        """The stream's id generator: the sub-reply's ids are renumbered from it."""
+
+    async def _relay_emit(self, m: Message) -> None:
+        """Emit a Message already in the stream's id space (counted, then flushed)."""
+
+    async def send(self, msg: Message) -> Message: ...
+
+    async def __aenter__(self) -> RelayBlock: ...
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
+
+
+class RelayHost(Protocol):
+    """The scope a relay runs in (:class:`agent_stream.writer.Scope`)."""
+
+    thread_id: str | None
+    block_id: str | None
+
+    def _relay_block(self, type: str, label: str, start_data: dict[str, Any]) -> RelayBlock:
+        """A new block of this scope whose block_start carries ``start_data``."""
+
+
+async def relay_into(scope: RelayHost, source: Relayable | Awaitable[Relayable], *,
                      label: str | None, type: str, name: str | None,
                      agent: str | None) -> Transcript:
     """Scope.relay (see there): relay ``source`` into a new block of ``scope``."""
@@ -349,10 +386,10 @@ async def relay_into(scope: Scope, source: Relayable | Awaitable[Relayable], *,
     else:
         reply = source
     peer = reply.peer if reply is not None else agent or getattr(failure, "peer", None)
-    core = scope._core
-    block = BlockScope(core, scope.thread_id, type, label or name or _short(peer) or "agent")
-    block.start_data = {k: v for k, v in (("agent", peer), ("agent_name", name),
-                                          ("parent_block_id", scope.block_id)) if v}
+    block = scope._relay_block(
+        type, label or name or _short(peer) or "agent",
+        {k: v for k, v in (("agent", peer), ("agent_name", name),
+                           ("parent_block_id", scope.block_id)) if v})
     err: RelayError | None
     async with block as b:
         assert b.block_id is not None
@@ -371,18 +408,11 @@ async def relay_into(scope: Scope, source: Relayable | Awaitable[Relayable], *,
     return reply.transcript
 
 
-async def _pump(b: BlockScope, reply: Relayable) -> RelayError | None:
+async def _pump(b: RelayBlock, reply: Relayable) -> RelayError | None:
     """Relay ``reply`` into block ``b``; sets its end status; the error to raise, if any."""
-    core = b._core
     assert b.block_id is not None
-    rid = Reidentifier(core.ids, block_id=b.block_id, thread_id=b.thread_id)
-
-    async def emit(m: Message) -> None:
-        if m.message_id is not None and m.block_id == b.block_id and not m.is_lifecycle:
-            core.count(m.block_id, m.thread_id, m.message_id)
-        await core.emit(m)
-        if core.flush is not None and m.delta and m.message_id is not None:
-            await core.flush(m.thread_id, m.message_id)  # its chunk boundary passes through
+    rid = Reidentifier(b._ids, block_id=b.block_id, thread_id=b.thread_id)
+    emit = b._relay_emit
 
     try:
         async for m in reply:

@@ -49,10 +49,10 @@ from agent_stream.message import (
     lifecycle,
 )
 from agent_stream.message import text as _text
+from agent_stream.relay import Relayable, relay_into
 
 if TYPE_CHECKING:
     from agent_stream.assemble import Transcript
-    from agent_stream.relay import Relayable
 
 Sink = Callable[[Message], Awaitable[None]]
 Flush = Callable[[str | None, str], Awaitable[None]]
@@ -196,9 +196,14 @@ class Scope:
         (``reply.cancel()``), what it left open ends ``cancelled``, and the cancellation
         propagates.
         """
-        from agent_stream.relay import relay_into
-
         return await relay_into(self, reply, label=label, type=type, name=name, agent=agent)
+
+    def _relay_block(self, type: str, label: str, start_data: dict[str, Any]) -> BlockScope:
+        """The relay's way in: a new block of this scope whose block_start carries
+        ``start_data`` (see :class:`agent_stream.relay.RelayHost`)."""
+        block = BlockScope(self._core, self.thread_id, type, label)
+        block.start_data = start_data
+        return block
 
 
 class BlockScope(Scope):
@@ -213,6 +218,21 @@ class BlockScope(Scope):
         self.end_data: dict[str, Any] = {}  # extra block_end data
         self.status: str | None = None  # ends with this when the body returns (None: completed)
         self._start = 0.0
+
+    # -- the relay's interface (see agent_stream.relay.RelayBlock) -------------------------------
+    @property
+    def _ids(self) -> IdGenerator:
+        return self._core.ids
+
+    async def _relay_emit(self, m: Message) -> None:
+        """Emit a relayed Message whose ids are already this stream's; the sink flushes after
+        each delta so the sub-agent's chunk boundaries pass through."""
+        core = self._core
+        if m.message_id is not None and m.block_id == self.block_id and not m.is_lifecycle:
+            core.count(m.block_id, m.thread_id, m.message_id)
+        await core.emit(m)
+        if core.flush is not None and m.delta and m.message_id is not None:
+            await core.flush(m.thread_id, m.message_id)
 
     async def __aenter__(self) -> BlockScope:
         self._start = time.monotonic()
