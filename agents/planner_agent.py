@@ -22,12 +22,12 @@ import argparse
 import os
 import sys
 
-from agent_stream.delegation import delegate
 from agent_stream.relay import RelayError
 from agent_stream.uagents import (
     ChatRequest,
     LocalDirectory,
     StreamingChat,
+    delegate,
     local_agent,
     network_agent,
     parse_peers,

@@ -2,7 +2,7 @@
 an end client (1, 2 and 3 hops), every agent a process of its own on 127.0.0.1, signed envelopes
 over HTTP.
 
-The leaf is ``python -m agent_stream.team --tokens N`` (plain answer tokens at ``--rate``); each
+The leaf is ``python -m agent_stream.commands.team --tokens N`` (plain answer tokens at ``--rate``); each
 relayer is a team member relaying the next agent down (its own plan and summary add a few
 ChatMessages). The end client, in this process, asks the top of each chain in turn, ``--runs``
 times, and reports the median time to the first text and to the complete reply, and the
@@ -36,8 +36,8 @@ from typing import Any
 
 from uagents import Context
 
+from agent_stream.commands.team import FILLER
 from agent_stream.sources.replay import tokenize
-from agent_stream.team import FILLER
 from agent_stream.uagents import (
     DIRECTORY_ENV,
     LocalDirectory,
@@ -53,7 +53,7 @@ class Member:
 
     def __init__(self, name: str, args: list[str], env: dict[str, str], cwd: str) -> None:
         self.name = name
-        cmd = [sys.executable, "-m", "agent_stream.team", "--name", name, "--port",
+        cmd = [sys.executable, "-m", "agent_stream.commands.team", "--name", name, "--port",
                str(free_port()), "--seed", secrets.token_hex(32), *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, env=env, cwd=cwd)

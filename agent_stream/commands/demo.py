@@ -4,6 +4,11 @@ Starts the LLM agent (``agent-stream serve``, replay model) in a process of its 
 agent in this one, on free ports of 127.0.0.1, asks one question and renders the reply as it
 streams: signed envelopes over HTTP between two processes, no network, no keys. Everything it
 started is stopped before it returns.
+
+``--team``: four :mod:`agent_stream.commands.team` members instead, each in a process of its
+own: ``researcher``, the specialists ``coder`` and ``chef``, and ``planner``, which relays the
+researcher's reply and then both specialists' at once; the client asks the planner, and each
+sub-agent's section is labelled with its name.
 """
 
 from __future__ import annotations
@@ -24,6 +29,18 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_QUESTION = "How should agents stream LLM output to each other?"
+
+CODER_Q = "Python code to retry a flaky HTTP call between agents"
+CHEF_Q = "A quick pasta recipe for the team dinner"
+
+# team member name -> its arguments (the rate is added)
+TEAM: dict[str, tuple[str, ...]] = {
+    "researcher": (),
+    "coder": (),
+    "chef": (),
+    "planner": ("--relay", "researcher", "--parallel", f"coder={CODER_Q}",
+                "--parallel", f"chef={CHEF_Q}", "--sub-timeout", "120"),
+}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -164,10 +181,65 @@ def stop(proc: subprocess.Popen[str]) -> None:
             proc.wait()
 
 
+def _start_member(name: str, extra: tuple[str, ...], rate: float, env: dict[str, str],
+                  verbose: bool) -> subprocess.Popen[str]:
+    from agent_stream.uagents import free_port
+
+    cmd = [sys.executable, "-m", "agent_stream.commands.team", "--name", name, "--port",
+           str(free_port()), "--seed", secrets.token_hex(32), "--rate", str(rate), *extra]
+    return spawn(cmd, env, verbose)[0]
+
+
+def _wait_listed(names: set[str], procs: list[subprocess.Popen[str]],
+                 timeout: float = 60.0) -> dict[str, tuple[str, str]]:
+    """(address, endpoint) of every member once all of them listed themselves."""
+    from agent_stream.uagents import LocalDirectory
+
+    book = LocalDirectory()
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {e.get("name"): (a, e.get("endpoint", "")) for a, e in book.entries().items()}
+        if names <= set(found):
+            return {n: found[n] for n in names}
+        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+            raise RuntimeError("the team did not start (try --verbose)")
+        time.sleep(0.05)
+
+
+def run_team(args: argparse.Namespace) -> int:
+    """``demo --team`` (see the module doc); the exit status."""
+    from agent_stream.render import LiveRenderer, make_console
+    from agent_stream.uagents import DeliveryError, free_port
+
+    console = make_console()
+    procs: list[subprocess.Popen[str]] = []
+    with private_directory("agent-stream-team-", PYTHONUNBUFFERED="1") as env:
+        renderer = None if args.json else LiveRenderer(console)
+        try:
+            if renderer is not None:
+                console.print(f"Starting a team of four agents (replay models, {args.rate:g} "
+                              "tokens/s): planner, researcher, coder, chef ...", style="bold")
+            for name, extra in TEAM.items():
+                procs.append(_start_member(name, extra, args.rate, env, args.verbose))
+            team = _wait_listed(set(TEAM), procs)
+            address, endpoint = team["planner"]
+            if renderer is not None:
+                for name, (addr, url) in team.items():
+                    console.print(f"  {name:<11}{addr}  {url}", style="dim")
+                console.print(f"The client asks the planner: {args.question}", style="bold")
+            started = time.monotonic()
+            reply = ask_live(args, address, endpoint, free_port(), renderer, 180.0)
+        except (RuntimeError, DeliveryError) as exc:
+            print(f"agent-stream demo: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            for proc in reversed(procs):
+                stop(proc)
+    return show_reply(args, reply, renderer, started, "all four agents stopped")
+
+
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "team", False):
-        from agent_stream.team_demo import run_team
-
         return run_team(args)
 
     from agent_stream.render import LiveRenderer, make_console

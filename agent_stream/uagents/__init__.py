@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from agent_stream.uagents.client import DeliveryError, Reply
+from agent_stream.uagents.delegation import delegate
 from agent_stream.uagents.directory import (
     DIRECTORY_ENV,
     DirectoryError,
@@ -64,6 +65,7 @@ __all__ = [
     "Responder",
     "StreamingChat",
     "default_directory_path",
+    "delegate",
     "endpoint_for",
     "free_port",
     "is_offline",

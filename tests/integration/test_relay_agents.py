@@ -1,6 +1,6 @@
 """Agents that delegate, over real signed HTTP between agent processes on 127.0.0.1: a
 sub-agent's reply relayed live inside the caller's, across two and three hops; errors, a killed
-sub-agent, cancel, loops and the hop limit (agent_stream.team members, tests/peers/relay_asker.py
+sub-agent, cancel, loops and the hop limit (agent_stream.commands.team members, tests/peers/relay_asker.py
 as the end client)."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def team(harness: Harness) -> Iterator[dict[str, tuple[AgentProcess, str]]]:
     procs: dict[str, AgentProcess] = {}
     for name, extra in MEMBERS.items():
         port = free_port()
-        procs[name] = harness.start("-m", "agent_stream.team", "--name", name, "--port",
+        procs[name] = harness.start("-m", "agent_stream.commands.team", "--name", name, "--port",
                                     str(port), "--seed", f"relay {name} {port}", *extra)
     out = {name: (p, p.wait_for("address:", 60).split(":", 1)[1].strip())
            for name, p in procs.items()}
@@ -253,7 +253,7 @@ def test_a_plain_chat_agent_without_agent_stream_is_relayed_too(
     token_file.write_text(json.dumps(tokens))
     boss_port, plain_port = free_port(), free_port()
     boss_seed, plain_seed = f"relay plainboss {boss_port}", f"relay plain {plain_port}"
-    boss = harness.start("-m", "agent_stream.team", "--name", "plainboss", "--port",
+    boss = harness.start("-m", "agent_stream.commands.team", "--name", "plainboss", "--port",
                          str(boss_port), "--seed", boss_seed, "--rate", "0", "--relay", "plain")
     plain = harness.plain("per-token", "--tokens", str(token_file), "--peer",
                           f"{address_of(boss_seed)}=http://127.0.0.1:{boss_port}/submit",

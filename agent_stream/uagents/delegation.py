@@ -1,6 +1,6 @@
 """Asking another agent on behalf of a request, with the delegation chain in the tags.
 
-    from agent_stream.delegation import delegate
+    from agent_stream.uagents import delegate
 
     async def respond(request, out):
         async with out.block("plan", label="Plan") as b:
@@ -60,7 +60,7 @@ async def delegate(chat: StreamingChat, request: ChatRequest, to: str, question:
                    session: bool = True, **ask: Any) -> Reply:
     """``chat.ask`` of ``to`` on behalf of ``request`` (see the module doc); ``ask``: more
     keyword arguments for it (``timeout``, ``deliver_within``...)."""
-    ctx = request._ctx
+    ctx = request.ctx
     me = getattr(getattr(ctx, "agent", None), "address", None)
     if ctx is None or not me:
         raise StreamError("delegate needs a request received by a StreamingChat")

@@ -1,16 +1,16 @@
 """A team of local agents that delegate: a planner relaying a researcher and two specialists.
 
-Each member is one process (``python -m agent_stream.team --name NAME --port P ...``) finding
-the others by name in the local directory. A member with ``--relay``/``--parallel`` peers is a
-*relayer*: it streams its plan, relays each ``--relay`` peer's reply in turn and the
+Each member is one process (``python -m agent_stream.commands.team --name NAME --port P ...``)
+finding the others by name in the local directory. A member with ``--relay``/``--parallel``
+peers is a *relayer*: it streams its plan, relays each ``--relay`` peer's reply in turn and the
 ``--parallel`` peers' replies at once (threads), each in a block labelled with the peer's name,
 then streams a short summary. A member without peers is a *leaf*: the replay model (no key, no
 network), or ``--tokens N`` plain answer tokens, or ``--fail-after N`` tokens and then an error.
 
 Every member prints ``address: ...`` and ``endpoint: ...`` when it starts and one line
 ``STATS {json}`` when each reply it streams ends (peer, status, ChatMessages sent, seconds).
-:func:`run_team` (``agent-stream demo --team``) starts a planner, a researcher and two
-specialists, asks the planner one question and renders the reply live.
+``agent-stream demo --team`` (:func:`agent_stream.commands.demo.run_team`) starts a planner,
+a researcher and two specialists, asks the planner one question and renders the reply live.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ FILLER = ("Relayed streams keep every token live across hops, and each agent onl
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m agent_stream.team",
+    p = argparse.ArgumentParser(prog="python -m agent_stream.commands.team",
                                 description="One member of a local agent team.")
     p.add_argument("--name", required=True, help="this agent's name in the local directory")
     p.add_argument("--port", type=int, required=True)
@@ -111,7 +111,7 @@ async def find_agent(name: str) -> str | None:
 
 def member_responder(args: argparse.Namespace, chat_ref: list[Any]) -> Any:
     """The responder of a team member (a leaf or a relayer, as ``args`` say)."""
-    from agent_stream.delegation import delegate
+    from agent_stream.uagents import delegate
 
     if not args.relay and not args.parallel:
         model = leaf_model(args)
