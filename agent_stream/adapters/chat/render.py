@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import mimetypes
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from uagents_core.contrib.protocols.chat import Resource, ResourceContent, TextContent
 
@@ -18,9 +18,6 @@ from agent_stream.adapters.chat.wire import (
     uuid4_from,
 )
 from agent_stream.message import ERROR, Message
-
-if TYPE_CHECKING:
-    from agent_stream.adapters.chat.messages import MessageState
 
 __all__ = ["PlainRenderer", "error_line", "ids_meta", "message_meta"]
 
@@ -74,6 +71,13 @@ def error_line(message: Any, code: Any = None) -> str:
     return f"Error: {msg}"
 
 
+class Shown(Protocol):
+    """A message's encoder state as far as rendering goes (the encoder's ``MessageState``):
+    whether a plain peer was already shown its text."""
+
+    shown: bool
+
+
 class PlainRenderer:
     """The items a plain peer reads, and whether it has seen text or an error yet."""
 
@@ -93,7 +97,7 @@ class PlainRenderer:
         """``line`` set apart from text already shown."""
         return ("\n\n" + line) if self.shown_text else line
 
-    def render(self, msg: Message, group: Group, u: MessageState | None) -> None:
+    def render(self, msg: Message, group: Group, u: Shown | None) -> None:
         """Add to ``group`` the items a plain peer reads for ``msg`` carried as metadata."""
         mtype = msg.type
         props = msg.props or {}
