@@ -2,8 +2,11 @@
 
 uagents' ``ASGIServer.__call__`` reads the whole body, parses it and, for a signed envelope,
 verifies the signature -- pure-Python secp256k1, ~4 ms of the event loop each -- before anything
-of ours runs. :func:`guarded_asgi_call` (installed by :func:`agent_stream.uagents.guard.install`)
-runs first, with the limits of :data:`agent_stream.uagents.guard.settings`:
+of ours runs. A protected agent's server object is an :class:`AgentServer` (a subclass of
+uagents' ``ASGIServer``, given to that agent only, before it starts: uvicorn serves the object
+it is handed, and Python looks ``__call__`` up on the class, so an instance attribute would not
+do). When it has an :class:`Edge`, the limits of the agent's
+:class:`~agent_stream.uagents.guard.GuardSettings` apply first:
 
 - an envelope over ``max_envelope_bytes`` (4 MiB) is answered 413 before it is read whole;
 - admission: signed envelopes from senders not verified in the last 10 minutes share
@@ -14,22 +17,27 @@ runs first, with the limits of :data:`agent_stream.uagents.guard.settings`:
   only with an error) share ``unsigned_per_second`` (50, same burst);
 - an exception inside uagents' envelope handling (a payload that is not base64 or not UTF-8,
   ...) is answered 400 and logged rate-limited, instead of a 500 and a traceback per request.
+
+An :class:`AgentServer` with a ``host`` listens there instead of uagents' ``0.0.0.0`` (local
+agents: 127.0.0.1).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent_stream.uagents import guard
+from uagents.asgi import ASGIServer
 
-__all__ = ["TokenBucket", "guarded_asgi_call", "reset"]
+from agent_stream.uagents import _compat
+from agent_stream.uagents.guard import AgentGuard, short
+from agent_stream.uagents.ratelog import TokenBucket
 
-LOG = logging.getLogger("agent_stream.uagents.guard")
+__all__ = ["AgentServer", "Edge"]
+
 KNOWN_FOR = 600.0  # seconds a verified sender counts as known
 MAX_KNOWN = 4096  # senders remembered (least recently verified forgotten first)
 
@@ -37,60 +45,36 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 SendASGI = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class TokenBucket:
-    """``rate`` tokens per second, at most ``2 * rate`` saved up."""
+class Edge:
+    """The admission state of one agent's HTTP edge (limits and counters: its guard's)."""
 
-    __slots__ = ("last", "rate", "tokens")
+    def __init__(self, guard: AgentGuard) -> None:
+        self.guard = guard
+        s = guard.settings
+        self._new = TokenBucket(s.new_senders_per_second)
+        self._unsigned = TokenBucket(s.unsigned_per_second)
+        self._known: OrderedDict[str, tuple[float, TokenBucket]] = OrderedDict()
 
-    def __init__(self, rate: float) -> None:
-        self.rate = rate
-        self.tokens = 2.0 * rate
-        self.last = time.monotonic()
+    def admit(self, sender: Any, signed: bool) -> bool:
+        """Whether an envelope from ``sender`` may be read on (see the module doc)."""
+        if not signed or not isinstance(sender, str) or sender.startswith("user"):
+            return self._unsigned.take()
+        entry = self._known.get(sender)
+        if entry is not None and time.monotonic() - entry[0] < KNOWN_FOR:
+            return entry[1].take()
+        return self._new.take()
 
-    def take(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(2.0 * self.rate, self.tokens + (now - self.last) * self.rate)
-        self.last = now
-        if self.tokens < 1.0:
-            return False
-        self.tokens -= 1.0
-        return True
+    def verified(self, sender: str) -> None:
+        """Note that uagents accepted a signed envelope of ``sender``."""
+        entry = self._known.pop(sender, None)
+        bucket = entry[1] if entry is not None else TokenBucket(
+            self.guard.settings.sender_envelopes_per_second)
+        self._known[sender] = (time.monotonic(), bucket)
+        while len(self._known) > MAX_KNOWN:
+            self._known.popitem(last=False)
 
-
-_log = guard.RateLimitedLog(LOG, 5, 10.0)
-_new = TokenBucket(guard.settings.new_senders_per_second)
-_unsigned = TokenBucket(guard.settings.unsigned_per_second)
-_known: OrderedDict[str, tuple[float, TokenBucket]] = OrderedDict()
-
-
-def reset() -> None:
-    """Forget admission state and the log's rate (for tests)."""
-    global _new, _unsigned, _log
-    _new = TokenBucket(guard.settings.new_senders_per_second)
-    _unsigned = TokenBucket(guard.settings.unsigned_per_second)
-    _log = guard.RateLimitedLog(LOG, guard.settings.log_burst, guard.settings.log_period)
-    _known.clear()
-
-
-def _admit(sender: Any, signed: bool) -> bool:
-    if not signed or not isinstance(sender, str) or sender.startswith("user"):
-        _unsigned.rate = guard.settings.unsigned_per_second
-        return _unsigned.take()
-    entry = _known.get(sender)
-    if entry is not None and time.monotonic() - entry[0] < KNOWN_FOR:
-        return entry[1].take()
-    bucket = _new
-    bucket.rate = guard.settings.new_senders_per_second
-    return bucket.take()
-
-
-def _verified(sender: str) -> None:
-    entry = _known.pop(sender, None)
-    bucket = entry[1] if entry is not None else TokenBucket(
-        guard.settings.sender_envelopes_per_second)
-    _known[sender] = (time.monotonic(), bucket)
-    while len(_known) > MAX_KNOWN:
-        _known.popitem(last=False)
+    def refused(self) -> None:
+        self.guard.stats["http_refused"] += 1
 
 
 async def _answer(send: SendASGI, status: int, error: str) -> None:
@@ -114,64 +98,75 @@ async def _read(receive: Receive, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
-async def guarded_asgi_call(self: Any, scope: dict[str, Any], receive: Receive,
-                            send: SendASGI) -> None:
-    """``ASGIServer.__call__`` behind the limits of the module doc."""
-    original = guard.original("asgi_call")
-    if scope.get("type") != "http" or scope.get("method") != "POST":
-        await original(self, scope, receive, send)
-        return
-    limit = guard.settings.max_envelope_bytes
-    for key, value in scope.get("headers") or ():
-        if key.lower() == b"content-length" and value.isdigit() and int(value) > limit:
-            guard.stats["http_refused"] += 1
+class AgentServer(ASGIServer):  # type: ignore[misc]
+    """uagents' server of one agent, behind its :class:`Edge` (when it has one), listening on
+    ``host`` (None: where uagents listens)."""
+
+    edge: Edge | None = None
+    host: str | None = None
+
+    async def serve(self) -> None:
+        if self.host is None:
+            await super().serve()
+        else:
+            await _compat.serve_on(self, self.host)
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: SendASGI) -> None:
+        edge = self.edge
+        if edge is None or scope.get("type") != "http" or scope.get("method") != "POST":
+            await super().__call__(scope, receive, send)
+            return
+        limit = edge.guard.settings.max_envelope_bytes
+        for key, value in scope.get("headers") or ():
+            if key.lower() == b"content-length" and value.isdigit() and int(value) > limit:
+                edge.refused()
+                await _answer(send, 413, f"envelope over {limit} bytes")
+                return
+        body = await _read(receive, limit)
+        if body is None:
+            edge.refused()
             await _answer(send, 413, f"envelope over {limit} bytes")
             return
-    body = await _read(receive, limit)
-    if body is None:
-        guard.stats["http_refused"] += 1
-        await _answer(send, 413, f"envelope over {limit} bytes")
-        return
-    try:
-        head = json.loads(body)
-    except (ValueError, RecursionError):
-        head = None
-    sender = head.get("sender") if isinstance(head, dict) else None
-    signed = isinstance(head, dict) and head.get("signature") is not None
-    if not _admit(sender, signed):
-        guard.stats["http_refused"] += 1
-        await _answer(send, 429, "too many envelopes; try again shortly")
-        return
-    await _forward(self, scope, body, receive, send, original,
-                   sender if signed and isinstance(sender, str) else None)
+        try:
+            head = json.loads(body)
+        except (ValueError, RecursionError):
+            head = None
+        sender = head.get("sender") if isinstance(head, dict) else None
+        signed = isinstance(head, dict) and head.get("signature") is not None
+        if not edge.admit(sender, signed):
+            edge.refused()
+            await _answer(send, 429, "too many envelopes; try again shortly")
+            return
+        await self._forward(edge, scope, body, receive, send,
+                            sender if signed and isinstance(sender, str) else None)
 
+    async def _forward(self, edge: Edge, scope: dict[str, Any], body: bytes,
+                       receive: Receive, send: SendASGI, signer: str | None) -> None:
+        """Hand the body read to uagents' handler; note a signer it accepted as verified."""
+        given = False
+        status: int | None = None
 
-async def _forward(server: Any, scope: dict[str, Any], body: bytes, receive: Receive,
-                   send: SendASGI, original: Any, signer: str | None) -> None:
-    """Hand the body read to uagents' handler; note a signer it accepted as verified."""
-    given = False
-    status: int | None = None
+        async def replay() -> dict[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
 
-    async def replay() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        async def tracked_send(msg: dict[str, Any]) -> None:
+            nonlocal status
+            if msg.get("type") == "http.response.start":
+                status = int(msg.get("status", 0))
+            await send(msg)
 
-    async def tracked_send(msg: dict[str, Any]) -> None:
-        nonlocal status
-        if msg.get("type") == "http.response.start":
-            status = int(msg.get("status", 0))
-        await send(msg)
-
-    try:
-        await original(server, scope, replay, tracked_send)
-    except Exception as exc:
-        guard.stats["http_refused"] += 1
-        _log.warning("refused an envelope: %s: %s", type(exc).__name__, guard.short(exc))
-        if status is None:
-            await _answer(send, 400, "malformed envelope")
-        return
-    if status == 200 and signer is not None:
-        _verified(signer)
+        try:
+            await super().__call__(scope, replay, tracked_send)
+        except Exception as exc:
+            edge.refused()
+            edge.guard.log.warning("refused an envelope: %s: %s", type(exc).__name__,
+                                   short(exc))
+            if status is None:
+                await _answer(send, 400, "malformed envelope")
+            return
+        if status == 200 and signer is not None:
+            edge.verified(signer)

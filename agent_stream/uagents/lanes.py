@@ -5,9 +5,12 @@ envelope at a time, each HTTP post with aiohttp's default 300 s timeout. One pee
 endpoint hangs holds up every other send of the agent (a 0.05 s reply was measured at 89 s).
 ``ctx.send(..., timeout=...)`` only stops *waiting*; the envelope still blocks the queue.
 
-:class:`PeerDispenser` replaces an agent's dispenser (:func:`isolate`). Each destination gets
-its own lane: its envelopes go in order, one at a time, while other lanes run at the same time.
-Bounds (:class:`LaneLimits`, defaults):
+:class:`PeerDispenser` is one agent's dispenser (:func:`isolate`, called by
+:func:`agent_stream.uagents.hardening.protect`). Envelopes of the chat protocol
+(ChatMessage, ChatAcknowledgement) go through per-destination lanes: each destination's
+envelopes go in order, one at a time, while other lanes run at the same time. Everything else
+the agent sends (its other protocols) goes the stock uagents way, with uagents' own timeouts,
+unless ``every_protocol`` puts all sends in lanes. Bounds (:class:`LaneLimits`, defaults):
 
 - ``post_timeout`` 10 s: one HTTP post (connect, send, answer); then the envelope fails;
 - ``max_timeouts`` 2 consecutive timed-out posts make the lane *stalled*: what is queued and
@@ -16,8 +19,12 @@ Bounds (:class:`LaneLimits`, defaults):
 - ``max_queued`` 256 envelopes waiting per lane (beyond: fail at once);
 - ``max_lanes`` 4096 lanes (beyond: fail at once); ``max_posting`` 256 posts at once.
 
-Every envelope's future gets a MsgStatus (delivered or failed), so ``ctx.send`` returns
+Every lane envelope's future gets a MsgStatus (delivered or failed), so ``ctx.send`` returns
 promptly. When the agent stops, lanes get ``drain_timeout`` (5 s) to finish.
+
+Given to an agent before it starts, the PeerDispenser is the one uagents runs (its stock
+queue included). Given to a running agent, envelopes not meant for lanes go to the dispenser
+the agent already runs, and the lanes are drained by a shutdown handler.
 """
 
 from __future__ import annotations
@@ -30,10 +37,15 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from uagents import Context
 from uagents.communication import Dispenser, send_exchange_envelope
+from uagents_core.contrib.protocols.chat import ChatAcknowledgement, ChatMessage
+from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus, MsgStatus
 
-__all__ = ["LaneLimits", "PeerDispenser", "isolate"]
+from agent_stream.uagents import _compat
+
+__all__ = ["CHAT_DIGESTS", "LaneLimits", "PeerDispenser", "isolate"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 
@@ -49,6 +61,11 @@ class LaneLimits:
     max_lanes: int = 4096
     max_posting: int = 256
     drain_timeout: float = 5.0
+    every_protocol: bool = False  # True: every send in lanes, not only the chat protocol's
+
+
+#: The schema digests whose envelopes go through lanes by default (the chat protocol's).
+CHAT_DIGESTS = frozenset(Model.build_schema_digest(m) for m in (ChatMessage, ChatAcknowledgement))
 
 
 class _Lane:
@@ -75,9 +92,13 @@ def _settle(fut: asyncio.Future[Any], result: Any) -> None:
 class PeerDispenser(Dispenser):  # type: ignore[misc]
     """An agent's dispenser with one lane per destination (see the module doc)."""
 
-    def __init__(self, limits: LaneLimits | None = None) -> None:
+    def __init__(self, limits: LaneLimits | None = None, *,
+                 stock: Dispenser | None = None) -> None:
+        """``stock``: where envelopes not for lanes go (None: this dispenser's own uagents
+        queue, which :meth:`run` serves the uagents way)."""
         super().__init__()
         self.limits = limits or LaneLimits()
+        self._stock = stock
         self._lanes: dict[str, _Lane] = {}
         self._stalled: dict[str, float] = {}  # lanes that ended stalled: target -> until
         self._posting: asyncio.Semaphore | None = None
@@ -89,6 +110,12 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
 
     def add_envelope(self, envelope: Any, endpoints: list[str],
                      response_future: asyncio.Future[Any], sync: bool = False) -> None:
+        if not self.limits.every_protocol and envelope.schema_digest not in CHAT_DIGESTS:
+            if self._stock is not None:
+                self._stock.add_envelope(envelope, endpoints, response_future, sync)
+            else:
+                super().add_envelope(envelope, endpoints, response_future, sync)
+            return
         target = str(envelope.target)
         now = time.monotonic()
         lane = self._lanes.get(target)
@@ -160,14 +187,10 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         return result
 
     async def run(self) -> None:
-        """The agent's dispenser task: envelopes queued the uagents way go to their lanes;
-        when cancelled (the agent stops), lanes get ``drain_timeout`` to finish."""
-        try:
-            while True:
-                env, endpoints, fut, sync = await self._envelopes.get()
-                self.add_envelope(env, endpoints, fut, sync)
-        except asyncio.CancelledError:
-            await self.drain(self.limits.drain_timeout)
+        """The agent's dispenser task: the stock queue served the uagents way; when cancelled
+        (the agent stops), lanes get ``drain_timeout`` to finish."""
+        await super().run()  # returns when cancelled, after sending what was queued
+        await self.drain(self.limits.drain_timeout)
 
     async def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for every lane to finish; cancel what is left."""
@@ -184,13 +207,22 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
 def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
     """Give ``agent`` a :class:`PeerDispenser` (idempotent); returns it.
 
-    Before the agent starts, it becomes the agent's dispenser task. On a running agent, envelopes
-    already queued in the old dispenser go out the old way; contexts built from then on use the
-    lanes (call :meth:`PeerDispenser.drain` at shutdown: the agent only stops its old task).
+    Before the agent starts, it becomes the dispenser uagents runs. On a running agent,
+    contexts built from then on use it: envelopes not for lanes go to the dispenser the agent
+    runs, and a shutdown handler drains the lanes.
     """
-    current = getattr(agent, "_dispenser", None)
+    current = _compat.dispenser_of(agent)
     if isinstance(current, PeerDispenser):
         return current
-    dispenser = PeerDispenser(limits)
-    agent._dispenser = dispenser
+    if not _compat.started(agent):
+        dispenser = PeerDispenser(limits)
+        _compat.set_dispenser(agent, dispenser)
+        return dispenser
+    dispenser = PeerDispenser(limits, stock=current)
+    _compat.set_dispenser(agent, dispenser)
+
+    async def _drain_lanes(_ctx: Context) -> None:
+        await dispenser.drain(dispenser.limits.drain_timeout)
+
+    agent.on_event("shutdown")(_drain_lanes)
     return dispenser

@@ -1,4 +1,4 @@
-"""A logger wrapper that writes at most a few warning lines per period.
+"""Rate limits: a token bucket, and a logger wrapper that writes a few warning lines per period.
 
 A hostile or broken peer can make an agent refuse thousands of envelopes a second; one line
 each would flood the log and cost more than the refusal itself. :class:`RateLimitedLog` keeps
@@ -10,7 +10,30 @@ from __future__ import annotations
 import logging
 import time
 
-__all__ = ["RateLimitedLog"]
+__all__ = ["RateLimitedLog", "TokenBucket"]
+
+
+class TokenBucket:
+    """``rate`` tokens per second, at most ``burst`` saved up (default ``2 * rate``); starts
+    full."""
+
+    __slots__ = ("burst", "last", "rate", "tokens")
+
+    def __init__(self, rate: float, burst: float | None = None) -> None:
+        self.rate = rate
+        self.burst = 2.0 * rate if burst is None else burst
+        self.tokens = self.burst
+        self.last = time.monotonic()
+
+    def take(self) -> bool:
+        """Spend one token; False (nothing spent) when none is left."""
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 class RateLimitedLog:

@@ -1,0 +1,257 @@
+"""Every use of a uagents private name, in one place, checked against the installed uagents.
+
+The protection of :mod:`agent_stream.uagents.hardening` and the offline agents of
+:mod:`agent_stream.uagents.local` need a few things uagents does not make public: an agent's
+registered models (to validate a payload before it is queued), its inbox queue (to cap it), its
+dispenser (to send through per-peer lanes), its HTTP server object (to cap envelopes at the
+edge), its event loop, and the spots where uagents looks up the ledger query, the status update
+and the listening host. Read anywhere else with a ``getattr(..., None)`` fallback, a rename in a
+later uagents would change behaviour silently -- a renamed models table would make the guard
+refuse every payload, a renamed inbox would turn the cap off. Here each internal is listed in
+:data:`INTERNALS`, and :func:`check` (run by ``protect()`` and when a protected agent starts)
+raises :class:`UagentsCompatError` naming the missing or changed internal and the uagents
+version, before anything runs on it.
+
+Nothing here changes a uagents class or module: the two "variants" (:func:`variant`) are copies
+of uagents functions whose global lookups of one name resolve differently, used only by our own
+subclasses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.metadata
+import inspect
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import uagents
+import uagents.agent as _ua_agent
+import uagents.asgi as _ua_asgi
+from uagents.asgi import ASGIServer
+from uagents.communication import Dispenser
+from uagents.dispatch import dispatcher
+from uagents_core.models import Model
+
+__all__ = [
+    "INTERNALS",
+    "UagentsCompatError",
+    "agent_init_without_ledger",
+    "agent_loop",
+    "build_context",
+    "check",
+    "check_agent",
+    "dispenser_of",
+    "inbox_of",
+    "models_of",
+    "queued_payloads",
+    "serve_on",
+    "server_of",
+    "set_dispenser",
+    "sinks_for",
+    "started",
+    "uagents_version",
+    "variant",
+]
+
+
+class UagentsCompatError(RuntimeError):
+    """The installed uagents lacks (or changed) an internal that agent_stream relies on."""
+
+
+def uagents_version() -> str:
+    """The installed uagents version (its distribution's, else the module's)."""
+    try:
+        return importlib.metadata.version("uagents")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
+        return str(getattr(uagents, "__version__", "unknown"))
+
+
+def _fail(name: str, what: str) -> UagentsCompatError:
+    return UagentsCompatError(
+        f"uagents {uagents_version()}: {name} {what}; agent_stream needs it to protect agents "
+        "(tested with uagents >=0.26,<0.27)")
+
+
+def _looks_up(func: Any, name: str) -> bool:
+    code = getattr(func, "__code__", None)
+    return isinstance(code, types.CodeType) and name in code.co_names
+
+
+# -- the class-level internals ---------------------------------------------------------------------
+def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
+    agent_cls = _ua_agent.Agent
+    return [
+        ("Agent._build_context", lambda: callable(getattr(agent_cls, "_build_context", None)),
+         "is missing or not a method"),
+        ("Agent._update_agent_status",
+         lambda: inspect.iscoroutinefunction(getattr(agent_cls, "_update_agent_status", None)),
+         "is missing or not a coroutine method"),
+        ("Agent._process_message_queue",
+         lambda: inspect.iscoroutinefunction(getattr(agent_cls, "_process_message_queue", None)),
+         "is missing or not a coroutine method"),
+        ("Agent.handle_message",
+         lambda: inspect.iscoroutinefunction(getattr(agent_cls, "handle_message", None)),
+         "is missing or not a coroutine method"),
+        ("Agent.__init__ calling get_almanac_contract",
+         lambda: _looks_up(agent_cls.__init__, "get_almanac_contract")
+         and callable(getattr(_ua_agent, "get_almanac_contract", None)),
+         "is no longer how an Agent finds its ledger contract"),
+        ("ASGIServer.serve using HOST",
+         lambda: _looks_up(ASGIServer.serve, "HOST")
+         and isinstance(getattr(_ua_asgi, "HOST", None), str),
+         "is no longer how the agent's server chooses its host"),
+        ("ASGIServer.__call__",
+         lambda: inspect.iscoroutinefunction(vars(ASGIServer).get("__call__")),
+         "is missing or not a coroutine method"),
+        ("Dispenser.run / add_envelope",
+         lambda: inspect.iscoroutinefunction(getattr(Dispenser, "run", None))
+         and callable(getattr(Dispenser, "add_envelope", None)),
+         "is missing or changed"),
+        ("dispatcher.sinks", lambda: isinstance(getattr(dispatcher, "sinks", None), dict),
+         "is missing or not a dict"),
+    ]
+
+
+#: What agent_stream reads or overrides, by name (class-level and per-agent).
+INTERNALS: tuple[str, ...] = (
+    "Agent._build_context", "Agent._update_agent_status", "Agent._process_message_queue",
+    "Agent.handle_message", "Agent.__init__ calling get_almanac_contract",
+    "ASGIServer.serve using HOST", "ASGIServer.__call__", "Dispenser.run / add_envelope",
+    "dispatcher.sinks", "Agent._models", "Agent._message_queue", "asyncio.Queue._queue",
+    "Agent._dispenser", "Agent._dispenser_task", "Agent._server", "Agent._loop",
+)
+
+
+def check() -> None:
+    """Raise :class:`UagentsCompatError` unless every class-level internal is as expected."""
+    for name, ok, what in _class_checks():
+        if not ok():
+            raise _fail(name, what)
+
+
+def check_agent(agent: Any) -> None:
+    """:func:`check`, then the per-agent internals of ``agent`` (set by ``Agent.__init__``)."""
+    check()
+    state = getattr(agent, "__dict__", {})
+    expect: list[tuple[str, str, Any]] = [
+        ("Agent._models", "_models", dict),
+        ("Agent._message_queue", "_message_queue", asyncio.Queue),
+        ("Agent._dispenser", "_dispenser", Dispenser),
+        ("Agent._server", "_server", ASGIServer),
+        ("Agent._loop", "_loop", asyncio.AbstractEventLoop),
+    ]
+    for name, attr, kind in expect:
+        if not isinstance(state.get(attr), kind):
+            raise _fail(name, f"is missing or not a {kind.__name__}")
+    if "_dispenser_task" not in state:
+        raise _fail("Agent._dispenser_task", "is missing")
+    queue = state["_message_queue"]
+    if not isinstance(getattr(queue, "_queue", None), Iterable):
+        raise _fail("asyncio.Queue._queue", "is missing")
+
+
+# -- per-agent accessors (valid once check_agent passed) ------------------------------------------
+def models_of(agent: Any) -> dict[str, type[Model]]:
+    """The agent's ``{schema_digest: model}`` table (every protocol it includes)."""
+    models: dict[str, type[Model]] = agent._models
+    return models
+
+
+def inbox_of(agent: Any) -> asyncio.Queue[Any]:
+    """The agent's inbox: ``(schema_digest, sender, payload, session)`` waiting to be handled."""
+    queue: asyncio.Queue[Any] = agent._message_queue
+    return queue
+
+
+def queued_payloads(queue: asyncio.Queue[Any]) -> Iterable[Any]:
+    """The items waiting in ``queue``, oldest first, without taking them."""
+    items: Iterable[Any] = queue._queue  # type: ignore[attr-defined]
+    return items
+
+
+def dispenser_of(agent: Any) -> Dispenser:
+    """The dispenser the agent's contexts send through."""
+    d: Dispenser = agent._dispenser
+    return d
+
+
+def set_dispenser(agent: Any, dispenser: Dispenser) -> None:
+    """Make ``dispenser`` the one contexts built from now on send through (and the one
+    ``start_message_dispenser`` runs, if the agent has not started)."""
+    agent._dispenser = dispenser
+
+
+def started(agent: Any) -> bool:
+    """Whether the agent's dispenser task was started (the agent runs or ran)."""
+    return agent._dispenser_task is not None
+
+
+def server_of(agent: Any) -> ASGIServer:
+    """The agent's HTTP server object (the ASGI app uvicorn serves once the agent runs)."""
+    server: ASGIServer = agent._server
+    return server
+
+
+def agent_loop(agent: Any) -> asyncio.AbstractEventLoop:
+    """The event loop the agent was built with (uagents' own ``Agent.run`` uses it)."""
+    loop: asyncio.AbstractEventLoop = agent._loop
+    return loop
+
+
+def build_context(agent: Any) -> Any:
+    """A fresh context of ``agent``, as uagents builds one for a handler."""
+    return agent._build_context()
+
+
+def sinks_for(address: str) -> list[Any]:
+    """What uagents' in-process dispatcher delivers ``address``'s messages to (agents)."""
+    return list(dispatcher.sinks.get(address, ()))
+
+
+# -- variants of uagents functions -----------------------------------------------------------------
+def variant(func: Any, **names: Any) -> Any:
+    """A copy of ``func`` whose global lookups of ``names`` give the values given.
+
+    The copy has its own globals (a snapshot of ``func``'s module with ``names`` replaced):
+    uagents' module and ``func`` itself are unchanged. UagentsCompatError when ``func`` does not
+    look up one of ``names`` (replacing it would silently do nothing).
+    """
+    for name in names:
+        if not _looks_up(func, name):
+            raise _fail(f"{getattr(func, '__qualname__', func)} using {name}", "changed")
+    scope = dict(func.__globals__)
+    scope.update(names)
+    copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
+                              func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    copy.__qualname__ = func.__qualname__
+    copy.__doc__ = func.__doc__
+    return copy
+
+
+def _no_contract(*_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def agent_init_without_ledger() -> Any:
+    """``Agent.__init__`` that does not query the ledger for the Almanac contract.
+
+    uagents' ``Agent.__init__`` calls ``get_almanac_contract(network)``: a blocking ledger query
+    (it waits for the network on a machine with none). The copy gets None, which uagents itself
+    uses when the contract version does not match ("contract interactions disabled").
+    """
+    return variant(_ua_agent.Agent.__init__, get_almanac_contract=_no_contract)
+
+
+@functools.lru_cache(maxsize=8)
+def _serve_variant(host: str) -> Any:
+    return variant(ASGIServer.serve, HOST=host)
+
+
+async def serve_on(server: ASGIServer, host: str) -> None:
+    """Run uagents' ``ASGIServer.serve`` for ``server``, listening on ``host``."""
+    await _serve_variant(host)(server)

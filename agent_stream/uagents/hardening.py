@@ -1,0 +1,95 @@
+"""Protection for one uagents agent: the inbox guard, the HTTP edge caps and per-peer send lanes.
+
+Stock uagents (0.26) can be silenced by one malformed payload (:mod:`.guard` explains why),
+reads and verifies any envelope whatever its size or rate (:mod:`.edge`), and sends every
+envelope of an agent through one queue that a hanging peer blocks (:mod:`.lanes`).
+:func:`protect` fixes all three **for the agent it is given**, and for nothing else in the
+process: no uagents class or module is changed.
+
+- the guard becomes that agent's own ``handle_message`` (an instance attribute, which Python
+  finds before the class's method);
+- the agent's server object becomes an :class:`~.edge.AgentServer` (uagents' ``ASGIServer``
+  subclassed, so that ``__call__`` can apply the caps) -- only before the agent runs, since
+  uvicorn serves the object it was handed at start;
+- the agent gets a :class:`~.lanes.PeerDispenser`: chat-protocol envelopes go through per-peer
+  lanes, the agent's other protocols keep uagents' own sending unless ``every_protocol``.
+
+Every uagents private name used for this is in :mod:`._compat`, checked by :func:`protect`
+(and by a local agent when it starts): a uagents that renamed one fails loudly, naming it.
+
+Example::
+
+    from agent_stream.uagents.hardening import Protection, protect
+    from agent_stream.uagents.guard import GuardSettings
+
+    agent = Agent(name="mine", seed="...", port=8001)
+    protect(agent, Protection(guard=GuardSettings(max_queued=256)))
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_stream.uagents import _compat
+from agent_stream.uagents.edge import AgentServer, Edge
+from agent_stream.uagents.guard import AgentGuard, GuardSettings
+from agent_stream.uagents.lanes import LaneLimits, isolate
+
+__all__ = ["GuardSettings", "LaneLimits", "Protection", "guard_of", "is_protected", "protect"]
+
+LOG = logging.getLogger("agent_stream.uagents")
+_ATTR = "_agent_stream_guard"  # where an agent keeps its AgentGuard (an attribute of ours)
+
+
+@dataclass(frozen=True)
+class Protection:
+    """How :func:`protect` protects an agent: the guard's limits (inbox and HTTP edge) and the
+    send lanes' bounds (``LaneLimits(every_protocol=True)`` puts every send in lanes)."""
+
+    guard: GuardSettings = field(default_factory=GuardSettings)
+    lanes: LaneLimits = field(default_factory=LaneLimits)
+
+
+def guard_of(agent: Any) -> AgentGuard | None:
+    """The :class:`~.guard.AgentGuard` of a protected agent (its ``stats``), else None."""
+    guard = getattr(agent, "__dict__", {}).get(_ATTR)
+    return guard if isinstance(guard, AgentGuard) else None
+
+
+def is_protected(agent: Any) -> bool:
+    """Whether :func:`protect` was applied to ``agent``."""
+    return guard_of(agent) is not None
+
+
+def protect(agent: Any, settings: Protection | None = None) -> Any:
+    """Protect ``agent`` (a ``uagents.Agent``) and only it; returns it. Idempotent.
+
+    Before the agent runs: inbox guard, HTTP edge caps and send lanes. On a running agent:
+    inbox guard and lanes; the edge caps cannot be put in place any more (one warning says
+    so). Raises UagentsCompatError when the installed uagents lacks an internal this needs.
+
+    Args:
+        agent: the agent to protect.
+        settings: the limits (None: the defaults of :class:`Protection`). A second call
+            keeps the first call's settings.
+    """
+    _compat.check_agent(agent)
+    if is_protected(agent):
+        return agent
+    settings = settings or Protection()
+    guard = AgentGuard(agent, settings.guard)
+    agent.__dict__[_ATTR] = guard
+    agent.handle_message = guard.wrap(agent.handle_message)
+    running = _compat.started(agent)
+    server = _compat.server_of(agent)
+    if running:
+        LOG.warning("%s: protected while running: the HTTP edge caps are not in place; call "
+                    "protect() before the agent runs", agent.address[:20])
+    else:
+        if not isinstance(server, AgentServer):
+            server.__class__ = AgentServer  # this agent's server only
+        server.edge = Edge(guard)
+    isolate(agent, settings.lanes)
+    return agent
