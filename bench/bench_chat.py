@@ -51,13 +51,14 @@ from uagents_core.identity import Identity
 from agent_stream.sources.replay import REPLIES, tokenize
 from agent_stream.uagents import (
     ChatRequest,
+    ChatSettings,
     StreamingChat,
     endpoint_for,
-    free_port,
     local_agent,
     parse_peers,
     run_agent,
 )
+from agent_stream.uagents.local import free_port
 from agent_stream.writer import StreamWriter
 
 
@@ -117,7 +118,7 @@ def run_sender(args: argparse.Namespace) -> int:
                     await m.append(tok)
                     await _pace(i, start, args.rate)
 
-        agent.include(StreamingChat(respond, max_coalesce=args.max_coalesce),
+        agent.include(StreamingChat(respond, settings=ChatSettings().with_pump(max_coalesce=args.max_coalesce)),
                       publish_manifest=True)
     print(f"READY {agent.address}", flush=True)
     run_agent(agent)

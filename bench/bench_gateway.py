@@ -41,7 +41,7 @@ def expected_text(n: int) -> str:
 
 # -- the sender agent and the direct client (run as child processes of this file) ----------------
 def run_sender(port: int, tokens: int, rate: float) -> int:
-    from agent_stream.uagents import StreamingChat, local_agent, run_agent
+    from agent_stream.uagents import ChatSettings, StreamingChat, local_agent, run_agent
 
     async def respond(request: Any, out: Any) -> None:
         start = time.monotonic()
@@ -55,7 +55,7 @@ def run_sender(port: int, tokens: int, rate: float) -> int:
 
     agent = local_agent(f"bench gateway sender {port}", port, name="bench-sender")
     # the gateway is one asker for all its clients: let it have many replies at once
-    agent.include(StreamingChat(respond, max_replies_per_sender=512, max_replies=512),
+    agent.include(StreamingChat(respond, settings=ChatSettings().with_caps(max_replies_per_sender=512, max_replies=512)),
                   publish_manifest=True)
     print(f"address: {agent.address}", flush=True)
     run_agent(agent)
@@ -64,7 +64,8 @@ def run_sender(port: int, tokens: int, rate: float) -> int:
 
 def run_direct(address: str, endpoint: str, repeat: int, tokens: int, clients: int = 0
                ) -> int:
-    from agent_stream.uagents import StreamingChat, free_port, local_agent, run_agent
+    from agent_stream.uagents import StreamingChat, local_agent, run_agent
+    from agent_stream.uagents.local import free_port
 
     chat = StreamingChat()
     agent = local_agent(f"bench gateway direct {time.time_ns()}", free_port(), name="direct",
@@ -224,7 +225,8 @@ def main() -> int:
         return run_direct(args.direct[0], args.direct[1], args.repeat, args.tokens,
                           args.direct_clients)
 
-    from agent_stream.uagents import endpoint_for, free_port
+    from agent_stream.uagents import endpoint_for
+    from agent_stream.uagents.local import free_port
 
     procs: list[subprocess.Popen[str]] = []
     with tempfile.TemporaryDirectory() as tmp:

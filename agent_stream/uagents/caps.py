@@ -3,12 +3,15 @@ question size (see :mod:`.plugin`'s doc). ``ReplyCaps`` counts; the plugin asks 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.uagents.outgoing import Refused
 from agent_stream.uagents.request import ChatRequest
+
+if TYPE_CHECKING:
+    from agent_stream.uagents.settings import ReplyLimits
 
 __all__ = ["ReplyCaps", "question_bytes"]
 
@@ -16,12 +19,12 @@ __all__ = ["ReplyCaps", "question_bytes"]
 class ReplyCaps:
     """Replies running per peer and in all, and error replies being sent, against their caps."""
 
-    def __init__(self, *, max_replies_per_sender: int, max_replies: int,
-                 max_question_bytes: int | None, max_refusals: int) -> None:
-        self.max_replies_per_sender = max(1, max_replies_per_sender)
-        self.max_replies = max(1, max_replies)
-        self.max_question_bytes = max_question_bytes
-        self.max_refusals = max(1, max_refusals)
+    def __init__(self, limits: ReplyLimits) -> None:
+        self.limits = limits
+        self.max_replies_per_sender = limits.max_replies_per_sender
+        self.max_replies = limits.max_replies
+        self.max_question_bytes = limits.max_question_bytes
+        self.max_refusals = limits.max_refusals
         self.replies: dict[str, int] = {}  # peer -> replies its responder is producing
         self.refusing: dict[str, int] = {}  # peer -> error replies being sent to it
 

@@ -41,26 +41,33 @@ Channel policy (``channels=``): a collection of channels this agent is willing t
 ``{"reasoning"}``); a recipient gets those it asked for in its request tags. A callable
 ``(request) -> channels`` decides per request. Default: none (reasoning is never sent).
 
-Flow control (``max_in_flight=N``): at most N of a reply's ChatMessages unacknowledged at a time;
-a peer that does not acknowledge within ``ack_timeout`` seconds is sent to without the limit.
+Settings (``settings=``, a frozen :class:`~agent_stream.uagents.ChatSettings`) hold every limit.
+Flow control (``pump.max_in_flight=N``): at most N of a reply's ChatMessages unacknowledged at a
+time; a peer that does not acknowledge within ``pump.ack_timeout`` seconds is sent to without the
+limit.
 
-Caps (what a peer can make the agent hold): ``max_replies_per_sender`` replies at once to one
-peer and ``max_replies`` in all; a question over ``max_question_bytes`` (its text, metadata and
+Caps (``caps``, what a peer can make the agent hold): ``max_replies_per_sender`` replies at once to
+one peer and ``max_replies`` in all; a question over ``max_question_bytes`` (its text, metadata and
 resource strings, UTF-8) is not given to the responder. Each such request is answered with an
-``error`` message saying why (code ``busy`` or ``question_too_large``; a plain peer reads
-"Error (busy): ..."), never with silence; at most ``max_refusals`` of those are sent at once
-(a quarter of them to one peer), beyond which requests are dropped with a rate-limited warning
-(a flood, not a peer waiting for its answer). At most 1,024
-acknowledgements are being sent at once.
+``error`` message saying why (code ``busy`` or ``question_too_large``; a plain peer reads "Error
+(busy): ..."), never with silence; at most ``max_refusals`` of those are sent at once (a quarter of
+them to one peer), beyond which requests are dropped with a rate-limited warning (a flood, not a
+peer waiting for its answer). At most 1,024 acknowledgements are being sent at once.
 
-Protection: constructing a StreamingChat installs the inbox guard
-(:mod:`agent_stream.uagents.guard`); the agent it serves sends through one lane per peer
-(:mod:`agent_stream.uagents.lanes`) from its first message on (agents built with
-:func:`~agent_stream.uagents.local.local_agent` or ``network_agent`` have both from the start).
+Protection: building a StreamingChat changes nothing outside it. The agent it serves is
+protected (:func:`~agent_stream.uagents.hardening.protect`: the inbox guard and per-peer send
+lanes for chat traffic, on that agent only) when the plugin first sees it, if it was not
+already; agents built with :func:`~agent_stream.uagents.local.local_agent` or ``network_agent``
+are protected from the start, HTTP edge included, and so is any agent given to ``protect``
+before it runs.
+
+Retrofit: an agent that already has a chat protocol includes
+``StreamingChat.from_protocol(proto)`` in its place (its ChatMessage handler becomes the
+responder, see :func:`~agent_stream.uagents.wrap.wrap_chat_handler`).
 
 Delivery (docs/delivery.md): every ChatMessage of a reply is resent (same msg_id) until
-acknowledged, within the ``delivery`` policy's budget, silence being read as loss only from a
-peer known to acknowledge; a reply's ChatMessages are kept in a bounded replay buffer for the
+acknowledged, within the ``settings.delivery`` policy's budget, silence being read as loss only
+from a peer known to acknowledge; a reply's ChatMessages are kept in a bounded replay buffer for the
 asker's ``resend`` op; a tagged reply sends keepalives while open; the asker's ``cancel`` op (or
 an EndSessionContent without text) cancels its reply; a question seen before is acknowledged,
 not answered again (:mod:`.desk`).
@@ -71,13 +78,13 @@ This module is the only code in agent_stream that calls ``ctx.send``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Collection
-from typing import Any
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import Any, cast
 
 from uagents import Agent, Context, Protocol
-from uagents.dispatch import dispatcher
 from uagents_core.contrib.protocols.chat import (
     ChatAcknowledgement,
     ChatMessage,
@@ -93,14 +100,14 @@ from agent_stream.adapters.chat import (
     opens_session,
     requested_channels,
 )
-from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import control_of
-from agent_stream.uagents import guard
-from agent_stream.uagents.caps import ReplyCaps, question_bytes
+from agent_stream.uagents import _compat
+from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.desk import DeliveryDesk
-from agent_stream.uagents.lanes import PeerDispenser, isolate
+from agent_stream.uagents.hardening import is_protected, protect
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
+from agent_stream.uagents.ratelog import RateLimitedLog
 from agent_stream.uagents.request import (
     ChannelPolicy,
     ChatRequest,
@@ -109,18 +116,11 @@ from agent_stream.uagents.request import (
     channels_for,
     invoke,
 )
+from agent_stream.uagents.settings import ChatSettings
 from agent_stream.uagents.wrap import wrap_chat_handler
 from agent_stream.writer import StreamWriter
 
-__all__ = [
-    "ChannelPolicy",
-    "ChatRequest",
-    "ReplyStats",
-    "Responder",
-    "StreamingChat",
-    "question_bytes",
-    "wrap_chat_handler",
-]
+__all__ = ["StreamingChat"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 
@@ -128,60 +128,61 @@ LOG = logging.getLogger("agent_stream.uagents")
 class StreamingChat(Protocol):  # type: ignore[misc]
     """The agent's chat protocol, streaming replies with agent_stream (see the module doc).
 
-    ``responder``: answers requests (None: this agent only asks). ``channels``: the channel
-    policy. ``chunker``: TextChunker options. ``max_in_flight``: flow control (None: off).
-    ``ack_timeout``: seconds to wait for an acknowledgement before giving up flow control.
-    ``max_buffered``: ChatMessages queued per reply before the responder waits.
-    ``drain_timeout``: seconds to finish sending a cancelled reply's ends.
-    ``max_failures``: consecutive failed deliveries, none ever delivered, after which a reply
-    is abandoned (a peer once reached: when a ChatMessage's redelivery budget runs out).
-    ``max_coalesce``: at most this many queued ChatMessages are sent as one (1: never merge).
-    ``on_reply_end``: called with a :class:`ReplyStats` when each reply is over.
-    ``delivery``: redelivery, replay, keepalive and idle settings
-    (:class:`~agent_stream.adapters.chat.delivery.DeliveryPolicy`; see :mod:`.desk`).
-    ``max_replies_per_sender`` (4), ``max_replies`` (64), ``max_question_bytes`` (64 KiB; None:
-    no cap), ``max_refusals`` (128): the caps (see the module doc).
+    Args:
+        responder: answers requests (None: this agent only asks).
+        settings: every limit (:class:`~agent_stream.uagents.ChatSettings`: pump, caps,
+            delivery, protection, send timeout); the defaults when None.
+        channels: the channel policy (which extra channels, e.g. ``{"reasoning"}``, this agent
+            shares with a peer that asks for them).
+        chunker: TextChunker options for the text it sends.
+        on_reply_end: called with a :class:`ReplyStats` when each reply is over.
     """
 
-    def __init__(self, responder: Responder | None = None, *, channels: ChannelPolicy = None,
-                 chunker: dict[str, Any] | None = None, max_in_flight: int | None = None,
-                 ack_timeout: float = 5.0, max_buffered: int = 256,
-                 drain_timeout: float = 5.0, max_failures: int = 3,
-                 max_coalesce: int = 32, send_timeout: int = 30,
-                 on_reply_end: Callable[[ReplyStats], None] | None = None,
-                 max_replies_per_sender: int = 4, max_replies: int = 64,
-                 max_question_bytes: int | None = 64 * 1024,
-                 max_refusals: int = 128, delivery: DeliveryPolicy | None = None) -> None:
+    def __init__(self, responder: Responder | None = None, *,
+                 settings: ChatSettings | None = None, channels: ChannelPolicy = None,
+                 chunker: Mapping[str, Any] | None = None,
+                 on_reply_end: Callable[[ReplyStats], None] | None = None) -> None:
         super().__init__(spec=chat_protocol_spec)
-        guard.install()
-        if max_in_flight is not None and max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        self.settings = settings if settings is not None else ChatSettings()
         self.responder = responder
         self.channels = channels
         self.chunker = dict(chunker) if chunker else None
-        self.max_in_flight = max_in_flight
-        self.ack_timeout = ack_timeout
-        self.max_buffered = max(2, max_buffered)
-        self.drain_timeout = drain_timeout
-        self.max_failures = max(1, max_failures)
-        self.max_coalesce = max(1, max_coalesce)
         self.on_reply_end = on_reply_end
-        self.send_timeout = send_timeout
         self.client = ChatClient()
         self.sent_chat_messages = 0  # ChatMessages this plugin delivered (acks not counted)
         self._outgoing: set[Outgoing] = set()
         self._in_flight: dict[str, Outgoing] = {}
-        self._lanes: dict[str, asyncio.Lock] = {}
+        self._serial: dict[str, asyncio.Lock] = {}  # untagged peers: one reply at a time
         self._tasks: set[asyncio.Task[Any]] = set()
         self._bound: set[int] = set()
-        self._late_lanes: list[PeerDispenser] = []
-        self.caps = ReplyCaps(max_replies_per_sender=max_replies_per_sender,
-                              max_replies=max_replies, max_question_bytes=max_question_bytes,
-                              max_refusals=max_refusals)
-        self._dropped_log = guard.RateLimitedLog(LOG, 5, 10.0)
-        self.desk = DeliveryDesk(delivery)
+        self.caps = ReplyCaps(self.settings.caps)
+        self._dropped_log = RateLimitedLog(LOG, 5, 10.0)
+        self.desk = DeliveryDesk(self.settings.delivery)
+        pump = self.settings.pump
+        self._limits = dataclasses.replace(
+            pump, max_buffered=max(2, pump.max_buffered), max_coalesce=max(1, pump.max_coalesce),
+            max_failures=max(1, pump.max_failures))
         self.on_message(ChatMessage)(self._on_chat)
         self.on_message(ChatAcknowledgement)(self._on_ack)
+
+    @classmethod
+    def from_protocol(cls, protocol: Protocol, *, label: str | None = None,
+                      settings: ChatSettings | None = None, channels: ChannelPolicy = None,
+                      chunker: Mapping[str, Any] | None = None,
+                      on_reply_end: Callable[[ReplyStats], None] | None = None) -> StreamingChat:
+        """A StreamingChat that answers with ``protocol``'s own ChatMessage handler.
+
+        For an agent that already has a chat ``Protocol(spec=chat_protocol_spec)``: include
+        ``StreamingChat.from_protocol(proto)`` instead of ``proto``. The handler runs unchanged
+        (see :func:`wrap_chat_handler`): what it sends the asker with ``ctx.send`` becomes the
+        streamed reply, its EndSessionContent ends the session, its acknowledgements are left
+        to the plugin. ``label``: the label of the reply's block (default: the agent's name).
+        """
+        handler = _chat_handler_of(protocol)
+        chat = cls(None, settings=settings, channels=channels, chunker=chunker,
+                   on_reply_end=on_reply_end)
+        chat.responder = wrap_chat_handler(handler, chat, label=label)
+        return chat
 
     # -- public -----------------------------------------------------------------------------------
     @property
@@ -204,7 +205,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         (default: the delivery policy's, 15 s).
         """
         self._bind(ctx)
-        return await ask_with(self._send, ctx, destination, question, self.client,
+        return await ask_with(self.send, ctx, destination, question, self.client,
                               session=session, channels=channels, timeout=timeout,
                               settle=settle, decoder=decoder, deliver_within=deliver_within,
                               idle_timeout=idle_timeout, delivery=self.desk.policy)
@@ -214,7 +215,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         """The reply of ``conversation`` (a question's msg_id) sent again from its start, for
         an asker that lost its state (same address; see :func:`.client.resume_with`)."""
         self._bind(ctx)
-        return await resume_with(self._send, ctx, destination, conversation, self.client,
+        return await resume_with(self.send, ctx, destination, conversation, self.client,
                                  timeout=timeout, idle_timeout=idle_timeout,
                                  delivery=self.desk.policy)
 
@@ -227,24 +228,22 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         for t in tasks:
             t.cancel()
         if tasks:
-            await asyncio.wait(tasks, timeout=self.drain_timeout + 1.0)
+            await asyncio.wait(tasks, timeout=self._limits.drain_timeout + 1.0)
         pending = [t for t in self._tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=1.0)
-        for lanes in self._late_lanes:  # the agent only stops the dispenser it started with
-            await lanes.drain(self.drain_timeout)
 
     # -- handlers ---------------------------------------------------------------------------------
     async def _on_chat(self, ctx: Context, sender: str, msg: ChatMessage) -> None:
         self._bind(ctx)
         if len(self._tasks) < 1024:
-            self._spawn(self._send(ctx, sender,
+            self._spawn(self.send(ctx, sender,
                                    ChatAcknowledgement(acknowledged_msg_id=msg.msg_id)))
         session = str(ctx.session) if ctx.session is not None else None
         op = control_of(msg)
         if op is not None:  # an asker's resend/cancel (issue 11)
             work = self.desk.control(sender, op, self._outgoing,
-                                     functools.partial(self._send, ctx, sender))
+                                     functools.partial(self.send, ctx, sender))
             if work is not None:
                 self._spawn(work)
             return
@@ -270,7 +269,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         request = ChatRequest(
             sender=sender, message=msg, session=session, tagged=is_tagged_request(msg),
             opens_session=opens_session(msg), channels=requested_channels(msg),
-            storage=getattr(ctx, "storage", None), logger=ctx.logger, _ctx=ctx)
+            storage=getattr(ctx, "storage", None), logger=ctx.logger, ctx=ctx)
         refusal = self.caps.over_cap(request)
         if refusal is not None:
             self._refuse(ctx, request, refusal)
@@ -294,10 +293,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self.client.acknowledged(sender, key)
 
     # -- internals --------------------------------------------------------------------------------
-    async def _send(self, ctx: Context, destination: str, message: Model) -> tuple[bool, str]:
-        """The one place agent_stream sends: ``ctx.send``, awaited; (delivered?, detail)."""
+    async def send(self, ctx: Context, destination: str, message: Model) -> tuple[bool, str]:
+        """Send ``message`` to ``destination`` the way the plugin does: ``ctx.send`` awaited,
+        never raising; returns (delivered?, detail). The one place agent_stream sends."""
         try:
-            status = await ctx.send(destination, message, timeout=self.send_timeout)
+            status = await ctx.send(destination, message, timeout=self.settings.send_timeout)
         except Exception as exc:  # never let a transport error escape into a handler
             return False, describe(exc)
         ok = getattr(status, "status", None) in (DeliveryStatus.DELIVERED, DeliveryStatus.SENT)
@@ -311,11 +311,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _lane(self, peer: str) -> asyncio.Lock:
-        lane = self._lanes.get(peer)
-        if lane is None:
-            lane = self._lanes[peer] = asyncio.Lock()
-        return lane
+    def _serial_lock(self, peer: str) -> asyncio.Lock:
+        lock = self._serial.get(peer)
+        if lock is None:
+            lock = self._serial[peer] = asyncio.Lock()
+        return lock
 
     def _outgoing_for(self, ctx: Context, request: ChatRequest) -> Outgoing:
         """The pump of one reply: its encoder, and the plugin's send, lane and registries."""
@@ -326,26 +326,22 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         peer = request.sender
 
         async def send(chat: ChatMessage) -> tuple[bool, str]:
-            return await self._send(ctx, peer, chat)
+            return await self.send(ctx, peer, chat)
 
         async def respond(out: StreamWriter) -> None:
             assert self.responder is not None
             await invoke(self.responder, request, out)
+            if request.session_ended:  # the responder ended the session: the reply says so
+                encoder.session = True
 
         return Outgoing(
             peer, conversation, encoder, respond=respond, send=send, limits=self._limits,
             # A peer without tag support gets one reply at a time, ends included.
-            lane=None if request.tagged else self._lane(peer),
+            lane=None if request.tagged else self._serial_lock(peer),
             in_flight=self._in_flight, on_finished=self._finished,
             delivery=self.desk.policy, peer_acks=self.desk.peer_acks(peer, request.tagged),
             replay=self.desk.buffer_for(peer, conversation), keepalive=request.tagged,
             on_produced=self._produced)
-
-    @property
-    def _limits(self) -> PumpLimits:
-        return PumpLimits(max_buffered=self.max_buffered, max_coalesce=self.max_coalesce,
-                          max_in_flight=self.max_in_flight, ack_timeout=self.ack_timeout,
-                          drain_timeout=self.drain_timeout, max_failures=self.max_failures)
 
     def _refuse(self, ctx: Context, request: ChatRequest, refusal: Refused) -> Outgoing | None:
         """Answer ``request`` with an error reply (bounded: see the module doc)."""
@@ -359,7 +355,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                               session=request.opens_session)
 
         async def send(chat: ChatMessage) -> tuple[bool, str]:
-            return await self._send(ctx, sender, chat)
+            return await self.send(ctx, sender, chat)
 
         async def respond(out: StreamWriter) -> None:
             raise refusal
@@ -367,7 +363,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         def done(out: Outgoing) -> None:
             self.caps.refused(sender)
 
-        limits = PumpLimits(max_failures=1, drain_timeout=self.drain_timeout)
+        limits = PumpLimits(max_failures=1, drain_timeout=self._limits.drain_timeout)
         out = Outgoing(sender, conversation, encoder, respond=respond, send=send,
                        limits=limits, on_finished=done)
         out.start()
@@ -390,24 +386,34 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                     out.at_risk()))
             except Exception as exc:  # a bad callback must not break the agent
                 LOG.warning("on_reply_end failed: %s", describe(exc))
-        lane = self._lanes.get(out.peer)
-        if lane is not None and not lane.locked() and not any(
+        lock = self._serial.get(out.peer)
+        if lock is not None and not lock.locked() and not any(
                 o.peer == out.peer for o in self._outgoing):
-            del self._lanes[out.peer]
+            del self._serial[out.peer]
 
     def _bind(self, ctx: Context) -> None:
-        """Hook :meth:`shutdown` into the agent's shutdown (found through uagents' dispatcher)."""
-        address = getattr(getattr(ctx, "agent", None), "address", None)
-        if address is None:
+        """Protect the agent this plugin serves (when it is not yet) and hook :meth:`shutdown`
+        into its shutdown. The agent is found by its address among uagents' dispatch sinks."""
+        address = ctx.agent.address
+        agent = next((s for s in _compat.sinks_for(address) if isinstance(s, Agent)), None)
+        if agent is None or id(agent) in self._bound:
             return
-        for sink in list(dispatcher.sinks.get(address, ())):
-            if isinstance(sink, Agent) and id(sink) not in self._bound:
-                self._bound.add(id(sink))
-                if not isinstance(getattr(sink, "_dispenser", None), PeerDispenser):
-                    self._late_lanes.append(isolate(sink))
+        self._bound.add(id(agent))
+        if not is_protected(agent):
+            protect(agent, self.settings.protection)
 
-                async def _on_shutdown(_ctx: Context) -> None:
-                    await self.shutdown()
+        async def _on_shutdown(_ctx: Context) -> None:
+            await self.shutdown()
 
-                sink.on_event("shutdown")(_on_shutdown)
+        agent.on_event("shutdown")(_on_shutdown)
 
+
+def _chat_handler_of(protocol: Protocol) -> Callable[[Any, str, ChatMessage], Awaitable[None]]:
+    """``protocol``'s ChatMessage handler; a ValueError saying what is wrong otherwise."""
+    digest = Model.build_schema_digest(ChatMessage)
+    handler = protocol.signed_message_handlers.get(digest) or \
+        protocol.unsigned_message_handlers.get(digest)
+    if handler is None:
+        raise ValueError(f"StreamingChat.from_protocol: protocol {protocol.name!r} has no "
+                         "@on_message(ChatMessage) handler")
+    return cast(Callable[[Any, str, ChatMessage], Awaitable[None]], handler)

@@ -26,7 +26,9 @@ class ChatRequest:
     ``sender``: the asking agent's address; ``message``: its ChatMessage; ``session``: the
     envelope session; ``tagged``: it declared agent_stream tag support; ``opens_session``: it
     carried StartSessionContent; ``channels``: the extra channels it asked for; ``storage`` and
-    ``logger``: the agent's (from the handler's context). Sending is the plugin's job.
+    ``logger``: the agent's, and ``ctx`` the handler's uagents ``Context`` the request came
+    with (for the agent's address, name or its own sends). Sending the reply is the plugin's
+    job: write it to the StreamWriter.
     """
 
     sender: str
@@ -37,12 +39,24 @@ class ChatRequest:
     channels: frozenset[str] = frozenset()
     storage: Any = None
     logger: Any = None
-    _ctx: Any = field(default=None, repr=False, compare=False)
+    ctx: Any = field(default=None, repr=False, compare=False)
+    _ending: list[bool] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def text(self) -> str:
         """The question: the request's TextContent items concatenated."""
         return "".join(i.text for i in self.message.content if isinstance(i, TextContent))
+
+    def end_session(self) -> None:
+        """End the chat session with the reply: its last ChatMessage carries
+        EndSessionContent, as when the asker opened a session."""
+        if not self._ending:
+            self._ending.append(True)
+
+    @property
+    def session_ended(self) -> bool:
+        """Whether :meth:`end_session` was called."""
+        return bool(self._ending)
 
 
 @dataclass(frozen=True)

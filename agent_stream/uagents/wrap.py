@@ -1,4 +1,11 @@
-"""Adapting an existing, non-streaming chat handler ``(ctx, sender, msg)`` into a responder."""
+"""Adapting an existing, non-streaming chat handler ``(ctx, sender, msg)`` into a responder.
+
+The handler is the one a Fetch.ai-style agent already has under
+``@proto.on_message(ChatMessage)``; it runs unchanged. Its ``ctx.send(sender, ChatMessage(...))``
+calls become the streamed reply: text as text, resources as image/audio/video messages, its
+EndSessionContent as the end of the session; its acknowledgements are dropped (the plugin
+acknowledges every question itself).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +28,8 @@ from agent_stream.adapters.chat import ChatDecoder
 from agent_stream.writer import StreamWriter
 
 if TYPE_CHECKING:
-    from agent_stream.uagents.plugin import ChatRequest, StreamingChat
+    from agent_stream.uagents.plugin import StreamingChat
+    from agent_stream.uagents.request import ChatRequest
 
 __all__ = ["wrap_chat_handler"]
 
@@ -30,9 +38,10 @@ class _CapturingContext:
     """A Context stand-in for a non-streaming chat handler: what it sends to the asker becomes
     part of the streamed reply; everything else is delegated to the real context."""
 
-    def __init__(self, ctx: Any, asker: str, out: StreamWriter, send: Callable[..., Any]) -> None:
-        self._ctx = ctx
-        self._asker = asker
+    def __init__(self, request: ChatRequest, out: Any, send: Callable[..., Any]) -> None:
+        self._ctx = request.ctx
+        self._request = request
+        self._asker = request.sender
         self._out = out
         self._forward = send
 
@@ -55,8 +64,9 @@ class _CapturingContext:
                     for m in dec.feed("handler", ChatMessage(content=[item]), 0.0):
                         if m.type != "event":
                             await self._out.send(m.model_copy(update={"message_id": None}))
-                elif isinstance(item, (StartSessionContent, EndSessionContent,
-                                       MetadataContent)):
+                elif isinstance(item, EndSessionContent):
+                    self._request.end_session()
+                elif isinstance(item, (StartSessionContent, MetadataContent)):
                     continue
             return status("streamed by the plugin")
         ok, detail = await self._forward(self._ctx, destination, message)
@@ -66,25 +76,32 @@ class _CapturingContext:
 
 def wrap_chat_handler(
     handler: Callable[[Any, str, ChatMessage], Awaitable[None]],
-    plugin: StreamingChat | None = None,
+    plugin: StreamingChat | None = None, *, label: str | None = None,
 ) -> Callable[[ChatRequest, StreamWriter], Awaitable[None]]:
     """A responder from an existing, non-streaming chat handler ``(ctx, sender, msg)``.
 
     The handler runs in the reply's background task with a context whose ``send`` turns the
     ChatMessages it sends back to the asker into messages of the streamed reply (text as text
-    messages, resources as image/audio/video); its acknowledgements are dropped (the plugin
-    acknowledges). Sends to other agents go out through ``plugin`` when given.
+    messages, resources as image/audio/video, EndSessionContent ending the session); its
+    acknowledgements are dropped (the plugin acknowledges). Sends to other agents go out through
+    ``plugin`` when given. ``label``: the reply block's label (default: the agent's name).
     """
 
     async def respond(request: ChatRequest, out: StreamWriter) -> None:
         async def forward(ctx: Any, destination: str, message: Model) -> tuple[bool, str]:
             if plugin is None:
                 return False, "wrap_chat_handler: no plugin given to send to other agents"
-            return await plugin._send(ctx, destination, message)
+            return await plugin.send(ctx, destination, message)
 
-        ctx = _CapturingContext(request._ctx, request.sender, out, forward)
-        async with out.block("agent") as b:
-            ctx._out = b  # type: ignore[assignment]
+        name = label or _agent_name(request.ctx) or "agent"
+        async with out.block("agent", label=name) as b:
+            ctx = _CapturingContext(request, b, forward)
             await handler(ctx, request.sender, request.message)
 
     return respond
+
+
+def _agent_name(ctx: Any) -> str | None:
+    agent = getattr(ctx, "agent", None)  # uagents' AgentRepresentation (public)
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else None

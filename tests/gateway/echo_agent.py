@@ -12,7 +12,7 @@ import asyncio
 import re
 import sys
 
-from agent_stream.uagents import ChatRequest, StreamingChat, local_agent, run_agent
+from agent_stream.uagents import ChatRequest, ChatSettings, StreamingChat, local_agent, run_agent
 from agent_stream.writer import StreamWriter
 
 HEAD = re.compile(r"^\[n=(\d+)(?: rate=([\d.]+))?\]\s*")
@@ -46,7 +46,7 @@ def main() -> int:
     args = p.parse_args()
     agent = local_agent(args.seed, args.port, name=args.name)
     # the gateway is one asker for every test: let it have many replies at once
-    agent.include(StreamingChat(respond, max_replies_per_sender=64, max_replies=64),
+    agent.include(StreamingChat(respond, settings=ChatSettings().with_caps(max_replies_per_sender=64, max_replies=64)),
                   publish_manifest=True)
     print(f"address: {agent.address}", flush=True)
     print(f"endpoint: http://127.0.0.1:{args.port}/submit", flush=True)

@@ -23,13 +23,14 @@ from uagents_core.contrib.protocols.chat import (
 
 from agent_stream.uagents import (
     ChatRequest,
+    ChatSettings,
     DeliveryError,
     ReplyStats,
     StreamingChat,
-    free_port,
     local_agent,
     wrap_chat_handler,
 )
+from agent_stream.uagents.local import free_port
 from agent_stream.writer import StreamWriter
 
 
@@ -72,7 +73,8 @@ async def test_flow_control_keeps_at_most_n_unacknowledged(pair: Pair) -> None:
                 await b.text(f"Part {i}.")
             await asyncio.sleep(0.01)
 
-    chat = StreamingChat(respond, max_in_flight=1, max_coalesce=1, on_reply_end=stats.append)
+    chat = StreamingChat(respond, settings=ChatSettings().with_pump(max_in_flight=1, max_coalesce=1),
+                         on_reply_end=stats.append)
     reply, _ = await ask(pair, chat)
     assert reply.completed
     assert reply.text() == "".join(f"Part {i}." for i in range(6))
@@ -89,7 +91,8 @@ async def test_without_flow_control_messages_pile_up_in_flight(pair: Pair) -> No
         for i in range(6):
             await out.text(f"Part {i}.")
 
-    reply, _ = await ask(pair, StreamingChat(respond, max_coalesce=1, on_reply_end=stats.append))
+    reply, _ = await ask(pair, StreamingChat(respond, settings=ChatSettings().with_pump(max_coalesce=1),
+                                          on_reply_end=stats.append))
     await _reply_ended(stats)
     assert reply.completed and stats[0].peak_in_flight > 1
 

@@ -17,7 +17,7 @@ from uagents_core.contrib.protocols.chat import (
     chat_protocol_spec,
 )
 
-from agent_stream.uagents import ChatRequest, Reply, StreamingChat
+from agent_stream.uagents import ChatRequest, ChatSettings, Reply, StreamingChat
 from agent_stream.writer import StreamWriter
 
 
@@ -57,7 +57,7 @@ async def asker(pair: Pair, name: str) -> tuple[StreamingChat, Any]:
 async def test_a_question_over_the_size_cap_gets_an_error_reply(pair: Pair) -> None:
     gate = Gate()
     gate.open.set()
-    server = pair.add("caps size server", StreamingChat(gate, max_question_bytes=1000))
+    server = pair.add("caps size server", StreamingChat(gate, settings=ChatSettings().with_caps(max_question_bytes=1000)))
     chat, ctx = await asker(pair, "size")
     big = await chat.ask(ctx, server.address, "é" * 600, timeout=5)  # 1,200 bytes
     await big.wait(6)
@@ -74,7 +74,7 @@ async def test_a_question_over_the_size_cap_gets_an_error_reply(pair: Pair) -> N
 
 async def test_over_the_per_sender_cap_a_question_gets_busy_and_others_go_on(pair: Pair) -> None:
     gate = Gate()
-    server = pair.add("caps sender server", StreamingChat(gate, max_replies_per_sender=2))
+    server = pair.add("caps sender server", StreamingChat(gate, settings=ChatSettings().with_caps(max_replies_per_sender=2)))
     chat, ctx = await asker(pair, "flooder")
     first = [await chat.ask(ctx, server.address, f"q{i}", timeout=5) for i in range(2)]
     while len(gate.asked) < 2:
@@ -96,7 +96,7 @@ async def test_over_the_per_sender_cap_a_question_gets_busy_and_others_go_on(pai
 
 async def test_over_the_total_cap_a_new_sender_gets_busy(pair: Pair) -> None:
     gate = Gate()
-    server = pair.add("caps total server", StreamingChat(gate, max_replies=2))
+    server = pair.add("caps total server", StreamingChat(gate, settings=ChatSettings().with_caps(max_replies=2)))
     open_replies = []
     for name in ("a", "b"):
         chat, ctx = await asker(pair, f"total {name}")
@@ -116,7 +116,7 @@ async def test_over_the_total_cap_a_new_sender_gets_busy(pair: Pair) -> None:
 
 async def test_a_plain_peer_reads_the_refusal_as_text(pair: Pair) -> None:
     """A peer written with uagents alone (no tags) gets "Error (code): ..." as TextContent."""
-    server = pair.add("caps plain server", StreamingChat(Gate(), max_question_bytes=10))
+    server = pair.add("caps plain server", StreamingChat(Gate(), settings=ChatSettings().with_caps(max_question_bytes=10)))
     texts: list[str] = []
     proto = Protocol(spec=chat_protocol_spec)
 
