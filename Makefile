@@ -42,6 +42,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard agent_stream agents examples tests bench conformance) hatch_build.py
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 typecheck: lint
 

@@ -1,0 +1,115 @@
+"""No import cycles in agent_stream, counting every import (those inside functions too); only
+imports under ``if TYPE_CHECKING:`` are exempt. The layer contracts themselves are
+``[tool.importlinter]`` in pyproject.toml, checked by ``lint-imports`` (``make lint``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    adj = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in adj:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack.add(v)
+            if i < len(adj[v]):
+                work.append((v, i + 1))
+                w = adj[v][i]
+                if w not in index:
+                    work.append((w, 0))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                scc = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    scc.append(w)
+                    if w == v:
+                        break
+                if len(scc) > 1:
+                    found.append(sorted(scc))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return found
+
+
+def _describe(graph: grimp.ImportGraph, scc: list[str]) -> str:
+    members = set(scc)
+    lines = []
+    for a in scc:
+        for b in sorted(graph.find_modules_directly_imported_by(a) & members):
+            where = [d["line_number"] for d in graph.get_import_details(importer=a, imported=b)]
+            lines.append(f"  {a} -> {b} (line {', '.join(map(str, where))})")
+    return "\n".join(lines)
+
+
+def _graph() -> grimp.ImportGraph:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return grimp.build_graph("agent_stream", include_external_packages=False,
+                             exclude_type_checking_imports=True, cache_dir=None)
+
+
+def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
+    g = grimp.ImportGraph()
+    for m in ("p", "p.a", "p.b", "p.c", "p.d"):
+        g.add_module(m)
+    g.add_import(importer="p.a", imported="p.b", line_number=1, line_contents="import p.b")
+    g.add_import(importer="p.b", imported="p.c", line_number=1, line_contents="import p.c")
+    g.add_import(importer="p.c", imported="p.a", line_number=9, line_contents="import p.a")
+    g.add_import(importer="p.d", imported="p.a", line_number=1, line_contents="import p.a")
+    assert _cycles(g) == [["p.a", "p.b", "p.c"]]
+    assert "p.c -> p.a (line 9)" in _describe(g, ["p.a", "p.b", "p.c"])
+
+
+def test_a_function_level_import_counts() -> None:
+    graph = _graph()
+    # commands.demo imports agent_stream.uagents only inside its functions: still an edge
+    assert "agent_stream.uagents" in graph.find_modules_directly_imported_by(
+        "agent_stream.commands.demo")
+
+
+def test_no_import_cycles_in_the_package() -> None:
+    graph = _graph()
+    cycles = _cycles(graph)
+    if cycles:
+        pytest.fail("import cycles (imports inside functions count; only `if TYPE_CHECKING:` "
+                    "imports are exempt):\n" + "\n".join(_describe(graph, c) for c in cycles))
+
+
+def test_the_core_imports_none_of_the_outer_layers() -> None:
+    graph = _graph()
+    core = ["agent_stream", "agent_stream.message", "agent_stream.delta",
+            "agent_stream.assemble", "agent_stream.writer", "agent_stream.relay",
+            "agent_stream.events", "agent_stream.errors", "agent_stream.ids",
+            "agent_stream.jsontext"]
+    outer = ("agent_stream.adapters", "agent_stream.uagents", "agent_stream.gateway",
+             "agent_stream.commands", "agent_stream.cli", "agent_stream.sources")
+    for module in core:
+        reached = graph.find_upstream_modules(module)  # what it imports, at any depth
+        bad = sorted(m for m in reached if m.startswith(outer))
+        assert not bad, f"{module} reaches {bad}"
