@@ -211,10 +211,11 @@ class ToolCall:
 class Tracked:
     """What an encoder keeps of one message: its key, type, thread, block, whether it ended, its
     wire id and kind (each encoder's own), whether its wire item is open, its shown text, props
-    and tool call. Encoders with more to keep subclass it."""
+    and tool call, its place in the stream (``order``, by first appearance) and whether it came
+    ``whole`` (one full chunk, no message_start). Encoders with more to keep subclass it."""
 
-    __slots__ = ("block_id", "done", "key", "kind", "opened", "props", "text", "thread_id",
-                 "tool", "type", "wid")
+    __slots__ = ("block_id", "done", "key", "kind", "opened", "order", "props", "text",
+                 "thread_id", "tool", "type", "whole", "wid")
 
     def __init__(self, key: Key, type_: str, block_id: str | None, *, kind: str = "",
                  wid: str = "") -> None:
@@ -229,6 +230,8 @@ class Tracked:
         self.text = Parts()
         self.props: dict[str, Any] | None = None
         self.tool = ToolCall()
+        self.order = 0
+        self.whole = False
 
 
 S = TypeVar("S", bound=Tracked)
@@ -237,18 +240,21 @@ S = TypeVar("S", bound=Tracked)
 class MessageTable(Generic[S]):
     """Every message an encoder has seen, and those still open (not ended)."""
 
-    __slots__ = ("_anon", "open", "seen")
+    __slots__ = ("_anon", "_count", "open", "seen")
 
     def __init__(self) -> None:
         self.seen: dict[Key, S] = {}
         self.open: dict[Key, S] = {}
         self._anon = 0
+        self._count = 0
 
     def get(self, key: Key) -> S | None:
         return self.seen.get(key)
 
     def add(self, st: S, *, is_open: bool = True) -> S:
-        """Remember ``st`` (as open unless ``is_open=False``)."""
+        """Remember ``st`` (as open unless ``is_open=False``), after every message before it."""
+        self._count += 1
+        st.order = self._count
         self.seen[st.key] = st
         if is_open:
             self.open[st.key] = st
@@ -343,6 +349,7 @@ class TrackingEncoder(Warnings, Generic[S, W]):
     """
 
     INCOMPLETE_WARNING = "the stream ended without stream_end"
+    SETTLES = False  # whether a message's chunk first ends the earlier ones (``_settle``)
 
     def __init__(self) -> None:
         super().__init__()
@@ -455,6 +462,7 @@ class TrackingEncoder(Warnings, Generic[S, W]):
             if not self._tracks(msg.type):
                 return
             st = self._new(key, msg.type, msg.block_id)
+            st.whole = not msg.delta
         elif found.type != msg.type:
             retyped = self._retype(found, msg, out)
             if retyped is None:
@@ -467,7 +475,25 @@ class TrackingEncoder(Warnings, Generic[S, W]):
         if st.done:
             self._after_end(msg)
         else:
+            if self.SETTLES:
+                self._settle(st, out)
             self._chunk(st, msg, out)
+
+    def _waits(self, st: S) -> bool:
+        """Whether ``st``'s wire form waits for its end (a tool line, a tool call's close)."""
+        return False
+
+    def _settle(self, st: S, out: list[W]) -> None:
+        """Within a thread the wire follows the stream: before ``st`` goes on, the earlier
+        open messages of its thread end when they came whole (nothing more is coming) or, unless
+        ``st`` waits too, when they wait for their end to show. Without this, a tool call sent
+        whole would show after the answer written below it."""
+        waits = self._waits(st)
+        tid, order = st.thread_id, st.order
+        for p in self._table.open_where(
+                lambda s: s.thread_id == tid and s.order < order and
+                (s.whole or (not waits and self._waits(s)))):
+            self._end_msg(p, out)
 
     def _replace(self, st: S, msg: Message, out: list[W]) -> S:
         """End ``st`` and forget it; the new state (same key and block) for ``msg``'s type."""

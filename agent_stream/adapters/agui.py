@@ -144,6 +144,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
 
     INCOMPLETE_WARNING = ("the stream ended without stream_end; an AG-UI client gets RUN_ERROR "
                           "(code incomplete), not RUN_FINISHED")
+    SETTLES = True
 
     def __init__(self, *, thread_id: str = "agent-stream", run_id: str | None = None) -> None:
         super().__init__()
@@ -208,7 +209,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         elif name == MESSAGE_START:
             new = self._table.started_by(ev)
             if new is not None:
-                self._open_msg(self._new(new[0], new[1], ev.msg.block_id), out)
+                st = self._new(new[0], new[1], ev.msg.block_id)
+                self._settle(st, out)
+                self._open_msg(st, out)
         elif name in (MESSAGE_END, BLOCK_END, THREAD_END):
             for st in self._table.ended_by(ev):
                 self._end_msg(st, out)
@@ -284,6 +287,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             out.append(ReasoningEndEvent(message_id=st.wid))
         elif kind == _TOOL:
             out.append(ToolCallEndEvent(tool_call_id=st.tool.call_id or f"call_{st.wid}"))
+
+    def _waits(self, st: Tracked) -> bool:
+        return st.kind in (_TOOL, _RESULT)  # TOOL_CALL_END and TOOL_CALL_RESULT come at the end
 
     def _same_item(self, st: Tracked, type_: str) -> bool:
         """A type change within a kind goes on (activities excepted: their type is named)."""
@@ -366,6 +372,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         if not isinstance(call_id, str) or not call_id:
             out.append(CustomEvent(name=st.type, value=props))
             return
+        for call in self._table.open_where(lambda s: s.kind == _TOOL and
+                                           s.tool.call_id == call_id):
+            self._end_msg(call, out)  # the call is over: its END comes before its result
         content = props.get("content")
         text = content if isinstance(content, str) else "" if content is None else \
             json.dumps(content, ensure_ascii=False, separators=(",", ":"))

@@ -232,8 +232,10 @@ def test_an_error_message_closes_everything_then_run_error_and_nothing_after() -
     wire: list[str] = []
     for m in [event("stream_start", {"request_id": "r"}),
               event("block_start", {"block_id": "B1", "type": "llm"}, block_id="B1"),
-              text("partial", message_id="M1", block_id="B1"),
-              tool_call("c1", "f", '{"a"', message_id="M2", block_id="B1"),
+              # three threads: each message still open when the error comes (within one
+              # thread a later message would end the earlier whole ones first)
+              text("partial", message_id="M1", block_id="B1", thread_id="T1"),
+              tool_call("c1", "f", '{"a"', message_id="M2", block_id="B1", thread_id="T2"),
               Message(type="thinking", message_id="M3", delta=True, props={"content": "x"}),
               error("tool failed", code="E42")]:
         wire += [frame_sse(e) for e in enc.feed(m)]

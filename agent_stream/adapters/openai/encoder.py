@@ -142,6 +142,7 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
 
     INCOMPLETE_WARNING = ("the stream ended without stream_end; an OpenAI client gets an error "
                           "object (code incomplete), not a finish_reason")
+    SETTLES = True
 
     def __init__(self, *, model: str = "agent-stream", completion_id: str | None = None,
                  created: int | None = None, include_usage: bool = False,
@@ -166,6 +167,9 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
 
     def _tracks(self, type_: str) -> bool:
         return type_ in self._fields
+
+    def _waits(self, st: _EMsg) -> bool:
+        return st.progress  # its line is written at its end
 
     def _error_msg(self, msg: Message, out: list[OpenAIItem]) -> None:
         p = msg.props or {}

@@ -1,0 +1,117 @@
+"""Every wire presents a thread's messages in the order the stream produced them: an agent that
+sends a tool call and its result, then its answer, in one block (the README's way), reaches
+OpenAI and AG-UI clients as call, result, answer; not answer first."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from agent_stream.adapters.routing import writer_for
+from agent_stream.message import Message, text, thinking, tool_call
+
+
+def _result(call_id: str, content: str) -> Message:
+    return Message(type="tool_result", props={"call_id": call_id, "name": "get_weather",
+                                             "content": content})
+
+
+async def _agent(out: Any) -> None:
+    async with out.block("llm", label="Answer") as b:
+        await b.send(thinking("Checking the weather."))
+        await b.send(tool_call(id="call_1", name="get_weather", arguments='{"city":"Paris"}'))
+        await b.send(_result("call_1", "sunny"))
+        await b.text("It is sunny in Paris. ")
+        await b.send(tool_call(id="call_2", name="get_weather", arguments='{"city":"Lyon"}'))
+        await b.send(_result("call_2", "rain"))
+        await b.text("Rain in Lyon.")
+
+
+def _wire(accept: str) -> list[dict[str, Any]]:
+    parts: list[str] = []
+
+    async def main() -> None:
+        async with writer_for(accept, parts.append) as out:
+            await _agent(out)
+
+    asyncio.run(main())
+    items = []
+    for line in "".join(parts).splitlines():
+        if line.startswith("data: {"):
+            items.append(json.loads(line[6:]))
+    return items
+
+
+def _segments(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """OpenAI deltas as the client reads them: (field, text) runs, in arrival order."""
+    segs: list[tuple[str, str]] = []
+    for it in items:
+        for ch in it.get("choices", []):
+            for field in ("reasoning_content", "content"):
+                s = ch["delta"].get(field)
+                if not s:
+                    continue
+                if segs and segs[-1][0] == field:
+                    segs[-1] = (field, segs[-1][1] + s)
+                else:
+                    segs.append((field, s))
+    return segs
+
+
+def test_openai_tool_lines_come_before_the_answer_that_follows_them() -> None:
+    segs = _segments(_wire("standard"))
+    assert segs == [
+        ("reasoning_content", 'Checking the weather.\n⚙ get_weather({"city":"Paris"})\n'
+                              "✓ get_weather → sunny\n"),
+        ("content", "It is sunny in Paris. "),
+        ("reasoning_content", '⚙ get_weather({"city":"Lyon"})\n✓ get_weather → rain\n'),
+        ("content", "Rain in Lyon."),
+    ]
+
+
+def test_agui_tool_call_ends_and_its_result_come_before_the_next_text() -> None:
+    kinds = [(e["type"], e.get("toolCallId") or e.get("messageId") or "")
+             for e in _wire("agui")]
+    seq = [k for k in kinds if k[0].startswith(("TOOL_CALL", "TEXT_MESSAGE_START"))]
+    assert seq == [
+        ("TOOL_CALL_START", "call_1"), ("TOOL_CALL_ARGS", "call_1"), ("TOOL_CALL_END", "call_1"),
+        ("TOOL_CALL_RESULT", "call_1"), ("TEXT_MESSAGE_START", seq[4][1]),
+        ("TOOL_CALL_START", "call_2"), ("TOOL_CALL_ARGS", "call_2"), ("TOOL_CALL_END", "call_2"),
+        ("TOOL_CALL_RESULT", "call_2"), ("TEXT_MESSAGE_START", seq[9][1]),
+    ]
+
+
+def test_aisdk_and_native_order_unchanged() -> None:
+    items = _wire("aisdk")
+    order = [i["type"] for i in items if i["type"] in
+             ("reasoning-start", "tool-input-start", "tool-output-available", "text-start")]
+    assert order == ["reasoning-start", "tool-input-start", "tool-output-available",
+                     "text-start", "tool-input-start", "tool-output-available", "text-start"]
+
+
+def test_text_interleaved_with_a_second_thread_keeps_each_threads_order() -> None:
+    """Two threads: each thread's tool line precedes its own answer on the OpenAI wire."""
+    parts: list[str] = []
+
+    async def worker(t: Any, city: str) -> None:
+        await t.send(tool_call(id=f"c_{city}", name="get_weather", arguments=city))
+        await t.send(text(f"{city} done. "))
+
+    async def main() -> None:
+        async with writer_for("standard", parts.append) as out:
+            await out.parallel(lambda t: worker(t, "Paris"), lambda t: worker(t, "Lyon"))
+
+    asyncio.run(main())
+    items = [json.loads(ln[6:]) for ln in "".join(parts).splitlines()
+             if ln.startswith("data: {")]
+    seq: list[str] = []
+    for it in items:
+        for ch in it.get("choices", []):
+            for field in ("reasoning_content", "content"):
+                if ch["delta"].get(field):
+                    seq.append(ch["delta"][field])
+    for city in ("Paris", "Lyon"):
+        line = next(i for i, s in enumerate(seq) if f"get_weather({city})" in s)
+        answer = next(i for i, s in enumerate(seq) if f"{city} done." in s)
+        assert line < answer, seq
