@@ -32,9 +32,11 @@ from agent_stream.message import (
     text,
     thinking,
     tool_call,
+    tool_result,
     user_input,
     video,
 )
+from agent_stream.toolcall import Progress, ToolCall
 from agent_stream.writer import BlockScope, MessageHandle, StreamWriter, ThreadScope
 
 if TYPE_CHECKING:
@@ -53,11 +55,13 @@ __all__ = [
     "MessageHandle",
     "MessageState",
     "Metadata",
+    "Progress",
     "StreamError",
     "StreamWarning",
     "StreamWriter",
     "TextChunker",
     "ThreadScope",
+    "ToolCall",
     "Transcript",
     "UnknownMessage",
     "WireError",
@@ -71,6 +75,7 @@ __all__ = [
     "text",
     "thinking",
     "tool_call",
+    "tool_result",
     "user_input",
     "video",
 ]

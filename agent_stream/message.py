@@ -29,6 +29,7 @@ TEXT = "text"
 THINKING = "thinking"
 LOADING = "loading"
 TOOL_CALL = "tool_call"
+TOOL_RESULT = "tool_result"
 ERROR = "error"
 IMAGE = "image"
 AUDIO = "audio"
@@ -38,7 +39,8 @@ EVENT = "event"
 USER_INPUT = "user_input"
 REFUSAL = "refusal"
 BUILTIN_TYPES = frozenset(
-    (TEXT, THINKING, LOADING, TOOL_CALL, ERROR, IMAGE, AUDIO, VIDEO, ACTION, EVENT, USER_INPUT)
+    (TEXT, THINKING, LOADING, TOOL_CALL, TOOL_RESULT, ERROR, IMAGE, AUDIO, VIDEO, ACTION, EVENT,
+     USER_INPUT)
 )
 
 # Lifecycle event names (props.event of a Message of type "event").
@@ -219,6 +221,13 @@ class ToolCallProps(_Props):
     arguments: str = ""
 
 
+class ToolResultProps(_Props):
+    call_id: str | None = None
+    name: str | None = None
+    content: Any = None
+    is_error: bool | None = None
+
+
 class ErrorProps(_Props):
     message: str
     code: str | None = None
@@ -280,6 +289,7 @@ PROPS_MODELS: dict[str, type[_Props]] = {
     THINKING: ThinkingProps,
     LOADING: LoadingProps,
     TOOL_CALL: ToolCallProps,
+    TOOL_RESULT: ToolResultProps,
     ERROR: ErrorProps,
     IMAGE: ImageProps,
     AUDIO: AudioProps,
@@ -325,6 +335,21 @@ def loading(message: str, done: bool | None = None, **ids: Any) -> Message:
 def tool_call(id: str | None, name: str | None, arguments: str = "", **ids: Any) -> Message:
     """A function/tool call; ``arguments`` is a JSON string."""
     return _msg(TOOL_CALL, ToolCallProps(id=id, name=name, arguments=arguments), ids)
+
+
+def tool_result(call_id: str | None, name: str | None, content: Any = None,
+                is_error: bool | None = None, **ids: Any) -> Message:
+    """The result of a tool call.
+
+    Args:
+        call_id: the ``id`` of the ``tool_call`` it answers.
+        name: the tool's name.
+        content: the result: a string or any JSON value.
+        is_error: True when the call failed (``content`` then says why).
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
+    return _msg(TOOL_RESULT, ToolResultProps(call_id=call_id, name=name, content=content,
+                                             is_error=is_error or None), ids)
 
 
 def error(message: str, code: str | None = None, details: Any = None, **ids: Any) -> Message:

@@ -50,6 +50,7 @@ from agent_stream.message import (
 )
 from agent_stream.message import text as _text
 from agent_stream.relay import Relayable, relay_into
+from agent_stream.toolcall import Progress, ToolCall
 
 if TYPE_CHECKING:
     from agent_stream.assemble import Transcript
@@ -174,6 +175,28 @@ class Scope:
     async def text(self, content: str) -> Message:
         """Send a whole text message."""
         return await self.send(_text(content))
+
+    # -- tools and progress -----------------------------------------------------------------------
+    def tool(self, name: str, arguments: Mapping[str, Any] | str | None = None, *,
+             call_id: str | None = None) -> ToolCall:
+        """A tool call written as a scope: ``async with b.tool("get_weather", {"city": "Paris"})
+        as t: await t.progress("..."); t.result(...)``.
+
+        Args:
+            name: the tool's name.
+            arguments: its arguments: a mapping (sent as JSON), a JSON string, or None.
+            call_id: the call's id; a fresh ``call_…`` when None.
+
+        Sends the ``tool_call`` on enter, a ``loading`` line for its progress, and the
+        ``tool_result`` when the body returns; when the body raises, the result carries the
+        failure (``is_error``) and the exception propagates.
+        """
+        return ToolCall(self, name, arguments, call_id=call_id)
+
+    def progress(self, message: str) -> Progress:
+        """A progress line: ``async with b.progress("Searching…") as p: await p.update(...)``;
+        a ``loading`` message marked ``done`` when the body returns."""
+        return Progress(self, message)
 
     # -- relay ------------------------------------------------------------------------------------
     async def relay(self, reply: Relayable | Awaitable[Relayable], *, label: str | None = None,
