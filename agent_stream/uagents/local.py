@@ -6,9 +6,12 @@ cannot answer: a blocking gRPC query to the Fetch ledger when it is *built*
 and *stops* (``uagents.agent.update_agent_status``), and Almanac registration / manifest
 publishing in the background. It also serves HTTP on every interface (``0.0.0.0``).
 
-:func:`offline` replaces those two names in ``uagents.agent`` and makes the server listen on
-127.0.0.1 only; :func:`local_agent` builds an Agent that registers nowhere, publishes no manifest,
-and finds its peers through a :class:`LocalResolver`:
+A :class:`LocalAgent` does none of it, on its own instance only (other agents of the process stay
+stock): it is built by a copy of ``Agent.__init__`` whose ledger-contract lookup gives None
+(:func:`agent_stream.uagents._compat.agent_init_without_ledger`), it overrides the status
+update with a no-op, and its server object listens on 127.0.0.1. :func:`local_agent` builds one
+that registers nowhere, publishes no manifest, and finds its peers through a
+:class:`LocalResolver`:
 
 - static peers: ``{address: endpoint}`` given in code or as ``--peer ADDRESS=URL``
   (:func:`parse_peer`);
@@ -16,8 +19,8 @@ and finds its peers through a :class:`LocalResolver`:
   file where every running local agent lists itself while it runs, private to the user; an
   entry is used only when its process is alive and its endpoint answers.
 
-Every agent built here is guarded (:mod:`agent_stream.uagents.guard`: a malformed payload cannot
-silence it) and sends through one lane per peer (:mod:`agent_stream.uagents.lanes`: a peer that
+Every agent built here is protected (:func:`agent_stream.uagents.hardening.protect`: a malformed
+payload cannot silence it, and its chat sends go through one lane per peer, so a peer that
 hangs delays only its own messages).
 
 Example::
@@ -29,8 +32,7 @@ Example::
     run_agent(agent)                            # until Ctrl-C / SIGTERM
 
 Networked agents (Almanac registration, Agentverse mailbox) are ordinary uagents agents:
-:func:`network_agent` builds one with the local helpers off; it must run in a process where
-:func:`offline` was never called.
+:func:`network_agent` builds one, protected; it can run in the same process as local agents.
 """
 
 from __future__ import annotations
@@ -45,13 +47,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-import uagents.agent as _ua_agent
-import uagents.asgi as _ua_asgi
 from uagents import Agent, Context
 from uagents_core.identity import parse_identifier
 from uagents_core.registration import AgentRegistrationPolicy
 
-from agent_stream.uagents import guard
+from agent_stream.uagents import _compat
 from agent_stream.uagents.directory import (
     DIRECTORY_ENV,
     DirectoryError,
@@ -59,7 +59,8 @@ from agent_stream.uagents.directory import (
     LocalResolver,
     default_directory_path,
 )
-from agent_stream.uagents.lanes import isolate
+from agent_stream.uagents.edge import AgentServer
+from agent_stream.uagents.hardening import Protection, protect
 
 __all__ = [
     "DIRECTORY_ENV",
@@ -71,12 +72,9 @@ __all__ = [
     "default_directory_path",
     "endpoint_for",
     "free_port",
-    "is_offline",
     "local_agent",
     "network_agent",
     "network_agent_options",
-    "offline",
-    "online",
     "parse_peer",
     "parse_peers",
     "port_free",
@@ -88,52 +86,6 @@ __all__ = [
 LOCAL_HOST = "127.0.0.1"
 
 T = TypeVar("T")
-
-# -- the offline patches ---------------------------------------------------------------------------
-_ORIGINALS: dict[str, Any] = {}
-
-
-def _no_almanac_contract(*_args: Any, **_kwargs: Any) -> None:
-    """Stands in for ``uagents.agent.get_almanac_contract``: no ledger query, no contract."""
-    return None
-
-
-async def _no_status_update(*_args: Any, **_kwargs: Any) -> None:
-    """Stands in for ``uagents.agent.update_agent_status``: nothing is posted."""
-    return None
-
-
-def offline() -> None:
-    """Make this process's uagents agents work with no internet. Idempotent.
-
-    Replaces ``uagents.agent.get_almanac_contract`` (a blocking ledger query at Agent
-    construction) and ``uagents.agent.update_agent_status`` (an HTTP post retried for ~30 s at
-    startup and shutdown) with no-ops, and binds agent HTTP servers to 127.0.0.1 instead of
-    0.0.0.0. Call it before any Agent is built; :func:`local_agent` calls it for you.
-    """
-    if _ORIGINALS:
-        return
-    _ORIGINALS["get_almanac_contract"] = _ua_agent.get_almanac_contract
-    _ORIGINALS["update_agent_status"] = _ua_agent.update_agent_status
-    _ORIGINALS["HOST"] = _ua_asgi.HOST
-    _ua_agent.get_almanac_contract = _no_almanac_contract
-    _ua_agent.update_agent_status = _no_status_update
-    _ua_asgi.HOST = LOCAL_HOST
-
-
-def online() -> None:
-    """Undo :func:`offline` (agents built afterwards reach the network again). Idempotent."""
-    if not _ORIGINALS:
-        return
-    _ua_agent.get_almanac_contract = _ORIGINALS.pop("get_almanac_contract")
-    _ua_agent.update_agent_status = _ORIGINALS.pop("update_agent_status")
-    _ua_asgi.HOST = _ORIGINALS.pop("HOST")
-
-
-def is_offline() -> bool:
-    """True while the :func:`offline` patches are in place."""
-    return bool(_ORIGINALS)
-
 
 class NoRegistration(AgentRegistrationPolicy):  # type: ignore[misc]
     """A registration policy that registers nowhere (no Almanac, no ledger)."""
@@ -170,10 +122,28 @@ def parse_peers(specs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
 
 # -- agents ----------------------------------------------------------------------------------------
 class LocalAgent(Agent):  # type: ignore[misc]
-    """An Agent for local running: publishing a protocol manifest does nothing (no Almanac).
+    """An Agent for local running, with no internet: building it queries no ledger, starting
+    and stopping it posts no status update, its server listens on 127.0.0.1 only, and
+    publishing a protocol manifest does nothing (no Almanac). Takes ``Agent``'s arguments.
     ``local_port``: the 127.0.0.1 port it serves on."""
 
     local_port: int | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _compat.agent_init_without_ledger()(self, *args, **kwargs)
+        server = _compat.server_of(self)
+        server.__class__ = AgentServer  # this agent's server only
+        server.host = LOCAL_HOST
+
+    async def _update_agent_status(self, active: bool) -> None:
+        """No status update is posted to the Almanac API (uagents posts one at start and
+        stop, retried for ~30 s when nothing answers)."""
+        return None
+
+    def setup(self) -> None:
+        """uagents' ``setup``, after checking the uagents internals this agent relies on."""
+        _compat.check_agent(self)
+        super().setup()
 
     async def publish_manifest(self, manifest: dict[str, Any]) -> None:
         return None
@@ -200,7 +170,8 @@ class LocalAgent(Agent):  # type: ignore[misc]
 def local_agent(seed: str, port: int, *, name: str | None = None,
                 peers: Mapping[str, str] | None = None,
                 directory: LocalDirectory | bool | None = True, announce: bool = True,
-                log_level: int | str = logging.WARNING, **options: Any) -> LocalAgent:
+                log_level: int | str = logging.WARNING, protection: Protection | None = None,
+                **options: Any) -> LocalAgent:
     """A uagents Agent that runs with no internet, serving on ``http://127.0.0.1:PORT/submit``.
 
     ``seed`` is required (the address derives from it; without one uagents would write
@@ -209,12 +180,11 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     False/None: static peers only); with ``announce`` the agent adds itself while it runs.
     ``log_level``: the level of this agent's and uagents' loggers, whose output goes to stderr
     (other loggers are left alone). Other keyword arguments go to
-    ``Agent`` (e.g. ``handle_messages_concurrently``). Calls :func:`offline` and
-    :func:`protect`.
+    ``Agent`` (e.g. ``handle_messages_concurrently``). The agent is protected
+    (:func:`~agent_stream.uagents.hardening.protect`) with ``protection`` (None: the defaults).
     """
     if not seed:
         raise ValueError("local_agent: a seed is required")
-    offline()
     book = LocalDirectory() if directory is True else (directory or None)
     endpoint = endpoint_for(port)
     kwargs: dict[str, Any] = {
@@ -229,7 +199,7 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
                        resolve=LocalResolver(peers, book),
                        registration_policy=NoRegistration(), **kwargs)
     agent.local_port = port
-    protect(agent)
+    protect(agent, protection)
     # (uagents' own log_level argument would call logging.basicConfig for the whole process)
     quiet_logs(log_level, agent.name)
     if book is not None and announce:
@@ -291,21 +261,10 @@ def network_agent(seed: str, **kwargs: Any) -> Agent:
     """A networked uagents Agent (see :func:`network_agent_options`).
 
     Building it queries the Fetch ledger, and running it registers in the Almanac: it needs the
-    internet. Raises RuntimeError in a process where :func:`offline` is in effect.
+    internet. Protected (:func:`~agent_stream.uagents.hardening.protect`).
     """
-    if is_offline():
-        raise RuntimeError("network_agent: offline() is in effect in this process; "
-                           "run networked agents in a process of their own (or call online())")
     agent = Agent(**network_agent_options(seed, **kwargs))
     protect(agent)
-    return agent
-
-
-def protect(agent: Agent) -> Agent:
-    """Guard ``agent``'s inbox (:func:`agent_stream.uagents.guard.install`) and give it one send
-    lane per peer (:func:`agent_stream.uagents.lanes.isolate`); returns it. Idempotent."""
-    guard.install()
-    isolate(agent)
     return agent
 
 
@@ -381,7 +340,7 @@ def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = Non
         await agent.run_async()
 
     # The Agent created its tasks' loop when it was built (uagents' own ``Agent.run`` uses it).
-    loop: asyncio.AbstractEventLoop = agent._loop
+    loop = _compat.agent_loop(agent)
     asyncio.set_event_loop(loop)
     try:
         with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):

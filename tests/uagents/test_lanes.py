@@ -1,6 +1,7 @@
 """Per-peer send lanes (agent_stream.uagents.lanes) posting real envelopes over HTTP on
 127.0.0.1: to a server that answers 200 and records what it got, and to a socket that accepts
-connections and never answers."""
+connections and never answers. Chat-protocol envelopes go through lanes; other protocols' go
+the stock uagents way unless every_protocol."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from inprocess_agents import Pair
-from uagents import Agent
 from uagents_core.envelope import Envelope
 from uagents_core.types import DeliveryStatus
 
-from agent_stream.uagents import LocalResolver, NoRegistration, StreamingChat, free_port, offline
-from agent_stream.uagents.lanes import LaneLimits, PeerDispenser
+from agent_stream.uagents import StreamingChat
+from agent_stream.uagents.directory import LocalResolver
+from agent_stream.uagents.lanes import CHAT_DIGESTS, LaneLimits, PeerDispenser
+from agent_stream.uagents.local import LocalAgent, NoRegistration, free_port
+
+CHAT = min(CHAT_DIGESTS)
 
 A, B = "agent1" + "a" * 59, "agent1" + "b" * 59
 
@@ -75,17 +79,53 @@ def hanging() -> Iterator[str]:
         s.close()
 
 
-def envelope(target: str, payload: str) -> Envelope:
+def envelope(target: str, payload: str, digest: str = CHAT) -> Envelope:
     env = Envelope(version=1, sender="agent1" + "s" * 59, target=target, session=uuid.uuid4(),
-                   schema_digest="model:test")
+                   schema_digest=digest)
     env.encode_payload(payload)
     return env
 
 
-def post(d: PeerDispenser, target: str, url: str, payload: str) -> asyncio.Future[Any]:
+def post(d: PeerDispenser, target: str, url: str, payload: str,
+         digest: str = CHAT) -> asyncio.Future[Any]:
     fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    d.add_envelope(envelope(target, payload), [url], fut)
+    d.add_envelope(envelope(target, payload, digest), [url], fut)
     return fut
+
+
+async def test_other_protocols_keep_the_stock_uagents_sending(sink: Sink, hanging: str) -> None:
+    """An envelope of another protocol is not bound by the lanes' post timeout: it goes
+    through uagents' own queue (served by run()), as on a stock agent."""
+    d = PeerDispenser(LaneLimits(post_timeout=0.2))
+    runner = asyncio.create_task(d.run())
+    try:
+        other = post(d, A, hanging, "other protocol", digest="model:other")
+        chat = post(d, B, hanging, "chat protocol")
+        assert d.lanes == 1  # the chat envelope's lane only
+        assert (await chat).status == DeliveryStatus.FAILED
+        await asyncio.sleep(0.3)
+        assert not other.done()  # uagents' own 300 s timeout, not the lanes' 0.2 s
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+    d2 = PeerDispenser()
+    runner = asyncio.create_task(d2.run())
+    try:
+        assert (await post(d2, A, sink.url, "stock", digest="model:other")).status \
+            == DeliveryStatus.DELIVERED
+        assert sink.got == ["stock"]
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+
+async def test_every_protocol_puts_all_sends_in_lanes(hanging: str) -> None:
+    d = PeerDispenser(LaneLimits(post_timeout=0.2, every_protocol=True))
+    other = post(d, A, hanging, "other protocol", digest="model:other")
+    assert d.lanes == 1
+    result = await other
+    assert result.status == DeliveryStatus.FAILED and "no answer within 0.2 s" in result.detail
+    await d.drain(1)
 
 
 async def test_a_hanging_peer_does_not_hold_up_another_peer(sink: Sink, hanging: str) -> None:
@@ -134,9 +174,8 @@ async def pair() -> AsyncIterator[Pair]:
 
 
 async def test_streaming_chat_gives_an_agent_built_elsewhere_its_lanes(pair: Pair) -> None:
-    offline()
     port = free_port()
-    plain = Agent(name="built elsewhere", seed="lanes test plain agent", port=port,
+    plain = LocalAgent(name="built elsewhere", seed="lanes test plain agent", port=port,
                   endpoint=[f"http://127.0.0.1:{port}/submit"], resolve=LocalResolver(),
                   registration_policy=NoRegistration(), enable_agent_inspector=False,
                   report_events=False, mark_inactive_on_shutdown=False,

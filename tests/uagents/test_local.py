@@ -1,5 +1,5 @@
-"""Local running helpers: offline patches, the local directory, the resolver, peers, and the
-networked configuration up to the point where the network would be reached."""
+"""Local running helpers: offline agents (per instance), the local directory, the resolver,
+peers, and the networked configuration up to the point where the network would be reached."""
 
 from __future__ import annotations
 
@@ -16,16 +16,14 @@ import uagents.asgi
 import uagents.network
 
 from agent_stream.commands import serve
-from agent_stream.uagents import (
-    LocalResolver,
-    StreamingChat,
+from agent_stream.uagents import StreamingChat, local_agent, network_agent
+from agent_stream.uagents.directory import LocalResolver
+from agent_stream.uagents.edge import AgentServer
+from agent_stream.uagents.local import (
+    LocalAgent,
+    NoRegistration,
     free_port,
-    is_offline,
-    local_agent,
-    network_agent,
     network_agent_options,
-    offline,
-    online,
     parse_peer,
 )
 
@@ -33,20 +31,38 @@ ADDR = "agent1qwtsvqrttweaa5kjq7seu2natjj4gh2qnh3q99ug9narsmgwchzy72nw57p"
 ADDR2 = "agent1qg6q03f0tm5cchfskztzaj6yge9zhytd3fh9hrls73xwsdh44wey7hjrh8e"
 
 
-def test_offline_is_idempotent_and_reversible() -> None:
-    offline()
-    patched = uagents.agent.get_almanac_contract
-    offline()
-    assert uagents.agent.get_almanac_contract is patched and is_offline()
-    assert uagents.agent.get_almanac_contract("mainnet") is None
-    assert uagents.asgi.HOST == "127.0.0.1"
-    online()
+async def test_a_local_agent_is_offline_on_its_own_instance() -> None:
+    """Building a LocalAgent opens no socket and looks up no name (a stock Agent queries the
+    ledger here); starting it posts no status; its server listens on 127.0.0.1. uagents'
+    module functions are left as they are."""
+    sockets: list[str] = []
+    watching = True
+
+    def hook(event: str, args: Any) -> None:
+        if watching and event in ("socket.connect", "socket.getaddrinfo"):
+            sockets.append(f"{event}{args!r}")
+
+    sys.addaudithook(hook)
+    import asyncio
+
+    port = free_port()
     try:
-        assert not is_offline()
-        assert uagents.agent.get_almanac_contract is uagents.network.get_almanac_contract
-        assert uagents.asgi.HOST != "127.0.0.1"
+        agent = LocalAgent(name="offline", seed="local agent offline test", port=port,
+                           endpoint=[f"http://127.0.0.1:{port}/submit"],
+                           registration_policy=NoRegistration(), enable_agent_inspector=False,
+                           report_events=False, loop=asyncio.get_running_loop())
+        await agent._update_agent_status(True)  # uagents calls it at start and stop
     finally:
-        offline()
+        watching = False
+    try:
+        assert sockets == []
+        assert agent._almanac_contract is None
+        server = agent._server
+        assert isinstance(server, AgentServer) and server.host == "127.0.0.1"
+        assert uagents.agent.get_almanac_contract is uagents.network.get_almanac_contract
+        assert uagents.asgi.HOST == "0.0.0.0"
+    finally:
+        uagents.agent.dispatcher.unregister(agent.address, agent)
 
 
 def test_local_agent_is_configured_for_loopback_and_requires_a_seed() -> None:
@@ -77,10 +93,23 @@ def test_network_agent_options_are_plain_uagents_options() -> None:
         network_agent_options("s", network="moon")
 
 
-def test_network_agent_refuses_to_build_in_an_offline_process() -> None:
-    offline()
-    with pytest.raises(RuntimeError, match="offline"):
-        network_agent("s")
+def test_network_agent_is_protected_beside_local_agents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Local agents change nothing process-wide, so a networked agent can be built in the same
+    process (its ledger query intercepted here, where it would reach the network)."""
+    from agent_stream.uagents.hardening import is_protected
+
+    local = local_agent("local beside a networked one", free_port(), directory=None)
+    reached: list[str] = []
+    monkeypatch.setattr(uagents.agent, "get_almanac_contract",
+                        lambda network="testnet": reached.append(network))
+    agent = network_agent("networked beside a local one", network="testnet", port=free_port())
+    try:
+        assert reached == ["testnet"]  # a stock Agent does query the ledger
+        assert type(agent) is uagents.agent.Agent and is_protected(agent)
+        assert is_protected(local)
+    finally:
+        for a in (agent, local):
+            uagents.agent.dispatcher.unregister(a.address, a)
 
 
 async def test_serve_network_mailbox_is_configured_up_to_the_network(
@@ -103,7 +132,6 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
             sockets.append(f"{event}{args!r}")
 
     sys.addaudithook(hook)
-    online()
     monkeypatch.setattr(uagents.agent, "get_almanac_contract", ledger)
     monkeypatch.setattr(uagents.agent.Agent, "publish_manifest", manifest)
     args = argparse.Namespace(
@@ -119,7 +147,6 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
     finally:
         watching = False
         monkeypatch.undo()
-        offline()
     try:
         assert reached == ["ledger:testnet", "manifest"]
         assert sockets == []
