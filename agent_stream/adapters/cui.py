@@ -3,8 +3,9 @@
 The wire objects are the Messages: ``frame_jsonl`` writes one a line (JSONL), ``frame_sse`` one
 Server-Sent Event each (``data: <json>\\n\\n``). Nothing is translated: the receiver merges deltas
 with the DSL's own rules, and a stream_end closes every message still open. ``close()`` sends the
-final stream_end when the input did not end the stream itself (and something was sent): status
-``error``, "the stream is incomplete", when it was closed without a status.
+final stream_end when the input did not end the stream itself: status ``error``, "the stream is
+incomplete", when it was closed without a status (and nothing when nothing was sent); the status
+given otherwise.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ class CUIEncoder(Warnings):
     def close(self, *, status: str | None = None, error: str | None = None) -> list[Message]:
         """The final stream_end, when the stream has not ended yet (idempotent). Without
         ``status`` the Messages had no stream_end: it has status ``error`` and says the stream
-        is incomplete (with a warning)."""
-        if self.finished or not self._sent:
+        is incomplete (with a warning); nothing at all when nothing was sent. With ``status``
+        it is sent even when no Message was (a reply cancelled before it began says so)."""
+        if self.finished or (not self._sent and status is None):
             self.finished = True
             return []
         if status is None:
