@@ -4,6 +4,13 @@
 ``tasks/get``, ``tasks/cancel``, ...) of an ``A2AStarletteApplication`` with the SDK's
 ``DefaultRequestHandler`` and ``InMemoryTaskStore``; its card is at
 ``/a2a/{agent}/.well-known/agent-card.json`` (the SDK's well-known path under the agent's URL).
+The domain root's ``/.well-known/agent-card.json``, where the spec has clients look first, is
+the default agent's card (``--default-agent``), or the one agent's when the gateway serves one;
+otherwise a 404 whose JSON body lists each agent's card path.
+
+The agents take text: a ``message/send`` or ``message/stream`` whose message has no parts, no
+text, or parts of another kind (file, data) is refused with JSON-RPC error -32602 (invalid
+params) naming what was wrong, before a task starts; nothing is dropped silently.
 The executor starts an ordinary gateway run (so limits, ``/healthz`` and ``DELETE
 /v1/replies/{id}`` apply; the A2A task id is an alias) and feeds its log through the project's
 :class:`~agent_stream.adapters.a2a.A2AEncoder`. ``tasks/cancel`` cancels the run at once; the
@@ -12,21 +19,29 @@ task ends ``canceled``. A dropped ``message/stream`` connection does not cancel 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Message as ASGIMessage
 
-from agent_stream.gateway.app import Gateway
+from agent_stream.adapters import registry
+from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
-from agent_stream.gateway.middleware import HTTPError
+from agent_stream.gateway.middleware import read_body
 from agent_stream.gateway.store import parse_end
 from agent_stream.message import Message
 
-__all__ = ["GatewayExecutor", "routes"]
+__all__ = ["GatewayExecutor", "check_message", "routes"]
 
+CARD_PATH = "/.well-known/agent-card.json"
+OLD_CARD_PATH = "/.well-known/agent.json"  # the A2A 0.2 name, still read by older clients
+INVALID_PARAMS = -32602
+SENDS = ("message/send", "message/stream")
 TASK_ALIAS = "a2a-task:"
 KEY_STATE = "agent_stream_key"  # the caller's key (or address), for the per-key reply limit
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -49,12 +64,11 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
     async def execute(self, context: Any, event_queue: Any) -> None:
         import asyncio
 
-        from agent_stream.adapters.a2a import A2AEncoder
         from agent_stream.uagents import DeliveryError
 
         question = context.get_user_input()
         task_id, context_id = context.task_id, context.context_id
-        enc = A2AEncoder(task_id=task_id, context_id=context_id)
+        enc = registry.wire_named("a2a").make_encoder(task_id=task_id, context_id=context_id)
         gw = self.gw
         if len(question.encode("utf-8")) > gw.config.max_question_bytes:
             for ev in enc.close(status="error", error="the question is over "
@@ -130,25 +144,74 @@ class _Context(_context_base()):  # type: ignore[misc]
         return ctx
 
 
+def check_message(body: Any) -> tuple[str, list[str]] | None:
+    """What is wrong with a ``message/send`` / ``message/stream`` request's parts for an agent
+    that takes text: (reason, the refused parts), or None when it is fine, or when it is not
+    such a request or too malformed to tell (a2a-sdk's own validation answers it)."""
+    if not isinstance(body, dict) or body.get("method") not in SENDS:
+        return None
+    params = body.get("params")
+    message = params.get("message") if isinstance(params, dict) else None
+    parts = message.get("parts") if isinstance(message, dict) else None
+    if not isinstance(parts, list):
+        return None
+    if not parts:
+        return ("the message has no parts: send the question as a text part "
+                '({"kind": "text", "text": "..."})', [])
+    kinds = [p.get("kind") if isinstance(p, dict) else None for p in parts]
+    if not all(isinstance(k, str) for k in kinds):
+        return None
+    refused = [f"parts[{i}] ({k})" for i, k in enumerate(kinds) if k != "text"]
+    if refused:
+        return (f"this agent takes text parts only (input mode text/plain); refused: "
+                f"{', '.join(refused)}", refused)
+    if not any(isinstance(p.get("text"), str) and p["text"].strip() for p in parts):
+        return "the message's text is empty: there is no question to ask", []
+    return None
+
+
+def _invalid_params(body: Any, reason: str, refused: list[str]) -> Response:
+    rid = body.get("id") if isinstance(body, dict) else None
+    error: dict[str, Any] = {"code": INVALID_PARAMS, "message": f"Invalid params: {reason}"}
+    if refused:
+        error["data"] = {"refused_parts": refused}
+    return JSONResponse({"jsonrpc": "2.0",
+                         "id": rid if isinstance(rid, (str, int)) else None, "error": error})
+
+
+def _replayed(request: Request, body: bytes) -> Request:
+    """``request`` with its body read already: the SDK reads it again from here."""
+    sent = False
+
+    async def receive() -> ASGIMessage:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request(request.scope, receive)
+
+
 class _Apps:
     """One a2a-sdk application per agent, made on first use: (rpc endpoint, card endpoint)."""
 
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
-        self._apps: dict[tuple[str, str], tuple[Endpoint, Endpoint]] = {}
+        self._apps: dict[tuple[str, str, str], tuple[Endpoint, Endpoint]] = {}
 
-    def get(self, request: Request) -> tuple[Endpoint, Endpoint]:
+    def get(self, request: Request, agent: AgentRef, segment: str) -> tuple[Endpoint, Endpoint]:
+        """The endpoints of ``agent``, served at ``/a2a/{segment}``."""
         from a2a.server.apps import A2AStarletteApplication
         from a2a.server.request_handlers import DefaultRequestHandler
         from a2a.server.tasks import InMemoryTaskStore
 
         request.state.format = "a2a"
-        agent = self.gw.agent(request.path_params["agent"])
         request.state.agent = agent.name
-        key = (agent.name, agent.address)
+        key = (agent.name, agent.address, segment)
         if key not in self._apps:
             base = str(request.base_url).rstrip("/")
-            url = f"{base}/a2a/{request.path_params['agent']}"
+            url = f"{base}/a2a/{quote(segment, safe='')}"
             handler = DefaultRequestHandler(agent_executor=GatewayExecutor(self.gw, agent),
                                             task_store=InMemoryTaskStore())
             app = A2AStarletteApplication(agent_card=_card(self.gw, agent, url),
@@ -159,21 +222,64 @@ class _Apps:
             self._apps[key] = (eps["/rpc"], eps["/card"])
         return self._apps[key]
 
+    def named(self, request: Request) -> tuple[Endpoint, Endpoint]:
+        """The endpoints of the agent the path names (HTTPError 404 when there is none)."""
+        segment = request.path_params["agent"]
+        return self.get(request, self.gw.agent(segment), segment)
+
+
+def _root_agent(gw: Gateway) -> AgentRef | Response:
+    """The agent whose card the domain root serves, or the 404 saying where the cards are."""
+    listed = [a for a in gw.agents.listed() if a.address]
+    default = gw.config.default_agent
+    if default:
+        ref = gw.agents.pick(default)
+        if ref is not None:
+            return ref
+    elif len(listed) == 1:
+        return listed[0]
+    cards = [f"/a2a/{quote(a.name, safe='')}{CARD_PATH}" for a in listed]
+    if default:
+        code, why = "no_agent", f"the default agent {default!r} is not reachable now"
+    elif listed:
+        code, why = "ambiguous_agent", (f"this gateway serves {len(listed)} agents and has no "
+                                        "default agent (--default-agent NAME)")
+    else:
+        code, why = "no_agent", "no agent is reachable now"
+    where = (f"; each agent's card is at /a2a/NAME{CARD_PATH}: {', '.join(cards)}" if cards
+             else f"; each agent's card is at /a2a/NAME{CARD_PATH}")
+    return JSONResponse({"error": {"code": code, "message": why + where, "cards": cards}},
+                        status_code=404)
+
 
 def routes(gw: Gateway) -> list[Route]:
-    """``POST /a2a/{agent}`` and its agent card."""
+    """``POST /a2a/{agent}``, its agent card, and the card at the domain root."""
     apps = _Apps(gw)
 
     async def rpc(request: Request) -> Response:
-        size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > gw.config.max_body_bytes:
-            raise HTTPError(413, "body_too_large",
-                            f"the request body is over {gw.config.max_body_bytes} bytes")
-        return await apps.get(request)[0](request)
+        data = await read_body(request, gw.config.max_body_bytes)
+        endpoint = apps.named(request)[0]
+        try:
+            body = json.loads(data)
+        except ValueError:
+            body = None  # the SDK answers a parse error its own way
+        wrong = check_message(body)
+        if wrong is not None:
+            return _invalid_params(body, *wrong)
+        return await endpoint(_replayed(request, data))
 
     async def card(request: Request) -> Response:
-        return await apps.get(request)[1](request)
+        return await apps.named(request)[1](request)
+
+    async def root_card(request: Request) -> Response:
+        request.state.format = "a2a"
+        ref = _root_agent(gw)
+        if isinstance(ref, Response):
+            return ref
+        return await apps.get(request, ref, ref.name)[1](request)
 
     return [Route("/a2a/{agent}", rpc, methods=["POST"]),
-            Route("/a2a/{agent}/.well-known/agent-card.json", card, methods=["GET"]),
-            Route("/a2a/{agent}/.well-known/agent.json", card, methods=["GET"])]
+            Route("/a2a/{agent}" + CARD_PATH, card, methods=["GET"]),
+            Route("/a2a/{agent}" + OLD_CARD_PATH, card, methods=["GET"]),
+            Route(CARD_PATH, root_card, methods=["GET"]),
+            Route(OLD_CARD_PATH, root_card, methods=["GET"])]

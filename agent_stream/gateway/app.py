@@ -1,186 +1,47 @@
-"""The gateway's core: agents, runs and the store behind every endpoint, and the Starlette app.
+"""The gateway's ASGI app: every endpoint of a :class:`~agent_stream.gateway.core.Gateway`.
 
-:class:`Gateway` holds what the endpoints share; :func:`build_app` makes the ASGI app (routes in
-:mod:`.routes`, A2A in :mod:`.a2a`, the page in :mod:`.page`). Middleware, outermost first:
-the access log, CORS (only for ``--cors-origin`` origins; none by default), API keys.
+Routes in :mod:`.routes`, A2A in :mod:`.a2a`, the page in :mod:`.page`. Middleware, outermost
+first: the access log, CORS (only for ``--cors-origin`` origins; none by default), API keys.
 """
 
 from __future__ import annotations
-
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
-from agent_stream.gateway.config import GatewayConfig
-from agent_stream.gateway.link import AgentLink, AgentRef, Agents
-from agent_stream.gateway.middleware import AccessLog, ApiKeys, HTTPError, error_response
-from agent_stream.gateway.runs import Busy, Run, Runs, new_reply_id
-from agent_stream.gateway.store import MemoryStore, ResumeStore, StoreFull
-from agent_stream.gateway.views import framed, is_sse, parse_cursor
+from agent_stream.adapters import registry
+from agent_stream.gateway import page, routes
+from agent_stream.gateway.core import Gateway, keepalive
+from agent_stream.gateway.middleware import (
+    AccessLog,
+    ApiKeys,
+    HTTPError,
+    client_kind,
+    error_response,
+)
 
-__all__ = ["Gateway", "build_app"]
+__all__ = ["Gateway", "build_app", "keepalive"]
 
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-KEEPALIVE = 15.0  # seconds of silence after which an SSE stream gets a comment line
-
-
-async def keepalive(source: AsyncIterator[str], every: float) -> AsyncIterator[str]:
-    """``source``, with an SSE comment (``: keepalive``) after each ``every`` seconds of
-    silence, so proxies and clients keep a slow reply's connection (a long tool call) open.
-    Pieces already waiting are joined into one write."""
-    queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=64)
-    failed: list[BaseException] = []
-
-    async def pump() -> None:
-        try:
-            async for text in source:
-                await queue.put(text)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            failed.append(exc)
-        await queue.put(None)
-
-    task = asyncio.create_task(pump())
-    try:
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), every)
-            except asyncio.TimeoutError:
-                yield ": keepalive\n\n"
-                continue
-            if item is None:
-                break
-            # what is already waiting goes out in the same write (fewer, larger HTTP chunks)
-            batch = [item]
-            while not queue.empty() and len(batch) < 256:
-                nxt = queue.get_nowait()
-                if nxt is None:
-                    yield "".join(batch)
-                    if failed:
-                        raise failed[0]
-                    return
-                batch.append(nxt)
-            yield "".join(batch)
-        if failed:
-            raise failed[0]
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-
-
-class Gateway:
-    """What every endpoint uses: settings, the agents, the runs and the resume store."""
-
-    def __init__(self, config: GatewayConfig, agents: Agents, link: AgentLink,
-                 store: ResumeStore | None = None) -> None:
-        self.config = config
-        self.agents = agents
-        self.store: ResumeStore = store or MemoryStore()
-        self.runs = Runs(link, self.store, window=config.resume_window,
-                         max_per_key=config.max_replies_per_key, max_runs=config.max_replies,
-                         timeout=config.reply_timeout)
-
-    # -- asking -----------------------------------------------------------------------------------
-    def agent(self, name: str | None) -> AgentRef:
-        """The agent a request names (or the first one); HTTPError 404 when there is none."""
-        ref = self.agents.pick(name)
-        if ref is None:
-            known = ", ".join(a.name for a in self.agents.listed() if a.address) or "none"
-            what = f"no agent {name!r}" if name else "no agent is reachable"
-            raise HTTPError(404, "model_not_found" if name else "no_agent",
-                            f"{what} (reachable: {known})")
-        return ref
-
-    async def start(self, request: Request, *, agent: str | None, question: str, fmt: str,
-                    options: dict[str, Any], aliases: tuple[str, ...] = (),
-                    reply_id: str | None = None, sse: bool = True) -> Run:
-        """Ask: one run, its log created and the question delivered (HTTPError otherwise)."""
-        ref = self.agent(agent)
-        request.state.agent = ref.name
-        size = len(question.encode("utf-8"))
-        if size > self.config.max_question_bytes:
-            raise HTTPError(413, "question_too_large",
-                            f"the question is {size} bytes; the limit is "
-                            f"{self.config.max_question_bytes}")
-        from agent_stream.uagents import DeliveryError
-
-        key = getattr(request.state, "key", "local")
-        try:
-            run = await self.runs.start(key=key, agent=ref, question=question,
-                                        meta={"format": fmt, "options": options, "sse": sse},
-                                        aliases=aliases, reply_id=reply_id or new_reply_id(),
-                                        reasoning=self.config.reasoning)
-        except Busy as exc:
-            raise HTTPError(429, "busy", str(exc)) from exc
-        except StoreFull as exc:
-            raise HTTPError(503, "store_full", str(exc)) from exc
-        except DeliveryError as exc:
-            raise HTTPError(502, "agent_unreachable", str(exc)) from exc
-        request.state.reply = run.id
-        return run
-
-    async def resume_target(self, request: Request) -> tuple[str, int, dict[str, Any]] | None:
-        """(reply id, cursor, metadata) when the request resumes (``Last-Event-ID`` header or
-        ``last_event_id`` query); HTTPError 404 when the reply is unknown or expired."""
-        raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
-        cursor = parse_cursor(raw)
-        if cursor is None:
-            return None
-        rid = await self.store.resolve(cursor[0])
-        meta = await self.store.meta(rid) if rid is not None else None
-        if rid is None or meta is None:
-            raise HTTPError(404, "unknown_reply", f"reply {cursor[0]!r} is unknown or past its "
-                            f"resume window ({self.config.resume_window:g} s)")
-        request.state.reply = rid
-        request.state.agent = meta.get("agent", "-")
-        return rid, cursor[1], meta
-
-    # -- answering --------------------------------------------------------------------------------
-    def stream(self, reply_id: str, meta: dict[str, Any], *, after: int = -1, sse: bool = True,
-               headers: dict[str, str] | None = None) -> StreamingResponse:
-        """The reply's wire, live; a reader attached for as long as the response runs."""
-        fmt, options = str(meta["format"]), dict(meta.get("options") or {})
-        media = "text/event-stream" if is_sse(fmt, sse) else "application/x-ndjson"
-
-        source = framed(self.store, reply_id, fmt, options, after=after, sse=sse)
-        if media == "text/event-stream":
-            source = keepalive(source, KEEPALIVE)
-
-        async def body() -> AsyncIterator[str]:
-            await self.runs.attach(reply_id)
-            try:
-                async for text in source:
-                    yield text
-            finally:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self.runs.detach(reply_id))
-
-        return StreamingResponse(body(), media_type=media,
-                                 headers={**SSE_HEADERS, "x-reply-id": reply_id,
-                                          **(headers or {})})
+# the response headers some wires add (the AI SDK's), which browsers may read
+_WIRE_HEADERS = sorted({h for w in registry.wires() for h in w.headers})
 
 
 def _errors(request: Request, exc: Exception) -> Response:
-    from agent_stream.gateway.middleware import client_kind
-
     assert isinstance(exc, HTTPError)
     request.state.format = getattr(request.state, "format", client_kind(request.url.path))
     return error_response(client_kind(request.url.path), exc.status, exc.code, exc.message)
 
 
 def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
-    """The ASGI app serving every endpoint of ``gateway``."""
-    from agent_stream.gateway import page, routes
+    """The ASGI app serving every endpoint of ``gateway``.
 
+    Args:
+        gateway: the agents, runs and resume store the endpoints share.
+        with_a2a: serve A2A (``/a2a/{agent}`` and the agent cards; needs ``a2a-sdk``).
+    """
     route_list = [*routes.routes(gateway), *page.routes()]
     if with_a2a:
         from agent_stream.gateway import a2a
@@ -193,7 +54,7 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["authorization", "content-type", "last-event-id", "x-api-key",
                            "accept"],
-            expose_headers=["x-reply-id", "x-vercel-ai-ui-message-stream"], max_age=600))
+            expose_headers=["x-reply-id", *_WIRE_HEADERS], max_age=600))
     middleware.append(Middleware(ApiKeys, keys=gateway.config.keys()))
     app = Starlette(routes=route_list, middleware=middleware,
                     exception_handlers={HTTPError: _errors})

@@ -28,6 +28,7 @@ class GatewayConfig:
     host: str = "127.0.0.1"
     port: int = 8080
     agents: list[str] = field(default_factory=list)
+    default_agent: str | None = None  # what a request naming no agent gets (and the root card)
     api_keys: list[str] = field(default_factory=list)
     cors_origins: list[str] = field(default_factory=list)
     resume_window: float = 60.0

@@ -14,12 +14,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["AccessLog", "ApiKeys", "HTTPError", "client_kind", "error_response", "read_json"]
+__all__ = ["AccessLog", "ApiKeys", "HTTPError", "client_kind", "error_response", "read_body",
+           "read_json"]
 
 ACCESS = logging.getLogger("agent_stream.gateway.access")
 
-# Paths anyone may read without a key: the page, its assets and the liveness probe.
-PUBLIC = ("/", "/healthz", "/favicon.ico")
+# Paths anyone may read without a key: the page, its assets, the liveness probe and the A2A
+# agent cards (a client reads the card to learn how to authenticate).
+PUBLIC = ("/", "/healthz", "/favicon.ico", "/.well-known/agent-card.json",
+          "/.well-known/agent.json")
 PUBLIC_PREFIXES = ("/static/",)
 
 
@@ -71,8 +74,8 @@ def error_response(kind: str, status: int, code: str, message: str,
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The request's JSON body, at most ``limit`` bytes (HTTPError 413 / 400 otherwise)."""
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request's body, at most ``limit`` bytes (HTTPError 413 otherwise)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPError(413, "body_too_large", f"the request body is over {limit} bytes")
@@ -81,8 +84,14 @@ async def read_json(request: Request, limit: int) -> Any:
         body += piece
         if len(body) > limit:
             raise HTTPError(413, "body_too_large", f"the request body is over {limit} bytes")
+    return bytes(body)
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The request's JSON body, at most ``limit`` bytes (HTTPError 413 / 400 otherwise)."""
+    body = await read_body(request, limit)
     try:
-        return json.loads(bytes(body) or b"null")
+        return json.loads(body or b"null")
     except ValueError as exc:
         raise HTTPError(400, "bad_json", f"the request body is not JSON: {exc}") from exc
 

@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agent_stream.adapters.routing import ACCEPT, format_for
+from agent_stream.adapters import registry
 from agent_stream.errors import WireError
-from agent_stream.gateway.app import Gateway
+from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.middleware import HTTPError, read_json
 from agent_stream.gateway.questions import from_aisdk, from_openai, from_turns, text_of
 from agent_stream.gateway.runs import new_reply_id
@@ -25,7 +25,6 @@ from agent_stream.gateway.views import NATIVE, events
 
 __all__ = ["routes"]
 
-AISDK_HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 CHAT_ALIAS = "aisdk-chat:"
 
 
@@ -41,14 +40,14 @@ async def _body(request: Request) -> dict[str, Any]:
     return data
 
 
-async def _resume(request: Request, headers: dict[str, str] | None = None) -> Response | None:
+async def _resume(request: Request) -> Response | None:
     gw = _gw(request)
     target = await gw.resume_target(request)
     if target is None:
         return None
     rid, after, meta = target
     request.state.format = meta.get("format")
-    return gw.stream(rid, meta, after=after, sse=bool(meta.get("sse", True)), headers=headers)
+    return gw.stream(rid, meta, after=after, sse=bool(meta.get("sse", True)))
 
 
 # -- OpenAI ---------------------------------------------------------------------------------------
@@ -157,7 +156,7 @@ async def agui(request: Request) -> Response:
 async def aisdk_chat(request: Request) -> Response:
     """``POST /api/chat``: ``useChat``'s default transport; the UI message stream out."""
     request.state.format = "aisdk"
-    resumed = await _resume(request, AISDK_HEADERS)
+    resumed = await _resume(request)
     if resumed is not None:
         return resumed
     body = await _body(request)
@@ -171,14 +170,14 @@ async def aisdk_chat(request: Request) -> Response:
     run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
                          question=question, fmt="aisdk", options=options, aliases=aliases,
                          reply_id=rid)
-    return gw.stream(run.id, {"format": "aisdk", "options": options}, headers=AISDK_HEADERS)
+    return gw.stream(run.id, {"format": "aisdk", "options": options})
 
 
 async def aisdk_resume(request: Request) -> Response:
     """``GET /api/chat/{id}/stream``: the chat's running reply from its start (or after
     ``Last-Event-ID``); 204 when no reply of that chat is running."""
     request.state.format = "aisdk"
-    resumed = await _resume(request, AISDK_HEADERS)
+    resumed = await _resume(request)
     if resumed is not None:
         return resumed
     gw = _gw(request)
@@ -190,23 +189,30 @@ async def aisdk_resume(request: Request) -> Response:
         return Response(status_code=204)
     request.state.reply = rid
     request.state.agent = meta.get("agent", "-")
-    return gw.stream(rid, meta, headers=AISDK_HEADERS)
+    return gw.stream(rid, meta)
 
 
 # -- native and accept routing --------------------------------------------------------------------
+def _known(accept: str) -> str:
+    """``accept`` when it names a wire of the registry (HTTPError 400 otherwise)."""
+    try:
+        registry.resolve(accept)
+    except WireError as exc:
+        raise HTTPError(400, "unknown_accept", str(exc)) from exc
+    return accept
+
+
 def _accept(request: Request) -> tuple[str, bool]:
-    """(format, sse) from ``?accept=``/``?format=`` or the Accept header."""
+    """(format, sse) from ``?accept=``/``?format=`` or the Accept header: any ``accept`` value
+    of the wire registry, else the native stream (SSE, or JSON lines when asked for)."""
     q = request.query_params.get("accept")
     if q:
-        try:
-            format_for(q)
-        except WireError as exc:
-            raise HTTPError(400, "unknown_accept", str(exc)) from exc
-        return q, True
+        return _known(q), True
     header = request.headers.get("accept", "")
     names = [p.split(";")[0].strip().lower() for p in header.split(",")]
+    known = set(registry.accept_names())
     for n in names:
-        if n in ACCEPT or n in ("openai", "cui", "agui", "channels", "aisdk"):
+        if n in known:
             return n, True
     jsonl = request.query_params.get("format") == "jsonl" or (
         "application/x-ndjson" in names and "text/event-stream" not in names)
@@ -224,11 +230,7 @@ async def native(request: Request) -> Response:
         body = await _body(request)
         agent, question = body.get("agent"), body.get("question")
         if body.get("accept"):
-            fmt = str(body["accept"])
-            try:
-                format_for(fmt)
-            except WireError as exc:
-                raise HTTPError(400, "unknown_accept", str(exc)) from exc
+            fmt = _known(str(body["accept"]))
     else:
         agent, question = request.query_params.get("agent"), request.query_params.get("q")
     if not isinstance(question, str) or not question.strip():
@@ -237,9 +239,7 @@ async def native(request: Request) -> Response:
     options: dict[str, Any] = {}
     run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
                          question=question, fmt=fmt, options=options, sse=sse)
-    meta = {"format": fmt, "options": options, "sse": sse}
-    headers = AISDK_HEADERS if fmt != NATIVE and format_for(fmt) == "aisdk" else None
-    return gw.stream(run.id, meta, sse=sse, headers=headers)
+    return gw.stream(run.id, {"format": fmt, "options": options, "sse": sse}, sse=sse)
 
 
 # -- replies, health ------------------------------------------------------------------------------

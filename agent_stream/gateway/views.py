@@ -14,70 +14,41 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
 
-from agent_stream.adapters.framing import Encoder, dumps
-from agent_stream.adapters.routing import encoder_for, format_for, frame_for
+from agent_stream.adapters.framing import Encoder
+from agent_stream.adapters.registry import Framing, Wire
+from agent_stream.adapters.routing import encoder_for, wire_for
 from agent_stream.gateway.store import ResumeStore, parse_end
 from agent_stream.message import Message
 
-__all__ = ["NATIVE", "Cursor", "Reopen", "events", "framed", "parse_cursor"]
+__all__ = ["NATIVE", "Cursor", "Reopen", "events", "framed", "parse_cursor", "wire_of"]
 
+# The gateway's name for the native Message stream: the ``cui`` wire, SSE unless the client
+# asks for JSON lines (``sse=False``). Every other format is an ``accept`` value.
 NATIVE = "native"
-SSE_FORMATS = frozenset({"openai", "agui", "aisdk", "cui-web", NATIVE})
 
 
-class _NativeEncoder:
-    """Messages as they are (the native wire). A reply that ended without stream_end (cancelled
-    or cut here) gets one saying its status, so every native stream says how it ended."""
-
-    def __init__(self) -> None:
-        self.finished = False
-
-    def feed(self, msg: Message) -> list[Any]:
-        if msg.event == "stream_end":
-            self.finished = True
-        return [msg]
-
-    def close(self, *, status: str | None = None, error: str | None = None) -> list[Any]:
-        if self.finished:
-            return []
-        self.finished = True
-        data: dict[str, Any] = {"status": status or "error"}
-        if error:
-            data["error"] = error
-        return [Message.from_dict({"type": "event",
-                                   "props": {"event": "stream_end", "data": data}})]
-
-    def drain_warnings(self) -> list[Any]:
-        return []
+def wire_of(fmt: str, sse: bool = True) -> tuple[Wire, Framing]:
+    """The wire and framing of ``fmt`` (an accept value, or ``native``); ``sse`` matters for
+    ``native`` only (every accept value has its own framing)."""
+    if fmt == NATIVE:
+        return wire_for("cui", sse=sse)
+    return wire_for(fmt)
 
 
 def make_encoder(fmt: str, options: dict[str, Any]) -> Encoder[Any]:
     """A fresh encoder for ``fmt`` (an accept value, or ``native``)."""
-    if fmt == NATIVE:
-        return _NativeEncoder()
-    return encoder_for(fmt, **options)
-
-
-def _native_frame(item: Any) -> str:
-    return "data: " + (item.to_json() if isinstance(item, Message) else dumps(item)) + "\n\n"
-
-
-def _native_jsonl(item: Any) -> str:
-    return (item.to_json() if isinstance(item, Message) else dumps(item)) + "\n"
+    return encoder_for("cui" if fmt == NATIVE else fmt, **options)
 
 
 def frame_fn(fmt: str, *, sse: bool = True) -> Callable[[Any], str]:
     """How ``fmt``'s wire objects become text."""
-    if fmt == NATIVE:
-        return _native_frame if sse else _native_jsonl
-    return frame_for(fmt)
+    wire, framing = wire_of(fmt, sse)
+    return wire.frame(framing)
 
 
 def is_sse(fmt: str, sse: bool = True) -> bool:
     """Whether ``fmt`` is framed as Server-Sent Events (and so carries ids)."""
-    if fmt == NATIVE:
-        return sse
-    return fmt in SSE_FORMATS or format_for(fmt) in ("openai", "agui", "aisdk")
+    return wire_of(fmt, sse)[1] == "sse"
 
 
 Cursor = tuple[str, int]
@@ -122,7 +93,7 @@ class Reopen:
     }
 
     def __init__(self, fmt: str) -> None:
-        f = format_for(fmt) if fmt != NATIVE else NATIVE
+        f = wire_of(fmt)[0].name
         self.pairs = self.AGUI if f == "agui" else self.AISDK if f == "aisdk" else {}
         self._ends = {e: (s, key) for s, (ends, key) in self.pairs.items() for e in ends}
         self._open: dict[tuple[str, str], Any] = {}  # insertion order = the order sent

@@ -1,0 +1,166 @@
+"""What every endpoint of the gateway shares: the agents, the runs and the resume store.
+
+:class:`Gateway` asks (one run per question, :mod:`.runs`), resolves resume cursors, and answers
+a reply's log as a live response in its client's wire (:mod:`.views`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from agent_stream.gateway.config import GatewayConfig
+from agent_stream.gateway.link import AgentLink, AgentRef, Agents
+from agent_stream.gateway.middleware import HTTPError
+from agent_stream.gateway.runs import Busy, Run, Runs, new_reply_id
+from agent_stream.gateway.store import MemoryStore, ResumeStore, StoreFull
+from agent_stream.gateway.views import framed, parse_cursor, wire_of
+
+__all__ = ["KEEPALIVE", "SSE_HEADERS", "Gateway", "keepalive"]
+
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+KEEPALIVE = 15.0  # seconds of silence after which an SSE stream gets a comment line
+
+
+async def keepalive(source: AsyncIterator[str], every: float) -> AsyncIterator[str]:
+    """``source``, with an SSE comment (``: keepalive``) after each ``every`` seconds of
+    silence, so proxies and clients keep a slow reply's connection (a long tool call) open.
+    Pieces already waiting are joined into one write."""
+    queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=64)
+    failed: list[BaseException] = []
+
+    async def pump() -> None:
+        try:
+            async for text in source:
+                await queue.put(text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failed.append(exc)
+        await queue.put(None)
+
+    task = asyncio.create_task(pump())
+    try:
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), every)
+            except asyncio.TimeoutError:
+                yield ": keepalive\n\n"
+                continue
+            if item is None:
+                break
+            # what is already waiting goes out in the same write (fewer, larger HTTP chunks)
+            batch = [item]
+            while not queue.empty() and len(batch) < 256:
+                nxt = queue.get_nowait()
+                if nxt is None:
+                    yield "".join(batch)
+                    if failed:
+                        raise failed[0]
+                    return
+                batch.append(nxt)
+            yield "".join(batch)
+        if failed:
+            raise failed[0]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+class Gateway:
+    """What every endpoint uses: settings, the agents, the runs and the resume store."""
+
+    def __init__(self, config: GatewayConfig, agents: Agents, link: AgentLink,
+                 store: ResumeStore | None = None) -> None:
+        self.config = config
+        self.agents = agents
+        self.store: ResumeStore = store or MemoryStore()
+        self.runs = Runs(link, self.store, window=config.resume_window,
+                         max_per_key=config.max_replies_per_key, max_runs=config.max_replies,
+                         timeout=config.reply_timeout)
+
+    # -- asking -----------------------------------------------------------------------------------
+    def agent(self, name: str | None) -> AgentRef:
+        """The agent a request names (none named: the default agent, else the first one);
+        HTTPError 404 when there is none."""
+        name = name or self.config.default_agent
+        ref = self.agents.pick(name)
+        if ref is None:
+            known = ", ".join(a.name for a in self.agents.listed() if a.address) or "none"
+            what = f"no agent {name!r}" if name else "no agent is reachable"
+            raise HTTPError(404, "model_not_found" if name else "no_agent",
+                            f"{what} (reachable: {known})")
+        return ref
+
+    async def start(self, request: Request, *, agent: str | None, question: str, fmt: str,
+                    options: dict[str, Any], aliases: tuple[str, ...] = (),
+                    reply_id: str | None = None, sse: bool = True) -> Run:
+        """Ask: one run, its log created and the question delivered (HTTPError otherwise)."""
+        ref = self.agent(agent)
+        request.state.agent = ref.name
+        size = len(question.encode("utf-8"))
+        if size > self.config.max_question_bytes:
+            raise HTTPError(413, "question_too_large",
+                            f"the question is {size} bytes; the limit is "
+                            f"{self.config.max_question_bytes}")
+        from agent_stream.uagents import DeliveryError
+
+        key = getattr(request.state, "key", "local")
+        try:
+            run = await self.runs.start(key=key, agent=ref, question=question,
+                                        meta={"format": fmt, "options": options, "sse": sse},
+                                        aliases=aliases, reply_id=reply_id or new_reply_id(),
+                                        reasoning=self.config.reasoning)
+        except Busy as exc:
+            raise HTTPError(429, "busy", str(exc)) from exc
+        except StoreFull as exc:
+            raise HTTPError(503, "store_full", str(exc)) from exc
+        except DeliveryError as exc:
+            raise HTTPError(502, "agent_unreachable", str(exc)) from exc
+        request.state.reply = run.id
+        return run
+
+    async def resume_target(self, request: Request) -> tuple[str, int, dict[str, Any]] | None:
+        """(reply id, cursor, metadata) when the request resumes (``Last-Event-ID`` header or
+        ``last_event_id`` query); HTTPError 404 when the reply is unknown or expired."""
+        raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+        cursor = parse_cursor(raw)
+        if cursor is None:
+            return None
+        rid = await self.store.resolve(cursor[0])
+        meta = await self.store.meta(rid) if rid is not None else None
+        if rid is None or meta is None:
+            raise HTTPError(404, "unknown_reply", f"reply {cursor[0]!r} is unknown or past its "
+                            f"resume window ({self.config.resume_window:g} s)")
+        request.state.reply = rid
+        request.state.agent = meta.get("agent", "-")
+        return rid, cursor[1], meta
+
+    # -- answering --------------------------------------------------------------------------------
+    def stream(self, reply_id: str, meta: dict[str, Any], *, after: int = -1, sse: bool = True,
+               headers: dict[str, str] | None = None) -> StreamingResponse:
+        """The reply's wire, live; a reader attached for as long as the response runs."""
+        fmt, options = str(meta["format"]), dict(meta.get("options") or {})
+        wire, framing = wire_of(fmt, sse)
+        source = framed(self.store, reply_id, fmt, options, after=after, sse=sse)
+        if framing == "sse":
+            source = keepalive(source, KEEPALIVE)
+
+        async def body() -> AsyncIterator[str]:
+            await self.runs.attach(reply_id)
+            try:
+                async for text in source:
+                    yield text
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.runs.detach(reply_id))
+
+        return StreamingResponse(body(), media_type=wire.content_type(framing),
+                                 headers={**SSE_HEADERS, "x-reply-id": reply_id,
+                                          **wire.headers, **(headers or {})})
