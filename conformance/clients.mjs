@@ -15,7 +15,7 @@ async function openaiClient(stream) {
   const client = new OpenAI({ baseURL: `${base}/openai/${stream}`, apiKey: "x", maxRetries: 0,
                               timeout: 30000 });
   const seen = { text: "", reasoning: "", tool_calls: [], finish_reason: null, usage: null,
-                 error: null };
+                 error: null, deltas: [] };
   const calls = new Map();
   try {
     const s = await client.chat.completions.create({
@@ -25,8 +25,11 @@ async function openaiClient(stream) {
       if (chunk.usage) seen.usage = chunk.usage;
       for (const ch of chunk.choices || []) {
         const d = ch.delta || {};
-        if (d.content) seen.text += d.content;
-        if (d.reasoning_content) seen.reasoning += d.reasoning_content;
+        if (d.content) { seen.text += d.content; seen.deltas.push(["c", d.content]); }
+        if (d.reasoning_content) {
+          seen.reasoning += d.reasoning_content;
+          seen.deltas.push(["r", d.reasoning_content]);
+        }
         for (const tc of d.tool_calls || []) {
           const c = calls.get(tc.index) || { id: null, name: null, arguments: "" };
           if (tc.id) c.id = tc.id;
@@ -49,14 +52,17 @@ async function streamTextClient(stream) {
   const provider = createOpenAICompatible({ name: "agentstream", baseURL: `${base}/openai/${stream}`,
                                             includeUsage: true });
   const seen = { text: "", reasoning: "", tool_calls: [], finish_reason: null, usage: null,
-                 error: null, tool_errors: [] };
+                 error: null, tool_errors: [], deltas: [] };
   const result = streamText({ model: provider.chatModel("agent-stream"), prompt: "hi",
                               maxRetries: 0, onError: () => {},
                               abortSignal: AbortSignal.timeout(30000) });
   try {
     for await (const p of result.fullStream) {
-      if (p.type === "text-delta") seen.text += p.text;
-      else if (p.type === "reasoning-delta") seen.reasoning += p.text;
+      if (p.type === "text-delta") { seen.text += p.text; seen.deltas.push(["c", p.text]); }
+      else if (p.type === "reasoning-delta") {
+        seen.reasoning += p.text;
+        seen.deltas.push(["r", p.text]);
+      }
       else if (p.type === "tool-call") seen.tool_calls.push({ id: p.toolCallId, name: p.toolName,
                                                               input: p.input });
       else if (p.type === "tool-error") seen.tool_errors.push(errText(p.error));
@@ -82,7 +88,7 @@ async function aguiClient(stream) {
   const agent = new HttpAgent({ url: `${base}/agui/${stream}` });
   const events = [];
   const seen = { texts: [], reasoning: [], tool_calls: [], tool_results: {}, finish: null,
-                 usage: null, error: null, verify_error: null };
+                 usage: null, error: null, verify_error: null, order: [] };
   try {
     await agent.runAgent({}, {
       onEvent: ({ event }) => { events.push(event); },
@@ -95,9 +101,13 @@ async function aguiClient(stream) {
   } catch (e) {
     seen.verify_error = errText(e);
   }
+  const content = new Map();
   for (const m of agent.messages) {
     if (m.role === "assistant") {
-      if (typeof m.content === "string" && m.content) seen.texts.push(m.content);
+      if (typeof m.content === "string" && m.content) {
+        seen.texts.push(m.content);
+        content.set(m.id, m.content);
+      }
       for (const tc of m.toolCalls || []) {
         seen.tool_calls.push({ id: tc.id, name: tc.function.name,
                                arguments: tc.function.arguments });
@@ -106,7 +116,19 @@ async function aguiClient(stream) {
       seen.tool_results[m.toolCallId] = m.content;
     } else if (m.role === "reasoning") {
       seen.reasoning.push(m.content);
+      content.set(m.id, m.content);
     }
+  }
+  // The order a live UI shows things in (agent.messages puts each result right after its
+  // call, whenever it came): a message where it starts, a tool call where it is complete
+  // (TOOL_CALL_END), a result where it arrives.
+  for (const e of events) {
+    if (e.type === "TEXT_MESSAGE_START" && content.has(e.messageId)) {
+      seen.order.push(["text", content.get(e.messageId)]);
+    } else if (e.type === "REASONING_MESSAGE_START" && content.has(e.messageId)) {
+      seen.order.push(["reasoning", content.get(e.messageId)]);
+    } else if (e.type === "TOOL_CALL_END") seen.order.push(["tool", e.toolCallId]);
+    else if (e.type === "TOOL_CALL_RESULT") seen.order.push(["result", e.toolCallId]);
   }
   for (const e of events) {
     if (e.type === "RUN_FINISHED") {
@@ -124,7 +146,7 @@ async function aguiClient(stream) {
 async function uiStreamClient(stream) {
   const transport = new DefaultChatTransport({ api: `${base}/aisdk/${stream}` });
   const seen = { texts: [], reasoning: [], tool_calls: [], finish: null, usage: null,
-                 errors: [], header: null, data: [], files: [] };
+                 errors: [], header: null, data: [], files: [], order: [] };
   const chunks = await transport.sendMessages({
     trigger: "submit-message", chatId: "c1", messageId: undefined, abortSignal: undefined,
     messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }] });
@@ -145,10 +167,15 @@ async function uiStreamClient(stream) {
     seen.errors.push(errText(e));
   }
   await ends;
+  // the parts in the order the UI message holds them
   for (const p of last?.parts || []) {
-    if (p.type === "text") seen.texts.push(p.text);
-    else if (p.type === "reasoning") seen.reasoning.push(p.text);
+    if (p.type === "text") { seen.texts.push(p.text); seen.order.push(["text", p.text]); }
+    else if (p.type === "reasoning") {
+      seen.reasoning.push(p.text);
+      seen.order.push(["reasoning", p.text]);
+    }
     else if (p.type === "dynamic-tool" || p.type.startsWith("tool-")) {
+      seen.order.push(["tool", p.toolCallId]);
       seen.tool_calls.push({ id: p.toolCallId, name: p.toolName ?? p.type.slice(5),
                              state: p.state, input: p.input, output: p.output,
                              providerExecuted: p.providerExecuted });

@@ -88,6 +88,63 @@ def _tools_only() -> list[Message]:
             ev("block_end", {"block_id": "B1"}, block_id="B1"), end("tools")]
 
 
+def _tools_in_answer() -> list[Message]:
+    """What a README agent writes: whole messages (``send``) in one block, no message_end (the
+    block's end closes them): tools and text alternate and must show in that order."""
+    b = {"bid": "B1"}
+    return [start("tia"), ev("block_start", {"block_id": "B1"}, block_id="B1", type="llm"),
+            m("thinking", {"content": "I need the weather first."}, "M1", **b),
+            m("tool_call", {"id": "call_p", "name": "get_weather",
+                            "arguments": '{"city":"Paris"}'}, "M2", **b),
+            m("tool_result", {"call_id": "call_p", "name": "get_weather", "content": "sunny"},
+              "M3", **b),
+            m("text", {"content": "Paris is sunny. "}, "M4", **b),
+            m("tool_call", {"id": "call_l", "name": "get_weather",
+                            "arguments": '{"city":"Lyon"}'}, "M5", **b),
+            m("tool_result", {"call_id": "call_l", "name": "get_weather",
+                              "content": {"sky": "rain"}}, "M6", **b),
+            d("text", {"content": "Lyon has "}, "M7", **b),
+            d("text", {"content": "rain."}, "M7", **b),
+            mend("M7"), m("thinking", {"content": "Both answered."}, "M8", **b),
+            ev("block_end", {"block_id": "B1"}, block_id="B1"), end("tia")]
+
+
+def _streamed_tools_between_text() -> list[Message]:
+    """Explicit lifecycles: text, a tool call streamed in fragments, text, its result, text,
+    all in one block."""
+    b = {"bid": "B1"}
+    return [start("stt"), ev("block_start", {"block_id": "B1"}, block_id="B1", type="llm"),
+            d("text", {"content": "Let me look that up."}, "M1", **b), mend("M1"),
+            mstart("M2", "tool_call", bid="B1"),
+            d("tool_call", {"id": "call_s", "name": "search"}, "M2", delta_action="merge", **b),
+            d("tool_call", {"arguments": '{"q":'}, "M2", **b),
+            d("tool_call", {"arguments": '"docs"}'}, "M2", **b), mend("M2"),
+            d("thinking", {"content": "Searching while I explain."}, "M3", **b), mend("M3"),
+            m("tool_result", {"call_id": "call_s", "name": "search", "content": "3 hits"}, "M4",
+              **b), mend("M4"),
+            d("text", {"content": "Found 3 hits."}, "M5", **b), mend("M5"),
+            ev("block_end", {"block_id": "B1"}, block_id="B1"), end("stt")]
+
+
+def _threads_tools_text() -> list[Message]:
+    """Two threads, each a tool call, its result and an answer sent whole, interleaved; then
+    the answer of the main thread."""
+    out = [start("ttt"), ev("thread_start", thread_id="T1", label="paris"),
+           ev("thread_start", thread_id="T2", label="lyon")]
+    for tid, city in (("T1", "Paris"), ("T2", "Lyon")):
+        out.append(m("tool_call", {"id": f"call_{tid}", "name": "get_weather",
+                                   "arguments": f'{{"city":"{city}"}}'}, "M1", tid))
+    for tid, sky in (("T2", "rain"), ("T1", "sunny")):
+        out.append(m("tool_result", {"call_id": f"call_{tid}", "name": "get_weather",
+                                     "content": sky}, "M2", tid))
+    for tid, city, sky in (("T1", "Paris", "sunny"), ("T2", "Lyon", "rain")):
+        out.append(m("text", {"content": f"{city}: {sky}. "}, "M3", tid))
+    out += [ev("thread_end", {"thread_id": "T1"}, thread_id="T1"),
+            ev("thread_end", {"thread_id": "T2"}, thread_id="T2"),
+            d("text", {"content": "Both cities done."}, "M4"), mend("M4"), end("ttt")]
+    return out
+
+
 def _late_tool_names() -> list[Message]:
     return [start("late"), mstart("M1", "tool_call"),
             d("tool_call", {"arguments": '{"n":'}, "M1"),
@@ -165,6 +222,9 @@ CORPUS: dict[str, Any] = {
     "error_mid_thread": _error_mid_thread,
     "cancelled": _cancelled,
     "tools_only": _tools_only,
+    "tools_in_answer": _tools_in_answer,
+    "streamed_tools_text": _streamed_tools_between_text,
+    "threads_tools_text": _threads_tools_text,
     "late_tool_names": _late_tool_names,
     "rewrites_retypes": _rewrites,
     "media": _media,

@@ -15,6 +15,17 @@ REWRITES = {"rewrites_retypes"}  # a rewrite shows as a line break and the new t
 MEDIA = {"media"}  # the OpenAI wire shows media as markdown links in the text
 
 
+@dataclass(frozen=True)
+class Item:
+    """One thing a client shows, in the transcript's order: a text, a reasoning, a tool call or
+    a tool result (``key``: the text, or the call's id), in its thread."""
+
+    thread: str | None
+    kind: str  # text | reasoning | tool | result
+    key: str
+    line: str = ""  # how the OpenAI wire shows it (tool and result lines)
+
+
 @dataclass
 class Expected:
     """What the transcript says a stream is."""
@@ -26,6 +37,70 @@ class Expected:
     status: str  # completed | error | cancelled | streaming (cut: no stream_end)
     error: str | None
     usage: dict[str, Any] | None = field(default=None)
+    order: list[Item] = field(default_factory=list)
+
+
+def _shown(content: Any) -> str:
+    return content if isinstance(content, str) else "" if content is None else \
+        json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+
+
+def order_of(t: Transcript) -> list[Item]:
+    """The items a client shows, in the order the stream produced them (first appearance)."""
+    out: list[Item] = []
+    for m in t.messages:
+        p = m.props
+        if m.type in ("text", "refusal", "thinking") and m.content:
+            out.append(Item(m.thread_id, "reasoning" if m.type == "thinking" else "text",
+                            m.content))
+        elif m.type == "tool_call" and isinstance(p.get("id"), str):
+            name = p.get("name") or "tool"
+            out.append(Item(m.thread_id, "tool", p["id"],
+                            f"⚙ {name}({p.get('arguments', '')})"))
+        elif m.type == "tool_result" and isinstance(p.get("call_id"), str):
+            name = p.get("name") or "tool"
+            out.append(Item(m.thread_id, "result", p["call_id"],
+                            f"✓ {name} → {_shown(p.get('content'))}"))
+    return out
+
+
+def same_order(got: list[tuple[str, str]], want: list[Item], stream: str = ""
+               ) -> tuple[bool, str]:
+    """Within each thread, the client's (kind, key) items come in the transcript's order (a
+    rewritten text, shown after a line break, is matched by its end)."""
+    if stream in REWRITES:
+        ends = [(i.kind, i.key) for i in want if i.kind in ("text", "reasoning")]
+        got = [next(((k, w) for k, w in ends if k == g[0] and g[1].endswith(w)), g)
+               for g in got]
+    for tid in dict.fromkeys(i.thread for i in want):
+        mine = [(i.kind, i.key) for i in want if i.thread == tid]
+        keys = set(mine)
+        seen = [g for g in got if g in keys]
+        if seen != mine:
+            return False, f"thread {tid}: got {json.dumps(seen)[:200]}"
+    return True, ""
+
+
+def order_on_openai(deltas: list[list[str]], want: list[Item]) -> tuple[bool, str]:
+    """The OpenAI wire: each item found in the content ("c") or reasoning ("r") deltas, its
+    place the delta where it begins; then ``same_order`` on those places."""
+    text = {"c": "", "r": ""}
+    starts: dict[str, list[tuple[int, int]]] = {"c": [], "r": []}  # (offset, delta index)
+    for i, (f, piece) in enumerate(deltas):
+        starts[f].append((len(text[f]), i))
+        text[f] += piece
+    placed: list[tuple[int, int, tuple[str, str]]] = []
+    after: dict[tuple[str, str], int] = {}
+    for it in want:
+        f, needle = ("c", it.key) if it.kind == "text" else \
+            ("r", it.line or it.key)
+        at = text[f].find(needle, after.get((f, needle), 0))
+        if at < 0:
+            return False, f"{it.kind} {needle[:60]!r} not found"
+        after[(f, needle)] = at + 1
+        idx = max(i for off, i in starts[f] if off <= at)
+        placed.append((idx, at, (it.kind, it.key)))
+    return same_order([k for *_, k in sorted(placed)], want)
 
 
 def expected(t: Transcript) -> Expected:
@@ -40,7 +115,7 @@ def expected(t: Transcript) -> Expected:
                     thinking=[m.content for m in msgs if m.type == "thinking"],
                     tools=tools, tool_results=results, status=t.status or "streaming",
                     error=err if isinstance(err, str) else None,
-                    usage=usage if isinstance(usage, dict) else None)
+                    usage=usage if isinstance(usage, dict) else None, order=order_of(t))
 
 
 def in_order(hay: str, needles: list[str]) -> bool:
@@ -92,7 +167,8 @@ def check_openai(seen: dict[str, Any], e: Expected, stream: str, sdk: bool = Fal
             "reasoning": (in_order(seen["reasoning"], e.thinking), repr(seen["reasoning"])[:120]),
             "tools": (tools_ok, json.dumps(seen["tool_calls"] or seen.get("tool_errors"))[:160]),
             "finish": (fin_ok, f"finish_reason={seen['finish_reason']} error={seen['error']}"),
-            "usage": (usage_ok, json.dumps(u))}
+            "usage": (usage_ok, json.dumps(u)),
+            "order": order_on_openai(seen["deltas"], e.order)}
 
 
 def check_agui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
@@ -109,10 +185,12 @@ def check_agui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
             "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
             "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
             "tools": (calls == e.tools, json.dumps(calls)[:200]),
-            "tool results": (seen["tool_results"] == e.tool_results,
+            "tool results": (seen["tool_results"] == {k: _shown(v) for k, v in
+                                                      e.tool_results.items()},
                              json.dumps(seen["tool_results"])[:200]),
             "finish": (fin_ok, f"finish={seen['finish']} error={seen['error']}"),
-            "usage": (usage_ok, json.dumps(u))}
+            "usage": (usage_ok, json.dumps(u)),
+            "order": same_order([tuple(o) for o in seen["order"]], e.order, stream)}
 
 
 def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
@@ -139,7 +217,10 @@ def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
             "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
             "tools": (tools_ok, json.dumps(seen["tool_calls"])[:200]),
             "finish": (fin_ok, f"finish={fin} errors={errors}"),
-            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"]))}
+            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"])),
+            # a tool part holds its output: results have no place of their own
+            "order": same_order([tuple(o) for o in seen["order"]],
+                                [i for i in e.order if i.kind != "result"], stream)}
 
 
 def check_a2a(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
@@ -161,7 +242,8 @@ def check_a2a(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
             "tool results": (seen["tool_results"] == e.tool_results,
                              json.dumps(seen["tool_results"])[:200]),
             "finish": (fin_ok, f"state={state} text={seen['status_text']}"),
-            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"]))}
+            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"])),
+            "order": same_order([tuple(o) for o in seen["order"]], e.order, stream)}
 
 
 CHECKERS = {

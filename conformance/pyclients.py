@@ -17,7 +17,7 @@ async def openai_client(base: str, stream: str) -> dict[str, Any]:
     from openai import AsyncOpenAI
 
     seen: dict[str, Any] = {"text": "", "reasoning": "", "tool_calls": [],
-                            "finish_reason": None, "usage": None, "error": None}
+                            "finish_reason": None, "usage": None, "error": None, "deltas": []}
     calls: dict[int, dict[str, Any]] = {}
     client = AsyncOpenAI(base_url=f"{base}/openai/{stream}", api_key="x", max_retries=0,
                          timeout=30.0)
@@ -32,9 +32,13 @@ async def openai_client(base: str, stream: str) -> dict[str, Any]:
             for ch in chunk.choices:
                 d = ch.delta
                 seen["text"] += d.content or ""
+                if d.content:
+                    seen["deltas"].append(["c", d.content])
                 extra = d.model_extra or {}
                 r = extra.get("reasoning_content")
-                seen["reasoning"] += r if isinstance(r, str) else ""
+                if isinstance(r, str) and r:
+                    seen["reasoning"] += r
+                    seen["deltas"].append(["r", r])
                 for tc in d.tool_calls or []:
                     c = calls.setdefault(tc.index, {"id": None, "name": None, "arguments": ""})
                     c["id"] = tc.id or c["id"]
@@ -76,7 +80,7 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
     seen: dict[str, Any] = {"texts": [], "reasoning": [], "tool_calls": [], "tool_results": {},
                             "state": None,
                             "status_text": None, "usage": None, "incomplete": False,
-                            "error": None, "sdk_warnings": records.lines}
+                            "error": None, "sdk_warnings": records.lines, "order": []}
     task = None
     async with httpx.AsyncClient(timeout=30) as http:
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
@@ -99,6 +103,7 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
         if kind in ("text", "refusal", "thinking"):
             s = "".join(getattr(r, "text", "") for r in roots)
             seen["reasoning" if kind == "thinking" else "texts"].append(s)
+            seen["order"].append(["reasoning" if kind == "thinking" else "text", s])
         elif kind in ("tool_call", "tool_result") and roots:
             props: dict[str, Any] = dict(getattr(roots[0], "data", {}))
             for r in roots[1:]:
@@ -107,8 +112,10 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
                                      dm.get("delta_path"), dict(getattr(r, "data", {})))
             if kind == "tool_call":
                 seen["tool_calls"].append({k: props.get(k) for k in ("id", "name", "arguments")})
+                seen["order"].append(["tool", props.get("id")])
             elif isinstance(props.get("call_id"), str):
                 seen["tool_results"][props["call_id"]] = props.get("content")
+                seen["order"].append(["result", props["call_id"]])
     seen["state"] = task.status.state.value
     if task.status.message is not None:
         seen["status_text"] = "".join(getattr(p.root, "text", "")

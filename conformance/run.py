@@ -2,7 +2,8 @@
 
 Starts the wire server on 127.0.0.1, runs the Python clients in this process and the Node
 clients (conformance/clients.mjs) as a subprocess, compares what each client ends up with to
-the transcript (random ``fuzz_NN`` streams: checked for protocol only), prints one line per
+the transcript, the order of texts, reasoning, tool calls and results within each thread
+included (random ``fuzz_NN`` streams: checked for protocol only), prints one line per
 (client, stream), a client x stream table and ``N passed, M failed`` (plus known failures,
 reported as xfail). Exit status 1 when anything unexpected failed.
 Usage: python conformance/run.py [STREAM...]

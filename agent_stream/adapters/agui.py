@@ -28,7 +28,10 @@ Ordering, as AG-UI clients enforce it: RUN_STARTED first (sent before anything e
 stream has no stream_start), no CONTENT/ARGS without START, no second START for an open id,
 nothing after RUN_ERROR, and every message, tool call, reasoning span and step is closed before
 RUN_FINISHED/RUN_ERROR. Concurrent threads interleave freely: every open item has its own id.
-A message closes at its message_end, at the end of its block or thread, or at the run's end.
+A message closes at its message_end, at the end of its block or thread, or at the run's end;
+and, so a thread's events keep the stream's order, before a later message of its thread goes on
+when it came whole (one chunk, no message_start) or is a tool call or result (TOOL_CALL_END,
+TOOL_CALL_RESULT). A result first closes its call.
 
 Text rewrites (replace/merge/set changing the text) follow the OpenAI rule: the extension when
 the new text extends the old, else a line break and the new text.

@@ -115,3 +115,25 @@ def test_text_interleaved_with_a_second_thread_keeps_each_threads_order() -> Non
         line = next(i for i, s in enumerate(seq) if f"get_weather({city})" in s)
         answer = next(i for i, s in enumerate(seq) if f"{city} done." in s)
         assert line < answer, seq
+
+
+def test_a_tool_line_is_not_held_behind_another_threads_unfinished_tool_line() -> None:
+    """T2's result line waits for its end; T1's result, ended by T1's answer, goes first."""
+    from agent_stream.adapters.openai import encode_messages
+
+    def ev(name: str, tid: str | None = None, **data: Any) -> Message:
+        return Message(type="event", props={"event": name, "data": data}, thread_id=tid)
+
+    def res(tid: str, sky: str) -> Message:
+        return Message(type="tool_result", message_id="M2", thread_id=tid,
+                       props={"call_id": f"c{tid}", "name": "w", "content": sky})
+
+    msgs = [ev("stream_start"),
+            tool_call(id="cT1", name="w", arguments="P", message_id="M1", thread_id="T1"),
+            tool_call(id="cT2", name="w", arguments="L", message_id="M1", thread_id="T2"),
+            res("T2", "rain"), res("T1", "sunny"),
+            text("Paris: sunny.", message_id="M3", thread_id="T1"),
+            ev("stream_end", status="completed")]
+    seq = [c.delta.get("content") or c.delta.get("reasoning_content")
+           for c in encode_messages(msgs) if getattr(c, "delta", None)]
+    assert seq.index("✓ w → sunny\n") < seq.index("Paris: sunny."), seq

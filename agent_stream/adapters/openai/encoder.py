@@ -29,6 +29,11 @@ An OpenAI client can only append, and it has one ``content`` string. So:
   only grow; a rewrite that does not extend them is dropped with a warning.
 - image, audio and video become markdown links in ``content``; action, custom types and events
   are silent.
+- Within a thread the client gets things in the order the stream produced them: before a
+  message goes on, the earlier messages of its thread that came whole (one chunk, no
+  message_start) end, and so do the agent's tool calls and results (their lines are written at
+  their end); an ended tool line does not wait behind other threads' unfinished ones. So a tool
+  call and its result sent before the answer show before it.
 """
 
 from __future__ import annotations
@@ -246,9 +251,14 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
                 st.tool.ensure_name(self, st.key)
                 self._tool_start(st, out)
             return
+        q = self._queues[st.field]  # type: ignore[index]
         if st.progress:
             self._text_set(st, self._progress_line(st), out)
-        q = self._queues[st.field]  # type: ignore[index]
+            if q and q[0] is not st and self._may_pass(q, st):
+                q.remove(st)  # its line goes now, before the later messages of its thread
+                self._send(st, st.text.value(), out)
+                st.text = Parts()
+                return
         if not q or q[0] is not st:
             return  # held: sent whole when it reaches the head
         q.popleft()
@@ -263,6 +273,17 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
                 break
             q.popleft()
             head.text = Parts()
+
+    @staticmethod
+    def _may_pass(q: deque[_EMsg], st: _EMsg) -> bool:
+        """Whether the ended tool line ``st`` may go before the messages ahead of it: only tool
+        lines of other threads still running are, and they have shown nothing yet."""
+        for h in q:
+            if h is st:
+                return True
+            if not h.progress or h.done or h.thread_id == st.thread_id:
+                return False
+        return False
 
     # -- content ------------------------------------------------------------------------------
     def _chunk(self, st: _EMsg, msg: Message, out: list[OpenAIItem]) -> None:
