@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
+from agent_stream.commands._args import seconds, seed_refused
 from agent_stream.errors import MissingDependency
+from agent_stream.seeds import WeakSeedWarning
 
 SEED_ENV = "AGENT_STREAM_GATEWAY_SEED"
 
@@ -49,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="an accepted API key (repeatable; also $AGENT_STREAM_GATEWAY_KEYS)")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="an origin browsers may call from (repeatable; default: none)")
-    p.add_argument("--resume-window", type=float, default=60.0, metavar="S",
+    p.add_argument("--resume-window", type=seconds, default=60.0, metavar="S",
                    help="seconds a reply stays resumable, and keeps running with no client "
                    "(default: %(default)s)")
     p.add_argument("--resume-store", default="memory", metavar="memory|redis://...",
@@ -63,7 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "(default: %(default)s)")
     p.add_argument("--max-replies", type=int, default=256, metavar="N",
                    help="replies at once in all (default: %(default)s)")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=300.0, metavar="S",
                    help="seconds a reply may take (default: %(default)s)")
     p.add_argument("--no-reasoning", action="store_true",
                    help="do not ask agents for their reasoning")
@@ -74,6 +77,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    seed = os.environ.get(SEED_ENV)
+    if seed:
+        seed_refused("gateway", seed)
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
@@ -105,8 +111,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        return run_gateway(config, agent_port=args.agent_port,
-                           seed=os.environ.get(SEED_ENV), verbose=args.verbose)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", WeakSeedWarning)  # said above, once
+            return run_gateway(config, agent_port=args.agent_port, seed=seed,
+                               verbose=args.verbose)
     except OSError as exc:
         print(f"agent-stream gateway: {exc}", file=sys.stderr)
         return 1

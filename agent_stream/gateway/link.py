@@ -126,7 +126,9 @@ class Agents:
             names = [e.get("name") for e in entries.values()]
             for a, e in sorted(entries.items(), key=lambda kv: -float(kv[1].get("started", 0))):
                 n = e.get("name")
-                name = n if isinstance(n, str) and n and names.count(n) == 1 else a
+                # two running agents of one name are both listed, each as NAME@ADDRESS
+                name = (a if not (isinstance(n, str) and n) else n if names.count(n) == 1
+                        else f"{n}@{a}")
                 out.append(AgentRef(name, a, str(e["endpoint"])))
             return out
         for s in self.specs:

@@ -34,8 +34,8 @@ import aiohttp
 from uagents.resolver import RulesBasedResolver
 from uagents_core.identity import parse_identifier
 
-__all__ = ["DIRECTORY_ENV", "DirectoryError", "LocalDirectory", "LocalResolver",
-           "default_directory_path"]
+__all__ = ["DIRECTORY_ENV", "AmbiguousName", "DirectoryError", "LocalDirectory",
+           "LocalResolver", "default_directory_path", "serves"]
 
 DIRECTORY_ENV = "AGENT_STREAM_DIRECTORY"
 FUTURE_SLACK = 60.0  # seconds a ``started`` may lie ahead of this clock (clock skew)
@@ -45,6 +45,17 @@ LOG = logging.getLogger("agent_stream.uagents")
 
 class DirectoryError(PermissionError):
     """The local directory cannot be trusted (owned by someone else, writable by others)."""
+
+
+class AmbiguousName(LookupError):
+    """Several running agents answer to one name; ``matches`` are their ``(address, endpoint)``."""
+
+    def __init__(self, name: str, matches: list[tuple[str, str]]) -> None:
+        listed = "; ".join(f"{a} at {e}" for a, e in matches)
+        super().__init__(f"{len(matches)} running agents are named {name!r}: {listed}; "
+                         "ask one by its address")
+        self.name = name
+        self.matches = matches
 
 
 def bare(destination: str) -> str:
@@ -108,6 +119,26 @@ def _probe_request(endpoint: str) -> tuple[str, int, str] | None:
 
 def _ready(status: int, header: str | None) -> bool:
     return 200 <= status < 300 and header in (None, "ready")
+
+
+async def serves(address: str, endpoint: str, timeout: float = 1.0) -> bool:
+    """Whether ``endpoint`` serves the agent ``address`` now: uagents' readiness probe
+    (``HEAD`` with ``x-uagents-address``) answered ``ready``, not merely a port that answers.
+
+    Args:
+        address: the agent's address.
+        endpoint: its ``http://`` endpoint URL.
+        timeout: seconds the probe may take.
+    """
+    if _probe_request(endpoint) is None:
+        return False
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s, \
+                s.head(endpoint, headers={"x-uagents-address": address},
+                       allow_redirects=False) as resp:
+            return resp.status // 100 == 2 and resp.headers.get("x-uagents-status") == "ready"
+    except Exception:  # refused, timed out, not HTTP: it does not serve it
+        return False
 
 
 class LocalDirectory:
@@ -218,19 +249,25 @@ class LocalDirectory:
         return str(entry["endpoint"])
 
     def find(self, name_or_address: str) -> tuple[str, str] | None:
-        """``(address, endpoint)`` of a running agent that answers, by address or by name (the
-        latest started of that name)."""
+        """``(address, endpoint)`` of a running agent that answers, by address or by name.
+
+        Raises :class:`AmbiguousName` when several running agents of that name answer."""
         entries = self.entries()
         address = bare(name_or_address)
         if address in entries:
             endpoint = entries[address]["endpoint"]
             return (address, endpoint) if self.answers(address, endpoint) else None
-        named = sorted(((e.get("started", 0), a, e["endpoint"]) for a, e in entries.items()
-                        if e.get("name") == name_or_address), reverse=True)
-        for _, address, endpoint in named:
-            if self.answers(address, endpoint):
-                return address, endpoint
-        return None
+        matches = self.named(name_or_address)
+        if len(matches) > 1:
+            raise AmbiguousName(name_or_address, matches)
+        return matches[0] if matches else None
+
+    def named(self, name: str) -> list[tuple[str, str]]:
+        """``(address, endpoint)`` of every running agent called ``name`` that answers, the
+        latest started first."""
+        named = sorted(((e.get("started", 0), a, e["endpoint"]) for a, e in self.entries().items()
+                        if e.get("name") == name), reverse=True)
+        return [(a, str(e)) for _, a, e in named if self.answers(a, e)]
 
     # -- writing ---------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -270,11 +307,17 @@ class LocalDirectory:
                                      "started": time.time()}
             self._write(agents)
 
-    def unregister(self, address: str) -> None:
-        """Remove an agent's entry (and dead ones; nothing happens when there is nothing to)."""
+    def unregister(self, address: str, pid: int | None = None) -> None:
+        """Remove an agent's entry (and dead ones; nothing happens when there is nothing to).
+
+        With ``pid``, the entry goes only when that process wrote it (an agent of the same seed
+        in another process keeps its own)."""
         with self._locked():
             agents = self.entries()
-            if agents.pop(bare(address), None) is not None or self._read() != agents:
+            entry = agents.get(bare(address))
+            if entry is not None and (pid is None or entry.get("pid") == pid):
+                del agents[bare(address)]
+            if self._read() != agents:
                 self._write(agents)
 
     def prune(self) -> int:

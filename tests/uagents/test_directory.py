@@ -249,6 +249,31 @@ def test_ask_says_why_a_refused_directory_is_not_used(tmp_path: Path,
     open_dir = tmp_path / "open"
     open_dir.mkdir()
     open_dir.chmod(0o777)
+
+
+def test_two_answering_agents_of_one_name_are_ambiguous(tmp_path: Path,
+                                                         endpoint: Endpoint) -> None:
+    from agent_stream.uagents import AmbiguousName
+
+    d = LocalDirectory(tmp_path / "agents.json")
+    d.register(ADDR, endpoint.url, "llm")
+    d.register(ADDR2, endpoint.url, "llm")
+    assert {a for a, _ in d.named("llm")} == {ADDR, ADDR2}
+    with pytest.raises(AmbiguousName) as caught:
+        d.find("llm")
+    assert ADDR in str(caught.value) and ADDR2 in str(caught.value)
+    assert d.find(ADDR2) == (ADDR2, endpoint.url)  # by address it is not ambiguous
+    d.unregister(ADDR2)
+    assert d.find("llm") == (ADDR, endpoint.url)
+
+
+def test_unregister_with_a_pid_keeps_another_process_entry(tmp_path: Path) -> None:
+    d = LocalDirectory(tmp_path / "agents.json")
+    d.register(ADDR, "http://127.0.0.1:1/submit", "llm", pid=1)  # another live process
+    d.unregister(ADDR, pid=os.getpid())
+    assert list(d.entries()) == [ADDR]
+    d.unregister(ADDR, pid=1)
+    assert d.entries() == {}
     monkeypatch.setenv("AGENT_STREAM_DIRECTORY", str(open_dir / "agents.json"))
     assert main(["ask", "llm", "question"]) == 2
     assert "writable by others" in capsys.readouterr().err

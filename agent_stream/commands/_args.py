@@ -1,0 +1,62 @@
+"""Argument types and checks shared by the commands that run agents: durations, rates, seeds.
+
+A bad value is refused by argparse (``error: argument --timeout: ...``, exit 2) before anything
+starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from agent_stream.seeds import seed_problem
+
+__all__ = ["rate", "seconds", "seed_refused"]
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError("not a number: nan")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A duration in seconds: more than 0 (``inf`` allowed: no limit)."""
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def rate(text: str) -> float:
+    """Tokens per second: 0 (as fast as possible) or more, finite."""
+    value = _number(text)
+    if value < 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of tokens per second, 0 (as fast as possible) or more, got {text}")
+    return value
+
+
+def seed_refused(command: str, seed: str, *, network: bool = False) -> bool:
+    """Say on stderr what is wrong with a short seed: a warning locally; refused (True: the
+    command must exit 2 before anything is sent) on a network.
+
+    Args:
+        command: the command's name, for the message.
+        seed: the seed given.
+        network: whether the agent runs on a Fetch network (anyone there can sign as it).
+    """
+    problem = seed_problem(seed)
+    if problem is None:
+        return False
+    if network:
+        print(f"agent-stream {command}: refused on a network: {problem}", file=sys.stderr,
+              flush=True)
+        return True
+    print(f"agent-stream {command}: warning: {problem}", file=sys.stderr, flush=True)
+    return False
