@@ -1,84 +1,73 @@
-"""The uAgents edge: the streaming chat plugin, its client side, and local running helpers.
+"""The uAgents side: stream an agent's replies over the Agent Chat Protocol, ask other agents,
+run agents locally with no internet.
 
-- :class:`StreamingChat`: the agent's one chat ``Protocol``; streams replies written with a
-  :class:`~agent_stream.writer.StreamWriter` and asks other agents (:meth:`StreamingChat.ask`).
+- :class:`StreamingChat`: the agent's one chat ``Protocol``; streams the replies a responder
+  writes to a :class:`~agent_stream.StreamWriter`, asks other agents (:meth:`StreamingChat.ask`);
+  :meth:`StreamingChat.from_protocol` makes an existing chat handler stream.
+- :class:`ChatSettings`: every limit of the plugin, one frozen object (:class:`PumpLimits`,
+  :class:`ReplyLimits`, :class:`DeliveryPolicy`, :class:`Protection`).
 - :class:`Reply`: a question's reply as it arrives (Messages, live Transcript, final Transcript).
-- :mod:`agent_stream.uagents.local`: running agents with no internet (:func:`offline`,
-  :func:`local_agent`, :func:`run_agent`); :mod:`~agent_stream.uagents.directory`: the
-  :class:`LocalDirectory` of running local agents.
-- :mod:`~agent_stream.uagents.guard` (a malformed payload cannot silence an agent) and
-  :mod:`~agent_stream.uagents.lanes` (one send lane per peer), both put in place by
-  :func:`protect`, which :func:`local_agent`, :func:`network_agent` and :class:`StreamingChat`
-  call.
+- :func:`local_agent`, :func:`network_agent`, :func:`run_agent`: agents that run offline on
+  127.0.0.1 (found by name through the :class:`LocalDirectory`) or on the network.
+- :func:`protect`: the inbox guard, HTTP edge caps and per-peer send lanes, on one agent.
+- :func:`delegate`: ask a sub-agent on behalf of a request (relay its reply into yours).
 """
 
 from __future__ import annotations
 
+from agent_stream.adapters.chat.delivery import DeliveryPolicy
+from agent_stream.uagents._compat import UagentsCompatError
 from agent_stream.uagents.client import DeliveryError, Reply
 from agent_stream.uagents.delegation import delegate
-from agent_stream.uagents.directory import (
-    DIRECTORY_ENV,
-    DirectoryError,
-    LocalDirectory,
-    LocalResolver,
-    default_directory_path,
-)
+from agent_stream.uagents.directory import AmbiguousName, DirectoryError, LocalDirectory
+from agent_stream.uagents.hardening import GuardSettings, LaneLimits, Protection, protect
 from agent_stream.uagents.local import (
     LocalAgent,
-    NoRegistration,
+    PortInUse,
     endpoint_for,
-    free_port,
-    is_offline,
     local_agent,
     network_agent,
-    network_agent_options,
-    offline,
-    online,
-    parse_peer,
     parse_peers,
-    port_free,
-    protect,
-    quiet_logs,
     run_agent,
+    serve_agent,
 )
-from agent_stream.uagents.plugin import (
-    ChannelPolicy,
-    ChatRequest,
-    ReplyStats,
-    Responder,
-    StreamingChat,
-    wrap_chat_handler,
-)
+from agent_stream.uagents.outgoing import PumpLimits
+from agent_stream.uagents.plugin import StreamingChat
+from agent_stream.uagents.request import ChannelPolicy, ChatRequest, ReplyStats, Responder, Turn
+from agent_stream.uagents.retrofit import ChatProtocolConflict
+from agent_stream.uagents.settings import ChatSettings, ReplyLimits
+from agent_stream.uagents.wrap import wrap_chat_handler
 
 __all__ = [
-    "DIRECTORY_ENV",
+    "AmbiguousName",
     "ChannelPolicy",
+    "ChatProtocolConflict",
     "ChatRequest",
+    "ChatSettings",
     "DeliveryError",
+    "DeliveryPolicy",
     "DirectoryError",
+    "GuardSettings",
+    "LaneLimits",
     "LocalAgent",
     "LocalDirectory",
-    "LocalResolver",
-    "NoRegistration",
+    "PortInUse",
+    "Protection",
+    "PumpLimits",
     "Reply",
+    "ReplyLimits",
     "ReplyStats",
     "Responder",
     "StreamingChat",
-    "default_directory_path",
+    "Turn",
+    "UagentsCompatError",
     "delegate",
     "endpoint_for",
-    "free_port",
-    "is_offline",
     "local_agent",
     "network_agent",
-    "network_agent_options",
-    "offline",
-    "online",
-    "parse_peer",
     "parse_peers",
-    "port_free",
     "protect",
-    "quiet_logs",
     "run_agent",
+    "serve_agent",
     "wrap_chat_handler",
 ]

@@ -98,7 +98,8 @@ class Outgoing:
                  delivery: DeliveryPolicy | None = None, peer_acks: bool = False,
                  replay: ReplayBuffer[ChatMessage] | None = None,
                  keepalive: bool = False,
-                 on_produced: Callable[[Outgoing], None] | None = None) -> None:
+                 on_produced: Callable[[Outgoing], None] | None = None,
+                 tap: Callable[[Any], None] | None = None) -> None:
         self.peer = peer
         self.conversation = conversation
         self.encoder = encoder
@@ -125,7 +126,7 @@ class Outgoing:
         self._space.set()
         self._acked = asyncio.Event()
         self._acks_off = False
-        # delivery (issue 11): resend until acknowledged, replay buffer, keepalives, figures
+        # delivery: resend until acknowledged, replay buffer, keepalives, figures
         self.delivery = delivery or DeliveryPolicy()
         self.redelivery: Redelivery[str, ChatMessage] = Redelivery(self.delivery,
                                                                    peer_acks=peer_acks)
@@ -136,6 +137,7 @@ class Outgoing:
         self._high = 0  # the last seq sent
         self._delivered: set[str] = set()
         self._on_produced = on_produced  # the responder is done; delivery may go on a while
+        self._tap = tap  # sees every Message the responder writes (e.g. to keep the answer)
 
     def start(self) -> asyncio.Task[None]:
         """Run :meth:`run` in a task of its own (kept in ``task``); returns it."""
@@ -145,6 +147,8 @@ class Outgoing:
 
     # -- the writer's sink ------------------------------------------------------------------------
     async def sink(self, msg: Any) -> None:
+        if self._tap is not None:
+            self._tap(msg)
         self._emit(self.encoder.feed(msg, clock()))
         if self.encoder.next_deadline != self._armed:
             self._wake_timer.set()

@@ -100,7 +100,9 @@ from agent_stream.adapters.chat import (
     opens_session,
     requested_channels,
 )
-from agent_stream.adapters.chat.wire import control_of
+from agent_stream.adapters.chat.wire import control_of, ends_session, sent_history
+from agent_stream.assemble import Assembler
+from agent_stream.conversation import Turn, history_from_json
 from agent_stream.uagents import _compat
 from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
@@ -116,6 +118,7 @@ from agent_stream.uagents.request import (
     channels_for,
     invoke,
 )
+from agent_stream.uagents.sessions import MemorySessionStore, SessionStore
 from agent_stream.uagents.settings import ChatSettings
 from agent_stream.uagents.wrap import wrap_chat_handler
 from agent_stream.writer import StreamWriter
@@ -136,14 +139,20 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             shares with a peer that asks for them).
         chunker: TextChunker options for the text it sends.
         on_reply_end: called with a :class:`ReplyStats` when each reply is over.
+        sessions: where conversation turns are kept (a
+            :class:`~agent_stream.uagents.sessions.SessionStore`; default: in memory, within
+            ``settings.sessions``).
     """
 
     def __init__(self, responder: Responder | None = None, *,
                  settings: ChatSettings | None = None, channels: ChannelPolicy = None,
                  chunker: Mapping[str, Any] | None = None,
-                 on_reply_end: Callable[[ReplyStats], None] | None = None) -> None:
+                 on_reply_end: Callable[[ReplyStats], None] | None = None,
+                 sessions: SessionStore | None = None) -> None:
         super().__init__(spec=chat_protocol_spec)
         self.settings = settings if settings is not None else ChatSettings()
+        self.sessions: SessionStore = (sessions if sessions is not None
+                                       else MemorySessionStore(self.settings.sessions))
         self.responder = responder
         self.channels = channels
         self.chunker = dict(chunker) if chunker else None
@@ -241,7 +250,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                                    ChatAcknowledgement(acknowledged_msg_id=msg.msg_id)))
         session = str(ctx.session) if ctx.session is not None else None
         op = control_of(msg)
-        if op is not None:  # an asker's resend/cancel (issue 11)
+        if op is not None:  # an asker asks for a resend or a cancel
             work = self.desk.control(sender, op, self._outgoing,
                                      functools.partial(self.send, ctx, sender))
             if work is not None:
@@ -251,6 +260,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         if reply is not None:
             reply.feed(msg)
             return
+        ends = session is not None and ends_session(msg)
+        if ends:
+            self._spawn(self._forget((sender, cast(str, session))))
         if self.desk.session_cancels(sender, msg, self._outgoing):
             return
         if self.client.is_late(sender, msg):
@@ -305,6 +317,45 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             self.sent_chat_messages += 1
         return ok, str(getattr(status, "detail", status))
 
+    async def _with_history(self, request: ChatRequest) -> ChatRequest:
+        """``request`` with its history: the one its client sent, else the session's stored
+        turns (none without a session)."""
+        sent = sent_history(request.message)
+        if sent is not None:
+            try:
+                turns = history_from_json(sent, self.settings.history)
+            except ValueError as exc:
+                self._dropped_log.warning("history sent by %s ignored: %s", request.sender[:80],
+                                          exc)
+            else:
+                return dataclasses.replace(request, history=turns, client_history=True)
+        if request.session is None:
+            return request
+        try:
+            turns = await self.sessions.load((request.sender, request.session))
+        except Exception as exc:  # a store that fails must not stop the answer
+            LOG.warning("could not load session %s: %s", request.session, describe(exc))
+            return request
+        return dataclasses.replace(request, history=turns)
+
+    async def _remember(self, request: ChatRequest, answer: str) -> None:
+        """Store the question and its answer as the session's next two turns (not when the
+        client keeps the history itself, or the question ended the session)."""
+        if request.session is None or request.client_history or ends_session(request.message):
+            return
+        try:
+            await self.sessions.append((request.sender, request.session),
+                                       (Turn("user", request.text), Turn("assistant", answer)))
+        except Exception as exc:
+            LOG.warning("could not store a turn of session %s: %s", request.session,
+                        describe(exc))
+
+    async def _forget(self, key: tuple[str, str]) -> None:
+        try:
+            await self.sessions.forget(key)
+        except Exception as exc:
+            LOG.warning("could not forget session %s: %s", key[1], describe(exc))
+
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -328,10 +379,15 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         async def send(chat: ChatMessage) -> tuple[bool, str]:
             return await self.send(ctx, peer, chat)
 
+        answer = Assembler()
+
         async def respond(out: StreamWriter) -> None:
             assert self.responder is not None
-            await invoke(self.responder, request, out)
-            if request.session_ended:  # the responder ended the session: the reply says so
+            asked = await self._with_history(request)
+            await invoke(self.responder, asked, out)
+            # Remembered before the writer closes, so before the reply's last ChatMessage.
+            await self._remember(asked, answer.transcript.text())
+            if asked.session_ended:  # the responder ended the session: the reply says so
                 encoder.session = True
 
         return Outgoing(
@@ -341,7 +397,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             in_flight=self._in_flight, on_finished=self._finished,
             delivery=self.desk.policy, peer_acks=self.desk.peer_acks(peer, request.tagged),
             replay=self.desk.buffer_for(peer, conversation), keepalive=request.tagged,
-            on_produced=self._produced)
+            on_produced=self._produced, tap=answer.feed)
 
     def _refuse(self, ctx: Context, request: ChatRequest, refusal: Refused) -> Outgoing | None:
         """Answer ``request`` with an error reply (bounded: see the module doc)."""

@@ -14,10 +14,10 @@ from typing import Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 
+from agent_stream.conversation import Turn
 from agent_stream.writer import StreamWriter
 
-__all__ = ["ChannelPolicy", "ChatRequest", "ReplyStats", "Responder", "invoke"]
-
+__all__ = ["ChannelPolicy", "ChatRequest", "ReplyStats", "Responder", "Turn", "invoke"]
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -26,9 +26,11 @@ class ChatRequest:
     ``sender``: the asking agent's address; ``message``: its ChatMessage; ``session``: the
     envelope session; ``tagged``: it declared agent_stream tag support; ``opens_session``: it
     carried StartSessionContent; ``channels``: the extra channels it asked for; ``storage`` and
-    ``logger``: the agent's, and ``ctx`` the handler's uagents ``Context`` the request came
-    with (for the agent's address, name or its own sends). Sending the reply is the plugin's
-    job: write it to the StreamWriter.
+    ``logger``: the agent's; ``history``: the session's earlier turns, oldest first, without
+    the current question (:class:`Turn`), ``client_history`` True when the asker sent it
+    itself rather than the agent remembering it; ``ctx``: the handler's uagents ``Context`` the
+    request came with (for the agent's address, name or its own sends). Sending the reply is
+    the plugin's job: write it to the StreamWriter.
     """
 
     sender: str
@@ -40,6 +42,8 @@ class ChatRequest:
     storage: Any = None
     logger: Any = None
     ctx: Any = field(default=None, repr=False, compare=False)
+    history: tuple[Turn, ...] = ()
+    client_history: bool = False
     _ending: list[bool] = field(default_factory=list, repr=False, compare=False)
 
     @property

@@ -13,6 +13,9 @@ Groups, each a frozen dataclass with documented defaults:
 - ``delivery`` (:class:`DeliveryPolicy`): redelivery, replay buffers, keepalive, idle detection;
 - ``protection`` (:class:`Protection`): the inbox guard and the per-peer send lanes, applied to
   the agent the plugin serves when it is not protected yet;
+- ``sessions`` (:class:`SessionLimits`): conversation memory (turns and bytes per session,
+  sessions per sender and in all, idle expiry);
+- ``history`` (:class:`HistoryLimits`): the history a client may send with its question;
 - ``send_timeout``: seconds one ``ctx.send`` may take.
 
 ``dataclasses.replace(settings, ...)`` derives a variant; :meth:`ChatSettings.with_caps` and
@@ -26,10 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
+from agent_stream.conversation import HistoryLimits
 from agent_stream.uagents.hardening import Protection
 from agent_stream.uagents.outgoing import PumpLimits
+from agent_stream.uagents.sessions import SessionLimits
 
-__all__ = ["ChatSettings", "DeliveryPolicy", "Protection", "PumpLimits", "ReplyLimits"]
+__all__ = ["ChatSettings", "DeliveryPolicy", "HistoryLimits", "Protection", "PumpLimits",
+           "ReplyLimits", "SessionLimits"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,8 @@ class ChatSettings:
     caps: ReplyLimits = field(default_factory=ReplyLimits)
     delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     protection: Protection = field(default_factory=Protection)
+    sessions: SessionLimits = field(default_factory=SessionLimits)
+    history: HistoryLimits = field(default_factory=HistoryLimits)
     send_timeout: int = 30
 
     def __post_init__(self) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "CHANNEL_OF_TYPE",
     "CHAT_CHUNKER_DEFAULTS",
     "CONTROL_OPS",
+    "HISTORY_KEY",
     "MEDIA_TYPES",
     "OP_CANCEL",
     "OP_CHUNK",
@@ -43,12 +44,14 @@ __all__ = [
     "control",
     "control_of",
     "conversation_of",
+    "ends_session",
     "estimated_size",
     "is_tagged_request",
     "max_hops_of",
     "opens_session",
     "request_tags",
     "requested_channels",
+    "sent_history",
     "seq_span",
     "stream_id_for",
     "tagged_items",
@@ -167,15 +170,20 @@ def stream_id_for(conversation: str, thread_id: str | None, message_id: str | No
 
 # -- request side ---------------------------------------------------------------------------------
 def request_tags(channels: Iterable[str] = (), *, chain: Sequence[str] = (),
-                 max_hops: int | None = None) -> MetadataContent:
+                 max_hops: int | None = None, history: str | None = None) -> MetadataContent:
     """The MetadataContent an asker adds to its request to declare it understands tags.
 
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
     ``chain`` (key ``chain``, comma-separated): the agents that asked so far, origin first,
     the asker last, when the request delegates part of another (see :mod:`agent_stream.relay`);
-    ``max_hops`` (key ``max_hops``): the hop limit that travels with it.
+    ``max_hops`` (key ``max_hops``): the hop limit that travels with it. ``history`` (key
+    ``history``): the conversation so far as the asker keeps it, JSON from
+    :func:`agent_stream.conversation.history_to_json`; the responder uses it instead of the
+    turns it remembers.
     """
     md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags"}
+    if history is not None:
+        md[HISTORY_KEY] = history
     chans = sorted(set(channels))
     if chans:
         md["channels"] = ",".join(chans)
@@ -188,6 +196,7 @@ def request_tags(channels: Iterable[str] = (), *, chain: Sequence[str] = (),
 
 CHAIN_KEY = "chain"
 MAX_HOPS_KEY = "max_hops"
+HISTORY_KEY = "history"
 
 
 def chain_of(chat: ChatMessage) -> tuple[str, ...]:
@@ -226,6 +235,20 @@ def requested_channels(chat: ChatMessage) -> frozenset[str]:
     for md in tagged_items(chat):
         out.update(c for c in md.get("channels", "").split(",") if c)
     return frozenset(out)
+
+
+def sent_history(chat: ChatMessage) -> str | None:
+    """The history (raw JSON text, unchecked) the asker sent in its tag, if any."""
+    for md in tagged_items(chat):
+        raw = md.get(HISTORY_KEY)
+        if raw is not None:
+            return raw
+    return None
+
+
+def ends_session(chat: ChatMessage) -> bool:
+    """True when ``chat`` has an EndSessionContent."""
+    return any(isinstance(item, EndSessionContent) for item in chat.content)
 
 
 def opens_session(chat: ChatMessage) -> bool:

@@ -1,0 +1,61 @@
+"""The public API, package by package: each ``__all__`` is pinned here, every name in it can be
+imported, and nothing else of ours is public there. Changing the public API means changing this
+file on purpose."""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+import pytest
+
+PUBLIC: dict[str, set[str]] = {
+    "agent_stream": {
+        "Assembler", "BlockScope", "ChunkerConfigError", "DeltaError", "IdGenerator",
+        "InvalidMessage", "Message", "MessageHandle", "MessageState", "Metadata", "RelayError",
+        "StreamError", "StreamWarning", "StreamWriter", "TextChunker", "ThreadScope",
+        "ToolCallScope", "Transcript", "UnknownMessage", "WireError", "action", "assemble",
+        "audio", "collect", "error", "event", "image", "loading", "progress", "text",
+        "thinking", "tool_call", "tool_result", "user_input", "video",
+    },
+    "agent_stream.uagents": {
+        "AmbiguousName", "ChannelPolicy", "ChatProtocolConflict", "ChatRequest", "ChatSettings",
+        "DeliveryError", "DeliveryPolicy", "DirectoryError", "GuardSettings", "LaneLimits",
+        "LocalAgent", "LocalDirectory", "PortInUse", "Protection", "PumpLimits", "Reply",
+        "ReplyLimits", "ReplyStats", "Responder", "StreamingChat", "Turn", "UagentsCompatError",
+        "delegate", "endpoint_for", "local_agent", "network_agent", "parse_peers", "protect",
+        "run_agent", "serve_agent", "wrap_chat_handler",
+    },
+    "agent_stream.sources": {"ModelSource", "OpenAIModel", "ReplayModel", "make_source",
+                             "responder_for"},
+    "agent_stream.chunking": {"IMPLEMENTATION", "TextChunker"},
+}
+
+
+def _ours(value: object) -> bool:
+    return str(getattr(value, "__module__", "") or "").startswith("agent_stream")
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_all_is_pinned(package: str) -> None:
+    module = importlib.import_module(package)
+    assert set(module.__all__) == PUBLIC[package]
+    assert len(module.__all__) == len(set(module.__all__)), "a name listed twice"
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_every_exported_name_imports(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_nothing_else_of_ours_is_public(package: str) -> None:
+    """A class or function of agent_stream reachable as a public attribute of the package is in
+    its ``__all__`` (modules and names from other libraries aside)."""
+    module = importlib.import_module(package)
+    extra = {name for name, value in vars(module).items()
+             if not name.startswith("_") and not isinstance(value, types.ModuleType)
+             and _ours(value) and name not in module.__all__}
+    assert extra == set()
