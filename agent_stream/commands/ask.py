@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import logging
+import re
 import secrets
 import sys
 import time
+import warnings
 from typing import Any
+
+from agent_stream.commands._args import seconds, seed_refused
+from agent_stream.seeds import WeakSeedWarning
 
 EPILOG = """examples:
   agent-stream ask agent1q... --endpoint http://127.0.0.1:8000/submit "How do agents stream?"
@@ -42,9 +49,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="this client's seed (default: a throwaway one)")
     p.add_argument("--json", action="store_true",
                    help="print the assembled Transcript (the `assemble` JSON) instead")
-    p.add_argument("--timeout", type=float, default=120.0,
+    p.add_argument("--timeout", type=seconds, default=120.0,
                    help="seconds to wait for the whole reply (default: %(default)s)")
-    p.add_argument("--idle-timeout", type=float, default=15.0, metavar="S",
+    p.add_argument("--idle-timeout", type=seconds, default=15.0, metavar="S",
                    help="end the reply as lost when nothing (not even a keepalive) arrives for "
                    "S seconds (default: %(default)s)")
     p.add_argument("--no-reasoning", action="store_true",
@@ -63,6 +70,7 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool
     from uagents_core.identity import parse_identifier
 
     from agent_stream.uagents import DirectoryError, LocalDirectory
+    from agent_stream.uagents.directory import AmbiguousName
 
     _, _, bare = parse_identifier(address)
     if endpoint:
@@ -72,7 +80,7 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool
     if use_directory:
         try:
             found = LocalDirectory().find(address)
-        except DirectoryError as exc:
+        except (DirectoryError, AmbiguousName) as exc:
             raise ValueError(str(exc)) from exc
         if found is not None:
             return found
@@ -92,13 +100,16 @@ def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
     import logging
     import signal
 
-    from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
+    from agent_stream.uagents import DeliveryError, LocalDirectory, StreamingChat, local_agent
+    from agent_stream.uagents.local import serve_agent
 
     chat = StreamingChat()
     interrupted = INTERRUPTED
-    agent = local_agent(seed, port, name="ask", peers={target: endpoint},
-                        directory=LocalDirectory() if use_directory else None,
-                        log_level=logging.INFO if verbose else logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WeakSeedWarning)  # the command says it, once
+        agent = local_agent(seed, port, name="ask", peers={target: endpoint},
+                            directory=LocalDirectory() if use_directory else None,
+                            log_level=logging.INFO if verbose else logging.WARNING)
     agent.include(chat, publish_manifest=True)
 
     async def main(ctx: Any) -> Any:
@@ -119,12 +130,58 @@ def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
         await reply
         return reply
 
-    return run_agent(agent, main)
+    failures = DeliveryFailures(verbose)
+    dispenser = logging.getLogger("dispenser")
+    dispenser.addFilter(failures)
+    try:
+        return serve_agent(agent, main)
+    except DeliveryError as exc:
+        raise DeliveryError(failures.explain(str(exc))) from None
+    finally:
+        dispenser.removeFilter(failures)
+
+
+_FAILED = re.compile(r"Failed to deliver message to \S+ @ \[[^\]]*\]: (.*)$", re.S)
+
+
+class DeliveryFailures(logging.Filter):
+    """Counts uagents' ``Failed to deliver`` log lines (one per attempt: a question to a dead
+    endpoint is resent dozens of times) and keeps the last reason; shows them only when
+    ``verbose``."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+        self.count = 0
+        self.reason: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = _FAILED.match(record.getMessage())
+        if found is None:
+            return True
+        self.count += 1
+        try:
+            errors = ast.literal_eval(found.group(1))
+            reason = "; ".join(map(str, errors)) if isinstance(errors, list) else str(errors)
+        except (ValueError, SyntaxError):
+            reason = found.group(1)
+        self.reason = reason.replace(" ssl:default", "")
+        return self.verbose
+
+    def explain(self, message: str) -> str:
+        """``message`` with the attempts counted and the last reason."""
+        if not self.count:
+            return message
+        hint = "" if self.verbose else " (-v shows each attempt)"
+        return f"{message} after {self.count} attempts: {self.reason}{hint}"
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_stream.uagents import DeliveryError, free_port, port_free
+    from agent_stream.uagents import DeliveryError
+    from agent_stream.uagents.local import PortInUse, free_port, port_free
 
+    if args.seed:
+        seed_refused("ask", args.seed)
     try:
         target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
     except ValueError as exc:
@@ -151,6 +208,9 @@ def run(args: argparse.Namespace) -> int:
     except DeliveryError as exc:
         print(f"agent-stream ask: {exc}", file=sys.stderr)
         return 1
+    except PortInUse as exc:
+        print(f"agent-stream ask: {exc}", file=sys.stderr)
+        return 2
     if reply is None:  # interrupted
         return 130
     if args.json:

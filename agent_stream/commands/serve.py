@@ -6,9 +6,12 @@ import argparse
 import os
 import secrets
 import sys
+import warnings
 from typing import Any
 
+from agent_stream.commands._args import rate, seed_refused
 from agent_stream.errors import StreamError
+from agent_stream.seeds import WeakSeedWarning
 
 SEED_ENV = "AGENT_STREAM_SEED"
 
@@ -41,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="a peer's endpoint (repeatable)")
     p.add_argument("--model", choices=("replay", "openai"), default="replay",
                    help="model source (default: %(default)s, a bundled stand-in for a model)")
-    p.add_argument("--rate", type=float, default=60.0,
+    p.add_argument("--rate", type=rate, default=60.0,
                    help="replay: tokens per second, 0 = as fast as possible (default: %(default)s)")
     p.add_argument("--base-url", default=None,
                    help="openai: server URL (default: $OPENAI_BASE_URL); key from $OPENAI_API_KEY")
@@ -128,8 +131,24 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     return agent, chat, where
 
 
+def name_taken(name: str) -> str | None:
+    """Why a local agent cannot take ``name``: another running agent of the directory answers to
+    it (``ask NAME`` would be ambiguous), else None."""
+    from agent_stream.uagents import DirectoryError, LocalDirectory
+
+    try:
+        others = LocalDirectory().named(name)
+    except DirectoryError:
+        return None  # build() says why the directory is refused
+    if not others:
+        return None
+    address, endpoint = others[0]
+    return (f"an agent named {name!r} is already running ({address} at {endpoint}); "
+            "choose another --name, or stop that one")
+
+
 def run(args: argparse.Namespace) -> int:
-    from agent_stream.uagents import port_free, run_agent
+    from agent_stream.uagents.local import PortInUse, port_free, serve_agent
 
     if args.network == "local" and not port_free(args.port):
         print(f"agent-stream serve: port {args.port} on 127.0.0.1 is in use (--port P)",
@@ -139,22 +158,36 @@ def run(args: argparse.Namespace) -> int:
     if throwaway:
         print(f"note: no seed given (--seed or ${SEED_ENV}); using a throwaway seed, so the "
               "address changes every run", file=sys.stderr, flush=True)
+    elif seed_refused("serve", seed, network=args.network != "local"):
+        return 2
+    if args.network == "local" and not args.no_directory:
+        taken = name_taken(args.name)
+        if taken is not None:
+            print(f"agent-stream serve: {taken}", file=sys.stderr)
+            return 2
     try:
-        agent, _chat, where = build(args, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", WeakSeedWarning)  # said above, once
+            agent, _chat, where = build(args, seed)
     except (ValueError, RuntimeError, StreamError, PermissionError) as exc:
         print(f"agent-stream serve: {exc}", file=sys.stderr)
         return 2
     model = (f"replay ({args.rate:g} tokens/s)" if args.model == "replay" and args.rate
              else "replay (as fast as possible)" if args.model == "replay"
              else f"openai ({args.model_name or 'default model'})")
+    print(f"name: {args.name}", flush=True)
     print(f"address: {agent.address}", flush=True)
     print(f"endpoint: {where}", flush=True)
     print(f"model: {model}", flush=True)
     if args.network == "local":
-        print(f'ask it:  agent-stream ask {agent.address} --endpoint {where} "your question"',
-              file=sys.stderr, flush=True)
+        how = (f"{args.name}" if not args.no_directory
+               else f"{agent.address} --endpoint {where}")
+        print(f'ask it:  agent-stream ask {how} "your question"', file=sys.stderr, flush=True)
     try:
-        run_agent(agent)
+        serve_agent(agent, banner=False)
+    except PortInUse as exc:
+        print(f"agent-stream serve: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"agent-stream serve: {exc}", file=sys.stderr)
         return 1

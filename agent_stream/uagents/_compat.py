@@ -81,20 +81,26 @@ def _looks_up(func: Any, name: str) -> bool:
 
 
 # -- the class-level internals ---------------------------------------------------------------------
+def _own(cls: type, name: str) -> Any:
+    """``cls``'s own ``name`` (not one inherited from a base such as uagents' ``Sink``)."""
+    return vars(cls).get(name)
+
+
 def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
     agent_cls = _ua_agent.Agent
     return [
-        ("Agent._build_context", lambda: callable(getattr(agent_cls, "_build_context", None)),
+        ("Agent._build_context", lambda: callable(_own(agent_cls, "_build_context")),
          "is missing or not a method"),
         ("Agent._update_agent_status",
-         lambda: inspect.iscoroutinefunction(getattr(agent_cls, "_update_agent_status", None)),
+         lambda: inspect.iscoroutinefunction(_own(agent_cls, "_update_agent_status")),
          "is missing or not a coroutine method"),
         ("Agent._process_message_queue",
-         lambda: inspect.iscoroutinefunction(getattr(agent_cls, "_process_message_queue", None)),
+         lambda: inspect.iscoroutinefunction(_own(agent_cls, "_process_message_queue")),
          "is missing or not a coroutine method"),
         ("Agent.handle_message",
-         lambda: inspect.iscoroutinefunction(getattr(agent_cls, "handle_message", None)),
-         "is missing or not a coroutine method"),
+         lambda: inspect.iscoroutinefunction(_own(agent_cls, "handle_message"))
+         and _looks_up(_own(agent_cls, "handle_message"), "_message_queue"),
+         "is missing or no longer queues into _message_queue"),
         ("Agent.__init__ calling get_almanac_contract",
          lambda: _looks_up(agent_cls.__init__, "get_almanac_contract")
          and callable(getattr(_ua_agent, "get_almanac_contract", None)),
@@ -104,11 +110,11 @@ def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
          and isinstance(getattr(_ua_asgi, "HOST", None), str),
          "is no longer how the agent's server chooses its host"),
         ("ASGIServer.__call__",
-         lambda: inspect.iscoroutinefunction(vars(ASGIServer).get("__call__")),
+         lambda: inspect.iscoroutinefunction(_own(ASGIServer, "__call__")),
          "is missing or not a coroutine method"),
         ("Dispenser.run / add_envelope",
-         lambda: inspect.iscoroutinefunction(getattr(Dispenser, "run", None))
-         and callable(getattr(Dispenser, "add_envelope", None)),
+         lambda: inspect.iscoroutinefunction(_own(Dispenser, "run"))
+         and callable(_own(Dispenser, "add_envelope")),
          "is missing or changed"),
         ("dispatcher.sinks", lambda: isinstance(getattr(dispatcher, "sinks", None), dict),
          "is missing or not a dict"),
@@ -212,7 +218,7 @@ def sinks_for(address: str) -> list[Any]:
 
 
 # -- variants of uagents functions -----------------------------------------------------------------
-def variant(func: Any, **names: Any) -> Any:
+def variant(func: Any, label: str | None = None, /, **names: Any) -> Any:
     """A copy of ``func`` whose global lookups of ``names`` give the values given.
 
     The copy has its own globals (a snapshot of ``func``'s module with ``names`` replaced):
@@ -221,7 +227,8 @@ def variant(func: Any, **names: Any) -> Any:
     """
     for name in names:
         if not _looks_up(func, name):
-            raise _fail(f"{getattr(func, '__qualname__', func)} using {name}", "changed")
+            what = label or getattr(func, "__qualname__", repr(func))
+            raise _fail(f"{what} using {name}", "changed")
     scope = dict(func.__globals__)
     scope.update(names)
     copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
@@ -244,12 +251,13 @@ def agent_init_without_ledger() -> Any:
     (it waits for the network on a machine with none). The copy gets None, which uagents itself
     uses when the contract version does not match ("contract interactions disabled").
     """
-    return variant(_ua_agent.Agent.__init__, get_almanac_contract=_no_contract)
+    return variant(_ua_agent.Agent.__init__, "Agent.__init__",
+                   get_almanac_contract=_no_contract)
 
 
 @functools.lru_cache(maxsize=8)
 def _serve_variant(host: str) -> Any:
-    return variant(ASGIServer.serve, HOST=host)
+    return variant(ASGIServer.serve, "ASGIServer.serve", HOST=host)
 
 
 async def serve_on(server: ASGIServer, host: str) -> None:

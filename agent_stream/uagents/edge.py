@@ -50,13 +50,18 @@ class Edge:
 
     def __init__(self, guard: AgentGuard) -> None:
         self.guard = guard
-        s = guard.settings
+        self._reset()
+
+    def _reset(self) -> None:
+        s = self._settings = self.guard.settings
         self._new = TokenBucket(s.new_senders_per_second)
         self._unsigned = TokenBucket(s.unsigned_per_second)
         self._known: OrderedDict[str, tuple[float, TokenBucket]] = OrderedDict()
 
     def admit(self, sender: Any, signed: bool) -> bool:
         """Whether an envelope from ``sender`` may be read on (see the module doc)."""
+        if self._settings is not self.guard.settings:  # the guard was reconfigured
+            self._reset()
         if not signed or not isinstance(sender, str) or sender.startswith("user"):
             return self._unsigned.take()
         entry = self._known.get(sender)

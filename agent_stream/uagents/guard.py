@@ -101,13 +101,17 @@ class AgentGuard:
 
     def __init__(self, agent: Any, settings: GuardSettings | None = None) -> None:
         self.agent = agent
-        self.settings = settings or GuardSettings()
         self.stats: dict[str, int] = {"dropped": 0, "error_replies": 0, "http_refused": 0}
-        self.log = RateLimitedLog(LOG, self.settings.log_burst, self.settings.log_period)
         self._handle: HandleMessage | None = None
         self._last_error_reply: dict[str, float] = {}
-        self._error_budget = TokenBucket(self.settings.error_rate, self.settings.error_rate)
         self._error_tasks: set[asyncio.Task[Any]] = set()
+        self.configure(settings or GuardSettings())
+
+    def configure(self, settings: GuardSettings) -> None:
+        """Use ``settings`` from now on (rate limits start afresh; counters are kept)."""
+        self.settings = settings
+        self.log = RateLimitedLog(LOG, settings.log_burst, settings.log_period)
+        self._error_budget = TokenBucket(settings.error_rate, settings.error_rate)
 
     # -- the check ---------------------------------------------------------------------------------
     def check(self, schema_digest: str, message: Any) -> str | None:

@@ -35,7 +35,7 @@ from typing import Any
 from agent_stream.uagents import _compat
 from agent_stream.uagents.edge import AgentServer, Edge
 from agent_stream.uagents.guard import AgentGuard, GuardSettings
-from agent_stream.uagents.lanes import LaneLimits, isolate
+from agent_stream.uagents.lanes import LaneLimits, PeerDispenser, isolate
 
 __all__ = ["GuardSettings", "LaneLimits", "Protection", "guard_of", "is_protected", "protect"]
 
@@ -72,11 +72,17 @@ def protect(agent: Any, settings: Protection | None = None) -> Any:
 
     Args:
         agent: the agent to protect.
-        settings: the limits (None: the defaults of :class:`Protection`). A second call
-            keeps the first call's settings.
+        settings: the limits (None: the defaults of :class:`Protection`). Given again to a
+            protected agent, they replace its limits (rate limits start afresh).
     """
     _compat.check_agent(agent)
-    if is_protected(agent):
+    current = guard_of(agent)
+    if current is not None:
+        if settings is not None:  # new limits for the same protection
+            current.configure(settings.guard)
+            dispenser = _compat.dispenser_of(agent)
+            if isinstance(dispenser, PeerDispenser):
+                dispenser.limits = settings.lanes
         return agent
     settings = settings or Protection()
     guard = AgentGuard(agent, settings.guard)

@@ -40,10 +40,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import sys
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -51,6 +53,7 @@ from uagents import Agent, Context
 from uagents_core.identity import parse_identifier
 from uagents_core.registration import AgentRegistrationPolicy
 
+from agent_stream.seeds import warn_weak_seed
 from agent_stream.uagents import _compat
 from agent_stream.uagents.directory import (
     DIRECTORY_ENV,
@@ -58,6 +61,7 @@ from agent_stream.uagents.directory import (
     LocalDirectory,
     LocalResolver,
     default_directory_path,
+    serves,
 )
 from agent_stream.uagents.edge import AgentServer
 from agent_stream.uagents.hardening import Protection, protect
@@ -69,6 +73,7 @@ __all__ = [
     "LocalDirectory",
     "LocalResolver",
     "NoRegistration",
+    "PortInUse",
     "default_directory_path",
     "endpoint_for",
     "free_port",
@@ -81,6 +86,7 @@ __all__ = [
     "protect",
     "quiet_logs",
     "run_agent",
+    "serve_agent",
 ]
 
 LOCAL_HOST = "127.0.0.1"
@@ -185,6 +191,7 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     """
     if not seed:
         raise ValueError("local_agent: a seed is required")
+    warn_weak_seed(seed, "local_agent")
     book = LocalDirectory() if directory is True else (directory or None)
     endpoint = endpoint_for(port)
     kwargs: dict[str, Any] = {
@@ -203,22 +210,68 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     # (uagents' own log_level argument would call logging.basicConfig for the whole process)
     quiet_logs(log_level, agent.name)
     if book is not None and announce:
-
-        async def _announce(ctx: Context) -> None:
-            # Listed once it answers: peers use an entry only when its endpoint answers.
-            await agent.listening()
-            try:
-                book.register(agent.address, endpoint, name)
-            except DirectoryError as exc:  # run anyway, unlisted; say why
-                logging.getLogger("agent_stream.uagents").warning("%s", exc)
-
-        async def _withdraw(ctx: Context) -> None:
-            with contextlib.suppress(DirectoryError):
-                book.unregister(agent.address)
-
-        agent.on_event("startup")(_announce)
-        agent.on_event("shutdown")(_withdraw)
+        listing = _Listing(book, agent.address, endpoint, name)
+        _LISTINGS[agent] = listing
+        agent.on_event("startup")(listing.announce)
+        agent.on_event("shutdown")(listing.withdraw)
     return agent
+
+
+_LISTINGS: weakref.WeakKeyDictionary[Agent, _Listing] = weakref.WeakKeyDictionary()
+LOG = logging.getLogger("agent_stream.uagents")
+
+
+async def _await_serving(address: str, endpoint: str, timeout: float = 10.0) -> bool:
+    """Wait until ``endpoint`` serves ``address`` (uagents' readiness probe says ``ready``):
+    a port that merely answers may be another agent's."""
+    deadline = time.monotonic() + timeout
+    while not await serves(address, endpoint, timeout=0.5):
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+class _Listing:
+    """One agent's entry in the local directory: written once the agent's own server serves its
+    endpoint, removed however the agent stops (shutdown handler, or :func:`run_agent`'s end)."""
+
+    def __init__(self, book: LocalDirectory, address: str, endpoint: str,
+                 name: str | None) -> None:
+        self.book, self.address, self.endpoint, self.name = book, address, endpoint, name
+        self.listed = False
+        self.unique = True  # no other running agent answers to this name
+
+    async def announce(self, ctx: Context) -> None:
+        if not await _await_serving(self.address, self.endpoint):
+            LOG.warning("not listed in the local directory: %s does not serve %s",
+                        self.endpoint, self.address)
+            return
+        loop = asyncio.get_running_loop()
+        try:  # (blocking file and probe I/O off the loop: a peer may be in this process)
+            others = await loop.run_in_executor(None, self.book.named, self.name) \
+                if self.name else []
+            await loop.run_in_executor(None, self.book.register, self.address, self.endpoint,
+                                       self.name)
+            self.listed = True
+        except DirectoryError as exc:  # run anyway, unlisted; say why
+            LOG.warning("%s", exc)
+            return
+        others = [(a, e) for a, e in others if a != self.address]
+        self.unique = not others
+        if others:
+            LOG.warning("another running agent is also named %r (%s at %s): asking %r by name "
+                        "is refused until one stops; ask by address", self.name,
+                        others[0][0], others[0][1], self.name)
+
+    async def withdraw(self, ctx: Context | None = None) -> None:
+        self.withdraw_now()
+
+    def withdraw_now(self) -> None:
+        if self.listed:
+            self.listed = False
+            with contextlib.suppress(DirectoryError, OSError):
+                self.book.unregister(self.address, pid=os.getpid())
 
 
 def _current_loop() -> asyncio.AbstractEventLoop:
@@ -263,6 +316,7 @@ def network_agent(seed: str, **kwargs: Any) -> Agent:
     Building it queries the Fetch ledger, and running it registers in the Almanac: it needs the
     internet. Protected (:func:`~agent_stream.uagents.hardening.protect`).
     """
+    warn_weak_seed(seed, "network_agent")
     agent = Agent(**network_agent_options(seed, **kwargs))
     protect(agent)
     return agent
@@ -298,17 +352,57 @@ def free_port() -> int:
 
 
 # -- running ---------------------------------------------------------------------------------------
-def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = None) -> T | None:
-    """Run ``agent`` in this process until Ctrl-C / SIGTERM, or until ``main`` returns.
+class PortInUse(OSError):
+    """The port an agent is to serve on is held by another process (nothing was started)."""
 
-    ``main(ctx)``, when given, starts once the agent has started; when it returns (or raises)
-    the agent shuts down gracefully and its result is returned (its exception raised). A shutdown
-    runs every shutdown handler, so streams in flight are ended and the directory entry removed.
+    def __init__(self, port: int | None, name: str | None = None) -> None:
+        who = f"agent {name!r}" if name else "the agent"
+        where = f"port {port} on {LOCAL_HOST}" if port is not None else "its port"
+        super().__init__(f"{where} is in use: {who} cannot serve there (choose another port)")
+        self.port = port
 
-    uagents' ``run_async`` cancels every other task on the loop when it ends; that is why the
-    agent runs as the loop's main task here and nothing awaits it.
+
+def _banner(agent: Agent) -> Callable[[Context], Awaitable[None]]:
+    """A startup handler printing the agent's name, address and endpoint to stderr once its own
+    server serves them, with the command that asks it."""
+
+    async def show(ctx: Context) -> None:
+        port = getattr(agent, "local_port", None)
+        endpoint = endpoint_for(port) if port is not None else None
+        if endpoint is not None and not await _await_serving(agent.address, endpoint):
+            return
+        listing = _LISTINGS.get(agent)
+        if listing is not None and listing.listed and listing.name and listing.unique:
+            how = f"agent-stream ask {listing.name} \"your question\""
+        elif endpoint is not None:
+            how = f"agent-stream ask {agent.address} --endpoint {endpoint} \"your question\""
+        else:
+            how = None
+        lines = [f"agent {agent.name!r} is running",
+                 f"  address:  {agent.address}"]
+        if endpoint is not None:
+            lines.append(f"  endpoint: {endpoint}")
+        if how:
+            lines.append(f"  ask it:   {how}")
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
+    return show
+
+
+def serve_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = None, *,
+                banner: bool | None = None) -> T | None:
+    """:func:`run_agent`, raising :class:`PortInUse` when the agent's port is taken.
+
+    Args:
+        agent: the agent (a :func:`local_agent` is checked before anything starts).
+        main: run once the agent has started; its result is returned (its exception raised).
+        banner: print the agent's name, address and endpoint on stderr once it serves
+            (default: when there is no ``main``, i.e. for an agent that serves others).
     """
     outcome: dict[str, Any] = {}
+    port = getattr(agent, "local_port", None)
+    if port is not None and not port_free(port):
+        raise PortInUse(port, agent.name)
 
     async def top() -> None:
         me = asyncio.current_task()
@@ -317,6 +411,8 @@ def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = Non
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, me.cancel)
+        if banner or (banner is None and main is None):
+            agent.on_event("startup")(_banner(agent))
         if main is not None:
             keep: list[asyncio.Task[None]] = []
 
@@ -342,14 +438,60 @@ def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = Non
     # The Agent created its tasks' loop when it was built (uagents' own ``Agent.run`` uses it).
     loop = _compat.agent_loop(agent)
     asyncio.set_event_loop(loop)
+    stopped: BaseException | None = None
     try:
-        with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
-            loop.run_until_complete(top())
+        task = loop.create_task(top())
+        try:
+            loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            pass
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # uvicorn exits the process when it cannot bind; a Ctrl-C can land before the
+            # signal handlers. Either way the agent shuts down (handlers run, entry removed)
+            # instead of leaving its tasks to die with the loop.
+            stopped = exc
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
     finally:
+        listing = _LISTINGS.get(agent)
+        if listing is not None:
+            listing.withdraw_now()
         with contextlib.suppress(Exception):
             loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
         asyncio.set_event_loop(None)
+    if isinstance(stopped, SystemExit) and stopped.code == _STARTUP_FAILURE:
+        raise PortInUse(port if port is not None else getattr(agent, "_port", None),
+                        agent.name)
+    if isinstance(stopped, SystemExit):
+        raise stopped
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("result")
+
+
+_STARTUP_FAILURE = 3  # uvicorn's exit status when its server cannot start (cannot bind)
+
+
+def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = None, *,
+              banner: bool | None = None) -> T | None:
+    """Run ``agent`` in this process until Ctrl-C / SIGTERM, or until ``main`` returns.
+
+    ``main(ctx)``, when given, starts once the agent has started; when it returns (or raises)
+    the agent shuts down gracefully and its result is returned (its exception raised). A shutdown
+    runs every shutdown handler, so streams in flight are ended and the directory entry removed.
+    An agent that serves others (no ``main``; ``banner`` to choose) prints its name, address and
+    endpoint on stderr once it serves them.
+
+    Like ``uvicorn.run``, a port in use is one error line on stderr and exit status 1
+    (``SystemExit(1)``); :func:`serve_agent` raises :class:`PortInUse` instead.
+
+    uagents' ``run_async`` cancels every other task on the loop when it ends; that is why the
+    agent runs as the loop's main task here and nothing awaits it.
+    """
+    try:
+        return serve_agent(agent, main, banner=banner)
+    except PortInUse as exc:
+        print(f"ERROR: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None

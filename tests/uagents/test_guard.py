@@ -182,8 +182,12 @@ async def test_protect_is_idempotent_and_per_agent(pair: Pair) -> None:
     server = pair.add("idempotent server", StreamingChat(respond))
     first = guard(server)
     handle = server.handle_message
-    assert protect(server, Protection(guard=GuardSettings(max_queued=1))) is server
+    assert protect(server) is server
     assert guard(server) is first and server.handle_message == handle
+    assert first.settings == GuardSettings()
+    protect(server, Protection(guard=GuardSettings(max_queued=1)))  # new limits, same guard
+    assert guard(server) is first and first.settings.max_queued == 1
+    assert server.handle_message == handle
     assert "handle_message" not in vars(Agent) or Agent.handle_message.__module__ == "uagents.agent"
     assert ASGIServer.__call__.__module__ == "uagents.asgi"
     assert guard_of(object()) is None and not is_protected(object())

@@ -1,0 +1,148 @@
+"""Every uagents internal agent_stream relies on is checked: removed or changed, it is a
+startup error naming it and the installed uagents version, never a silent change."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from importlib.metadata import version
+from typing import Any
+
+import pytest
+import uagents.agent
+import uagents.asgi
+from uagents import Agent
+from uagents.asgi import ASGIServer
+from uagents.communication import Dispenser
+from uagents.dispatch import Dispatcher, dispatcher
+
+from agent_stream.uagents import _compat, local_agent
+from agent_stream.uagents._compat import UagentsCompatError
+from agent_stream.uagents.hardening import is_protected, protect
+from agent_stream.uagents.local import free_port
+
+VERSION = version("uagents")
+
+
+def named(internal: str) -> Any:
+    return pytest.raises(UagentsCompatError,
+                         match=re.escape(f"uagents {VERSION}: {internal}"))
+
+
+CLASS_INTERNALS: list[tuple[str, Any, str]] = [
+    ("Agent._build_context", Agent, "_build_context"),
+    ("Agent._update_agent_status", Agent, "_update_agent_status"),
+    ("Agent._process_message_queue", Agent, "_process_message_queue"),
+    ("Agent.handle_message", Agent, "handle_message"),
+    ("ASGIServer.__call__", ASGIServer, "__call__"),
+    ("Dispenser.run / add_envelope", Dispenser, "run"),
+    ("Dispenser.run / add_envelope", Dispenser, "add_envelope"),
+    ("dispatcher.sinks", Dispatcher, "sinks"),
+    ("ASGIServer.serve using HOST", uagents.asgi, "HOST"),
+    ("Agent.__init__ calling get_almanac_contract", uagents.agent, "get_almanac_contract"),
+]
+
+
+@pytest.fixture
+def agent() -> Iterator[Agent]:
+    a = local_agent("compat test agent seed", free_port(), directory=None)
+    try:
+        yield a
+    finally:
+        dispatcher.unregister(a.address, a)
+
+
+def test_the_installed_uagents_passes() -> None:
+    _compat.check()
+    assert "uagents.agent" not in str(_compat.INTERNALS)  # names, not module paths
+
+
+@pytest.mark.parametrize("internal,owner,attr", CLASS_INTERNALS,
+                         ids=[f"{c[0]}:{c[2]}" for c in CLASS_INTERNALS])
+def test_a_missing_class_internal_is_named(monkeypatch: pytest.MonkeyPatch, agent: Agent,
+                                           internal: str, owner: Any, attr: str) -> None:
+    monkeypatch.delattr(owner, attr)
+    with named(internal):
+        _compat.check()
+    with named(internal):
+        protect(agent)
+
+
+def test_an_init_that_no_longer_queries_the_ledger_this_way_is_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    original = Agent.__init__
+
+    def renamed(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Agent, "__init__", renamed)
+    monkeypatch.setattr(_compat, "agent_init_without_ledger",
+                        _compat.agent_init_without_ledger.__wrapped__)
+    with named("Agent.__init__ calling get_almanac_contract"):
+        _compat.check()
+    with named("Agent.__init__ using get_almanac_contract"):
+        local_agent("compat renamed init seed", free_port(), directory=None)
+
+
+def test_a_changed_attribute_is_named_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Agent, "_update_agent_status", lambda self, active: None)  # not async
+    with named("Agent._update_agent_status"):
+        _compat.check()
+    monkeypatch.undo()
+
+    async def handle_message(self: Any, *args: Any) -> None:  # no longer queues
+        return None
+
+    monkeypatch.setattr(Agent, "handle_message", handle_message)
+    with named("Agent.handle_message"):
+        _compat.check()
+
+
+@pytest.mark.parametrize("internal,attr", [
+    ("Agent._models", "_models"),
+    ("Agent._message_queue", "_message_queue"),
+    ("Agent._dispenser", "_dispenser"),
+    ("Agent._server", "_server"),
+    ("Agent._loop", "_loop"),
+    ("Agent._dispenser_task", "_dispenser_task"),
+])
+def test_a_missing_agent_internal_is_named(internal: str, attr: str) -> None:
+    agent = Agent.__new__(Agent)  # an agent without Agent.__init__'s attributes...
+    port = free_port()
+    built = local_agent("compat missing attribute seed", port, directory=None)
+    try:
+        agent.__dict__.update({k: v for k, v in vars(built).items()
+                               if k not in (attr, "handle_message", "_agent_stream_guard")})
+        with named(internal):
+            _compat.check_agent(agent)
+        with named(internal):
+            protect(agent)
+        assert not is_protected(agent)
+    finally:
+        dispatcher.unregister(built.address, built)
+
+
+def test_a_queue_without_its_items_is_named(agent: Agent) -> None:
+    fresh = Agent.__new__(Agent)
+    fresh.__dict__.update(vars(agent))
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    del queue._queue  # type: ignore[attr-defined]
+    fresh.__dict__["_message_queue"] = queue
+    with named("asyncio.Queue._queue"):
+        _compat.check_agent(fresh)
+
+
+def test_a_local_agent_checks_again_when_it_starts(monkeypatch: pytest.MonkeyPatch,
+                                                   agent: Agent) -> None:
+    del agent.__dict__["_models"]
+    with named("Agent._models"):
+        agent.setup()
+
+
+def test_a_variant_of_a_function_that_does_not_use_the_name_is_refused() -> None:
+    with named("ASGIServer.serve using get_almanac_contract"):
+        _compat.variant(ASGIServer.serve, get_almanac_contract=None)
+    copy = _compat.variant(ASGIServer.serve, HOST="127.0.0.1")
+    assert copy is not ASGIServer.serve and copy.__code__ is ASGIServer.serve.__code__
+    assert uagents.asgi.HOST == "0.0.0.0"
