@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agent_stream.commands._args import rate
+
 DEFAULT_QUESTION = "How should agents stream LLM output to each other?"
 
 CODER_Q = "Python code to retry a flaky HTTP call between agents"
@@ -59,7 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--question", default=DEFAULT_QUESTION,
                    help="what the client asks (default: %(default)r)")
-    p.add_argument("--rate", type=float, default=150.0,
+    p.add_argument("--rate", type=rate, default=150.0,
                    help="replay tokens per second, 0 = as fast as possible "
                    "(default: %(default)s)")
     p.add_argument("--json", action="store_true",
@@ -154,10 +156,10 @@ def ask_live(args: argparse.Namespace, address: str, endpoint: str, port: int, r
 
 def show_reply(args: argparse.Namespace, reply: Any, renderer: Any, started: float,
                stopped: str) -> int:
-    """The end of a demo: the Transcript as JSON (``--json``) or the summary line; the exit
-    status (130: interrupted, 1: the reply did not complete)."""
     import json
 
+    """The end of a demo: the Transcript as JSON (``--json``) or the summary line; the exit
+    status (130: interrupted, 1: the reply did not complete)."""
     from agent_stream.commands.ask import summary_line
 
     if reply is None:

@@ -249,11 +249,14 @@ def test_ask_says_why_a_refused_directory_is_not_used(tmp_path: Path,
     open_dir = tmp_path / "open"
     open_dir.mkdir()
     open_dir.chmod(0o777)
+    monkeypatch.setenv("AGENT_STREAM_DIRECTORY", str(open_dir / "agents.json"))
+    assert main(["ask", "llm", "question"]) == 2
+    assert "writable by others" in capsys.readouterr().err
 
 
 def test_two_answering_agents_of_one_name_are_ambiguous(tmp_path: Path,
                                                          endpoint: Endpoint) -> None:
-    from agent_stream.uagents import AmbiguousName
+    from agent_stream.uagents.directory import AmbiguousName
 
     d = LocalDirectory(tmp_path / "agents.json")
     d.register(ADDR, endpoint.url, "llm")
@@ -274,6 +277,3 @@ def test_unregister_with_a_pid_keeps_another_process_entry(tmp_path: Path) -> No
     assert list(d.entries()) == [ADDR]
     d.unregister(ADDR, pid=1)
     assert d.entries() == {}
-    monkeypatch.setenv("AGENT_STREAM_DIRECTORY", str(open_dir / "agents.json"))
-    assert main(["ask", "llm", "question"]) == 2
-    assert "writable by others" in capsys.readouterr().err
