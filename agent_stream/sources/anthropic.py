@@ -1,0 +1,186 @@
+"""Raw Anthropic Messages stream events as a source: ``client.messages.create(stream=True)``.
+
+    async def ask(request):
+        return await client.messages.create(model=..., max_tokens=1024, stream=True,
+                                            messages=[{"role": "user", "content": request.text}])
+
+    chat = StreamingChat(responder(ask))
+
+Each ``message_start`` … ``message_stop`` is one block ``llm`` labelled with the model's name;
+``thinking`` blocks stream as ``thinking`` messages (their signature kept in the message's
+``props.metadata.signature``, redacted thinking in the block's end data, never as text), ``text``
+blocks as ``text``, ``tool_use`` / ``server_tool_use`` as ``tool_call`` messages whose
+arguments stream as deltas, and server tool results (``*_tool_result`` blocks) as
+``tool_result``. Usage is the final ``message_delta``'s figures (input tokens from it, else from
+``message_start``), summed over messages. An ``error`` event ends the reply with status error.
+Events are read duck-typed: the SDK's objects or plain dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent_stream.message import REFUSAL, TEXT, THINKING
+from agent_stream.sources.emitter import LLM, Emitter, aclose, drive, field, resolve
+from agent_stream.writer import Scope
+
+__all__ = ["EVENT_TYPES", "AnthropicStream", "responder"]
+
+EVENT_TYPES = frozenset({"message_start", "content_block_start", "content_block_delta",
+                         "content_block_stop", "message_delta", "message_stop", "ping",
+                         "error"})
+# The SDK's MessageStream helper repeats deltas as these convenience events.
+_HELPER_EVENTS = frozenset({"text", "thinking", "signature", "input_json", "citation"})
+
+
+class AnthropicStream:
+    """Maps one or more Messages streams into an :class:`Emitter` (see the module doc)."""
+
+    def __init__(self, em: Emitter, *, label: str | None = None,
+                 parent: Any = None) -> None:
+        self.em = em
+        self.label = label
+        self.parent = parent
+        self._n = 0
+        self._block: Any = None
+        self._kinds: dict[int, str] = {}
+        self._input = 0
+        self._redacted: list[str] = []
+
+    def _key(self, index: Any) -> tuple[str, Any, Any]:
+        return ("anthropic", self._block, index)
+
+    async def feed(self, ev: Any) -> None:
+        """Map one stream event."""
+        t = field(ev, "type")
+        em = self.em
+        if t == "message_start":
+            msg = field(ev, "message")
+            self._n += 1
+            self._block = ("anthropic-message", id(self), self._n)
+            self._kinds.clear()
+            self._redacted = []
+            self._input = int(field(field(msg, "usage"), "input_tokens", 0) or 0)
+            model = field(msg, "model")
+            await em.open_block(self._block, LLM, self.label or model, parent=self.parent,
+                                data={"model": model})
+        elif t == "content_block_start":
+            await self._start(field(ev, "index"), field(ev, "content_block"))
+        elif t == "content_block_delta":
+            await self._delta(field(ev, "index"), field(ev, "delta"))
+        elif t == "content_block_stop":
+            await em.end_message(self._key(field(ev, "index")))
+        elif t == "message_delta":
+            usage = field(ev, "usage")
+            inp = field(usage, "input_tokens")
+            em.add_usage(inp if inp is not None else self._input,
+                         field(usage, "output_tokens", 0))
+            reason = field(field(ev, "delta"), "stop_reason")
+            if reason == "refusal":
+                await em.send(self._block, _refusal())
+        elif t == "message_stop":
+            await self.close()
+        elif t == "error":
+            err = field(ev, "error")
+            await em.fail(f"The model reported an error: {field(err, 'message', err)}",
+                          str(field(err, "type", "model_error")))
+        elif t == "ping" or t in _HELPER_EVENTS:
+            return
+        else:
+            em.warn(f"anthropic event {t!r}", "an event type this source does not know")
+
+    async def close(self) -> None:
+        if self._block is None:
+            return
+        await self.em.close_block(self._block)
+        self._block = None
+
+    async def _start(self, index: Any, cb: Any) -> None:
+        em, key = self.em, self._key(index)
+        kind = str(field(cb, "type"))
+        self._kinds[index] = kind
+        if kind == "text":
+            await em.open(key, TEXT, self._block)
+            await em.append(key, TEXT, self._block, field(cb, "text", "") or "")
+        elif kind == "thinking":
+            await em.open(key, THINKING, self._block)
+            await em.append(key, THINKING, self._block, field(cb, "thinking", "") or "")
+        elif kind == "redacted_thinking":
+            self._redacted.append(str(field(cb, "data", "")))
+            block = em.blocks.get(self._block)
+            if block is not None:  # kept for the record, never shown
+                block.end_data["metadata"] = {"redacted_thinking": self._redacted}
+        elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+            await em.tool_call(key, self._block, field(cb, "id"), field(cb, "name"))
+            start = field(cb, "input")
+            if start:  # a whole input given up front (not the usual empty {})
+                await em.tool_args(key, _json(start))
+        elif kind.endswith("_tool_result"):
+            em.tool_names.setdefault(str(field(cb, "tool_use_id")), kind[:-len("_result")])
+            await em.tool_result(self._block, field(cb, "tool_use_id"), None,
+                                 field(cb, "content"),
+                                 is_error=bool(field(cb, "is_error", False)))
+        else:
+            em.warn(f"anthropic content block {kind!r}", "a block type this source does not map")
+
+    async def _delta(self, index: Any, d: Any) -> None:
+        em, key = self.em, self._key(index)
+        kind = field(d, "type")
+        if kind == "text_delta":
+            await em.append(key, TEXT, self._block, field(d, "text", ""))
+        elif kind == "thinking_delta":
+            await em.append(key, THINKING, self._block, field(d, "thinking", ""))
+        elif kind == "signature_delta":
+            h = await em.open(key, THINKING, self._block)
+            await h.merge({"metadata": {"signature": field(d, "signature", "")}})
+        elif kind == "input_json_delta":
+            await em.tool_args(key, field(d, "partial_json", ""))
+        elif kind == "citations_delta":
+            h = em.messages.get(key)
+            cit = field(d, "citation")
+            if h is not None and cit is not None:
+                dump = getattr(cit, "model_dump", None)
+                await h.append([dump(mode="json") if callable(dump) else cit], path="citations")
+        else:
+            em.warn(f"anthropic delta {kind!r}", "a delta type this source does not map")
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _refusal() -> Any:
+    from agent_stream.message import Message
+
+    return Message(type=REFUSAL, props={"content": "The model declined to answer."})
+
+
+def responder(stream: Callable[[Any], Any], *, label: str | None = None
+              ) -> Callable[[Any, Scope], Any]:
+    """A responder for ``StreamingChat`` over a callable ``(request) -> Anthropic stream``.
+
+    Args:
+        stream: called with the request; returns (an awaitable of) an async iterable of
+            Messages stream events (``client.messages.create(stream=True)``).
+        label: the ``llm`` blocks' label (default: the model's name).
+    """
+
+    async def respond(request: Any, out: Scope) -> None:
+        em = Emitter(out)
+        mapper = AnthropicStream(em, label=label)
+
+        async def run() -> None:
+            events = await resolve(stream(request))
+            try:
+                async for ev in events:
+                    await mapper.feed(ev)
+            finally:
+                await aclose(events)
+            await mapper.close()
+
+        await drive(em, run)
+
+    return respond

@@ -1,0 +1,162 @@
+"""OpenAI Responses stream events as a source: ``client.responses.create(stream=True)``.
+
+    async def ask(request):
+        return await client.responses.create(model="gpt-5", input=request.text, stream=True)
+
+    chat = StreamingChat(responder(ask))
+
+Each ``response.created`` … ``response.completed`` is one block ``llm`` labelled with the model's
+name (or ``label``); reasoning (summary or full text) streams as ``thinking``, output text as
+``text``, refusals as ``refusal``, each ``function_call`` item as a ``tool_call`` message (id and
+name from ``output_item.added``, arguments from ``function_call_arguments.delta``). Usage is
+``response.completed``'s (or ``incomplete``'s), summed over responses; ``response.failed`` and
+``error`` end the reply with status error. The OpenAI Agents SDK source uses the same mapper for
+its raw model events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from agent_stream.message import REFUSAL, TEXT, THINKING
+from agent_stream.sources.emitter import LLM, Emitter, aclose, drive, field, resolve
+from agent_stream.writer import Scope
+
+__all__ = ["ResponsesStream", "responder"]
+
+# Events that only repeat what the deltas carried, or mark progress with nothing to show.
+_QUIET = frozenset({
+    "response.in_progress", "response.queued", "response.content_part.added",
+    "response.content_part.done", "response.output_text.done", "response.refusal.done",
+    "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.done", "response.reasoning_text.done",
+    "response.function_call_arguments.done", "response.output_text.annotation.added",
+})
+
+
+class ResponsesStream:
+    """Maps Responses stream events into an :class:`Emitter` (see the module doc).
+
+    ``label``: the llm blocks' label (default the model); ``parent``: the key of the block they
+    nest under; ``data``: extra block_start data.
+    """
+
+    def __init__(self, em: Emitter, *, label: str | None = None, parent: Hashable | None = None,
+                 data: dict[str, Any] | None = None) -> None:
+        self.em = em
+        self.label = label
+        self.parent = parent
+        self.data = data or {}
+        self.block: Hashable | None = None
+        self._n = 0
+        self._args: set[Hashable] = set()
+
+    async def open(self, model: Any = None) -> Hashable:
+        if self.block is None:
+            self._n += 1
+            self.block = ("responses", id(self), self._n)
+            await self.em.open_block(self.block, LLM, self.label or model, parent=self.parent,
+                                     data={"model": model, **self.data})
+        return self.block
+
+    async def close(self, status: str = "completed") -> None:
+        if self.block is not None:
+            await self.em.close_block(self.block, status)
+            self.block = None
+
+    def _key(self, ev: Any, kind: str) -> tuple[str, Any, Any]:
+        item = field(ev, "item_id") or field(ev, "output_index")
+        return ("responses", item, kind)
+
+    async def feed(self, ev: Any) -> None:
+        """Map one stream event."""
+        t = str(field(ev, "type"))
+        em = self.em
+        if t == "response.created":
+            await self.open(field(field(ev, "response"), "model"))
+        elif t in ("response.completed", "response.incomplete"):
+            usage = field(field(ev, "response"), "usage")
+            if usage is not None:
+                em.add_usage(field(usage, "input_tokens"), field(usage, "output_tokens"),
+                             field(usage, "total_tokens"))
+            await self.close()
+        elif t == "response.failed":
+            err = field(field(ev, "response"), "error")
+            await em.fail(f"The model reported an error: {field(err, 'message', err)}",
+                          str(field(err, "code", "model_error") or "model_error"))
+        elif t == "error":
+            await em.fail(f"The model reported an error: {field(ev, 'message')}",
+                          str(field(ev, "code", "model_error") or "model_error"))
+        elif t == "response.output_item.added":
+            await self._item_added(field(ev, "item"))
+        elif t == "response.output_item.done":
+            await self._item_done(field(ev, "item"))
+        elif t == "response.output_text.delta":
+            await em.append(self._key(ev, TEXT), TEXT, await self.open(), field(ev, "delta"))
+        elif t in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            await em.append(self._key(ev, THINKING), THINKING, await self.open(),
+                            field(ev, "delta"))
+        elif t == "response.refusal.delta":
+            await em.append(self._key(ev, REFUSAL), REFUSAL, await self.open(),
+                            field(ev, "delta"))
+        elif t == "response.function_call_arguments.delta":
+            key = self._key(ev, "call")
+            self._args.add(key)
+            await em.tool_args(key, field(ev, "delta"))
+        elif t in _QUIET:
+            return
+        else:
+            em.warn(f"responses event {t!r}", "an event type this source does not map")
+
+    async def _item_added(self, item: Any) -> None:
+        kind = field(item, "type")
+        if kind == "function_call":
+            block = await self.open()
+            await self.em.tool_call(("responses", field(item, "id"), "call"), block,
+                                    field(item, "call_id"), field(item, "name"),
+                                    field(item, "arguments") or "")
+        elif kind not in ("message", "reasoning"):
+            self.em.warn(f"responses item {kind!r}", "an output item this source does not map")
+
+    async def _item_done(self, item: Any) -> None:
+        em, iid = self.em, field(item, "id")
+        kind = field(item, "type")
+        if kind == "function_call":
+            key = ("responses", iid, "call")
+            if not em.has(key):  # only the finished item was sent
+                await em.tool_call(key, await self.open(), field(item, "call_id"),
+                                   field(item, "name"), field(item, "arguments") or "")
+            elif key not in self._args and field(item, "arguments"):
+                await em.tool_args(key, field(item, "arguments"))
+            await em.end_message(key)
+        for kind in (TEXT, THINKING, REFUSAL):
+            await em.end_message(("responses", iid, kind))
+
+
+def responder(stream: Callable[[Any], Any], *, label: str | None = None
+              ) -> Callable[[Any, Scope], Any]:
+    """A responder for ``StreamingChat`` over a callable ``(request) -> Responses stream``.
+
+    Args:
+        stream: called with the request; returns (an awaitable of) an async iterable of
+            Responses stream events (``client.responses.create(stream=True)``).
+        label: the ``llm`` blocks' label (default: the model's name).
+    """
+
+    async def respond(request: Any, out: Scope) -> None:
+        em = Emitter(out)
+        mapper = ResponsesStream(em, label=label)
+
+        async def run() -> None:
+            events = await resolve(stream(request))
+            try:
+                async for ev in events:
+                    await mapper.feed(ev)
+            finally:
+                await aclose(events)
+            await mapper.close()
+
+        await drive(em, run)
+
+    return respond
