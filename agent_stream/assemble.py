@@ -151,6 +151,10 @@ class MessageState:
 
 @dataclass
 class BlockState:
+    """One block: its block_start data (``parent_block_id``; for a relayed sub-agent's block
+    ``agent``, its address, and ``agent_name``) and block_end's (status, ``duration_ms``, and
+    for a relay the sub-reply's ``relay_status`` and ``usage``)."""
+
     block_id: str
     type: str | None = None
     label: str | None = None
@@ -158,6 +162,11 @@ class BlockState:
     thread_ids: list[str] = field(default_factory=list)
     message_keys: list[Key] = field(default_factory=list)
     duration_ms: int | None = None
+    parent_block_id: str | None = None
+    agent: str | None = None
+    agent_name: str | None = None
+    relay_status: str | None = None
+    usage: dict[str, Any] | None = None
 
     @property
     def message_count(self) -> int:
@@ -171,6 +180,12 @@ class BlockState:
             "status": self.status,
             "message_count": self.message_count,
             "thread_ids": list(self.thread_ids),
+            "parent_block_id": self.parent_block_id,
+            "agent": self.agent,
+            "agent_name": self.agent_name,
+            "duration_ms": self.duration_ms,
+            "relay_status": self.relay_status,
+            "usage": self.usage,
         }
 
 
@@ -181,6 +196,8 @@ class ThreadState:
     label: str | None = None
     status: str = STREAMING
     message_count: int = 0
+    parent_thread_id: str | None = None
+    duration_ms: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,6 +206,8 @@ class ThreadState:
             "label": self.label,
             "status": self.status,
             "message_count": self.message_count,
+            "parent_thread_id": self.parent_thread_id,
+            "duration_ms": self.duration_ms,
         }
 
 
@@ -233,9 +252,23 @@ class Transcript:
         """The content of every text message, concatenated in order of first appearance."""
         return "".join(m.content for m in self._messages.values() if m.type == TEXT)
 
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """stream_end's usage (None when it gave none)."""
+        usage = self.stream_data.get("usage")
+        return usage if isinstance(usage, dict) else None
+
     def to_dict(self) -> dict[str, Any]:
-        """The `agent-stream assemble` JSON: messages, blocks, threads."""
+        """The `agent-stream assemble` JSON: the stream's end (``status``: None before
+        stream_start, ``streaming`` until stream_end; its ``error``, ``usage``,
+        ``finish_reason``, ``duration_ms``), then messages, blocks, threads."""
+        data = self.stream_data
         return {
+            "status": self.status,
+            "error": _text_or_none(data.get("error")),
+            "usage": self.usage,
+            "finish_reason": _text_or_none(data.get("finish_reason")),
+            "duration_ms": _int_or_none(data.get("duration_ms")),
             "messages": [m.to_dict() for m in self._messages.values()],
             "blocks": [b.to_dict() for b in self._blocks.values()],
             "threads": [t.to_dict() for t in self._threads.values()],
@@ -394,14 +427,22 @@ class Assembler:
         th = self._thread(_id(ev.thread_id, "thread_id", ev))
         th.type = ev.type if ev.type is not None else th.type
         th.label = ev.label if ev.label is not None else th.label
+        th.parent_thread_id = _text_or_none(ev.data.get("parent_thread_id")) or \
+            th.parent_thread_id
 
     def _on_thread_end(self, ev: EventView) -> None:
-        self._thread(_id(ev.thread_id, "thread_id", ev)).status = _status(ev)
+        th = self._thread(_id(ev.thread_id, "thread_id", ev))
+        th.status = _status(ev)
+        th.duration_ms = ev.duration_ms
 
     def _on_block_start(self, ev: EventView) -> None:
         b = self._block(_id(ev.block_id, "block_id", ev))
         b.type = ev.type if ev.type is not None else b.type
         b.label = ev.label if ev.label is not None else b.label
+        data = ev.data
+        b.parent_block_id = _text_or_none(data.get("parent_block_id")) or b.parent_block_id
+        b.agent = _text_or_none(data.get("agent")) or b.agent
+        b.agent_name = _text_or_none(data.get("agent_name")) or b.agent_name
         tid = ev.msg.thread_id
         if tid is not None and tid not in b.thread_ids:
             b.thread_ids.append(tid)
@@ -410,6 +451,8 @@ class Assembler:
         b = self._block(_id(ev.block_id, "block_id", ev))
         b.status = _status(ev)
         b.duration_ms = ev.duration_ms
+        b.relay_status = _text_or_none(ev.data.get("relay_status"))
+        b.usage = ev.usage
 
     def _on_message_start(self, ev: EventView) -> None:
         mid = _id(ev.message_id, "message_id", ev)
@@ -454,6 +497,14 @@ def _status(ev: EventView) -> str:
         raise InvalidMessage(_where(ev.msg) + "event status must be a string, got "
                              f"{ev.data.get('status')!r}")
     return status
+
+
+def _text_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _id(value: str | None, name: str, ev: EventView) -> str:

@@ -107,8 +107,12 @@ class Scope:
 
     # -- structure --------------------------------------------------------------------------
     def block(self, type: str = "mixed", label: str | None = None) -> BlockScope:
-        """A block (one LLM call, tool call, sub-task): block_start ... block_end."""
-        return BlockScope(self._core, self.thread_id, type, label)
+        """A block (one LLM call, tool call, sub-task): block_start ... block_end; inside a
+        block, its block_start names that block as ``parent_block_id``."""
+        block = BlockScope(self._core, self.thread_id, type, label)
+        if self.block_id is not None:
+            block.start_data = {"parent_block_id": self.block_id}
+        return block
 
     def thread(self, label: str | None = None, type: str | None = None) -> ThreadScope:
         """A concurrent thread of output: thread_start ... thread_end, its own thread_id."""

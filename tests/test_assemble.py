@@ -137,7 +137,9 @@ def test_002_block_grouping_events() -> None:
     ))
     [b] = t.to_dict()["blocks"]
     assert b == {"block_id": "B1", "type": "llm", "label": "Analyzing image",
-                 "status": "completed", "message_count": 2, "thread_ids": []}
+                 "status": "completed", "message_count": 2, "thread_ids": [],
+                 "parent_block_id": None, "agent": None, "agent_name": None,
+                 "duration_ms": None, "relay_status": None, "usage": None}
     assert [m.message_id for m in t.messages] == ["M4", "M5"]
 
 

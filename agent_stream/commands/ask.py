@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import logging
 import re
 import secrets
@@ -214,8 +213,9 @@ def run(args: argparse.Namespace) -> int:
     if reply is None:  # interrupted
         return 130
     if args.json:
-        sys.stdout.write(json.dumps(reply.transcript.to_dict(), ensure_ascii=False, indent=2)
-                         + "\n")
+        from agent_stream.commands.assemble import reply_json
+
+        sys.stdout.write(reply_json(reply) + "\n")
         sys.stdout.flush()
     else:
         assert renderer is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from agent_stream.assemble import Assembler
 from agent_stream.commands._io import add_input_args, open_lines, read_message, report
@@ -14,12 +15,18 @@ EPILOG = """examples:
   printf '%s\\n' '{"type":"text","message_id":"M1","delta":true,"props":{"content":"Hello"}}' \\
                 '{"type":"text","message_id":"M1","delta":true,"props":{"content":" World"}}' \\
     | agent-stream assemble
-  -> {"messages": [{"message_id": "M1", "thread_id": null, "block_id": null, "type": "text",
+  -> {"status": null, "error": null, "usage": null, "finish_reason": null, "duration_ms": null,
+      "messages": [{"message_id": "M1", "thread_id": null, "block_id": null, "type": "text",
        "props": {"content": "Hello World"}, "chunk_count": 2, "status": "streaming"}],
       "blocks": [], "threads": []}
 
+The top level is the stream's end: status (null before stream_start, streaming until
+stream_end, then completed, error or cancelled), error, usage, finish_reason, duration_ms.
 Each message has message_id, thread_id, block_id, type, props, chunk_count and status
-(streaming, completed, error, cancelled, incomplete), in order of first appearance.
+(streaming, completed, error, cancelled, incomplete), in order of first appearance; each block
+its type, label, status, message_count, thread_ids, parent_block_id, agent and agent_name (a
+relayed sub-agent's address and name), duration_ms, relay_status and usage; each thread its
+type, label, status, message_count, parent_thread_id and duration_ms.
 """
 
 
@@ -28,7 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "assemble",
         help="merge Message JSONL (deltas, events) into whole messages",
         description="Read Message JSONL (stdin when no FILE) and print the transcript as one JSON "
-        'object: {"messages": [...], "blocks": [...], "threads": [...]}. A bad line: the '
+        'object: {"status", "error", "usage", "finish_reason", "duration_ms", "messages": [...], '
+        '"blocks": [...], "threads": [...]}. A bad line: the '
         "transcript of the lines before it, 'line N: <reason>' on stderr and exit 2 "
         "(--keep-going: report, skip, exit 0). Warnings (lost or duplicate chunks) go to stderr.",
         epilog=EPILOG,
@@ -37,6 +45,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_input_args(p)
     p.add_argument("--indent", type=int, default=None, help="pretty-print with this indent")
     p.set_defaults(func=run)
+
+
+def reply_json(reply: Any) -> str:
+    """The transcript JSON of an asked reply (``ask --json``, ``demo --json``): as
+    ``assemble`` prints it, with the reply's own end as ``status`` (``timeout``, ``lost``,
+    ``undelivered``... when the agent's stream did not say how it ended)."""
+    data = reply.transcript.to_dict()
+    if reply.status is not None:
+        data["status"] = reply.status
+    return json.dumps(data, ensure_ascii=False, indent=2)
 
 
 def run(args: argparse.Namespace) -> int:

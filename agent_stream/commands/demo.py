@@ -122,7 +122,7 @@ def private_directory(prefix: str, **env: str) -> Iterator[dict[str, str]]:
     """A temporary directory that is the working directory of the agents (uagents writes its
     storage files there) and holds their own agent directory (``DIRECTORY_ENV``, set here and
     in the environment it yields for child processes, with ``env`` added); all restored after."""
-    from agent_stream.uagents import DIRECTORY_ENV
+    from agent_stream.uagents.directory import DIRECTORY_ENV
 
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         child = dict(os.environ, **env)
@@ -156,16 +156,15 @@ def ask_live(args: argparse.Namespace, address: str, endpoint: str, port: int, r
 
 def show_reply(args: argparse.Namespace, reply: Any, renderer: Any, started: float,
                stopped: str) -> int:
-    import json
-
     """The end of a demo: the Transcript as JSON (``--json``) or the summary line; the exit
     status (130: interrupted, 1: the reply did not complete)."""
     from agent_stream.commands.ask import summary_line
+    from agent_stream.commands.assemble import reply_json
 
     if reply is None:
         return 130
     if args.json:
-        print(json.dumps(reply.transcript.to_dict(), ensure_ascii=False, indent=2))
+        print(reply_json(reply))
     elif renderer is not None:
         renderer.close(summary_line(reply, started) + " · " + stopped, ok=reply.completed)
     return 0 if reply.completed else 1
@@ -185,7 +184,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 def _start_member(name: str, extra: tuple[str, ...], rate: float, env: dict[str, str],
                   verbose: bool) -> subprocess.Popen[str]:
-    from agent_stream.uagents import free_port
+    from agent_stream.uagents.local import free_port
 
     cmd = [sys.executable, "-m", "agent_stream.commands.team", "--name", name, "--port",
            str(free_port()), "--seed", secrets.token_hex(32), "--rate", str(rate), *extra]
@@ -211,7 +210,8 @@ def _wait_listed(names: set[str], procs: list[subprocess.Popen[str]],
 def run_team(args: argparse.Namespace) -> int:
     """``demo --team`` (see the module doc); the exit status."""
     from agent_stream.render import LiveRenderer, make_console
-    from agent_stream.uagents import DeliveryError, free_port
+    from agent_stream.uagents import DeliveryError
+    from agent_stream.uagents.local import free_port
 
     console = make_console()
     procs: list[subprocess.Popen[str]] = []
@@ -245,7 +245,8 @@ def run(args: argparse.Namespace) -> int:
         return run_team(args)
 
     from agent_stream.render import LiveRenderer, make_console
-    from agent_stream.uagents import DeliveryError, free_port
+    from agent_stream.uagents import DeliveryError
+    from agent_stream.uagents.local import free_port
 
     console = make_console()
     with private_directory("agent-stream-demo-") as env:
