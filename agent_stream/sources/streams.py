@@ -32,7 +32,12 @@ def kind_of(event: Any) -> str | None:
             return "responses"
         if t in EVENT_TYPES:
             return "anthropic"
-    if field(event, "choices") is not None or field(event, "object") == "chat.completion.chunk":
+    if not isinstance(event, dict):
+        try:
+            event = _as_dict(event)
+        except TypeError:
+            return None
+    if event.get("choices") is not None or event.get("object") == "chat.completion.chunk":
         return "chat"
     return None
 
@@ -43,7 +48,10 @@ def _as_dict(chunk: Any) -> dict[str, Any]:
     for name in ("model_dump", "to_dict", "dict"):
         fn = getattr(chunk, name, None)
         if callable(fn):
-            d = fn()
+            try:
+                d = fn()
+            except Exception:
+                continue
             if isinstance(d, dict):
                 return d
     raise TypeError(f"a chat-completion chunk that is not a mapping: {type(chunk).__name__}")
