@@ -17,7 +17,8 @@ EPILOG = """endpoints:
   POST /v1/chat/completions   OpenAI (stream true/false)     GET /v1/models
   POST /agui                  AG-UI RunAgentInput -> events (SSE)
   POST /api/chat              AI SDK UI message stream        GET /api/chat/{id}/stream (resume)
-  POST /a2a/{agent}           A2A JSON-RPC (card: /a2a/{agent}/.well-known/agent-card.json)
+  POST /a2a/{agent}           A2A JSON-RPC (card: /a2a/{agent}/.well-known/agent-card.json;
+                              /.well-known/agent-card.json: the default or only agent's)
   GET|POST /v1/stream         native Messages (SSE or JSONL; ?accept= picks another wire)
   DELETE /v1/replies/{id}     stop a reply                    GET /healthz     GET /  (the page)
 
@@ -48,6 +49,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--agent", action="append", default=[], metavar="NAME|ADDRESS[=ENDPOINT]",
                    help="an agent clients may reach (repeatable; default: every agent in the "
                    "local directory)")
+    p.add_argument("--default-agent", default=None, metavar="NAME|ADDRESS",
+                   help="the agent a request naming none gets, whose A2A card is also at "
+                   "/.well-known/agent-card.json (default: the first; the root card only "
+                   "when there is one agent)")
     p.add_argument("--api-key", action="append", default=[], metavar="KEY",
                    help="an accepted API key (repeatable; also $AGENT_STREAM_GATEWAY_KEYS)")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
@@ -91,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
               "'agent-stream[gateway]'", file=sys.stderr)
         return 2
     config = GatewayConfig(
-        host=args.host, port=args.port, agents=list(args.agent), api_keys=list(args.api_key),
+        host=args.host, port=args.port, agents=list(args.agent),
+        default_agent=args.default_agent or None, api_keys=list(args.api_key),
         cors_origins=list(args.cors_origin), resume_window=args.resume_window,
         resume_store=args.resume_store, max_body_bytes=args.max_body_bytes,
         max_question_bytes=args.max_question_bytes,

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, TaskIdParams, TaskState, TextPart
-from gateway_harness import Gateway, assert_echo_stopped
+from gateway_harness import Gateway, Harness, assert_echo_stopped, start_gateway
 from inprocess_gateway import address_of, serve_gateway
 
 pytestmark = pytest.mark.integration
@@ -194,3 +194,29 @@ async def test_a_malformed_request_is_still_the_sdks_to_answer(tmp_path: Path) -
                                                          [{"kind": "text", "text": "fine"}]))
         assert r.json()["result"]["status"]["state"] == "completed"
     assert link.questions == [(address_of("solo"), "fine")]
+
+
+async def test_gateway_default_agent_flag_names_the_root_card(
+        gw_harness: Harness, gw_agents: dict[str, Any]) -> None:
+    gw = await asyncio.to_thread(start_gateway, gw_harness, "--agent", "llm", "--agent", "echo",
+                                 "--default-agent", "echo")
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            card = await A2ACardResolver(http, gw.url).get_agent_card()
+            assert card.name == "echo" and card.url == f"{gw.url}/a2a/echo"
+            # a request naming no agent gets the default one too
+            r = await http.get(f"{gw.url}/v1/stream", params={"q": "who"})
+            assert r.status_code == 200 and r.headers["x-reply-id"]
+        assert "agent=echo" in await asyncio.to_thread(_access_line, gw, r.headers["x-reply-id"])
+    finally:
+        gw.proc.stop()
+
+
+def _access_line(gw: Gateway, rid: str) -> str:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        lines = [x for x in gw.proc.stderr.splitlines() if f"reply={rid}" in x]
+        if lines:
+            return lines[0]
+        time.sleep(0.05)
+    return ""
