@@ -22,6 +22,7 @@ from uagents_core.models import ErrorMessage
 from agent_stream.uagents import ChatRequest, StreamingChat
 from agent_stream.uagents.guard import AgentGuard, GuardSettings
 from agent_stream.uagents.hardening import Protection, guard_of, is_protected, protect
+from agent_stream.uagents.lanes import LaneLimits, PeerDispenser
 from agent_stream.uagents.local import LocalAgent, NoRegistration, endpoint_for, free_port
 from agent_stream.uagents.ratelog import RateLimitedLog
 from agent_stream.writer import StreamWriter
@@ -185,8 +186,11 @@ async def test_protect_is_idempotent_and_per_agent(pair: Pair) -> None:
     assert protect(server) is server
     assert guard(server) is first and server.handle_message == handle
     assert first.settings == GuardSettings()
-    protect(server, Protection(guard=GuardSettings(max_queued=1)))  # new limits, same guard
+    protect(server, Protection(guard=GuardSettings(max_queued=1),
+                               lanes=LaneLimits(post_timeout=1.0)))  # new limits, same guard
     assert guard(server) is first and first.settings.max_queued == 1
+    assert isinstance(server._dispenser, PeerDispenser)
+    assert server._dispenser.limits.post_timeout == 1.0
     assert server.handle_message == handle
     assert "handle_message" not in vars(Agent) or Agent.handle_message.__module__ == "uagents.agent"
     assert ASGIServer.__call__.__module__ == "uagents.asgi"
