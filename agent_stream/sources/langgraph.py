@@ -1,0 +1,257 @@
+"""A LangGraph compiled graph as a source (``langgraph`` 1.x; ``pip install 'agent-stream[langgraph]'``).
+
+The graph runs with ``astream(input, config, stream_mode=["messages", "updates", "custom"],
+subgraphs=True)``: each item is ``(namespace, mode, data)``. That choice (rather than
+``astream_events``) keeps the model's own chunks (text, reasoning, ``tool_call_chunks``), the
+nodes' updates (where interrupts appear) and the custom writer in one ordered stream, without
+the callback tree of every runnable.
+
+Mapping:
+
+- each model call (the chunks of one message id in one namespace) is a block ``llm`` labelled with
+  its node's name (``model``: the model's name when LangChain reports it);
+- text content -> ``text``; reasoning (``reasoning``/``thinking`` content blocks,
+  ``additional_kwargs.reasoning_content``) -> ``thinking``;
+- each ``tool_call_chunks`` index -> a ``tool_call`` message (id and name, then the arguments as
+  deltas); a whole ``AIMessage``'s ``tool_calls`` -> whole tool calls;
+- a ``ToolMessage`` -> ``tool_result`` (``is_error`` when its status is error);
+- a subgraph (a namespace) -> a block ``agent`` whose label and ``agent_name`` are the node that
+  runs it, nested under the enclosing subgraph's block, ended when that node's update arrives;
+- the custom stream writer -> a ``loading`` line (a string, or a mapping's ``progress`` /
+  ``message`` / ``status``), other values an ``event`` message ``custom``;
+- ``interrupt(value)`` -> a ``user_input`` message carrying the value; the reply ends
+  completed and the next message of the same session resumes the run with
+  ``Command(resume=<its text>)`` (the graph needs a checkpointer; ``thread_id`` is the session);
+- ``usage_metadata`` of every chunk/message, summed, is the reply's usage.
+
+History: with a checkpointer and a session, the thread's own state is the memory (only the new
+question is sent, or the resume); otherwise ``request.history`` becomes the messages state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from agent_stream.errors import require
+from agent_stream.message import TEXT, THINKING, event, user_input
+from agent_stream.sources.emitter import AGENT, LLM, Emitter, drive, text_of
+from agent_stream.writer import Scope
+
+__all__ = ["GraphStream", "build_input", "responder"]
+
+MODES = ["messages", "updates", "custom"]
+
+
+def _node(ns_part: str) -> str:
+    return ns_part.split(":", 1)[0]
+
+
+class GraphStream:
+    """Maps ``astream(..., subgraphs=True)`` items into an :class:`Emitter`."""
+
+    def __init__(self, em: Emitter, *, label: str | None = None) -> None:
+        self.em = em
+        self.label = label
+        self.current: dict[tuple[str, ...], Hashable] = {}  # namespace -> its open llm block
+        self.interrupted: list[Any] = []
+
+    async def agent_block(self, ns: tuple[str, ...]) -> Hashable | None:
+        """The agent block of namespace ``ns`` (opened, with its parents, when first seen)."""
+        if not ns:
+            return None
+        key = ("ns", ns)
+        if key not in self.em.blocks:
+            parent = await self.agent_block(ns[:-1])
+            name = _node(ns[-1])
+            await self.em.open_block(key, AGENT, name, parent=parent,
+                                     data={"agent_name": name})
+        return key
+
+    async def feed(self, ns: tuple[str, ...], mode: str, data: Any) -> None:
+        if mode == "messages":
+            msg, meta = data
+            await self._message(tuple(ns), msg, meta if isinstance(meta, Mapping) else {})
+        elif mode == "updates":
+            await self._updates(tuple(ns), data)
+        elif mode == "custom":
+            await self._custom(tuple(ns), data)
+        else:
+            self.em.warn(f"langgraph mode {mode!r}", "a stream mode this source did not ask for")
+
+    async def _end_llm(self, ns: tuple[str, ...]) -> None:
+        key = self.current.pop(ns, None)
+        if key is not None:
+            await self.em.close_block(key)
+
+    async def _message(self, ns: tuple[str, ...], msg: Any, meta: Mapping[str, Any]) -> None:
+        em = self.em
+        kind = type(msg).__name__
+        parent = await self.agent_block(ns)
+        if kind in ("ToolMessage", "ToolMessageChunk"):
+            await self._end_llm(ns)
+            await em.tool_result(parent, getattr(msg, "tool_call_id", None),
+                                 getattr(msg, "name", None), msg.content,
+                                 is_error=getattr(msg, "status", None) == "error")
+            return
+        if kind not in ("AIMessage", "AIMessageChunk"):
+            em.warn(f"langgraph {kind}", "a message a node returned that is not a model's")
+            return
+        mid = msg.id or "?"
+        key = ("llm", ns, mid)
+        if self.current.get(ns) != key:
+            await self._end_llm(ns)
+            node = str(meta.get("langgraph_node") or "")
+            await em.open_block(key, LLM, self.label or node or meta.get("ls_model_name"),
+                                parent=parent, data={"model": meta.get("ls_model_name")})
+            self.current[ns] = key
+        await self._content(key, msg)
+        for tc in getattr(msg, "tool_call_chunks", None) or []:
+            tkey = ("tc", key, tc.get("index") if tc.get("index") is not None else tc.get("id"))
+            if em.has(tkey):
+                await em.tool_args(tkey, tc.get("args") or "")
+            else:
+                await em.tool_call(tkey, key, tc.get("id"), tc.get("name"), tc.get("args") or "")
+        if kind == "AIMessage":
+            for i, tc in enumerate(getattr(msg, "tool_calls", None) or []):
+                await em.tool_call(("tc", key, i), key, tc.get("id"), tc.get("name"),
+                                   json.dumps(tc.get("args") or {}, ensure_ascii=False))
+        usage = getattr(msg, "usage_metadata", None)
+        if usage:
+            em.add_usage(usage.get("input_tokens"), usage.get("output_tokens"),
+                         usage.get("total_tokens"))
+        if kind == "AIMessage" or getattr(msg, "chunk_position", None) == "last":
+            await self._end_llm(ns)
+
+    async def _content(self, key: Hashable, msg: Any) -> None:
+        em = self.em
+        reasoning = (getattr(msg, "additional_kwargs", None) or {}).get("reasoning_content")
+        if isinstance(reasoning, str):
+            await em.append((key, THINKING), THINKING, key, reasoning)
+        content = msg.content
+        if isinstance(content, str):
+            await em.append((key, TEXT), TEXT, key, content)
+            return
+        for part in content or []:
+            if isinstance(part, str):
+                await em.append((key, TEXT), TEXT, key, part)
+                continue
+            t = part.get("type")
+            if t == "text":
+                await em.append((key, TEXT), TEXT, key, part.get("text") or "")
+            elif t in ("thinking", "reasoning"):
+                await em.append((key, THINKING), THINKING, key,
+                                part.get(t) or part.get("text") or "")
+                sig = part.get("signature")
+                if sig:
+                    h = await em.open((key, THINKING), THINKING, key)
+                    await h.merge({"metadata": {"signature": sig}})
+            elif t not in ("tool_use", "tool_call_chunk", "tool_call", "input_json_delta",
+                           "function_call"):
+                em.warn(f"langgraph content block {t!r}", "a content block this source "
+                        "does not map")
+
+    async def _updates(self, ns: tuple[str, ...], data: Any) -> None:
+        if not isinstance(data, Mapping):
+            return
+        for node, _ in data.items():
+            if node == "__interrupt__":
+                for intr in data[node] or ():
+                    value = getattr(intr, "value", intr)
+                    self.interrupted.append(value)
+                    await self._end_llm(ns)
+                    content = value if isinstance(value, str) else json.dumps(
+                        text_of(value), ensure_ascii=False)
+                    await self.em.send(await self.agent_block(ns), user_input(content))
+                continue
+            await self._end_llm(ns)
+            for key in list(self.em.blocks):  # a subgraph run by this node has ended
+                if (isinstance(key, tuple) and key[0] == "ns" and len(key[1]) == len(ns) + 1
+                        and key[1][:-1] == ns and _node(key[1][-1]) == node):
+                    await self._close_ns(key[1])
+
+    async def _close_ns(self, ns: tuple[str, ...]) -> None:
+        for key in list(self.current):
+            if key[:len(ns)] == ns:
+                await self._end_llm(key)
+        for key in reversed(list(self.em.blocks)):
+            if isinstance(key, tuple) and key[0] == "ns" and key[1][:len(ns)] == ns:
+                await self.em.close_block(key)
+
+    async def _custom(self, ns: tuple[str, ...], data: Any) -> None:
+        block = await self.agent_block(ns)
+        if isinstance(data, str):
+            await self.em.progress(block, data)
+            return
+        if isinstance(data, Mapping):
+            for k in ("progress", "message", "status"):
+                if isinstance(data.get(k), str) and len(data) == 1:
+                    await self.em.progress(block, data[k])
+                    return
+            await self.em.send(block, event("custom", dict(text_of(dict(data)))))
+            return
+        await self.em.send(block, event("custom", {"value": text_of(data)}))
+
+
+def _has_checkpointer(graph: Any) -> bool:
+    cp = getattr(graph, "checkpointer", None)
+    return cp not in (None, False)
+
+
+async def build_input(graph: Any, request: Any, config: dict[str, Any],
+                      input_key: str = "messages") -> Any:
+    """What the graph is run with: a resume, the new question, or the history and question."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langgraph.types import Command
+
+    text = str(getattr(request, "text", request))
+    if _has_checkpointer(graph) and config.get("configurable", {}).get("thread_id"):
+        state = await graph.aget_state(config)
+        if getattr(state, "interrupts", None) or any(
+                getattr(t, "interrupts", None) for t in getattr(state, "tasks", ()) or ()):
+            return Command(resume=text)
+        if getattr(state, "values", None):
+            return {input_key: [HumanMessage(text)]}
+    kinds = {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
+    history = [kinds.get(t.role, HumanMessage)(t.text)
+               for t in getattr(request, "history", ()) or ()]
+    return {input_key: [*history, HumanMessage(text)]}
+
+
+def responder(graph: Any, *, config: Mapping[str, Any] | None = None,
+              input_key: str = "messages", make_input: Callable[[Any], Any] | None = None,
+              label: str | None = None) -> Callable[[Any, Scope], Any]:
+    """A responder for ``StreamingChat`` streaming a compiled LangGraph graph.
+
+    Args:
+        graph: the compiled graph (``StateGraph(...).compile(...)``).
+        config: the run config; ``configurable.thread_id`` defaults to the chat session.
+        input_key: the state key holding the conversation's messages.
+        make_input: ``(request) -> input`` replacing the default input (history + question).
+        label: the ``llm`` blocks' label (default: the node's name).
+    """
+    require("langgraph", "langgraph", "the LangGraph source")
+
+    async def respond(request: Any, out: Scope) -> None:
+        em = Emitter(out)
+        mapper = GraphStream(em, label=label)
+        cfg: dict[str, Any] = dict(config or {})
+        conf = dict(cfg.get("configurable") or {})
+        session = getattr(request, "session", None)
+        if session and "thread_id" not in conf:
+            conf["thread_id"] = str(session)
+        cfg["configurable"] = conf
+
+        async def run() -> None:
+            inp = make_input(request) if make_input is not None else await build_input(
+                graph, request, cfg, input_key)
+            stream = graph.astream(inp, cfg, stream_mode=MODES, subgraphs=True)
+            async with contextlib.aclosing(stream):
+                async for ns, mode, data in stream:
+                    await mapper.feed(ns, mode, data)
+
+        await drive(em, run)
+
+    return respond
