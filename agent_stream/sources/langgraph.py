@@ -1,4 +1,4 @@
-"""A LangGraph compiled graph as a source (``langgraph`` 1.x; ``pip install 'agent-stream[langgraph]'``).
+"""A LangGraph compiled graph as a source (``pip install 'agent-stream[langgraph]'``).
 
 The graph runs with ``astream(input, config, stream_mode=["messages", "updates", "custom"],
 subgraphs=True)``: each item is ``(namespace, mode, data)``. That choice (rather than

@@ -11,11 +11,11 @@ import pytest
 
 anthropic = pytest.importorskip("anthropic")
 
-from agent_stream.sources import responder_for  # noqa: E402
-from agent_stream.sources.anthropic import responder  # noqa: E402
-
 from source_helpers import block_starts, contents, of_type, request, run, stream_end  # noqa: E402
 from sse_replay import Script, SSEServer, anthropic_frames, serve  # noqa: E402
+
+from agent_stream.sources import responder_for  # noqa: E402
+from agent_stream.sources.anthropic import responder  # noqa: E402
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ async def test_raw_create_stream_and_request_reaches_the_callable(server: SSESer
             model="claude-test", max_tokens=100, stream=True,
             messages=[*history, {"role": "user", "content": req.text}])
 
-    msgs, t = await run(responder(ask), request("and now?", history=(
+    _, t = await run(responder(ask), request("and now?", history=(
         ("user", "hi"), ("assistant", "hello"))))
     assert t.text() == "one two three"
     assert server.requests[0]["messages"][:2] == [{"role": "user", "content": "hi"},

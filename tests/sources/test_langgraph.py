@@ -4,32 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import (  # noqa: E402
+from langchain_core.language_models.fake_chat_models import (
     FakeListChatModel,
     FakeMessagesListChatModel,
     GenericFakeChatModel,
 )
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.config import get_stream_writer  # noqa: E402
-from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
-from langgraph.types import interrupt  # noqa: E402
-from source_helpers import block_starts, contents, of_type, request, run, stream_end  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_stream_writer
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import interrupt
+from source_helpers import block_starts, of_type, request, run, stream_end
 
-from agent_stream.message import Message  # noqa: E402
-from agent_stream.sources import responder_for  # noqa: E402
-from agent_stream.sources.langgraph import responder  # noqa: E402
-from agent_stream.writer import StreamWriter  # noqa: E402
-
+from agent_stream.message import Message
+from agent_stream.sources import responder_for
+from agent_stream.sources.langgraph import responder
+from agent_stream.writer import StreamWriter
 
 SEEN: list[list[BaseMessage]] = []  # what the fake models were asked, in order
 
