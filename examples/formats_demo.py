@@ -154,15 +154,35 @@ the end of its block or thread, or at the stream's end), and is picked by `accep
 
 | `accept`                     | wire     | content type         |
 | ---------------------------- | -------- | -------------------- |
-| `standard`                   | OpenAI   | text/event-stream    |
+| `standard`, `openai`         | OpenAI   | text/event-stream    |
 | `cui-web`                    | native   | text/event-stream    |
-| `cui-native`, `cui-desktop`  | native   | application/x-ndjson |
+| `cui-native`, `cui-desktop`, `cui` | native | application/x-ndjson |
 | `agui`                       | AG-UI    | text/event-stream    |
 | `channels`                   | channels | application/x-ndjson |
-| `aisdk`                      | AI SDK   | text/event-stream    |
+| `aisdk`                      | AI SDK   | text/event-stream (header `x-vercel-ai-ui-message-stream: v1`) |
+| `a2a`                        | A2A      | text/event-stream    |
+| `chat`                       | ChatMessage JSON lines | application/x-ndjson |
+
+Each wire is described once, in `agent_stream.adapters.registry`: its name, the `accept`
+values the spec gives it and the framing each selects, its encoder and options, its framings
+(SSE, JSON lines) with their content types, the response headers its clients want, and its line
+decoder if it can be read back. Routing by `accept`, `convert --to` / `decode --from`
+(`agent_stream.commands.formats` only maps the command's arguments to a wire's options) and the
+gateway's `/v1/stream?accept=` all read that table, so they offer the same wires and write the
+same bytes. Adding a wire is its module plus one `Wire(...)` entry:
+
+```
+Wire("agui", "AG-UI events as SSE",
+     "agent_stream.adapters.agui:AGUIEncoder", {"sse": "agent_stream.adapters.agui:frame_sse"},
+     (Option("thread_id"), Option("run_id")), accept={"agui": None})
+```
+
+References are `module:attribute` strings, imported when the wire is first used, so a missing
+optional extra matters only to its wire.
 
 `writer_for(accept, write)` is a StreamWriter whose Messages go out in that wire through the async
-`write(text)`; `sink_for(accept, write)` is the same as a plain sink.
+`write(text)`; `sink_for(accept, write)` is the same as a plain sink. `chat` through a writer is
+the CLI's form: deterministic ids, one clock value, a recipient without tag support.
 
 ### OpenAI (`OpenAIEncoder`, `convert --to openai`)
 
