@@ -53,9 +53,21 @@ def agent() -> Iterator[Agent]:
         dispatcher.unregister(a.address, a)
 
 
-def test_the_installed_uagents_passes() -> None:
+AGENT_INTERNALS = [
+    ("Agent._models", "_models"),
+    ("Agent._message_queue", "_message_queue"),
+    ("Agent._dispenser", "_dispenser"),
+    ("Agent._server", "_server"),
+    ("Agent._loop", "_loop"),
+    ("Agent._dispenser_task", "_dispenser_task"),
+]
+
+
+def test_the_installed_uagents_passes_and_every_internal_has_a_test_here(agent: Agent) -> None:
     _compat.check()
-    assert "uagents.agent" not in str(_compat.INTERNALS)  # names, not module paths
+    _compat.check_agent(agent)
+    tested = {c[0] for c in CLASS_INTERNALS} | {a[0] for a in AGENT_INTERNALS}
+    assert tested | {"asyncio.Queue._queue"} == set(_compat.INTERNALS)
 
 
 @pytest.mark.parametrize("internal,owner,attr", CLASS_INTERNALS,
@@ -99,14 +111,7 @@ def test_a_changed_attribute_is_named_too(monkeypatch: pytest.MonkeyPatch) -> No
         _compat.check()
 
 
-@pytest.mark.parametrize("internal,attr", [
-    ("Agent._models", "_models"),
-    ("Agent._message_queue", "_message_queue"),
-    ("Agent._dispenser", "_dispenser"),
-    ("Agent._server", "_server"),
-    ("Agent._loop", "_loop"),
-    ("Agent._dispenser_task", "_dispenser_task"),
-])
+@pytest.mark.parametrize("internal,attr", AGENT_INTERNALS)
 def test_a_missing_agent_internal_is_named(internal: str, attr: str) -> None:
     agent = Agent.__new__(Agent)  # an agent without Agent.__init__'s attributes...
     port = free_port()
