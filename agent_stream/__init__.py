@@ -29,6 +29,7 @@ from agent_stream.message import (
     event,
     image,
     loading,
+    progress,
     text,
     thinking,
     tool_call,
@@ -36,8 +37,9 @@ from agent_stream.message import (
     user_input,
     video,
 )
-from agent_stream.toolcall import Progress, ToolCall
-from agent_stream.writer import BlockScope, MessageHandle, StreamWriter, ThreadScope
+from agent_stream.relay import RelayError
+from agent_stream.toolcall import ToolCallScope
+from agent_stream.writer import BlockScope, MessageHandle, StreamWriter, ThreadScope, collect
 
 if TYPE_CHECKING:
     from agent_stream.chunking import TextChunker
@@ -55,23 +57,25 @@ __all__ = [
     "MessageHandle",
     "MessageState",
     "Metadata",
-    "Progress",
+    "RelayError",
     "StreamError",
     "StreamWarning",
     "StreamWriter",
     "TextChunker",
     "ThreadScope",
-    "ToolCall",
+    "ToolCallScope",
     "Transcript",
     "UnknownMessage",
     "WireError",
     "action",
     "assemble",
     "audio",
+    "collect",
     "error",
     "event",
     "image",
     "loading",
+    "progress",
     "text",
     "thinking",
     "tool_call",

@@ -332,6 +332,12 @@ def loading(message: str, done: bool | None = None, **ids: Any) -> Message:
     return _msg(LOADING, LoadingProps(message=message, done=done), ids)
 
 
+def progress(message: str, done: bool | None = None, **ids: Any) -> Message:
+    """A progress line: a ``loading`` message, ``done`` once the work it names is over
+    (``scope.progress(message)`` writes one, updates it and marks it done for you)."""
+    return loading(message, done, **ids)
+
+
 def tool_call(id: str | None, name: str | None, arguments: str = "", **ids: Any) -> Message:
     """A function/tool call; ``arguments`` is a JSON string."""
     return _msg(TOOL_CALL, ToolCallProps(id=id, name=name, arguments=arguments), ids)

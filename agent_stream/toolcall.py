@@ -28,7 +28,7 @@ from agent_stream.message import LOADING, tool_call, tool_result
 if TYPE_CHECKING:
     from agent_stream.writer import MessageHandle, Scope
 
-__all__ = ["Progress", "ToolCall"]
+__all__ = ["Progress", "ToolCallScope"]
 
 _UNSET: Any = object()
 
@@ -74,7 +74,7 @@ class Progress:
         await handle.__aexit__(et, exc, tb)
 
 
-class ToolCall:
+class ToolCallScope:
     """``async with scope.tool(name, arguments) as t``: see the module doc.
 
     ``call_id``: the call's ``id`` (a fresh ``call_…`` when None), also the result's
@@ -95,7 +95,7 @@ class ToolCall:
         self._result: Any = _UNSET
         self._progress: Progress | None = None
 
-    async def __aenter__(self) -> ToolCall:
+    async def __aenter__(self) -> ToolCallScope:
         await self._scope.send(tool_call(id=self.call_id, name=self.name,
                                          arguments=self.arguments))
         return self

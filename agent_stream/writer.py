@@ -50,7 +50,7 @@ from agent_stream.message import (
 )
 from agent_stream.message import text as _text
 from agent_stream.relay import Relayable, relay_into
-from agent_stream.toolcall import Progress, ToolCall
+from agent_stream.toolcall import Progress, ToolCallScope
 
 if TYPE_CHECKING:
     from agent_stream.assemble import Transcript
@@ -182,7 +182,7 @@ class Scope:
 
     # -- tools and progress -----------------------------------------------------------------------
     def tool(self, name: str, arguments: Mapping[str, Any] | str | None = None, *,
-             call_id: str | None = None) -> ToolCall:
+             call_id: str | None = None) -> ToolCallScope:
         """A tool call written as a scope: ``async with b.tool("get_weather", {"city": "Paris"})
         as t: await t.progress("..."); t.result(...)``.
 
@@ -195,7 +195,7 @@ class Scope:
         ``tool_result`` when the body returns; when the body raises, the result carries the
         failure (``is_error``) and the exception propagates.
         """
-        return ToolCall(self, name, arguments, call_id=call_id)
+        return ToolCallScope(self, name, arguments, call_id=call_id)
 
     def progress(self, message: str) -> Progress:
         """A progress line: ``async with b.progress("Searching…") as p: await p.update(...)``;

@@ -39,6 +39,13 @@ def test_tool_result_is_a_built_in_type_with_typed_props() -> None:
     assert tool_result("c", "t").props == {"call_id": "c", "name": "t"}  # no content, no flag
 
 
+def test_progress_is_a_loading_line() -> None:
+    assert agent_stream.progress("Searching…").to_dict() == {
+        "type": "loading", "props": {"message": "Searching…"}}
+    assert agent_stream.progress("Done", done=True, block_id="B2").props == {
+        "message": "Done", "done": True}
+
+
 def test_tool_result_fields_of_the_wrong_json_type_are_reported() -> None:
     bad = Message.from_dict({"type": "tool_result",
                              "props": {"call_id": 7, "name": "t", "is_error": "yes"}})
