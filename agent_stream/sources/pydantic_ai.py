@@ -1,0 +1,266 @@
+"""A pydantic-ai ``Agent`` as a source (``pip install 'agent-stream[pydantic-ai]'``).
+
+The agent runs with ``async with agent.run_stream_events(question, message_history=...)``.
+
+Mapping:
+
+- each model response (its parts, from the first ``PartStartEvent`` to the tool calls or the
+  end) is a block ``llm`` labelled with the agent's name (else the model's);
+- ``TextPart`` / ``TextPartDelta`` -> ``text``; ``ThinkingPart`` / ``ThinkingPartDelta`` ->
+  ``thinking`` (a signature kept in ``props.metadata.signature``);
+- ``ToolCallPart`` / ``ToolCallPartDelta`` -> ``tool_call`` (id and name first, arguments as
+  deltas), one message per part, so parallel calls stay separate;
+- ``FunctionToolResultEvent`` -> ``tool_result`` (``is_error`` unless its outcome is success or a
+  retry prompt); output tool calls are the answer's structure and are shown as tool calls;
+- a sub-agent run from a tool through :func:`run_agent` -> a block ``agent`` (label and
+  ``agent_name``: the sub-agent's name) nested under the model call that asked for the tool, its
+  events streamed live inside it;
+- the run's usage (``AgentRunResult.usage()``: its model requests summed) is the reply's usage.
+
+History: ``request.history`` becomes ``message_history`` (``ModelRequest`` / ``ModelResponse``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_stream.errors import require
+from agent_stream.message import TEXT, THINKING
+from agent_stream.sources.emitter import AGENT, LLM, Emitter, drive
+from agent_stream.writer import Scope
+
+__all__ = ["AgentEvents", "history_of", "responder", "run_agent"]
+
+
+@dataclass
+class _Run:
+    em: Emitter
+    mapper: AgentEvents
+    subs: list[int] = field(default_factory=lambda: [0])
+
+
+_CURRENT: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
+    "agent_stream_pydantic_ai_run", default=None)
+
+
+def _name(agent: Any) -> str | None:
+    name = getattr(agent, "name", None)
+    if name:
+        return str(name)
+    model = getattr(agent, "model", None)
+    return getattr(model, "model_name", None) or (model if isinstance(model, str) else None)
+
+
+class AgentEvents:
+    """Maps one agent run's stream events into an :class:`Emitter`."""
+
+    def __init__(self, em: Emitter, *, label: str | None, parent: Hashable | None = None
+                 ) -> None:
+        self.em = em
+        self.label = label
+        self.parent = parent
+        self.block: Hashable | None = None
+        self.last_block_id: str | None = None
+        self._n = 0
+        self._last_index = -1
+
+    async def _open(self) -> Hashable:
+        if self.block is None:
+            self._n += 1
+            self.block = ("pydantic-ai", id(self), self._n)
+            b = await self.em.open_block(self.block, LLM, self.label, parent=self.parent)
+            self.last_block_id = b.block_id
+            self._last_index = -1
+        return self.block
+
+    async def end_response(self) -> None:
+        if self.block is not None:
+            await self.em.close_block(self.block)
+            self.block = None
+
+    def _key(self, index: int) -> tuple[Any, ...]:
+        return ("part", self.block, index)
+
+    async def feed(self, ev: Any) -> Any:
+        """Map one event; returns the run's result at its final event."""
+        kind = getattr(ev, "event_kind", None)
+        em = self.em
+        if kind == "part_start":
+            if self.block is not None and ev.index <= self._last_index:
+                await self.end_response()  # a new model response starts over at index 0
+            block = await self._open()
+            self._last_index = max(self._last_index, ev.index)
+            await self._part(block, ev.index, ev.part)
+        elif kind == "part_delta":
+            block = await self._open()
+            await self._delta(block, ev.index, ev.delta)
+        elif kind == "part_end":
+            # not final: a delta for an ended part may still follow (interleaved tool calls),
+            # so the part's message ends with its model response
+            return None
+        elif kind in ("function_tool_call", "output_tool_call"):
+            await self.end_response()
+        elif kind in ("function_tool_result", "output_tool_result"):
+            await self.end_response()
+            part = ev.part
+            outcome = getattr(part, "outcome", "success")
+            retry = getattr(part, "part_kind", "") == "retry-prompt"
+            content = getattr(ev, "content", None) or getattr(part, "content", None)
+            await em.tool_result(self.parent, getattr(part, "tool_call_id", None),
+                                 getattr(part, "tool_name", None), content,
+                                 is_error=retry or outcome not in ("success", None))
+        elif kind == "agent_run_result":
+            await self.end_response()
+            return ev.result
+        elif kind == "final_result":
+            return None
+        else:
+            em.warn(f"pydantic-ai event {kind or type(ev).__name__!r}",
+                    "an event this source does not map")
+        return None
+
+    async def _part(self, block: Hashable, index: int, part: Any) -> None:
+        em, key = self.em, self._key(index)
+        await em.end_message(key)  # a new start at the same index replaces the part
+        pk = getattr(part, "part_kind", None)
+        if pk == "text":
+            await em.open(key, TEXT, block)
+            await em.append(key, TEXT, block, part.content)
+        elif pk == "thinking":
+            await em.open(key, THINKING, block)
+            await em.append(key, THINKING, block, part.content)
+            if getattr(part, "signature", None):
+                await em.messages[key].merge({"metadata": {"signature": part.signature}})
+        elif pk in ("tool-call", "builtin-tool-call"):
+            await em.tool_call(key, block, part.tool_call_id, part.tool_name, _args(part.args))
+        else:
+            em.warn(f"pydantic-ai part {pk!r}", "a response part this source does not map")
+
+    async def _delta(self, block: Hashable, index: int, d: Any) -> None:
+        em, key = self.em, self._key(index)
+        dk = getattr(d, "part_delta_kind", None)
+        if dk == "text":
+            await em.append(key, TEXT, block, d.content_delta or "")
+        elif dk == "thinking":
+            await em.append(key, THINKING, block, d.content_delta or "")
+            if d.signature_delta:
+                h = await em.open(key, THINKING, block)
+                await h.merge({"metadata": {"signature": d.signature_delta}})
+        elif dk == "tool_call":
+            if not em.has(key):
+                await em.tool_call(key, block, d.tool_call_id, d.tool_name_delta)
+            await em.tool_args(key, _args(d.args_delta))
+        else:
+            em.warn(f"pydantic-ai delta {dk!r}", "a part delta this source does not map")
+
+
+def _args(args: Any) -> str:
+    if args is None:
+        return ""
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def history_of(request: Any) -> list[Any]:
+    """``request.history`` as pydantic-ai ``message_history``."""
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        UserPromptPart,
+    )
+
+    out: list[Any] = []
+    for turn in getattr(request, "history", ()) or ():
+        if turn.role == "assistant":
+            out.append(ModelResponse(parts=[TextPart(turn.text)]))
+        elif turn.role == "system":
+            out.append(ModelRequest(parts=[SystemPromptPart(turn.text)]))
+        else:
+            out.append(ModelRequest(parts=[UserPromptPart(turn.text)]))
+    return out
+
+
+async def _stream(agent: Any, mapper: AgentEvents, prompt: Any, kwargs: dict[str, Any]) -> Any:
+    result = None
+    async with agent.run_stream_events(prompt, **kwargs) as events:
+        async for ev in events:
+            r = await mapper.feed(ev)
+            if r is not None:
+                result = r
+    return result
+
+
+async def run_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
+    """Run a sub-agent from a tool: inside a run streamed by :func:`responder`, its events
+    stream live into a block ``agent`` nested under the model call that asked for the tool;
+    elsewhere it is ``await agent.run(prompt, **kwargs)``. Returns the ``AgentRunResult``.
+
+    Its usage is added to the reply's unless ``usage=`` shares the caller's (then the caller's
+    final usage already counts it).
+    """
+    run = _CURRENT.get()
+    if run is None:
+        return await agent.run(prompt, **kwargs)
+    em = run.em
+    run.subs[0] += 1
+    name = _name(agent) or "agent"
+    key = ("pydantic-ai-sub", id(run), run.subs[0])
+    await em.open_block(key, AGENT, name, parent=run.mapper.parent,
+                        parent_id=run.mapper.last_block_id, data={"agent_name": name})
+    mapper = AgentEvents(em, label=_name(agent), parent=key)
+    token = _CURRENT.set(_Run(em, mapper, run.subs))
+    status = "error"
+    try:
+        result = await _stream(agent, mapper, prompt, kwargs)
+        status = "completed"
+    finally:
+        _CURRENT.reset(token)
+        await mapper.end_response()
+        await em.close_block(key, status)
+    if "usage" not in kwargs and result is not None:
+        _add_usage(em, result)
+    return result
+
+
+def _add_usage(em: Emitter, result: Any) -> None:
+    u = result.usage  # a property (a method in older releases)
+    if callable(u) and not hasattr(u, "input_tokens"):
+        u = u()
+    em.add_usage(u.input_tokens, u.output_tokens)
+
+
+def responder(agent: Any, *, label: str | None = None, deps: Any = None,
+              **run_options: Any) -> Callable[[Any, Scope], Any]:
+    """A responder for ``StreamingChat`` streaming a pydantic-ai agent's runs.
+
+    Args:
+        agent: the ``pydantic_ai.Agent``.
+        label: the ``llm`` blocks' label (default: the agent's name, else its model's).
+        deps: the run's dependencies.
+        **run_options: more ``run_stream_events`` options (``model``, ``model_settings``...).
+    """
+    require("pydantic_ai", "pydantic-ai", "the pydantic-ai source")
+
+    async def respond(request: Any, out: Scope) -> None:
+        em = Emitter(out)
+        mapper = AgentEvents(em, label=label or _name(agent))
+
+        async def run() -> None:
+            token = _CURRENT.set(_Run(em, mapper))
+            try:
+                result = await _stream(agent, mapper, str(request.text), {
+                    "message_history": history_of(request) or None, "deps": deps,
+                    **run_options})
+            finally:
+                _CURRENT.reset(token)
+            if result is not None:
+                _add_usage(em, result)
+
+        await drive(em, run)
+
+    return respond

@@ -1,0 +1,177 @@
+"""pydantic-ai agents on its own FunctionModel / TestModel, streamed through the source."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import (
+    AgentInfo,
+    DeltaThinkingPart,
+    DeltaToolCall,
+    FunctionModel,
+)
+from pydantic_ai.models.test import TestModel
+from source_helpers import block_starts, contents, of_type, request, run, stream_end
+
+from agent_stream.message import Message
+from agent_stream.sources import responder_for
+from agent_stream.sources.pydantic_ai import responder, run_agent
+from agent_stream.writer import StreamWriter
+
+RESULTS: list[Any] = []
+
+
+def weather_agent(sub_done: list[bool] | None = None) -> Agent[None, str]:
+    async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        if len(messages) == 1:
+            yield {0: DeltaThinkingPart(content="I need the weather")}
+            yield {1: DeltaToolCall(name="get_weather", json_args='{"city":',
+                                    tool_call_id="c1")}
+            yield {2: DeltaToolCall(name="get_weather", json_args='{"city": "Rome"}',
+                                    tool_call_id="c2")}
+            yield {1: DeltaToolCall(json_args=' "Paris"}')}
+        else:
+            for w in ("Sunny ", "in ", "both."):
+                yield w
+
+    agent = Agent(FunctionModel(stream_function=stream_fn), name="weather")
+    helper = Agent(TestModel(custom_output_text="it is summer everywhere"), name="helper")
+
+    @agent.tool_plain
+    async def get_weather(city: str) -> str:
+        r = await run_agent(helper, f"season in {city}?")
+        if sub_done is not None:
+            sub_done.append(True)
+        return f"sunny in {city} ({r.output})"
+
+    return agent
+
+
+async def test_transcript_equals_the_run_result() -> None:
+    agent = weather_agent()
+    msgs, t = await run(responder_for(agent), request("Weather?"))
+    # the same run, as the framework itself reports it
+    async with agent.run_stream_events("Weather?") as events:
+        result = [e async for e in events][-1].result
+    responses = [m for m in result.all_messages() if isinstance(m, ModelResponse)]
+    parts = [p for r in responses for p in r.parts]
+    assert contents(t, "thinking") == [p.content for p in parts if p.part_kind == "thinking"]
+    assert t.text() == "it is summer everywhere" * 2 + result.output  # sub-agents first
+    calls = [p for p in parts if p.part_kind == "tool-call"]
+    assert [(c.props["id"], c.props["name"], json.loads(c.props["arguments"]))
+            for c in of_type(t, "tool_call")] == \
+        [(p.tool_call_id, p.tool_name, p.args_as_dict()) for p in calls]
+    returns = [p for m in result.all_messages() for p in m.parts
+               if p.part_kind == "tool-return"]
+    assert [(r.props["call_id"], r.props["content"]) for r in of_type(t, "tool_result")] == \
+        [(p.tool_call_id, p.content) for p in returns]
+    subs = [b for b in block_starts(msgs) if b["type"] == "agent"]
+    assert [(b["label"], b["agent_name"]) for b in subs] == [("helper", "helper")] * 2
+    first_llm = block_starts(msgs)[0]
+    assert all(b["parent_block_id"] == first_llm["block_id"] for b in subs)
+    # usage: the run's own (its model requests) plus the sub-agents' runs
+    u = stream_end(msgs)["usage"]
+    sub_usage = (await Agent(TestModel(custom_output_text="it is summer everywhere")).run(
+        "season in Paris?")).usage
+    assert u["prompt_tokens"] == result.usage.input_tokens + 2 * sub_usage.input_tokens
+    assert u["completion_tokens"] == result.usage.output_tokens + 2 * sub_usage.output_tokens
+
+
+async def test_sub_agent_streams_live() -> None:
+    done: list[bool] = []
+    live: list[bool] = []
+
+    async def sink(m: Message) -> None:
+        if m.type == "text" and m.delta and not live:
+            live.append(not done)
+
+    async with StreamWriter(sink) as out:
+        await responder(weather_agent(done))(request("q"), out)
+    assert live == [True]
+
+
+async def test_history_reaches_message_history() -> None:
+    seen: list[list[ModelMessage]] = []
+
+    async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        seen.append(messages)
+        yield "ok"
+
+    agent = Agent(FunctionModel(stream_function=stream_fn))
+    _, t = await run(responder(agent), request("third", history=(
+        ("user", "first"), ("assistant", "second"))))
+    assert t.text() == "ok"
+    kinds = [(type(m).__name__, m.parts[0].content) for m in seen[0]]
+    assert kinds == [("ModelRequest", "first"), ("ModelResponse", "second"),
+                     ("ModelRequest", "third")]
+
+
+async def test_model_error_mid_stream() -> None:
+    async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "partial "
+        raise RuntimeError("the model fell over")
+
+    msgs, t = await run(responder(Agent(FunctionModel(stream_function=stream_fn))),
+                        request("q"))
+    assert t.text() == "partial " and stream_end(msgs)["status"] == "error"
+    assert "the model fell over" in of_type(t, "error")[0].props["message"]
+
+
+async def test_cancel_reaches_the_tool() -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+    agent = Agent(TestModel(call_tools=["wait"]))
+
+    @agent.tool_plain
+    async def wait() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    got: list[Message] = []
+
+    async def sink(m: Message) -> None:
+        got.append(m)
+
+    async def body() -> None:
+        async with StreamWriter(sink) as out:
+            await responder(agent)(request("q"), out)
+
+    task = asyncio.create_task(body())
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    await asyncio.wait_for(cancelled.wait(), 1)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert got[-1].event_data["status"] == "cancelled"
+
+
+async def test_over_real_agents() -> None:
+    from inprocess_agents import Pair
+
+    from agent_stream.uagents import StreamingChat
+
+    pair = Pair()
+    try:
+        server = pair.add("pydantic-ai source server",
+                          StreamingChat(responder_for(weather_agent())))
+        client_chat = StreamingChat()
+        client = pair.add("pydantic-ai source client", client_chat)
+        reply = await client_chat.ask(client._build_context(), server.address, "Weather?")
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert reply.completed and t.text().endswith("Sunny in both.")
+        assert [b.label for b in t.blocks if b.type == "agent"] == ["helper", "helper"]
+    finally:
+        await pair.close()
