@@ -3,9 +3,10 @@
 uagents' ``ASGIServer.__call__`` reads the whole body, parses it and, for a signed envelope,
 verifies the signature -- pure-Python secp256k1, ~4 ms of the event loop each -- before anything
 of ours runs. A protected agent's server object is an :class:`AgentServer` (a subclass of
-uagents' ``ASGIServer``, given to that agent only, before it starts: uvicorn serves the object
-it is handed, and Python looks ``__call__`` up on the class, so an instance attribute would not
-do). When it has an :class:`Edge`, the limits of the agent's
+uagents' ``ASGIServer``; the object of that agent only has its class switched, keeping its
+identity and state, so it works before the agent starts and while uvicorn serves it; Python
+looks ``__call__`` up on the class, so an instance attribute would not do). When it has an
+:class:`Edge`, the limits of the agent's
 :class:`~agent_stream.uagents.guard.GuardSettings` apply first:
 
 - an envelope over ``max_envelope_bytes`` (4 MiB) is answered 413 before it is read whole;

@@ -9,8 +9,11 @@ process: no uagents class or module is changed.
 - the guard becomes that agent's own ``handle_message`` (an instance attribute, which Python
   finds before the class's method);
 - the agent's server object becomes an :class:`~.edge.AgentServer` (uagents' ``ASGIServer``
-  subclassed, so that ``__call__`` can apply the caps) -- only before the agent runs, since
-  uvicorn serves the object it was handed at start;
+  subclassed, so that ``__call__`` can apply the caps: Python looks ``__call__`` up on the
+  class, so an instance attribute would not do). The object keeps its identity and state and
+  only its class changes, so uvicorn, which serves the object it was handed at start, applies
+  the caps from the next request on, also when the agent already runs. (Agents run in a
+  ``Bureau`` are served by the Bureau's own server: they get the guard and lanes only.)
 - the agent gets a :class:`~.lanes.PeerDispenser`: chat-protocol envelopes go through per-peer
   lanes, the agent's other protocols keep uagents' own sending unless ``every_protocol``.
 
@@ -28,7 +31,6 @@ Example::
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +41,6 @@ from agent_stream.uagents.lanes import LaneLimits, PeerDispenser, isolate
 
 __all__ = ["GuardSettings", "LaneLimits", "Protection", "guard_of", "is_protected", "protect"]
 
-LOG = logging.getLogger("agent_stream.uagents")
 _ATTR = "_agent_stream_guard"  # where an agent keeps its AgentGuard (an attribute of ours)
 
 
@@ -66,9 +67,8 @@ def is_protected(agent: Any) -> bool:
 def protect(agent: Any, settings: Protection | None = None) -> Any:
     """Protect ``agent`` (a ``uagents.Agent``) and only it; returns it. Idempotent.
 
-    Before the agent runs: inbox guard, HTTP edge caps and send lanes. On a running agent:
-    inbox guard and lanes; the edge caps cannot be put in place any more (one warning says
-    so). Raises UagentsCompatError when the installed uagents lacks an internal this needs.
+    Inbox guard, HTTP edge caps and send lanes, before the agent runs or while it runs.
+    Raises UagentsCompatError when the installed uagents lacks an internal this needs.
 
     Args:
         agent: the agent to protect.
@@ -88,14 +88,9 @@ def protect(agent: Any, settings: Protection | None = None) -> Any:
     guard = AgentGuard(agent, settings.guard)
     agent.__dict__[_ATTR] = guard
     agent.handle_message = guard.wrap(agent.handle_message)
-    running = _compat.started(agent)
     server = _compat.server_of(agent)
-    if running:
-        LOG.warning("%s: protected while running: the HTTP edge caps are not in place; call "
-                    "protect() before the agent runs", agent.address[:20])
-    else:
-        if not isinstance(server, AgentServer):
-            server.__class__ = AgentServer  # this agent's server only
-        server.edge = Edge(guard)
+    if not isinstance(server, AgentServer):
+        server.__class__ = AgentServer  # this agent's server object only
+    server.edge = Edge(guard)
     isolate(agent, settings.lanes)
     return agent

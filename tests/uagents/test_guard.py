@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from hostile_peer import CHAT, FORMS, valid_question
+from hostile_peer import CHAT, FORMS, envelope, post, valid_question
 from inprocess_agents import Pair
 from uagents import Agent, Context, Protocol
 from uagents.dispatch import dispatcher
+from uagents_core.identity import Identity
 from uagents_core.models import ErrorMessage
 
 from agent_stream.uagents import ChatRequest, StreamingChat
@@ -73,13 +74,14 @@ def guard(agent: Agent) -> AgentGuard:
     return g
 
 
-def unprotected(pair: Pair, seed: str, chat: Protocol) -> Agent:
+def unprotected(pair: Pair, seed: str, chat: Protocol) -> LocalAgent:
     """A local agent (no internet) that nobody protected, run like Pair's agents."""
     port = free_port()
     agent = LocalAgent(name=None, seed=seed, port=port, endpoint=[endpoint_for(port)],
                        registration_policy=NoRegistration(), enable_agent_inspector=False,
                        report_events=False, mark_inactive_on_shutdown=False,
                        loop=asyncio.get_running_loop())
+    agent.local_port = port
     agent.include(chat, publish_manifest=True)
     before = asyncio.all_tasks()
     agent.start_message_dispenser()
@@ -98,15 +100,24 @@ async def test_without_the_guard_one_malformed_payload_silences_the_agent(pair: 
     assert not await answered(pair, server, timeout=1.0)
 
 
-async def test_protecting_a_running_agent_guards_its_inbox(
-        pair: Pair, caplog: pytest.LogCaptureFixture) -> None:
-    """protect() on an agent already running: the inbox guard is in place (one warning says
-    the HTTP edge caps could not be)."""
+async def test_protecting_a_running_agent_guards_its_inbox_and_its_http_edge(
+        pair: Pair) -> None:
+    """protect() on an agent already running and serving HTTP: the inbox guard is in place,
+    and so are the edge caps, from the next request on (uvicorn keeps serving the same
+    object; only its class changed)."""
     server = unprotected(pair, "protected late server", StreamingChat(respond))
-    caplog.set_level(logging.WARNING, logger="agent_stream.uagents")
-    protect(server)
+    serving = asyncio.create_task(server.start_server())
+    pair.tasks.add(serving)
+    assert await server.listening() and server.local_port is not None
+    endpoint = endpoint_for(server.local_port)
+    big = envelope(server.address, CHAT, valid_question("x" * 4000),
+                   identity=Identity.from_seed("late protect big sender", 0))
+    loop = asyncio.get_running_loop()
+    assert await loop.run_in_executor(None, post, endpoint, big) == 200
+    protect(server, Protection(guard=GuardSettings(max_envelope_bytes=2000)))
     assert is_protected(server)
-    assert any("call protect() before the agent runs" in r.getMessage() for r in caplog.records)
+    assert await loop.run_in_executor(None, post, endpoint, big) == 413
+    assert guard(server).stats["http_refused"] == 1
     attacker = Attacker(pair, "late attacker")
     await attacker.post(server.address, CHAT, FORMS[0][2])
     assert guard(server).stats["dropped"] == 1
