@@ -28,7 +28,7 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["LiveRenderer", "make_console"]
+__all__ = ["LiveRenderer", "make_console", "make_renderer"]
 
 _STREAMED = {"text": "", "thinking": "dim italic", "refusal": "red"}
 
@@ -39,8 +39,25 @@ def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Co
                    markup=False, force_terminal=color, no_color=color is False)
 
 
+def make_renderer(console: Console | None = None, *, reasoning: bool = True) -> LiveRenderer:
+    """The renderer for ``console``: markdown drawn live on a terminal
+    (:class:`~agent_stream.render_markdown.MarkdownRenderer`), else plain appended text.
+
+    Args:
+        console: where to render (default: :func:`make_console`, stdout).
+        reasoning: show the reasoning (dimmed).
+    """
+    console = console or make_console()
+    if console.is_terminal:
+        from agent_stream.render_markdown import MarkdownRenderer
+
+        return MarkdownRenderer(console, reasoning=reasoning)
+    return LiveRenderer(console, reasoning=reasoning)
+
+
 class LiveRenderer:
-    """Feed it Messages as they arrive; it prints them as they stream."""
+    """Feed it Messages as they arrive; it prints them as they stream (plain text, appended:
+    the form for a pipe or a file)."""
 
     def __init__(self, console: Console | None = None, *, reasoning: bool = True) -> None:
         self.console = console or make_console()
@@ -127,6 +144,16 @@ class LiveRenderer:
             self._cursor = key
         self._write(Text(content, style=style))
 
+    def _rule(self, thread_id: str | None, title: Text) -> None:
+        """A block's section: a rule with its title."""
+        self.console.rule(title, style="cyan", align="left")
+        self._at_line_start = True
+
+    def _message_done(self, key: tuple[str | None, str | None]) -> None:
+        """A streamed message ended: its line ends."""
+        if self._cursor == key:
+            self._newline()
+
     def _event(self, name: str, msg: Message) -> None:
         ev = EventView(msg)
         tid = msg.thread_id or ev.thread_id
@@ -145,8 +172,7 @@ class LiveRenderer:
                 self._blocks[ev.block_id] = label
             title = self._prefix(tid)
             title.append(label, style="bold cyan")
-            self.console.rule(title, style="cyan", align="left")
-            self._at_line_start = True
+            self._rule(tid, title)
         elif name == MESSAGE_START:
             self._types[(tid, ev.message_id)] = ev.type or "text"
         elif name == MESSAGE_END:
@@ -155,8 +181,7 @@ class LiveRenderer:
             mtype = self._types.get((tid, mid), ev.type)
             if mtype == "thinking" and not self.reasoning:
                 return
-            if self._cursor == (tid, mid):
-                self._newline()
+            self._message_done((tid, mid))
             if status not in (None, "completed"):
                 self._line(tid, f"({mtype or 'message'} {status})", "red")
         elif name in (BLOCK_END, THREAD_END):
@@ -170,6 +195,10 @@ class LiveRenderer:
             if status != "completed":
                 err = ev.error
                 self._line(None, f"reply {status}" + (f": {err}" if err else ""), "bold red")
+
+    def stop(self) -> None:
+        """Stop drawing (before an error is printed); nothing to do for appended text."""
+        return None
 
     def close(self, summary: str | None = None, *, ok: bool = True) -> None:
         """End the output (a summary line in green, or red when not ``ok``)."""

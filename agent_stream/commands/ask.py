@@ -194,9 +194,9 @@ def run(args: argparse.Namespace) -> int:
 
     renderer = None
     if not args.json:
-        from agent_stream.render import LiveRenderer
+        from agent_stream.render import make_renderer
 
-        renderer = LiveRenderer(reasoning=not args.no_reasoning)
+        renderer = make_renderer(reasoning=not args.no_reasoning)
     started = time.monotonic()
     try:
         reply = ask_once(target=target, endpoint=endpoint, question=args.question, port=port,
@@ -205,11 +205,16 @@ def run(args: argparse.Namespace) -> int:
                          on_message=renderer.feed if renderer is not None else None,
                          verbose=args.verbose, idle_timeout=args.idle_timeout)
     except DeliveryError as exc:
+        if renderer is not None:
+            renderer.stop()
         print(f"agent-stream ask: {exc}", file=sys.stderr)
         return 1
     except PortInUse as exc:
         print(f"agent-stream ask: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if renderer is not None:
+            renderer.stop()  # what is still drawn live is printed for good
     if reply is None:  # interrupted
         return 130
     if args.json:

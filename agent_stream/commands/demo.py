@@ -147,11 +147,15 @@ def ask_live(args: argparse.Namespace, address: str, endpoint: str, port: int, r
     the local directory), feeding ``renderer`` as the reply streams; the Reply (None: stopped)."""
     from agent_stream.commands.ask import ask_once
 
-    return ask_once(target=address, endpoint=endpoint, question=args.question, port=port,
-                    seed=secrets.token_hex(32), reasoning=True, timeout=timeout,
-                    use_directory=True,
-                    on_message=renderer.feed if renderer is not None else None,
-                    verbose=args.verbose)
+    try:
+        return ask_once(target=address, endpoint=endpoint, question=args.question, port=port,
+                        seed=secrets.token_hex(32), reasoning=True, timeout=timeout,
+                        use_directory=True,
+                        on_message=renderer.feed if renderer is not None else None,
+                        verbose=args.verbose)
+    finally:
+        if renderer is not None:
+            renderer.stop()  # what is still drawn live is printed for good
 
 
 def show_reply(args: argparse.Namespace, reply: Any, renderer: Any, started: float,
@@ -209,14 +213,14 @@ def _wait_listed(names: set[str], procs: list[subprocess.Popen[str]],
 
 def run_team(args: argparse.Namespace) -> int:
     """``demo --team`` (see the module doc); the exit status."""
-    from agent_stream.render import LiveRenderer, make_console
+    from agent_stream.render import make_console, make_renderer
     from agent_stream.uagents import DeliveryError
     from agent_stream.uagents.local import free_port
 
     console = make_console()
     procs: list[subprocess.Popen[str]] = []
     with private_directory("agent-stream-team-", PYTHONUNBUFFERED="1") as env:
-        renderer = None if args.json else LiveRenderer(console)
+        renderer = None if args.json else make_renderer(console)
         try:
             if renderer is not None:
                 console.print(f"Starting a team of four agents (replay models, {args.rate:g} "
@@ -244,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "team", False):
         return run_team(args)
 
-    from agent_stream.render import LiveRenderer, make_console
+    from agent_stream.render import make_console, make_renderer
     from agent_stream.uagents import DeliveryError
     from agent_stream.uagents.local import free_port
 
@@ -259,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
                 console.print(f"Starting the LLM agent (replay model, {args.rate:g} tokens/s) "
                               f"on 127.0.0.1:{server_port} ...", style="bold")
             proc, address, endpoint = start_server(args, server_port, env)
-            renderer = None if args.json else LiveRenderer(console)
+            renderer = None if args.json else make_renderer(console)
             if renderer is not None:
                 console.print(f"  address  {address}\n  endpoint {endpoint}", style="dim")
                 console.print(f"Client agent on 127.0.0.1:{client_port} asks: {args.question}",
