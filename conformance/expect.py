@@ -234,7 +234,10 @@ def check_a2a(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
         fin_ok = state == "failed" and seen["status_text"] == e.error
     else:
         fin_ok = state == "failed" and seen["incomplete"]
-    return {"sdk": (seen["error"] is None and not seen["sdk_warnings"],
+    # completed or cut: every artifact gets its last chunk (a cut one's says incomplete)
+    closed_ok = e.status not in ("completed", "streaming") or not seen["unclosed"]
+    return {"closed": (closed_ok, f"no lastChunk: {seen['unclosed']}"),
+            "sdk": (seen["error"] is None and not seen["sdk_warnings"],
                     f"{seen['error']} {seen['sdk_warnings']}"),
             "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
             "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
@@ -246,6 +249,26 @@ def check_a2a(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
             "order": same_order([tuple(o) for o in seen["order"]], e.order, stream)}
 
 
+def check_chat(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
+    """The chat wire as a peer decodes it (thinking withheld by default): the texts, tool calls
+    and results, their order and the ending; a cut stream ends with status error."""
+    from agent_stream.assemble import assemble
+    from agent_stream.message import Message
+
+    got = expected(assemble([Message.from_json(s) for s in seen["messages"]]))
+    if e.status == "streaming":
+        fin_ok = got.status == "error" and "before it was complete" in (got.error or "")
+    else:
+        fin_ok = got.status == e.status and (e.status != "error" or got.error == e.error)
+    want_order = [i for i in e.order if i.kind != "reasoning"]
+    return {"text": (same_texts(got.texts, e.texts, stream), json.dumps(got.texts)[:160]),
+            "tools": (got.tools == e.tools, json.dumps(got.tools)[:200]),
+            "tool results": (got.tool_results == e.tool_results,
+                             json.dumps(got.tool_results)[:200]),
+            "finish": (fin_ok, f"status={got.status} error={got.error}"),
+            "order": same_order([(i.kind, i.key) for i in got.order], want_order, stream)}
+
+
 CHECKERS = {
     "node-openai": lambda s, e, n: check_openai(s, e, n),
     "python-openai": lambda s, e, n: check_openai(s, e, n),
@@ -253,6 +276,7 @@ CHECKERS = {
     "node-ag-ui": check_agui,
     "node-ai-ui-stream": check_ui,
     "python-a2a-sdk": check_a2a,
+    "python-chat": check_chat,
 }
 
 # Checks known to fail, by (wire, stream or "*", check) -> the reason: reported as "xfail"
@@ -261,7 +285,8 @@ CHECKERS = {
 # landed and every check passes. Add an entry only with the reason and the issue that fixes it.
 KNOWN: dict[tuple[str, str, str], str] = {}
 WIRE_OF = {"node-openai": "openai", "python-openai": "openai", "node-ai-streamText": "openai",
-           "node-ag-ui": "agui", "node-ai-ui-stream": "aisdk", "python-a2a-sdk": "a2a"}
+           "node-ag-ui": "agui", "node-ai-ui-stream": "aisdk", "python-a2a-sdk": "a2a",
+           "python-chat": "chat"}
 
 
 def known(client: str, stream: str, check: str) -> str | None:
@@ -291,6 +316,8 @@ def check_protocol(client: str, seen: dict[str, Any], wires: dict[str, str]) -> 
     if client == "node-ag-ui":
         ok = seen["verify_error"] is None and (seen["error"] is None or seen["finish"] == "error")
         return {"protocol": (ok, f"{seen['verify_error']} {seen['error']}")}
+    if client == "python-chat":
+        return {"protocol": (True, "")}  # decoded without a bad line (else it crashed)
     if client == "python-a2a-sdk":
         return {"protocol": (seen["error"] is None and not seen["sdk_warnings"],
                              f"{seen['error']} {seen['sdk_warnings']}")}

@@ -82,6 +82,7 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
                             "status_text": None, "usage": None, "incomplete": False,
                             "error": None, "sdk_warnings": records.lines, "order": []}
     task = None
+    opened: dict[str, bool] = {}  # artifact id -> still open (no lastChunk yet)
     async with httpx.AsyncClient(timeout=30) as http:
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
         msg = Message(role=Role.user, message_id=str(uuid4()),
@@ -90,10 +91,14 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
             async for item in client.send_message(msg):
                 if isinstance(item, tuple):
                     task = item[0]
+                    art = getattr(item[1], "artifact", None)
+                    if art is not None:  # which artifacts got their last chunk
+                        opened[art.artifact_id] = not item[1].last_chunk
         except Exception as exc:
             seen["error"] = f"{type(exc).__name__}: {exc}"
         finally:
             logging.getLogger("a2a").removeHandler(records)
+    seen["unclosed"] = [a for a, still in opened.items() if still]
     if task is None:
         return seen
     for art in task.artifacts or []:
@@ -124,3 +129,21 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
     seen["usage"] = end.get("usage")
     seen["incomplete"] = end.get("status") == "incomplete"
     return seen
+
+
+async def chat_client(base: str, stream: str) -> dict[str, Any]:
+    """A chat peer: the ChatMessage lines read over HTTP and decoded by agent_stream's chat
+    decoder (what a receiving agent runs), then assembled: the transcript it ends up with."""
+    from agent_stream.adapters.chat.lines import chat_lines
+
+    dec = chat_lines()
+    msgs: list[Any] = []
+    async with httpx.AsyncClient(timeout=30) as http:
+        r = await http.post(f"{base}/chat/{stream}", json={})
+        r.raise_for_status()
+        for line in r.text.splitlines():
+            if line.strip():
+                msgs += dec.feed_line(line)
+    msgs += dec.close()
+    return {"messages": [m.to_json() for m in msgs],
+            "warnings": [str(w) for w in dec.drain_warnings()]}

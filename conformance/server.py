@@ -6,6 +6,7 @@ Routes (all POST, the request body is read and, where it matters, obeyed):
   /agui/{stream}                      AG-UI events
   /aisdk/{stream}                     the AI SDK UI message stream (its v1 header)
   /a2a/{stream}                       A2A message/stream JSON-RPC responses (the request's id)
+  /chat/{stream}                      Agent Chat Protocol ChatMessages, one JSON a line
 
 Every wire is made by the format registry, ``agent_stream.commands.formats`` (what
 ``agent-stream convert`` writes), or an encoder, so the clients read exactly what the library
@@ -35,7 +36,7 @@ def _wire(fmt: str, msgs: list[Message], **opts: Any) -> tuple[str, list[str]]:
     with contextlib.redirect_stderr(err):
         from agent_stream.commands.formats import FORMATS
 
-        if fmt not in ("openai", "agui", "aisdk"):
+        if fmt not in ("openai", "agui", "aisdk", "chat"):
             raise ValueError(fmt)
         encode = FORMATS[fmt].encoder
         assert encode is not None
@@ -73,6 +74,7 @@ class WireServer:
         app.router.add_post("/agui/{stream}", self._agui)
         app.router.add_post("/aisdk/{stream}", self._aisdk)
         app.router.add_post("/a2a/{stream}", self._a2a)
+        app.router.add_post("/chat/{stream}", self._chat)
         self.app = app
 
     async def start(self) -> str:
@@ -126,6 +128,11 @@ class WireServer:
         await request.json()  # {id, messages, trigger}
         text, warns = _wire("aisdk", self._msgs(request))
         return await self._send(request, "aisdk", text, warns, HEADERS)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        text, warns = _wire("chat", self._msgs(request))
+        return await self._send(request, "chat", text, warns,
+                                {"Content-Type": "application/x-ndjson"})
 
     async def _a2a(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -106,12 +106,26 @@ def test_rewrite_replaces_the_artifact_whole() -> None:
 
 
 def test_cut_stream_fails_as_incomplete_with_a_warning() -> None:
+    """Every open artifact is closed by a last chunk marked incomplete before the failed
+    status (before, they were left open: a client waiting for lastChunk never got it); read
+    back, the stream and its messages stay unfinished."""
     enc = A2AEncoder()
-    enc.feed(tool_call("c1", "f", '{"a":', message_id="M1"))
+    first = enc.feed(Message(type="event", props={"event": "stream_start", "data": {}}))
+    first += enc.feed(text("Starting the ans", message_id="M1"))
+    first += enc.feed(tool_call("c1", "f", '{"a":', message_id="M2"))
     out = enc.close()
     assert out[-1].final and out[-1].status.state == TaskState.failed
     assert [w.code for w in enc.drain_warnings()] == ["incomplete"]
-    assert not any(getattr(e, "last_chunk", None) for e in out)
+    lasts = [e for e in out if getattr(e, "last_chunk", None)]
+    assert [e.artifact.artifact_id for e in lasts] == ["M1", "M2"]
+    assert all(e.artifact.metadata == {"agent_stream": {"status": "incomplete"}} for e in lasts)
+    assert out.index(lasts[-1]) < len(out) - 1
+    dec = A2ADecoder()
+    msgs = [m for e in first + out for m in dec.feed(e)]
+    t = assemble(msgs)
+    assert t.status != "completed" and {m.status for m in t.messages} == {"streaming"}
+    assert t.get(None, "M1").content == "Starting the ans"
+    assert "incomplete" in [w.code for w in dec.drain_warnings()]
 
 
 def test_decoder_drops_append_for_unknown_artifact() -> None:

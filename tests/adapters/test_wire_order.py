@@ -137,3 +137,21 @@ def test_a_tool_line_is_not_held_behind_another_threads_unfinished_tool_line() -
     seq = [c.delta.get("content") or c.delta.get("reasoning_content")
            for c in encode_messages(msgs) if getattr(c, "delta", None)]
     assert seq.index("✓ w → sunny\n") < seq.index("Paris: sunny."), seq
+
+
+def test_chat_peer_gets_buffered_text_before_the_tool_call_written_after_it() -> None:
+    """The chat chunker holds an unfinished sentence; a later message of the same thread sends
+    it first (before, the tool call's metadata went ahead of it)."""
+    from agent_stream.adapters.chat.lines import ChatLines, ChatStream, frame_jsonl
+    from agent_stream.assemble import assemble
+
+    enc = ChatStream()
+    msgs = [Message(type="event", props={"event": "stream_start", "data": {}}),
+            Message(type="text", message_id="M1", delta=True, props={"content": "Let me check"}),
+            tool_call(id="c1", name="get_weather", arguments="{}", message_id="M2"),
+            Message(type="event", props={"event": "stream_end", "data": {"status": "completed"}})]
+    lines = [frame_jsonl(c) for m in msgs for c in enc.feed(m)] + \
+        [frame_jsonl(c) for c in enc.close(status="completed")]
+    dec = ChatLines()
+    back = [m for ln in lines for m in dec.feed_line(ln)] + dec.close()
+    assert [m.type for m in assemble(back).messages] == ["text", "tool_call"]

@@ -11,7 +11,8 @@ deltas) and any other A2A server's stream as well as the wire allows:
   ``text``); a DataPart starts the props (``data``, else the metadata's type) and later ones are
   deltas; a FilePart is an image/audio/video by its mime type. ``append`` false for a known
   artifact replaces it (a whole chunk); ``append`` for an unknown one is dropped with a warning;
-  ``lastChunk`` -> message_end.
+  ``lastChunk`` -> message_end (unless its metadata gives a ``status`` other than completed:
+  ``incomplete`` closes the artifact of a cut stream, the message stays unfinished).
 - status messages -> whole ``loading`` (or ``error``) chunks; status metadata naming a thread or
   block event -> that event.
 - a plain Message as the reply (no task) -> one whole text message and stream_end; a JSON-RPC
@@ -223,7 +224,8 @@ class A2ADecoder(Warnings):
             else:
                 for i, p in enumerate(art.parts):
                     out += self._part(st, p, first=i == 0)
-        if ev.last_chunk:
+        if ev.last_chunk and _meta(art).get("status") in (None, "completed"):
+            # a last chunk marked otherwise (a cut stream) closes the artifact, not the message
             out.append(lifecycle(MESSAGE_END, MessageEndData(
                 message_id=st.mid, type=st.type, thread_id=st.tid),
                 thread_id=st.tid, block_id=st.bid))

@@ -6,7 +6,8 @@ One reply = one Task:
   stream_end -> the last status update (``final``): completed, failed (with the error as the
   status message) or canceled; its metadata carries usage and finish_reason. Closed without
   stream_end: ``failed`` with the message "the stream ended before it was complete", a warning,
-  and no ``lastChunk`` for what was still open.
+  and what was still open closed by an empty ``lastChunk`` whose metadata says ``status``
+  ``incomplete``.
 - each message -> one Artifact (``artifactId`` the message id, ``thread:message`` in a thread),
   built with ``append``: the first event creates it, later ones append, the message's end
   appends an empty last chunk (``lastChunk``). text, refusal and thinking are TextParts; a
@@ -138,9 +139,14 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         self._aids: set[str] = set()
 
     def _incomplete(self, out: list[Any], error: str | None) -> None:
+        # Every open artifact is closed (lastChunk), marked incomplete: a client waiting for
+        # its last chunk is not left hanging, and none of them looks whole.
         for st in list(self._table.open.values()):
             if not st.sent and st.kind == _DATA and st.data:
                 self._send_whole(st, out, last=False)
+            if st.sent and st.kind != _STATUS:
+                self._artifact(st, [], out, append=True, last=True, status="incomplete")
+            self._ending(st)
         self._final(out, TaskState.failed, error or INCOMPLETE_TEXT, {"status": "incomplete"})
 
     def _end_stream(self, out: list[Any], status: str, error: str | None) -> None:
@@ -232,12 +238,14 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         return meta
 
     def _artifact(self, st: _Artifact, parts: list[Part], out: list[Event], *, append: bool,
-                  last: bool = False, props: bool = False) -> None:
-        meta = None
+                  last: bool = False, props: bool = False, status: str | None = None) -> None:
+        meta: dict[str, Any] | None = None
         if not append:
             meta = self._meta(st)
             if props:  # the props travel whole: a FilePart carries only the url and type
                 meta["props"] = _delta.copy_json(st.data)
+        if status is not None:  # how the message ended, when not completed
+            meta = {**(meta or {}), "status": status}
         art = Artifact(artifact_id=st.wid, parts=parts, name=None if append else st.type,
                        metadata={KEY: meta} if meta else None)
         out.append(TaskArtifactUpdateEvent(task_id=self.task_id or "",

@@ -118,11 +118,13 @@ class ChatEncoder:
             return self._packer.pack(now, force=msg.event == STREAM_END)
         message_id = msg.message_id
         if message_id is None:
+            self._flush_thread(msg.thread_id, None)
             self._policy.standalone(msg)
             return self._packer.pack(now)
         key = (msg.thread_id, message_id)
         u = self._messages.get(key)
         if u is None:
+            self._flush_thread(msg.thread_id, key)
             u = self._messages[key] = MessageState(key, msg.type, msg.block_id)
         else:
             if u.block_id is None and msg.block_id is not None:
@@ -147,6 +149,14 @@ class ChatEncoder:
                         return self._packer.pack(now)
         self._policy.content(u, msg, now)
         return self._packer.pack(now)
+
+    def _flush_thread(self, thread_id: str | None, key: MessageKey | None) -> None:
+        """A new message of a thread: the text its earlier messages' chunkers hold goes first,
+        so the peer gets the thread's messages in the order they were written."""
+        for u in list(self._chunking.live.values()):
+            if u.key[0] == thread_id and u.key != key and u.chunker is not None \
+                    and u.chunker.buffered:
+                self._chunking.flush(u)
 
     def poll(self, now: float) -> list[ChatMessage]:
         """Release text the chunkers hold past their deadline, and metadata that has waited

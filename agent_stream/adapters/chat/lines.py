@@ -17,7 +17,7 @@ from agent_stream.adapters.chat.decoder import ChatDecoder
 from agent_stream.adapters.chat.encoder import ChatEncoder
 from agent_stream.adapters.chat.parse import parse_chat
 from agent_stream.adapters.lines import Checked
-from agent_stream.errors import StreamWarning, WireError
+from agent_stream.errors import StreamWarning, WarningCode, WireError
 from agent_stream.message import Message
 
 __all__ = ["ChatLines", "ChatStream", "chat_lines", "check_chat_line", "frame_jsonl"]
@@ -28,12 +28,17 @@ NOW = 0.0  # one clock value for every Message: nothing is released on time
 class ChatStream:
     """Messages in, ChatMessages out, deterministically (the ``chat`` wire's encoder).
 
-    ``close()`` without a status (the Messages ended without stream_end) ends every started
-    chat stream; with a status it also sends the reply's stream_end, unless the Messages did.
+    ``close()`` ends every started chat stream and sends the reply's stream_end, unless the
+    Messages did: with the given status, or without one (the Messages ended without
+    stream_end: the stream was cut) status ``error`` saying so, with an ``incomplete`` warning,
+    so a peer can tell the reply is not whole.
     """
+
+    INCOMPLETE_TEXT = "the stream ended before it was complete"
 
     def __init__(self, conversation: str = "agent-stream") -> None:
         self.encoder = ChatEncoder(conversation, deterministic=True)
+        self._warnings: list[StreamWarning] = []
 
     @property
     def finished(self) -> bool:
@@ -43,12 +48,16 @@ class ChatStream:
         return self.encoder.feed(msg, NOW)
 
     def close(self, *, status: str | None = None, error: str | None = None) -> list[Any]:
-        if status is None:
-            return self.encoder.end_streams(NOW)
-        return self.encoder.close(NOW, status=status, error=error)
+        if status is None and not self.encoder.finished:
+            self._warnings.append(StreamWarning(
+                WarningCode.INCOMPLETE, "the stream ended without stream_end; the chat peer "
+                "gets stream_end with status error"))
+            status, error = "error", error or self.INCOMPLETE_TEXT
+        return self.encoder.close(NOW, status=status or "error", error=error)
 
     def drain_warnings(self) -> list[StreamWarning]:
-        return []
+        w, self._warnings = self._warnings, []
+        return w
 
 
 def frame_jsonl(chat: Any) -> str:

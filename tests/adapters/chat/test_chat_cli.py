@@ -122,6 +122,29 @@ def test_convert_decode_assemble_matches_assemble_of_the_input(
     assert len(_keyed(json.loads(want))) == 5  # every message but the thinking one
 
 
+def test_a_cut_stream_converts_to_chat_that_decodes_as_an_error_ending(
+        stream_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Input without stream_end: the chat wire ends with stream_end status error (before, it
+    only ended its chat streams, so the peer's transcript looked like a reply still going)."""
+    cut = tmp_path / "cut.jsonl"
+    lines = stream_file.read_text(encoding="utf-8").splitlines()
+    cut.write_text("".join(ln + "\n" for ln in lines[:len(lines) // 2]), encoding="utf-8")
+    code, chat_text, err = cli(capsys, "convert", "--to", "chat", str(cut))
+    assert code == 0 and "incomplete" in err
+    chat_file = tmp_path / "chat.jsonl"
+    chat_file.write_text(chat_text, encoding="utf-8")
+    code, decoded, err = cli(capsys, "decode", "--from", "chat", str(chat_file))
+    assert code == 0, err
+    msgs = [Message.from_json(ln) for ln in decoded.splitlines()]
+    t = assemble(msgs)
+    assert t.status == "error" and "before it was complete" in t.stream_data["error"]
+    plain = "".join(ChatMessage.parse_raw(ln).text() for ln in chat_text.splitlines())
+    assert "before it was complete" in plain  # a plain peer reads it too
+    # a stream that did end is left as it was: one stream_end, completed
+    code, whole, _ = cli(capsys, "convert", "--to", "chat", str(stream_file))
+    assert whole.count('\\"stream_end\\"') == 1 and '\\"status\\":\\"error' not in whole
+
+
 def test_the_shell_pipeline_end_to_end(stream_file: Path) -> None:
     cmd = " | ".join([
         " ".join([*AGENT_STREAM, "convert", "--to", "chat", str(stream_file)]),
