@@ -61,6 +61,7 @@ class Emitter:
         self.blocks: dict[Hashable, BlockScope] = {}
         self.messages: dict[Hashable, MessageHandle] = {}
         self.tool_names: dict[str, str] = {}
+        self.call_blocks: dict[str, str] = {}  # tool call id -> the block that made the call
         self.usage: dict[str, int] = {}
         self.model_calls = 0
         self.failure: str | None = None
@@ -140,6 +141,9 @@ class Emitter:
         """A ``tool_call`` message: id and name first, then its arguments as deltas."""
         if call_id and name:
             self.tool_names[call_id] = name
+        made_in = self.block_id(block)
+        if call_id and made_in:
+            self.call_blocks[call_id] = made_in
         h = self.messages.get(key)
         if h is None:
             h = await self.open(key, TOOL_CALL, block,

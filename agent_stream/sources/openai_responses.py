@@ -65,9 +65,11 @@ class ResponsesStream:
             await self.em.close_block(self.block, status)
             self.block = None
 
-    def _key(self, ev: Any, kind: str) -> tuple[str, Any, Any]:
-        item = field(ev, "item_id") or field(ev, "output_index")
-        return ("responses", item, kind)
+    def _key(self, ev: Any, kind: str) -> tuple[Any, ...]:
+        # by output index: converted chat-completion streams give every item the same id
+        index = field(ev, "output_index")
+        return ("responses", self.block, index if index is not None else field(ev, "item_id"),
+                kind)
 
     async def feed(self, ev: Any) -> None:
         """Map one stream event."""
@@ -89,9 +91,9 @@ class ResponsesStream:
             await em.fail(f"The model reported an error: {field(ev, 'message')}",
                           str(field(ev, "code", "model_error") or "model_error"))
         elif t == "response.output_item.added":
-            await self._item_added(field(ev, "item"))
+            await self._item_added(ev)
         elif t == "response.output_item.done":
-            await self._item_done(field(ev, "item"))
+            await self._item_done(ev)
         elif t == "response.output_text.delta":
             await em.append(self._key(ev, TEXT), TEXT, await self.open(), field(ev, "delta"))
         elif t in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
@@ -109,21 +111,22 @@ class ResponsesStream:
         else:
             em.warn(f"responses event {t!r}", "an event type this source does not map")
 
-    async def _item_added(self, item: Any) -> None:
+    async def _item_added(self, ev: Any) -> None:
+        item = field(ev, "item")
         kind = field(item, "type")
         if kind == "function_call":
             block = await self.open()
-            await self.em.tool_call(("responses", field(item, "id"), "call"), block,
+            await self.em.tool_call(self._key(ev, "call"), block,
                                     field(item, "call_id"), field(item, "name"),
                                     field(item, "arguments") or "")
         elif kind not in ("message", "reasoning"):
             self.em.warn(f"responses item {kind!r}", "an output item this source does not map")
 
-    async def _item_done(self, item: Any) -> None:
-        em, iid = self.em, field(item, "id")
+    async def _item_done(self, ev: Any) -> None:
+        em, item = self.em, field(ev, "item")
         kind = field(item, "type")
         if kind == "function_call":
-            key = ("responses", iid, "call")
+            key = self._key(ev, "call")
             if not em.has(key):  # only the finished item was sent
                 await em.tool_call(key, await self.open(), field(item, "call_id"),
                                    field(item, "name"), field(item, "arguments") or "")
@@ -131,7 +134,7 @@ class ResponsesStream:
                 await em.tool_args(key, field(item, "arguments"))
             await em.end_message(key)
         for kind in (TEXT, THINKING, REFUSAL):
-            await em.end_message(("responses", iid, kind))
+            await em.end_message(self._key(ev, kind))
 
 
 def responder(stream: Callable[[Any], Any], *, label: str | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ class SSEServer:
     scripts: list[Script] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    finished: list[float] = field(default_factory=list)  # when each reply was fully sent
     url: str = ""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -52,6 +54,7 @@ class SSEServer:
             if script.done_line:
                 await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
+            self.finished.append(time.monotonic())
         except (asyncio.CancelledError, ConnectionResetError):
             self.cancelled.set()
             raise
@@ -195,3 +198,29 @@ def responses_frames(model: str = "gpt-test", *, reasoning: str | None = None,
     f.append((None, {"type": "response.completed", "sequence_number": next(seq),
                      "response": final}))
     return f
+
+
+def chat_frames(*, text: str = "", calls: tuple[tuple[str, str, str], ...] = (),
+                usage: tuple[int, int] = (10, 5), model: str = "gpt-test") -> Script:
+    """A chat-completions stream (text, or parallel tool calls with streamed arguments)."""
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> Frame:
+        return (None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                       "model": model, "choices": [] if delta is None else [
+                           {"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    f: list[Frame] = []
+    for i, w in enumerate(_words(text) if text else []):
+        f.append(chunk({"role": "assistant", "content": w} if i == 0 else {"content": w}))
+    for i, (cid, name, args) in enumerate(calls):
+        f.append(chunk({"role": "assistant", "tool_calls": [{
+            "index": i, "id": cid, "type": "function",
+            "function": {"name": name, "arguments": ""}}]}))
+        for k in range(0, len(args), 6):
+            f.append(chunk({"tool_calls": [{"index": i,
+                                            "function": {"arguments": args[k:k + 6]}}]}))
+    f.append(chunk({}, "tool_calls" if calls else "stop"))
+    last = chunk(None)
+    last[1]["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+                        "total_tokens": usage[0] + usage[1]}
+    f.append(last)
+    return Script(f, done_line=True)

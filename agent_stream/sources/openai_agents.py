@@ -1,0 +1,195 @@
+"""An OpenAI Agents SDK ``Agent`` as a source (``pip install 'agent-stream[openai-agents]'``).
+
+The agent runs with ``Runner.run_streamed(agent, input).stream_events()``.
+
+Mapping:
+
+- the raw model events (``RawResponsesStreamEvent``: Responses events, also for chat-completions
+  models, which the SDK converts) go through the Responses mapper
+  (:mod:`.openai_responses`): each model call a block ``llm`` labelled with the running agent's
+  name (``model``: the model's), reasoning ``thinking``, text ``text``, function calls
+  ``tool_call`` with streamed arguments;
+- ``tool_output`` items -> ``tool_result``; ``handoff_occured`` -> the handoff call's
+  ``tool_result`` (the target agent's name);
+- a handoff (``AgentUpdatedStreamEvent`` after the first) -> a block ``agent`` (label and
+  ``agent_name``: the new agent) nested under the model call that handed off; the new agent's
+  model calls nest inside it;
+- an agent used as a tool (``Agent.as_tool(..., on_stream=nested_events)``) -> a block ``agent``
+  nested under the model call that called the tool, the nested run's events streamed live in
+  it, ended before the tool's result;
+- usage: each ``response.completed``'s usage, summed (the run's ``context_wrapper.usage``).
+- other run items (message, tool call, reasoning created) repeat what the raw events streamed.
+
+History: ``request.history`` becomes the input list (``{"role", "content"}`` items) before the
+question. Cancelling the reply cancels the run (``RunResultStreaming.cancel()``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from agent_stream.errors import require
+from agent_stream.sources.emitter import AGENT, Emitter, drive, field
+from agent_stream.sources.openai_responses import ResponsesStream
+from agent_stream.writer import Scope
+
+__all__ = ["AgentRun", "input_of", "nested_events", "responder"]
+
+# Items that only repeat what the raw model events already streamed.
+_REPEATS = frozenset({"message_output_created", "tool_called", "reasoning_item_created",
+                      "handoff_requested", "tool_search_called", "mcp_list_tools"})
+
+_CURRENT: contextvars.ContextVar[AgentRun | None] = contextvars.ContextVar(
+    "agent_stream_openai_agents_run", default=None)
+
+
+def _label(agent: Any) -> str | None:
+    name = getattr(agent, "name", None)
+    return str(name) if name else None
+
+
+class AgentRun:
+    """Maps one run's stream events (a top-level run, or a nested agent-as-tool run)."""
+
+    def __init__(self, em: Emitter, *, parent: Hashable | None = None,
+                 label: str | None = None) -> None:
+        self.em = em
+        self.root_parent = parent
+        self.parent = parent
+        self.label = label
+        self.responses = ResponsesStream(em, label=label, parent=parent)
+        self.agents = 0
+        self.nested: dict[str, tuple[Hashable, AgentRun]] = {}
+        self._last_llm: str | None = None
+
+    async def feed(self, ev: Any) -> None:
+        t = field(ev, "type")
+        if t == "raw_response_event":
+            await self.responses.feed(ev.data)
+            if self.responses.block is not None:
+                self._last_llm = self.em.block_id(self.responses.block)
+        elif t == "agent_updated_stream_event":
+            await self._agent(ev.new_agent)
+        elif t == "run_item_stream_event":
+            await self._item(ev.name, ev.item)
+        else:
+            self.em.warn(f"openai-agents event {t!r}", "an event this source does not know")
+
+    async def _agent(self, agent: Any) -> None:
+        self.agents += 1
+        name = _label(agent)
+        if self.agents == 1:  # the starting agent: its blocks are the reply's own
+            self.label = self.label or name
+            self.responses.label = self.label
+            return
+        await self.responses.close()
+        key = ("openai-agents-handoff", id(self), self.agents)
+        await self.em.open_block(key, AGENT, name, parent=self.parent, parent_id=self._last_llm,
+                                 data={"agent_name": name})
+        self.parent = key
+        self.responses = ResponsesStream(self.em, label=name, parent=key)
+
+    async def _item(self, name: str, item: Any) -> None:
+        em = self.em
+        raw = getattr(item, "raw_item", None)
+        if name == "tool_output":
+            call_id = field(raw, "call_id")
+            await self.end_nested(call_id)
+            await em.tool_result(self.parent, call_id, None, getattr(item, "output", None))
+        elif name == "handoff_occured":
+            target = _label(getattr(item, "target_agent", None))
+            await em.tool_result(self.parent, field(raw, "call_id"), None,
+                                 field(raw, "output") or target)
+        elif name in _REPEATS:
+            return
+        else:
+            em.warn(f"openai-agents item {name!r}", "a run item this source does not map")
+
+    async def nested_event(self, agent: Any, call_id: str | None, ev: Any) -> None:
+        """One event of an agent run as a tool (see :func:`nested_events`)."""
+        key = call_id or f"anon-{id(agent)}"
+        entry = self.nested.get(key)
+        if entry is None:
+            name = _label(agent)
+            bkey = ("openai-agents-tool", id(self), key)
+            await self.em.open_block(bkey, AGENT, name, parent=self.parent,
+                                     parent_id=self.em.call_blocks.get(key),
+                                     data={"agent_name": name})
+            entry = (bkey, AgentRun(self.em, parent=bkey, label=name))
+            self.nested[key] = entry
+        await entry[1].feed(ev)
+
+    async def end_nested(self, call_id: str | None) -> None:
+        entry = self.nested.pop(call_id or "", None)
+        if entry is not None:
+            await entry[1].close()
+            await self.em.close_block(entry[0])
+
+    async def close(self) -> None:
+        for key in list(self.nested):
+            await self.end_nested(key)
+        await self.responses.close()
+
+
+async def nested_events(event: Any) -> None:
+    """``Agent.as_tool(..., on_stream=nested_events)``: the nested agent's events stream live
+    into the reply as a block ``agent`` (outside a run streamed by :func:`responder`, a no-op).
+    """
+    run = _CURRENT.get()
+    if run is None:
+        return
+    call = field(event, "tool_call")
+    await run.nested_event(field(event, "agent"), field(call, "call_id"),
+                           field(event, "event"))
+
+
+def input_of(request: Any) -> list[dict[str, str]]:
+    """``request.history`` and the question as an Agents SDK input list."""
+    items = [{"role": t.role, "content": t.text}
+             for t in getattr(request, "history", ()) or ()]
+    items.append({"role": "user", "content": str(request.text)})
+    return items
+
+
+def responder(agent: Any, *, context: Any = None, max_turns: int | None = None,
+              run_config: Any = None, label: str | None = None
+              ) -> Callable[[Any, Scope], Any]:
+    """A responder for ``StreamingChat`` streaming an OpenAI Agents SDK agent's runs.
+
+    Args:
+        agent: the starting ``agents.Agent``.
+        context: the run context given to tools and hooks.
+        max_turns: the run's turn limit (the SDK's default when None).
+        run_config: an ``agents.RunConfig``.
+        label: the starting agent's ``llm`` blocks' label (default: its name).
+    """
+    require("agents", "openai-agents", "the OpenAI Agents SDK source")
+
+    async def respond(request: Any, out: Scope) -> None:
+        from agents import Runner
+
+        em = Emitter(out)
+        mapper = AgentRun(em, label=label)
+        kw: dict[str, Any] = {"context": context, "run_config": run_config}
+        if max_turns is not None:
+            kw["max_turns"] = max_turns
+
+        async def run() -> None:
+            token = _CURRENT.set(mapper)
+            try:
+                result = Runner.run_streamed(agent, input_of(request), **kw)
+            finally:
+                _CURRENT.reset(token)
+            try:
+                async for ev in result.stream_events():
+                    await mapper.feed(ev)
+            except BaseException:
+                result.cancel()
+                raise
+            await mapper.close()
+
+        await drive(em, run)
+
+    return respond
