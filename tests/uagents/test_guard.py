@@ -244,9 +244,9 @@ async def test_checking_a_payload_never_takes_long(pair: Pair) -> None:
     }
     for name, (body, ok) in cases.items():
         gc.collect()  # a collection of what earlier tests left is not the check's cost
-        started = time.perf_counter()
+        started = time.process_time()  # CPU time: a loaded machine descheduling us is not the check
         verdict = guard(server).check(CHAT, body)
-        took = time.perf_counter() - started
+        took = time.process_time() - started
         assert (verdict is None) == ok, name
         assert took < 0.1, f"{name}: {took:.3f} s"
     assert "content items (at most" in str(guard(server).check(CHAT, cases["over the cap"][0]))
