@@ -28,7 +28,7 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["LiveRenderer", "make_console", "make_renderer"]
+__all__ = ["LiveRenderer", "make_console"]
 
 _STREAMED = {"text": "", "thinking": "dim italic", "refusal": "red"}
 
@@ -37,22 +37,6 @@ def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Co
     """A Console for live output: no markup or highlighting of content, soft wrapping."""
     return Console(file=file or sys.stdout, highlight=False, soft_wrap=True, emoji=False,
                    markup=False, force_terminal=color, no_color=color is False)
-
-
-def make_renderer(console: Console | None = None, *, reasoning: bool = True) -> LiveRenderer:
-    """The renderer for ``console``: markdown drawn live on a terminal
-    (:class:`~agent_stream.render_markdown.MarkdownRenderer`), else plain appended text.
-
-    Args:
-        console: where to render (default: :func:`make_console`, stdout).
-        reasoning: show the reasoning (dimmed).
-    """
-    console = console or make_console()
-    if console.is_terminal:
-        from agent_stream.render_markdown import MarkdownRenderer
-
-        return MarkdownRenderer(console, reasoning=reasoning)
-    return LiveRenderer(console, reasoning=reasoning)
 
 
 class LiveRenderer:

@@ -24,9 +24,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from agent_stream.render import LiveRenderer
+from agent_stream.render import LiveRenderer, make_console
 
-__all__ = ["MarkdownRenderer", "finished_blocks"]
+__all__ = ["MarkdownRenderer", "finished_blocks", "make_renderer"]
 
 Key = tuple[str | None, str | None]  # (thread_id, message_id)
 _NO_SOURCE = object()
@@ -212,3 +212,17 @@ class MarkdownRenderer(LiveRenderer):
         if summary:
             self.console.rule(style="green" if ok else "red")
             self.console.print(Text(summary, style="green" if ok else "bold red"))
+
+
+def make_renderer(console: Console | None = None, *, reasoning: bool = True) -> LiveRenderer:
+    """The renderer for ``console``: markdown drawn live on a terminal
+    (:class:`MarkdownRenderer`), else plain appended text (:class:`LiveRenderer`).
+
+    Args:
+        console: where to render (default: :func:`~agent_stream.render.make_console`, stdout).
+        reasoning: show the reasoning (dimmed).
+    """
+    console = console or make_console()
+    if console.is_terminal:
+        return MarkdownRenderer(console, reasoning=reasoning)
+    return LiveRenderer(console, reasoning=reasoning)

@@ -19,8 +19,8 @@ from rich.console import Console
 from terminal_screen import screen
 
 from agent_stream.message import Message
-from agent_stream.render import LiveRenderer, make_console, make_renderer
-from agent_stream.render_markdown import MarkdownRenderer, finished_blocks
+from agent_stream.render import LiveRenderer, make_console
+from agent_stream.render_markdown import MarkdownRenderer, finished_blocks, make_renderer
 from agent_stream.sources.replay import ReplayModel, pick_reply
 from agent_stream.writer import StreamWriter, collect
 

@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
 
     renderer = None
     if not args.json:
-        from agent_stream.render import make_renderer
+        from agent_stream.render_markdown import make_renderer
 
         renderer = make_renderer(reasoning=not args.no_reasoning)
     started = time.monotonic()

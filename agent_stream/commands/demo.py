@@ -213,7 +213,8 @@ def _wait_listed(names: set[str], procs: list[subprocess.Popen[str]],
 
 def run_team(args: argparse.Namespace) -> int:
     """``demo --team`` (see the module doc); the exit status."""
-    from agent_stream.render import make_console, make_renderer
+    from agent_stream.render import make_console
+    from agent_stream.render_markdown import make_renderer
     from agent_stream.uagents import DeliveryError
     from agent_stream.uagents.local import free_port
 
@@ -248,7 +249,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "team", False):
         return run_team(args)
 
-    from agent_stream.render import make_console, make_renderer
+    from agent_stream.render import make_console
+    from agent_stream.render_markdown import make_renderer
     from agent_stream.uagents import DeliveryError
     from agent_stream.uagents.local import free_port
 
