@@ -32,7 +32,9 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from uagents import Agent
 
 from agent_stream.uagents import _compat
 from agent_stream.uagents.edge import AgentServer, Edge
@@ -41,6 +43,7 @@ from agent_stream.uagents.lanes import LaneLimits, PeerDispenser, isolate
 
 __all__ = ["GuardSettings", "LaneLimits", "Protection", "guard_of", "is_protected", "protect"]
 
+A = TypeVar("A", bound=Agent)
 _ATTR = "_agent_stream_guard"  # where an agent keeps its AgentGuard (an attribute of ours)
 
 
@@ -64,7 +67,7 @@ def is_protected(agent: Any) -> bool:
     return guard_of(agent) is not None
 
 
-def protect(agent: Any, settings: Protection | None = None) -> Any:
+def protect(agent: A, settings: Protection | None = None) -> A:
     """Protect ``agent`` (a ``uagents.Agent``) and only it; returns it. Idempotent.
 
     Inbox guard, HTTP edge caps and send lanes, before the agent runs or while it runs.
