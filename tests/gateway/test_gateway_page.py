@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from gateway_harness import Gateway
+from gateway_harness import Gateway, Harness, start_gateway
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +47,13 @@ def page(browser: Any, gateway: Gateway) -> Iterator[Any]:
         yield pg
     finally:
         ctx.close()
+
+
+@pytest.fixture(scope="module")
+def quiet_gateway(gw_harness: Harness) -> Gateway:
+    """A gateway in front of `serve` without --reasoning: an agent that shares no reasoning."""
+    gw_harness.serve("--rate", "0", "--name", "quiet")
+    return start_gateway(gw_harness, "--agent", "quiet")
 
 
 def ask(pg: Any, agent: str, question: str, wait: bool = True) -> None:
@@ -90,6 +97,38 @@ def test_page_builds_the_reply_live(page: Any) -> None:
     assert re.search(r"total \d+\.\d\d s", footer), footer
     assert page.inner_text("#f-status") == "completed"
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_tool_lines_show_in_the_order_they_came(page: Any) -> None:
+    """Call, its progress, its result: the result is a line of its own after the progress line
+    (before, the call's line became the result, above the progress line written after it)."""
+    ask(page, "llm", "How do agents stream?")
+    blocks = page.locator(".block:has(.status.done)")
+    assert blocks.count() >= 1
+    for i in range(blocks.count()):
+        lines = blocks.nth(i).locator(".tool, .status").all_inner_texts()
+        kinds = ["call" if t.startswith("⚙") else "result" if "→" in t else "progress"
+                 for t in lines]
+        assert kinds == ["call", "progress", "result"], lines
+        assert not lines[0].endswith("…")  # the call is no longer running
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_no_empty_thinking_box_when_the_agent_shares_no_reasoning(
+        browser: Any, quiet_gateway: Gateway) -> None:
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    try:
+        pg.goto(quiet_gateway.url + "/")
+        pg.wait_for_selector("#agent option[value='quiet']", state="attached", timeout=10_000)
+        ask(pg, "quiet", "How do agents stream?")
+        labels = pg.locator(".block > h3").all_text_contents()
+        assert "Answer" in labels and "Thinking" not in labels, labels
+        assert pg.locator("details.reasoning").count() == 0
+        for i in range(pg.locator(".block").count()):  # every box drawn has something in it
+            assert pg.locator(".block").nth(i).locator(":scope > :not(h3)").count() >= 1
+    finally:
+        ctx.close()
 
 
 HOSTILE = ('**bold** <script>window.__pwned = 1</script>'

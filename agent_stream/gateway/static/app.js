@@ -58,7 +58,8 @@
     constructor(root) {
       this.root = root;
       this.messages = new Map(); // thread|message -> {type, props, node}
-      this.blocks = new Map();   // block id -> section
+      this.blocks = new Map();   // block id -> section, once something shows in it
+      this.blockInfo = new Map(); // block id -> {threadId, type, label} from its block_start
       this.threads = new Map();  // thread id -> column
       this.calls = new Map();    // tool call id -> status line
       this.row = null;           // the row the next thread joins
@@ -86,22 +87,31 @@
       this.threads.set(threadId, col);
       return col;
     }
+    // A block is drawn when its first visible message arrives: a block whose messages the agent
+    // keeps to itself (its reasoning, when it shares none) leaves no empty box behind.
     block(blockId, threadId, type, label) {
+      const info = this.blockInfo.get(blockId) || { threadId, type, label };
+      if (label) info.label = label;
+      if (type) info.type = type;
+      this.blockInfo.set(blockId, info);
+      const sec = this.blocks.get(blockId);
+      if (sec && label) sec.querySelector("h3").textContent = label;
+    }
+    section(blockId, threadId) {
       let sec = this.blocks.get(blockId);
       if (!sec) {
+        const info = this.blockInfo.get(blockId) || { threadId };
         sec = el("section", "block");
         sec.dataset.blockId = blockId;
-        sec.dataset.type = type || "";
-        sec.appendChild(el("h3", null, label || type || "block"));
-        this.container(threadId).appendChild(sec);
+        sec.dataset.type = info.type || "";
+        sec.appendChild(el("h3", null, info.label || info.type || "block"));
+        this.container(info.threadId ?? threadId).appendChild(sec);
         this.blocks.set(blockId, sec);
-      } else if (label) {
-        sec.querySelector("h3").textContent = label;
       }
       return sec;
     }
     where(msg) {
-      if (msg.block_id) return this.block(msg.block_id, msg.thread_id);
+      if (msg.block_id) return this.section(msg.block_id, msg.thread_id);
       return this.container(msg.thread_id);
     }
     event(msg) {
@@ -163,16 +173,17 @@
           break;
         }
         case "tool_result": {
+          // the result is a line of its own where it came (after the call's progress lines);
+          // its call stops running
           const call = p.call_id ? this.calls.get(p.call_id) : null;
           const line = `✓ ${p.name || (call && call.props.name) || "tool"} → ${typeof p.content === "string" ? p.content : JSON.stringify(p.content)}`;
-          if (call && call.node) {
+          if (call && call.node && !call.done) {
             call.done = true;
             call.node.className = "tool done";
-            call.node.textContent = line;
-          } else {
-            if (!st.node) { st.node = el("div", "tool done"); this.where(msg).appendChild(st.node); }
-            st.node.textContent = line;
+            call.node.textContent = `⚙ ${call.props.name || "tool"}(${call.props.arguments || ""})`;
           }
+          if (!st.node) { st.node = el("div", "tool done result"); this.where(msg).appendChild(st.node); }
+          st.node.textContent = line;
           break;
         }
         case "loading": {
