@@ -159,9 +159,11 @@ the end of its block or thread, or at the stream's end), and is picked by `accep
 | `cui-native`, `cui-desktop`, `cui` | native | application/x-ndjson |
 | `agui`                       | AG-UI    | text/event-stream    |
 | `channels`                   | channels | application/x-ndjson |
-| `aisdk`                      | AI SDK   | text/event-stream (header `x-vercel-ai-ui-message-stream: v1`) |
+| `aisdk`                      | AI SDK   | text/event-stream (*) |
 | `a2a`                        | A2A      | text/event-stream    |
 | `chat`                       | ChatMessage JSON lines | application/x-ndjson |
+
+(*) with the response header `x-vercel-ai-ui-message-stream: v1`.
 
 Each wire is described once, in `agent_stream.adapters.registry`: its name, the `accept`
 values the spec gives it and the framing each selects, its encoder and options, its framings
