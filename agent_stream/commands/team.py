@@ -22,6 +22,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agent_stream.commands._args import rate, seconds
 from agent_stream.relay import RelayError, RelayRefused
 from agent_stream.sources.replay import ReplayModel, tokenize
 from agent_stream.writer import Scope, StreamWriter
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="this agent's name in the local directory")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--seed", required=True)
-    p.add_argument("--rate", type=float, default=60.0, help="tokens per second (0: at once)")
+    p.add_argument("--rate", type=rate, default=60.0, help="tokens per second (0: at once)")
     p.add_argument("--tokens", type=int, default=0,
                    help="leaf: answer with this many plain tokens instead of the replay model")
     p.add_argument("--fail-after", type=int, default=None, metavar="N",
@@ -48,9 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", action="append", default=[], metavar="NAME[=QUESTION]",
                    help="relay these peers' replies at once, one thread each (repeatable)")
     p.add_argument("--max-hops", type=int, default=None, help="hop limit of delegations")
-    p.add_argument("--sub-timeout", type=float, default=60.0,
+    p.add_argument("--sub-timeout", type=seconds, default=60.0,
                    help="seconds to wait for a relayed reply")
-    p.add_argument("--sub-idle-timeout", type=float, default=None,
+    p.add_argument("--sub-idle-timeout", type=seconds, default=None,
                    help="seconds of silence after which a relayed reply is lost "
                    "(default: the client's)")
     p.add_argument("--no-reasoning", action="store_true", help="never share reasoning")

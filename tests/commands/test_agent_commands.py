@@ -152,3 +152,14 @@ def test_a_dead_endpoint_is_one_line_with_the_reason(tmp_path: Path) -> None:
     assert len(lines) == 1, done.stderr
     assert "not delivered" in lines[0] and "attempts: Failed to connect" in lines[0]
     assert "(-v shows each attempt)" in lines[0]
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--rate", "-5"), ("--sub-timeout", "0"),
+                                             ("--sub-idle-timeout", "-1")])
+def test_team_members_refuse_the_same_values(flag: str, value: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_stream.commands.team import build_parser
+
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(["--name", "x", "--port", "1", "--seed", SEED, flag, value])
+    assert caught.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
