@@ -137,11 +137,12 @@ class AnthropicStream:
         elif kind == "input_json_delta":
             await em.tool_args(key, field(d, "partial_json", ""))
         elif kind == "citations_delta":
-            h = em.messages.get(key)
+            open_text = em.messages.get(key)
             cit = field(d, "citation")
-            if h is not None and cit is not None:
+            if open_text is not None and cit is not None:
                 dump = getattr(cit, "model_dump", None)
-                await h.append([dump(mode="json") if callable(dump) else cit], path="citations")
+                value = dump(mode="json") if callable(dump) else cit
+                await open_text.append([value], path="citations")
         else:
             em.warn(f"anthropic delta {kind!r}", "a delta type this source does not map")
 

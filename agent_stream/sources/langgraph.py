@@ -173,9 +173,9 @@ class GraphStream:
                     await self._close_ns(key[1])
 
     async def _close_ns(self, ns: tuple[str, ...]) -> None:
-        for key in list(self.current):
-            if key[:len(ns)] == ns:
-                await self._end_llm(key)
+        for inner in list(self.current):
+            if inner[:len(ns)] == ns:
+                await self._end_llm(inner)
         for key in reversed(list(self.em.blocks)):
             if isinstance(key, tuple) and key[0] == "ns" and key[1][:len(ns)] == ns:
                 await self.em.close_block(key)

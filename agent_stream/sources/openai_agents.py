@@ -179,7 +179,8 @@ def responder(agent: Any, *, context: Any = None, max_turns: int | None = None,
         async def run() -> None:
             token = _CURRENT.set(mapper)
             try:
-                result = Runner.run_streamed(agent, input_of(request), **kw)
+                items: Any = input_of(request)
+                result = Runner.run_streamed(agent, items, **kw)
             finally:
                 _CURRENT.reset(token)
             try:

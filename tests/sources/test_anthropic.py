@@ -153,3 +153,26 @@ async def test_cancel_closes_the_model_stream(server: SSEServer) -> None:
         await task
     await asyncio.wait_for(server.cancelled.wait(), 1)
     assert got[-1].event_data["status"] == "cancelled"
+
+
+async def test_citations_stay_on_their_text() -> None:
+    async def ask(req: Any) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 1}}}
+        yield {"type": "content_block_start", "index": 0,
+               "content_block": {"type": "text", "text": ""}}
+        yield {"type": "content_block_delta", "index": 0,
+               "delta": {"type": "text_delta", "text": "Paris"}}
+        for c in ("x", "y"):
+            yield {"type": "content_block_delta", "index": 0, "delta": {
+                "type": "citations_delta",
+                "citation": {"cited_text": c, "type": "char_location"}}}
+        yield {"type": "content_block_stop", "index": 0}
+        yield {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+               "usage": {"output_tokens": 2}}
+        yield {"type": "message_stop"}
+
+    msgs, t = await run(responder(ask), request("q"))
+    [m] = t.messages
+    assert m.props["content"] == "Paris"
+    assert [c["cited_text"] for c in m.props["citations"]] == ["x", "y"]
+    assert stream_end(msgs)["usage"]["total_tokens"] == 3
