@@ -11,10 +11,9 @@ cursor as their id), so a client that verifies a stream on its own sees a well-f
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-from agent_stream.adapters.framing import Encoder
 from agent_stream.adapters.registry import Framing, Wire
 from agent_stream.adapters.routing import encoder_for, wire_for
 from agent_stream.gateway.store import ResumeStore, parse_end
@@ -33,22 +32,6 @@ def wire_of(fmt: str, sse: bool = True) -> tuple[Wire, Framing]:
     if fmt == NATIVE:
         return wire_for("cui", sse=sse)
     return wire_for(fmt)
-
-
-def make_encoder(fmt: str, options: dict[str, Any]) -> Encoder[Any]:
-    """A fresh encoder for ``fmt`` (an accept value, or ``native``)."""
-    return encoder_for("cui" if fmt == NATIVE else fmt, **options)
-
-
-def frame_fn(fmt: str, *, sse: bool = True) -> Callable[[Any], str]:
-    """How ``fmt``'s wire objects become text."""
-    wire, framing = wire_of(fmt, sse)
-    return wire.frame(framing)
-
-
-def is_sse(fmt: str, sse: bool = True) -> bool:
-    """Whether ``fmt`` is framed as Server-Sent Events (and so carries ids)."""
-    return wire_of(fmt, sse)[1] == "sse"
 
 
 Cursor = tuple[str, int]
@@ -124,7 +107,7 @@ async def events(store: ResumeStore, reply_id: str, fmt: str, options: dict[str,
                  after: int = -1) -> AsyncIterator[tuple[int, Any]]:
     """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end; a
     resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``."""
-    enc = make_encoder(fmt, options)
+    enc = encoder_for("cui" if fmt == NATIVE else fmt, **options)
     reopen = Reopen(fmt) if after >= 0 else None
     n = -1
     async for entry in store.read(reply_id):
@@ -151,8 +134,9 @@ async def events(store: ResumeStore, reply_id: str, fmt: str, options: dict[str,
 async def framed(store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any], *,
                  after: int = -1, sse: bool = True) -> AsyncIterator[str]:
     """The reply's wire as text: SSE events with ``id: <reply id>:<n>``, or JSON lines."""
-    frame = frame_fn(fmt, sse=sse)
-    ids = is_sse(fmt, sse)
+    wire, framing = wire_of(fmt, sse)
+    frame = wire.frame(framing)
+    ids = framing == "sse"
     async for n, obj in events(store, reply_id, fmt, options, after):
         text = frame(obj)
         yield f"id: {reply_id}:{n}\n{text}" if ids else text

@@ -220,3 +220,16 @@ def _access_line(gw: Gateway, rid: str) -> str:
             return lines[0]
         time.sleep(0.05)
     return ""
+
+
+async def test_with_api_keys_the_root_card_stays_public_and_asking_does_not(
+        tmp_path: Path) -> None:
+    async with serve_gateway(tmp_path, ["solo"], _reply("x"), api_keys=["k1"]) as (url, link), \
+            httpx.AsyncClient(timeout=30) as http:
+        assert (await http.get(f"{url}/.well-known/agent-card.json")).json()["name"] == "solo"
+        r = await http.post(f"{url}/a2a/solo", json=_rpc("message/send", []))
+        assert r.status_code == 401 and r.json()["error"]["code"] == -32001
+        r = await http.post(f"{url}/a2a/solo", json=_rpc("message/send", []),
+                            headers={"authorization": "Bearer k1"})
+        assert r.json()["error"]["code"] == -32602
+    assert link.questions == []

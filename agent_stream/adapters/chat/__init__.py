@@ -81,8 +81,8 @@ content Message becomes: the withholding policy), :mod:`.messages` (per-message 
 peers), :mod:`.packer` (batching, ``meta_delay``), :mod:`.decoder`, :mod:`.reorder` (duplicates,
 reorder window, gaps), :mod:`.delivery` (redelivery, replay, gap repair, liveness),
 :mod:`.tagged`, :mod:`.streams` (chat streams, untagged content), :mod:`.state` (what the
-decoder keeps, under :mod:`.limits`; :mod:`.capped`). The command-line glue is in
-:mod:`agent_stream.commands.formats`.
+decoder keeps, under :mod:`.limits`; :mod:`.capped`), :mod:`.lines` (the wire as ChatMessage
+JSON lines, both ways: what ``convert --to chat`` and ``decode --from chat`` use).
 """
 
 from __future__ import annotations
