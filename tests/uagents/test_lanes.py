@@ -18,11 +18,15 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from inprocess_agents import Pair
+from uagents.communication import Dispenser
 from uagents_core.envelope import Envelope
+from uagents_core.identity import Identity
+from uagents_core.models import ErrorMessage
 from uagents_core.types import DeliveryStatus
 
 from agent_stream.uagents import StreamingChat
 from agent_stream.uagents.directory import LocalResolver
+from agent_stream.uagents.hardening import protect
 from agent_stream.uagents.lanes import CHAT_DIGESTS, LaneLimits, PeerDispenser
 from agent_stream.uagents.local import LocalAgent, NoRegistration, free_port
 
@@ -196,3 +200,28 @@ async def test_streaming_chat_gives_an_agent_built_elsewhere_its_lanes(pair: Pai
     reply = await chat.ask(client._build_context(), plain.address, "hi", timeout=5)
     await reply.wait(6)
     assert reply.completed and isinstance(plain._dispenser, PeerDispenser)
+
+
+async def test_protecting_a_running_agent_keeps_its_other_protocols_on_its_own_dispenser(
+        pair: Pair, sink: Sink) -> None:
+    """protect() on a running agent: sends of other protocols still go through the dispenser
+    uagents started (nothing is stranded in a queue nobody serves), chat sends go to lanes."""
+    peer = Identity.from_seed("lanes test sink peer", 0).address
+    port = free_port()
+    agent = LocalAgent(name="late", seed="lanes test late protect", port=port,
+                       endpoint=[f"http://127.0.0.1:{port}/submit"],
+                       resolve=LocalResolver({peer: sink.url}),
+                       registration_policy=NoRegistration(), enable_agent_inspector=False,
+                       report_events=False, mark_inactive_on_shutdown=False,
+                       loop=asyncio.get_running_loop())
+    pair.agents.append(agent)
+    stock = agent._dispenser
+    before = asyncio.all_tasks()
+    agent.start_message_dispenser()  # running the uagents way, not protected
+    pair.tasks |= asyncio.all_tasks() - before
+    protect(agent)
+    lanes = agent._dispenser
+    assert isinstance(lanes, PeerDispenser) and type(stock) is Dispenser
+    status = await agent._build_context().send(peer, ErrorMessage(error="other protocol"))
+    assert status.status == DeliveryStatus.DELIVERED and lanes.lanes == 0
+    assert sink.got == [ErrorMessage(error="other protocol").json()]
