@@ -7,18 +7,34 @@ into a :class:`~agent_stream.writer.StreamWriter` (or any scope of one): blocks,
   streamed at a realistic token rate; no key, no network. A stand-in for a model.
 - :class:`~agent_stream.sources.openai.OpenAIModel` (``openai``): any OpenAI-compatible
   chat-completions server (needs the ``openai`` extra).
+
+:func:`~agent_stream.sources.detect.responder_for` turns an agent built on a framework (LangGraph,
+pydantic-ai, the OpenAI Agents SDK, or a callable returning a raw model stream) into a responder
+for ``StreamingChat``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_stream.writer import Scope
 
+if TYPE_CHECKING:
+    from agent_stream.sources.detect import responder_for
+
 ModelSource = Callable[[str, Scope], Awaitable[None]]
 
-__all__ = ["ModelSource", "make_source"]
+__all__ = ["ModelSource", "make_source", "responder_for"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported when asked for: the framework sources load their framework only when used.
+    if name == "responder_for":
+        from agent_stream.sources.detect import responder_for
+
+        return responder_for
+    raise AttributeError(f"module 'agent_stream.sources' has no attribute {name!r}")
 
 
 def make_source(name: str, **options: Any) -> ModelSource:
