@@ -46,6 +46,7 @@ __all__ = [
     "dispenser_of",
     "inbox_of",
     "models_of",
+    "port_of",
     "queued_payloads",
     "serve_on",
     "server_of",
@@ -128,6 +129,7 @@ INTERNALS: tuple[str, ...] = (
     "ASGIServer.serve using HOST", "ASGIServer.__call__", "Dispenser.run / add_envelope",
     "dispatcher.sinks", "Agent._models", "Agent._message_queue", "asyncio.Queue._queue",
     "Agent._dispenser", "Agent._dispenser_task", "Agent._server", "Agent._loop",
+    "Agent._port",
 )
 
 
@@ -148,6 +150,7 @@ def check_agent(agent: Any) -> None:
         ("Agent._dispenser", "_dispenser", Dispenser),
         ("Agent._server", "_server", ASGIServer),
         ("Agent._loop", "_loop", asyncio.AbstractEventLoop),
+        ("Agent._port", "_port", int),
     ]
     for name, attr, kind in expect:
         if not isinstance(state.get(attr), kind):
@@ -205,6 +208,12 @@ def agent_loop(agent: Any) -> asyncio.AbstractEventLoop:
     """The event loop the agent was built with (uagents' own ``Agent.run`` uses it)."""
     loop: asyncio.AbstractEventLoop = agent._loop
     return loop
+
+
+def port_of(agent: Any) -> int:
+    """The port the agent's HTTP server listens on (uagents' default 8000 when none given)."""
+    port: int = agent._port
+    return port
 
 
 def build_context(agent: Any) -> Any:

@@ -60,6 +60,7 @@ AGENT_INTERNALS = [
     ("Agent._server", "_server"),
     ("Agent._loop", "_loop"),
     ("Agent._dispenser_task", "_dispenser_task"),
+    ("Agent._port", "_port"),
 ]
 
 
