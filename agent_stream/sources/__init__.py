@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_stream.writer import Scope
+from agent_stream.writer import Scope as _Scope
 
 if TYPE_CHECKING:
     from agent_stream.sources.detect import responder_for
 
-ModelSource = Callable[[str, Scope], Awaitable[None]]
+ModelSource = Callable[[str, _Scope], Awaitable[None]]
 
 __all__ = ["ModelSource", "make_source", "responder_for"]
 
