@@ -22,14 +22,24 @@ from agent_stream.writer import Scope as _Scope
 
 if TYPE_CHECKING:
     from agent_stream.sources.detect import responder_for
+    from agent_stream.sources.openai import OpenAIModel
+    from agent_stream.sources.replay import ReplayModel
 
 ModelSource = Callable[[str, _Scope], Awaitable[None]]
 
-__all__ = ["ModelSource", "make_source", "responder_for"]
+__all__ = ["ModelSource", "OpenAIModel", "ReplayModel", "make_source", "responder_for"]
 
 
 def __getattr__(name: str) -> Any:
-    # Imported when asked for: the framework sources load their framework only when used.
+    # Imported when asked for: OpenAIModel needs the optional ``openai`` package.
+    if name == "ReplayModel":
+        from agent_stream.sources.replay import ReplayModel
+
+        return ReplayModel
+    if name == "OpenAIModel":
+        from agent_stream.sources.openai import OpenAIModel
+
+        return OpenAIModel
     if name == "responder_for":
         from agent_stream.sources.detect import responder_for
 

@@ -55,11 +55,10 @@ them to one peer), beyond which requests are dropped with a rate-limited warning
 peer waiting for its answer). At most 1,024 acknowledgements are being sent at once.
 
 Protection: building a StreamingChat changes nothing outside it. The agent it serves is
-protected (:func:`~agent_stream.uagents.hardening.protect`: the inbox guard and per-peer send
-lanes for chat traffic, on that agent only) when the plugin first sees it, if it was not
-already; agents built with :func:`~agent_stream.uagents.local.local_agent` or ``network_agent``
-are protected from the start, HTTP edge included, and so is any agent given to ``protect``
-before it runs.
+protected (:func:`~agent_stream.uagents.hardening.protect`: the inbox guard, the HTTP edge caps
+and per-peer send lanes for chat traffic, on that agent only) when the plugin first sees it, if
+it was not already; agents built with :func:`~agent_stream.uagents.local.local_agent` or
+``network_agent`` are protected from the start.
 
 Retrofit: an agent that already has a chat protocol includes
 ``StreamingChat.from_protocol(proto)`` in its place (its ChatMessage handler becomes the
