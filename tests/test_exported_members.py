@@ -29,6 +29,13 @@ PUBLIC: dict[str, set[str]] = {
     "agent_stream.sources": {"ModelSource", "OpenAIModel", "ReplayModel", "make_source",
                              "responder_for"},
     "agent_stream.chunking": {"IMPLEMENTATION", "TextChunker"},
+    "agent_stream.adapters": {
+        "A2ADecoder", "A2AEncoder", "AGUIEncoder", "AISDKEncoder", "CUIEncoder",
+        "ChannelsEncoder", "ChatDecoder", "ChatEncoder", "Encoder", "OpenAIDecoder",
+        "OpenAIEncoder", "OpenAISSEDecoder", "Wire", "WireSink", "content_type", "encoder_for",
+        "frame_for", "run_encoder", "sink_for", "wire_for", "wire_named", "wires", "writer_for",
+    },
+    "agent_stream.gateway": {"Gateway", "GatewayConfig", "build_app", "run_gateway"},
 }
 
 
