@@ -66,3 +66,18 @@ def test_nothing_else_of_ours_is_public(package: str) -> None:
              if not name.startswith("_") and not isinstance(value, types.ModuleType)
              and _ours(value) and name not in module.__all__}
     assert extra == set()
+
+
+def test_the_readme_imports_public_names_only() -> None:
+    """Every ``from agent_stream... import`` in the README names a public package above and
+    names in its ``__all__``."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    found = re.findall(r"^\s*from (agent_stream[\w.]*) import ([^\n(]+)$", readme, re.M)
+    assert found
+    for package, names in found:
+        assert package in PUBLIC, f"README imports from {package}, not a public package"
+        for name in (n.strip().split(" as ")[0] for n in names.split("#")[0].split(",")):
+            assert name in PUBLIC[package], f"README imports {name} from {package}"
