@@ -213,6 +213,10 @@ the CLI's form: deterministic ids, one clock value, a recipient without tag supp
 - **One content string.** Messages that would interleave on one field (two threads writing text at
   once) are sent one after the other in order of first appearance: the first streams live, the
   others are held and sent whole when it ends. The client's `content` equals the transcript's text.
+- **A thread's order.** Before a message goes on, the earlier messages of its thread that came
+  whole (one chunk, no message_start) end, and so do the agent's tool calls and results (their
+  lines are written at their end): a tool call and its result sent before the answer show
+  before it, and an ended tool line does not wait behind another thread's unfinished one.
 - **Rewrites.** A client can only append. When a replace/merge/set changes a message's text: if the
   new text extends what the client has of that message it receives the extension; otherwise it
   receives a line break and the new text in full (its text ends with the message's current text;
@@ -266,7 +270,9 @@ apply is dropped), everything else
 `ag_ui.core` models, encoded by `ag_ui.encoder.EventEncoder`. The order is what AG-UI clients
 enforce: `RUN_STARTED` first, no content without its start, no second start for an open id,
 nothing after `RUN_ERROR`, nothing open at `RUN_FINISHED`/`RUN_ERROR`; items of concurrent threads
-interleave by id.
+interleave by id. Within a thread the events follow the stream: before a message goes on, the
+earlier ones that came whole end, and so do tool calls and results (`TOOL_CALL_END`,
+`TOOL_CALL_RESULT`); a result first ends its call.
 
 ### Native (`CUIEncoder`, `convert --to cui [--sse]`)
 
