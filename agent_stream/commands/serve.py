@@ -132,8 +132,8 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
 
 
 def name_taken(name: str) -> str | None:
-    """Why a local agent cannot take ``name``: another running agent of the directory answers to
-    it (``ask NAME`` would be ambiguous), else None."""
+    """What to say when another running agent of the directory answers to ``name`` (``ask NAME``
+    is then refused as ambiguous), else None."""
     from agent_stream.uagents import DirectoryError, LocalDirectory
 
     try:
@@ -144,7 +144,7 @@ def name_taken(name: str) -> str | None:
         return None
     address, endpoint = others[0]
     return (f"an agent named {name!r} is already running ({address} at {endpoint}); "
-            "choose another --name, or stop that one")
+            f"`ask {name}` is refused while both run: ask by address, or choose another --name")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,8 +163,7 @@ def run(args: argparse.Namespace) -> int:
     if args.network == "local" and not args.no_directory:
         taken = name_taken(args.name)
         if taken is not None:
-            print(f"agent-stream serve: {taken}", file=sys.stderr)
-            return 2
+            print(f"agent-stream serve: warning: {taken}", file=sys.stderr, flush=True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WeakSeedWarning)  # said above, once

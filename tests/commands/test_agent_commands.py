@@ -110,12 +110,15 @@ def test_a_short_seed_is_warned_about_locally(directory: LocalDirectory,
     assert "agent-stream serve: refused on a network" in capsys.readouterr().err
 
 
-def test_a_second_agent_of_a_running_name_is_refused(directory: LocalDirectory, ready: str,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_agent_of_a_running_name_says_so(directory: LocalDirectory, ready: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     directory.register(ADDR, ready, "llm")
-    assert main(["serve", "--name", "llm", "--seed", SEED, "--port", str(free_port())]) == 2
+    # (--mailbox without --network stops serve right after the check, before it starts)
+    assert main(["serve", "--name", "llm", "--seed", SEED, "--port", str(free_port()),
+                 "--mailbox"]) == 2
     err = capsys.readouterr().err
-    assert "an agent named 'llm' is already running" in err and ADDR in err
+    assert "warning: an agent named 'llm' is already running" in err and ADDR in err
+    assert "`ask llm` is refused while both run" in err
 
 
 def test_asking_a_name_two_running_agents_share_names_both(
