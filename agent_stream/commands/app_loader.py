@@ -1,11 +1,11 @@
 """``serve --app MODULE:ATTR``: find the agent a user built on a framework.
 
-``MODULE:ATTR`` imports a module (``pkg.mod``); ``path/to/file.py:ATTR`` imports a file, with
-the current directory on ``sys.path`` so the file's own imports of its neighbours work. The
-attribute must be something :func:`agent_stream.sources.responder_for` knows (a LangGraph
-compiled graph, a pydantic-ai Agent, an OpenAI Agents SDK Agent or a callable returning a model
-stream). Every failure is an :class:`AppLoadError` with a one-line message naming what was
-found.
+``MODULE:ATTR`` imports a module (``pkg.mod``); ``path/to/file.py:ATTR`` imports a file. The
+current directory goes on ``sys.path`` (after the installed packages) so the module, or the
+file's own imports of its neighbours, are found. The attribute must be something
+:func:`agent_stream.sources.responder_for` knows (a LangGraph compiled graph, a pydantic-ai
+Agent, an OpenAI Agents SDK Agent or a callable returning a model stream). Every failure is an
+:class:`AppLoadError` with a one-line message naming what was found.
 """
 
 from __future__ import annotations
@@ -78,8 +78,10 @@ def load_app(spec: str) -> object:
     if not sep or not where or not attr:
         raise AppLoadError(f"--app takes MODULE:ATTR or path/to/file.py:ATTR, got {spec!r}")
     cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
+    if cwd not in sys.path and "" not in sys.path:
+        # last, so a directory of the project named like an installed package (``agents/``
+        # beside the Agents SDK) does not hide it
+        sys.path.append(cwd)
     if where.endswith(".py") or os.sep in where or "/" in where:
         module = _import_file(Path(where))
     else:

@@ -145,9 +145,9 @@ class Emitter:
         if call_id and made_in:
             self.call_blocks[call_id] = made_in
         h = self.messages.get(key)
-        if h is None:
-            h = await self.open(key, TOOL_CALL, block,
-                                {"id": call_id, "name": name, "arguments": ""})
+        if h is None:  # the first chunk: id, name and what arguments there are so far
+            return await self.open(key, TOOL_CALL, block,
+                                   {"id": call_id, "name": name, "arguments": arguments})
         if arguments:
             await h.append(arguments, path="arguments")
         return h
