@@ -335,8 +335,11 @@ def quiet_logs(level: int | str = logging.WARNING, *agent_names: str) -> None:
 
 
 def port_free(port: int) -> bool:
-    """Whether ``port`` on 127.0.0.1 can be listened on right now."""
+    """Whether ``port`` on 127.0.0.1 can be listened on right now (as the agent's server binds:
+    connections of a server that stopped, still in TIME_WAIT, do not hold the port)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        if os.name == "posix":  # (on Windows the option would let two servers share a port)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((LOCAL_HOST, port))
         except OSError:

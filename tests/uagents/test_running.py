@@ -168,3 +168,21 @@ def test_a_short_seed_is_warned_about_by_the_builder(tmp_path: Path) -> None:
                          directory=LocalDirectory(tmp_path / "a.json"))
     for a in (weak, ok):
         dispatcher.unregister(a.address, a)
+
+
+def test_a_port_whose_last_server_stopped_is_free_and_a_listening_one_is_not() -> None:
+    from agent_stream.uagents.local import port_free
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio's servers do
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    assert not port_free(port)
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = server.accept()
+    accepted.close()  # the server side closes first: its port stays in TIME_WAIT
+    time.sleep(0.05)
+    client.close()
+    server.close()
+    assert port_free(port)  # an agent restarting on its port is not told it is in use
