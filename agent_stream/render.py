@@ -2,8 +2,9 @@
 
 Blocks are sections (a rule with the block's label), threads are labelled (``[label]`` before each
 of their lines), reasoning is dimmed, tool calls, progress and tool results are status lines, and
-text is printed as it streams. Output is appended, never redrawn, so it works the same when stdout
-is not a terminal (then without colours).
+text is printed as it streams. Output is appended, never redrawn: the form for a pipe or a file
+(then without colours). On a terminal, ``ask`` and ``demo`` draw markdown instead
+(:mod:`agent_stream.render_markdown`, which builds on this class's event handling).
 """
 
 from __future__ import annotations
