@@ -33,6 +33,8 @@ import uagents.asgi as _ua_asgi
 from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
 from uagents.dispatch import dispatcher
+from uagents_core.envelope import Envelope
+from uagents_core.identity import Identity
 from uagents_core.models import Model
 
 __all__ = [
@@ -44,13 +46,16 @@ __all__ = [
     "check",
     "check_agent",
     "dispenser_of",
+    "identity_of",
     "inbox_of",
     "models_of",
     "port_of",
     "queued_payloads",
     "serve_on",
+    "serve_with_envelope",
     "server_of",
     "set_dispenser",
+    "set_identity",
     "sinks_for",
     "started",
     "uagents_version",
@@ -119,6 +124,15 @@ def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
          "is missing or changed"),
         ("dispatcher.sinks", lambda: isinstance(getattr(dispatcher, "sinks", None), dict),
          "is missing or not a dict"),
+        ("Agent._build_context passing _identity",
+         lambda: _looks_up(_own(agent_cls, "_build_context"), "_identity"),
+         "no longer gives contexts the agent's _identity"),
+        ("Envelope.sign using sign_digest",
+         lambda: _looks_up(Envelope.sign, "sign_digest"),
+         "no longer signs with the identity's sign_digest"),
+        ("ASGIServer.__call__ using Envelope",
+         lambda: _looks_up(_own(ASGIServer, "__call__"), "Envelope"),
+         "no longer parses envelopes with uagents_core's Envelope"),
     ]
 
 
@@ -127,7 +141,9 @@ INTERNALS: tuple[str, ...] = (
     "Agent._build_context", "Agent._update_agent_status", "Agent._process_message_queue",
     "Agent.handle_message", "Agent.__init__ calling get_almanac_contract",
     "ASGIServer.serve using HOST", "ASGIServer.__call__", "Dispenser.run / add_envelope",
-    "dispatcher.sinks", "Agent._models", "Agent._message_queue", "asyncio.Queue._queue",
+    "dispatcher.sinks", "Agent._build_context passing _identity",
+    "Envelope.sign using sign_digest", "ASGIServer.__call__ using Envelope", "Agent._identity",
+    "Agent._models", "Agent._message_queue", "asyncio.Queue._queue",
     "Agent._dispenser", "Agent._dispenser_task", "Agent._server", "Agent._loop",
     "Agent._port",
 )
@@ -151,6 +167,7 @@ def check_agent(agent: Any) -> None:
         ("Agent._server", "_server", ASGIServer),
         ("Agent._loop", "_loop", asyncio.AbstractEventLoop),
         ("Agent._port", "_port", int),
+        ("Agent._identity", "_identity", Identity),
     ]
     for name, attr, kind in expect:
         if not isinstance(state.get(attr), kind):
@@ -216,6 +233,17 @@ def port_of(agent: Any) -> int:
     return port
 
 
+def identity_of(agent: Any) -> Identity:
+    """The identity the agent signs with (its contexts are given it when built)."""
+    identity: Identity = agent._identity
+    return identity
+
+
+def set_identity(agent: Any, identity: Identity) -> None:
+    """Make ``identity`` (same key and address) the one the agent signs with from now on."""
+    agent._identity = identity
+
+
 def build_context(agent: Any) -> Any:
     """A fresh context of ``agent``, as uagents builds one for a handler."""
     return agent._build_context()
@@ -272,3 +300,15 @@ def _serve_variant(host: str) -> Any:
 async def serve_on(server: ASGIServer, host: str) -> None:
     """Run uagents' ``ASGIServer.serve`` for ``server``, listening on ``host``."""
     await _serve_variant(host)(server)
+
+
+@functools.lru_cache(maxsize=4)
+def _call_variant(envelope: type) -> Any:
+    return variant(ASGIServer.__call__, "ASGIServer.__call__", Envelope=envelope)
+
+
+async def serve_with_envelope(server: ASGIServer, envelope: type, scope: Any, receive: Any,
+                              send: Any) -> None:
+    """Run uagents' ``ASGIServer.__call__`` for ``server``, parsing (and so verifying)
+    incoming envelopes as ``envelope``, a subclass of uagents_core's ``Envelope``."""
+    await _call_variant(envelope)(server, scope, receive, send)

@@ -19,6 +19,9 @@ looks ``__call__`` up on the class, so an instance attribute would not do). When
 - an exception inside uagents' envelope handling (a payload that is not base64 or not UTF-8,
   ...) is answered 400 and logged rate-limited, instead of a 500 and a traceback per request.
 
+Signatures are verified by uagents' code with libsecp256k1 in place of its pure-Python ECDSA
+(:mod:`.signing`; the same envelopes are accepted and refused).
+
 An :class:`AgentServer` with a ``host`` listens there instead of uagents' ``0.0.0.0`` (local
 agents: 127.0.0.1).
 """
@@ -33,7 +36,7 @@ from typing import Any
 
 from uagents.asgi import ASGIServer
 
-from agent_stream.uagents import _compat
+from agent_stream.uagents import _compat, signing
 from agent_stream.uagents.guard import AgentGuard, short
 from agent_stream.uagents.ratelog import TokenBucket
 
@@ -120,7 +123,7 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: SendASGI) -> None:
         edge = self.edge
         if edge is None or scope.get("type") != "http" or scope.get("method") != "POST":
-            await super().__call__(scope, receive, send)
+            await self._uagents(scope, receive, send)
             return
         limit = edge.guard.settings.max_envelope_bytes
         for key, value in scope.get("headers") or ():
@@ -146,6 +149,13 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
         await self._forward(edge, scope, body, receive, send,
                             sender if signed and isinstance(sender, str) else None)
 
+    async def _uagents(self, scope: dict[str, Any], receive: Receive, send: SendASGI) -> None:
+        """uagents' own handling, verifying signatures with libsecp256k1 when it is there."""
+        if signing.AVAILABLE:
+            await _compat.serve_with_envelope(self, signing.FastEnvelope, scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
     async def _forward(self, edge: Edge, scope: dict[str, Any], body: bytes,
                        receive: Receive, send: SendASGI, signer: str | None) -> None:
         """Hand the body read to uagents' handler; note a signer it accepted as verified."""
@@ -166,7 +176,7 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             await send(msg)
 
         try:
-            await super().__call__(scope, replay, tracked_send)
+            await self._uagents(scope, replay, tracked_send)
         except Exception as exc:
             edge.refused()
             edge.guard.log.warning("refused an envelope: %s: %s", type(exc).__name__,

@@ -16,6 +16,7 @@ from uagents import Agent
 from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
 from uagents.dispatch import Dispatcher, dispatcher
+from uagents_core.envelope import Envelope
 
 from agent_stream.uagents import _compat, local_agent
 from agent_stream.uagents._compat import UagentsCompatError
@@ -61,13 +62,31 @@ AGENT_INTERNALS = [
     ("Agent._loop", "_loop"),
     ("Agent._dispenser_task", "_dispenser_task"),
     ("Agent._port", "_port"),
+    ("Agent._identity", "_identity"),
+]
+
+
+async def _no_envelope(self: Any, scope: Any, receive: Any, send: Any) -> None:
+    return None
+
+
+def _signs_another_way(self: Any, identity: Any) -> None:
+    self.signature = identity.sign(b"")
+
+
+#: Internals a uagents would break by changing a function: (name, owner, attribute, stand-in).
+CHANGED_INTERNALS: list[tuple[str, Any, str, Any]] = [
+    ("Agent._build_context passing _identity", Agent, "_build_context", lambda self: None),
+    ("Envelope.sign using sign_digest", Envelope, "sign", _signs_another_way),
+    ("ASGIServer.__call__ using Envelope", ASGIServer, "__call__", _no_envelope),
 ]
 
 
 def test_the_installed_uagents_passes_and_every_internal_has_a_test_here(agent: Agent) -> None:
     _compat.check()
     _compat.check_agent(agent)
-    tested = {c[0] for c in CLASS_INTERNALS} | {a[0] for a in AGENT_INTERNALS}
+    tested = {c[0] for c in CLASS_INTERNALS} | {a[0] for a in AGENT_INTERNALS} | {
+        c[0] for c in CHANGED_INTERNALS}
     assert tested | {"asyncio.Queue._queue"} == set(_compat.INTERNALS)
 
 
@@ -76,6 +95,18 @@ def test_the_installed_uagents_passes_and_every_internal_has_a_test_here(agent: 
 def test_a_missing_class_internal_is_named(monkeypatch: pytest.MonkeyPatch, agent: Agent,
                                            internal: str, owner: Any, attr: str) -> None:
     monkeypatch.delattr(owner, attr)
+    with named(internal):
+        _compat.check()
+    with named(internal):
+        protect(agent)
+
+
+@pytest.mark.parametrize("internal,owner,attr,stand_in", CHANGED_INTERNALS,
+                         ids=[c[0] for c in CHANGED_INTERNALS])
+def test_a_function_that_no_longer_uses_an_internal_is_named(
+        monkeypatch: pytest.MonkeyPatch, agent: Agent, internal: str, owner: Any, attr: str,
+        stand_in: Any) -> None:
+    monkeypatch.setattr(owner, attr, stand_in)
     with named(internal):
         _compat.check()
     with named(internal):
