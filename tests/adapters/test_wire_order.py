@@ -8,6 +8,9 @@ import asyncio
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agent_stream.adapters.routing import writer_for
 from agent_stream.message import Message, text, thinking, tool_call
 
@@ -155,3 +158,63 @@ def test_chat_peer_gets_buffered_text_before_the_tool_call_written_after_it() ->
     dec = ChatLines()
     back = [m for ln in lines for m in dec.feed_line(ln)] + dec.close()
     assert [m.type for m in assemble(back).messages] == ["text", "tool_call"]
+
+
+# -- property: any single-thread mix of whole messages keeps its order on OpenAI and AG-UI -------
+
+_KINDS = st.lists(st.sampled_from(["text", "thinking", "call", "result"]), min_size=1,
+                  max_size=12)
+
+
+def _stream(kinds: list[str], explicit: list[bool]) -> list[Message]:
+    from agent_stream.writer import collect
+
+    async def body(out: Any) -> None:
+        async with out.block("llm") as b:
+            for i, (k, ex) in enumerate(zip(kinds, explicit, strict=False)):
+                if k in ("text", "thinking") and ex:  # streamed, with its own end
+                    async with b.message(k) as m:
+                        await m.append(f"<{k}{i}")
+                        await m.append(">")
+                elif k in ("text", "thinking"):
+                    await b.send(Message(type=k, props={"content": f"<{k}{i}>"}))
+                elif k == "call":
+                    await b.send(tool_call(id=f"c{i}", name=f"f{i}", arguments="{}"))
+                else:
+                    await b.send(Message(type="tool_result", props={
+                        "call_id": f"c{i}", "name": f"r{i}", "content": "ok"}))
+
+    return asyncio.run(collect(body))
+
+
+@settings(max_examples=60, deadline=None)
+@given(kinds=_KINDS, explicit=st.lists(st.booleans(), min_size=12, max_size=12))
+def test_any_mix_of_messages_in_one_thread_keeps_its_order(kinds: list[str],
+                                                           explicit: list[bool]) -> None:
+    from agent_stream.adapters.agui import encode_messages as agui
+    from agent_stream.adapters.openai import encode_messages as openai
+
+    msgs = _stream(kinds, explicit)
+    want = [f"<{k}{i}>" if k in ("text", "thinking") else f"f{i}(" if k == "call" else
+            f"r{i} →" for i, k in enumerate(kinds)]
+    pieces = [c.delta.get("content") or c.delta.get("reasoning_content") or ""
+              for c in openai(msgs) if getattr(c, "delta", None)]
+    joined = "".join(pieces)
+    at = [joined.find(w) for w in want]
+    assert -1 not in at and at == sorted(at), (kinds, pieces)
+    keys: list[str] = []
+    texts = {}
+    for e in agui(msgs):
+        t = e.type.value if hasattr(e.type, "value") else str(e.type)
+        if t in ("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"):
+            texts[e.message_id] = texts.get(e.message_id, "") + e.delta
+        if t in ("TEXT_MESSAGE_START", "REASONING_MESSAGE_START"):
+            keys.append(e.message_id)
+        elif t == "TOOL_CALL_END":
+            keys.append(e.tool_call_id)
+        elif t == "TOOL_CALL_RESULT":
+            keys.append("r" + e.tool_call_id)
+    got = [texts.get(k, k) for k in keys]
+    want_agui = [f"<{k}{i}>" if k in ("text", "thinking") else f"c{i}" if k == "call" else
+                 f"rc{i}" for i, k in enumerate(kinds)]
+    assert got == want_agui, (kinds, got)
