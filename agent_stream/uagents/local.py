@@ -430,8 +430,8 @@ def serve_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = N
                     me.cancel()
 
             async def _start_main(ctx: Context) -> None:
-                if isinstance(agent, LocalAgent):
-                    await agent.listening()  # so that replies to what main sends can land
+                if port is not None:  # so that replies to what main sends can land here
+                    await _await_serving(agent.address, endpoint_for(port))
                 keep.append(asyncio.create_task(driver(ctx)))
 
             agent.on_event("startup")(_start_main)
