@@ -123,11 +123,17 @@ def member_responder(args: argparse.Namespace, chat_ref: list[Any]) -> Any:
         return answer
 
     async def ask(scope: Scope, spec: str, request: Any) -> str:
+        from agent_stream.uagents import AmbiguousName
+
         name, question = _peer(spec)
-        found = await find_agent(name)
+        why = f"no running agent named {name!r}"
+        try:
+            found = await find_agent(name)
+        except AmbiguousName as exc:  # two members of one name: say so, ask neither
+            found, why = None, str(exc)
 
         async def refused() -> Any:
-            raise RelayRefused(f"no running agent named {name!r}", "unknown_agent")
+            raise RelayRefused(why, "unknown_agent")
 
         source = (delegate(chat_ref[0], request, found, question or request.text,
                            max_hops=args.max_hops, timeout=args.sub_timeout,
