@@ -357,29 +357,68 @@ class ChatClient:
     """
 
     def __init__(self, late_window: float = 10.0) -> None:
-        self._open: list[Reply] = []
+        self._by_peer: dict[str, list[Reply]] = {}  # open questions per peer, oldest first
+        self._by_conv: dict[tuple[str, str], list[Reply]] = {}  # ...per (peer, conversation)
         self._ended: dict[str, float] = {}
         self.late_window = late_window
 
+    @property
+    def open(self) -> int:
+        """Questions registered and not yet known to be over."""
+        return sum(len(rs) for rs in self._by_peer.values())
+
     def route(self, sender: str, chat: ChatMessage, session: str | None) -> Reply | None:
-        """The Reply an incoming ChatMessage belongs to (None: it is a request)."""
-        self._prune()
+        """The Reply an incoming ChatMessage belongs to (None: it is a request).
+
+        A tagged ChatMessage is looked up by (sender, conversation): constant time however
+        many replies are open. An untagged one is scored against that sender's open replies."""
+        conv = conversation_of(chat)
+        if conv is not None:  # only a reply of this conversation can score (3)
+            replies = self._by_conv.get((sender, conv))
+            if not replies:
+                return None
+            for r in replies:  # ties: the oldest question wins
+                if not r.done:
+                    return r
+            self._prune(sender)
+            return None
+        self._prune(sender)
         best: Reply | None = None
         score = 0
-        for r in self._open:
+        for r in self._by_peer.get(sender, ()):
             s = r.matches(sender, chat, session)
             if s > score:  # ties: the oldest question wins
                 best, score = r, s
         return best
 
-    def _prune(self) -> None:
+    def _prune(self, peer: str) -> None:
+        """Forget ``peer``'s replies that are over (noting when the last one ended)."""
+        replies = self._by_peer.get(peer)
+        if not replies:
+            return
         keep = []
-        for r in self._open:
+        for r in replies:
             if r.done:
-                self._ended[r.peer] = max(self._ended.get(r.peer, 0.0), r.ended_at or 0.0)
+                self._ended[peer] = max(self._ended.get(peer, 0.0), r.ended_at or 0.0)
+                self._unindex(r)
             else:
                 keep.append(r)
-        self._open = keep
+        if keep:
+            self._by_peer[peer] = keep
+        else:
+            del self._by_peer[peer]
+
+    def _unindex(self, reply: Reply) -> None:
+        key = (reply.peer, reply.conversation)
+        same = [r for r in self._by_conv.get(key, ()) if r is not reply]
+        if same:
+            self._by_conv[key] = same
+        else:
+            self._by_conv.pop(key, None)
+
+    def _over(self, reply: Reply) -> None:
+        """A reply ended: forget it now (not only when its peer sends again)."""
+        self._prune(reply.peer)
 
     def is_late(self, sender: str, chat: ChatMessage) -> bool:
         """An incoming ChatMessage no question waits for that is reply traffic, not a request."""
@@ -391,21 +430,23 @@ class ChatClient:
         return not (is_tagged_request(chat) or opens_session(chat))
 
     def acknowledged(self, sender: str, msg_id: str) -> bool:
-        for r in self._open:
-            if r.peer == sender and r.conversation == msg_id:
-                r.acknowledge()
-                return True
+        for r in self._by_conv.get((sender, msg_id), ()):
+            r.acknowledge()
+            return True
         return False
 
     def add(self, reply: Reply) -> None:
-        self._open.append(reply)
+        self._by_peer.setdefault(reply.peer, []).append(reply)
+        self._by_conv.setdefault((reply.peer, reply.conversation), []).append(reply)
+        reply._done.add_done_callback(lambda _f: self._over(reply))
         reply._start_watch()
 
     def cancel_all(self) -> None:
-        for r in self._open:
-            r.cancel()  # tells the responder, if it can
-            r._finish(CANCELLED)
-        self._prune()
+        for peer, replies in list(self._by_peer.items()):
+            for r in replies:
+                r.cancel()  # tells the responder, if it can
+                r._finish(CANCELLED)
+            self._prune(peer)
 
 
 async def ask_with(sender: Any, ctx: Context, destination: str, question: str | ChatMessage,

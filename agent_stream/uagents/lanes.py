@@ -8,9 +8,13 @@ endpoint hangs holds up every other send of the agent (a 0.05 s reply was measur
 :class:`PeerDispenser` is one agent's dispenser (:func:`isolate`, called by
 :func:`agent_stream.uagents.hardening.protect`). Envelopes of the chat protocol
 (ChatMessage, ChatAcknowledgement) go through per-destination lanes: each destination's
-envelopes go in order, one at a time, while other lanes run at the same time. Everything else
-the agent sends (its other protocols) goes the stock uagents way, with uagents' own timeouts,
-unless ``every_protocol`` puts all sends in lanes. Bounds (:class:`LaneLimits`, defaults):
+envelopes go in order, one at a time, while other lanes run at the same time. A peer that
+restores order itself (it reads agent_stream's tagged replies, ordered by ``seq``: the plugin
+calls :func:`pipeline` for it) gets up to ``window`` (8) envelopes in flight at once. Posts go
+over the agent's kept-alive connections (:mod:`.pool`), not one new connection per envelope.
+Everything else the agent sends (its other protocols) goes the stock uagents way, with uagents'
+own timeouts, unless ``every_protocol`` puts all sends in lanes. Bounds (:class:`LaneLimits`,
+defaults):
 
 - ``post_timeout`` 10 s: one HTTP post (connect, send, answer); then the envelope fails;
 - ``max_timeouts`` 2 consecutive timed-out posts make the lane *stalled*: what is queued and
@@ -33,19 +37,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
-from uagents import Context
+from uagents import Agent, Context
 from uagents.communication import Dispenser, send_exchange_envelope
 from uagents_core.contrib.protocols.chat import ChatAcknowledgement, ChatMessage
 from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus, MsgStatus
 
 from agent_stream.uagents import _compat
+from agent_stream.uagents.pool import EnvelopePoster
 
-__all__ = ["CHAT_DIGESTS", "LaneLimits", "PeerDispenser", "isolate"]
+__all__ = ["CHAT_DIGESTS", "LaneLimits", "PeerDispenser", "isolate", "pipeline",
+           "pipeline_from"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 
@@ -61,6 +67,8 @@ class LaneLimits:
     max_lanes: int = 4096
     max_posting: int = 256
     drain_timeout: float = 5.0
+    window: int = 8  # envelopes in flight at once to a peer that restores order (pipeline)
+    keep_alive: bool = True  # False: a new connection per envelope, as uagents does
     every_protocol: bool = False  # True: every send in lanes, not only the chat protocol's
 
 
@@ -69,7 +77,7 @@ CHAT_DIGESTS = frozenset(Model.build_schema_digest(m) for m in (ChatMessage, Cha
 
 
 class _Lane:
-    __slots__ = ("queue", "stalled_until", "target", "task", "timeouts")
+    __slots__ = ("posting", "queue", "stalled_until", "target", "task", "timeouts")
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -77,6 +85,7 @@ class _Lane:
         self.task: asyncio.Task[None] | None = None
         self.timeouts = 0
         self.stalled_until = 0.0
+        self.posting = 0
 
 
 def _failed(env: Any, detail: str) -> MsgStatus:
@@ -102,6 +111,9 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         self._lanes: dict[str, _Lane] = {}
         self._stalled: dict[str, float] = {}  # lanes that ended stalled: target -> until
         self._posting: asyncio.Semaphore | None = None
+        self._pipelined: OrderedDict[str, None] = OrderedDict()
+        #: The agent's kept-alive connections (its lanes' posts).
+        self.poster = EnvelopePoster(self.limits.max_posting)
 
     @property
     def lanes(self) -> int:
@@ -140,24 +152,44 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         if lane.task is None:
             lane.task = asyncio.get_running_loop().create_task(self._drain(lane))
 
+    def pipeline(self, peer: str) -> None:
+        """Let up to ``window`` envelopes to ``peer`` be in flight at once: for a peer that
+        restores order itself (an agent_stream peer reading tagged replies by ``seq``)."""
+        self._pipelined[peer] = None
+        self._pipelined.move_to_end(peer)
+        while len(self._pipelined) > self.limits.max_lanes:
+            self._pipelined.popitem(last=False)
+
+    def pipelined(self, peer: str) -> bool:
+        """Whether envelopes to ``peer`` may be in flight together."""
+        return peer in self._pipelined
+
+    def _window(self, target: str) -> int:
+        return max(1, self.limits.window) if target in self._pipelined else 1
+
     async def _drain(self, lane: _Lane) -> None:
         if self._posting is None:
             self._posting = asyncio.Semaphore(self.limits.max_posting)
+        posts: set[asyncio.Task[None]] = set()
         try:
-            while lane.queue:
-                env, endpoints, fut, sync = lane.queue.popleft()
-                if fut.done():  # the sender stopped waiting
-                    continue
-                try:
+            while lane.queue or posts:
+                while lane.queue and len(posts) < self._window(lane.target):
+                    env, endpoints, fut, sync = lane.queue.popleft()
+                    if fut.done():  # the sender stopped waiting
+                        continue
                     if lane.stalled_until > time.monotonic():
                         _settle(fut, _failed(env, "peer not answering"))
                         continue
-                    async with self._posting:
-                        result = await self._post(lane, env, endpoints, sync)
-                    _settle(fut, result)
-                finally:  # cancelled mid-post: the sender still gets an answer
-                    _settle(fut, _failed(env, "not sent: the agent is stopping"))
+                    await self._posting.acquire()
+                    posts.add(asyncio.get_running_loop().create_task(
+                        self._one(lane, env, endpoints, fut, sync)))
+                if posts:
+                    _, posts = await asyncio.wait(posts, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            for t in posts:  # cancelled mid-post: each sender still gets an answer
+                t.cancel()
+            if posts:
+                await asyncio.gather(*posts, return_exceptions=True)
             if self._lanes.get(lane.target) is lane:
                 del self._lanes[lane.target]
             if lane.stalled_until > time.monotonic():
@@ -168,11 +200,29 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             for env, _, fut, _ in lane.queue:  # cancelled: nothing left behind waits forever
                 _settle(fut, _failed(env, "not sent: the agent is stopping"))
 
+    async def _one(self, lane: _Lane, env: Any, endpoints: list[str],
+                   fut: asyncio.Future[Any], sync: bool) -> None:
+        lane.posting += 1
+        try:
+            result = await self._post(lane, env, endpoints, sync)
+            lane.posting -= 1
+            if not lane.queue and not lane.posting and lane.stalled_until <= time.monotonic() \
+                    and self._lanes.get(lane.target) is lane:
+                del self._lanes[lane.target]  # idle: gone before its sender hears back
+            _settle(fut, result)
+        finally:
+            assert self._posting is not None
+            self._posting.release()
+            _settle(fut, _failed(env, "not sent: the agent is stopping"))
+
     async def _post(self, lane: _Lane, env: Any, endpoints: list[str], sync: bool) -> Any:
         timeout = self.limits.post_timeout
         try:
-            result = await asyncio.wait_for(
-                send_exchange_envelope(envelope=env, endpoints=endpoints, sync=sync), timeout)
+            if self.limits.keep_alive:
+                sending = self.poster.post(env, endpoints, sync)
+            else:
+                sending = send_exchange_envelope(envelope=env, endpoints=endpoints, sync=sync)
+            result = await asyncio.wait_for(sending, timeout)
         except asyncio.TimeoutError:
             lane.timeouts += 1
             if lane.timeouts >= self.limits.max_timeouts:
@@ -193,15 +243,18 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         await self.drain(self.limits.drain_timeout)
 
     async def drain(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for every lane to finish; cancel what is left."""
+        """Wait up to ``timeout`` seconds for every lane to finish; cancel what is left; close
+        the kept connections."""
         tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
         if not tasks:
+            await self.poster.close()
             return
         _, pending = await asyncio.wait(tasks, timeout=timeout)
         for t in pending:
             t.cancel()
         with contextlib.suppress(Exception):
             await asyncio.gather(*pending, return_exceptions=True)
+        await self.poster.close()
 
 
 def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
@@ -226,3 +279,31 @@ def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
 
     agent.on_event("shutdown")(_drain_lanes)
     return dispenser
+
+
+def pipeline(agent: Any, peer: str) -> None:
+    """Let ``agent``'s lane to ``peer`` pipeline (see :meth:`PeerDispenser.pipeline`); nothing
+    for an agent without lanes.
+
+    Args:
+        agent: the sending ``uagents.Agent``.
+        peer: the destination address, a peer that restores order by ``seq``.
+    """
+    dispenser = _compat.dispenser_of(agent)
+    if isinstance(dispenser, PeerDispenser):
+        dispenser.pipeline(peer)
+
+
+def pipeline_from(ctx: Any, peer: str) -> None:
+    """:func:`pipeline` for the agent whose context ``ctx`` is (nothing for a Bureau's agent
+    or one without lanes).
+
+    Args:
+        ctx: a handler's context.
+        peer: the destination address, a peer that restores order by ``seq``.
+    """
+    address = getattr(getattr(ctx, "agent", None), "address", None)
+    for sink in _compat.sinks_for(address) if isinstance(address, str) else ():
+        if isinstance(sink, Agent):
+            pipeline(sink, peer)
+            return

@@ -107,6 +107,7 @@ from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.desk import DeliveryDesk
 from agent_stream.uagents.hardening import is_protected, protect
+from agent_stream.uagents.lanes import pipeline_from
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
 from agent_stream.uagents.ratelog import RateLimitedLog
 from agent_stream.uagents.request import (
@@ -163,6 +164,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._serial: dict[str, asyncio.Lock] = {}  # untagged peers: one reply at a time
         self._tasks: set[asyncio.Task[Any]] = set()
         self._bound: set[int] = set()
+        self._told_withheld = False
         self.caps = ReplyCaps(self.settings.caps)
         self._dropped_log = RateLimitedLog(LOG, 5, 10.0)
         self.desk = DeliveryDesk(self.settings.delivery)
@@ -258,6 +260,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         reply = self.client.route(sender, msg, session)
         if reply is not None:
             reply.feed(msg)
+            if reply.tagged:  # it restores order by seq: our acks to it may be pipelined
+                pipeline_from(ctx, sender)
             return
         ends = session is not None and ends_session(msg)
         if ends:
@@ -281,6 +285,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             sender=sender, message=msg, session=session, tagged=is_tagged_request(msg),
             opens_session=opens_session(msg), channels=requested_channels(msg),
             storage=getattr(ctx, "storage", None), logger=ctx.logger, ctx=ctx)
+        if request.tagged:  # the asker restores order by seq: its lane may pipeline
+            pipeline_from(ctx, sender)
         refusal = self.caps.over_cap(request)
         if refusal is not None:
             self._refuse(ctx, request, refusal)
@@ -349,6 +355,18 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             LOG.warning("could not store a turn of session %s: %s", request.session,
                         describe(exc))
 
+    def _tell_withheld(self, request: ChatRequest, encoder: ChatEncoder) -> None:
+        """Say once, to the agent's author, that an asker asked for a channel this agent wrote
+        but its channel policy keeps (the asker's reply says so too: stream_end ``withheld``)."""
+        kept = set(encoder.withheld_channels) & request.channels
+        if not kept or self._told_withheld:
+            return
+        self._told_withheld = True
+        LOG.info("%s asked for %s, which this agent wrote but does not share: "
+                 "StreamingChat(..., channels={%s}) shares it with peers that ask",
+                 request.sender[:24], ", ".join(sorted(kept)),
+                 ", ".join(repr(c) for c in sorted(kept)))
+
     async def _forget(self, key: tuple[str, str]) -> None:
         try:
             await self.sessions.forget(key)
@@ -383,7 +401,10 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         async def respond(out: StreamWriter) -> None:
             assert self.responder is not None
             asked = await self._with_history(request)
-            await invoke(self.responder, asked, out)
+            try:
+                await invoke(self.responder, asked, out)
+            finally:
+                self._tell_withheld(request, encoder)
             # Remembered before the writer closes, so before the reply's last ChatMessage.
             await self._remember(asked, answer.transcript.text())
             if asked.session_ended:  # the responder ended the session: the reply says so

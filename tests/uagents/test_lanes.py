@@ -166,6 +166,7 @@ async def test_order_per_peer_is_kept_and_a_full_lane_fails_at_once(sink: Sink) 
     assert sink.got == delivered == [f"m{i}" for i in range(5)]  # added at once: five fit
     assert all("too many envelopes queued" in r.detail for r in results[5:])
     assert d.lanes == 0  # an idle lane goes away
+    await d.drain(1)
 
 
 @pytest_asyncio.fixture

@@ -1,0 +1,244 @@
+"""An agent's kept-alive connections (agent_stream.uagents.pool) and pipelined lanes
+(agent_stream.uagents.lanes) against a real HTTP/1.1 server on 127.0.0.1 that records which
+connection each envelope came on, and against real agents over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest_asyncio
+from aiohttp import web
+from inprocess_agents import Pair
+from uagents import Context, Protocol
+from uagents_core.contrib.protocols.chat import (
+    ChatAcknowledgement,
+    ChatMessage,
+    TextContent,
+    chat_protocol_spec,
+)
+from uagents_core.envelope import Envelope
+from uagents_core.models import Model
+from uagents_core.types import DeliveryStatus
+
+from agent_stream.uagents import ChatRequest, StreamingChat, _compat
+from agent_stream.uagents.lanes import CHAT_DIGESTS, LaneLimits, PeerDispenser
+from agent_stream.uagents.local import endpoint_for
+from agent_stream.uagents.pool import EnvelopePoster
+from agent_stream.writer import StreamWriter
+
+CHAT = min(CHAT_DIGESTS)
+A = "agent1" + "a" * 59
+
+
+class Recorder:
+    """An HTTP/1.1 server (keep-alive) answering 200 after ``delay`` seconds, recording each
+    envelope's payload and the client port (one per connection) it came on."""
+
+    def __init__(self, delay: float = 0.0, status: int = 200) -> None:
+        self.delay = delay
+        self.status = status
+        self.got: list[str] = []
+        self.ports: set[int] = set()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if peer is not None:
+            self.ports.add(peer[1])
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            env = Envelope.model_validate_json(await request.read())
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            self.got.append(env.decode_payload())
+        finally:
+            self.in_flight -= 1
+        return web.json_response({} if self.status == 200 else {"detail": "nope"},
+                                 status=self.status)
+
+
+@pytest_asyncio.fixture
+async def served() -> AsyncIterator[tuple[Recorder, str, Any]]:
+    rec = Recorder()
+    app = web.Application()
+    app.router.add_post("/submit", rec.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield rec, f"http://127.0.0.1:{port}/submit", runner
+    finally:
+        await runner.cleanup()
+
+
+def envelope(payload: str, target: str = A) -> Envelope:
+    env = Envelope(version=1, sender="agent1" + "s" * 59, target=target, session=uuid.uuid4(),
+                   schema_digest=CHAT)
+    env.encode_payload(payload)
+    return env
+
+
+def post(d: PeerDispenser, url: str, payload: str) -> asyncio.Future[Any]:
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    d.add_envelope(envelope(payload), [url], fut)
+    return fut
+
+
+async def test_one_connection_carries_a_peers_envelopes(
+        served: tuple[Recorder, str, Any]) -> None:
+    rec, url, _ = served
+    d = PeerDispenser()
+    try:
+        for i in range(20):  # one after another, as a reply's pump sends
+            assert (await post(d, url, f"m{i}")).status == DeliveryStatus.DELIVERED
+        assert rec.got == [f"m{i}" for i in range(20)]
+        assert len(rec.ports) == 1 and d.poster.connections_opened == 1
+    finally:
+        await d.drain(1)
+
+
+async def test_without_keep_alive_each_envelope_opens_a_connection(
+        served: tuple[Recorder, str, Any]) -> None:
+    rec, url, _ = served
+    d = PeerDispenser(LaneLimits(keep_alive=False))
+    try:
+        for i in range(5):
+            assert (await post(d, url, f"m{i}")).status == DeliveryStatus.DELIVERED
+        assert len(rec.ports) == 5  # uagents' way: a new session per envelope
+    finally:
+        await d.drain(1)
+
+
+async def test_a_kept_connection_the_server_closed_is_replaced(
+        served: tuple[Recorder, str, Any]) -> None:
+    rec, url, runner = served
+    poster = EnvelopePoster(keepalive=30.0)
+    try:
+        assert (await poster.post(envelope("one"), [url])).status == DeliveryStatus.DELIVERED
+        for conn in list(runner.server.connections):  # the server closes its idle connection
+            conn.force_close()
+        await asyncio.sleep(0.05)
+        assert (await poster.post(envelope("two"), [url])).status == DeliveryStatus.DELIVERED
+        assert rec.got == ["one", "two"] and len(rec.ports) == 2
+    finally:
+        await poster.close()
+
+
+async def test_a_refusal_and_a_dead_endpoint_fail_with_their_reason(
+        served: tuple[Recorder, str, Any]) -> None:
+    rec, url, _ = served
+    rec.status = 429
+    poster = EnvelopePoster()
+    try:
+        result = await poster.post(envelope("x"), [url])
+        assert result.status == DeliveryStatus.FAILED and "429: nope" in result.detail
+        dead = await poster.post(envelope("y"), ["http://127.0.0.1:9/submit"])
+        assert dead.status == DeliveryStatus.FAILED and "Failed to connect" in dead.detail
+        rec.status = 200  # the first endpoint dead, the second takes it
+        both = await poster.post(envelope("z"), ["http://127.0.0.1:9/submit", url])
+        assert both.status == DeliveryStatus.DELIVERED and rec.got[-1] == "z"
+    finally:
+        await poster.close()
+
+
+async def test_a_pipelined_peer_gets_a_window_of_envelopes_at_once_a_plain_one_one(
+        served: tuple[Recorder, str, Any]) -> None:
+    rec, url, _ = served
+    rec.delay = 0.2
+    d = PeerDispenser(LaneLimits(window=4))
+    try:
+        started = time.monotonic()
+        results = await asyncio.gather(*(post(d, url, f"plain{i}") for i in range(4)))
+        plain = time.monotonic() - started
+        assert all(r.status == DeliveryStatus.DELIVERED for r in results)
+        assert rec.got == [f"plain{i}" for i in range(4)] and rec.most_in_flight == 1
+        assert plain >= 0.75
+        d.pipeline(A)
+        started = time.monotonic()
+        results = await asyncio.gather(*(post(d, url, f"tagged{i}") for i in range(8)))
+        tagged = time.monotonic() - started
+        assert all(r.status == DeliveryStatus.DELIVERED for r in results)
+        assert sorted(rec.got[4:]) == sorted(f"tagged{i}" for i in range(8))
+        assert rec.most_in_flight == 4  # the window, never more
+        assert tagged < 0.75  # two round trips of four, not eight of one
+        assert d.lanes == 0
+    finally:
+        await d.drain(1)
+
+
+@pytest_asyncio.fixture
+async def pair() -> AsyncIterator[Pair]:
+    p = Pair()
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+async def test_a_streaming_agent_pipelines_to_a_tagged_asker_only(pair: Pair) -> None:
+    """The plugin marks a peer whose question is tagged (an agent_stream asker) for pipelining;
+    a plain chat agent's question leaves its lane one at a time."""
+    async def respond(request: ChatRequest, out: StreamWriter) -> None:
+        await out.text("hi")
+
+    server = pair.add("pipelining server", StreamingChat(respond))
+    dispenser = _compat.dispenser_of(server)
+    assert isinstance(dispenser, PeerDispenser)
+    chat = StreamingChat()
+    client = pair.add("pipelining asker", chat)
+    reply = await chat.ask(client._build_context(), server.address, "hello", timeout=5)
+    await asyncio.wait_for(reply.wait(), 6)
+    assert reply.completed
+    assert dispenser.pipelined(client.address)  # a StreamingChat asker: tagged
+    client_lanes = _compat.dispenser_of(client)
+    assert isinstance(client_lanes, PeerDispenser)
+    assert client_lanes.pipelined(server.address)  # its replies were tagged: acks pipelined
+    plain = pair.add("plain asker of the pipelining test", plain_chat())
+    await _compat.build_context(plain).send(server.address, ChatMessage(
+        content=[TextContent(text="hello")]))
+    await asyncio.sleep(0.3)
+    assert not dispenser.pipelined(plain.address)
+
+
+def plain_chat() -> Protocol:
+    proto = Protocol(spec=chat_protocol_spec)
+
+    @proto.on_message(ChatMessage)
+    async def on_chat(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        return None
+
+    @proto.on_message(ChatAcknowledgement)
+    async def on_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
+        return None
+
+    return proto
+
+
+async def test_real_agents_over_http_share_one_kept_connection(pair: Pair) -> None:
+    """Two protected agents on 127.0.0.1: the asker's envelopes reach the server's uvicorn
+    over one kept connection."""
+    server = pair.add("keepalive server", StreamingChat())
+    task = asyncio.create_task(server.start_server())
+    pair.tasks.add(task)
+    assert await server.listening() and server.local_port is not None
+    sender = pair.add("keepalive sender")
+    d = sender._dispenser
+    assert isinstance(d, PeerDispenser)
+    url = endpoint_for(server.local_port)
+    for _ in range(10):
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        env = envelope(f'{{"acknowledged_msg_id": "{uuid.uuid4()}"}}', target=server.address)
+        env.sender = sender.address
+        env.schema_digest = Model.build_schema_digest(ChatAcknowledgement)
+        env.sign(_compat.identity_of(sender))
+        d.add_envelope(env, [url], fut)
+        assert (await fut).status == DeliveryStatus.DELIVERED
+    assert d.poster.connections_opened == 1
