@@ -24,7 +24,8 @@ def seed_problem(seed: str) -> str | None:
         seed: the agent's seed.
     """
     if len(seed) < MIN_SEED_CHARS:
-        return (f"the seed is {len(seed)} characters long: anyone who guesses it can sign as "
+        chars = "character" if len(seed) == 1 else "characters"
+        return (f"the seed is {len(seed)} {chars} long: anyone who guesses it can sign as "
                 f"this agent; use at least {MIN_SEED_CHARS} random characters (e.g. "
                 "`python -c 'import secrets; print(secrets.token_hex(32))'`)")
     return None

@@ -85,7 +85,7 @@ def test_a_short_seed_is_refused_on_a_network_before_anything_is_sent(
     assert main(["serve", "--network", "testnet", "--seed", "x", "--port",
                  str(free_port())]) == 2
     err = capsys.readouterr().err
-    assert "refused on a network" in err and "1 characters" in err
+    assert "refused on a network" in err and "the seed is 1 character long" in err
 
 
 def test_a_short_seed_is_warned_about_locally(directory: LocalDirectory,
