@@ -12,7 +12,7 @@ import sys
 
 from agent_stream.seeds import seed_problem
 
-__all__ = ["rate", "seconds", "seed_refused"]
+__all__ = ["any_port", "port", "rate", "seconds", "seed_refused"]
 
 
 def _number(text: str) -> float:
@@ -31,6 +31,24 @@ def seconds(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
     return value
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on: 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {text}")
+    return value
+
+
+def any_port(text: str) -> int:
+    """A TCP port, or 0 for a free one."""
+    if text.strip() == "0":
+        return 0
+    return port(text)
 
 
 def rate(text: str) -> float:

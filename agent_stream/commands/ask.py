@@ -12,7 +12,7 @@ import time
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import seconds, seed_refused
+from agent_stream.commands._args import any_port, seconds, seed_refused
 from agent_stream.seeds import WeakSeedWarning
 
 EPILOG = """examples:
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("question", help="the question")
     p.add_argument("--endpoint", default=None, metavar="URL",
                    help="the agent's endpoint (default: looked up in the local directory)")
-    p.add_argument("--port", type=int, default=0, metavar="Q",
+    p.add_argument("--port", type=any_port, default=0, metavar="Q",
                    help="this client's port (default: a free one)")
     p.add_argument("--seed", default=None,
                    help="this client's seed (default: a throwaway one)")

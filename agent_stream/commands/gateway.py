@@ -7,7 +7,7 @@ import os
 import sys
 import warnings
 
-from agent_stream.commands._args import seconds, seed_refused
+from agent_stream.commands._args import any_port, port, seconds, seed_refused
 from agent_stream.errors import MissingDependency
 from agent_stream.seeds import WeakSeedWarning
 
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
-    p.add_argument("--port", type=int, default=8080, help="HTTP port (default: %(default)s)")
+    p.add_argument("--port", type=port, default=8080, help="HTTP port (default: %(default)s)")
     p.add_argument("--agent", action="append", default=[], metavar="NAME|ADDRESS[=ENDPOINT]",
                    help="an agent clients may reach (repeatable; default: every agent in the "
                    "local directory)")
@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="seconds a reply may take (default: %(default)s)")
     p.add_argument("--no-reasoning", action="store_true",
                    help="do not ask agents for their reasoning")
-    p.add_argument("--agent-port", type=int, default=0, metavar="P",
+    p.add_argument("--agent-port", type=any_port, default=0, metavar="P",
                    help="the gateway uAgent's own port on 127.0.0.1 (default: a free one)")
     p.add_argument("-v", "--verbose", action="store_true", help="uagents and uvicorn logs")
     p.set_defaults(func=run)

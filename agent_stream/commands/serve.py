@@ -9,7 +9,7 @@ import sys
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import rate, seed_refused
+from agent_stream.commands._args import port, rate, seed_refused
 from agent_stream.errors import StreamError
 from agent_stream.seeds import WeakSeedWarning
 
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--port", type=int, default=8000, help="HTTP port (default: %(default)s)")
+    p.add_argument("--port", type=port, default=8000, help="HTTP port (default: %(default)s)")
     p.add_argument("--seed", default=None,
                    help=f"the agent's seed (default: ${SEED_ENV}, else a throwaway one)")
     p.add_argument("--peer", action="append", default=[], metavar="ADDRESS=URL",

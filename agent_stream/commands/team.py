@@ -22,7 +22,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent_stream.commands._args import rate, seconds
+from agent_stream.commands._args import port, rate, seconds
 from agent_stream.relay import RelayError, RelayRefused
 from agent_stream.sources.replay import ReplayModel, tokenize
 from agent_stream.writer import Scope, StreamWriter
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agent_stream.commands.team",
                                 description="One member of a local agent team.")
     p.add_argument("--name", required=True, help="this agent's name in the local directory")
-    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--port", type=port, required=True)
     p.add_argument("--seed", required=True)
     p.add_argument("--rate", type=rate, default=60.0, help="tokens per second (0: at once)")
     p.add_argument("--tokens", type=int, default=0,
