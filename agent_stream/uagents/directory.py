@@ -155,6 +155,9 @@ class LocalDirectory:
         self.probe_timeout = probe_timeout
         self.probe_ttl = probe_ttl
         self._answered: dict[tuple[str, str], float] = {}  # (address, endpoint) -> when
+        self._parsed: dict[str, dict[str, Any]] = {}
+        self._parsed_from: bytes | None = None
+        self.parses = 0  # times the file's bytes were parsed (only when they changed)
 
     def __repr__(self) -> str:
         return f"LocalDirectory({str(self.path)!r})"
@@ -172,10 +175,23 @@ class LocalDirectory:
 
     # -- reading ---------------------------------------------------------------------------------
     def _read(self) -> dict[str, dict[str, Any]]:
+        """The file's well-formed entries; trust is checked and the file read every time, and
+        parsed again only when its bytes changed."""
         self.check()
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            raw = self.path.read_bytes()
+        except OSError:
+            return {}
+        if raw != self._parsed_from:
+            self._parsed = self._parse(raw)
+            self._parsed_from = raw
+        return dict(self._parsed)
+
+    def _parse(self, raw: bytes) -> dict[str, dict[str, Any]]:
+        self.parses += 1
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except ValueError:  # not UTF-8 or not JSON
             return {}
         agents = data.get("agents") if isinstance(data, dict) else None
         if not isinstance(agents, dict):
@@ -183,6 +199,17 @@ class LocalDirectory:
         return {a: e for a, e in agents.items()
                 if isinstance(a, str) and isinstance(e, dict)
                 and isinstance(e.get("endpoint"), str)}
+
+    def entry(self, address: str) -> dict[str, Any] | None:
+        """:meth:`entries`' entry for ``address`` (its process alive, ``started`` not in the
+        future), checking that one entry only."""
+        entry = self._read().get(address)
+        if entry is None or not alive(entry.get("pid")):
+            return None
+        started = entry.get("started", 0)
+        if not isinstance(started, (int, float)) or started > time.time() + FUTURE_SLACK:
+            return None
+        return entry
 
     def entries(self) -> dict[str, dict[str, Any]]:
         """Entries of running processes whose ``started`` is not in the future (endpoints are
@@ -330,8 +357,8 @@ class LocalDirectory:
 
 
 class LocalResolver(RulesBasedResolver):  # type: ignore[misc]
-    """Resolves static peers first, then the local directory (read on every lookup; an entry
-    only when its endpoint answers)."""
+    """Resolves static peers first, then the local directory (read on every lookup, parsed
+    again when it changed; an entry only when its process is alive and its endpoint answers)."""
 
     def __init__(self, peers: Mapping[str, str] | None = None,
                  directory: LocalDirectory | None = None) -> None:
@@ -355,7 +382,7 @@ class LocalResolver(RulesBasedResolver):  # type: ignore[misc]
     async def _from_directory(self, address: str) -> str | None:
         assert self.directory is not None
         try:
-            entry = self.directory.entries().get(address)
+            entry = self.directory.entry(address)
         except DirectoryError as exc:
             if not self._warned:
                 self._warned = True
