@@ -258,10 +258,20 @@ class Transcript:
         usage = self.stream_data.get("usage")
         return usage if isinstance(usage, dict) else None
 
+    @property
+    def withheld(self) -> list[str]:
+        """The channels the sender said it withheld (stream_end's ``withheld``; e.g.
+        ``["reasoning"]`` from an agent that shares no reasoning with this recipient)."""
+        value = self.stream_data.get("withheld")
+        if not isinstance(value, list):
+            return []
+        return [c for c in value if isinstance(c, str)][:16]
+
     def to_dict(self) -> dict[str, Any]:
         """The `agent-stream assemble` JSON: the stream's end (``status``: None before
         stream_start, ``streaming`` until stream_end; its ``error``, ``usage``,
-        ``finish_reason``, ``duration_ms``), then messages, blocks, threads."""
+        ``finish_reason``, ``duration_ms``, the ``withheld`` channels), then messages, blocks,
+        threads."""
         data = self.stream_data
         return {
             "status": self.status,
@@ -269,6 +279,7 @@ class Transcript:
             "usage": self.usage,
             "finish_reason": _text_or_none(data.get("finish_reason")),
             "duration_ms": _int_or_none(data.get("duration_ms")),
+            "withheld": self.withheld,
             "messages": [m.to_dict() for m in self._messages.values()],
             "blocks": [b.to_dict() for b in self._blocks.values()],
             "threads": [t.to_dict() for t in self._threads.values()],

@@ -438,6 +438,7 @@ class StreamEndData(_EventData):
     error: str | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    withheld: list[str] | None = None  # channels the sender kept from this recipient
 
 
 class ThreadStartData(_EventData):

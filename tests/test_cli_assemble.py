@@ -30,7 +30,7 @@ def test_prints_messages_blocks_threads_with_all_seven_keys(tmp_path: Path) -> N
     r = run(tmp_path, LINES)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert list(out) == ["status", "error", "usage", "finish_reason", "duration_ms",
+    assert list(out) == ["status", "error", "usage", "finish_reason", "duration_ms", "withheld",
                          "messages", "blocks", "threads"]
     assert out["status"] is None  # no stream_start: not a stream that began, nor one that ended
     assert out["messages"][0] == {"message_id": "M1", "thread_id": None, "block_id": "B1",

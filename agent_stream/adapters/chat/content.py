@@ -29,6 +29,7 @@ class ContentPolicy:
     def __init__(self, withheld_types: frozenset[str], chunking: MessageChunking,
                  plain: PlainRenderer, route: Callable[[Group], None]) -> None:
         self.withheld_types = withheld_types
+        self.withheld_seen: set[str] = set()  # types of Messages actually withheld
         self._chunking = chunking
         self._plain = plain
         self._route = route
@@ -37,6 +38,7 @@ class ContentPolicy:
         """A Message without a message_id: a whole text, or metadata with its rendering."""
         mtype = msg.type
         if mtype in self.withheld_types:
+            self.withheld_seen.add(mtype)
             return
         props = msg.props
         if (mtype in STREAM_TYPES and not msg.delta and not msg.type_change and props
@@ -79,6 +81,7 @@ class ContentPolicy:
 
     def _withhold(self, u: MessageState, msg: Message, new_type: str) -> None:
         """``u`` is (now) of a withheld type."""
+        self.withheld_seen.add(new_type)
         if u.withheld or not u.sent:
             u.withheld = True
             u.deferred = None

@@ -232,6 +232,7 @@ class ChatEncoder:
                                                    msg.block_id)
         if u.withheld or (not u.sent and u.type in self._policy.withheld_types):
             u.withheld = True
+            self._policy.withheld_seen.add(u.type)
             return
         group = Group(message_meta(msg), [], owner=key)
         if u.type in STREAM_TYPES and not u.sent and u.deferred is None:
@@ -270,6 +271,11 @@ class ChatEncoder:
 
     def _stream_end(self, msg: Message) -> None:
         self._end_all()
+        withheld = self.withheld_channels
+        if withheld:  # the asker learns what it did not get, and why it may be missing
+            props = dict(msg.props or {})
+            props["data"] = {**msg.event_data, "withheld": withheld}
+            msg = msg.model_copy(update={"props": props})
         data = msg.event_data
         items: list[Any] = []
         if data.get("status") == "error" and not self._plain.shown_error:
@@ -278,6 +284,12 @@ class ChatEncoder:
         self._floor.route(Group(message_meta(msg), items, needs_floor=True))
         self._finished = True
         self._packer.session_end = self.session
+
+    @property
+    def withheld_channels(self) -> list[str]:
+        """The channels (e.g. ``reasoning``) of Messages this encoder withheld so far."""
+        seen = self._policy.withheld_seen
+        return sorted({CHANNEL_OF_TYPE.get(t, t) for t in seen})
 
     def _end_all(self) -> None:
         # The floor holder first, then the rest in order: every stream ends, buffers flushed.
