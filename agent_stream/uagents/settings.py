@@ -25,6 +25,7 @@ friends do the same for one field of a group.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,18 +50,31 @@ class ReplyLimits:
             beyond which it is refused (None: no cap).
         max_refusals: error replies ("busy", "question too large") being sent at once, a
             quarter of them to one peer; beyond, requests are dropped with a warning.
+        trusted: peers trusted with more, ``{address: replies at once}``: such a peer (a
+            gateway asking for many users) may have that many replies at once instead of
+            ``max_replies_per_sender`` (``max_replies`` still bounds the total), and all of
+            ``max_refusals`` rather than a quarter. E.g.
+            ``ReplyLimits(max_replies=1000, trusted={GATEWAY_ADDRESS: 1000})``.
     """
 
     max_replies_per_sender: int = 4
     max_replies: int = 64
     max_question_bytes: int | None = 64 * 1024
     max_refusals: int = 128
+    trusted: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("max_replies_per_sender", "max_replies", "max_refusals"):
             _at_least_one(name, getattr(self, name))
         if self.max_question_bytes is not None:
             _at_least_one("max_question_bytes", self.max_question_bytes)
+        if not isinstance(self.trusted, Mapping):
+            raise ValueError(f"trusted must map addresses to replies at once, got "
+                             f"{self.trusted!r}")
+        for address, replies in self.trusted.items():
+            if not isinstance(address, str) or not address:
+                raise ValueError(f"trusted: {address!r} is not an agent address")
+            _at_least_one(f"trusted[{address[:24]!r}]", replies)
 
 
 @dataclass(frozen=True)
