@@ -26,7 +26,7 @@ from rich.text import Text
 
 from agent_stream.render import LiveRenderer, make_console
 
-__all__ = ["MarkdownRenderer", "finished_blocks", "make_renderer"]
+__all__ = ["MarkdownRenderer", "finished_blocks", "make_renderer", "newest_lines"]
 
 Key = tuple[str | None, str | None]  # (thread_id, message_id)
 _NO_SOURCE = object()
@@ -81,6 +81,24 @@ class _Markdown(Markdown):
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
         **Markdown.elements, "table_open": _FoldingTable}
+
+
+def newest_lines(text: str, limit: int) -> str:
+    """The last ``limit`` lines of markdown ``text``, under the opening line of the code fence
+    they are in, if any (so they still draw as code)."""
+    lines = text.split("\n")
+    if len(lines) <= limit:
+        return text
+    cut = len(lines) - limit
+    opener: str | None = None
+    for line in lines[:cut]:
+        stripped = line.strip()
+        if opener is not None:
+            if stripped.startswith(opener.strip()[:3]):
+                opener = None
+        elif stripped.startswith(("```", "~~~")):
+            opener = line
+    return "\n".join(([opener] if opener is not None else []) + lines[cut:])
 
 
 @dataclass
@@ -144,13 +162,16 @@ class MarkdownRenderer(LiveRenderer):
 
     # -- the live region ------------------------------------------------------------------------
     def _region(self) -> RenderableType:
+        shown = [p for p in self._pending.values() if p.text.strip()]
+        # The region must fit the screen, or the terminal scrolls what it cannot redraw: an
+        # unfinished block taller than its share (a long code block) shows its newest lines.
+        budget = max(3, (self.console.height - 4) // max(1, len(shown)) - 2)
         parts: list[RenderableType] = []
-        for p in self._pending.values():
-            if not p.text.strip():
-                continue
+        for p in shown:
             if p.thread_id is not None:
                 parts.append(self._prefix(p.thread_id))
-            parts.append(self._block(p.thread_id, p.text.strip("\n"), p.style))
+            parts.append(self._block(p.thread_id, newest_lines(p.text.strip("\n"), budget),
+                                     p.style))
         return Group(*parts)
 
     def _draw(self, force: bool = False) -> None:

@@ -124,3 +124,40 @@ def test_finished_blocks_end_at_blank_lines_outside_code_fences() -> None:
     assert finished_blocks(fenced) == 0  # the blank line is inside the fence
     assert finished_blocks(fenced + "```\n\nafter") == len(fenced + "```\n\n")
     assert finished_blocks("\n\n\nText") == 0  # leading blank lines finish nothing
+
+
+def test_a_long_unfinished_code_block_shows_its_newest_lines_then_all_of_them() -> None:
+    code = [f"value_{i} = compute({i})" for i in range(60)]
+
+    async def body(out: StreamWriter) -> None:
+        async with out.message() as m:
+            await m.append("Here is the code:\n\n```python\n")
+            for line in code:
+                await m.append(line + "\n")
+            await m.append("```\n\nDone.")
+
+    messages = asyncio.run(collect(body))
+    console, buf = terminal(60)
+    console.height = 20
+    r = MarkdownRenderer(console, refresh_per_second=1e9)  # draw on every delta
+    for m in messages:
+        r.feed(m)
+        latest = [ln for ln in code if ln + "\n" in "".join(
+            p.text for p in r._pending.values())]
+        if latest and "```\n\n" not in "".join(p.text for p in r._pending.values()):
+            region = [ln for ln in screen(buf.getvalue()) if ln.strip()]
+            assert region[-1].strip() == latest[-1]  # the newest line is in sight
+    r.close()
+    shown = [ln.strip() for ln in screen(buf.getvalue())]
+    assert [ln for ln in shown if ln.startswith("value_")] == code  # all of it, once, in order
+    assert "Done." in shown and "```" not in "\n".join(shown)
+
+
+def test_newest_lines_keep_the_code_fence_they_are_in() -> None:
+    from agent_stream.render_markdown import newest_lines
+
+    text = "intro\n\n```py\na\nb\nc\nd"
+    assert newest_lines(text, 2) == "```py\nc\nd"
+    assert newest_lines(text, 10) == text
+    assert newest_lines("p1\np2\np3", 1) == "p3"
+    assert newest_lines("```\nx\n```\nafter\nmore", 2) == "after\nmore"
