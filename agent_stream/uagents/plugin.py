@@ -51,8 +51,11 @@ one peer and ``max_replies`` in all; a question over ``max_question_bytes`` (its
 resource strings, UTF-8) is not given to the responder. Each such request is answered with an
 ``error`` message saying why (code ``busy`` or ``question_too_large``; a plain peer reads "Error
 (busy): ..."), never with silence; at most ``max_refusals`` of those are sent at once (a quarter of
-them to one peer), beyond which requests are dropped with a rate-limited warning (a flood, not a
-peer waiting for its answer). At most 1,024 acknowledgements are being sent at once.
+them to one peer), the next ``8 * max_refusals`` wait and are answered in turn as those end (a
+burst of questions gets its answers), beyond which requests are dropped with a rate-limited
+warning (a flood, not a peer waiting for its answer). A peer in ``caps.trusted`` (a gateway asking
+for many users) has its own replies-at-once cap and the whole refusal budget. At most 1,024
+acknowledgements are being sent at once.
 
 Protection: building a StreamingChat changes nothing outside it. The agent it serves is
 protected (:func:`~agent_stream.uagents.hardening.protect`: the inbox guard, the HTTP edge caps
@@ -80,6 +83,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, cast
 
@@ -126,6 +130,7 @@ from agent_stream.writer import StreamWriter
 __all__ = ["StreamingChat"]
 
 LOG = logging.getLogger("agent_stream.uagents")
+WAITING_REFUSALS = 8  # refusals that may wait, per refusal being sent
 
 
 class StreamingChat(Protocol):  # type: ignore[misc]
@@ -167,6 +172,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._told_withheld = False
         self.caps = ReplyCaps(self.settings.caps)
         self._dropped_log = RateLimitedLog(LOG, 5, 10.0)
+        # refusals over max_refusals, answered as earlier ones end (a burst, not a flood)
+        self._refusals_waiting: deque[tuple[Context, ChatRequest, Refused]] = deque()
         self.desk = DeliveryDesk(self.settings.delivery)
         pump = self.settings.pump
         self._limits = dataclasses.replace(
@@ -423,8 +430,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         """Answer ``request`` with an error reply (bounded: see the module doc)."""
         sender = request.sender
         if not self.caps.may_refuse(sender):
+            if len(self._refusals_waiting) < WAITING_REFUSALS * self.caps.max_refusals:
+                self._refusals_waiting.append((ctx, request, refusal))  # answered in turn
+                return None
             self._dropped_log.warning("request from %s dropped (%s; too many refusals being "
-                                      "sent)", sender[:80], refusal.code)
+                                      "sent and waiting)", sender[:80], refusal.code)
             return None
         conversation = str(request.message.msg_id)
         encoder = ChatEncoder(conversation, tagged=request.tagged,
@@ -438,6 +448,10 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
         def done(out: Outgoing) -> None:
             self.caps.refused(sender)
+            while self._refusals_waiting and self.caps.may_refuse(
+                    self._refusals_waiting[0][1].sender):
+                self.caps.refused(self._refusals_waiting[0][1].sender)  # _refuse counts it
+                self._refuse(*self._refusals_waiting.popleft())
 
         limits = PumpLimits(max_failures=1, drain_timeout=self._limits.drain_timeout)
         out = Outgoing(sender, conversation, encoder, respond=respond, send=send,

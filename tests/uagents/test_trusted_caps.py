@@ -75,3 +75,18 @@ def test_bad_trusted_limits_are_refused(trusted: object) -> None:
         ReplyLimits(trusted=trusted)  # type: ignore[arg-type]
 
 
+
+
+async def test_a_burst_over_the_refusal_budget_is_answered_in_turn_not_dropped(
+        pair: Pair) -> None:
+    gate = Gate()
+    chat, ctx = await asker(pair, "bursty asker")
+    server = pair.add("refusing in turn server", StreamingChat(gate, settings=ChatSettings(
+        caps=ReplyLimits(max_replies=1, max_refusals=4))))  # one refusal at a time to a peer
+    replies = [await chat.ask(ctx, server.address, f"q{i}", timeout=10) for i in range(10)]
+    for r in replies[1:]:
+        await asyncio.wait_for(r.wait(), 8)
+        assert r.status == "error" and error_of(r)["code"] == "busy"
+    gate.open.set()
+    await asyncio.wait_for(replies[0].wait(), 5)
+    assert replies[0].completed
