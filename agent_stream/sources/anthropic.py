@@ -53,9 +53,21 @@ class AnthropicStream:
 
     async def feed(self, ev: Any) -> None:
         """Map one stream event."""
-        t = field(ev, "type")
         em = self.em
-        if t == "message_start":
+        plain = type(ev) is dict
+        t = ev.get("type") if plain else getattr(ev, "type", None)
+        if t == "content_block_delta":  # nearly every event: the shortest way through
+            d, index = (ev.get("delta"), ev.get("index")) if plain else (ev.delta, ev.index)
+            kind = field(d, "type")
+            if kind == "text_delta" or kind == "thinking_delta":
+                h = em.messages.get(("anthropic", self._block, index))
+                piece = field(d, "text" if kind == "text_delta" else "thinking")
+                if h is not None and h.type == (TEXT if kind == "text_delta" else THINKING):
+                    if piece:
+                        await h.append(piece)
+                    return
+            await self._delta(index, d)
+        elif t == "message_start":
             msg = field(ev, "message")
             self._n += 1
             self._block = ("anthropic-message", id(self), self._n)
@@ -67,8 +79,6 @@ class AnthropicStream:
                                 data={"model": model})
         elif t == "content_block_start":
             await self._start(field(ev, "index"), field(ev, "content_block"))
-        elif t == "content_block_delta":
-            await self._delta(field(ev, "index"), field(ev, "delta"))
         elif t == "content_block_stop":
             await em.end_message(self._key(field(ev, "index")))
         elif t == "message_delta":

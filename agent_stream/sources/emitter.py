@@ -33,11 +33,19 @@ LLM = "llm"
 AGENT = "agent"
 
 
+_MISSING: Any = object()
+
+
 def field(obj: Any, name: str, default: Any = None) -> Any:
     """``obj[name]`` for a mapping, else ``obj.name``: framework events come as either."""
+    if type(obj) is dict:  # the common cases first: isinstance against an ABC is slow
+        return obj.get(name, default)
+    value = getattr(obj, name, _MISSING)
+    if value is not _MISSING:
+        return value
     if isinstance(obj, Mapping):
         return obj.get(name, default)
-    return getattr(obj, name, default)
+    return default
 
 
 def text_of(value: Any) -> Any:
@@ -127,7 +135,9 @@ class Emitter:
         """Append text to the message under ``key`` (opened as ``type`` in ``block``)."""
         if not delta:
             return
-        h = await self.open(key, type, block)
+        h = self.messages.get(key)
+        if h is None:
+            h = await self.open(key, type, block)
         await h.append(delta)
 
     async def end_message(self, key: Hashable, status: str = "completed") -> None:

@@ -89,6 +89,16 @@ class GraphStream:
     async def _message(self, ns: tuple[str, ...], msg: Any, meta: Mapping[str, Any]) -> None:
         em = self.em
         kind = type(msg).__name__
+        if kind == "AIMessageChunk":  # a plain text token of the open model call: straight on
+            content = msg.content
+            if (type(content) is str and not msg.tool_call_chunks and not msg.usage_metadata
+                    and not msg.additional_kwargs and msg.chunk_position is None):
+                key = ("llm", ns, msg.id or "?")
+                h = em.messages.get((key, TEXT)) if self.current.get(ns) == key else None
+                if h is not None:
+                    if content:
+                        await h.append(content)
+                    return
         parent = await self.agent_block(ns)
         if kind in ("ToolMessage", "ToolMessageChunk"):
             await self._end_llm(ns)

@@ -75,7 +75,10 @@ class ResponsesStream:
         """Map one stream event."""
         t = str(field(ev, "type"))
         em = self.em
-        if t == "response.created":
+        if t == "response.output_text.delta":  # nearly every event: first
+            await em.append(self._key(ev, TEXT), TEXT, self.block or await self.open(),
+                            field(ev, "delta"))
+        elif t == "response.created":
             await self.open(field(field(ev, "response"), "model"))
         elif t in ("response.completed", "response.incomplete"):
             usage = field(field(ev, "response"), "usage")
@@ -94,8 +97,6 @@ class ResponsesStream:
             await self._item_added(ev)
         elif t == "response.output_item.done":
             await self._item_done(ev)
-        elif t == "response.output_text.delta":
-            await em.append(self._key(ev, TEXT), TEXT, await self.open(), field(ev, "delta"))
         elif t in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             await em.append(self._key(ev, THINKING), THINKING, await self.open(),
                             field(ev, "delta"))

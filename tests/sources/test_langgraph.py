@@ -22,7 +22,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
-from source_helpers import block_starts, of_type, request, run, stream_end
+from source_helpers import block_starts, contents, of_type, request, run, stream_end
 
 from agent_stream.message import Message
 from agent_stream.sources import responder_for
@@ -247,3 +247,116 @@ async def test_over_real_agents() -> None:
         await pair.close()
 
 
+
+
+class StreamingToolModel(GenericFakeChatModel):
+    """A chat model streaming reasoning, text and two parallel tool calls chunk by chunk, usage on
+    its last chunk: the shapes a real provider's LangChain integration streams."""
+
+    async def _astream(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                       **kw: Any) -> Any:
+        from langchain_core.messages import AIMessageChunk
+        from langchain_core.outputs import ChatGenerationChunk
+
+        if any(m.type == "tool" for m in messages):
+            parts: list[AIMessageChunk] = [AIMessageChunk(content=w) for w in ("Both ", "sunny.")]
+            parts[-1].usage_metadata = {"input_tokens": 50, "output_tokens": 2,
+                                        "total_tokens": 52}
+        else:
+            parts = [
+                AIMessageChunk(content=[{"type": "reasoning", "reasoning": "Two cities, "}]),
+                AIMessageChunk(content=[{"type": "reasoning", "reasoning": "two calls."}]),
+                AIMessageChunk(content="", tool_call_chunks=[
+                    {"index": 0, "id": "c1", "name": "get_weather", "args": '{"city":'}]),
+                AIMessageChunk(content="", tool_call_chunks=[
+                    {"index": 1, "id": "c2", "name": "get_weather", "args": '{"city": "Rome"}'}]),
+                AIMessageChunk(content="", tool_call_chunks=[
+                    {"index": 0, "id": None, "name": None, "args": ' "Paris"}'}]),
+                AIMessageChunk(content="", usage_metadata={
+                    "input_tokens": 20, "output_tokens": 9, "total_tokens": 29})]
+        for p in parts:
+            p.id = f"run-{len(messages)}"  # one id per model call
+            chunk = ChatGenerationChunk(message=p)
+            if run_manager is not None:
+                await run_manager.on_llm_new_token("", chunk=chunk)
+            yield chunk
+
+    def bind_tools(self, tools: Any, **kw: Any) -> StreamingToolModel:
+        return self
+
+
+async def test_streamed_parallel_tool_calls_reasoning_and_usage() -> None:
+    model = StreamingToolModel(messages=iter(()))
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([get_weather]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+    msgs, t = await run(responder(graph), request("Paris and Rome?", session="p"))
+    final = (await graph.aget_state({"configurable": {"thread_id": "p"}})).values["messages"]
+    ais = [m for m in final if m.type == "ai"]
+    assert contents(t, "thinking") == ["Two cities, two calls."]
+    calls = of_type(t, "tool_call")
+    assert [(c.props["id"], json.loads(c.props["arguments"])) for c in calls] == \
+        [(c["id"], c["args"]) for c in ais[0].tool_calls]
+    # the first call's arguments streamed in two deltas, interleaved with the second call
+    first_args = [m for m in msgs if m.type == "tool_call" and m.delta
+                  and m.message_id == calls[0].message_id]
+    assert [m.props["arguments"] for m in first_args] == [' "Paris"}']
+    assert t.text() == "Both sunny."
+    u = stream_end(msgs)["usage"]
+    assert u["total_tokens"] == sum(m.usage_metadata["total_tokens"] for m in ais) == 81
+
+
+async def test_what_is_not_mapped_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    async def odd(state: MessagesState) -> dict[str, Any]:
+        get_stream_writer()({"step": 1, "of": 3})  # not a progress line: an event message
+        return {"messages": [AIMessage(content=[{"type": "image_url", "image_url": "x"},
+                                                {"type": "text", "text": "done"}])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("odd", odd)
+    g.add_edge(START, "odd")
+    with caplog.at_level("WARNING", logger="agent_stream.sources"):
+        _, t = await run(responder(g.compile()), request("q"))
+    assert t.text() == "done"
+    [ev] = [m for m in t.messages if m.type == "event"]
+    assert ev.props["data"] == {"step": 1, "of": 3}
+    assert "langgraph content block 'image_url' not mapped" in caplog.text
+
+
+async def test_interrupt_and_resume_over_real_agents() -> None:
+    from inprocess_agents import Pair
+
+    from agent_stream.uagents import StreamingChat
+
+    async def approve(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("Send the email to Bob?")
+        return {"messages": [AIMessage(content=f"Done: you said {answer}.")]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("approve", approve)
+    g.add_edge(START, "approve")
+    pair = Pair()
+    try:
+        server = pair.add("langgraph hitl server", StreamingChat(responder_for(
+            g.compile(checkpointer=InMemorySaver()))))
+        client_chat = StreamingChat()
+        client = pair.add("langgraph hitl client", client_chat)
+        ctx = client._build_context()  # one context: one session, one LangGraph thread
+        reply = await client_chat.ask(ctx, server.address, "email Bob")
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert reply.completed
+        assert [m.props["content"] for m in t.messages if m.type == "user_input"] == [
+            "Send the email to Bob?"]
+        reply = await client_chat.ask(ctx, server.address, "yes")
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert reply.completed and t.text() == "Done: you said yes."
+    finally:
+        await pair.close()

@@ -201,3 +201,27 @@ async def test_over_real_agents(server: SSEServer) -> None:
             "sunny in Paris", "sunny in Rome"]
     finally:
         await pair.close()
+
+
+@pytest.mark.parametrize("server", [[chat_frames(text=f"answer {i}") for i in range(3)]],
+                         indirect=True)
+async def test_three_turns_remember_over_real_agents(server: SSEServer) -> None:
+    from inprocess_agents import Pair
+
+    from agent_stream.uagents import StreamingChat
+
+    pair = Pair()
+    try:
+        srv = pair.add("agents sdk memory server", StreamingChat(responder_for(
+            Agent(name="a", model=model(server)))))
+        client_chat = StreamingChat()
+        client = pair.add("agents sdk memory client", client_chat)
+        ctx = client._build_context()  # one context: one session
+        for q in ("one", "two", "three"):
+            reply = await client_chat.ask(ctx, srv.address, q)
+            await asyncio.wait_for(reply.wait(), 20)
+        sent = [(m["role"], m["content"]) for m in server.requests[2]["messages"]]
+        assert sent == [("user", "one"), ("assistant", "answer 0"), ("user", "two"),
+                        ("assistant", "answer 1"), ("user", "three")]
+    finally:
+        await pair.close()

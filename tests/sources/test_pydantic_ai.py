@@ -175,3 +175,29 @@ async def test_over_real_agents() -> None:
         assert [b.label for b in t.blocks if b.type == "agent"] == ["helper", "helper"]
     finally:
         await pair.close()
+
+
+async def test_three_turns_remember_over_real_agents() -> None:
+    from inprocess_agents import Pair
+
+    from agent_stream.uagents import StreamingChat
+
+    async def recall(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        said = [p.content for m in messages for p in m.parts
+                if getattr(p, "part_kind", "") == "user-prompt"]
+        yield " | ".join(str(s) for s in said)
+
+    pair = Pair()
+    try:
+        server = pair.add("pydantic-ai memory server", StreamingChat(responder_for(
+            Agent(FunctionModel(stream_function=recall)))))
+        client_chat = StreamingChat()
+        client = pair.add("pydantic-ai memory client", client_chat)
+        ctx = client._build_context()  # one context: one session
+        texts = []
+        for q in ("one", "two", "three"):
+            reply = await client_chat.ask(ctx, server.address, q)
+            texts.append((await asyncio.wait_for(reply.wait(), 20)).text())
+        assert texts == ["one", "one | two", "one | two | three"]
+    finally:
+        await pair.close()
