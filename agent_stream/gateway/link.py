@@ -140,7 +140,9 @@ class Agents:
             named = sorted(((float(e.get("started", 0)), a, str(e["endpoint"]))
                             for a, e in entries.items() if e.get("name") == s.name),
                            reverse=True)
-            if named:
+            if len(named) > 1:  # never one of them at random: each as NAME@ADDRESS
+                out.extend(AgentRef(f"{s.name}@{a}", a, e) for _, a, e in named)
+            elif named:
                 out.append(AgentRef(str(s.name), named[0][1], named[0][2]))
             else:
                 out.append(AgentRef(str(s.name), "", None))

@@ -147,6 +147,12 @@ def test_the_gateway_lists_both_agents_of_one_name(directory: LocalDirectory,
     assert {f"llm@{ADDR}", f"llm@{ADDR2}", "solo"} <= names
     picked = agents.pick(f"llm@{ADDR2}")
     assert picked is not None and picked.address == ADDR2
+    # --agent llm: both, never one of them at random
+    from agent_stream.gateway.link import parse_agent_spec
+
+    named = Agents([parse_agent_spec("llm")], directory)
+    assert {ref.name for ref in named.listed()} == {f"llm@{ADDR}", f"llm@{ADDR2}"}
+    assert named.pick("llm") is None
 
 
 def test_a_dead_endpoint_is_one_line_with_the_reason(tmp_path: Path) -> None:
