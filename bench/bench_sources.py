@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ class Request:
         self.text, self.history, self.session = text, (), None
 
 
-def sse(frames: list[tuple[str | None, dict[str, Any]]], done: bool = False) -> bytes:
+def sse(frames: Sequence[tuple[str | None, dict[str, Any]]], done: bool = False) -> bytes:
     out = [(f"event: {n}\n" if n else "") + f"data: {json.dumps(d)}\n\n" for n, d in frames]
     if done:
         out.append("data: [DONE]\n\n")
@@ -172,9 +172,10 @@ def langgraph_case(tokens: list[str], url: str) -> tuple[Alone, Any]:
 
     async def alone() -> str:
         out: list[str] = []
-        async for _ns, mode, data in graph.astream(
-                {"messages": [HumanMessage("go")]}, stream_mode=["messages", "updates", "custom"],
-                subgraphs=True):
+        stream: Any = graph.astream({"messages": [HumanMessage("go")]},
+                                    stream_mode=["messages", "updates", "custom"],
+                                    subgraphs=True)
+        async for _ns, mode, data in stream:
             if mode == "messages" and isinstance(data[0].content, str):
                 out.append(data[0].content)
         return "".join(out)
