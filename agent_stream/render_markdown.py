@@ -63,6 +63,9 @@ class _FoldingTable(TableElement):
     cutting it short with an ellipsis (nothing of the text is lost)."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not hasattr(self, "header") or not hasattr(self, "body"):  # another rich: its own
+            yield from super().__rich_console__(console, options)
+            return
         table = Table(box=box.SIMPLE, pad_edge=False, style="markdown.table.border",
                       show_edge=True, collapse_padding=True)
         if self.header is not None and self.header.row is not None:
