@@ -118,11 +118,14 @@ class MarkdownRenderer(LiveRenderer):
     module doc). Call :meth:`close` at the end (it also stops the live region)."""
 
     def __init__(self, console: Console | None = None, *, reasoning: bool = True,
-                 refresh_per_second: float = 12.0) -> None:
+                 refresh_per_second: float = 12.0, auto_refresh: bool = True) -> None:
         super().__init__(console, reasoning=reasoning)
         self._pending: dict[Key, _Pending] = {}
         self._live: Live | None = None
         self._interval = 1.0 / refresh_per_second
+        # Live's own timer also draws what arrived just before a pause in the stream.
+        self._auto = auto_refresh
+        self._timer_rate = min(refresh_per_second, 12.0)
         self._drawn_at = 0.0
         self._source: object = _NO_SOURCE  # the thread whose output was printed last
         self._after_text = False  # the last thing printed was text (a blank line separates)
@@ -182,14 +185,16 @@ class MarkdownRenderer(LiveRenderer):
         if self._live is None:
             if not any(p.text.strip() for p in self._pending.values()):
                 return
-            self._live = Live(self._region(), console=self.console, auto_refresh=False,
-                              transient=True, redirect_stdout=False, redirect_stderr=False,
+            self._live = Live(self._region(), console=self.console, auto_refresh=self._auto,
+                              refresh_per_second=self._timer_rate, transient=True,
+                              redirect_stdout=False, redirect_stderr=False,
                               vertical_overflow="crop")
             self._live.start()
             self._drawn_at = now
             return
-        if force or now - self._drawn_at >= self._interval:
-            self._live.update(self._region(), refresh=True)
+        drawn = force or now - self._drawn_at >= self._interval
+        self._live.update(self._region(), refresh=drawn)
+        if drawn:
             self._drawn_at = now
 
     # -- the hooks of LiveRenderer --------------------------------------------------------------

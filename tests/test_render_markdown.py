@@ -37,6 +37,7 @@ def draw(messages: list[Message], width: int, color: bool = False) -> tuple[list
     console, buf = terminal(width, color)
     r = make_renderer(console)
     assert isinstance(r, MarkdownRenderer)
+    r._auto = False  # what is drawn depends on the Messages only, not on a timer
     for m in messages:
         r.feed(m)
     r.close("done")
@@ -139,7 +140,7 @@ def test_a_long_unfinished_code_block_shows_its_newest_lines_then_all_of_them() 
     messages = asyncio.run(collect(body))
     console, buf = terminal(60)
     console.height = 20
-    r = MarkdownRenderer(console, refresh_per_second=1e9)  # draw on every delta
+    r = MarkdownRenderer(console, refresh_per_second=1e9, auto_refresh=False)  # every delta
     for m in messages:
         r.feed(m)
         latest = [ln for ln in code if ln + "\n" in "".join(
@@ -161,3 +162,24 @@ def test_newest_lines_keep_the_code_fence_they_are_in() -> None:
     assert newest_lines(text, 10) == text
     assert newest_lines("p1\np2\np3", 1) == "p3"
     assert newest_lines("```\nx\n```\nafter\nmore", 2) == "after\nmore"
+
+
+def test_text_that_arrives_just_before_a_pause_is_drawn() -> None:
+    import time
+
+    async def body(out: StreamWriter) -> None:
+        async with out.message() as m:
+            await m.append("Hello")
+            await m.append(" world, then a pause")
+
+    messages = asyncio.run(collect(body))
+    last = max(i for i, m in enumerate(messages) if m.type == "text")
+    console, buf = terminal(60)
+    r = MarkdownRenderer(console)  # at most 12 redraws a second, and Live's own timer
+    try:
+        for m in messages[:last + 1]:
+            r.feed(m)  # the second delta lands inside the redraw interval
+        time.sleep(0.5)  # the stream pauses (a slow model); nothing more is fed
+        assert "Hello world, then a pause" in screen(buf.getvalue())
+    finally:
+        r.close()
