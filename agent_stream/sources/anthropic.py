@@ -22,7 +22,15 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_stream.message import REFUSAL, TEXT, THINKING
-from agent_stream.sources.emitter import LLM, Emitter, aclose, drive, field, resolve
+from agent_stream.sources.emitter import (
+    LLM,
+    Emitter,
+    SourceResponder,
+    aclose,
+    drive,
+    field,
+    resolve,
+)
 from agent_stream.writer import Scope
 
 __all__ = ["EVENT_TYPES", "AnthropicStream", "responder"]
@@ -170,7 +178,7 @@ def _refusal() -> Any:
 
 
 def responder(stream: Callable[[Any], Any], *, label: str | None = None
-              ) -> Callable[[Any, Scope], Any]:
+              ) -> SourceResponder:
     """A responder for ``StreamingChat`` over a callable ``(request) -> Anthropic stream``.
 
     Args:

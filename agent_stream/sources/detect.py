@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from agent_stream.writer import Scope
+from agent_stream.sources.emitter import SourceResponder
 
 __all__ = ["KINDS", "kind_of_app", "responder_for"]
 
@@ -40,7 +39,7 @@ def kind_of_app(app: Any) -> str | None:
     return None
 
 
-def responder_for(app: Any, **options: Any) -> Callable[[Any, Scope], Any]:
+def responder_for(app: Any, **options: Any) -> SourceResponder:
     """A responder ``(request, out)`` for ``StreamingChat(...)`` streaming ``app``'s run.
 
     Args:

@@ -25,12 +25,17 @@ from agent_stream.message import LOADING, TOOL_CALL, Message, tool_result
 from agent_stream.message import error as _error
 from agent_stream.writer import BlockScope, MessageHandle, Scope, StreamWriter
 
-__all__ = ["AGENT", "LLM", "Emitter", "aclose", "drive", "field", "log", "resolve", "text_of"]
+__all__ = ["AGENT", "LLM", "Emitter", "SourceResponder", "aclose", "drive", "field", "log",
+           "resolve", "text_of"]
 
 log = logging.getLogger("agent_stream.sources")
 
 LLM = "llm"
 AGENT = "agent"
+
+# What every framework source returns: a responder ``(request, out)`` for StreamingChat. The
+# request is read duck-typed (``text``, ``history``, ``session``): sources import no plugin.
+SourceResponder = Callable[[Any, Scope], Awaitable[None]]
 
 
 _MISSING: Any = object()

@@ -37,7 +37,7 @@ from typing import Any
 
 from agent_stream.errors import require
 from agent_stream.message import TEXT, THINKING, event, user_input
-from agent_stream.sources.emitter import AGENT, LLM, Emitter, drive, text_of
+from agent_stream.sources.emitter import AGENT, LLM, Emitter, SourceResponder, drive, text_of
 from agent_stream.writer import Scope
 
 __all__ = ["GraphStream", "build_input", "responder"]
@@ -219,8 +219,13 @@ async def build_input(graph: Any, request: Any, config: dict[str, Any],
     text = str(getattr(request, "text", request))
     if _has_checkpointer(graph) and config.get("configurable", {}).get("thread_id"):
         state = await graph.aget_state(config)
-        if getattr(state, "interrupts", None) or any(
-                getattr(t, "interrupts", None) for t in getattr(state, "tasks", ()) or ()):
+        pending = list(getattr(state, "interrupts", None) or ())
+        if not pending:
+            for task in getattr(state, "tasks", ()) or ():
+                pending.extend(getattr(task, "interrupts", None) or ())
+        if len(pending) > 1:  # parallel interrupts: the answer goes to each of them
+            return Command(resume={i.id: text for i in pending})
+        if pending:
             return Command(resume=text)
         if getattr(state, "values", None):
             return {input_key: [HumanMessage(text)]}
@@ -232,7 +237,7 @@ async def build_input(graph: Any, request: Any, config: dict[str, Any],
 
 def responder(graph: Any, *, config: Mapping[str, Any] | None = None,
               input_key: str = "messages", make_input: Callable[[Any], Any] | None = None,
-              label: str | None = None) -> Callable[[Any, Scope], Any]:
+              label: str | None = None) -> SourceResponder:
     """A responder for ``StreamingChat`` streaming a compiled LangGraph graph.
 
     Args:

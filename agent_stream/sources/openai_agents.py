@@ -27,11 +27,11 @@ question. Cancelling the reply cancels the run (``RunResultStreaming.cancel()``)
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 from agent_stream.errors import require
-from agent_stream.sources.emitter import AGENT, Emitter, drive, field
+from agent_stream.sources.emitter import AGENT, Emitter, SourceResponder, drive, field
 from agent_stream.sources.openai_responses import ResponsesStream
 from agent_stream.writer import Scope
 
@@ -155,7 +155,7 @@ def input_of(request: Any) -> list[dict[str, str]]:
 
 def responder(agent: Any, *, context: Any = None, max_turns: int | None = None,
               run_config: Any = None, label: str | None = None
-              ) -> Callable[[Any, Scope], Any]:
+              ) -> SourceResponder:
     """A responder for ``StreamingChat`` streaming an OpenAI Agents SDK agent's runs.
 
     Args:

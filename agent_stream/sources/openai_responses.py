@@ -20,7 +20,15 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from agent_stream.message import REFUSAL, TEXT, THINKING
-from agent_stream.sources.emitter import LLM, Emitter, aclose, drive, field, resolve
+from agent_stream.sources.emitter import (
+    LLM,
+    Emitter,
+    SourceResponder,
+    aclose,
+    drive,
+    field,
+    resolve,
+)
 from agent_stream.writer import Scope
 
 __all__ = ["ResponsesStream", "responder"]
@@ -139,7 +147,7 @@ class ResponsesStream:
 
 
 def responder(stream: Callable[[Any], Any], *, label: str | None = None
-              ) -> Callable[[Any, Scope], Any]:
+              ) -> SourceResponder:
     """A responder for ``StreamingChat`` over a callable ``(request) -> Responses stream``.
 
     Args:

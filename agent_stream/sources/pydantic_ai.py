@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_stream.errors import require
 from agent_stream.message import TEXT, THINKING
-from agent_stream.sources.emitter import AGENT, LLM, Emitter, drive
+from agent_stream.sources.emitter import AGENT, LLM, Emitter, SourceResponder, drive
 from agent_stream.writer import Scope
 
 __all__ = ["AgentEvents", "history_of", "responder", "run_agent"]
@@ -235,7 +235,7 @@ def _add_usage(em: Emitter, result: Any) -> None:
 
 
 def responder(agent: Any, *, label: str | None = None, deps: Any = None,
-              **run_options: Any) -> Callable[[Any, Scope], Any]:
+              **run_options: Any) -> SourceResponder:
     """A responder for ``StreamingChat`` streaming a pydantic-ai agent's runs.
 
     Args:

@@ -17,7 +17,15 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_stream.sources.anthropic import EVENT_TYPES, AnthropicStream
-from agent_stream.sources.emitter import LLM, Emitter, aclose, drive, field, resolve
+from agent_stream.sources.emitter import (
+    LLM,
+    Emitter,
+    SourceResponder,
+    aclose,
+    drive,
+    field,
+    resolve,
+)
 from agent_stream.sources.openai_responses import ResponsesStream
 from agent_stream.writer import Scope
 
@@ -94,7 +102,7 @@ class ChatChunks:
 
 
 def responder(stream: Callable[[Any], Any], *, label: str | None = None
-              ) -> Callable[[Any, Scope], Any]:
+              ) -> SourceResponder:
     """A responder for ``StreamingChat`` over a callable ``(request) -> raw model stream``.
 
     Args:

@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.types import interrupt
+from langgraph.types import Send, interrupt
 from source_helpers import block_starts, contents, of_type, request, run, stream_end
 
 from agent_stream.message import Message
@@ -360,3 +360,22 @@ async def test_interrupt_and_resume_over_real_agents() -> None:
         assert reply.completed and t.text() == "Done: you said yes."
     finally:
         await pair.close()
+
+
+async def test_parallel_interrupts_are_all_asked_and_all_resumed() -> None:
+    async def ask_one(state: dict[str, Any]) -> dict[str, Any]:
+        answer = interrupt(f"Approve {state['item']}?")
+        return {"messages": [AIMessage(content=f"{state['item']}: {answer}. ")]}
+
+    def fan_out(state: MessagesState) -> list[Send]:
+        return [Send("ask_one", {"item": i}) for i in ("A", "B")]
+
+    g = StateGraph(MessagesState)
+    g.add_node("ask_one", ask_one)
+    g.add_conditional_edges(START, fan_out, ["ask_one"])
+    graph = g.compile(checkpointer=InMemorySaver())
+    _, t = await run(responder(graph), request("go", session="fan"))
+    assert sorted(m.props["content"] for m in of_type(t, "user_input")) == [
+        "Approve A?", "Approve B?"]
+    _, t = await run(responder(graph), request("ok", session="fan"))
+    assert sorted(contents(t, "text")) == ["A: ok. ", "B: ok. "]
