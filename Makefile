@@ -5,17 +5,19 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NODE_STAMP := conformance/node_modules/.installed
 
-SPEEDUPS := agent_stream/chunking/_speedups.pyx
+# The chunker's modules, which the editable install also compiles (Cython, hatch_build.py).
+SPEEDUPS := $(foreach m,buffer sentences scanner policy chunker,\
+	agent_stream/chunking/$(m).py agent_stream/chunking/$(m).pxd)
 # pip hides a build's output when it succeeds: say it when the compiled chunker was not built.
-CHECK_SPEEDUPS := $(BIN)/python -c 'import agent_stream.chunking._speedups' 2>/dev/null \
+CHECK_SPEEDUPS := $(BIN)/python -c 'import agent_stream.chunking._compiled.chunker' 2>/dev/null \
 	|| echo "make: the compiled chunker was not built (pip install -v -e . says why);" \
-	"the pure-Python one is used"
+	"the interpreted one is used"
 
 .PHONY: demo test lint typecheck unit bench clean install check-deps conformance system-deps \
 	speedups
 
 # The editable install also compiles $(SPEEDUPS) in place (hatch_build.py), so it reruns when
-# the .pyx or the hook changes.
+# one of them or the hook changes.
 $(STAMP): pyproject.toml hatch_build.py $(SPEEDUPS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -86,4 +88,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis conformance/node_modules
-	rm -f agent_stream/chunking/_speedups.*.so agent_stream/chunking/_speedups.c
+	rm -f agent_stream/chunking/_compiled/*.so

@@ -4,19 +4,21 @@
 ``scanner`` code spans, fences and boundary candidates; ``sentences`` the language rules as pure
 functions; ``policy`` the cut decisions.
 
-``TextChunker`` here is the compiled twin from ``_speedups`` (built from ``_speedups.pyx`` at
-install time, when a C compiler was there) if it imports, else the pure-Python one from
-``chunker``; both give the same chunks. ``AGENT_STREAM_PURE_PYTHON=1`` (any non-empty value)
-forces the pure-Python one. ``IMPLEMENTATION`` says which was chosen: ``"compiled"`` or
-``"python"``.
+These modules are also compiled, as they are, by Cython at install time when a C compiler is
+there (``hatch_build.py``; the ``.pxd`` files beside them give the types): the extension modules
+go into ``_compiled`` under the same names, so both stay importable. ``TextChunker`` here is the
+compiled one when it imports, else the interpreted one; both give the same chunks.
+``AGENT_STREAM_PURE_PYTHON=1`` (any non-empty value) forces the interpreted one. ``IMPLEMENTATION``
+says which was chosen: ``"compiled"`` or ``"python"``.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING, Final, Literal
 
-from agent_stream.chunking import chunker as _pure
+from agent_stream.chunking import chunker as _interpreted
 
 __all__ = ["IMPLEMENTATION", "TextChunker"]
 
@@ -24,20 +26,19 @@ __all__ = ["IMPLEMENTATION", "TextChunker"]
 def _select() -> tuple[type[object], Literal["compiled", "python"]]:
     if not os.environ.get("AGENT_STREAM_PURE_PYTHON"):
         try:
-            from agent_stream.chunking import _speedups
+            compiled = importlib.import_module("agent_stream.chunking._compiled.chunker")
         except ImportError:  # not built (no compiler, AGENT_STREAM_NO_COMPILE) or unloadable
             pass
         else:
-            if hasattr(_speedups, "TextChunker"):
-                return _speedups.TextChunker, "compiled"
-    return _pure.TextChunker, "python"
+            return compiled.TextChunker, "compiled"
+    return _interpreted.TextChunker, "python"
 
 
 _chosen, _implementation = _select()
 IMPLEMENTATION: Final[Literal["compiled", "python"]] = _implementation
 
 if TYPE_CHECKING:
-    # One type for annotations: _speedups.pyi declares the compiled class with the same API.
+    # One type for annotations: the compiled class is the same source.
     from agent_stream.chunking.chunker import TextChunker
 else:
     TextChunker = _chosen

@@ -30,9 +30,9 @@ found about a word before a dot is remembered.
 The machines behind it: ``DeltaBuffer`` (deltas, arrival times, text), ``BoundaryScanner`` (code,
 line starts, paragraph and sentence ends, using the rules in ``sentences``), ``CutPolicy`` (cuts).
 
-``_speedups.pyx`` is the same machine compiled (``agent_stream.chunking`` exports it when it was
-built); tests hold the two to the same results call by call. These modules are the reference:
-change them first, then it.
+These modules are also what gets compiled (Cython's pure-Python mode: the ``.pxd`` files beside
+them give the types; ``agent_stream.chunking`` exports the compiled build when it was made). A
+change here is a change to both; the tests run each build on the same cases and the golden corpus.
 """
 
 from __future__ import annotations
@@ -42,15 +42,16 @@ import re
 from collections.abc import Callable
 from numbers import Real
 
-from agent_stream.chunking.buffer import DeltaBuffer
-from agent_stream.chunking.policy import CutPolicy
-from agent_stream.chunking.scanner import (
+from agent_stream.errors import ChunkerConfigError
+
+from .buffer import DeltaBuffer
+from .policy import CutPolicy
+from .scanner import (
     AFTER_BACKTICKS,
     AFTER_NEWLINE,
     AFTER_TERMINATOR,
     BoundaryScanner,
 )
-from agent_stream.errors import ChunkerConfigError
 
 __all__ = ["TextChunker", "check_options"]
 

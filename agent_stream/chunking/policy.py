@@ -8,8 +8,8 @@ clause punctuation, word boundaries, inside a word) are used only when ``max_cha
 
 from __future__ import annotations
 
-from agent_stream.chunking.buffer import DeltaBuffer
-from agent_stream.chunking.scanner import (
+from .buffer import DeltaBuffer
+from .scanner import (
     AFTER_NEWLINE,
     AFTER_TERMINATOR,
     CLAUSE,
@@ -18,7 +18,7 @@ from agent_stream.chunking.scanner import (
     WORD,
     BoundaryScanner,
 )
-from agent_stream.chunking.sentences import (
+from .sentences import (
     VISIBLE_WORD_BOUNDARY,
     glued,
     last_clause_boundary,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from agent_stream.chunking.buffer import DeltaBuffer
-from agent_stream.chunking.sentences import (
+from .buffer import DeltaBuffer
+from .sentences import (
     BLANK,
     CJK_TERMINATOR_SET,
     CLOSER_SET,

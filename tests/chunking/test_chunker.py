@@ -1,8 +1,8 @@
 """TextChunker: where chunks end (a table of tricky cases in English, Chinese and Japanese),
 sizes, the first chunk, time (poll, next_deadline), code fences, options.
 
-Every test runs twice: on the pure-Python chunker and on its compiled twin (skipped while that is
-not built); see ``implementation``.
+Every test runs twice: on the interpreted chunker and on the same modules compiled (skipped while
+they are not built); see ``implementation`` in conftest.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import re
 
 import pytest
-from chunker_impls import FAST, NOT_BUILT, PURE
+from chunker_impls import PURE
 
 import agent_stream
 import agent_stream.chunking
@@ -20,14 +20,10 @@ from agent_stream.errors import ChunkerConfigError, StreamError
 TextChunker = PURE  # the implementation under test: set by ``implementation`` for each test
 
 
-@pytest.fixture(autouse=True, params=["pure", "compiled"])
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
-    """Runs each test on the pure TextChunker, then on the compiled one (``TextChunker`` here)."""
-    cls = PURE if request.param == "pure" else FAST
-    if cls is None:
-        pytest.skip(NOT_BUILT)
-    monkeypatch.setitem(globals(), "TextChunker", cls)
-    return cls
+@pytest.fixture(autouse=True)
+def _each_build(implementation: type[PURE], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TextChunker`` here is the interpreted one, then the compiled one."""
+    monkeypatch.setitem(globals(), "TextChunker", implementation)
 
 CUT = "‖"  # marks where a chunk must end in the table below
 

@@ -1,18 +1,26 @@
 """Property tests of TextChunker: lossless for any text, any split and any arrival times; chunk
-sizes within bounds; nothing held longer than max_delay when poll is called at next_deadline."""
+sizes within bounds; nothing held longer than max_delay when poll is called at next_deadline.
+Each runs on the interpreted chunker and on the compiled one (``implementation``)."""
 
 from __future__ import annotations
 
 from itertools import accumulate, pairwise
 from typing import Any
 
+import pytest
+from chunker_impls import PURE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_stream.chunking import TextChunker
-
 SETTINGS = settings(max_examples=250, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture])
+TextChunker = PURE  # the build under test: set by ``_each_build``
+
+
+@pytest.fixture(autouse=True)
+def _each_build(implementation: type[PURE], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(globals(), "TextChunker", implementation)
 
 PROSE = [
     "Hello", " world", "The", " quick", " brown", " fox", " jumps", ".", "!", "?", "?!", ",", ";",

@@ -1,0 +1,44 @@
+# Types for the compiled build of scanner.py (Cython's pure-Python mode reads them beside it).
+cimport cython
+
+from .buffer cimport DeltaBuffer
+from .sentences cimport dot_ends, ends_sentence
+
+cdef Py_ssize_t _FENCE_LINE_MAX, _FENCE_MIN
+
+
+cdef class CodeRegion:
+    cdef public Py_ssize_t start
+    cdef public object end
+    cdef public bint fenced
+
+
+cdef class BoundaryScanner:
+    cdef public DeltaBuffer buffer
+    cdef public Py_ssize_t scanned_to, window_end, waiting_for, line_start, not_code_at
+    cdef public Py_ssize_t fence_closed_at
+    cdef public bint waiting
+    cdef public object fence, code_ticks
+    cdef public CodeRegion fence_region, code_region
+    cdef public list regions, candidates
+
+    cpdef object trigger(self)
+    @cython.locals(ls=Py_ssize_t, buf=DeltaBuffer)
+    cpdef bint fence_may_close(self)
+    @cython.locals(cands=list, last=tuple)
+    cpdef add(self, Py_ssize_t reach, Py_ssize_t cut, Py_ssize_t kind)
+    @cython.locals(cands=list, i=Py_ssize_t)
+    cpdef forget_before(self, Py_ssize_t cut)
+    @cython.locals(buf=DeltaBuffer, s=str, s0=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_UCS4)
+    cpdef scan(self, Py_ssize_t stop, bint final)
+    cdef Py_ssize_t _wait(self, Py_ssize_t what, Py_ssize_t at)
+    @cython.locals(flen=Py_ssize_t, x=Py_ssize_t, last=Py_ssize_t, r=Py_ssize_t, ls=Py_ssize_t,
+                   nl=Py_ssize_t)
+    cdef Py_ssize_t _in_fence(self, str s, Py_ssize_t s0, Py_ssize_t i, Py_ssize_t n, bint final)
+    @cython.locals(reg=CodeRegion, w=Py_ssize_t, last=Py_ssize_t, j=Py_ssize_t, lim=Py_ssize_t)
+    cdef Py_ssize_t _newline(self, str s, Py_ssize_t s0, Py_ssize_t i, Py_ssize_t n, bint final)
+    @cython.locals(c=Py_UCS4, r=Py_ssize_t, ls=Py_ssize_t)
+    cdef Py_ssize_t _ticks(self, str s, Py_ssize_t s0, Py_ssize_t i, Py_ssize_t n, bint final)
+    @cython.locals(ls=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, w=Py_ssize_t, last=Py_ssize_t)
+    cdef Py_ssize_t _terminator(self, str s, Py_ssize_t s0, Py_ssize_t i, Py_ssize_t n,
+                                bint final)
