@@ -92,6 +92,7 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     import logging
 
     from agent_stream.uagents import (
+        ChatSettings,
         LocalDirectory,
         StreamingChat,
         endpoint_for,
@@ -109,10 +110,11 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         raise ValueError("--max-question-bytes must be at least 1")
     if args.max_replies_per_sender < 1:
         raise ValueError("--max-replies-per-sender must be at least 1")
+    settings = ChatSettings().with_pump(max_in_flight=args.max_in_flight).with_caps(
+        max_question_bytes=args.max_question_bytes,
+        max_replies_per_sender=args.max_replies_per_sender)
     chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
-                         max_in_flight=args.max_in_flight,
-                         max_question_bytes=args.max_question_bytes,
-                         max_replies_per_sender=args.max_replies_per_sender)
+                         settings=settings)
     level = logging.INFO if args.verbose else logging.WARNING
     if args.network == "local":
         if args.mailbox:
