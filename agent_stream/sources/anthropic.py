@@ -22,16 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_stream.message import REFUSAL, TEXT, THINKING
-from agent_stream.sources.emitter import (
-    LLM,
-    Emitter,
-    SourceResponder,
-    aclose,
-    drive,
-    field,
-    resolve,
-)
-from agent_stream.writer import Scope
+from agent_stream.sources.emitter import LLM, SourceResponder
+from agent_stream.sources.emitter import Emitter as _Emitter
+from agent_stream.sources.emitter import aclose as _aclose
+from agent_stream.sources.emitter import drive as _drive
+from agent_stream.sources.emitter import field as _field
+from agent_stream.sources.emitter import resolve as _resolve
+from agent_stream.writer import Scope as _Scope
 
 __all__ = ["EVENT_TYPES", "AnthropicStream", "responder"]
 
@@ -45,7 +42,7 @@ _HELPER_EVENTS = frozenset({"text", "thinking", "signature", "input_json", "cita
 class AnthropicStream:
     """Maps one or more Messages streams into an :class:`Emitter` (see the module doc)."""
 
-    def __init__(self, em: Emitter, *, label: str | None = None,
+    def __init__(self, em: _Emitter, *, label: str | None = None,
                  parent: Any = None) -> None:
         self.em = em
         self.label = label
@@ -66,43 +63,43 @@ class AnthropicStream:
         t = ev.get("type") if plain else getattr(ev, "type", None)
         if t == "content_block_delta":  # nearly every event: the shortest way through
             d, index = (ev.get("delta"), ev.get("index")) if plain else (ev.delta, ev.index)
-            kind = field(d, "type")
+            kind = _field(d, "type")
             if kind == "text_delta" or kind == "thinking_delta":
                 h = em.messages.get(("anthropic", self._block, index))
-                piece = field(d, "text" if kind == "text_delta" else "thinking")
+                piece = _field(d, "text" if kind == "text_delta" else "thinking")
                 if h is not None and h.type == (TEXT if kind == "text_delta" else THINKING):
                     if piece:
                         await h.append(piece)
                     return
             await self._delta(index, d)
         elif t == "message_start":
-            msg = field(ev, "message")
+            msg = _field(ev, "message")
             self._n += 1
             self._block = ("anthropic-message", id(self), self._n)
             self._kinds.clear()
             self._redacted = []
-            self._input = int(field(field(msg, "usage"), "input_tokens", 0) or 0)
-            model = field(msg, "model")
+            self._input = int(_field(_field(msg, "usage"), "input_tokens", 0) or 0)
+            model = _field(msg, "model")
             await em.open_block(self._block, LLM, self.label or model, parent=self.parent,
                                 data={"model": model})
         elif t == "content_block_start":
-            await self._start(field(ev, "index"), field(ev, "content_block"))
+            await self._start(_field(ev, "index"), _field(ev, "content_block"))
         elif t == "content_block_stop":
-            await em.end_message(self._key(field(ev, "index")))
+            await em.end_message(self._key(_field(ev, "index")))
         elif t == "message_delta":
-            usage = field(ev, "usage")
-            inp = field(usage, "input_tokens")
+            usage = _field(ev, "usage")
+            inp = _field(usage, "input_tokens")
             em.add_usage(inp if inp is not None else self._input,
-                         field(usage, "output_tokens", 0))
-            reason = field(field(ev, "delta"), "stop_reason")
+                         _field(usage, "output_tokens", 0))
+            reason = _field(_field(ev, "delta"), "stop_reason")
             if reason == "refusal":
                 await em.send(self._block, _refusal())
         elif t == "message_stop":
             await self.close()
         elif t == "error":
-            err = field(ev, "error")
-            await em.fail(f"The model reported an error: {field(err, 'message', err)}",
-                          str(field(err, "type", "model_error")))
+            err = _field(ev, "error")
+            await em.fail(f"The model reported an error: {_field(err, 'message', err)}",
+                          str(_field(err, "type", "model_error")))
         elif t == "ping" or t in _HELPER_EVENTS:
             return
         else:
@@ -116,47 +113,47 @@ class AnthropicStream:
 
     async def _start(self, index: Any, cb: Any) -> None:
         em, key = self.em, self._key(index)
-        kind = str(field(cb, "type"))
+        kind = str(_field(cb, "type"))
         self._kinds[index] = kind
         if kind == "text":
             await em.open(key, TEXT, self._block)
-            await em.append(key, TEXT, self._block, field(cb, "text", "") or "")
+            await em.append(key, TEXT, self._block, _field(cb, "text", "") or "")
         elif kind == "thinking":
             await em.open(key, THINKING, self._block)
-            await em.append(key, THINKING, self._block, field(cb, "thinking", "") or "")
+            await em.append(key, THINKING, self._block, _field(cb, "thinking", "") or "")
         elif kind == "redacted_thinking":
-            self._redacted.append(str(field(cb, "data", "")))
+            self._redacted.append(str(_field(cb, "data", "")))
             block = em.blocks.get(self._block)
             if block is not None:  # kept for the record, never shown
                 block.end_data["metadata"] = {"redacted_thinking": self._redacted}
         elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-            await em.tool_call(key, self._block, field(cb, "id"), field(cb, "name"))
-            start = field(cb, "input")
+            await em.tool_call(key, self._block, _field(cb, "id"), _field(cb, "name"))
+            start = _field(cb, "input")
             if start:  # a whole input given up front (not the usual empty {})
                 await em.tool_args(key, _json(start))
         elif kind.endswith("_tool_result"):
-            em.tool_names.setdefault(str(field(cb, "tool_use_id")), kind[:-len("_result")])
-            await em.tool_result(self._block, field(cb, "tool_use_id"), None,
-                                 field(cb, "content"),
-                                 is_error=bool(field(cb, "is_error", False)))
+            em.tool_names.setdefault(str(_field(cb, "tool_use_id")), kind[:-len("_result")])
+            await em.tool_result(self._block, _field(cb, "tool_use_id"), None,
+                                 _field(cb, "content"),
+                                 is_error=bool(_field(cb, "is_error", False)))
         else:
             em.warn(f"anthropic content block {kind!r}", "a block type this source does not map")
 
     async def _delta(self, index: Any, d: Any) -> None:
         em, key = self.em, self._key(index)
-        kind = field(d, "type")
+        kind = _field(d, "type")
         if kind == "text_delta":
-            await em.append(key, TEXT, self._block, field(d, "text", ""))
+            await em.append(key, TEXT, self._block, _field(d, "text", ""))
         elif kind == "thinking_delta":
-            await em.append(key, THINKING, self._block, field(d, "thinking", ""))
+            await em.append(key, THINKING, self._block, _field(d, "thinking", ""))
         elif kind == "signature_delta":
             h = await em.open(key, THINKING, self._block)
-            await h.merge({"metadata": {"signature": field(d, "signature", "")}})
+            await h.merge({"metadata": {"signature": _field(d, "signature", "")}})
         elif kind == "input_json_delta":
-            await em.tool_args(key, field(d, "partial_json", ""))
+            await em.tool_args(key, _field(d, "partial_json", ""))
         elif kind == "citations_delta":
             open_text = em.messages.get(key)
-            cit = field(d, "citation")
+            cit = _field(d, "citation")
             if open_text is not None and cit is not None:
                 dump = getattr(cit, "model_dump", None)
                 value = dump(mode="json") if callable(dump) else cit
@@ -187,19 +184,19 @@ def responder(stream: Callable[[Any], Any], *, label: str | None = None
         label: the ``llm`` blocks' label (default: the model's name).
     """
 
-    async def respond(request: Any, out: Scope) -> None:
-        em = Emitter(out)
+    async def respond(request: Any, out: _Scope) -> None:
+        em = _Emitter(out)
         mapper = AnthropicStream(em, label=label)
 
         async def run() -> None:
-            events = await resolve(stream(request))
+            events = await _resolve(stream(request))
             try:
                 async for ev in events:
                     await mapper.feed(ev)
             finally:
-                await aclose(events)
+                await _aclose(events)
             await mapper.close()
 
-        await drive(em, run)
+        await _drive(em, run)
 
     return respond

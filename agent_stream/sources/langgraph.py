@@ -35,10 +35,15 @@ import json
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from agent_stream.errors import require
-from agent_stream.message import TEXT, THINKING, event, user_input
-from agent_stream.sources.emitter import AGENT, LLM, Emitter, SourceResponder, drive, text_of
-from agent_stream.writer import Scope
+from agent_stream.errors import require as _require
+from agent_stream.message import TEXT, THINKING
+from agent_stream.message import event as _event
+from agent_stream.message import user_input as _user_input
+from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
+from agent_stream.sources.emitter import Emitter as _Emitter
+from agent_stream.sources.emitter import drive as _drive
+from agent_stream.sources.emitter import text_of as _text_of
+from agent_stream.writer import Scope as _Scope
 
 __all__ = ["GraphStream", "build_input", "responder"]
 
@@ -52,7 +57,7 @@ def _node(ns_part: str) -> str:
 class GraphStream:
     """Maps ``astream(..., subgraphs=True)`` items into an :class:`Emitter`."""
 
-    def __init__(self, em: Emitter, *, label: str | None = None) -> None:
+    def __init__(self, em: _Emitter, *, label: str | None = None) -> None:
         self.em = em
         self.label = label
         self.current: dict[tuple[str, ...], Hashable] = {}  # namespace -> its open llm block
@@ -173,8 +178,8 @@ class GraphStream:
                     self.interrupted.append(value)
                     await self._end_llm(ns)
                     content = value if isinstance(value, str) else json.dumps(
-                        text_of(value), ensure_ascii=False)
-                    await self.em.send(await self.agent_block(ns), user_input(content))
+                        _text_of(value), ensure_ascii=False)
+                    await self.em.send(await self.agent_block(ns), _user_input(content))
                 continue
             await self._end_llm(ns)
             for key in list(self.em.blocks):  # a subgraph run by this node has ended
@@ -200,9 +205,9 @@ class GraphStream:
                 if isinstance(data.get(k), str) and len(data) == 1:
                     await self.em.progress(block, data[k])
                     return
-            await self.em.send(block, event("custom", dict(text_of(dict(data)))))
+            await self.em.send(block, _event("custom", dict(_text_of(dict(data)))))
             return
-        await self.em.send(block, event("custom", {"value": text_of(data)}))
+        await self.em.send(block, _event("custom", {"value": _text_of(data)}))
 
 
 def _has_checkpointer(graph: Any) -> bool:
@@ -247,10 +252,10 @@ def responder(graph: Any, *, config: Mapping[str, Any] | None = None,
         make_input: ``(request) -> input`` replacing the default input (history + question).
         label: the ``llm`` blocks' label (default: the node's name).
     """
-    require("langgraph", "langgraph", "the LangGraph source")
+    _require("langgraph", "langgraph", "the LangGraph source")
 
-    async def respond(request: Any, out: Scope) -> None:
-        em = Emitter(out)
+    async def respond(request: Any, out: _Scope) -> None:
+        em = _Emitter(out)
         mapper = GraphStream(em, label=label)
         cfg: dict[str, Any] = dict(config or {})
         conf = dict(cfg.get("configurable") or {})
@@ -267,6 +272,6 @@ def responder(graph: Any, *, config: Mapping[str, Any] | None = None,
                 async for ns, mode, data in stream:
                     await mapper.feed(ns, mode, data)
 
-        await drive(em, run)
+        await _drive(em, run)
 
     return respond

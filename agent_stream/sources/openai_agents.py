@@ -30,10 +30,13 @@ import contextvars
 from collections.abc import Hashable
 from typing import Any
 
-from agent_stream.errors import require
-from agent_stream.sources.emitter import AGENT, Emitter, SourceResponder, drive, field
-from agent_stream.sources.openai_responses import ResponsesStream
-from agent_stream.writer import Scope
+from agent_stream.errors import require as _require
+from agent_stream.sources.emitter import AGENT, SourceResponder
+from agent_stream.sources.emitter import Emitter as _Emitter
+from agent_stream.sources.emitter import drive as _drive
+from agent_stream.sources.emitter import field as _field
+from agent_stream.sources.openai_responses import ResponsesStream as _ResponsesStream
+from agent_stream.writer import Scope as _Scope
 
 __all__ = ["AgentRun", "input_of", "nested_events", "responder"]
 
@@ -53,19 +56,19 @@ def _label(agent: Any) -> str | None:
 class AgentRun:
     """Maps one run's stream events (a top-level run, or a nested agent-as-tool run)."""
 
-    def __init__(self, em: Emitter, *, parent: Hashable | None = None,
+    def __init__(self, em: _Emitter, *, parent: Hashable | None = None,
                  label: str | None = None) -> None:
         self.em = em
         self.root_parent = parent
         self.parent = parent
         self.label = label
-        self.responses = ResponsesStream(em, label=label, parent=parent)
+        self.responses = _ResponsesStream(em, label=label, parent=parent)
         self.agents = 0
         self.nested: dict[str, tuple[Hashable, AgentRun]] = {}
         self._last_llm: str | None = None
 
     async def feed(self, ev: Any) -> None:
-        t = field(ev, "type")
+        t = _field(ev, "type")
         if t == "raw_response_event":
             await self.responses.feed(ev.data)
             if self.responses.block is not None:
@@ -89,19 +92,19 @@ class AgentRun:
         await self.em.open_block(key, AGENT, name, parent=self.parent, parent_id=self._last_llm,
                                  data={"agent_name": name})
         self.parent = key
-        self.responses = ResponsesStream(self.em, label=name, parent=key)
+        self.responses = _ResponsesStream(self.em, label=name, parent=key)
 
     async def _item(self, name: str, item: Any) -> None:
         em = self.em
         raw = getattr(item, "raw_item", None)
         if name == "tool_output":
-            call_id = field(raw, "call_id")
+            call_id = _field(raw, "call_id")
             await self.end_nested(call_id)
             await em.tool_result(self.parent, call_id, None, getattr(item, "output", None))
         elif name == "handoff_occured":
             target = _label(getattr(item, "target_agent", None))
-            await em.tool_result(self.parent, field(raw, "call_id"), None,
-                                 field(raw, "output") or target)
+            await em.tool_result(self.parent, _field(raw, "call_id"), None,
+                                 _field(raw, "output") or target)
         elif name in _REPEATS:
             return
         else:
@@ -140,9 +143,9 @@ async def nested_events(event: Any) -> None:
     run = _CURRENT.get()
     if run is None:
         return
-    call = field(event, "tool_call")
-    await run.nested_event(field(event, "agent"), field(call, "call_id"),
-                           field(event, "event"))
+    call = _field(event, "tool_call")
+    await run.nested_event(_field(event, "agent"), _field(call, "call_id"),
+                           _field(event, "event"))
 
 
 def input_of(request: Any) -> list[dict[str, str]]:
@@ -165,12 +168,12 @@ def responder(agent: Any, *, context: Any = None, max_turns: int | None = None,
         run_config: an ``agents.RunConfig``.
         label: the starting agent's ``llm`` blocks' label (default: its name).
     """
-    require("agents", "openai-agents", "the OpenAI Agents SDK source")
+    _require("agents", "openai-agents", "the OpenAI Agents SDK source")
 
-    async def respond(request: Any, out: Scope) -> None:
+    async def respond(request: Any, out: _Scope) -> None:
         from agents import Runner
 
-        em = Emitter(out)
+        em = _Emitter(out)
         mapper = AgentRun(em, label=label)
         kw: dict[str, Any] = {"context": context, "run_config": run_config}
         if max_turns is not None:
@@ -191,6 +194,6 @@ def responder(agent: Any, *, context: Any = None, max_turns: int | None = None,
                 raise
             await mapper.close()
 
-        await drive(em, run)
+        await _drive(em, run)
 
     return respond

@@ -20,16 +20,13 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from agent_stream.message import REFUSAL, TEXT, THINKING
-from agent_stream.sources.emitter import (
-    LLM,
-    Emitter,
-    SourceResponder,
-    aclose,
-    drive,
-    field,
-    resolve,
-)
-from agent_stream.writer import Scope
+from agent_stream.sources.emitter import LLM, SourceResponder
+from agent_stream.sources.emitter import Emitter as _Emitter
+from agent_stream.sources.emitter import aclose as _aclose
+from agent_stream.sources.emitter import drive as _drive
+from agent_stream.sources.emitter import field as _field
+from agent_stream.sources.emitter import resolve as _resolve
+from agent_stream.writer import Scope as _Scope
 
 __all__ = ["ResponsesStream", "responder"]
 
@@ -50,7 +47,7 @@ class ResponsesStream:
     nest under; ``data``: extra block_start data.
     """
 
-    def __init__(self, em: Emitter, *, label: str | None = None, parent: Hashable | None = None,
+    def __init__(self, em: _Emitter, *, label: str | None = None, parent: Hashable | None = None,
                  data: dict[str, Any] | None = None) -> None:
         self.em = em
         self.label = label
@@ -75,72 +72,72 @@ class ResponsesStream:
 
     def _key(self, ev: Any, kind: str) -> tuple[Any, ...]:
         # by output index: converted chat-completion streams give every item the same id
-        index = field(ev, "output_index")
-        return ("responses", self.block, index if index is not None else field(ev, "item_id"),
+        index = _field(ev, "output_index")
+        return ("responses", self.block, index if index is not None else _field(ev, "item_id"),
                 kind)
 
     async def feed(self, ev: Any) -> None:
         """Map one stream event."""
-        t = str(field(ev, "type"))
+        t = str(_field(ev, "type"))
         em = self.em
         if t == "response.output_text.delta":  # nearly every event: first
             await em.append(self._key(ev, TEXT), TEXT, self.block or await self.open(),
-                            field(ev, "delta"))
+                            _field(ev, "delta"))
         elif t == "response.created":
-            await self.open(field(field(ev, "response"), "model"))
+            await self.open(_field(_field(ev, "response"), "model"))
         elif t in ("response.completed", "response.incomplete"):
-            usage = field(field(ev, "response"), "usage")
+            usage = _field(_field(ev, "response"), "usage")
             if usage is not None:
-                em.add_usage(field(usage, "input_tokens"), field(usage, "output_tokens"),
-                             field(usage, "total_tokens"))
+                em.add_usage(_field(usage, "input_tokens"), _field(usage, "output_tokens"),
+                             _field(usage, "total_tokens"))
             await self.close()
         elif t == "response.failed":
-            err = field(field(ev, "response"), "error")
-            await em.fail(f"The model reported an error: {field(err, 'message', err)}",
-                          str(field(err, "code", "model_error") or "model_error"))
+            err = _field(_field(ev, "response"), "error")
+            await em.fail(f"The model reported an error: {_field(err, 'message', err)}",
+                          str(_field(err, "code", "model_error") or "model_error"))
         elif t == "error":
-            await em.fail(f"The model reported an error: {field(ev, 'message')}",
-                          str(field(ev, "code", "model_error") or "model_error"))
+            await em.fail(f"The model reported an error: {_field(ev, 'message')}",
+                          str(_field(ev, "code", "model_error") or "model_error"))
         elif t == "response.output_item.added":
             await self._item_added(ev)
         elif t == "response.output_item.done":
             await self._item_done(ev)
         elif t in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             await em.append(self._key(ev, THINKING), THINKING, await self.open(),
-                            field(ev, "delta"))
+                            _field(ev, "delta"))
         elif t == "response.refusal.delta":
             await em.append(self._key(ev, REFUSAL), REFUSAL, await self.open(),
-                            field(ev, "delta"))
+                            _field(ev, "delta"))
         elif t == "response.function_call_arguments.delta":
             key = self._key(ev, "call")
             self._args.add(key)
-            await em.tool_args(key, field(ev, "delta"))
+            await em.tool_args(key, _field(ev, "delta"))
         elif t in _QUIET:
             return
         else:
             em.warn(f"responses event {t!r}", "an event type this source does not map")
 
     async def _item_added(self, ev: Any) -> None:
-        item = field(ev, "item")
-        kind = field(item, "type")
+        item = _field(ev, "item")
+        kind = _field(item, "type")
         if kind == "function_call":
             block = await self.open()
             await self.em.tool_call(self._key(ev, "call"), block,
-                                    field(item, "call_id"), field(item, "name"),
-                                    field(item, "arguments") or "")
+                                    _field(item, "call_id"), _field(item, "name"),
+                                    _field(item, "arguments") or "")
         elif kind not in ("message", "reasoning"):
             self.em.warn(f"responses item {kind!r}", "an output item this source does not map")
 
     async def _item_done(self, ev: Any) -> None:
-        em, item = self.em, field(ev, "item")
-        kind = field(item, "type")
+        em, item = self.em, _field(ev, "item")
+        kind = _field(item, "type")
         if kind == "function_call":
             key = self._key(ev, "call")
             if not em.has(key):  # only the finished item was sent
-                await em.tool_call(key, await self.open(), field(item, "call_id"),
-                                   field(item, "name"), field(item, "arguments") or "")
-            elif key not in self._args and field(item, "arguments"):
-                await em.tool_args(key, field(item, "arguments"))
+                await em.tool_call(key, await self.open(), _field(item, "call_id"),
+                                   _field(item, "name"), _field(item, "arguments") or "")
+            elif key not in self._args and _field(item, "arguments"):
+                await em.tool_args(key, _field(item, "arguments"))
             await em.end_message(key)
         for kind in (TEXT, THINKING, REFUSAL):
             await em.end_message(self._key(ev, kind))
@@ -156,19 +153,19 @@ def responder(stream: Callable[[Any], Any], *, label: str | None = None
         label: the ``llm`` blocks' label (default: the model's name).
     """
 
-    async def respond(request: Any, out: Scope) -> None:
-        em = Emitter(out)
+    async def respond(request: Any, out: _Scope) -> None:
+        em = _Emitter(out)
         mapper = ResponsesStream(em, label=label)
 
         async def run() -> None:
-            events = await resolve(stream(request))
+            events = await _resolve(stream(request))
             try:
                 async for ev in events:
                     await mapper.feed(ev)
             finally:
-                await aclose(events)
+                await _aclose(events)
             await mapper.close()
 
-        await drive(em, run)
+        await _drive(em, run)
 
     return respond

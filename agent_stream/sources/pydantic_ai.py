@@ -28,17 +28,19 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_stream.errors import require
+from agent_stream.errors import require as _require
 from agent_stream.message import TEXT, THINKING
-from agent_stream.sources.emitter import AGENT, LLM, Emitter, SourceResponder, drive
-from agent_stream.writer import Scope
+from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
+from agent_stream.sources.emitter import Emitter as _Emitter
+from agent_stream.sources.emitter import drive as _drive
+from agent_stream.writer import Scope as _Scope
 
 __all__ = ["AgentEvents", "history_of", "responder", "run_agent"]
 
 
 @dataclass
 class _Run:
-    em: Emitter
+    em: _Emitter
     mapper: AgentEvents
     subs: list[int] = field(default_factory=lambda: [0])
 
@@ -58,7 +60,7 @@ def _name(agent: Any) -> str | None:
 class AgentEvents:
     """Maps one agent run's stream events into an :class:`Emitter`."""
 
-    def __init__(self, em: Emitter, *, label: str | None, parent: Hashable | None = None
+    def __init__(self, em: _Emitter, *, label: str | None, parent: Hashable | None = None
                  ) -> None:
         self.em = em
         self.label = label
@@ -227,7 +229,7 @@ async def run_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
     return result
 
 
-def _add_usage(em: Emitter, result: Any) -> None:
+def _add_usage(em: _Emitter, result: Any) -> None:
     u = result.usage  # a property (a method in older releases)
     if callable(u) and not hasattr(u, "input_tokens"):
         u = u()
@@ -244,10 +246,10 @@ def responder(agent: Any, *, label: str | None = None, deps: Any = None,
         deps: the run's dependencies.
         **run_options: more ``run_stream_events`` options (``model``, ``model_settings``...).
     """
-    require("pydantic_ai", "pydantic-ai", "the pydantic-ai source")
+    _require("pydantic_ai", "pydantic-ai", "the pydantic-ai source")
 
-    async def respond(request: Any, out: Scope) -> None:
-        em = Emitter(out)
+    async def respond(request: Any, out: _Scope) -> None:
+        em = _Emitter(out)
         mapper = AgentEvents(em, label=label or _name(agent))
 
         async def run() -> None:
@@ -261,6 +263,6 @@ def responder(agent: Any, *, label: str | None = None, deps: Any = None,
             if result is not None:
                 _add_usage(em, result)
 
-        await drive(em, run)
+        await _drive(em, run)
 
     return respond
