@@ -1,0 +1,454 @@
+"""One agent, many live conversations: N OpenAI SSE clients through one gateway to one
+streaming agent, and the CPU one ChatMessage costs, for this tree and for another one.
+
+Sweep (default): for each N (10, 100, 300, 1000), a fresh streaming agent (the replay model at
+``--rate`` tokens/s, like ``agent-stream serve``) and a fresh gateway (``agent-stream
+gateway``'s pieces), both on 127.0.0.1, then N SSE clients at once (``POST
+/v1/chat/completions``, ``stream: true``). Caps are lifted on both sides (replies at once, the
+inbox and the per-sender envelope rate), so what is measured is the transport and the CPU.
+Per N: completed (the whole text, as one client alone gets it), wall against the ideal (one
+conversation alone), first-text p50/p99, ChatMessages/s sent by the agent, CPU % (of one core)
+and peak RSS per process.
+
+Micro (``--micro``): two agents in two processes, M ChatMessages (reply-sized, with tags) sent
+one after another over signed HTTP; the CPU of each process divided by M (sign + post + HTTP +
+encode on the sender, HTTP + verify + guard + parse on the receiver).
+
+``--base PATH`` runs the same on another checkout of agent_stream (e.g. a ``git worktree`` of an
+older commit; its compiled chunker copied in) in the same run: "before" beside "this tree".
+
+    python bench/bench_scale.py [--sizes 10,100,300,1000] [--rate 20] [--base PATH]
+    python bench/bench_scale.py --micro [--messages 2000] [--base PATH]
+
+Loopback only; every wait is bounded (``--timeout`` per sweep step). The machine's load average
+is printed: other work on it skews every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+ME = str(Path(__file__).resolve())
+QUESTION = "How do agents stream?"
+HIGH = 1_000_000.0  # a rate or size no bench reaches: the cap is lifted
+
+
+# -- child processes ---------------------------------------------------------------------------------
+def lifted(max_replies: int) -> dict[str, Any]:
+    """Settings with every cap a crowd of conversations would hit lifted (public API only)."""
+    from agent_stream.uagents import ChatSettings, Protection, ReplyLimits
+    from agent_stream.uagents.guard import GuardSettings
+
+    guard = GuardSettings(new_senders_per_second=HIGH, sender_envelopes_per_second=HIGH,
+                          unsigned_per_second=HIGH, max_queued=1 << 20,
+                          max_queued_bytes=1 << 30)
+    protection = Protection(guard=guard)
+    caps = ReplyLimits(max_replies=max_replies, max_replies_per_sender=max_replies,
+                       max_refusals=max_replies)
+    return {"settings": ChatSettings(caps=caps, protection=protection),
+            "protection": protection}
+
+
+def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
+    from agent_stream.sources import make_source
+    from agent_stream.uagents import StreamingChat, local_agent, run_agent
+
+    model = make_source("replay", rate=rate)
+
+    async def respond(request: Any, out: Any) -> None:
+        await model(request.text, out)
+
+    lift = lifted(max_replies)
+    chat = StreamingChat(respond, settings=lift["settings"])
+    agent = local_agent(f"bench scale serve {port} {time.time_ns()}", port, name="bench-llm",
+                        protection=lift["protection"])
+    agent.include(chat, publish_manifest=True)
+
+    async def main(ctx: Any) -> None:
+        print(f"address: {agent.address}", flush=True)
+        while True:
+            Path(stats).write_text(json.dumps({"chat_messages": chat.sent_chat_messages}))
+            await asyncio.sleep(0.5)
+
+    run_agent(agent, main)
+    return 0
+
+
+def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -> int:
+    """``agent-stream gateway``'s run, with the caps lifted (its own code otherwise)."""
+    import secrets
+
+    import uvicorn
+
+    from agent_stream.gateway.app import Gateway, build_app
+    from agent_stream.gateway.config import GatewayConfig
+    from agent_stream.gateway.link import Agents, ChatLink, parse_agent_spec
+    from agent_stream.gateway.server import make_store
+    from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
+    from agent_stream.uagents.local import free_port
+
+    config = GatewayConfig(port=port, agents=[agent_spec], max_replies_per_key=max_replies,
+                           max_replies=max_replies, reply_timeout=timeout)
+    config.check()
+    directory = LocalDirectory()
+    agents = Agents([parse_agent_spec(agent_spec)], directory)
+    lift = lifted(max_replies)
+    chat = StreamingChat(settings=lift["settings"])
+    agent = local_agent(secrets.token_hex(32), free_port(), name="bench-gateway",
+                        peers=agents.static_peers, directory=directory,
+                        protection=lift["protection"])
+    agents.exclude = agent.address
+    agent.include(chat, publish_manifest=True)
+    store = make_store(config)
+
+    async def main(ctx: Any) -> None:
+        gw = Gateway(config, agents, ChatLink(chat, ctx), store)
+        server = uvicorn.Server(uvicorn.Config(build_app(gw), host="127.0.0.1", port=port,
+                                               log_config=None, access_log=False,
+                                               lifespan="off", backlog=4096))
+        follow = asyncio.create_task(gw.runs.follow_cancels())
+
+        async def announce() -> None:
+            while not server.started:
+                await asyncio.sleep(0.02)
+            print(f"gateway: http://127.0.0.1:{port}", flush=True)
+
+        shout = asyncio.create_task(announce())
+        try:
+            await server.serve()
+        finally:
+            shout.cancel()
+            follow.cancel()
+
+    run_agent(agent, main)
+    return 0
+
+
+def role_receiver(port: int, count: int) -> int:
+    from uagents import Context, Protocol
+    from uagents_core.contrib.protocols.chat import (
+        ChatAcknowledgement,
+        ChatMessage,
+        chat_protocol_spec,
+    )
+
+    from agent_stream.uagents import local_agent, run_agent
+
+    proto = Protocol(spec=chat_protocol_spec)
+    got = 0
+
+    @proto.on_message(ChatMessage)
+    async def on_chat(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        nonlocal got
+        got += 1
+        if got == count:
+            print(f"got: {got}", flush=True)
+
+    @proto.on_message(ChatAcknowledgement)
+    async def on_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
+        return None
+
+    agent = local_agent(f"bench scale receiver {port}", port, directory=None,
+                        protection=lifted(16)["protection"])
+    agent.include(proto, publish_manifest=False)
+
+    async def main(ctx: Any) -> None:
+        print(f"address: {agent.address}", flush=True)
+        await asyncio.sleep(3600)
+
+    run_agent(agent, main)
+    return 0
+
+
+def role_sender(port: int, target: str, endpoint: str, count: int) -> int:
+    from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
+    from uagents_core.types import DeliveryStatus
+
+    from agent_stream.uagents import local_agent, run_agent
+
+    agent = local_agent(f"bench scale sender {port}", port, directory=None,
+                        peers={target: endpoint}, protection=lifted(16)["protection"])
+
+    def chat(i: int) -> ChatMessage:
+        tags = {"as": "1", "conversation": "c", "seq": str(i), "thread": "t", "message": "m"}
+        return ChatMessage(content=[MetadataContent(metadata=tags),
+                                    TextContent(text=f"token {i} of a sentence that streams. ")])
+
+    async def main(ctx: Any) -> None:
+        for i in range(20):  # warm-up: connections, caches
+            await ctx.send(target, chat(i))
+        print("start: 1", flush=True)
+        failed = 0
+        for i in range(count):
+            status = await ctx.send(target, chat(i))
+            failed += getattr(status, "status", None) != DeliveryStatus.DELIVERED
+        print(f"done: {failed}", flush=True)
+        await asyncio.sleep(3600)
+
+    run_agent(agent, main)
+    return 0
+
+
+# -- measuring side ---------------------------------------------------------------------------------
+class Proc:
+    """A child process of this file (or ``-m``) with its own PYTHONPATH."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.p = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, env=env,
+                                  cwd=env["BENCH_DIR"])
+
+    def line(self, prefix: str, timeout: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout
+        assert self.p.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.p.stdout.readline()
+            if not line:
+                raise RuntimeError(f"child exited before {prefix!r}")
+            if line.startswith(prefix):
+                return line.split(":", 1)[1].strip()
+        raise RuntimeError(f"no {prefix!r} within {timeout} s")
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) so far."""
+        fields = Path(f"/proc/{self.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.p.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def one_client(session: Any, base: str, model: str, t0: float, timeout: float
+                     ) -> dict[str, Any]:
+    import aiohttp
+
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+    first: float | None = None
+    text: list[str] = []
+    done = False
+    try:
+        async with session.post(f"{base}/v1/chat/completions", json=body,
+                                timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+            if r.status != 200:
+                return {"status": r.status, "text": "", "first": None, "end": None}
+            async for raw in r.content:
+                line = raw.decode().strip()
+                if not line.startswith("data: "):
+                    continue
+                if line == "data: [DONE]":
+                    done = True
+                    break
+                d = json.loads(line[6:])
+                piece = (d.get("choices") or [{}])[0].get("delta", {}).get("content")
+                if piece:
+                    text.append(piece)
+                    first = first if first is not None else time.monotonic() - t0
+    except Exception as exc:  # timeouts, resets: counted as not completed
+        return {"status": type(exc).__name__, "text": "".join(text), "first": first,
+                "end": None}
+    return {"status": 200 if done else "cut", "text": "".join(text), "first": first,
+            "end": time.monotonic() - t0}
+
+
+async def crowd(base: str, model: str, n: int, timeout: float) -> list[dict[str, Any]]:
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        t0 = time.monotonic()
+        return list(await asyncio.gather(*(one_client(session, base, model, t0, timeout)
+                                           for _ in range(n))))
+
+
+def pct(vals: list[float], p: float) -> float | None:
+    if not vals:
+        return None
+    s = sorted(vals)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def sec(v: float | None) -> str:
+    return f"{v:.1f}" if v is not None else "-"
+
+
+def step(env: dict[str, str], n: int, args: argparse.Namespace,
+         reference: str | None) -> dict[str, Any]:
+    """One serve + one gateway, ``n`` clients at once; the row of the table."""
+    stats = f"{env['BENCH_DIR']}/serve-{n}.json"
+    sport, gport = free_port(), free_port()
+    serve = Proc([ME, "--role", "serve", "--port", str(sport), "--rate", str(args.rate),
+                  "--max", str(n + 16), "--stats", stats], env)
+    procs = [serve]
+    try:
+        address = serve.line("address:")
+        gateway = Proc([ME, "--role", "gateway", "--port", str(gport), "--agent",
+                        f"{address}=http://127.0.0.1:{sport}/submit", "--max", str(n + 16),
+                        "--timeout", str(args.timeout)], env)
+        procs.append(gateway)
+        base = gateway.line("gateway:")
+        time.sleep(1.0)  # both agents' startup handlers done
+        cpu0 = [p.cpu() for p in procs]
+        me0 = os.times()
+        sent0 = json.loads(Path(stats).read_text())["chat_messages"]
+        t0 = time.monotonic()
+        rows = asyncio.run(crowd(base, address, n, args.timeout))
+        wall = time.monotonic() - t0
+        cpu = [(p.cpu() - c) / wall * 100 for p, c in zip(procs, cpu0, strict=True)]
+        me1 = os.times()
+        mine = (me1.user + me1.system - me0.user - me0.system) / wall * 100
+        time.sleep(0.6)
+        sent = json.loads(Path(stats).read_text())["chat_messages"] - sent0
+        rss = [p.peak_rss_mb() for p in procs]
+    finally:
+        for p in reversed(procs):
+            p.stop()
+    want = reference if reference is not None else (rows[0]["text"] if rows else "")
+    ok = [r for r in rows if r["status"] == 200 and r["text"] == want and want]
+    firsts = [r["first"] for r in rows if r["first"] is not None]
+    statuses: dict[str, int] = {}
+    for r in rows:
+        if r not in ok:
+            statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
+    return {"n": n, "completed": len(ok), "wall": wall,
+            "ends": [r["end"] for r in ok], "p50": pct(firsts, 50), "p99": pct(firsts, 99),
+            "msgs_per_s": sent / wall, "cpu": cpu, "clients_cpu": mine, "rss": rss,
+            "text": want, "failures": statuses}
+
+
+def sweep(env: dict[str, str], args: argparse.Namespace, label: str) -> list[dict[str, Any]]:
+    alone = step(env, 1, args, None)
+    ideal = alone["ends"][0] if alone["ends"] else None
+    rows = [alone]
+    for n in [int(x) for x in args.sizes.split(",")]:
+        rows.append(step(env, n, args, alone["text"]))
+        print(f"  [{label}] N={n}: {rows[-1]['completed']}/{n}", file=sys.stderr, flush=True)
+    for r in rows:
+        r["ideal"] = ideal
+    return rows
+
+
+def print_sweep(label: str, rows: list[dict[str, Any]], rate: float) -> None:
+    ideal = rows[0].get("ideal")
+    print(f"\n{label}: one agent (replay, {rate:g} tok/s) + one gateway; alone: complete "
+          f"{sec(ideal)} s, first text {sec(rows[0]['p50'])} s")
+    print("| N | completed | wall (x ideal) | first text p50 / p99 (s) | ChatMessages/s | "
+          "CPU % agent / gateway / clients | peak RSS MB agent / gateway | not completed |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in rows[1:]:
+        x = f" ({r['wall'] / ideal:.2f}x)" if ideal else ""
+        print(f"| {r['n']} | {r['completed']}/{r['n']} | {r['wall']:.1f}{x} | "
+              f"{sec(r['p50'])} / {sec(r['p99'])} | {r['msgs_per_s']:.0f} | "
+              f"{r['cpu'][0]:.0f} / {r['cpu'][1]:.0f} / {r['clients_cpu']:.0f} | "
+              f"{r['rss'][0]:.0f} / {r['rss'][1]:.0f} | "
+              f"{', '.join(f'{k}: {v}' for k, v in r['failures'].items()) or '-'} |")
+
+
+def micro(env: dict[str, str], count: int) -> dict[str, float]:
+    rport, sport = free_port(), free_port()
+    receiver = Proc([ME, "--role", "receiver", "--port", str(rport), "--count",
+                     str(count + 20)], env)
+    procs = [receiver]
+    try:
+        address = receiver.line("address:")
+        sender = Proc([ME, "--role", "sender", "--port", str(sport), "--target", address,
+                       "--endpoint", f"http://127.0.0.1:{rport}/submit", "--count",
+                       str(count)], env)
+        procs.append(sender)
+        sender.line("start:")
+        cpu0 = [p.cpu() for p in procs]
+        t0 = time.monotonic()
+        failed = int(sender.line("done:", 600))
+        receiver.line("got:", 60)
+        wall = time.monotonic() - t0
+        cpu = [(p.cpu() - c) for p, c in zip(procs, cpu0, strict=True)]
+    finally:
+        for p in reversed(procs):
+            p.stop()
+    return {"sender_ms": cpu[1] / count * 1000, "receiver_ms": cpu[0] / count * 1000,
+            "per_s": count / wall, "failed": failed}
+
+
+def environment(path: Path, tmp: str) -> dict[str, str]:
+    return {**os.environ, "BENCH_DIR": tmp, "AGENT_STREAM_DIRECTORY": f"{tmp}/agents.json",
+            "PYTHONPATH": str(path)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10,100,300,1000")
+    ap.add_argument("--rate", type=float, default=20.0)
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds one sweep step's clients may take (default: %(default)s)")
+    ap.add_argument("--base", type=Path, help="another checkout to measure beside this tree")
+    ap.add_argument("--micro", action="store_true")
+    ap.add_argument("--messages", type=int, default=2000)
+    ap.add_argument("--role", help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--max", type=int, default=64, help=argparse.SUPPRESS)
+    ap.add_argument("--stats", help=argparse.SUPPRESS)
+    ap.add_argument("--agent", help=argparse.SUPPRESS)
+    ap.add_argument("--count", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--target", help=argparse.SUPPRESS)
+    ap.add_argument("--endpoint", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.role == "serve":
+        return role_serve(args.port, args.rate, args.max, args.stats)
+    if args.role == "gateway":
+        return role_gateway(args.port, args.agent, args.max, args.timeout)
+    if args.role == "receiver":
+        return role_receiver(args.port, args.count)
+    if args.role == "sender":
+        return role_sender(args.port, args.target, args.endpoint, args.count)
+
+    trees = [("this tree", ROOT)] + ([("before", args.base.resolve())] if args.base else [])
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"({os.cpu_count()} cores)")
+    for label, path in trees:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = environment(path, tmp)
+            if args.micro:
+                runs = [micro(env, args.messages) for _ in range(3)]
+                med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                print(f"{label}: CPU per ChatMessage: sender {med['sender_ms']:.2f} ms, "
+                      f"receiver {med['receiver_ms']:.2f} ms, "
+                      f"{med['per_s']:.0f} ChatMessages/s one at a time "
+                      f"(median of 3 x {args.messages}; failed {med['failed']:.0f})")
+            else:
+                print_sweep(label, sweep(env, args, label), args.rate)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
