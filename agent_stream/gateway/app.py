@@ -32,7 +32,8 @@ _WIRE_HEADERS = sorted({h for w in registry.wires() for h in w.headers})
 def _errors(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPError)
     request.state.format = getattr(request.state, "format", client_kind(request.url.path))
-    return error_response(client_kind(request.url.path), exc.status, exc.code, exc.message)
+    return error_response(client_kind(request.url.path), exc.status, exc.code, exc.message,
+                          exc.headers)
 
 
 def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:

@@ -25,6 +25,8 @@ __all__ = ["KEEPALIVE", "SSE_HEADERS", "Gateway", "keepalive"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 KEEPALIVE = 15.0  # seconds of silence after which an SSE stream gets a comment line
+OPENING_WAIT = 2.0  # seconds a response waits for the reply's first message (a refusal?)
+RETRY = {"retry-after": "2"}  # a refused client may try again this many seconds later
 
 
 async def keepalive(source: AsyncIterator[str], every: float) -> AsyncIterator[str]:
@@ -118,13 +120,34 @@ class Gateway:
                                         aliases=aliases, reply_id=reply_id or new_reply_id(),
                                         reasoning=self.config.reasoning)
         except Busy as exc:
-            raise HTTPError(429, "busy", str(exc)) from exc
+            raise HTTPError(429, "busy", str(exc), RETRY) from exc
         except StoreFull as exc:
             raise HTTPError(503, "store_full", str(exc)) from exc
         except DeliveryError as exc:
             raise HTTPError(502, "agent_unreachable", str(exc)) from exc
         request.state.reply = run.id
+        await self._refused(run)
         return run
+
+    async def _refused(self, run: Run) -> None:
+        """HTTPError when the agent's reply opens with a refusal (it is at its limit: 503 with
+        ``Retry-After``; the question is too large for it: 413), so that a client gets its own
+        error format and status, not a 200 stream holding only an error. Waits for the reply's
+        first message at most ``OPENING_WAIT`` seconds (then the reply streams as it comes)."""
+        if run.opening is None:
+            return
+        try:
+            first = await asyncio.wait_for(asyncio.shield(run.opening), OPENING_WAIT)
+        except asyncio.TimeoutError:
+            return
+        if first is None or first.type != "error":
+            return
+        props = first.props or {}
+        code, message = str(props.get("code") or ""), str(props.get("message") or "")
+        if code == "busy":
+            raise HTTPError(503, "agent_busy", message or "the agent is busy", RETRY)
+        if code == "question_too_large":
+            raise HTTPError(413, "question_too_large", message)
 
     async def resume_target(self, request: Request) -> tuple[str, int, dict[str, Any]] | None:
         """(reply id, cursor, metadata) when the request resumes (``Last-Event-ID`` header or

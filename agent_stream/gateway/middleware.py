@@ -29,11 +29,13 @@ PUBLIC_PREFIXES = ("/static/",)
 class HTTPError(Exception):
     """An error to answer in the client's format."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers
 
 
 def client_kind(path: str) -> str:

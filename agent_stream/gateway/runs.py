@@ -21,10 +21,13 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_stream.gateway.link import AgentLink, AgentRef, LinkedReply
 from agent_stream.gateway.store import ResumeStore, StoreFull, end_entry
+
+if TYPE_CHECKING:
+    from agent_stream.message import Message
 
 __all__ = ["Busy", "Run", "Runs", "new_reply_id"]
 
@@ -58,6 +61,9 @@ class Run:
     first_text_at: float | None = None
     ended_at: float | None = None
     abandon: asyncio.TimerHandle | None = None
+    # the reply's first message (None: it ended without one): a refusal ("busy") is answered
+    # in the client's own error format before any response starts
+    opening: asyncio.Future[Message | None] | None = None
 
     @property
     def chat_messages(self) -> int:
@@ -107,6 +113,7 @@ class Runs:
         rid = reply_id or new_reply_id()
         run = Run(rid, agent, key, question)
         run.delivered = asyncio.get_running_loop().create_future()
+        run.opening = asyncio.get_running_loop().create_future()
         self.runs[rid] = run  # counted from now on (the limits hold across the awaits below)
         try:
             await self.store.create(rid, {**meta, "agent": agent.name,
@@ -126,13 +133,15 @@ class Runs:
         return run
 
     async def _pump(self, run: Run, reasoning: bool) -> None:
-        assert run.delivered is not None
+        assert run.delivered is not None and run.opening is not None
         status, error = "error", None
         try:
             run.reply = await self.link.ask(run.agent.address, run.question,
                                             reasoning=reasoning, timeout=self.timeout)
             run.delivered.set_result(None)
             async for msg in run.reply:
+                if not run.opening.done():
+                    run.opening.set_result(msg)
                 if run.first_text_at is None and msg.type == "text" and (msg.props or {}).get(
                         "content"):
                     run.first_text_at = time.monotonic()
@@ -162,6 +171,8 @@ class Runs:
         finally:
             if not run.delivered.done():
                 run.delivered.set_exception(asyncio.CancelledError())
+            if not run.opening.done():
+                run.opening.set_result(None)
             run.status, run.error = status, error
             run.ended_at = time.monotonic()
             with contextlib.suppress(StoreFull):
