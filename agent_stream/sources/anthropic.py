@@ -12,8 +12,9 @@ Each ``message_start`` … ``message_stop`` is one block ``llm`` labelled with t
 blocks as ``text``, ``tool_use`` / ``server_tool_use`` as ``tool_call`` messages whose
 arguments stream as deltas, and server tool results (``*_tool_result`` blocks) as
 ``tool_result``. Usage is the final ``message_delta``'s figures (input tokens from it, else from
-``message_start``), summed over messages. An ``error`` event ends the reply with status error.
-Events are read duck-typed: the SDK's objects or plain dicts.
+``message_start``; the prompt cache's tokens counted as input), summed over messages. An
+``error`` event ends the reply with status error. Events are read duck-typed: the SDK's objects
+or plain dicts.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class AnthropicStream:
             self._block = ("anthropic-message", id(self), self._n)
             self._kinds.clear()
             self._redacted = []
-            self._input = int(_field(_field(msg, "usage"), "input_tokens", 0) or 0)
+            self._input = _input_tokens(_field(msg, "usage")) or 0
             model = _field(msg, "model")
             await em.open_block(self._block, LLM, self.label or model, parent=self.parent,
                                 data={"model": model})
@@ -88,7 +89,7 @@ class AnthropicStream:
             await em.end_message(self._key(_field(ev, "index")))
         elif t == "message_delta":
             usage = _field(ev, "usage")
-            inp = _field(usage, "input_tokens")
+            inp = _input_tokens(usage)
             em.add_usage(inp if inp is not None else self._input,
                          _field(usage, "output_tokens", 0))
             reason = _field(_field(ev, "delta"), "stop_reason")
@@ -160,6 +161,16 @@ class AnthropicStream:
                 await open_text.append([value], path="citations")
         else:
             em.warn(f"anthropic delta {kind!r}", "a delta type this source does not map")
+
+
+def _input_tokens(usage: Any) -> int | None:
+    """All the input a call read: ``input_tokens`` does not count the prompt cache's tokens."""
+    base = _field(usage, "input_tokens")
+    if base is None:
+        return None
+    cached = (_field(usage, "cache_creation_input_tokens") or 0) + (
+        _field(usage, "cache_read_input_tokens") or 0)
+    return int(base) + int(cached)
 
 
 def _json(value: Any) -> str:

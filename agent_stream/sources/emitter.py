@@ -17,7 +17,7 @@ import contextlib
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterable, Awaitable, Callable, Hashable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
 from agent_stream.errors import StreamError
@@ -241,10 +241,17 @@ async def drive(em: Emitter, run: Callable[[], Awaitable[None]]) -> None:
 
 
 async def resolve(value: Any) -> AsyncIterable[Any]:
-    """A stream given as is or as an awaitable of one."""
+    """A stream given as is or as an awaitable of one (a plain iterable is read as one too)."""
     if inspect.isawaitable(value):
         value = await value
+    if not hasattr(value, "__aiter__") and hasattr(value, "__iter__"):
+        return _aiter(value)
     return value  # type: ignore[no-any-return]
+
+
+async def _aiter(items: Any) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
 
 
 async def aclose(events: Any) -> None:

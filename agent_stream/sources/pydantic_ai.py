@@ -22,6 +22,7 @@ History: ``request.history`` becomes ``message_history`` (``ModelRequest`` / ``M
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 from collections.abc import Hashable
@@ -216,10 +217,12 @@ async def run_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
                         parent_id=run.mapper.last_block_id, data={"agent_name": name})
     mapper = AgentEvents(em, label=_name(agent), parent=key)
     token = _CURRENT.set(_Run(em, mapper, run.subs))
-    status = "error"
+    status = "completed"
     try:
         result = await _stream(agent, mapper, prompt, kwargs)
-        status = "completed"
+    except BaseException as exc:
+        status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+        raise
     finally:
         _CURRENT.reset(token)
         await mapper.end_response()

@@ -176,3 +176,21 @@ async def test_citations_stay_on_their_text() -> None:
     assert m.props["content"] == "Paris"
     assert [c["cited_text"] for c in m.props["citations"]] == ["x", "y"]
     assert stream_end(msgs)["usage"]["total_tokens"] == 3
+
+
+async def test_cached_input_counts_and_a_plain_list_is_a_stream() -> None:
+    events = [
+        {"type": "message_start", "message": {"model": "m", "usage": {
+            "input_tokens": 5, "cache_read_input_tokens": 100,
+            "cache_creation_input_tokens": 20, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
+                                                                       "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+         "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]
+    msgs, t = await run(responder(lambda req: events), request("q"))
+    assert t.text() == "hi"
+    assert stream_end(msgs)["usage"] == {"prompt_tokens": 125, "completion_tokens": 3,
+                                         "total_tokens": 128}

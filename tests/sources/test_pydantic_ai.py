@@ -201,3 +201,22 @@ async def test_three_turns_remember_over_real_agents() -> None:
         assert texts == ["one", "one | two", "one | two | three"]
     finally:
         await pair.close()
+
+
+async def test_a_failing_sub_agent_ends_its_block_with_error() -> None:
+    async def broken(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "half "
+        raise RuntimeError("sub-agent model down")
+
+    helper = Agent(FunctionModel(stream_function=broken), name="helper")
+    agent = Agent(TestModel(call_tools=["ask_helper"]), name="lead")
+
+    @agent.tool_plain
+    async def ask_helper() -> str:
+        return str((await run_agent(helper, "help")).output)
+
+    msgs, t = await run(responder(agent), request("q"))
+    [sub] = [b for b in t.blocks if b.type == "agent"]
+    assert sub.label == "helper" and sub.status == "error"
+    assert "half " in t.text() and stream_end(msgs)["status"] == "error"
+    assert "sub-agent model down" in of_type(t, "error")[0].props["message"]
