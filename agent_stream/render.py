@@ -35,9 +35,12 @@ _STREAMED = {"text": "", "thinking": "dim italic", "refusal": "red"}
 
 
 def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Console:
-    """A Console for live output: no markup or highlighting of content, soft wrapping."""
-    return Console(file=file or sys.stdout, highlight=False, soft_wrap=True, emoji=False,
-                   markup=False, force_terminal=color, no_color=color is False)
+    """A Console for live output: no markup or highlighting of content; lines are wrapped
+    between words on a terminal and left whole in a pipe or a file."""
+    console = Console(file=file or sys.stdout, highlight=False, soft_wrap=True, emoji=False,
+                      markup=False, force_terminal=color, no_color=color is False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 class LiveRenderer:
