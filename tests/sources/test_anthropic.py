@@ -194,3 +194,38 @@ async def test_cached_input_counts_and_a_plain_list_is_a_stream() -> None:
     assert t.text() == "hi"
     assert stream_end(msgs)["usage"] == {"prompt_tokens": 125, "completion_tokens": 3,
                                          "total_tokens": 128}
+
+
+@pytest.mark.parametrize("server", [[Script(anthropic_frames(thinking="hmm", text="Hi there.")),
+                                     Script(anthropic_frames(text="Again."))]], indirect=True)
+async def test_over_real_agents_with_history(server: SSEServer) -> None:
+    from inprocess_agents import Pair
+
+    from agent_stream.uagents import StreamingChat
+
+    client = anthropic.AsyncAnthropic(base_url=server.url, api_key="x")
+
+    async def ask(req: Any) -> Any:
+        history = [{"role": tr.role, "content": tr.text} for tr in req.history]
+        return await client.messages.create(
+            model="claude-test", max_tokens=100, stream=True,
+            messages=[*history, {"role": "user", "content": req.text}])
+
+    pair = Pair()
+    try:
+        srv = pair.add("anthropic source server", StreamingChat(responder_for(ask)))
+        client_chat = StreamingChat()
+        asker = pair.add("anthropic source client", client_chat)
+        ctx = asker._build_context()
+        reply = await client_chat.ask(ctx, srv.address, "hello")
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert reply.completed and t.text() == "Hi there."
+        assert not [m for m in t.messages if m.type == "thinking"]  # reasoning: not asked for
+        reply = await client_chat.ask(ctx, srv.address, "again")
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert t.text() == "Again."
+        assert server.requests[1]["messages"] == [
+            {"role": "user", "content": "hello"}, {"role": "assistant", "content": "Hi there."},
+            {"role": "user", "content": "again"}]
+    finally:
+        await pair.close()

@@ -116,3 +116,32 @@ def test_unknown_app_is_a_type_error() -> None:
         responder_for(42)
     with pytest.raises(TypeError, match="the class"):
         responder_for(dict)
+
+
+@pytest.mark.parametrize("server", [[Script(responses_frames(reasoning="Think", text="Done."))]],
+                         indirect=True)
+async def test_over_real_agents_reasoning_shared_when_asked(server: SSEServer) -> None:
+    import asyncio
+
+    from inprocess_agents import Pair
+
+    from agent_stream.uagents import StreamingChat
+
+    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x")
+
+    async def ask(req: Any) -> Any:
+        return await client.responses.create(model="gpt-test", input=req.text, stream=True)
+
+    pair = Pair()
+    try:
+        srv = pair.add("responses source server",
+                       StreamingChat(responder_for(ask), channels={"reasoning"}))
+        client_chat = StreamingChat()
+        asker = pair.add("responses source client", client_chat)
+        reply = await client_chat.ask(asker._build_context(), srv.address, "go",
+                                      channels={"reasoning"})
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert reply.completed and t.text() == "Done."
+        assert contents(t, "thinking") == ["Think"]
+    finally:
+        await pair.close()
