@@ -60,6 +60,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-replies-per-sender", type=int, default=4, metavar="N",
                    help="replies at once to one asker; more get a 'busy' error (default: "
                    "%(default)s; raise it for a gateway, which asks for all its users)")
+    p.add_argument("--max-replies", type=int, default=64, metavar="N",
+                   help="replies at once in all; more get a 'busy' error (default: %(default)s)")
+    p.add_argument("--trust", action="append", default=[], metavar="ADDRESS[=N]",
+                   help="a peer asking for many users (a gateway): N replies at once for it "
+                   "(default: --max-replies) and a high envelope rate (repeatable)")
     p.add_argument("--network", choices=("local", "testnet", "mainnet"), default="local",
                    help="local (default: no internet) or a Fetch network (Almanac registration)")
     p.add_argument("--mailbox", action="store_true",
@@ -89,6 +94,7 @@ def make_model(args: argparse.Namespace) -> Any:
 
 def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     """(agent, chat protocol, endpoint description) as the options say; nothing is started."""
+    import dataclasses
     import logging
 
     from agent_stream.uagents import (
@@ -100,6 +106,7 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         network_agent,
         parse_peers,
     )
+    from agent_stream.uagents.hardening import protect
 
     model = make_model(args)
 
@@ -110,9 +117,17 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         raise ValueError("--max-question-bytes must be at least 1")
     if args.max_replies_per_sender < 1:
         raise ValueError("--max-replies-per-sender must be at least 1")
+    if args.max_replies < 1:
+        raise ValueError("--max-replies must be at least 1")
+    trusted = parse_trust(args.trust, args.max_replies)
     settings = ChatSettings().with_pump(max_in_flight=args.max_in_flight).with_caps(
         max_question_bytes=args.max_question_bytes,
-        max_replies_per_sender=args.max_replies_per_sender)
+        max_replies_per_sender=args.max_replies_per_sender, max_replies=args.max_replies,
+        trusted=trusted)
+    if trusted:  # their envelopes (acknowledgements, one per ChatMessage) at a gateway's rate
+        settings = dataclasses.replace(settings, protection=dataclasses.replace(
+            settings.protection, guard=dataclasses.replace(
+                settings.protection.guard, trusted_senders=frozenset(trusted))))
     chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
                          settings=settings)
     level = logging.INFO if args.verbose else logging.WARNING
@@ -129,8 +144,29 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         agent = network_agent(seed, network=args.network, mailbox=args.mailbox, port=args.port,
                               name=args.name, log_level=level)
         where = "Agentverse mailbox" if args.mailbox else f"port {args.port} (Almanac)"
+    protect(agent, settings.protection)  # the limits of this command's options
     agent.include(chat, publish_manifest=True)
     return agent, chat, where
+
+
+def parse_trust(specs: list[str], default: int) -> dict[str, int]:
+    """``{address: replies at once}`` from ``--trust ADDRESS[=N]`` values (ValueError when one
+    is not an agent address or N is not a positive integer)."""
+    from uagents_core.identity import is_valid_address
+
+    trusted: dict[str, int] = {}
+    for spec in specs:
+        address, sep, count = spec.partition("=")
+        address = address.strip()
+        if not is_valid_address(address) or address.startswith("user"):
+            raise ValueError(f"--trust {spec!r}: {address!r} is not an agent address")
+        if not sep:
+            trusted[address] = default
+            continue
+        if not count.strip().isdigit() or int(count) < 1:
+            raise ValueError(f"--trust {spec!r}: N must be a positive integer")
+        trusted[address] = int(count)
+    return trusted
 
 
 def name_taken(name: str) -> str | None:

@@ -12,8 +12,10 @@ looks ``__call__`` up on the class, so an instance attribute would not do). When
 - an envelope over ``max_envelope_bytes`` (4 MiB) is answered 413 before it is read whole;
 - admission: signed envelopes from senders not verified in the last 10 minutes share
   ``new_senders_per_second`` (25, a burst of twice that); a sender once verified has
-  ``sender_envelopes_per_second`` (200, same burst) of its own. Past them: 429 before the
-  signature is checked (an agent_stream asker retries an undelivered question for 5 s).
+  ``sender_envelopes_per_second`` (200, same burst) of its own, one of ``trusted_senders`` (a
+  gateway asking for many users) ``trusted_envelopes_per_second`` (10,000). Past them: 429
+  before the signature is checked (an agent_stream asker retries an undelivered question for
+  5 s).
   Unsigned envelopes (``user...`` addresses: no verification, and chat handlers answer them
   only with an error) share ``unsigned_per_second`` (50, same burst);
 - an exception inside uagents' envelope handling (a payload that is not base64 or not UTF-8,
@@ -76,8 +78,10 @@ class Edge:
     def verified(self, sender: str) -> None:
         """Note that uagents accepted a signed envelope of ``sender``."""
         entry = self._known.pop(sender, None)
+        s = self.guard.settings
         bucket = entry[1] if entry is not None else TokenBucket(
-            self.guard.settings.sender_envelopes_per_second)
+            s.trusted_envelopes_per_second if sender in s.trusted_senders
+            else s.sender_envelopes_per_second)
         self._known[sender] = (time.monotonic(), bucket)
         while len(self._known) > MAX_KNOWN:
             self._known.popitem(last=False)

@@ -65,6 +65,9 @@ class GuardSettings:
     max_envelope_bytes: int = 4 * 1024 * 1024  # an HTTP body over this: 413
     new_senders_per_second: float = 25.0  # signed envelopes from senders not verified lately
     sender_envelopes_per_second: float = 200.0  # signed envelopes of one verified sender
+    # senders trusted with more (a gateway asking for many users): their own rate instead
+    trusted_senders: frozenset[str] = frozenset()
+    trusted_envelopes_per_second: float = 10_000.0
     unsigned_per_second: float = 50.0  # unsigned envelopes, all senders together
     max_queued: int = 1024  # payloads waiting in one agent's inbox
     max_queued_bytes: int = 32 * 1024 * 1024  # their bytes

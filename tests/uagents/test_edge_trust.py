@@ -1,0 +1,49 @@
+"""The HTTP edge admits a trusted sender (a gateway asking for many users) at its own rate,
+over real signed HTTP on 127.0.0.1, while other senders keep the per-sender rate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest_asyncio
+from hostile_peer import CHAT, envelope, post, valid_question
+from inprocess_agents import Pair
+from uagents_core.identity import Identity
+
+from agent_stream.uagents import StreamingChat
+from agent_stream.uagents.guard import GuardSettings
+from agent_stream.uagents.hardening import Protection, protect
+from agent_stream.uagents.local import endpoint_for
+
+
+@pytest_asyncio.fixture
+async def pair() -> AsyncIterator[Pair]:
+    p = Pair()
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+async def test_a_trusted_sender_has_its_own_rate(pair: Pair) -> None:
+    trusted = Identity.from_seed("edge trusted gateway seed", 0)
+    other = Identity.from_seed("edge ordinary sender seed", 0)
+    server = pair.add("edge trusting server", StreamingChat())
+    protect(server, Protection(guard=GuardSettings(
+        sender_envelopes_per_second=2.0, trusted_senders=frozenset({trusted.address}))))
+    pair.tasks.add(asyncio.create_task(server.start_server()))
+    assert await server.listening() and server.local_port is not None
+    endpoint = endpoint_for(server.local_port)
+    loop = asyncio.get_running_loop()
+
+    async def statuses(identity: Identity) -> list[int]:
+        out = []
+        for i in range(20):
+            body = envelope(server.address, CHAT, valid_question(f"q{i}"), identity=identity)
+            out.append(await loop.run_in_executor(None, post, endpoint, body))
+        return out
+
+    assert await statuses(trusted) == [200] * 20
+    theirs = await statuses(other)
+    assert theirs[0] == 200 and theirs.count(429) >= 10  # a burst of 4, then 2 a second
