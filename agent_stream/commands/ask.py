@@ -22,8 +22,10 @@ EPILOG = """examples:
 
 Exit status: 0 when the reply completed whole; 1 when it did not (error, cancelled, timeout,
 lost: the responder went silent for --idle-timeout, missing ChatMessages) or could not be
-delivered; 2 for bad arguments (unknown address, busy port); 130 after Ctrl-C / SIGTERM (the
-responder is told to stop; ask waits up to 2 s for it to confirm).
+delivered; 2 for bad arguments (unknown address or name, a name two running agents share, busy
+port, a duration not above 0); 130 after Ctrl-C / SIGTERM (the responder is told to stop; ask
+waits up to 2 s for it to confirm). On a terminal the reply is drawn as markdown, wrapped to its
+width; piped, it is plain text.
 """
 
 

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "serve",
         help="run the streaming LLM agent (replay model by default: no key, no network)",
         description="Run the streaming LLM agent: answers any chat-protocol peer it can resolve, "
-        "streaming thinking, tool calls and the answer. Prints its address and endpoint.",
+        "streaming thinking, tool calls and the answer. Prints its name, address and endpoint.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
