@@ -13,7 +13,8 @@ looks ``__call__`` up on the class, so an instance attribute would not do). When
 - admission: signed envelopes from senders not verified in the last 10 minutes share
   ``new_senders_per_second`` (25, a burst of twice that); a sender once verified has
   ``sender_envelopes_per_second`` (200, same burst) of its own, one of ``trusted_senders`` (a
-  gateway asking for many users) ``trusted_envelopes_per_second`` (10,000). Past them: 429
+  gateway asking for many users), or an agent streaming replies this agent asked for
+  (:func:`answering`), ``trusted_envelopes_per_second`` (10,000). Past them: 429
   before the signature is checked (an agent_stream asker retries an undelivered question for
   5 s).
   Unsigned envelopes (``user...`` addresses: no verification, and chat handlers answer them
@@ -36,13 +37,14 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from uagents import Agent
 from uagents.asgi import ASGIServer
 
 from agent_stream.uagents import _compat, signing
 from agent_stream.uagents.guard import AgentGuard, short
 from agent_stream.uagents.ratelog import TokenBucket
 
-__all__ = ["AgentServer", "Edge"]
+__all__ = ["AgentServer", "Edge", "answering", "answering_from"]
 
 KNOWN_FOR = 600.0  # seconds a verified sender counts as known
 MAX_KNOWN = 4096  # senders remembered (least recently verified forgotten first)
@@ -56,6 +58,7 @@ class Edge:
 
     def __init__(self, guard: AgentGuard) -> None:
         self.guard = guard
+        self._answering: OrderedDict[str, float] = OrderedDict()  # sender -> trusted until
         self._reset()
 
     def _reset(self) -> None:
@@ -78,13 +81,28 @@ class Edge:
     def verified(self, sender: str) -> None:
         """Note that uagents accepted a signed envelope of ``sender``."""
         entry = self._known.pop(sender, None)
-        s = self.guard.settings
-        bucket = entry[1] if entry is not None else TokenBucket(
-            s.trusted_envelopes_per_second if sender in s.trusted_senders
-            else s.sender_envelopes_per_second)
+        bucket = entry[1] if entry is not None else TokenBucket(self._rate(sender))
         self._known[sender] = (time.monotonic(), bucket)
         while len(self._known) > MAX_KNOWN:
             self._known.popitem(last=False)
+
+    def _rate(self, sender: str) -> float:
+        s = self.guard.settings
+        until = self._answering.get(sender)
+        trusted = sender in s.trusted_senders or (until is not None and until > time.monotonic())
+        return s.trusted_envelopes_per_second if trusted else s.sender_envelopes_per_second
+
+    def answering(self, sender: str) -> None:
+        """Note that ``sender`` streams replies this agent asked for (tagged ones): its
+        envelopes are admitted at ``trusted_envelopes_per_second`` for the next 10 minutes."""
+        self._answering[sender] = time.monotonic() + KNOWN_FOR
+        self._answering.move_to_end(sender)
+        while len(self._answering) > MAX_KNOWN:
+            self._answering.popitem(last=False)
+        entry = self._known.get(sender)
+        rate = self.guard.settings.trusted_envelopes_per_second
+        if entry is not None and entry[1].rate != rate:
+            self._known[sender] = (entry[0], TokenBucket(rate))
 
     def refused(self) -> None:
         self.guard.stats["http_refused"] += 1
@@ -190,3 +208,30 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             return
         if status == 200 and signer is not None:
             edge.verified(signer)
+
+
+def answering(agent: Any, sender: str) -> None:
+    """Note on ``agent``'s HTTP edge that ``sender`` streams replies it asked for (see
+    :meth:`Edge.answering`); nothing for an agent without an edge.
+
+    Args:
+        agent: the asking ``uagents.Agent``.
+        sender: the address of the agent answering it.
+    """
+    server = _compat.server_of(agent)
+    if isinstance(server, AgentServer) and server.edge is not None:
+        server.edge.answering(sender)
+
+
+def answering_from(ctx: Any, sender: str) -> None:
+    """:func:`answering` for the agent whose handler context ``ctx`` is.
+
+    Args:
+        ctx: a handler's context.
+        sender: the address of the agent answering it.
+    """
+    address = getattr(getattr(ctx, "agent", None), "address", None)
+    for sink in _compat.sinks_for(address) if isinstance(address, str) else ():
+        if isinstance(sink, Agent):
+            answering(sink, sender)
+            return

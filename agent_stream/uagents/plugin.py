@@ -110,6 +110,7 @@ from agent_stream.uagents import _compat
 from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.desk import DeliveryDesk
+from agent_stream.uagents.edge import answering_from
 from agent_stream.uagents.hardening import is_protected, protect
 from agent_stream.uagents.lanes import pipeline_from
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
@@ -267,8 +268,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         reply = self.client.route(sender, msg, session)
         if reply is not None:
             reply.feed(msg)
-            if reply.tagged:  # it restores order by seq: our acks to it may be pipelined
-                pipeline_from(ctx, sender)
+            if reply.tagged:  # it restores order by seq: our acks to it may be pipelined;
+                pipeline_from(ctx, sender)  # and its envelopes, which we asked for, are
+                answering_from(ctx, sender)  # admitted at a trusted peer's rate
             return
         ends = session is not None and ends_session(msg)
         if ends:
