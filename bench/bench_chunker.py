@@ -12,9 +12,10 @@ Each goes through:
 
 - agent_stream.TextChunker.feed (every token, then flush), twice: all tokens at one ``now`` (as
   ``agent-stream chunk`` does) and with a clock per token, ``now`` advancing 20 ms a token (a
-  50 token/s model, so max_delay cuts happen inside feed). That is the compiled chunker when it
-  was built (``agent_stream.chunking.IMPLEMENTATION``); the pure-Python one, which gives the same
-  chunks, is measured with a clock too (column ``python``);
+  50 token/s model, so max_delay cuts happen inside feed). That is the compiled build when it
+  was made (``agent_stream.chunking.IMPLEMENTATION``: the chunker's own modules compiled by
+  Cython); the interpreted modules, which give the same chunks, are measured with a clock too
+  (column ``interpreted``);
 - stream2sentence.generate_sentences (RealtimeTTS's splitter) on a prefix of the stream: it is
   slow, so it gets fewer tokens and is normalised to tokens/s;
 - a LiveKit-agents-style loop: append each token to a buffer, re-run
@@ -50,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_stream.chunking import IMPLEMENTATION, TextChunker
-from agent_stream.chunking.chunker import TextChunker as PureTextChunker
+from agent_stream.chunking.chunker import TextChunker as InterpretedTextChunker
 from agent_stream.chunking.sentences import TERMINATORS
 
 SEED = 20240601
@@ -350,10 +351,10 @@ def measure(shape: str, peers: list[tuple[str, Callable[[list[str]], list[str]],
             print(f"  {shape}: {len(toks):,} tokens, {len(text):,} chars; agent_stream with a "
                   f"clock: {_sizes(chunks)}")
         runners.append((label, partial(run_agent_stream, stream, step), len(toks), ours))
-    pure_chunks = run_agent_stream(stream, CLOCK_STEP, PureTextChunker)
-    assert pure_chunks == run_agent_stream(stream, CLOCK_STEP), "both chunkers cut alike"
-    runners.append(("python", partial(run_agent_stream, stream, CLOCK_STEP, PureTextChunker),
-                    len(toks), ours))
+    interpreted = run_agent_stream(stream, CLOCK_STEP, InterpretedTextChunker)
+    assert interpreted == run_agent_stream(stream, CLOCK_STEP), "both builds cut alike"
+    runners.append(("interpreted", partial(run_agent_stream, stream, CLOCK_STEP,
+                                           InterpretedTextChunker), len(toks), ours))
     runners.append(("floor", lambda: run_agent_stream(stream, CLOCK_STEP, CallFloor), len(toks),
                     ours))
     runners.append(("check floor", lambda: run_agent_stream(stream, CLOCK_STEP, CheckFloor),
@@ -388,11 +389,12 @@ def main(argv: list[str]) -> int:
     table = {shape: measure(shape, peers) for shape in shapes}
     cols = ["one now", "clock", *[p[0] for p in peers]]
     print()
-    print("tokens/s; 'clock': now advancing 20 ms a token; ratio: clock / fastest peer; python:")
-    print("the pure-Python chunker with a clock; floor: a Python feed that only keeps the delta and")
+    print("tokens/s; 'clock': now advancing 20 ms a token; ratio: clock / fastest peer;")
+    print("interpreted: the chunker's modules run by the interpreter, with a clock (the same source")
+    print("as the compiled build); floor: a Python feed that only keeps the delta and")
     print("its time (what the calls alone cost); check floor: that plus the per-delta count,")
     print("threshold and terminator search, never cutting")
-    floors = ["python", "floor", "check floor"]
+    floors = ["interpreted", "floor", "check floor"]
     print(f"{'shape':<9}" + "".join(f"{c:>18}" for c in [*cols, *floors])
           + f"{'ratio':>8}  target")
     failed = 0
