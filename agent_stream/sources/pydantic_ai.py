@@ -15,7 +15,9 @@ Mapping:
 - a sub-agent run from a tool through :func:`run_agent` -> a block ``agent`` (label and
   ``agent_name``: the sub-agent's name) nested under the model call that asked for the tool, its
   events streamed live inside it;
-- the run's usage (``AgentRunResult.usage()``: its model requests summed) is the reply's usage.
+- a structured output (not a string) arrives as the output tool's call; its JSON is then also
+  sent as the reply's ``text``, the answer a chat peer reads;
+- the run's usage (``AgentRunResult.usage``: its model requests summed) is the reply's usage.
 
 History: ``request.history`` becomes ``message_history`` (``ModelRequest`` / ``ModelResponse``).
 """
@@ -31,9 +33,11 @@ from typing import Any
 
 from agent_stream.errors import require as _require
 from agent_stream.message import TEXT, THINKING
+from agent_stream.message import text as _text
 from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import drive as _drive
+from agent_stream.sources.emitter import text_of as _text_of
 from agent_stream.writer import Scope as _Scope
 
 __all__ = ["AgentEvents", "history_of", "responder", "run_agent"]
@@ -265,6 +269,11 @@ def responder(agent: Any, *, label: str | None = None, deps: Any = None,
                 _CURRENT.reset(token)
             if result is not None:
                 _add_usage(em, result)
+                output = getattr(result, "output", None)
+                if output is not None and not isinstance(output, str):
+                    # structured output came as the output tool's arguments: the answer a
+                    # chat peer reads is its JSON
+                    await em.out.send(_text(json.dumps(_text_of(output), ensure_ascii=False)))
 
         await _drive(em, run)
 

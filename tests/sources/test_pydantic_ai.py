@@ -220,3 +220,18 @@ async def test_a_failing_sub_agent_ends_its_block_with_error() -> None:
     assert sub.label == "helper" and sub.status == "error"
     assert "half " in t.text() and stream_end(msgs)["status"] == "error"
     assert "sub-agent model down" in of_type(t, "error")[0].props["message"]
+
+
+async def test_structured_output_is_also_the_answer_text() -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        population: int
+
+    agent = Agent(TestModel(), output_type=City)
+    _, t = await run(responder(agent), request("q"))
+    result = await agent.run("q")
+    [call] = of_type(t, "tool_call")
+    assert json.loads(call.props["arguments"]) == result.output.model_dump()
+    assert json.loads(t.text()) == result.output.model_dump()
