@@ -92,6 +92,13 @@ _CHAT_ITEMS: dict[Any, Any] = {
     "start-stream": StartStreamContent, "end-stream": EndStreamContent,
 }
 _CHAT_FIELDS = frozenset(("timestamp", "msg_id", "content"))
+
+
+class _ChatHead(ChatMessage):  # type: ignore[misc]
+    """A ChatMessage's fields but its content, validated as ChatMessage validates them (the
+    same ``__init__`` and field types); the content items are checked one by one before."""
+
+    content: list[Any]
 _NOT_ANSWERED = ("inbox full", "no model for this schema digest")
 
 
@@ -128,9 +135,13 @@ class AgentGuard:
             return "inbox full"
         try:
             data = json.loads(message)
-            reason = self._chat_shape(data) if model is ChatMessage else None
-            if reason is None:
-                model.parse_obj(data)  # what uagents will do with it
+            if model is ChatMessage:  # each part validated once
+                reason = self._chat_shape(data)
+                if reason is None:
+                    _ChatHead.parse_obj({**data, "content": []})
+                return reason
+            model.parse_obj(data)  # what uagents will do with it
+            reason = None
         except Exception as exc:  # pydantic v1 or v2 errors, TypeError, ValueError, anything
             return f"{type(exc).__name__}: {short(exc)}"
         return reason
