@@ -13,7 +13,8 @@ from typing import Any
 from uagents import Agent, Protocol
 from uagents.dispatch import dispatcher
 
-from agent_stream.uagents import free_port, local_agent
+from agent_stream.uagents import local_agent
+from agent_stream.uagents.local import free_port
 
 
 class Pair:

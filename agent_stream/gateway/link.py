@@ -76,7 +76,7 @@ def parse_agent_spec(spec: str) -> AgentSpec:
     """``NAME``, ``ADDRESS`` or ``ADDRESS=ENDPOINT``; ValueError saying what is wrong."""
     from uagents_core.identity import parse_identifier
 
-    from agent_stream.uagents import parse_peer
+    from agent_stream.uagents.local import parse_peer
 
     spec = spec.strip()
     if not spec:

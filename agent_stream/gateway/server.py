@@ -62,13 +62,8 @@ def run_gateway(config: GatewayConfig, *, agent_port: int = 0, seed: str | None 
 
     from agent_stream.gateway.app import Gateway, build_app
     from agent_stream.gateway.link import Agents, ChatLink, parse_agent_spec
-    from agent_stream.uagents import (
-        LocalDirectory,
-        StreamingChat,
-        free_port,
-        local_agent,
-        run_agent,
-    )
+    from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
+    from agent_stream.uagents.local import free_port
 
     config.check()
     specs = [parse_agent_spec(s) for s in config.agents]

@@ -26,7 +26,7 @@ When a reply is over:
 - :meth:`Reply.cancel`: a ``cancel`` op goes to the responder; status ``cancelled`` when its
   stream_end says so, or ``cancel_grace`` seconds later.
 
-Delivery (issue 11): the question is sent again (same msg_id) until it is acknowledged or reply
+Delivery: the question is sent again (same msg_id) until it is acknowledged or reply
 traffic arrives, within the :class:`~agent_stream.adapters.chat.delivery.DeliveryPolicy`
 budget; a gap in a tagged reply is asked for (a ``resend`` op) ``repair_after`` seconds after
 it opened and every ``repair_every`` seconds while it stays open, and given up only after

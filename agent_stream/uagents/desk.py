@@ -1,4 +1,4 @@
-"""The responder side of delivery (issue 11) for one StreamingChat: who acknowledges, questions
+"""The responder side of delivery for one StreamingChat: who acknowledges, questions
 already answered, replay buffers, and the asker's delivery ops (``resend``, ``cancel``).
 
 Decisions come from :mod:`agent_stream.adapters.chat.delivery`; this module only routes them:

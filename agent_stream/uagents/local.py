@@ -49,7 +49,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from uagents import Agent, Context
+from uagents import Agent, Context, Protocol
 from uagents_core.identity import parse_identifier
 from uagents_core.registration import AgentRegistrationPolicy
 
@@ -65,6 +65,7 @@ from agent_stream.uagents.directory import (
 )
 from agent_stream.uagents.edge import AgentServer
 from agent_stream.uagents.hardening import Protection, protect
+from agent_stream.uagents.retrofit import check_include
 
 __all__ = [
     "DIRECTORY_ENV",
@@ -153,6 +154,12 @@ class LocalAgent(Agent):  # type: ignore[misc]
 
     async def publish_manifest(self, manifest: dict[str, Any]) -> None:
         return None
+
+    def include(self, protocol: Protocol, publish_manifest: bool = False) -> None:
+        """uagents' ``include``, refusing a second chat protocol with an error naming the fix
+        (:class:`~agent_stream.uagents.retrofit.ChatProtocolConflict`)."""
+        check_include(self, protocol)
+        super().include(protocol, publish_manifest)
 
     async def listening(self, timeout: float = 10.0) -> bool:
         """Wait until its HTTP server accepts connections (at most ``timeout`` seconds)."""

@@ -1,4 +1,4 @@
-"""The asker side of delivery (issue 11) for one Reply: liveness, gap repair, the cancel grace,
+"""The asker side of delivery for one Reply: liveness, gap repair, the cancel grace,
 and sending the question again.
 
 Decisions come from :mod:`agent_stream.adapters.chat.delivery` (:class:`IdleWatch`,

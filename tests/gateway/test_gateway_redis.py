@@ -17,7 +17,7 @@ from gateway_harness import Gateway, Harness, agui_body, sse_events, start_gatew
 from wire_checks import agui_text, check_agui
 
 from agent_stream.gateway.store import end_entry
-from agent_stream.uagents import free_port
+from agent_stream.uagents.local import free_port
 
 pytestmark = pytest.mark.integration
 
