@@ -20,7 +20,9 @@ defaults):
 - ``max_timeouts`` 2 consecutive timed-out posts make the lane *stalled*: what is queued and
   what comes in the next ``stall_for`` (30 s) fails at once ("not answering");
   refused and 5xx posts fail in milliseconds and never stall a lane;
-- ``max_queued`` 256 envelopes waiting per lane (beyond: fail at once);
+- ``max_queued`` 256 envelopes waiting per lane (beyond: fail at once), ``max_queued_pipelined``
+  4096 for a peer that pipelines (a gateway sends for many conversations through one lane;
+  each reply has at most one envelope waiting, so the replies cap bounds it too);
 - ``max_lanes`` 4096 lanes (beyond: fail at once); ``max_posting`` 256 posts at once.
 
 Every lane envelope's future gets a MsgStatus (delivered or failed), so ``ctx.send`` returns
@@ -68,6 +70,7 @@ class LaneLimits:
     max_posting: int = 256
     drain_timeout: float = 5.0
     window: int = 8  # envelopes in flight at once to a peer that restores order (pipeline)
+    max_queued_pipelined: int = 4096  # envelopes waiting for such a peer (a gateway's many)
     keep_alive: bool = True  # False: a new connection per envelope, as uagents does
     every_protocol: bool = False  # True: every send in lanes, not only the chat protocol's
 
@@ -145,7 +148,9 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         if lane.stalled_until > now:
             _settle(response_future, _failed(envelope, "peer not answering"))
             return
-        if len(lane.queue) >= self.limits.max_queued:
+        limit = self.limits.max_queued_pipelined if target in self._pipelined \
+            else self.limits.max_queued
+        if len(lane.queue) >= limit:
             _settle(response_future, _failed(envelope, "too many envelopes queued for peer"))
             return
         lane.queue.append((envelope, endpoints, response_future, sync))

@@ -242,3 +242,18 @@ async def test_real_agents_over_http_share_one_kept_connection(pair: Pair) -> No
         d.add_envelope(env, [url], fut)
         assert (await fut).status == DeliveryStatus.DELIVERED
     assert d.poster.connections_opened == 1
+
+
+async def test_a_pipelined_peer_may_have_more_envelopes_waiting(
+        served: tuple[Recorder, str, Any]) -> None:
+    _, url, _ = served
+    d = PeerDispenser(LaneLimits(max_queued=2, max_queued_pipelined=6))
+    try:
+        plain = await asyncio.gather(*(post(d, url, f"p{i}") for i in range(8)))
+        assert sum(r.status == DeliveryStatus.DELIVERED for r in plain) == 2
+        d.pipeline(A)
+        piped = await asyncio.gather(*(post(d, url, f"t{i}") for i in range(8)))
+        assert sum(r.status == DeliveryStatus.DELIVERED for r in piped) == 6
+        assert all("too many envelopes queued" in r.detail for r in piped[6:])
+    finally:
+        await d.drain(1)
