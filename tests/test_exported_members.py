@@ -31,7 +31,8 @@ PUBLIC: dict[str, set[str]] = {
     # one module per framework source, each with its responder(...) and its own helpers
     "agent_stream.sources.langgraph": {"GraphStream", "build_input", "responder"},
     "agent_stream.sources.pydantic_ai": {"AgentEvents", "history_of", "responder", "run_agent"},
-    "agent_stream.sources.openai_agents": {"AgentRun", "input_of", "nested_events", "responder"},
+    "agent_stream.sources.openai_agents": {"AgentRun", "agent_tools_of", "input_of",
+                                           "nested_events", "responder"},
     "agent_stream.sources.anthropic": {"EVENT_TYPES", "AnthropicStream", "responder"},
     "agent_stream.sources.openai_responses": {"ResponsesStream", "responder"},
     "agent_stream.chunking": {"IMPLEMENTATION", "TextChunker"},

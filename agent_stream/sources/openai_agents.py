@@ -38,7 +38,7 @@ from agent_stream.sources.emitter import field as _field
 from agent_stream.sources.openai_responses import ResponsesStream as _ResponsesStream
 from agent_stream.writer import Scope as _Scope
 
-__all__ = ["AgentRun", "input_of", "nested_events", "responder"]
+__all__ = ["AgentRun", "agent_tools_of", "input_of", "nested_events", "responder"]
 
 # Items that only repeat what the raw model events already streamed.
 _REPEATS = frozenset({"message_output_created", "tool_called", "reasoning_item_created",
@@ -65,6 +65,7 @@ class AgentRun:
         self.responses = _ResponsesStream(em, label=label, parent=parent)
         self.agents = 0
         self.nested: dict[str, tuple[Hashable, AgentRun]] = {}
+        self.agent_tools: frozenset[str] = frozenset()  # agents used as tools, by tool name
         self._last_llm: str | None = None
 
     async def feed(self, ev: Any) -> None:
@@ -99,6 +100,10 @@ class AgentRun:
         raw = getattr(item, "raw_item", None)
         if name == "tool_output":
             call_id = _field(raw, "call_id")
+            tool = em.tool_names.get(call_id or "")
+            if call_id not in self.nested and tool in self.agent_tools:
+                em.warn(f"openai-agents agent tool {tool!r}", "its nested run streamed nothing "
+                        "here: give it as_tool(..., on_stream=nested_events)")
             await self.end_nested(call_id)
             await em.tool_result(self.parent, call_id, None, getattr(item, "output", None))
         elif name == "handoff_occured":
@@ -148,6 +153,26 @@ async def nested_events(event: Any) -> None:
                            _field(event, "event"))
 
 
+def agent_tools_of(agent: Any) -> frozenset[str]:
+    """The names of the tools made with ``Agent.as_tool`` reachable from ``agent`` (its tools,
+    its handoffs' agents, theirs)."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    todo = [agent]
+    while todo:
+        a = todo.pop()
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        for tool in getattr(a, "tools", None) or ():
+            if getattr(tool, "_is_agent_tool", False):
+                names.add(str(getattr(tool, "name", "")))
+                todo.append(getattr(tool, "_agent_instance", None))
+        for h in getattr(a, "handoffs", None) or ():
+            todo.append(getattr(h, "agent", h) if not hasattr(h, "tools") else h)
+    return frozenset(names)
+
+
 def input_of(request: Any) -> list[dict[str, str]]:
     """``request.history`` and the question as an Agents SDK input list."""
     items = [{"role": t.role, "content": t.text}
@@ -175,6 +200,7 @@ def responder(agent: Any, *, context: Any = None, max_turns: int | None = None,
 
         em = _Emitter(out)
         mapper = AgentRun(em, label=label)
+        mapper.agent_tools = agent_tools_of(agent)
         kw: dict[str, Any] = {"context": context, "run_config": run_config}
         if max_turns is not None:
             kw["max_turns"] = max_turns

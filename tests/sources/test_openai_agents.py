@@ -225,3 +225,17 @@ async def test_three_turns_remember_over_real_agents(server: SSEServer) -> None:
                         ("assistant", "answer 1"), ("user", "three")]
     finally:
         await pair.close()
+
+
+@pytest.mark.parametrize("server", [NESTED], indirect=True)
+async def test_agent_tool_without_on_stream_is_reported(server: SSEServer,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    researcher = Agent(name="researcher", model=model(server))
+    lead = Agent(name="lead", model=model(server), tools=[researcher.as_tool(
+        "research", "Research a topic")])
+    with caplog.at_level("WARNING", logger="agent_stream.sources"):
+        _, t = await run(responder(lead), request("Tides?"))
+    assert t.text() == "Tides: six and noon."
+    assert not [b for b in t.blocks if b.type == "agent"]
+    assert "agent tool 'research' not mapped" in caplog.text
+    assert "on_stream=nested_events" in caplog.text
