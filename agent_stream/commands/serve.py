@@ -19,6 +19,7 @@ EPILOG = """examples:
   agent-stream serve                                   replay model, 127.0.0.1:8000, throwaway seed
   AGENT_STREAM_SEED=... agent-stream serve --port 8001 --rate 0
   agent-stream serve --model openai --base-url http://127.0.0.1:11434/v1 --model-name llama3.2
+  agent-stream serve --sessions sqlite:chats.db        conversations survive a restart
   agent-stream serve --network testnet --mailbox       Almanac + Agentverse mailbox (needs internet)
 
 Local mode (the default) needs no internet: the agent registers nowhere and finds peers from
@@ -65,6 +66,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--trust", action="append", default=[], metavar="ADDRESS[=N]",
                    help="a peer asking for many users (a gateway): N replies at once for it "
                    "(default: --max-replies) and a high envelope rate (repeatable)")
+    p.add_argument("--sessions", default="memory", metavar="STORE",
+                   help="where conversations are kept: memory (default), sqlite:PATH or "
+                   "redis://HOST:PORT/DB (the last two survive a restart)")
     p.add_argument("--network", choices=("local", "testnet", "mainnet"), default="local",
                    help="local (default: no internet) or a Fetch network (Almanac registration)")
     p.add_argument("--mailbox", action="store_true",
@@ -107,11 +111,16 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         parse_peers,
     )
     from agent_stream.uagents.hardening import protect
+    from agent_stream.uagents.sessions import open_store
 
     model = make_model(args)
+    takes_history = accepts_history(model)
 
     async def respond(request: Any, out: Any) -> None:
-        await model(request.text, out)
+        if takes_history:
+            await model(request.text, out, history=request.history)
+        else:
+            await model(request.text, out)
 
     if args.max_question_bytes < 1:
         raise ValueError("--max-question-bytes must be at least 1")
@@ -128,8 +137,9 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         settings = dataclasses.replace(settings, protection=dataclasses.replace(
             settings.protection, guard=dataclasses.replace(
                 settings.protection.guard, trusted_senders=frozenset(trusted))))
+    store = open_store(args.sessions, settings.sessions)
     chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
-                         settings=settings)
+                         settings=settings, sessions=store)
     level = logging.INFO if args.verbose else logging.WARNING
     if args.network == "local":
         if args.mailbox:
@@ -147,6 +157,18 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     protect(agent, settings.protection)  # the limits of this command's options
     agent.include(chat, publish_manifest=True)
     return agent, chat, where
+
+
+def accepts_history(model: Any) -> bool:
+    """Whether the model source takes the conversation's turns (a keyword ``history``)."""
+    import inspect
+
+    try:
+        params = inspect.signature(model).parameters
+    except (TypeError, ValueError):
+        return False
+    return "history" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                      for p in params.values())
 
 
 def parse_trust(specs: list[str], default: int) -> dict[str, int]:
@@ -206,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WeakSeedWarning)  # said above, once
             agent, _chat, where = build(args, seed)
-    except (ValueError, RuntimeError, StreamError, PermissionError) as exc:
+    except (ValueError, RuntimeError, StreamError, PermissionError, ImportError) as exc:
         print(f"agent-stream serve: {exc}", file=sys.stderr)
         return 2
     model = (f"replay ({args.rate:g} tokens/s)" if args.model == "replay" and args.rate

@@ -2,6 +2,9 @@
 
 A model source is an async callable ``(question: str, out: Scope) -> None`` that writes its reply
 into a :class:`~agent_stream.writer.StreamWriter` (or any scope of one): blocks, threads, messages.
+A source that also takes a keyword ``history`` (the conversation's earlier turns, a sequence of
+:class:`~agent_stream.conversation.Turn`, oldest first) is given it by ``agent-stream serve``;
+both bundled sources take it.
 
 - :class:`~agent_stream.sources.replay.ReplayModel` (``replay``, the default): bundled replies
   streamed at a realistic token rate; no key, no network. A stand-in for a model.
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from agent_stream.sources.openai import OpenAIModel
     from agent_stream.sources.replay import ReplayModel
 
+# Called as (question, out); a source that accepts it also gets history=turns (keyword).
 ModelSource = Callable[[str, _Scope], Awaitable[None]]
 
 __all__ = ["ModelSource", "OpenAIModel", "ReplayModel", "make_source", "responder_for"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_stream.adapters.openai import OpenAIDecoder
+from agent_stream.conversation import Turn
 from agent_stream.errors import StreamError, WireError, require
 from agent_stream.message import ERROR, MESSAGE_END, MESSAGE_START, Message
 from agent_stream.writer import BlockScope, MessageHandle, Scope, StreamWriter
@@ -137,11 +138,14 @@ class OpenAIModel:
         if client is None:
             require("openai", "openai", "the openai model source")
 
-    async def __call__(self, question: str, out: Scope) -> None:
-        """Ask ``question`` and stream the reply into ``out``."""
+    async def __call__(self, question: str, out: Scope, *,
+                       history: Sequence[Turn] = ()) -> None:
+        """Ask ``question`` (after the conversation's earlier ``history``, sent as chat
+        messages with their roles) and stream the reply into ``out``."""
         messages: list[dict[str, Any]] = []
         if self.system:
             messages.append({"role": "system", "content": self.system})
+        messages.extend({"role": t.role, "content": t.text} for t in history)
         messages.append({"role": "user", "content": question})
         await self.stream(messages, out)
 

@@ -26,11 +26,12 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_stream.conversation import Turn
 from agent_stream.message import Message, tool_call
 from agent_stream.writer import Scope, StreamWriter
 
 __all__ = ["REPLIES", "ReplayModel", "ReplyScript", "ToolStep", "count_tokens", "iter_tokens",
-           "pick_reply", "tokenize"]
+           "pick_reply", "recall", "tokenize"]
 
 TOOL_RESULT = "tool_result"
 
@@ -323,11 +324,16 @@ class ReplayModel:
     def __repr__(self) -> str:
         return f"ReplayModel(rate={self.rate!r})"
 
-    async def __call__(self, question: str, out: Scope) -> None:
-        """Stream the reply to ``question`` into ``out``."""
+    async def __call__(self, question: str, out: Scope, *,
+                       history: Sequence[Turn] = ()) -> None:
+        """Stream the reply to ``question`` into ``out``; with the conversation's earlier
+        ``history``, the answer begins by saying what was asked before (memory made visible)."""
         script = pick_reply(question, self.replies)
         run = _Run(self.rate, self.tool_latency)
+        recalled = recall(history)
         async with out.block("llm", label="Thinking") as b, b.message("thinking") as m:
+            if recalled:
+                await run.stream(m.append, "The user asked before; I keep that in mind. ")
             await run.stream(m.append, script.thinking)
         async with out.block("tool", label=script.tool.name) as b:
             await run.tool(b, script.tool, "call_1")
@@ -344,12 +350,36 @@ class ReplayModel:
         await out.parallel(first, second, labels=[script.labels[0] or a.name,
                                                   script.labels[1] or c.name])
         async with out.block("llm", label="Answer") as b, b.message("text") as m:
+            if recalled:
+                await run.stream(m.append, recalled + "\n\n")
             await run.stream(m.append, script.answer)
         if isinstance(out, StreamWriter):
             prompt = await count_tokens(question)
             out.usage = {"prompt_tokens": prompt, "completion_tokens": run.tokens,
                          "total_tokens": prompt + run.tokens}
             out.finish_reason = "stop"
+
+
+RECALL_CHARS = 120  # of each earlier question quoted by the answer
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > RECALL_CHARS:
+        text = text[:RECALL_CHARS - 1] + "\u2026"
+    return f"\u201c{text}\u201d"
+
+
+def recall(history: Sequence[Turn]) -> str:
+    """What the replay model says about the earlier questions of ``history`` ("" when none):
+    the first one and, when there are more, the one just before."""
+    asked = [t.text for t in history if t.role == "user"]
+    if not asked:
+        return ""
+    if len(asked) == 1:
+        return f"Earlier in this conversation you asked: {_quote(asked[0])}."
+    return (f"Earlier in this conversation you asked first: {_quote(asked[0])}, and just "
+            f"before this: {_quote(asked[-1])} ({len(asked)} questions so far).")
 
 
 class _Run:

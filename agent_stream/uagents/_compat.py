@@ -24,12 +24,14 @@ import functools
 import importlib.metadata
 import inspect
 import types
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import uagents
 import uagents.agent as _ua_agent
 import uagents.asgi as _ua_asgi
+import uagents.context as _ua_context
 from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
 from uagents.dispatch import dispatcher
@@ -45,6 +47,7 @@ __all__ = [
     "build_context",
     "check",
     "check_agent",
+    "context_with_session",
     "dispenser_of",
     "identity_of",
     "inbox_of",
@@ -130,6 +133,11 @@ def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
         ("Envelope.sign using sign_digest",
          lambda: _looks_up(Envelope.sign, "sign_digest"),
          "no longer signs with the identity's sign_digest"),
+        ("InternalContext._session",
+         lambda: _looks_up(_ua_context.InternalContext.__init__, "_session")
+         and isinstance(_own(_ua_context.InternalContext, "session"), property)
+         and _looks_up(_own(_ua_context.InternalContext, "session").fget, "_session"),
+         "is no longer where a context keeps its envelope session"),
         ("ASGIServer.__call__ using Envelope",
          lambda: _looks_up(_own(ASGIServer, "__call__"), "Envelope"),
          "no longer parses envelopes with uagents_core's Envelope"),
@@ -142,7 +150,8 @@ INTERNALS: tuple[str, ...] = (
     "Agent.handle_message", "Agent.__init__ calling get_almanac_contract",
     "ASGIServer.serve using HOST", "ASGIServer.__call__", "Dispenser.run / add_envelope",
     "dispatcher.sinks", "Agent._build_context passing _identity",
-    "Envelope.sign using sign_digest", "ASGIServer.__call__ using Envelope", "Agent._identity",
+    "Envelope.sign using sign_digest", "ASGIServer.__call__ using Envelope",
+    "InternalContext._session", "Agent._identity",
     "Agent._models", "Agent._message_queue", "asyncio.Queue._queue",
     "Agent._dispenser", "Agent._dispenser_task", "Agent._server", "Agent._loop",
     "Agent._port",
@@ -247,6 +256,14 @@ def set_identity(agent: Any, identity: Identity) -> None:
 def build_context(agent: Any) -> Any:
     """A fresh context of ``agent``, as uagents builds one for a handler."""
     return agent._build_context()
+
+
+def context_with_session(agent: Any, session: uuid.UUID) -> Any:
+    """A fresh context of ``agent`` whose messages go in envelope session ``session`` (uagents
+    gives each context a new random one): a conversation continued from another process."""
+    ctx = agent._build_context()
+    ctx._session = session
+    return ctx
 
 
 def sinks_for(address: str) -> list[Any]:

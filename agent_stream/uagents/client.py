@@ -333,15 +333,16 @@ class Reply:
 
 
 def build_question(question: str | ChatMessage, *, session: bool = True,
-                   channels: Collection[str] = ()) -> ChatMessage:
-    """The ChatMessage asking ``question``: the text, request_tags(), and StartSessionContent
-    when ``session``. A ChatMessage is sent as it is."""
+                   channels: Collection[str] = (), history: str | None = None) -> ChatMessage:
+    """The ChatMessage asking ``question``: the text, request_tags() (with ``history``, the
+    conversation's JSON, when given), and StartSessionContent when ``session``. A ChatMessage
+    is sent as it is."""
     if isinstance(question, ChatMessage):
         return question
     content: list[Any] = []
     if session:
         content.append(StartSessionContent())
-    content.append(request_tags(channels))
+    content.append(request_tags(channels, history=history))
     content.append(TextContent(text=question))
     return ChatMessage(content=content)
 
@@ -454,14 +455,16 @@ async def ask_with(sender: Any, ctx: Context, destination: str, question: str | 
                    timeout: float = 120.0, settle: float = 0.5,
                    decoder: ChatDecoder | None = None, deliver_within: float = 5.0,
                    idle_timeout: float | None = None,
-                   delivery: DeliveryPolicy | None = None) -> Reply:
-    """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply.
+                   delivery: DeliveryPolicy | None = None, history: str | None = None
+                   ) -> Reply:
+    """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply
+    (``history``: the conversation so far, JSON, carried in the question's tags).
 
     An undelivered question is sent again every 0.1 s for up to ``deliver_within`` seconds;
     once delivered, it is sent again (same msg_id) until it is acknowledged or reply traffic
     arrives, with the policy's backoff and budget.
     """
-    chat = build_question(question, session=session, channels=channels)
+    chat = build_question(question, session=session, channels=channels, history=history)
     _, _, address = parse_identifier(destination)
     policy = delivery or DeliveryPolicy()
 

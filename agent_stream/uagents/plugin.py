@@ -84,7 +84,7 @@ import dataclasses
 import functools
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 from uagents import Agent, Context, Protocol
@@ -105,7 +105,7 @@ from agent_stream.adapters.chat import (
 )
 from agent_stream.adapters.chat.wire import control_of, ends_session, sent_history
 from agent_stream.assemble import Assembler
-from agent_stream.conversation import Turn, history_from_json
+from agent_stream.conversation import Turn, history_from_json, history_to_json
 from agent_stream.uagents import _compat
 from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
@@ -212,21 +212,24 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                   session: bool = True, channels: Collection[str] = (),
                   timeout: float = 120.0, settle: float = 0.5,
                   decoder: ChatDecoder | None = None, deliver_within: float = 5.0,
-                  idle_timeout: float | None = None) -> Reply:
+                  idle_timeout: float | None = None,
+                  history: Sequence[Turn] | None = None) -> Reply:
         """Send ``question`` to ``destination``; returns its :class:`Reply` once delivered.
 
         ``channels``: extra channels to ask for (e.g. ``{"reasoning"}``); ``session``: open a
-        session (StartSessionContent). An undelivered question is retried for
-        ``deliver_within`` seconds (a peer just started may not listen yet), then
-        DeliveryError is raised. The reply's ChatMessages are acknowledged and decoded as they
-        arrive. ``idle_timeout``: seconds of silence after which a tagged reply is ``lost``
-        (default: the delivery policy's, 15 s).
+        session (StartSessionContent); ``history``: the conversation so far as this asker keeps
+        it (the responder's ``request.history`` instead of what it stored). An undelivered
+        question is retried for ``deliver_within`` seconds (a peer just started may not listen
+        yet), then DeliveryError is raised. The reply's ChatMessages are acknowledged and
+        decoded as they arrive. ``idle_timeout``: seconds of silence after which a tagged
+        reply is ``lost`` (default: the delivery policy's, 15 s).
         """
         self._bind(ctx)
         return await ask_with(self.send, ctx, destination, question, self.client,
                               session=session, channels=channels, timeout=timeout,
                               settle=settle, decoder=decoder, deliver_within=deliver_within,
-                              idle_timeout=idle_timeout, delivery=self.desk.policy)
+                              idle_timeout=idle_timeout, delivery=self.desk.policy,
+                              history=None if history is None else history_to_json(history))
 
     async def resume(self, ctx: Context, destination: str, conversation: str, *,
                      timeout: float = 120.0, idle_timeout: float | None = None) -> Reply:

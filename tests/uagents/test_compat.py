@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import uagents.agent
 import uagents.asgi
+import uagents.context
 from uagents import Agent
 from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
@@ -42,6 +43,7 @@ CLASS_INTERNALS: list[tuple[str, Any, str]] = [
     ("dispatcher.sinks", Dispatcher, "sinks"),
     ("ASGIServer.serve using HOST", uagents.asgi, "HOST"),
     ("Agent.__init__ calling get_almanac_contract", uagents.agent, "get_almanac_contract"),
+    ("InternalContext._session", uagents.context.InternalContext, "session"),
 ]
 
 
@@ -79,6 +81,8 @@ CHANGED_INTERNALS: list[tuple[str, Any, str, Any]] = [
     ("Agent._build_context passing _identity", Agent, "_build_context", lambda self: None),
     ("Envelope.sign using sign_digest", Envelope, "sign", _signs_another_way),
     ("ASGIServer.__call__ using Envelope", ASGIServer, "__call__", _no_envelope),
+    ("InternalContext._session", uagents.context.InternalContext, "session",
+     property(lambda self: None)),
 ]
 
 
@@ -183,3 +187,12 @@ def test_a_variant_of_a_function_that_does_not_use_the_name_is_refused() -> None
     copy = _compat.variant(ASGIServer.serve, HOST="127.0.0.1")
     assert copy is not ASGIServer.serve and copy.__code__ is ASGIServer.serve.__code__
     assert uagents.asgi.HOST == "0.0.0.0"
+
+
+def test_a_context_with_a_given_session_sends_in_it(agent: Agent) -> None:
+    import uuid
+
+    session = uuid.uuid4()
+    ctx = _compat.context_with_session(agent, session)
+    assert ctx.session == session
+    assert _compat.build_context(agent).session != session  # uagents' own: a fresh one
