@@ -205,9 +205,10 @@ class Proc:
     """A child process of this file (or ``-m``) with its own PYTHONPATH."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.p = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True, env=env,
-                                  cwd=env["BENCH_DIR"])
+        log = Path(env["BENCH_DIR"]) / f"{args[2] if len(args) > 2 else 'child'}-{time.time_ns()}.log"
+        with open(log, "w") as err:  # a child's stderr, for when it fails
+            self.p = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
+                                      stderr=err, text=True, env=env, cwd=env["BENCH_DIR"])
 
     def line(self, prefix: str, timeout: float = 120.0) -> str:
         deadline = time.monotonic() + timeout

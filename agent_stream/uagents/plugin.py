@@ -93,6 +93,7 @@ from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     chat_protocol_spec,
 )
+from uagents_core.identity import parse_identifier
 from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus
 
@@ -225,6 +226,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         reply is ``lost`` (default: the delivery policy's, 15 s).
         """
         self._bind(ctx)
+        # Questions, their control ops and acknowledgements depend on no order between them
+        # (each reply's own order is its seq): the lane to the peer may pipeline, so that a
+        # gateway asking for a thousand users does not queue them one at a time.
+        _, _, address = parse_identifier(destination)
+        pipeline_from(ctx, address or destination)
         return await ask_with(self.send, ctx, destination, question, self.client,
                               session=session, channels=channels, timeout=timeout,
                               settle=settle, decoder=decoder, deliver_within=deliver_within,
