@@ -9,16 +9,23 @@ import re
 import secrets
 import sys
 import time
+import uuid
 import warnings
 from typing import Any
 
 from agent_stream.commands._args import any_port, seconds, seed_refused
+from agent_stream.commands._identity import SeedError, client_seed, session_id
 from agent_stream.seeds import WeakSeedWarning
 
 EPILOG = """examples:
   agent-stream ask agent1q... --endpoint http://127.0.0.1:8000/submit "How do agents stream?"
   agent-stream ask llm "How do agents stream?"        a local agent found in the directory
   agent-stream ask agent1q... --endpoint URL --json "question" > transcript.json
+  agent-stream ask llm --session 3f0c...-... "and in Celsius?"   continue a conversation
+
+A conversation is remembered per (asker, session): ask and chat ask as one persistent client
+identity by default (a private seed made on first use, kept in client/seed beside the local
+directory; --seed overrides), and --json / -v show the session id to continue with --session.
 
 Exit status: 0 when the reply completed whole; 1 when it did not (error, cancelled, timeout,
 lost: the responder went silent for --idle-timeout, missing ChatMessages) or could not be
@@ -47,7 +54,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--port", type=any_port, default=0, metavar="Q",
                    help="this client's port (default: a free one)")
     p.add_argument("--seed", default=None,
-                   help="this client's seed (default: a throwaway one)")
+                   help="this client's seed (default: this user's client identity, made on "
+                   "first use)")
+    p.add_argument("--session", type=session_arg, default=None, metavar="UUID",
+                   help="continue this conversation (an id the agent has not seen starts a new "
+                   "one; default: a new session)")
     p.add_argument("--json", action="store_true",
                    help="print the assembled Transcript (the `assemble` JSON) instead")
     p.add_argument("--timeout", type=seconds, default=120.0,
@@ -63,6 +74,64 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="uagents logs at INFO, and the reply's delivery figures")
     p.set_defaults(func=run)
+
+
+WITHHELD_NOTE = ("(the agent withheld its reasoning: it shares reasoning only when it allows it, "
+                 "e.g. serve --reasoning)")
+
+
+def session_arg(text: str) -> uuid.UUID:
+    """``--session``: a UUID4, refused by argparse otherwise."""
+    try:
+        return session_id(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def choose_seed(command: str, seed: str | None) -> str | None:
+    """The client seed: ``seed`` (warned about when weak), else this user's client identity,
+    else (when that identity is being used by another running client, or cannot be read) a
+    throwaway one with a note on stderr. None when the stored one is refused: the command
+    exits 2."""
+    if seed:
+        seed_refused(command, seed)
+        return seed
+    try:
+        mine = client_seed()
+    except (SeedError, OSError) as exc:
+        print(f"agent-stream {command}: {exc}", file=sys.stderr)
+        return None
+    if identity_busy(mine):
+        print(f"note: this user's client identity is in use by another running client; "
+              f"{command} asks as a throwaway one (its conversations start afresh)",
+              file=sys.stderr, flush=True)
+        return secrets.token_hex(32)
+    return mine
+
+
+def identity_busy(seed: str) -> bool:
+    """Whether another running process is listed in the local directory under ``seed``'s
+    address (two clients at one address would get each other's replies)."""
+    import os
+
+    from uagents_core.identity import Identity
+
+    from agent_stream.uagents import DirectoryError, LocalDirectory
+
+    address = Identity.from_seed(seed, 0).address
+    try:
+        entry = LocalDirectory().entry(address)
+    except (DirectoryError, OSError, ValueError):
+        return False
+    return entry is not None and entry.get("pid") != os.getpid()
+
+
+def note_withheld(renderer: Any, reply: Any) -> None:
+    """One dim line after the reply when the agent withheld a channel asked for."""
+    if reply.transcript.withheld:
+        from rich.text import Text
+
+        renderer.console.print(Text(WITHHELD_NOTE, style="dim"))
 
 
 def resolve_target(address: str, endpoint: str | None, use_directory: bool
@@ -91,17 +160,20 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool
 
 def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
              reasoning: bool, timeout: float, use_directory: bool, on_message: Any = None,
-             verbose: bool = False, idle_timeout: float | None = None) -> Any:
+             verbose: bool = False, idle_timeout: float | None = None,
+             session: uuid.UUID | None = None) -> Any:
     """Run a client agent until the reply to ``question`` is over; returns the Reply.
 
-    Ctrl-C / SIGTERM once the question is delivered cancels the reply (the responder is told)
-    and the Reply is returned with ``interrupted`` set."""
+    The question goes in envelope session ``session`` (default: a new one; the Reply's
+    ``session``). Ctrl-C / SIGTERM once the question is delivered cancels the reply (the
+    responder is told) and the Reply is returned with ``interrupted`` set."""
     import asyncio
     import contextlib
     import logging
     import signal
 
     from agent_stream.uagents import DeliveryError, LocalDirectory, StreamingChat, local_agent
+    from agent_stream.uagents._compat import context_with_session
     from agent_stream.uagents.local import serve_agent
 
     chat = StreamingChat()
@@ -114,6 +186,7 @@ def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
     agent.include(chat, publish_manifest=True)
 
     async def main(ctx: Any) -> Any:
+        ctx = context_with_session(agent, session or uuid.uuid4())
         reply = await chat.ask(ctx, target, question,
                                channels={"reasoning"} if reasoning else (), timeout=timeout,
                                idle_timeout=idle_timeout)
@@ -181,8 +254,6 @@ def run(args: argparse.Namespace) -> int:
     from agent_stream.uagents import DeliveryError
     from agent_stream.uagents.local import PortInUse, free_port, port_free
 
-    if args.seed:
-        seed_refused("ask", args.seed)
     try:
         target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
     except ValueError as exc:
@@ -192,7 +263,9 @@ def run(args: argparse.Namespace) -> int:
     if not port_free(port):
         print(f"agent-stream ask: port {port} is in use", file=sys.stderr)
         return 2
-    seed = args.seed or secrets.token_hex(32)
+    seed = choose_seed("ask", args.seed)
+    if seed is None:
+        return 2
 
     renderer = None
     if not args.json:
@@ -205,7 +278,8 @@ def run(args: argparse.Namespace) -> int:
                          seed=seed, reasoning=not args.no_reasoning, timeout=args.timeout,
                          use_directory=not args.no_directory,
                          on_message=renderer.feed if renderer is not None else None,
-                         verbose=args.verbose, idle_timeout=args.idle_timeout)
+                         verbose=args.verbose, idle_timeout=args.idle_timeout,
+                         session=args.session)
     except DeliveryError as exc:
         if renderer is not None:
             renderer.stop()
@@ -222,15 +296,17 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from agent_stream.commands.assemble import reply_json
 
-        sys.stdout.write(reply_json(reply) + "\n")
+        sys.stdout.write(reply_json(reply, session=reply.session) + "\n")
         sys.stdout.flush()
     else:
         assert renderer is not None
         renderer.close(summary_line(reply, started), ok=reply.completed)
+        note_withheld(renderer, reply)
     for w in reply.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.verbose:
         print(f"delivery: {delivery_line(reply)}", file=sys.stderr)
+        print(f"session: {reply.session}", file=sys.stderr)
     if reply in INTERRUPTED:
         print(f"agent-stream ask: interrupted (status {reply.status})", file=sys.stderr)
         return 130

@@ -47,13 +47,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def reply_json(reply: Any) -> str:
+def reply_json(reply: Any, *, session: str | None = None) -> str:
     """The transcript JSON of an asked reply (``ask --json``, ``demo --json``): as
     ``assemble`` prints it, with the reply's own end as ``status`` (``timeout``, ``lost``,
-    ``undelivered``... when the agent's stream did not say how it ended)."""
+    ``undelivered``... when the agent's stream did not say how it ended) and, when given, the
+    conversation's ``session`` id."""
     data = reply.transcript.to_dict()
     if reply.status is not None:
         data["status"] = reply.status
+    if session is not None:
+        data["session"] = session
     return json.dumps(data, ensure_ascii=False, indent=2)
 
 
