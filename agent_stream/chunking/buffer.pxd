@@ -14,7 +14,8 @@ cdef class DeltaBuffer:
     cpdef str slice(self, Py_ssize_t a, Py_ssize_t z)
     cpdef emptied(self)
     cpdef object arrival_at(self, Py_ssize_t offset)
-    @cython.locals(i=Py_ssize_t, e=Py_ssize_t, joined=Py_ssize_t, arrivals=list, total=double)
+    @cython.locals(i=Py_ssize_t, e=Py_ssize_t, k=Py_ssize_t, joined=Py_ssize_t, arrivals=list,
+                   t=double, total=double, earliest=double)
     cpdef Py_ssize_t overdue_end(self, double now, double max_delay)
     @cython.locals(i=Py_ssize_t, base=Py_ssize_t, k=Py_ssize_t, deltas=list)
     cpdef Py_ssize_t delta_at(self, Py_ssize_t offset)

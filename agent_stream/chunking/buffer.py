@@ -85,12 +85,20 @@ class DeltaBuffer:
         arrivals = self.arrivals
         joined = self.joined
         e = i  # arrival times usually rise: count the overdue deltas from the first
-        while e < joined and arrivals[e] + max_delay <= now:
+        while e < joined:
+            t = arrivals[e]
+            if not t + max_delay <= now:
+                break
             e += 1
         if e + 1 < joined:
-            later = arrivals[e + 1 : joined]
-            total = sum(later)
-            if total != total or min(later) + max_delay <= now:  # NaN, or out of order
+            # the later ones' sum and earliest (a loop, not sum() and min(): compiled, it is C)
+            total = earliest = arrivals[e + 1]
+            for k in range(e + 2, joined):
+                t = arrivals[k]
+                total += t
+                if t < earliest:
+                    earliest = t
+            if total != total or earliest + max_delay <= now:  # NaN, or out of order
                 e = joined  # the last overdue delta, looking back from the newest
                 while e > i and arrivals[e - 1] + max_delay > now:
                     e -= 1

@@ -74,6 +74,10 @@ _TAIL = re.compile(
 )
 _RUN_OR_CLOSER = TERMINATOR_SET | CLOSER_SET
 _IN_FENCE = {"`": re.compile("`").search, "~": re.compile("~").search}
+# The searches, bound once (a bound method made at each call costs an allocation).
+_EVENT_SEARCH = _EVENT.search
+_IN_CODE_SEARCH = _IN_CODE.search
+_SCAN_SEARCH = _SCAN_EVENT.search
 
 
 class CodeRegion:
@@ -133,8 +137,8 @@ class BoundaryScanner:
         if self.fence is not None:
             return _IN_FENCE[self.fence[0]]
         if self.code_ticks is not None:
-            return _IN_CODE.search
-        return _EVENT.search
+            return _IN_CODE_SEARCH
+        return _EVENT_SEARCH
 
     def fence_may_close(self) -> bool:
         """True when the open fence's last (unfinished) line looks like its closing fence."""
@@ -189,7 +193,7 @@ class BoundaryScanner:
             self.scanned_to = stop
             return
         self.waiting = False
-        search = _SCAN_EVENT.search if self.code_ticks is None else _IN_CODE.search
+        search = _SCAN_SEARCH if self.code_ticks is None else _IN_CODE_SEARCH
         while i < n and not self.waiting:
             if self.fence is not None:
                 i = self._in_fence(s, s0, i, n, final)
@@ -208,7 +212,7 @@ class BoundaryScanner:
                 i = self._terminator(s, s0, i, n, final)
                 continue
             # a line break or backticks may have opened or closed a code span
-            search = _SCAN_EVENT.search if self.code_ticks is None else _IN_CODE.search
+            search = _SCAN_SEARCH if self.code_ticks is None else _IN_CODE_SEARCH
         self.scanned_to = s0 + i
 
     def _wait(self, what: int, at: int) -> int:
