@@ -10,10 +10,11 @@ from types import ModuleType
 # Each command is a module of agent_stream.commands exposing
 #   register(subparsers) -> None   (adds its parser, sets defaults func=run)
 #   run(args: argparse.Namespace) -> int
-COMMANDS = ("assemble", "chunk", "convert", "decode", "serve", "ask", "demo", "gateway")
+COMMANDS = ("assemble", "chunk", "convert", "decode", "serve", "ask", "chat", "demo", "gateway")
 
 EPILOG = """examples:
   agent-stream demo                                  two local agents streaming to each other
+  agent-stream chat llm                              a conversation with a local agent
   agent-stream assemble stream.jsonl                 Message JSONL -> whole messages (JSON)
   printf '"Hello. "\\n"World."\\n' | agent-stream chunk   token deltas -> sentence chunks
   agent-stream convert --to chat < stream.jsonl      Message JSONL -> ChatMessage JSONL
@@ -35,9 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_modules() -> list[ModuleType]:
     """The modules of COMMANDS, in that order."""
-    from agent_stream.commands import ask, assemble, chunk, convert, decode, demo, gateway, serve
+    from agent_stream.commands import (
+        ask,
+        assemble,
+        chat,
+        chunk,
+        convert,
+        decode,
+        demo,
+        gateway,
+        serve,
+    )
 
-    return [assemble, chunk, convert, decode, serve, ask, demo, gateway]
+    return [assemble, chunk, convert, decode, serve, ask, chat, demo, gateway]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
