@@ -15,11 +15,17 @@ The executor starts an ordinary gateway run (so limits, ``/healthz`` and ``DELET
 /v1/replies/{id}`` apply; the A2A task id is an alias) and feeds its log through the project's
 :class:`~agent_stream.adapters.a2a.A2AEncoder`. ``tasks/cancel`` cancels the run at once; the
 task ends ``canceled``. A dropped ``message/stream`` connection does not cancel it.
+
+A ``contextId`` is a conversation: every task of one context (for one caller) asks in the same
+envelope session, so the agent remembers the earlier tasks' questions and answers. The gateway
+keeps the last :data:`MAX_CONTEXTS` contexts per agent; an older one starts afresh.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
@@ -44,6 +50,7 @@ INVALID_PARAMS = -32602
 SENDS = ("message/send", "message/stream")
 TASK_ALIAS = "a2a-task:"
 KEY_STATE = "agent_stream_key"  # the caller's key (or address), for the per-key reply limit
+MAX_CONTEXTS = 4096  # A2A contexts remembered per agent (each: its envelope session)
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -54,12 +61,37 @@ def _executor_base() -> type:
     return base
 
 
+class ContextSessions:
+    """The envelope session of each A2A context, per caller (key), the least recently used
+    forgotten past ``limit``."""
+
+    def __init__(self, limit: int = MAX_CONTEXTS) -> None:
+        self.limit = limit
+        self._sessions: OrderedDict[tuple[str, str], uuid.UUID] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def session(self, key: str, context_id: str) -> uuid.UUID:
+        """The session of ``context_id`` for caller ``key`` (a new one the first time)."""
+        k = (key, context_id)
+        found = self._sessions.get(k)
+        if found is None:
+            found = self._sessions[k] = uuid.uuid4()
+            while len(self._sessions) > self.limit:
+                self._sessions.popitem(last=False)
+        else:
+            self._sessions.move_to_end(k)
+        return found
+
+
 class GatewayExecutor(_executor_base()):  # type: ignore[misc]
     """An A2A AgentExecutor asking one agent through the gateway's runs."""
 
     def __init__(self, gw: Gateway, agent: AgentRef) -> None:
         self.gw = gw
         self.agent = agent
+        self.contexts = ContextSessions()
 
     async def execute(self, context: Any, event_queue: Any) -> None:
         import asyncio
@@ -82,7 +114,8 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 key=key, agent=self.agent, question=question,
                 meta={"format": "a2a", "options": {"task_id": task_id,
                                                    "context_id": context_id}},
-                aliases=(TASK_ALIAS + str(task_id),), reasoning=gw.config.reasoning)
+                aliases=(TASK_ALIAS + str(task_id),), reasoning=gw.config.reasoning,
+                session=self.contexts.session(key, str(context_id)) if context_id else None)
         except DeliveryError as exc:
             for ev in enc.close(status="error", error=str(exc)):
                 await event_queue.enqueue_event(ev)

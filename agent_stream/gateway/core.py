@@ -14,6 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from agent_stream.conversation import Turn
 from agent_stream.gateway.config import GatewayConfig
 from agent_stream.gateway.link import AgentLink, AgentRef, Agents
 from agent_stream.gateway.middleware import HTTPError
@@ -102,8 +103,12 @@ class Gateway:
 
     async def start(self, request: Request, *, agent: str | None, question: str, fmt: str,
                     options: dict[str, Any], aliases: tuple[str, ...] = (),
-                    reply_id: str | None = None, sse: bool = True) -> Run:
-        """Ask: one run, its log created and the question delivered (HTTPError otherwise)."""
+                    reply_id: str | None = None, sse: bool = True,
+                    history: tuple[Turn, ...] = ()) -> Run:
+        """Ask: one run, its log created and the question delivered (HTTPError otherwise).
+
+        ``history``: the client's messages before the question, sent with it (always, empty
+        too: the agent then keeps nothing of this question for the gateway's address)."""
         ref = self.agent(agent)
         request.state.agent = ref.name
         size = len(question.encode("utf-8"))
@@ -118,7 +123,7 @@ class Gateway:
             run = await self.runs.start(key=key, agent=ref, question=question,
                                         meta={"format": fmt, "options": options, "sse": sse},
                                         aliases=aliases, reply_id=reply_id or new_reply_id(),
-                                        reasoning=self.config.reasoning)
+                                        reasoning=self.config.reasoning, history=history)
         except Busy as exc:
             raise HTTPError(429, "busy", str(exc), RETRY) from exc
         except StoreFull as exc:

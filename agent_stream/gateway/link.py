@@ -12,10 +12,12 @@ A2A ``tasks/cancel``, the resume window running out) goes through it.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent_stream.conversation import Turn
 from agent_stream.message import Message
 
 __all__ = ["AgentLink", "AgentRef", "Agents", "ChatLink", "LinkedReply", "parse_agent_spec"]
@@ -36,21 +38,32 @@ class AgentLink(Protocol):
     """Asks agents questions."""
 
     async def ask(self, address: str, question: str, *, reasoning: bool = True,
-                  timeout: float = 120.0) -> LinkedReply: ...
+                  timeout: float = 120.0, history: Sequence[Turn] | None = None,
+                  session: uuid.UUID | None = None) -> LinkedReply: ...
 
 
 class ChatLink:
-    """:class:`AgentLink` over the chat protocol: a StreamingChat and the context it sends with."""
+    """:class:`AgentLink` over the chat protocol: a StreamingChat and the agent it sends as.
 
-    def __init__(self, chat: Any, ctx: Any) -> None:
+    Each question goes in an envelope session of its own unless ``session`` names one (an A2A
+    context continued): the agent remembers turns per (sender, session), and every client of
+    the gateway asks as the gateway's one address, so two clients never share a session.
+    ``history``: the client's conversation so far, sent with the question (the agent uses it
+    instead of what it stored, and stores nothing)."""
+
+    def __init__(self, chat: Any, agent: Any) -> None:
         self.chat = chat
-        self.ctx = ctx
+        self.agent = agent
 
     async def ask(self, address: str, question: str, *, reasoning: bool = True,
-                  timeout: float = 120.0) -> LinkedReply:
+                  timeout: float = 120.0, history: Sequence[Turn] | None = None,
+                  session: uuid.UUID | None = None) -> LinkedReply:
+        from agent_stream.uagents._compat import context_with_session
+
+        ctx = context_with_session(self.agent, session or uuid.uuid4())
         reply: LinkedReply = await self.chat.ask(
-            self.ctx, address, question, channels={"reasoning"} if reasoning else (),
-            timeout=timeout)
+            ctx, address, question, channels={"reasoning"} if reasoning else (),
+            timeout=timeout, history=history)
         return reply
 
 

@@ -1,25 +1,32 @@
-"""A client's conversation as the one question the chat protocol carries.
+"""A client's conversation as the question the chat protocol carries, and its history.
 
-The chat protocol carries text, and an agent keeps its own memory per sender, so the gateway
-asks one question per request: the last user turn. Earlier turns (and system prompts), when
-there are any, go before it as a plain transcript the agent can read::
-
-    Conversation so far:
-    system: You are terse.
-    user: Hi
-    assistant: Hello!
-
-    user: How do agents stream?
+OpenAI-style clients send the whole conversation with every call. The gateway asks its last
+user message as the question and sends the messages before it as the question's history (the
+agent_stream tag's ``history``, see :mod:`agent_stream.conversation`): roles kept, a system or
+developer message as a ``system`` turn, so the agent's responder gets them as
+``request.history``. Messages without text (an assistant's bare tool calls) and roles a turn
+cannot have (``tool``) are left out, and so is anything after the last user message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
+from agent_stream.conversation import ROLES, Role, Turn
 from agent_stream.gateway.middleware import HTTPError
 
-__all__ = ["from_aisdk", "from_openai", "from_turns", "text_of"]
+__all__ = ["Question", "from_aisdk", "from_openai", "from_turns", "text_of"]
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the gateway asks: ``text`` (the last user message) and ``history`` (the turns
+    before it, oldest first)."""
+
+    text: str
+    history: tuple[Turn, ...] = ()
 
 
 def text_of(content: Any) -> str:
@@ -43,21 +50,18 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def from_turns(turns: Iterable[tuple[str, str]]) -> str:
-    """(role, text) turns -> the question (HTTPError 400 when there is no user turn)."""
-    kept = [(r, t) for r, t in turns if t.strip()]
+def from_turns(turns: Iterable[tuple[str, str]]) -> Question:
+    """(role, text) turns -> the question and its history (HTTPError 400 when there is no user
+    turn)."""
+    named = (("system" if r == "developer" else r, t) for r, t in turns)
+    kept = [(r, t) for r, t in named if t.strip() and r in ROLES]
     last = max((i for i, (r, _) in enumerate(kept) if r == "user"), default=None)
     if last is None:
         raise HTTPError(400, "no_question", "the conversation has no user message with text")
-    question = kept[last][1]
-    before = kept[:last]
-    if not before:
-        return question
-    history = "\n".join(f"{r}: {t}" for r, t in before)
-    return f"Conversation so far:\n{history}\n\nuser: {question}"
+    return Question(kept[last][1], tuple(Turn(cast(Role, r), t) for r, t in kept[:last]))
 
 
-def _question(messages: Any, turn: Callable[[dict[str, Any]], tuple[str, str]]) -> str:
+def _question(messages: Any, turn: Callable[[dict[str, Any]], tuple[str, str]]) -> Question:
     """The question of a list of message objects, ``turn`` reading each one's (role, text)."""
     if not isinstance(messages, list) or not messages:
         raise HTTPError(400, "invalid_messages", "'messages' must be a non-empty list")
@@ -82,11 +86,11 @@ def _aisdk_turn(m: dict[str, Any]) -> tuple[str, str]:
     return str(m.get("role") or "user"), text
 
 
-def from_openai(messages: Any) -> str:
-    """OpenAI ``messages`` -> the question."""
+def from_openai(messages: Any) -> Question:
+    """OpenAI ``messages`` -> the question and its history."""
     return _question(messages, _openai_turn)
 
 
-def from_aisdk(messages: Any) -> str:
-    """AI SDK UI messages (``parts``) -> the question."""
+def from_aisdk(messages: Any) -> Question:
+    """AI SDK UI messages (``parts``) -> the question and its history."""
     return _question(messages, _aisdk_turn)

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agent_stream.adapters import registry
+from agent_stream.conversation import ROLES, Turn
 from agent_stream.errors import WireError
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.middleware import HTTPError, read_json
@@ -69,8 +70,9 @@ async def chat_completions(request: Request) -> Response:
     # a chat.completion object always carries the usage, when the agent said it
     options = {"model": model or ref.name, "include_usage": include_usage or not stream,
                "completion_id": f"chatcmpl-{rid}", "created": int(time.time())}
-    run = await gw.start(request, agent=ref.name, question=question, fmt="standard",
-                         options=options, aliases=(f"chatcmpl-{rid}",), reply_id=rid)
+    run = await gw.start(request, agent=ref.name, question=question.text, fmt="standard",
+                         options=options, aliases=(f"chatcmpl-{rid}",), reply_id=rid,
+                         history=question.history)
     meta = {"format": "standard", "options": options}
     if stream:
         return gw.stream(run.id, meta)
@@ -147,8 +149,9 @@ async def agui(request: Request) -> Response:
     agent = request.query_params.get("agent") or fp.get("agent") or body.get("agent")
     options = {"thread_id": run_input.thread_id, "run_id": run_input.run_id}
     gw = _gw(request)
-    run = await gw.start(request, agent=agent, question=question, fmt="agui", options=options,
-                         aliases=(f"agui-run:{run_input.run_id}",))
+    run = await gw.start(request, agent=agent, question=question.text, fmt="agui",
+                         options=options, aliases=(f"agui-run:{run_input.run_id}",),
+                         history=question.history)
     return gw.stream(run.id, {"format": "agui", "options": options})
 
 
@@ -168,8 +171,8 @@ async def aisdk_chat(request: Request) -> Response:
     options = {"message_id": f"msg-{rid}"}
     gw = _gw(request)
     run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
-                         question=question, fmt="aisdk", options=options, aliases=aliases,
-                         reply_id=rid)
+                         question=question.text, fmt="aisdk", options=options,
+                         aliases=aliases, reply_id=rid, history=question.history)
     return gw.stream(run.id, {"format": "aisdk", "options": options})
 
 
@@ -220,15 +223,18 @@ def _accept(request: Request) -> tuple[str, bool]:
 
 
 async def native(request: Request) -> Response:
-    """``GET /v1/stream?agent=&q=`` or ``POST /v1/stream {"agent", "question"}``."""
+    """``GET /v1/stream?agent=&q=`` or ``POST /v1/stream {"agent", "question", "history"}``
+    (``history``: the conversation before the question, ``[{"role", "text"}, ...]``)."""
     fmt, sse = _accept(request)
     request.state.format = fmt
     resumed = await _resume(request)
     if resumed is not None:
         return resumed
+    history: tuple[Turn, ...] = ()
     if request.method == "POST":
         body = await _body(request)
         agent, question = body.get("agent"), body.get("question")
+        history = history_of(body.get("history"))
         if body.get("accept"):
             fmt = _known(str(body["accept"]))
     else:
@@ -238,8 +244,28 @@ async def native(request: Request) -> Response:
     gw = _gw(request)
     options: dict[str, Any] = {}
     run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
-                         question=question, fmt=fmt, options=options, sse=sse)
+                         question=question, fmt=fmt, options=options, sse=sse,
+                         history=history)
     return gw.stream(run.id, {"format": fmt, "options": options, "sse": sse}, sse=sse)
+
+
+def history_of(raw: Any) -> tuple[Turn, ...]:
+    """A native request's ``history`` (absent: none); HTTPError 400 when it is not a list of
+    ``{"role": "user" | "assistant" | "system", "text": str}``. Its size is the agent's to
+    judge (an oversized one is ignored there, the question still answered)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise HTTPError(400, "invalid_history", "'history' must be a list of {role, text}")
+    turns = []
+    for i, item in enumerate(raw):
+        if (not isinstance(item, dict) or set(item) != {"role", "text"}
+                or item["role"] not in ROLES or not isinstance(item["text"], str)):
+            raise HTTPError(400, "invalid_history",
+                            f"history[{i}] must be {{\"role\": user|assistant|system, "
+                            "\"text\": string}")
+        turns.append(Turn(item["role"], item["text"]))
+    return tuple(turns)
 
 
 # -- replies, health ------------------------------------------------------------------------------

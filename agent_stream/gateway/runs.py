@@ -20,9 +20,11 @@ import contextlib
 import logging
 import secrets
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_stream.conversation import Turn
 from agent_stream.gateway.link import AgentLink, AgentRef, LinkedReply
 from agent_stream.gateway.store import ResumeStore, StoreFull, end_entry
 
@@ -51,6 +53,8 @@ class Run:
     agent: AgentRef
     key: str
     question: str
+    history: tuple[Turn, ...] | None = None  # the client's conversation before the question
+    session: uuid.UUID | None = None  # the envelope session to ask in (an A2A context)
     started: float = field(default_factory=time.monotonic)
     reply: LinkedReply | None = None
     task: asyncio.Task[None] | None = None
@@ -106,12 +110,15 @@ class Runs:
 
     async def start(self, *, key: str, agent: AgentRef, question: str, meta: dict[str, Any],
                     aliases: tuple[str, ...] = (), reply_id: str | None = None,
-                    reasoning: bool = True) -> Run:
+                    reasoning: bool = True, history: tuple[Turn, ...] | None = None,
+                    session: uuid.UUID | None = None) -> Run:
         """Create the log and ask; returns once the question is delivered (DeliveryError and
-        Busy/StoreFull are raised to the caller, nothing left behind)."""
+        Busy/StoreFull are raised to the caller, nothing left behind). ``history``: the
+        client's conversation before the question; ``session``: the envelope session to ask
+        in (default: a new one)."""
         self._check_limits(key)
         rid = reply_id or new_reply_id()
-        run = Run(rid, agent, key, question)
+        run = Run(rid, agent, key, question, history=history, session=session)
         run.delivered = asyncio.get_running_loop().create_future()
         run.opening = asyncio.get_running_loop().create_future()
         self.runs[rid] = run  # counted from now on (the limits hold across the awaits below)
@@ -136,8 +143,13 @@ class Runs:
         assert run.delivered is not None and run.opening is not None
         status, error = "error", None
         try:
+            extra: dict[str, Any] = {}
+            if run.history is not None:
+                extra["history"] = run.history
+            if run.session is not None:
+                extra["session"] = run.session
             run.reply = await self.link.ask(run.agent.address, run.question,
-                                            reasoning=reasoning, timeout=self.timeout)
+                                            reasoning=reasoning, timeout=self.timeout, **extra)
             run.delivered.set_result(None)
             async for msg in run.reply:
                 if not run.opening.done():

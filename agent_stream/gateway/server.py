@@ -80,7 +80,7 @@ def run_gateway(config: GatewayConfig, *, agent_port: int = 0, seed: str | None 
     _access_logging()
 
     async def main(ctx: Any) -> int:
-        gw = Gateway(config, agents, ChatLink(chat, ctx), store)
+        gw = Gateway(config, agents, ChatLink(chat, agent), store)
         app = build_app(gw)
         server = uvicorn.Server(uvicorn.Config(
             app, host=config.host, port=config.port, log_config=None, access_log=False,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage
 
+from agent_stream.adapters.chat.wire import HISTORY_KEY, sent_history
 from agent_stream.uagents.outgoing import Refused
 from agent_stream.uagents.request import ChatRequest
 
@@ -80,12 +81,16 @@ def _release(counts: dict[str, int], key: str) -> None:
 
 def question_bytes(msg: ChatMessage) -> int:
     """The size of a question: the UTF-8 bytes of the strings its content items carry (text,
-    metadata keys and values, resource ids, URIs and metadata; not the item types)."""
+    metadata keys and values, resource ids, URIs and metadata; not the item types). The
+    history an asker sends in its tag is not counted: it has its own cap (HistoryLimits)."""
     total = 0
     for item in msg.content:
         fields = item.dict()
         fields.pop("type", None)
         total += sum(_size(v) for v in fields.values())
+    history = sent_history(msg)
+    if history is not None:
+        total -= _size(HISTORY_KEY) + _size(history)
     return total
 
 

@@ -51,15 +51,18 @@ class _Reply:
 
 
 class GivenReplies:
-    """An AgentLink whose every reply is ``messages``; ``questions`` records what was asked."""
+    """An AgentLink whose every reply is ``messages``; ``questions`` records what was asked,
+    ``asked`` each question's history and session too."""
 
     def __init__(self, messages: Sequence[Message]) -> None:
         self.messages = list(messages)
         self.questions: list[tuple[str, str]] = []
+        self.asked: list[dict[str, Any]] = []
 
     async def ask(self, address: str, question: str, *, reasoning: bool = True,
-                  timeout: float = 120.0) -> Any:
+                  timeout: float = 120.0, history: Any = None, session: Any = None) -> Any:
         self.questions.append((address, question))
+        self.asked.append({"question": question, "history": history, "session": session})
         return _Reply(self.messages)
 
 

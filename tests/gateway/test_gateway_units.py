@@ -12,7 +12,8 @@ import pytest
 from agent_stream.adapters.agui import encode_messages as agui_encode
 from agent_stream.gateway.config import KEYS_ENV, GatewayConfig, is_loopback
 from agent_stream.gateway.middleware import HTTPError
-from agent_stream.gateway.questions import from_aisdk, from_openai
+from agent_stream.conversation import Turn
+from agent_stream.gateway.questions import Question, from_aisdk, from_openai
 from agent_stream.gateway.store import MemoryStore, StoreFull, end_entry, parse_end
 from agent_stream.gateway.views import Reopen, events, parse_cursor
 from agent_stream.message import Message
@@ -105,14 +106,18 @@ async def test_resume_preface_reopens_what_was_open() -> None:
 
 
 def test_questions_from_each_conversation() -> None:
-    assert from_openai([{"role": "user", "content": "hi"}]) == "hi"
+    assert from_openai([{"role": "user", "content": "hi"}]) == Question("hi", ())
     q = from_openai([{"role": "system", "content": "Be brief."},
                      {"role": "user", "content": [{"type": "text", "text": "a"}]},
                      {"role": "assistant", "content": "b"},
-                     {"role": "user", "content": "c"}])
-    assert q == "Conversation so far:\nsystem: Be brief.\nuser: a\nassistant: b\n\nuser: c"
+                     {"role": "tool", "content": "left out", "tool_call_id": "t"},
+                     {"role": "developer", "content": "Cite."},
+                     {"role": "user", "content": "c"},
+                     {"role": "assistant", "content": "after the question: left out"}])
+    assert q == Question("c", (Turn("system", "Be brief."), Turn("user", "a"),
+                               Turn("assistant", "b"), Turn("system", "Cite.")))
     assert from_aisdk([{"role": "user", "parts": [{"type": "text", "text": "x"},
-                                                  {"type": "file", "url": "u"}]}]) == "x"
+                                                  {"type": "file", "url": "u"}]}]).text == "x"
     for bad in ([], [{"role": "assistant", "content": "no question"}], "nope"):
         with pytest.raises(HTTPError):
             from_openai(bad)
