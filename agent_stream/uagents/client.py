@@ -52,6 +52,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 from uagents_core.identity import parse_identifier
 
+from agent_stream import telemetry
 from agent_stream.adapters.chat import (
     ChatDecoder,
     conversation_of,
@@ -474,6 +475,7 @@ async def ask_with(sender: Any, ctx: Context, destination: str, question: str | 
     reply = Reply(address or destination, chat, session=getattr(ctx, "session", None),
                   timeout=timeout, settle=settle, decoder=decoder, idle_timeout=idle_timeout,
                   delivery=policy, send_control=send_control)
+    telemetry.asking(reply, getattr(getattr(ctx, "agent", None), "name", None))
     client.add(reply)  # before sending: the first reply may come back before send returns
     try:
         ok, detail = await sender(ctx, destination, chat)

@@ -53,6 +53,7 @@ from uagents import Agent, Context, Protocol
 from uagents_core.identity import parse_identifier
 from uagents_core.registration import AgentRegistrationPolicy
 
+from agent_stream import telemetry
 from agent_stream.seeds import warn_weak_seed
 from agent_stream.uagents import _compat
 from agent_stream.uagents.directory import (
@@ -413,6 +414,7 @@ def serve_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = N
     port = getattr(agent, "local_port", None)
     if port is not None and not port_free(port):
         raise PortInUse(port, agent.name)
+    telemetry.configure(agent.name)  # each agent is its own service unless OTEL_* name one
 
     async def top() -> None:
         me = asyncio.current_task()
@@ -467,6 +469,7 @@ def serve_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = N
         listing = _LISTINGS.get(agent)
         if listing is not None:
             listing.withdraw_now()
+        telemetry.shutdown()  # a short run's spans are exported before the process ends
         with contextlib.suppress(Exception):
             loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

@@ -138,6 +138,7 @@ class Outgoing:
         self._delivered: set[str] = set()
         self._on_produced = on_produced  # the responder is done; delivery may go on a while
         self._tap = tap  # sees every Message the responder writes (e.g. to keep the answer)
+        self.telemetry: Any = None  # the owner's per-reply telemetry (agent_stream.telemetry)
 
     def start(self) -> asyncio.Task[None]:
         """Run :meth:`run` in a task of its own (kept in ``task``); returns it."""

@@ -97,6 +97,7 @@ from uagents_core.identity import parse_identifier
 from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus
 
+from agent_stream import telemetry
 from agent_stream.adapters.chat import (
     ChatDecoder,
     ChatEncoder,
@@ -415,12 +416,20 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             return await self.send(ctx, peer, chat)
 
         answer = Assembler()
+        watch = telemetry.reply_started(str(getattr(ctx.agent, "name", "") or "agent"),
+                                        peer=peer, conversation=conversation,
+                                        question=request.message)
+
+        def tap(msg: Any) -> None:
+            answer.feed(msg)
+            watch.tap(msg)
 
         async def respond(out: StreamWriter) -> None:
             assert self.responder is not None
             asked = await self._with_history(request)
             try:
-                await invoke(self.responder, asked, out)
+                with watch.active():
+                    await invoke(self.responder, asked, out)
             finally:
                 self._tell_withheld(request, encoder)
             # Remembered before the writer closes, so before the reply's last ChatMessage.
@@ -428,14 +437,16 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             if asked.session_ended:  # the responder ended the session: the reply says so
                 encoder.session = True
 
-        return Outgoing(
+        out = Outgoing(
             peer, conversation, encoder, respond=respond, send=send, limits=self._limits,
             # A peer without tag support gets one reply at a time, ends included.
             lane=None if request.tagged else self._serial_lock(peer),
             in_flight=self._in_flight, on_finished=self._finished,
             delivery=self.desk.policy, peer_acks=self.desk.peer_acks(peer, request.tagged),
             replay=self.desk.buffer_for(peer, conversation), keepalive=request.tagged,
-            on_produced=self._produced, tap=answer.feed)
+            on_produced=self._produced, tap=tap)
+        out.telemetry = (watch, answer)
+        return out
 
     def _refuse(self, ctx: Context, request: ChatRequest, refusal: Refused) -> Outgoing | None:
         """Answer ``request`` with an error reply (bounded: see the module doc)."""
@@ -457,6 +468,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         async def respond(out: StreamWriter) -> None:
             raise refusal
 
+        telemetry.refused(refusal.code)
+
         def done(out: Outgoing) -> None:
             self.caps.refused(sender)
             while self._refusals_waiting and self.caps.may_refuse(
@@ -476,6 +489,12 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
     def _finished(self, out: Outgoing) -> None:
         self._outgoing.discard(out)
+        if out.telemetry is not None:
+            watch, answer = out.telemetry
+            ka = out.keepalive
+            watch.end(out.status or "completed", chat_messages=out.sent,
+                      resends=out.redelivery.resends, keepalives=ka.sent if ka else 0,
+                      repairs=out.repairs, answer=answer.transcript.text)
         self.desk.ended(out.peer, out.conversation)
         if self.on_reply_end is not None:
             try:
