@@ -88,7 +88,7 @@ async function aguiClient(stream) {
   const agent = new HttpAgent({ url: `${base}/agui/${stream}` });
   const events = [];
   const seen = { texts: [], reasoning: [], tool_calls: [], tool_results: {}, finish: null,
-                 usage: null, error: null, verify_error: null, order: [] };
+                 usage: null, error: null, verify_error: null, order: [], subagents: [] };
   try {
     await agent.runAgent({}, {
       onEvent: ({ event }) => { events.push(event); },
@@ -130,6 +130,19 @@ async function aguiClient(stream) {
     } else if (e.type === "TOOL_CALL_END") seen.order.push(["tool", e.toolCallId]);
     else if (e.type === "TOOL_CALL_RESULT") seen.order.push(["result", e.toolCallId]);
   }
+  // sub-agents as the client's onSubagent* callbacks see them: id, name, parent, how it ended
+  const subagents = new Map();
+  for (const e of events) {
+    if (e.type === "SUBAGENT_STARTED") {
+      subagents.set(e.subagentRunId, { id: e.subagentRunId, name: e.name,
+                                       parent: e.parentSubagentRunId ?? null, end: null });
+    } else if (e.type === "SUBAGENT_FINISHED" && subagents.has(e.subagentRunId)) {
+      subagents.get(e.subagentRunId).end = "finished";
+    } else if (e.type === "SUBAGENT_ERROR" && subagents.has(e.subagentRunId)) {
+      subagents.get(e.subagentRunId).end = "error";
+    }
+  }
+  seen.subagents = [...subagents.values()];
   for (const e of events) {
     if (e.type === "RUN_FINISHED") {
       seen.finish = e.outcome?.type === "cancelled" ? "cancelled" : "completed";

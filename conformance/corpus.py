@@ -145,6 +145,60 @@ def _threads_tools_text() -> list[Message]:
     return out
 
 
+def bstart(bid: str, type_: str, parent: str | None = None, **data: Any) -> Message:
+    return ev("block_start", {"block_id": bid}, block_id=bid, type=type_,
+              **({"parent_block_id": parent} if parent else {}), **data)
+
+
+def bend(bid: str, status: str = "completed", **data: Any) -> Message:
+    return ev("block_end", {"block_id": bid}, block_id=bid, status=status, **data)
+
+
+def _nested_subagents() -> list[Message]:
+    """A planner sub-agent (relayed: its address and name) that calls a weather sub-agent (a
+    framework's subgraph) nested in it, whose model call uses a tool and answers, streamed."""
+    return [start("sub"), d("text", {"content": "Asking the planner."}, "M1"), mend("M1"),
+            bstart("A1", "agent", label="Trip planner", agent="agent1qplanner",
+                   agent_name="Planner"),
+            d("thinking", {"content": "Weather first."}, "M2", bid="A1"), mend("M2"),
+            bstart("A2", "agent", "A1", label="Weather", agent_name="Weather"),
+            bstart("L1", "llm", "A2", label="gpt"),
+            m("tool_call", {"id": "call_w", "name": "get_weather",
+                            "arguments": '{"city":"Paris"}'}, "M3", bid="L1"), mend("M3"),
+            m("tool_result", {"call_id": "call_w", "name": "get_weather",
+                              "content": "sunny"}, "M4", bid="L1"), mend("M4"),
+            d("text", {"content": "Paris is "}, "M5", bid="L1"),
+            d("text", {"content": "sunny."}, "M5", bid="L1"), mend("M5"),
+            bend("L1"), bend("A2"),
+            d("text", {"content": "Pack sunglasses."}, "M6", bid="A1"), mend("M6"),
+            bend("A1"), d("text", {"content": "The planner is done."}, "M7"), mend("M7"),
+            end("sub")]
+
+
+def _failed_subagents() -> list[Message]:
+    """A sub-agent whose block ends error (a framework's failed subgraph), a second one
+    cancelled, and the caller going on to complete."""
+    return [start("subf"), bstart("A1", "agent", label="Weather", agent_name="Weather"),
+            d("text", {"content": "Checking"}, "M1", bid="A1"), mend("M1"),
+            bend("A1", "error"),
+            bstart("A2", "agent", label="News"), bend("A2", "cancelled"),
+            d("text", {"content": "Without the weather, then."}, "M2"), mend("M2"),
+            end("subf")]
+
+
+def _recovered_subagent_error() -> list[Message]:
+    """A relayed sub-agent's ``error`` Message inside its block (a failed relay), which the
+    caller catches and answers without it: the stream completes."""
+    return [start("subr"), bstart("A1", "agent", label="Weather", agent_name="Weather",
+                                  agent="agent1qweather"),
+            d("text", {"content": "Checking"}, "M1", bid="A1"),
+            m("error", {"message": "weather service down", "code": "upstream"}, None,
+              bid="A1"),
+            bend("A1", "error", relay_status="error"),
+            d("text", {"content": "Without the weather, then."}, "M2"), mend("M2"),
+            end("subr")]
+
+
 def _late_tool_names() -> list[Message]:
     return [start("late"), mstart("M1", "tool_call"),
             d("tool_call", {"arguments": '{"n":'}, "M1"),
@@ -226,6 +280,9 @@ CORPUS: dict[str, Any] = {
     "streamed_tools_text": _streamed_tools_between_text,
     "threads_tools_text": _threads_tools_text,
     "late_tool_names": _late_tool_names,
+    "nested_subagents": _nested_subagents,
+    "failed_subagents": _failed_subagents,
+    "recovered_subagent_error": _recovered_subagent_error,
     "rewrites_retypes": _rewrites,
     "media": _media,
     "unicode_emoji": _unicode,

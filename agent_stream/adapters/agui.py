@@ -8,6 +8,14 @@ Mapping:
   ``cancelled``. Usage goes into RUN_FINISHED's ``usage`` when the stream had it.
 - block -> STEP_STARTED/STEP_FINISHED (step name: the block's label, else its type; made unique
   among open steps with the block id).
+- a block of type ``agent`` (a relayed sub-agent, a framework's sub-agent, subgraph or handoff)
+  is also a sub-agent: SUBAGENT_STARTED before its step (``subagentRunId`` the block id, ``name``
+  its ``agent_name``, else label, else ``agent``; ``description`` its label when that differs;
+  ``parentSubagentRunId`` the nearest agent block it is nested in), and after its step
+  SUBAGENT_FINISHED when it ends completed, else SUBAGENT_ERROR (code ``cancelled``, or its
+  ``relay_status``, else ``error``). An ``error`` Message inside an agent block (or a block
+  nested in one) is that sub-agent's SUBAGENT_ERROR, not the run's end: the caller may go on.
+  Sub-agents still open when the run ends end with it (finished, or failed with its error).
 - text (and refusal) -> TEXT_MESSAGE_START/CONTENT/END, role assistant.
 - thinking -> REASONING_START, REASONING_MESSAGE_START/CONTENT/END, REASONING_END (one id).
 - tool_call -> TOOL_CALL_START/ARGS/END. START waits until the call's name is known (its
@@ -60,6 +68,9 @@ try:
         RunStartedEvent,
         StepFinishedEvent,
         StepStartedEvent,
+        SubagentErrorEvent,
+        SubagentFinishedEvent,
+        SubagentStartedEvent,
         TextMessageContentEvent,
         TextMessageEndEvent,
         TextMessageStartEvent,
@@ -84,6 +95,7 @@ from agent_stream.adapters._tracking import (
     TrackingEncoder,
     keeps_props,
     props_after,
+    unique_id,
 )
 from agent_stream.adapters._tracking import set_shown as _set_shown
 from agent_stream.adapters.framing import run_encoder
@@ -114,6 +126,7 @@ __all__ = ["AGUIEncoder", "encode_messages", "frame_sse", "json_patch"]
 _TEXT, _REASONING, _TOOL, _ACTIVITY, _CUSTOM = "text", "reasoning", "tool", "activity", "custom"
 _RESULT = "result"
 TOOL_RESULT = "tool_result"  # props: call_id, name, content
+AGENT_BLOCK = "agent"  # the block type of a sub-agent (relayed, or a framework's)
 INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
 
@@ -155,12 +168,27 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         self.run_id = run_id
         self._ids: set[str] = set()
         self._steps: dict[str, str] = {}  # block_id -> step name, while open
+        self._parents: dict[str, str | None] = {}  # block_id -> parent_block_id, every block
+        self._agents: dict[str, str] = {}  # agent block_id -> its subagentRunId, every one
+        self._open_agents: dict[str, str] = {}  # the same, while open (in order of start)
+        self._failed: set[str] = set()  # open agent blocks whose SUBAGENT_ERROR went out
+        self._run_ids: set[str] = set()  # subagentRunIds used (one per invocation, never reused)
 
     def _error_msg(self, msg: Message, out: list[BaseEvent]) -> None:
         p = msg.props or {}
         text, code = p.get("message"), p.get("code")
-        self._end_run(out, "error", text if isinstance(text, str) else None,
-                      code if isinstance(code, str) else None, None)
+        text = text if isinstance(text, str) and text else None
+        code = code if isinstance(code, str) and code else None
+        agent = self._agent_of(msg.block_id)
+        if agent is None:
+            self._end_run(out, "error", text, code, None)
+        elif agent in self._failed:  # a second error of a failed sub-agent: still shown
+            out.append(CustomEvent(name=msg.type, value=msg.to_dict()))
+        else:
+            self._failed.add(agent)
+            out.append(SubagentErrorEvent(subagent_run_id=self._open_agents[agent],
+                                          message=text or "the sub-agent failed",
+                                          code=code or "error"))
 
     def _incomplete(self, out: list[BaseEvent], error: str | None) -> None:
         self._end_run(out, "error", error or INCOMPLETE_TEXT, "incomplete", None)
@@ -183,6 +211,8 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         for name in self._steps.values():
             out.append(StepFinishedEvent(step_name=name))
         self._steps.clear()
+        for bid in reversed(list(self._open_agents)):
+            self._end_subagent(bid, status, error, code, out)
         self.finished = True
         tokens = _usage(usage)
         if status == "error":
@@ -204,6 +234,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         elif name == BLOCK_START:
             bid = ev.block_id
             if bid is not None and bid not in self._steps:
+                self._parents[bid] = _data_str(ev, "parent_block_id")
+                if ev.type == AGENT_BLOCK and bid not in self._open_agents:
+                    self._start_subagent(bid, ev, out)
                 step = ev.label or ev.type or bid
                 if step in self._steps.values():
                     step = f"{step} ({bid})"
@@ -222,6 +255,10 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             ended = self._steps.pop(bid, None) if name == BLOCK_END and bid is not None else None
             if ended is not None:
                 out.append(StepFinishedEvent(step_name=ended))
+            if name == BLOCK_END and bid is not None and bid in self._open_agents:
+                status = ev.end_status
+                self._end_subagent(bid, status, ev.error,
+                                   _data_str(ev, "relay_status") or status, out)
             if name == THREAD_END:
                 out.append(CustomEvent(name=name, value=dict(ev.data)))
         elif name == THREAD_START:
@@ -229,6 +266,57 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         elif name not in LIFECYCLE_EVENTS:
             props = ev.msg.props or {}
             out.append(CustomEvent(name=name or "event", value=props.get("data", props)))
+
+    # -- sub-agents ---------------------------------------------------------------------------
+    def _start_subagent(self, bid: str, ev: EventView, out: list[BaseEvent]) -> None:
+        parent = self._agent_above(bid)
+        rid = unique_id(bid, self._run_ids)
+        self._agents[bid] = self._open_agents[bid] = rid
+        self._failed.discard(bid)
+        label = ev.label
+        name = _data_str(ev, "agent_name") or label or AGENT_BLOCK
+        out.append(SubagentStartedEvent(
+            subagent_run_id=rid, name=name,
+            description=label if label and label != name else None,
+            parent_subagent_run_id=parent))
+
+    def _end_subagent(self, bid: str, status: str, error: str | None, code: str | None,
+                      out: list[BaseEvent]) -> None:
+        """The agent block ``bid`` ended with ``status``: SUBAGENT_FINISHED or SUBAGENT_ERROR
+        (nothing more when its error was sent already)."""
+        rid = self._open_agents.pop(bid)
+        if bid in self._failed:
+            self._failed.discard(bid)
+        elif status == "completed":
+            out.append(SubagentFinishedEvent(subagent_run_id=rid))
+        else:
+            text = error or ("the sub-agent was cancelled" if status == "cancelled" else
+                             "the sub-agent failed" if status == "error" else
+                             f"the sub-agent ended {status}")
+            out.append(SubagentErrorEvent(subagent_run_id=rid, message=text,
+                                          code=code or status))
+
+    def _agent_above(self, bid: str) -> str | None:
+        """The subagentRunId of the nearest agent block ``bid`` is nested in, if any."""
+        seen = {bid}
+        up = self._parents.get(bid)
+        while up is not None and up not in seen:
+            if up in self._agents:
+                return self._agents[up]
+            seen.add(up)
+            up = self._parents.get(up)
+        return None
+
+    def _agent_of(self, block_id: str | None) -> str | None:
+        """The open agent block that ``block_id`` is, or is nested in (nearest first)."""
+        seen: set[str] = set()
+        b = block_id
+        while b is not None and b not in seen:
+            if b in self._open_agents:
+                return b
+            seen.add(b)
+            b = self._parents.get(b)
+        return None
 
     # -- messages -----------------------------------------------------------------------------
     def _new(self, key: Key, type_: str, block_id: str | None) -> Tracked:
@@ -412,6 +500,12 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         elif ops:
             out.append(ActivityDeltaEvent(message_id=st.wid, activity_type=st.type,
                                           patch=ops))  # type: ignore[arg-type]
+
+
+def _data_str(ev: EventView, key: str) -> str | None:
+    """A non-empty string of the event's data (block_start's ``agent_name``...), else None."""
+    v = ev.data.get(key)
+    return v if isinstance(v, str) and v else None
 
 
 def _usage(usage: dict[str, Any] | None) -> list[TokenUsage] | None:

@@ -12,9 +12,11 @@ from ag_ui.core import Event, EventType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
+from relay_fixtures import FakeReply, replay_stream_async
 from strategies import any_message, tool_message
 
 from agent_stream.adapters.agui import (
+    INCOMPLETE_TEXT,
     AGUIEncoder,
     encode_messages,
     frame_sse,
@@ -23,7 +25,9 @@ from agent_stream.adapters.agui import (
 from agent_stream.assemble import Assembler, assemble
 from agent_stream.commands.formats import encode_agui as cli_encode
 from agent_stream.errors import DeltaError
+from agent_stream.events import EventView
 from agent_stream.message import Message, error, event, image, loading, text, tool_call
+from agent_stream.relay import RelayError
 from agent_stream.writer import StreamWriter, collect
 
 EVENT = TypeAdapter(Event)
@@ -35,7 +39,8 @@ class Verifier:
     def __init__(self) -> None:
         self.started = self.ended = False
         self.open: dict[str, set[str]] = {"text": set(), "tool": set(), "step": set(),
-                                          "rspan": set(), "rmsg": set()}
+                                          "rspan": set(), "rmsg": set(), "subagent": set()}
+        self.subagents_done: set[str] = set()
 
     def check(self, e: Any) -> None:
         t = e.type
@@ -60,7 +65,16 @@ class Verifier:
             EventType.REASONING_MESSAGE_CONTENT: ("rmsg", "message_id", None),
             EventType.REASONING_MESSAGE_END: ("rmsg", "message_id", False),
         }
-        if t in pairs:
+        if t == EventType.SUBAGENT_STARTED:
+            rid, parent = e.subagent_run_id, e.parent_subagent_run_id
+            assert rid not in self.open["subagent"] | self.subagents_done, f"{rid} reused"
+            assert parent is None or parent in self.open["subagent"] | self.subagents_done
+            self.open["subagent"].add(rid)
+        elif t in (EventType.SUBAGENT_FINISHED, EventType.SUBAGENT_ERROR):
+            assert e.subagent_run_id in self.open["subagent"], f"{t} of no open subagent"
+            self.open["subagent"].discard(e.subagent_run_id)
+            self.subagents_done.add(e.subagent_run_id)
+        elif t in pairs:
             kind, attr, opens = pairs[t]
             key = getattr(e, attr)
             if opens is True:
@@ -421,3 +435,169 @@ def test_activity_patches_apply_strictly_and_match_the_assembled_props(
 @given(msgs=st.lists(st.one_of(any_message(), tool_message()), max_size=20))
 def test_any_message_stream_gives_valid_well_ordered_ag_ui(msgs: list[Message]) -> None:
     client_state(parse(sse_text(msgs)))
+
+
+# -- sub-agents: agent blocks are also SUBAGENT_* events ----------------------------------------
+
+def _subagent_events(events: list[Any]) -> list[tuple[str, ...]]:
+    """(type, run id, name or message/code, parent) of every SUBAGENT_* event."""
+    out: list[tuple[str, ...]] = []
+    for e in events:
+        if e.type == EventType.SUBAGENT_STARTED:
+            out.append(("started", e.subagent_run_id, e.name, e.parent_subagent_run_id or ""))
+        elif e.type == EventType.SUBAGENT_FINISHED:
+            out.append(("finished", e.subagent_run_id))
+        elif e.type == EventType.SUBAGENT_ERROR:
+            out.append(("error", e.subagent_run_id, e.message, e.code or ""))
+    return out
+
+
+def _retyped(msgs: list[Message], new: str) -> list[Message]:
+    """The stream with its agent blocks' block_start typed ``new`` (not a sub-agent)."""
+    out = []
+    for m in msgs:
+        data = (m.props or {}).get("data")
+        if m.event == "block_start" and isinstance(data, dict) and data.get("type") == "agent":
+            m = m.model_copy(update={"props": {**m.props, "data": {**data, "type": new}}})
+        out.append(m)
+    return out
+
+
+def test_nested_relayed_sub_agents_are_subagent_events_and_the_rest_is_unchanged() -> None:
+    async def run() -> list[Message]:
+        inner = await replay_stream_async("weather in Paris")
+
+        async def planner(out: StreamWriter) -> None:
+            await out.send(text("Planning.", message_id="P1"))
+            await out.relay(FakeReply(inner), name="Weather")
+
+        middle = await collect(planner)
+
+        async def caller(out: StreamWriter) -> None:
+            await out.relay(FakeReply(middle), name="Planner", label="Trip planner")
+            await out.send(text("All done.", message_id="X"))
+
+        return await collect(caller, request_id="nest")
+
+    msgs = asyncio.run(run())
+    events = parse(sse_text(msgs))
+    subs = _subagent_events(events)
+    relay_ids = [EventView(m).block_id for m in msgs
+                 if m.event == "block_start" and EventView(m).type == "agent"]
+    outer, weather = relay_ids[0], relay_ids[1]
+    assert subs[0] == ("started", outer, "Planner", "")
+    assert ("started", weather, "Weather", outer) in subs
+    assert subs[-1] == ("finished", outer) and ("finished", weather) in subs
+    started = next(e for e in events if e.type == EventType.SUBAGENT_STARTED)
+    assert started.description == "Trip planner"
+    # nothing else changes: the same stream without agent blocks gives the same other events
+    others = [e for e in events if not e.type.startswith("SUBAGENT_")]
+    assert others == encode_messages(_retyped(msgs, "task"))
+    assert client_state(events)["end"].type == EventType.RUN_FINISHED
+
+
+def test_a_failed_sub_agent_is_subagent_error_and_the_run_goes_on() -> None:
+    failing = [event("stream_start", {"request_id": "s"}),
+               text("Looking", message_id="M1"),
+               error("the weather service is down", code="upstream"),
+               event("stream_end", {"status": "error", "error": "the weather service is down"})]
+
+    async def caller(out: StreamWriter) -> None:
+        try:
+            await out.relay(FakeReply(failing), name="Weather")
+        except RelayError:
+            await out.send(text("Falling back.", message_id="F"))
+
+        async def lost() -> FakeReply:
+            raise ConnectionError("no route to the agent")
+        with pytest.raises(RelayError):
+            await out.relay(lost(), name="Lost", agent="agent1qlost")
+
+    msgs = asyncio.run(collect(caller))
+    events = parse(sse_text(msgs))
+    subs = _subagent_events(events)
+    assert [s[0] for s in subs] == ["started", "error", "started", "error"]
+    assert subs[1][2:] == ("the weather service is down", "upstream")
+    assert subs[3][2:] == ("no route to the agent", "undelivered")
+    s = client_state(events)
+    assert "Falling back." in s["text"].values()
+    assert s["end"].type == EventType.RUN_FINISHED  # the caller recovered: no RUN_ERROR
+
+
+def _agent_start(bid: str, **data: Any) -> Message:
+    return event("block_start", {"block_id": bid, "type": "agent", **data}, block_id=bid)
+
+
+def test_sub_agent_endings_and_odd_block_data() -> None:
+    msgs = [event("stream_start", {"request_id": "r"}),
+            _agent_start("A", agent_name=7, label="Searcher"),  # a non-string name: the label
+            _agent_start("B", parent_block_id="A"),  # no name, no label: "agent"
+            event("block_start", {"block_id": "L", "type": "llm", "parent_block_id": "B"},
+                  block_id="L"),
+            _agent_start("C", parent_block_id="L", agent_name="Deep"),  # nearest agent: B
+            event("block_end", {"block_id": "C", "status": "cancelled"}, block_id="C"),
+            event("block_end", {"block_id": "L"}, block_id="L"),
+            event("block_end", {"block_id": "B", "status": "error", "relay_status": "timeout",
+                                "error": "no reply in 30 s"}, block_id="B"),
+            event("block_end", {"block_id": "A"}, block_id="A"),
+            _agent_start("A", parent_block_id="A"),  # an id used again, its own parent
+            _agent_start("D", parent_block_id="nowhere", agent_name=""),
+            text("cut", message_id="M1", block_id="D")]
+    events = parse(sse_text(msgs))
+    assert _subagent_events(events) == [
+        ("started", "A", "Searcher", ""), ("started", "B", "agent", "A"),
+        ("started", "C", "Deep", "B"),
+        ("error", "C", "the sub-agent was cancelled", "cancelled"),
+        ("error", "B", "no reply in 30 s", "timeout"), ("finished", "A"),
+        ("started", "A~2", "agent", ""), ("started", "D", "agent", ""),
+        # the stream was cut: what is open fails with the run (innermost first)
+        ("error", "D", INCOMPLETE_TEXT, "incomplete"),
+        ("error", "A~2", INCOMPLETE_TEXT, "incomplete")]
+    assert events[-1].type == EventType.RUN_ERROR
+
+
+def test_an_error_inside_a_nested_block_fails_its_agent_once_then_is_shown() -> None:
+    msgs = [_agent_start("A", agent_name="Outer"), _agent_start("B", parent_block_id="A"),
+            event("block_start", {"block_id": "L", "type": "llm", "parent_block_id": "B"},
+                  block_id="L"),
+            error("model refused", block_id="L"), error("again", block_id="L"),
+            event("block_end", {"block_id": "L", "status": "error"}, block_id="L"),
+            event("block_end", {"block_id": "B", "status": "error"}, block_id="B"),
+            event("stream_end", {"status": "completed"})]
+    events = parse(sse_text(msgs))
+    assert _subagent_events(events) == [
+        ("started", "A", "Outer", ""), ("started", "B", "agent", "A"),
+        ("error", "B", "model refused", "error"), ("finished", "A")]
+    assert [e.value["props"]["message"] for e in events if e.type == EventType.CUSTOM] == [
+        "again"]
+    assert events[-1].type == EventType.RUN_FINISHED
+    # outside any agent block an error still ends the run
+    events = parse(sse_text([_agent_start("A"), error("boom")]))
+    assert [e.type for e in events[-3:]] == [EventType.STEP_FINISHED,
+                                            EventType.SUBAGENT_ERROR, EventType.RUN_ERROR]
+
+
+@st.composite
+def agent_event(draw: Any) -> Message:
+    """A block_start/block_end of an agent block, or an error in a block: odd data included."""
+    bid = draw(st.sampled_from(["B1", "B2", "B3"]))
+    kind = draw(st.sampled_from(["start", "end", "error"]))
+    if kind == "error":
+        return error("failed", block_id=draw(st.sampled_from([None, "B1", "B2", "B3"])))
+    if kind == "start":
+        data = {"block_id": bid, "type": "agent",
+                "parent_block_id": draw(st.sampled_from([None, "B1", "B2", "B3", 5])),
+                "agent_name": draw(st.sampled_from([None, "", "Helper", 3]))}
+        return event("block_start", data, block_id=bid)
+    return event("block_end", {"block_id": bid, "status": draw(st.sampled_from(
+        ["completed", "error", "cancelled", "odd", None]))}, block_id=bid)
+
+
+@settings(max_examples=150, deadline=None)
+@given(msgs=st.lists(st.one_of(any_message(), agent_event()), max_size=20))
+def test_any_stream_with_agent_blocks_gives_valid_well_ordered_ag_ui(
+        msgs: list[Message]) -> None:
+    events = parse(sse_text(msgs))
+    assert sum(e.type == EventType.SUBAGENT_STARTED for e in events) == sum(
+        e.type in (EventType.SUBAGENT_FINISHED, EventType.SUBAGENT_ERROR) for e in events) or \
+        events[-1].type == EventType.RUN_ERROR
