@@ -154,3 +154,60 @@ def test_stop_button(page: Any) -> None:
     page.wait_for_selector("body[data-state='done']", timeout=5_000)
     assert page.inner_text("#f-status") == "cancelled"
     assert "w900" not in page.inner_text("#reply")
+
+
+def test_the_page_is_a_conversation_that_survives_a_reload(page: Any) -> None:
+    """Two turns: the second reply knows the first question (the page sent it as history);
+    after a reload the turns are still there and a third question still carries them."""
+    ask(page, "llm", "How do agents stream?")
+    ask(page, "llm", "And what about retries?")
+    turns = page.locator("#reply .turn")
+    assert turns.count() == 2
+    assert turns.nth(0).locator(".user-turn").inner_text() == "How do agents stream?"
+    second = turns.nth(1).locator(".assistant-turn").inner_text()
+    assert "Earlier in this conversation you asked: “How do agents stream?”" in second
+    assert "Earlier in this conversation" not in turns.nth(0).inner_text()
+    # each reply rendered with its blocks and threads, as a single reply is
+    assert turns.nth(1).locator(".block > h3", has_text="Answer").count() == 1
+    assert turns.nth(1).locator(".threads .thread").count() >= 2
+    assert page.locator("#question").input_value() == ""  # the input stays, emptied
+
+    page.reload()
+    page.wait_for_selector("#agent option[value='llm']", state="attached", timeout=10_000)
+    turns = page.locator("#reply .turn")
+    assert turns.count() == 2
+    assert "Earlier in this conversation" in turns.nth(1).inner_text()
+    assert turns.nth(1).locator(".block > h3", has_text="Answer").count() == 1
+    ask(page, "llm", "One more thing")
+    third = page.locator("#reply .turn").nth(2).inner_text()
+    assert "you asked first: “How do agents stream?”" in third
+    assert "just before this: “And what about retries?”" in third
+
+    page.click("#new")
+    assert page.locator("#reply .turn").count() == 0
+    page.reload()
+    page.wait_for_selector("#agent option[value='llm']", state="attached", timeout=10_000)
+    assert page.locator("#reply .turn").count() == 0
+    ask(page, "llm", "Fresh start")
+    assert "Earlier in this conversation" not in page.inner_text("#reply")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_hint_says_when_the_agent_withholds_its_reasoning(
+        browser: Any, quiet_gateway: Gateway, gateway: Gateway) -> None:
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    try:
+        pg.goto(quiet_gateway.url + "/")
+        pg.wait_for_selector("#agent option[value='quiet']", state="attached", timeout=10_000)
+        ask(pg, "quiet", "How do agents stream?")
+        hint = pg.locator("#reply .hint.withheld")
+        assert hint.count() == 1
+        assert "does not share its reasoning" in hint.inner_text()
+        pg.goto(gateway.url + "/")  # an agent that shares it: no hint
+        pg.wait_for_selector("#agent option[value='llm']", state="attached", timeout=10_000)
+        pg.click("#new")
+        ask(pg, "llm", "How do agents stream?")
+        assert pg.locator("#reply .hint.withheld").count() == 0
+    finally:
+        ctx.close()

@@ -1,4 +1,6 @@
-// The gateway's page: ask an agent, watch its reply build from the native Message stream.
+// The gateway's page: a conversation with an agent, each reply built live from the native
+// Message stream. The turns are kept in localStorage (they survive a reload) and the earlier
+// ones are sent with each question as its history, so the agent can answer follow-ups.
 // Agent text reaches the DOM only as textContent, or as markdown rendered by marked and then
 // sanitised by DOMPurify; the page's CSP also forbids inline script.
 "use strict";
@@ -66,6 +68,15 @@
       this.pending = new Set();  // markdown nodes to render at the next frame
       this.firstText = null;
       this.status = null;
+      this.withheld = [];        // channels the agent said it kept (stream_end)
+    }
+    // The reply's text as the asker was given it: its text messages, in order.
+    answer() {
+      const parts = [];
+      for (const st of this.messages.values()) {
+        if (st.type === "text" && typeof st.props.content === "string") parts.push(st.props.content);
+      }
+      return parts.join("");
     }
     container(threadId) {
       if (!threadId) { this.row = null; return this.root; } // main flow: the next threads start a new row
@@ -127,7 +138,11 @@
           if (col) col.classList.add("ended");
           break;
         }
-        case "stream_end": this.status = d.status || "completed"; if (d.error) notice(d.error); break;
+        case "stream_end":
+          this.status = d.status || "completed";
+          if (Array.isArray(d.withheld)) this.withheld = d.withheld.map(String);
+          if (d.error) notice(d.error);
+          break;
         default: break;
       }
     }
@@ -245,6 +260,68 @@
 
   let current = null;
 
+  // -- the conversation, kept in the browser ---------------------------------------------------
+  const STORE = "agent-stream:conversation";
+  const MAX_KEPT_MESSAGES = 4000; // a turn with more is kept as its text only
+  function loadConversation() {
+    try {
+      const c = JSON.parse(localStorage.getItem(STORE) || "null");
+      if (c && Array.isArray(c.turns)) return c;
+    } catch (e) { /* unreadable: start afresh */ }
+    return { turns: [] };
+  }
+  let conversation = loadConversation();
+  function saveConversation() {
+    const data = () => JSON.stringify(conversation);
+    try { localStorage.setItem(STORE, data()); return; } catch (e) { /* over quota */ }
+    for (const t of conversation.turns) delete t.msgs; // keep the texts at least
+    try { localStorage.setItem(STORE, data()); } catch (e) { notice("the conversation is too long to keep in this browser"); }
+  }
+  function historyOf(turns) {
+    const h = [];
+    for (const t of turns) {
+      h.push({ role: "user", text: t.q });
+      if (t.a) h.push({ role: "assistant", text: t.a });
+    }
+    return h;
+  }
+  function newTurn(question) {
+    const turn = el("div", "turn");
+    turn.appendChild(el("div", "user-turn", question));
+    const body = el("div", "assistant-turn");
+    turn.appendChild(body);
+    $("reply").appendChild(turn);
+    return body;
+  }
+  function hints(view, body) {
+    if (view.withheld.includes("reasoning")) {
+      body.appendChild(el("p", "hint withheld", "The agent does not share its reasoning (an agent shares it only when it allows it, e.g. serve --reasoning)."));
+    }
+  }
+  function restoreConversation() {
+    for (const t of conversation.turns) {
+      const body = newTurn(t.q);
+      const view = new View(body);
+      if (Array.isArray(t.msgs)) {
+        for (const m of t.msgs) view.feed(m);
+      } else if (t.a) {
+        const node = el("div", "text markdown");
+        body.appendChild(node);
+        view.pending.add({ node, text: t.a });
+      }
+      view.flush();
+      hints(view, body);
+    }
+  }
+  function newConversation() {
+    if (current) return;
+    conversation = { turns: [] };
+    saveConversation();
+    $("reply").textContent = "";
+    notice("");
+    $("question").focus();
+  }
+
   async function readSSE(response, onEvent) {
     const reader = response.body.getReader();
     const dec = new TextDecoder();
@@ -273,14 +350,18 @@
     const question = $("question").value.trim();
     if (!question || current) return;
     notice("");
-    const root = $("reply");
-    root.textContent = "";
+    const history = historyOf(conversation.turns);
+    const root = newTurn(question);
+    root.scrollIntoView({ block: "start" });
+    $("question").value = "";
     const view = new View(root);
+    const msgs = [];
     const started = performance.now();
     const run = { view, id: null, last: null, stopped: false };
     current = run;
     document.body.dataset.state = "streaming";
     $("ask").disabled = true;
+    $("new").disabled = true;
     $("stop").disabled = false;
     $("f-status").textContent = "streaming";
     $("f-chat").textContent = "– ChatMessages";
@@ -289,6 +370,7 @@
     const onEvent = (id, msg) => {
       run.last = id || run.last;
       view.feed(msg);
+      if (msgs.length <= MAX_KEPT_MESSAGES) msgs.push(msg);
       if (view.firstText !== null && $("f-first").textContent === "first text –") {
         $("f-first").textContent = `first text ${((view.firstText - started) / 1000).toFixed(2)} s`;
       }
@@ -296,7 +378,7 @@
     try {
       let response = await fetch("/v1/stream", {
         method: "POST", headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
-        body: JSON.stringify({ agent: $("agent").value, question }),
+        body: JSON.stringify({ agent: $("agent").value, question, history }),
       });
       for (let attempt = 0; ; attempt++) {
         if (!response.ok) {
@@ -317,6 +399,10 @@
       notice(String(e.message || e));
     } finally {
       view.flush();
+      hints(view, root);
+      conversation.turns.push({ q: question, a: view.answer(), status: view.status,
+                                msgs: msgs.length <= MAX_KEPT_MESSAGES ? msgs : undefined });
+      saveConversation();
       $("f-status").textContent = view.status || (run.stopped ? "cancelled" : "ended");
       $("f-total").textContent = `total ${((performance.now() - started) / 1000).toFixed(2)} s`;
       if (run.id) {
@@ -327,6 +413,7 @@
       }
       $("ask").disabled = false;
       $("stop").disabled = true;
+      $("new").disabled = false;
       document.body.dataset.state = "done";
       current = null;
     }
@@ -345,10 +432,12 @@
   document.addEventListener("DOMContentLoaded", () => {
     $("ask-form").addEventListener("submit", ask);
     $("stop").addEventListener("click", stop);
+    $("new").addEventListener("click", newConversation);
     $("api-key").addEventListener("change", loadAgents);
     $("question").addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("ask-form").requestSubmit(); }
     });
+    restoreConversation();
     loadAgents();
   });
 })();
