@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import statistics
@@ -113,7 +114,9 @@ def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -
     store = make_store(config)
 
     async def main(ctx: Any) -> None:
-        gw = Gateway(config, agents, ChatLink(chat, ctx), store)
+        # the link sends as the agent (newer trees) or through a context (older ones)
+        sends_as = "agent" in inspect.signature(ChatLink).parameters
+        gw = Gateway(config, agents, ChatLink(chat, agent if sends_as else ctx), store)
         server = uvicorn.Server(uvicorn.Config(build_app(gw), host="127.0.0.1", port=port,
                                                log_config=None, access_log=False,
                                                lifespan="off", backlog=4096))
@@ -205,7 +208,8 @@ class Proc:
     """A child process of this file (or ``-m``) with its own PYTHONPATH."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        log = Path(env["BENCH_DIR"]) / f"{args[2] if len(args) > 2 else 'child'}-{time.time_ns()}.log"
+        role = args[2] if len(args) > 2 else "child"
+        log = Path(env["BENCH_DIR"]) / f"{role}-{time.time_ns()}.log"
         with open(log, "w") as err:  # a child's stderr, for when it fails
             self.p = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
                                       stderr=err, text=True, env=env, cwd=env["BENCH_DIR"])
@@ -412,6 +416,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds one sweep step's clients may take (default: %(default)s)")
     ap.add_argument("--base", type=Path, help="another checkout to measure beside this tree")
+    ap.add_argument("--keep", type=Path, help="keep the children's logs in this folder")
     ap.add_argument("--micro", action="store_true")
     ap.add_argument("--messages", type=int, default=2000)
     ap.add_argument("--role", help=argparse.SUPPRESS)
@@ -437,6 +442,9 @@ def main() -> int:
           f"({os.cpu_count()} cores)")
     for label, path in trees:
         with tempfile.TemporaryDirectory() as tmp:
+            if args.keep is not None:
+                tmp = str(args.keep / label.replace(" ", "-"))
+                Path(tmp).mkdir(parents=True, exist_ok=True)
             env = environment(path, tmp)
             if args.micro:
                 runs = [micro(env, args.messages) for _ in range(3)]
