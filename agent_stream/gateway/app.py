@@ -11,6 +11,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from agent_stream.adapters import registry
 from agent_stream.gateway import page, routes
@@ -22,6 +23,7 @@ from agent_stream.gateway.middleware import (
     client_kind,
     error_response,
 )
+from agent_stream.telemetry.http import TraceMiddleware, metrics_endpoint
 
 __all__ = ["Gateway", "build_app", "keepalive"]
 
@@ -43,12 +45,14 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
         gateway: the agents, runs and resume store the endpoints share.
         with_a2a: serve A2A (``/a2a/{agent}`` and the agent cards; needs ``a2a-sdk``).
     """
-    route_list = [*routes.routes(gateway), *page.routes()]
+    route_list = [*routes.routes(gateway), *page.routes(),
+                  Route("/metrics", metrics_endpoint, methods=["GET", "HEAD"])]
     if with_a2a:
         from agent_stream.gateway import a2a
 
         route_list = [*a2a.routes(gateway), *route_list]
-    middleware = [Middleware(AccessLog, runs=gateway.runs)]
+    # outermost: the request's span (continuing its traceparent) covers everything
+    middleware = [Middleware(TraceMiddleware), Middleware(AccessLog, runs=gateway.runs)]
     if gateway.config.cors_origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=list(gateway.config.cors_origins),
