@@ -1,14 +1,14 @@
 # Types for the compiled build of sentences.py (Cython's pure-Python mode reads them beside it).
 cimport cython
 
-cdef Py_ssize_t _WORD_LOOKBACK, _NEVER, _UPPER, _NOT_LOWER, _RULE, _LISTY, _SPACED, _NO_WORD
+cdef Py_ssize_t _WORD_LOOKBACK, _LOOK_BACK, _NEVER, _UPPER, _NOT_LOWER, _RULE, _LISTY, _SPACED, _NO_WORD
 cdef Py_ssize_t _WORD_KINDS_MAX
 cdef dict _WORD_KINDS
 
 
-@cython.locals(e=Py_ssize_t)
+@cython.locals(e=Py_ssize_t, stop=Py_ssize_t)
 cpdef Py_ssize_t last_word_boundary(str s, Py_ssize_t a, Py_ssize_t z)
-@cython.locals(x=Py_ssize_t)
+@cython.locals(x=Py_ssize_t, n=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)
 cpdef Py_ssize_t last_clause_boundary(str s, Py_ssize_t a, Py_ssize_t z)
 @cython.locals(c=Py_UCS4, p=Py_UCS4, o=Py_ssize_t)
 cpdef bint glued(str s, Py_ssize_t x)

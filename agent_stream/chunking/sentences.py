@@ -84,6 +84,8 @@ _CAP_WORD = re.compile(r"[A-Z][a-z]+")
 _CAP_PREFIX = re.compile(r"[A-Z][a-z]*")
 # How far back from a dot the word before it is looked for.
 _WORD_LOOKBACK = 64
+# How many characters before the end the boundary searches read one by one before a regex.
+_LOOK_BACK = 32
 
 # Never end a sentence: titles and Latin abbreviations that always continue.
 _NEVER_ENDS = frozenset(
@@ -108,7 +110,15 @@ _ENDS_BEFORE_CAPITAL = frozenset(
 def last_word_boundary(s: str, a: int, z: int) -> int:
     """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
     if s.isascii():  # (a flag of the string: no scan)
-        m = _LAST_SPACE.match(s, a, z)
+        # The last few characters one by one (compiled, a loop in C; the space is usually near),
+        # then the rest with ".*" (it backtracks from the end in C).
+        e = min(z, len(s))
+        stop = max(a, 0, e - _LOOK_BACK)
+        while e > stop:
+            if s[e - 1] in " \t\n\r\f\v":  # the ASCII whitespace (a literal: a switch in C)
+                return e
+            e -= 1
+        m = _LAST_SPACE.match(s, a, e)
         return -1 if m is None else m.end()
     m = _SPACE.search(s, a, z)  # (in CJK there may be none: then ".*" need not backtrack)
     e = -1 if m is None else _LAST_SPACE.match(s, m.start(), z).end()  # type: ignore[union-attr]
@@ -121,17 +131,30 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
 
 def last_clause_boundary(s: str, a: int, z: int) -> int:
     """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
-    if s.isascii():  # (a flag of the string: no scan) four marks, the last of them first
-        if _ASCII_CLAUSE_MARK.search(s, a, z) is None:
+    if s.isascii():  # (a flag of the string: no scan) four marks: , ; : ..
+        # The last few characters one by one (compiled, a loop in C), from the last back ...
+        n = min(z, len(s))
+        x = n
+        stop = max(a, 0, n - _LOOK_BACK)
+        while x > stop:
+            x -= 1
+            c = s[x]
+            if c in ",;:" or (c == "." and x + 1 < n and s[x + 1] == "."):
+                m = _CLAUSE_AT.match(s, x, z)
+                if m is not None:
+                    return m.end()
+        if stop <= a or _ASCII_CLAUSE_MARK.search(s, a, stop + 1) is None:
             return -1  # the usual case, in one look
+        # ... then the marks before ``stop``, the last of them first
         while True:
-            x = max(s.rfind(",", a, z), s.rfind(";", a, z), s.rfind(":", a, z), s.rfind("..", a, z))
+            x = max(s.rfind(",", a, stop), s.rfind(";", a, stop), s.rfind(":", a, stop),
+                    s.rfind("..", a, stop + 1))
             if x < 0:
                 return -1
             m = _CLAUSE_AT.match(s, x, z)
             if m is not None:
                 return m.end()
-            z = x
+            stop = x
     if _ANY_CLAUSE_MARK.search(s, a, z) is None:
         return -1
     m = _LAST_CLAUSE.match(s, a, z)

@@ -1,8 +1,10 @@
 """The language rules in agent_stream.chunking.sentences, against straightforward references: the
-last word and clause boundary, what a glued terminator means, graphemes that stay whole."""
+last word and clause boundary (on the interpreted and the compiled build), what a glued terminator
+means, graphemes that stay whole."""
 
 from __future__ import annotations
 
+from chunker_impls import compiled_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +18,6 @@ from agent_stream.chunking.sentences import (
     WHITESPACE_SET,
     ends_sentence,
     glued,
-    last_clause_boundary,
-    last_word_boundary,
 )
 
 MANY = settings(max_examples=500, deadline=None)
@@ -27,8 +27,14 @@ _CJK_PUNCT = "。！？｡，、；：…ー・」』）】〕〉》〗〙〛”
 _CLAUSE_MARKS = (",", ";", ":", "..", "…", "—", "–", "，", "、", "；", "：")
 
 
-def _texts(alphabet: str) -> st.SearchStrategy[str]:
-    return st.lists(st.sampled_from(list(alphabet)), max_size=30).map("".join)
+# The rules of both builds (the compiled one when it is built).
+BUILDS = [m for m in (sentences, compiled_module("sentences")) if m is not None]
+# Long texts, few marks: the boundary searches read the last characters one by one, then search.
+_SPARSE = "a" * 12 + "Z" * 4 + " \n"
+
+
+def _texts(alphabet: str, max_size: int = 30) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(list(alphabet)), max_size=max_size).map("".join)
 
 
 def _span(s: str, data: st.DataObject) -> tuple[int, int]:
@@ -63,19 +69,23 @@ def naive_last_clause(s: str, a: int, z: int) -> int:
 
 
 @MANY
-@given(_texts(" \n\t\u3000\u00a0\u2009aZ.。，」" + _CJK), st.data())
+@given(_texts(" \n\t\u3000\u00a0\u2009aZ.。，」" + _CJK)
+       | _texts(_SPARSE + "a" * 60 + " 今", max_size=200), st.data())
 def test_last_word_boundary_is_the_last_space_or_cjk_pair(s: str, data: st.DataObject) -> None:
     a, z = _span(s, data)
-    assert last_word_boundary(s, a, z) == naive_last_word(s, a, z)
+    for rules in BUILDS:
+        assert rules.last_word_boundary(s, a, z) == naive_last_word(s, a, z)
 
 
 @MANY
-@given(_texts(",;:.…—–，、；：」』）”’\"')] \naZ今"), st.data())
+@given(_texts(",;:.…—–，、；：」』）”’\"')] \naZ今")
+       | _texts(_SPARSE * 3 + ",;:..)\"", max_size=200), st.data())
 def test_last_clause_boundary_is_the_last_mark_that_ends_a_clause(
     s: str, data: st.DataObject
 ) -> None:
     a, z = _span(s, data)
-    assert last_clause_boundary(s, a, z) == naive_last_clause(s, a, z)
+    for rules in BUILDS:
+        assert rules.last_clause_boundary(s, a, z) == naive_last_clause(s, a, z)
 
 
 @MANY
