@@ -75,6 +75,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="networked: receive through an Agentverse mailbox")
     p.add_argument("--no-directory", action="store_true",
                    help="local: neither list this agent in nor resolve peers from the directory")
+    p.add_argument("--metrics-port", default=None, metavar="[HOST:]PORT",
+                   help="serve GET /metrics (Prometheus text format) on this port "
+                   "(host 127.0.0.1 unless given)")
     p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
     p.set_defaults(func=run)
 
@@ -159,6 +162,21 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     return agent, chat, where
 
 
+def sessions_problem(spec: str) -> str | None:
+    """What is wrong with a ``--sessions`` value, before anything starts (None: nothing)."""
+    from pathlib import Path
+
+    if spec == "memory" or spec.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    if spec.startswith("sqlite:"):
+        path = spec[len("sqlite:"):]
+        if not path:
+            return "sqlite:PATH needs a file path"
+        parent = Path(path).expanduser().resolve().parent
+        return None if parent.is_dir() else f"directory {parent} does not exist"
+    return "unknown session store: expected memory, sqlite:PATH or redis://HOST:PORT/DB"
+
+
 def accepts_history(model: Any) -> bool:
     """Whether the model source takes the conversation's turns (a keyword ``history``)."""
     import inspect
@@ -210,6 +228,10 @@ def name_taken(name: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from agent_stream.uagents.local import PortInUse, port_free, serve_agent
 
+    problem = sessions_problem(args.sessions)
+    if problem is not None:
+        print(f"agent-stream serve: --sessions {args.sessions}: {problem}", file=sys.stderr)
+        return 2
     if args.network == "local" and not port_free(args.port):
         print(f"agent-stream serve: port {args.port} on 127.0.0.1 is in use (--port P)",
               file=sys.stderr)
@@ -242,6 +264,16 @@ def run(args: argparse.Namespace) -> int:
         how = (f"{args.name}" if not args.no_directory
                else f"{agent.address} --endpoint {where}")
         print(f'ask it:  agent-stream ask {how} "your question"', file=sys.stderr, flush=True)
+    if args.metrics_port is not None:
+        from agent_stream.telemetry.http import parse_metrics_address, serve_metrics
+
+        try:
+            host, mport = parse_metrics_address(args.metrics_port)
+            serve_metrics(host, mport)
+        except (ValueError, OSError) as exc:
+            print(f"agent-stream serve: --metrics-port: {exc}", file=sys.stderr)
+            return 2
+        print(f"metrics: http://{host}:{mport}/metrics", file=sys.stderr, flush=True)
     try:
         serve_agent(agent, banner=False)
     except PortInUse as exc:
