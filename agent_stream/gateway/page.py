@@ -2,9 +2,10 @@
 
 The page (``static/index.html``, ``app.js``, ``app.css``) is a chat: it reads the native Message
 stream of ``POST /v1/stream`` and builds each reply live under the earlier turns, which it keeps
-in the browser's localStorage and sends with each question as its ``history``. Vendored libraries, with their licences, are in
-``static/vendor/`` (see ``static/vendor/README.md``): marked (markdown), DOMPurify (every piece
-of HTML made from agent text is sanitised before it reaches the DOM) and highlight.js (code).
+in the browser's localStorage and sends with each question as its ``history``. Vendored
+libraries, with their licences, are in ``static/vendor/`` (see ``static/vendor/README.md``):
+marked (markdown), DOMPurify (every piece of HTML made from agent text is sanitised before it
+reaches the DOM) and highlight.js (code).
 """
 
 from __future__ import annotations
