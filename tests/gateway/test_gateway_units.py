@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agent_stream.adapters.agui import encode_messages as agui_encode
+from agent_stream.conversation import Turn
 from agent_stream.gateway.config import KEYS_ENV, GatewayConfig, is_loopback
 from agent_stream.gateway.middleware import HTTPError
-from agent_stream.conversation import Turn
 from agent_stream.gateway.questions import Question, from_aisdk, from_openai
 from agent_stream.gateway.store import MemoryStore, StoreFull, end_entry, parse_end
 from agent_stream.gateway.views import Reopen, events, parse_cursor
