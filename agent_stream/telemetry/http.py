@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -131,6 +132,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return
 
 
+class _Server6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 def parse_metrics_address(value: str) -> tuple[str, int]:
     """``[HOST:]PORT`` -> (host, port); host 127.0.0.1 unless given (ValueError when bad)."""
     host, sep, port = value.rpartition(":")
@@ -145,7 +150,8 @@ def parse_metrics_address(value: str) -> tuple[str, int]:
 def serve_metrics(host: str, port: int) -> http.server.ThreadingHTTPServer:
     """Serve ``GET /metrics`` on ``host:port`` from a daemon thread (OSError when the port is
     taken); ``shutdown()`` the server returned to stop it."""
-    server = http.server.ThreadingHTTPServer((host, port), _Handler)
+    cls = _Server6 if ":" in host else http.server.ThreadingHTTPServer
+    server = cls((host, port), _Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="agent-stream-metrics",
                      daemon=True).start()

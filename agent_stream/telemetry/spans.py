@@ -13,6 +13,7 @@ reply being written, the gateway's request); its ``traceparent`` goes in the que
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 import time
@@ -48,6 +49,9 @@ _warned_at = [0.0]
 
 OP = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
+# The reply whose responder is running in this task: its questions can become its relay blocks.
+_REPLY: contextvars.ContextVar[TracedReply | None] = contextvars.ContextVar(
+    "agent_stream_reply", default=None)
 
 
 def _warn(what: str, value: str) -> None:
@@ -91,7 +95,7 @@ def _messages(role: str, text: str) -> str:
 class TracedReply(ReplyWatch):
     """A :class:`ReplyWatch` with the reply's span and its blocks' spans."""
 
-    __slots__ = ("_blocks", "_capture", "_relayed", "_tools", "_tracer", "span")
+    __slots__ = ("_asked", "_blocks", "_capture", "_relayed", "_tools", "_tracer", "span")
 
     def __init__(self, tracer: Any, agent: str, *, peer: str, conversation: str,
                  question: Any, capture: bool) -> None:
@@ -109,16 +113,20 @@ class TracedReply(ReplyWatch):
             attrs["gen_ai.input.messages"] = _messages("user", text)
         self.span = tracer.start_span(f"invoke_agent {agent}", context=parent,
                                       kind=SpanKind.SERVER, attributes=attrs)
-        self._blocks: dict[str, tuple[Any, object]] = {}  # block_id -> (span, context token)
+        self._blocks: dict[str, tuple[Any, object, bool]] = {}  # id -> (span, token, owned)
+        self._asked: dict[str, list[Any]] = {}  # peer -> open question spans (see asking)
         self._relayed: set[str] = set()  # blocks of relay blocks: the sub-agent's own spans
         self._tools: dict[str, Any] = {}  # tool call id -> span
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         token = otel_context.attach(trace.set_span_in_context(self.span))
+        mine = _REPLY.set(self)
         try:
             yield
         finally:
+            with contextlib.suppress(Exception):
+                _REPLY.reset(mine)
             with contextlib.suppress(Exception):
                 otel_context.detach(token)
 
@@ -168,6 +176,16 @@ class TracedReply(ReplyWatch):
             attrs.update({OP: "invoke_agent", AGENT: who})
             if data.get("agent"):
                 attrs["agent_stream.peer"] = str(data["agent"])
+            asked = self._asked.get(str(data.get("agent")))
+            if asked:
+                # The question this block relays the answer of: its span stands for the block,
+                # so the sub-agent's spans (children of the question) sit under the block.
+                question = asked.pop(0)
+                question.update_name(name)
+                question.set_attributes(attrs)
+                token = otel_context.attach(trace.set_span_in_context(question))
+                self._blocks[bid] = (question, token, False)
+                return
         elif btype in ("llm", "model", "chat"):
             model = data.get("model")
             name = f"chat {model or label or btype}"
@@ -181,7 +199,7 @@ class TracedReply(ReplyWatch):
             name = f"{btype} {label}" if label else btype
         span = self._tracer.start_span(name, attributes=attrs)
         token = otel_context.attach(trace.set_span_in_context(span))
-        self._blocks[bid] = (span, token)
+        self._blocks[bid] = (span, token, True)
 
     def _block_end(self, data: dict[str, Any]) -> None:
         bid = str(data.get("block_id"))
@@ -189,9 +207,11 @@ class TracedReply(ReplyWatch):
         if entry is None:
             self._relayed.discard(bid)
             return
-        span, token = entry
+        span, token, owned = entry
         with contextlib.suppress(Exception):
             otel_context.detach(token)  # type: ignore[arg-type]
+        if not span.is_recording():  # a question's span, ended with its reply
+            return
         status = data.get("status")
         usage = data.get("usage")
         if isinstance(usage, dict):
@@ -201,7 +221,8 @@ class TracedReply(ReplyWatch):
             span.set_attribute("agent_stream.relay_status", str(relay))
         if status not in (None, "completed"):
             span.set_status(Status(StatusCode.ERROR, str(status)))
-        span.end()
+        if owned:
+            span.end()
 
     def _tool_call(self, msg: Any) -> None:
         props = msg.props or {}
@@ -225,8 +246,9 @@ class TracedReply(ReplyWatch):
         span = self.span
         for tool in self._tools.values():
             tool.end()
-        for block, _token in self._blocks.values():  # never closed (cannot happen by the writer)
-            block.end()
+        for block, _token, owned in self._blocks.values():  # left open (not by the writer)
+            if owned:
+                block.end()
         self._tools.clear()
         self._blocks.clear()
         span.set_attribute("agent_stream.status", status)
@@ -271,6 +293,9 @@ def asking(tracer: Any, reply: Any, agent: str | None) -> None:
     span = tracer.start_span(f"invoke_agent {peer[:20]}", kind=SpanKind.CLIENT,
                              attributes=attrs)
     tp, ts = traceparent_of(span)
+    owner = _REPLY.get()
+    if owner is not None:  # asked while answering: a relay block may stand on this span
+        owner._asked.setdefault(peer, []).append(span)
     for item in reply.question.content:
         md = getattr(item, "metadata", None)
         if isinstance(md, dict) and "agent_stream" in md:
@@ -283,6 +308,9 @@ def asking(tracer: Any, reply: Any, agent: str | None) -> None:
 
     def done(_f: Any) -> None:
         try:
+            if owner is not None:
+                with contextlib.suppress(ValueError):
+                    owner._asked.get(peer, []).remove(span)
             _ask_span_end(span, reply)
         finally:
             ask_ended(reply)
