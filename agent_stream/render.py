@@ -2,20 +2,26 @@
 
 Blocks are sections (a rule with the block's label), threads are labelled (``[label]`` before each
 of their lines), reasoning is dimmed, tool calls, progress and tool results are status lines, and
-text is printed as it streams. Output is appended, never redrawn: the form for a pipe or a file
-(then without colours). On a terminal, ``ask`` and ``demo`` draw markdown instead
-(:mod:`agent_stream.render_markdown`, which builds on this class's event handling).
+text is printed as it streams. A tool call whose arguments stream is one line, printed once they
+are complete (a JSON object, its name known) or when the call ends (its message, block, thread
+or the stream ends, or its result arrives), whichever comes first. Output is appended, never
+redrawn: the form for a pipe or a file (then without colours). On a terminal, ``ask`` and
+``demo`` draw markdown instead (:mod:`agent_stream.render_markdown`, which builds on this
+class's event handling).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.text import Text
 
+from agent_stream import delta as _delta
+from agent_stream.errors import DeltaError
 from agent_stream.events import EventView
 from agent_stream.message import (
     BLOCK_END,
@@ -32,6 +38,19 @@ from agent_stream.message import (
 __all__ = ["LiveRenderer", "make_console"]
 
 _STREAMED = {"text": "", "thinking": "dim italic", "refusal": "red"}
+Key = tuple[str | None, str | None]  # (thread_id, message_id)
+
+
+class _Call:
+    """A tool call not shown yet: its props so far, thread and block."""
+
+    __slots__ = ("block_id", "props", "thread_id")
+
+    def __init__(self, props: dict[str, Any], thread_id: str | None,
+                 block_id: str | None) -> None:
+        self.props = props
+        self.thread_id = thread_id
+        self.block_id = block_id
 
 
 def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Console:
@@ -52,9 +71,12 @@ class LiveRenderer:
         self.reasoning = reasoning
         self._threads: dict[str, str] = {}
         self._blocks: dict[str, str] = {}  # block titles, a relayed block's with its parent's
-        self._types: dict[tuple[str | None, str | None], str] = {}
-        self._cursor: tuple[str | None, str | None] | None = None  # message mid-line
+        self._types: dict[Key, str] = {}
+        self._cursor: Key | None = None  # message mid-line
         self._at_line_start = True
+        self._started: set[Key] = set()  # messages between message_start and message_end
+        self._calls: dict[Key, _Call] = {}  # tool calls whose line waits for them to complete
+        self._shown: set[Key] = set()  # tool calls whose line is out
 
     # -- output primitives ----------------------------------------------------------------------
     def _write(self, text: Text) -> None:
@@ -108,9 +130,11 @@ class LiveRenderer:
                 return  # progress updates ("done") are shown by the tool result
             self._line(msg.thread_id, f"… {props.get('message', '')}", "dim")
         elif mtype == "tool_call":
-            args = props.get("arguments") or ""
-            self._line(msg.thread_id, f"⚙ {props.get('name') or 'tool'}({args})", "yellow")
+            self._tool_chunk(key, msg, props)
         elif mtype == "tool_result":
+            call_id = props.get("call_id")
+            if isinstance(call_id, str) and call_id:  # its call's line comes first
+                self._show_calls(lambda c: c.props.get("id") == call_id)
             self._line(msg.thread_id,
                        f"✓ {props.get('name') or 'tool'} → {props.get('content', '')}", "green")
         elif mtype == "error":
@@ -124,7 +148,42 @@ class LiveRenderer:
         elif not msg.delta:
             self._line(msg.thread_id, f"{mtype}: {_short(props)}", "dim")
 
-    def _stream(self, key: tuple[str | None, str | None], thread_id: str | None, content: str,
+    def _tool_chunk(self, key: Key, msg: Message, props: dict[str, Any]) -> None:
+        """Keep a tool call's chunk; show its line once the call is complete."""
+        if msg.message_id is None:  # a whole call on its own
+            self._call_line(_Call(props, msg.thread_id, msg.block_id))
+            return
+        if key in self._shown:
+            return  # its line is out: later chunks change nothing shown
+        call = self._calls.get(key)
+        if call is None or not msg.delta:
+            new: dict[str, Any] = _delta.copy_json(props)
+        else:
+            try:
+                new = _delta.apply(call.props, msg.delta_action or "append", msg.delta_path,
+                                   props)
+            except DeltaError:
+                return
+        self._calls[key] = _Call(new, msg.thread_id, msg.block_id or (
+            call.block_id if call is not None else None))
+        whole = not msg.delta and key not in self._started
+        if whole or (new.get("name") and _json_object(new.get("arguments"))):
+            self._show_calls(lambda c: c is self._calls.get(key))
+
+    def _show_calls(self, which: Callable[[_Call], bool] | None = None) -> None:
+        """Show the waiting tool calls ``which(call)`` selects (all when None), in order."""
+        for key, call in list(self._calls.items()):
+            if which is None or which(call):
+                del self._calls[key]
+                self._shown.add(key)
+                self._call_line(call)
+
+    def _call_line(self, call: _Call) -> None:
+        p = call.props
+        args = p.get("arguments") or ""
+        self._line(call.thread_id, f"⚙ {p.get('name') or 'tool'}({args})", "yellow")
+
+    def _stream(self, key: Key, thread_id: str | None, content: str,
                 style: str) -> None:
         if self._cursor != key:
             self._newline()
@@ -137,7 +196,7 @@ class LiveRenderer:
         self.console.rule(title, style="cyan", align="left")
         self._at_line_start = True
 
-    def _message_done(self, key: tuple[str | None, str | None]) -> None:
+    def _message_done(self, key: Key) -> None:
         """A streamed message ended: its line ends."""
         if self._cursor == key:
             self._newline()
@@ -163,9 +222,13 @@ class LiveRenderer:
             self._rule(tid, title)
         elif name == MESSAGE_START:
             self._types[(tid, ev.message_id)] = ev.type or "text"
+            self._started.add((tid, ev.message_id))
         elif name == MESSAGE_END:
             status = ev.status
             mid = ev.message_id
+            self._started.discard((tid, mid))
+            if (tid, mid) in self._calls:
+                self._show_calls(lambda c: c is self._calls.get((tid, mid)))
             mtype = self._types.get((tid, mid), ev.type)
             if mtype == "thinking" and not self.reasoning:
                 return
@@ -173,11 +236,17 @@ class LiveRenderer:
             if status not in (None, "completed"):
                 self._line(tid, f"({mtype or 'message'} {status})", "red")
         elif name in (BLOCK_END, THREAD_END):
+            if name == BLOCK_END:
+                bid = ev.block_id
+                self._show_calls(lambda c: c.block_id == bid)
+            else:
+                self._show_calls(lambda c: c.thread_id == tid)
             status = ev.status
             if status not in (None, "completed"):
                 what = "block" if name == BLOCK_END else "thread"
                 self._line(tid, f"({what} {status})", "red")
         elif name == STREAM_END:
+            self._show_calls()
             self._newline()
             status = ev.status or "completed"
             if status != "completed":
@@ -190,10 +259,21 @@ class LiveRenderer:
 
     def close(self, summary: str | None = None, *, ok: bool = True) -> None:
         """End the output (a summary line in green, or red when not ``ok``)."""
+        self._show_calls()  # a cut stream's calls: shown as far as they came
         self._newline()
         if summary:
             self.console.rule(style="green" if ok else "red")
             self._write(Text(summary + "\n", style="green" if ok else "bold red"))
+
+
+def _json_object(args: Any) -> bool:
+    """Whether tool-call arguments are complete: a whole JSON object."""
+    if not isinstance(args, str) or not args.rstrip().endswith("}"):
+        return False
+    try:
+        return isinstance(json.loads(args), dict)
+    except ValueError:
+        return False
 
 
 def _short(props: dict[str, Any], limit: int = 120) -> str:

@@ -229,6 +229,7 @@ class MarkdownRenderer(LiveRenderer):
 
     def stop(self) -> None:
         """Print whatever is still pending and stop the live region (idempotent)."""
+        self._show_calls()  # tool calls whose arguments never completed
         for key in list(self._pending):
             self._commit(key)
         if self._live is not None:
