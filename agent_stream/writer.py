@@ -72,6 +72,10 @@ def _ms(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
 
 
+_new_message = Message.__new__
+_set_slot = object.__setattr__
+
+
 class _Core:
     """State shared by every scope of one stream: the sink, ids and sequence numbers."""
 
@@ -328,6 +332,9 @@ class MessageHandle:
         self._other: dict[str, Any] | None = None
         self._start = 0.0
         self._ended = False
+        # A validated text delta of this message (its fields and the fields set), copied for
+        # each append; rebuilt after a type change.
+        self._proto: tuple[dict[str, Any], set[str]] | None = None
 
     async def __aenter__(self) -> MessageHandle:
         self._start = time.monotonic()
@@ -389,12 +396,40 @@ class MessageHandle:
 
     async def append(self, value: Any, path: str | None = None) -> None:
         """Append: text onto props.content (no path), or any value at ``path``."""
-        if path is None:
-            if not isinstance(value, str):
-                raise StreamError("append without a path takes a string (props.content)")
-            await self._chunk(Message(type=self.type, props={"content": value}, delta=True))
-        else:
+        if path is not None:
             await self._delta("append", path, value)
+            return
+        if not isinstance(value, str):
+            raise StreamError("append without a path takes a string (props.content)")
+        if self._ended:
+            raise StreamError(f"message {self.message_id} has ended; nothing more can be sent")
+        proto = self._proto
+        if proto is None:
+            m = Message(type=self.type, props={"content": ""}, message_id=self.message_id,
+                        thread_id=self.thread_id, block_id=self.block_id, delta=True)
+            proto = self._proto = (dict(m.__dict__), {*m.model_fields_set, "chunk_id"})
+        # The hot path of streaming: validating each chunk anew cost more than everything else
+        # the writer does per token, and only the content (a str, checked above) and the
+        # writer's own chunk id differ from the validated prototype; so the chunk is a copy of
+        # it, made the way pydantic copies a model.
+        core = self._core
+        d = proto[0].copy()
+        d["props"] = {"content": value}
+        d["chunk_id"] = core.ids.chunk()
+        msg = _new_message(Message)
+        _set_slot(msg, "__dict__", d)
+        _set_slot(msg, "__pydantic_fields_set__", proto[1].copy())
+        _set_slot(msg, "__pydantic_extra__", None)
+        _set_slot(msg, "__pydantic_private__", None)
+        self.chunk_count += 1
+        if self._other is None:  # what _track keeps of a plain text delta
+            self._text.append(value)
+        else:
+            self._track(msg)
+        if core.stamp:
+            await core.emit(msg)
+        else:  # emit would do nothing more: the chunk id is set
+            await core.sink(msg)
 
     async def replace(self, value: Any, path: str | None = None) -> None:
         """Replace the value at ``path`` (all props when no path; then ``value`` is a dict)."""
@@ -411,6 +446,7 @@ class MessageHandle:
     async def change_type(self, new_type: str, props: Mapping[str, Any] | None = None) -> None:
         """Correct the message's type (type_change); props are replaced when given."""
         self.type = new_type
+        self._proto = None
         await self._chunk(Message(type=new_type, type_change=True,
                                   props=dict(props) if props is not None else None))
 

@@ -186,3 +186,33 @@ async def test_fail_ends_a_normally_returning_stream_with_error() -> None:
     end = sink.items[-1]
     assert end.event == "stream_end"
     assert end.event_data["status"] == "error" and end.event_data["error"] == "model down"
+
+
+async def test_text_deltas_are_whole_validated_messages_and_bad_ones_are_refused() -> None:
+    """append's text chunks (copied from a validated prototype, for speed) are the Messages
+    validation gives: same fields, same fields set, independent of each other."""
+    sink = Sink()
+    async with StreamWriter(sink, stamp=True) as out:
+        async with out.block("llm") as b, b.message("text") as m:
+            await m.append("Hel")
+            await m.append("lo")
+            await m.change_type("thinking")
+            await m.append(" there")
+            with pytest.raises(Exception, match="takes a string"):
+                await m.append(3)
+        async with out.message("") as bad:
+            with pytest.raises(Exception, match="type"):
+                await bad.append("x")
+    deltas = [x for x in sink.items if x.delta and x.delta_path is None]
+    assert [(x.type, x.props) for x in deltas] == [
+        ("text", {"content": "Hel"}), ("text", {"content": "lo"}),
+        ("thinking", {"content": " there"})]
+    for x in deltas:
+        again = Message.model_validate(x.model_dump(exclude_unset=True), strict=True)
+        assert again == x and again.model_fields_set == x.model_fields_set
+        assert x.block_id == "B1" and x.message_id == "M1" and x.chunk_id
+        assert x.metadata is not None and x.metadata.sequence
+    t = assemble(sink.items)
+    assert t.get(None, "M1").content == "Hello there"  # type: ignore[union-attr]
+    deltas[0].props["content"] = "changed"  # type: ignore[index]
+    assert deltas[1].props == {"content": "lo"} and len({x.chunk_id for x in deltas}) == 3
