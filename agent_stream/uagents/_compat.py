@@ -35,6 +35,7 @@ import uagents.context as _ua_context
 from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
 from uagents.dispatch import dispatcher
+from uagents.resolver import Resolver
 from uagents_core.envelope import Envelope
 from uagents_core.identity import Identity
 from uagents_core.models import Model
@@ -54,6 +55,7 @@ __all__ = [
     "models_of",
     "port_of",
     "queued_payloads",
+    "resolver_of",
     "serve_on",
     "serve_with_envelope",
     "server_of",
@@ -151,7 +153,7 @@ INTERNALS: tuple[str, ...] = (
     "ASGIServer.serve using HOST", "ASGIServer.__call__", "Dispenser.run / add_envelope",
     "dispatcher.sinks", "Agent._build_context passing _identity",
     "Envelope.sign using sign_digest", "ASGIServer.__call__ using Envelope",
-    "InternalContext._session", "Agent._identity",
+    "InternalContext._session", "Agent._identity", "Agent._resolver",
     "Agent._models", "Agent._message_queue", "asyncio.Queue._queue",
     "Agent._dispenser", "Agent._dispenser_task", "Agent._server", "Agent._loop",
     "Agent._port",
@@ -177,6 +179,7 @@ def check_agent(agent: Any) -> None:
         ("Agent._loop", "_loop", asyncio.AbstractEventLoop),
         ("Agent._port", "_port", int),
         ("Agent._identity", "_identity", Identity),
+        ("Agent._resolver", "_resolver", Resolver),
     ]
     for name, attr, kind in expect:
         if not isinstance(state.get(attr), kind):
@@ -246,6 +249,12 @@ def identity_of(agent: Any) -> Identity:
     """The identity the agent signs with (its contexts are given it when built)."""
     identity: Identity = agent._identity
     return identity
+
+
+def resolver_of(agent: Any) -> Resolver:
+    """The resolver the agent's contexts find peers' endpoints with."""
+    resolver: Resolver = agent._resolver
+    return resolver
 
 
 def set_identity(agent: Any, identity: Identity) -> None:

@@ -16,6 +16,7 @@ is remembered ``probe_ttl``, 10 s). Entries of dead processes are pruned on ever
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import getpass
 import http.client
@@ -155,6 +156,7 @@ class LocalDirectory:
         self.probe_timeout = probe_timeout
         self.probe_ttl = probe_ttl
         self._answered: dict[tuple[str, str], float] = {}  # (address, endpoint) -> when
+        self._probing: dict[tuple[str, str], asyncio.Future[bool]] = {}
         self._parsed: dict[str, dict[str, Any]] = {}
         self._parsed_from: bytes | None = None
         self.parses = 0  # times the file's bytes were parsed (only when they changed)
@@ -239,11 +241,26 @@ class LocalDirectory:
         return self._remember(address, endpoint, ok)
 
     async def answers_async(self, address: str, endpoint: str) -> bool:
-        """:meth:`answers` without blocking the event loop."""
+        """:meth:`answers` without blocking the event loop. Concurrent calls for one endpoint
+        share one probe (a crowd of sends after the positive answer expired asks once)."""
         if self._fresh(address, endpoint):
             return True
         if _probe_request(endpoint) is None:
             return False
+        key = (address, endpoint)
+        probe = self._probing.get(key)
+        if probe is None or probe.get_loop() is not asyncio.get_running_loop():
+            probe = asyncio.ensure_future(self._probe_async(address, endpoint))
+            self._probing[key] = probe
+            probe.add_done_callback(lambda _f: self._probing.pop(key, None))
+        return await asyncio.shield(probe)
+
+    def delivered(self, address: str, endpoint: str) -> None:
+        """An envelope to ``address`` was just accepted at ``endpoint`` (HTTP 200): as good an
+        answer as the readiness probe's, remembered ``probe_ttl`` the same way."""
+        self._remember(address, endpoint, True)
+
+    async def _probe_async(self, address: str, endpoint: str) -> bool:
         timeout = aiohttp.ClientTimeout(total=self.probe_timeout)
         try:
             async with aiohttp.ClientSession(timeout=timeout) as session, session.head(

@@ -40,6 +40,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,7 @@ from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus, MsgStatus
 
 from agent_stream.uagents import _compat
+from agent_stream.uagents.directory import LocalResolver
 from agent_stream.uagents.pool import EnvelopePoster
 
 __all__ = ["CHAT_DIGESTS", "LaneLimits", "PeerDispenser", "isolate", "pipeline",
@@ -115,6 +117,8 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         self._stalled: dict[str, float] = {}  # lanes that ended stalled: target -> until
         self._posting: asyncio.Semaphore | None = None
         self._pipelined: OrderedDict[str, None] = OrderedDict()
+        #: Called with (destination, endpoint) when an envelope was accepted (HTTP 200).
+        self.on_delivered: list[Callable[[str, str], None]] = []
         #: The agent's kept-alive connections (its lanes' posts).
         self.poster = EnvelopePoster(self.limits.max_posting)
 
@@ -211,6 +215,10 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         try:
             result = await self._post(lane, env, endpoints, sync)
             lane.posting -= 1
+            if getattr(result, "status", None) == DeliveryStatus.DELIVERED and \
+                    getattr(result, "endpoint", None):
+                for hook in self.on_delivered:
+                    hook(lane.target, result.endpoint)
             if not lane.queue and not lane.posting and lane.stalled_until <= time.monotonic() \
                     and self._lanes.get(lane.target) is lane:
                 del self._lanes[lane.target]  # idle: gone before its sender hears back
@@ -272,12 +280,15 @@ def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
     current = _compat.dispenser_of(agent)
     if isinstance(current, PeerDispenser):
         return current
-    if not _compat.started(agent):
-        dispenser = PeerDispenser(limits)
-        _compat.set_dispenser(agent, dispenser)
-        return dispenser
-    dispenser = PeerDispenser(limits, stock=current)
+    dispenser = PeerDispenser(limits, stock=current if _compat.started(agent) else None)
+    resolver = _compat.resolver_of(agent)
+    if isinstance(resolver, LocalResolver) and resolver.directory is not None:
+        # a delivery is as good an answer as the directory's readiness probe: a peer busy
+        # with many conversations is not dropped because a probe was slow
+        dispenser.on_delivered.append(resolver.directory.delivered)
     _compat.set_dispenser(agent, dispenser)
+    if not _compat.started(agent):
+        return dispenser
 
     async def _drain_lanes(_ctx: Context) -> None:
         await dispenser.drain(dispenser.limits.drain_timeout)

@@ -65,6 +65,7 @@ AGENT_INTERNALS = [
     ("Agent._dispenser_task", "_dispenser_task"),
     ("Agent._port", "_port"),
     ("Agent._identity", "_identity"),
+    ("Agent._resolver", "_resolver"),
 ]
 
 

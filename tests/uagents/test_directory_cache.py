@@ -4,16 +4,20 @@ a new entry is seen at once, an untrusted file is still refused."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_directory import ADDR, ADDR2, Endpoint
+from uagents.dispatch import dispatcher
 
-from agent_stream.uagents import DirectoryError, LocalDirectory
+from agent_stream.uagents import DirectoryError, LocalDirectory, _compat
 from agent_stream.uagents.directory import LocalResolver
 
 
@@ -79,3 +83,66 @@ def test_a_file_rewritten_in_place_with_new_bytes_is_parsed_again(tmp_path: Path
     assert set(directory.entries()) == {ADDR2}
     directory.path.write_text("not json")
     assert directory.entries() == {}
+
+
+class CountingEndpoint(Endpoint):
+    """An Endpoint that counts readiness probes and answers each after ``delay`` seconds."""
+
+    def __init__(self, *serves: str, delay: float = 0.0) -> None:
+        self.probes = 0
+        self.delay = delay
+        super().__init__(*serves)
+        handler = self.server.RequestHandlerClass
+        owner = self
+        original = handler.do_HEAD  # type: ignore[attr-defined]
+
+        def counted(h: Any) -> None:
+            owner.probes += 1
+            time.sleep(owner.delay)
+            original(h)
+
+        handler.do_HEAD = counted  # type: ignore[attr-defined]
+
+
+async def test_concurrent_lookups_share_one_probe(tmp_path: Path) -> None:
+    endpoint = CountingEndpoint(ADDR, delay=0.2)
+    try:
+        directory = LocalDirectory(tmp_path / "agents.json")
+        directory.register(ADDR, endpoint.url)
+        resolver = LocalResolver(directory=directory)
+        found = await asyncio.gather(*(resolver.resolve(ADDR) for _ in range(50)))
+        assert found == [(ADDR, [endpoint.url])] * 50
+        assert endpoint.probes == 1
+    finally:
+        endpoint.close()
+
+
+async def test_a_delivery_counts_as_an_answer_for_probe_ttl(tmp_path: Path) -> None:
+    endpoint = CountingEndpoint()  # serves nobody: its probes say not ready
+    try:
+        directory = LocalDirectory(tmp_path / "agents.json", probe_ttl=0.3)
+        directory.register(ADDR, endpoint.url)
+        resolver = LocalResolver(directory=directory)
+        assert await resolver.resolve(ADDR) == (None, [])
+        directory.delivered(ADDR, endpoint.url)  # an envelope was just accepted there
+        assert await resolver.resolve(ADDR) == (ADDR, [endpoint.url])
+        await asyncio.sleep(0.35)  # then the probe decides again
+        assert await resolver.resolve(ADDR) == (None, [])
+    finally:
+        endpoint.close()
+
+
+async def test_a_local_agents_lanes_tell_its_directory_what_they_delivered(
+        tmp_path: Path) -> None:
+    from agent_stream.uagents import local_agent
+    from agent_stream.uagents.lanes import PeerDispenser
+    from agent_stream.uagents.local import free_port
+
+    directory = LocalDirectory(tmp_path / "agents.json")
+    agent = local_agent("directory delivery agent seed", free_port(), directory=directory)
+    try:
+        lanes = _compat.dispenser_of(agent)
+        assert isinstance(lanes, PeerDispenser)
+        assert directory.delivered in lanes.on_delivered
+    finally:
+        dispatcher.unregister(agent.address, agent)

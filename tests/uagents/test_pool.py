@@ -257,3 +257,18 @@ async def test_a_pipelined_peer_may_have_more_envelopes_waiting(
         assert all("too many envelopes queued" in r.detail for r in piped[6:])
     finally:
         await d.drain(1)
+
+
+async def test_a_delivery_is_reported_with_its_endpoint(
+        served: tuple[Recorder, str, Any]) -> None:
+    rec, url, _ = served
+    d = PeerDispenser()
+    seen: list[tuple[str, str]] = []
+    d.on_delivered.append(lambda target, endpoint: seen.append((target, endpoint)))
+    try:
+        assert (await post(d, url, "ok")).status == DeliveryStatus.DELIVERED
+        rec.status = 500
+        assert (await post(d, url, "refused")).status == DeliveryStatus.FAILED
+        assert seen == [(A, url)]
+    finally:
+        await d.drain(1)
