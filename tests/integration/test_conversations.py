@@ -11,9 +11,11 @@ import os
 import re
 import stat
 import sys
+import threading
 import time
 import uuid
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 
 import pytest
 from agents_harness import PEERS, AgentProcess, Harness, port_open_failed
@@ -192,3 +194,44 @@ def test_chat_in_a_terminal(harness: Harness) -> None:
     code, out, err = ask(harness, "history-chat", "--session", new_session, "more")
     assert [t["text"] for t in history_in(out)][:1] == ["again"]  # memory still works there
     assert os.path.exists(harness.workdir / "client" / "seed")
+
+
+class _RecordingModel(BaseHTTPRequestHandler):
+    """An OpenAI-compatible model on 127.0.0.1 that records each request's messages."""
+
+    seen: ClassVar[list[list[dict[str, Any]]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append(body["messages"])
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for delta, finish in (({"role": "assistant", "content": "Answer "}, None),
+                              ({"content": str(len(self.seen))}, None), ({}, "stop")):
+            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_serve_gives_an_openai_model_the_conversation(harness: Harness) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RecordingModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        harness.serve("--model", "openai", "--base-url",
+                      f"http://127.0.0.1:{server.server_address[1]}/v1", "--name", "oai")
+        session = str(uuid.uuid4())
+        for q in ("first", "second"):
+            code, _, err = ask(harness, "oai", "--session", session, q)
+            assert code == 0, err
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert _RecordingModel.seen == [
+        [{"role": "user", "content": "first"}],
+        [{"role": "user", "content": "first"}, {"role": "assistant", "content": "Answer 1"},
+         {"role": "user", "content": "second"}]]
