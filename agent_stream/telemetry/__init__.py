@@ -156,8 +156,12 @@ def reply_started(agent: str, *, peer: str, conversation: str,
         return ReplyWatch(agent)
     from agent_stream.telemetry.spans import TracedReply
 
-    return TracedReply(_S.tracer, agent, peer=peer, conversation=conversation,
-                       question=question, capture=_S.capture)
+    try:
+        return TracedReply(_S.tracer, agent, peer=peer, conversation=conversation,
+                           question=question, capture=_S.capture)
+    except Exception as exc:  # tracing must never stop an answer
+        LOG.warning("reply not traced: %s", exc)
+        return ReplyWatch(agent)
 
 
 def asking(reply: Any, agent: str | None = None) -> None:
@@ -173,7 +177,10 @@ def asking(reply: Any, agent: str | None = None) -> None:
         return
     from agent_stream.telemetry.spans import asking as traced
 
-    traced(_S.tracer, reply, agent)
+    try:
+        traced(_S.tracer, reply, agent)
+    except Exception as exc:  # tracing must never stop a question
+        LOG.warning("question not traced: %s", exc)
 
 
 def shutdown(timeout_millis: int = 5000) -> None:

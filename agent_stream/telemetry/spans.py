@@ -45,7 +45,7 @@ from agent_stream.telemetry.replies import ReplyWatch, ask_ended
 __all__ = ["TracedReply", "asking", "incoming_context", "traceparent_of"]
 
 LOG = logging.getLogger("agent_stream.telemetry")
-_warned_at = [0.0]
+_warned_at = [0.0, 0.0]  # malformed trace context, tracing failures
 
 OP = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
@@ -60,6 +60,13 @@ def _warn(what: str, value: str) -> None:
     if now - _warned_at[0] >= 10.0:
         _warned_at[0] = now
         LOG.warning("malformed %s %r ignored: a new trace starts", what, value[:80])
+
+
+def _warn_once(exc: Exception) -> None:
+    now = time.monotonic()
+    if now - _warned_at[1] >= 60.0:
+        _warned_at[1] = now
+        LOG.warning("tracing failed (the reply goes on): %s", exc, exc_info=exc)
 
 
 def incoming_context(traceparent: str | None, tracestate: str | None,
@@ -131,17 +138,20 @@ class TracedReply(ReplyWatch):
                 otel_context.detach(token)
 
     def tap(self, msg: Any) -> None:
-        kind = msg.type
-        if kind == "tool_call":
-            self._tool_call(msg)
-        elif kind == "tool_result":
-            props = msg.props or {}
-            span = self._tools.pop(str(props.get("call_id")), None)
-            if span is not None:
-                if props.get("is_error"):
-                    span.set_status(Status(StatusCode.ERROR))
-                span.end()
-        ReplyWatch.tap(self, msg)
+        try:
+            kind = msg.type
+            if kind == "tool_call":
+                self._tool_call(msg)
+            elif kind == "tool_result":
+                props = msg.props or {}
+                span = self._tools.pop(str(props.get("call_id")), None)
+                if span is not None:
+                    if props.get("is_error"):
+                        span.set_status(Status(StatusCode.ERROR))
+                    span.end()
+            ReplyWatch.tap(self, msg)
+        except Exception as exc:  # tracing must never break the reply it watches
+            _warn_once(exc)
 
     def event(self, msg: Any) -> None:
         props = msg.props or {}
@@ -243,6 +253,13 @@ class TracedReply(ReplyWatch):
             repairs: int, answer: Callable[[], str] | None = None) -> None:
         super().end(status, chat_messages=chat_messages, resends=resends,
                     keepalives=keepalives, repairs=repairs, answer=answer)
+        try:
+            self._end_spans(status, chat_messages, resends, keepalives, repairs, answer)
+        except Exception as exc:
+            _warn_once(exc)
+
+    def _end_spans(self, status: str, chat_messages: int, resends: int, keepalives: int,
+                   repairs: int, answer: Callable[[], str] | None) -> None:
         span = self.span
         for tool in self._tools.values():
             tool.end()

@@ -179,7 +179,8 @@ def request_tags(channels: Iterable[str] = (), *, chain: Sequence[str] = (),
     ``max_hops`` (key ``max_hops``): the hop limit that travels with it. ``history`` (key
     ``history``): the conversation so far as the asker keeps it, JSON from
     :func:`agent_stream.conversation.history_to_json`; the responder uses it instead of the
-    turns it remembers.
+    turns it remembers. With tracing on, the asker adds ``traceparent`` and ``tracestate`` (W3C
+    trace context, checked by the responder: :mod:`agent_stream.telemetry`).
     """
     md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags"}
     if history is not None:
