@@ -259,10 +259,14 @@ stream that ends without stream_end ends its open messages and `stream.end` with
 stream -> `RUN_STARTED` ... `RUN_FINISHED` (`RUN_ERROR` for status error or an `error` Message,
 and with code `incomplete` for a stream that ends without stream_end; outcome `cancelled` for a
 cancelled stream; usage as `TokenUsage`, only when known), block -> `STEP_STARTED`/
-`STEP_FINISHED`, text and refusal -> `TEXT_MESSAGE_START/CONTENT/END`, thinking ->
-`REASONING_START`, `REASONING_MESSAGE_START/CONTENT/END`, `REASONING_END`, tool_call ->
-`TOOL_CALL_START/ARGS/END` (START once the name is known; a call that ends nameless is named
-`tool`), `tool_result` -> `TOOL_CALL_RESULT`, custom types -> `ACTIVITY_SNAPSHOT` then
+`STEP_FINISHED`, a block of type `agent` (a relayed or a framework's sub-agent) also ->
+`SUBAGENT_STARTED` (name: its `agent_name`; nested by `parentSubagentRunId`) and
+`SUBAGENT_FINISHED`, or `SUBAGENT_ERROR` when it fails, is cancelled or has an `error` Message
+(which then fails that sub-agent, not the run), text and refusal ->
+`TEXT_MESSAGE_START/CONTENT/END`, thinking -> `REASONING_START`,
+`REASONING_MESSAGE_START/CONTENT/END`, `REASONING_END`, tool_call -> `TOOL_CALL_START/ARGS/END`
+(START once the name is known; a call that ends nameless is named `tool`), `tool_result` ->
+`TOOL_CALL_RESULT`, custom types -> `ACTIVITY_SNAPSHOT` then
 `ACTIVITY_DELTA` with RFC 6902 patches built against what the client holds (`add` where a path
 is missing, `replace` only where it exists, `add .../-` to extend a list; a delta that cannot
 apply is dropped), everything else
