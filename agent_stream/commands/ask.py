@@ -89,12 +89,10 @@ def session_arg(text: str) -> uuid.UUID:
 
 
 def choose_seed(command: str, seed: str | None) -> str | None:
-    """The client seed: ``seed`` (warned about when weak), else this user's client identity,
-    else (when that identity is being used by another running client, or cannot be read) a
-    throwaway one with a note on stderr. None when the stored one is refused: the command
-    exits 2."""
+    """The client seed: ``seed`` (``--seed``, warned about by the caller), else this user's
+    client identity, else (when another running client uses that identity) a throwaway one,
+    with a note on stderr. None when the stored one cannot be used (said on stderr): exit 2."""
     if seed:
-        seed_refused(command, seed)
         return seed
     try:
         mine = client_seed()
@@ -254,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
     from agent_stream.uagents import DeliveryError
     from agent_stream.uagents.local import PortInUse, free_port, port_free
 
+    if args.seed:
+        seed_refused("ask", args.seed)
     try:
         target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
     except ValueError as exc:

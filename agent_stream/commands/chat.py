@@ -12,7 +12,7 @@ import uuid
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import any_port, seconds
+from agent_stream.commands._args import any_port, seconds, seed_refused
 from agent_stream.commands.ask import (
     choose_seed,
     note_withheld,
@@ -204,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent
     from agent_stream.uagents.local import PortInUse, free_port, port_free, serve_agent
 
+    if args.seed:
+        seed_refused("chat", args.seed)
     try:
         target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
     except ValueError as exc:
@@ -218,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     chat = StreamingChat()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WeakSeedWarning)  # said once by choose_seed
+        warnings.simplefilter("ignore", WeakSeedWarning)  # said once above
         agent = local_agent(seed, port, name="chat", peers={target: endpoint},
                             directory=LocalDirectory() if not args.no_directory else None,
                             log_level=logging.INFO if args.verbose else logging.WARNING)
