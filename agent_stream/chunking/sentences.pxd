@@ -4,9 +4,11 @@ cimport cython
 cdef Py_ssize_t _WORD_LOOKBACK, _LOOK_BACK, _NEVER, _UPPER, _NOT_LOWER, _RULE, _LISTY, _SPACED, _NO_WORD
 cdef Py_ssize_t _WORD_KINDS_MAX
 cdef dict _WORD_KINDS
+cdef str WHITESPACE
+cdef Py_UCS4 _SPACE_OR_CJK_FROM, _CJK_FROM
 
 
-@cython.locals(e=Py_ssize_t, stop=Py_ssize_t)
+@cython.locals(e=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)
 cpdef Py_ssize_t last_word_boundary(str s, Py_ssize_t a, Py_ssize_t z)
 @cython.locals(x=Py_ssize_t, n=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)
 cpdef Py_ssize_t last_clause_boundary(str s, Py_ssize_t a, Py_ssize_t z)

@@ -70,7 +70,13 @@ _ASCII_CLAUSE_MARK = re.compile(r"[,;:.](?:(?<=[,;:])|(?=\.))")
 # The last space, or the last CJK character followed by another: a greedy ".*" backtracks.
 _LAST_SPACE = re.compile(rf"(?s).*[{_WS_CLASS}]")
 _SPACE = re.compile(f"[{_WS_CLASS}]")
-_LAST_CJK = re.compile(rf"(?s).*[{_CJK_CHARS}](?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])")
+# Whitespace is ASCII (up to " ") or from U+1680 on, CJK from U+3040 on: the first tests (C
+# comparisons, compiled) pass over most characters.
+_SPACE_OR_CJK_FROM = "\u1680"
+_CJK_FROM = "\u3040"
+# A CJK character followed by another (a word boundary after it), and the last such.
+_CJK_PAIR = re.compile(rf"[{_CJK_CHARS}](?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])")
+_LAST_CJK = re.compile(f"(?s).*{_CJK_PAIR.pattern}")
 # A word boundary with a visible character after it (where a first chunk may end early).
 VISIBLE_WORD_BOUNDARY = re.compile(
     rf"[{_WS_CLASS}]+(?=[^{_WS_CLASS}])|(?<=[{_CJK_CHARS}])(?=[^{_WS_CLASS}{re.escape(_CJK_PUNCT)}])"
@@ -109,16 +115,22 @@ _ENDS_BEFORE_CAPITAL = frozenset(
 
 def last_word_boundary(s: str, a: int, z: int) -> int:
     """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
+    # The last few positions one by one (compiled, a loop in C: in prose the space is near, in
+    # CJK the boundary is at the end), then the rest with ".*" (it backtracks from the end in C).
+    e = min(z, len(s))
+    stop = max(a, 0, e - _LOOK_BACK)
+    while e > stop:
+        c = s[e - 1]
+        if (c <= " " or c >= _SPACE_OR_CJK_FROM) and (
+            c in WHITESPACE or (c >= _CJK_FROM and _CJK_PAIR.match(s, e - 1) is not None)
+        ):
+            return e
+        e -= 1
+    if e <= a:
+        return -1
+    z = e
     if s.isascii():  # (a flag of the string: no scan)
-        # The last few characters one by one (compiled, a loop in C; the space is usually near),
-        # then the rest with ".*" (it backtracks from the end in C).
-        e = min(z, len(s))
-        stop = max(a, 0, e - _LOOK_BACK)
-        while e > stop:
-            if s[e - 1] in " \t\n\r\f\v":  # the ASCII whitespace (a literal: a switch in C)
-                return e
-            e -= 1
-        m = _LAST_SPACE.match(s, a, e)
+        m = _LAST_SPACE.match(s, a, z)
         return -1 if m is None else m.end()
     m = _SPACE.search(s, a, z)  # (in CJK there may be none: then ".*" need not backtrack)
     e = -1 if m is None else _LAST_SPACE.match(s, m.start(), z).end()  # type: ignore[union-attr]

@@ -68,6 +68,13 @@ def naive_last_clause(s: str, a: int, z: int) -> int:
     return -1
 
 
+def test_the_first_characters_of_whitespace_and_cjk_are_as_the_boundary_search_assumes() -> None:
+    assert all(c <= " " or c >= sentences._SPACE_OR_CJK_FROM for c in sentences.WHITESPACE)
+    assert min(c for c in sentences.WHITESPACE if c > " ") == sentences._SPACE_OR_CJK_FROM
+    assert sentences._CJK_CHARS.startswith(sentences._CJK_FROM)
+    assert min(sentences._CJK_CHARS.replace("-", "")) == sentences._CJK_FROM  # (ranges a-b)
+
+
 @MANY
 @given(_texts(" \n\t\u3000\u00a0\u2009aZ.。，」" + _CJK)
        | _texts(_SPARSE + "a" * 60 + " 今", max_size=200), st.data())
