@@ -157,6 +157,11 @@ def test_chat_in_a_terminal(harness: Harness) -> None:
         c.expect(r"session ([0-9a-f-]{36})")
         session = c.match.group(1)
         c.expect("you>")
+        # while chat runs as this user's identity, an ask gets a throwaway one (two clients at
+        # one address would get each other's replies), says so, and is answered
+        code, out, err = ask(harness, "history-chat", "--session", session, "meanwhile")
+        assert code == 0 and "in use by another running client" in err, err
+        assert history_in(out) == []
         c.sendline("first question")
         c.expect(r"question: first question")
         c.expect("completed")
