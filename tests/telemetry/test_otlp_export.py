@@ -162,6 +162,43 @@ def test_one_trace_follows_a_question_through_every_relaying_agent(
                     "gen_ai.tool.call.arguments"} & set(s["attrs"])
 
 
+def test_the_gateway_continues_an_http_traceparent_to_the_agent_it_asks(
+        tmp_path: Path, receiver: Receiver) -> None:
+    import httpx
+
+    h = Harness(tmp_path)
+    h.env = {k: v for k, v in h.env.items() if not k.startswith("OTEL_")}
+    h.env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+                  "OTEL_BSP_SCHEDULE_DELAY": "60000"})
+    trace_id, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    try:
+        port = free_port()
+        agent = h.start("-m", "agent_stream.commands.team", "--name", "researcher", "--port",
+                        str(port), "--seed", f"otel gw {port} {time.time_ns()}", "--rate", "0")
+        agent.wait_for("address:", 60)
+        gport = free_port()
+        gateway = h.cli("gateway", "--port", str(gport), "--agent", "researcher")
+        url = gateway.wait_for("gateway:", 60).split(" ", 1)[1].strip().rstrip("/")
+        body = {"model": "researcher", "stream": False,
+                "messages": [{"role": "user", "content": "How should agents stream?"}]}
+        r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60,
+                       headers={"traceparent": f"00-{trace_id}-{parent}-01"})
+        assert r.status_code == 200, r.text
+        gateway.stop()
+        agent.stop()
+    finally:
+        h.stop_all()
+    spans = receiver.spans
+    assert {s["trace"] for s in spans} == {trace_id}
+    by_id = {s["id"]: s for s in spans}
+    (request,) = [s for s in spans if s["service"] == "gateway" and s["kind"] == SERVER]
+    assert request["parent"] == parent and request["name"] == "POST /v1/chat/completions"
+    (reply,) = [s for s in spans if s["service"] == "researcher" and s["kind"] == SERVER]
+    question = by_id[reply["parent"]]
+    assert question["service"] == "gateway" and question["kind"] == CLIENT
+    assert question["parent"] == request["id"]
+
+
 def test_serve_metrics_port_is_read_by_prometheus_clients_parser(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     try:
