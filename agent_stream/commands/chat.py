@@ -32,6 +32,10 @@ the conversation (one session). Ctrl-C during a reply cancels it (the agent is t
 back to the prompt; /new starts a new conversation; /exit or Ctrl-D leaves (exit 0), ending the
 session (the agent forgets it). Up and down recall earlier questions. Like ask, chat talks as
 this user's persistent client identity unless --seed is given.
+
+Exit status: 0 when left with /exit or Ctrl-D (a reply that did not complete is said, and the
+chat goes on); 2 for bad arguments (unknown address or name, busy port, a session id that is not
+a UUID4, a client seed file that is not private); 130 after SIGTERM.
 """
 
 PROMPT = "you> "
