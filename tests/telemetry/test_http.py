@@ -156,3 +156,29 @@ def test_metrics_address_forms() -> None:
     assert parse_metrics_address("9464") == ("127.0.0.1", 9464)
     assert parse_metrics_address("0.0.0.0:9464") == ("0.0.0.0", 9464)
     assert parse_metrics_address("[::1]:9464") == ("::1", 9464)
+
+
+def test_metrics_are_also_opentelemetry_instruments_when_a_meter_provider_is_set() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    telemetry._reset_for_tests()
+    try:
+        telemetry.configure(meter_provider=MeterProvider(metric_readers=[reader]))
+        telemetry.refused("busy")
+        w = telemetry.reply_started("answerer", peer="p", conversation="c", question=None)
+        w.tap(text("Hello."))
+        w.end("completed", chat_messages=2, resends=1, keepalives=0, repairs=0)
+        data = reader.get_metrics_data()
+        assert data is not None
+        got = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics
+               for m in sm.metrics}
+        assert {"agent_stream.refusals", "agent_stream.time_to_first_text",
+                "agent_stream.reply_duration", "agent_stream.replies_in_flight",
+                "agent_stream.resends"} <= set(got)
+        assert got["agent_stream.time_to_first_text"].unit == "s"
+        (point,) = got["agent_stream.refusals"].data.data_points
+        assert point.value == 1 and dict(point.attributes) == {"code": "busy"}
+    finally:
+        telemetry._reset_for_tests()
