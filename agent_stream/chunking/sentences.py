@@ -122,7 +122,8 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
     while e > stop:
         c = s[e - 1]
         if (c <= " " or c >= _SPACE_OR_CJK_FROM) and (
-            c in WHITESPACE or (c >= _CJK_FROM and _CJK_PAIR.match(s, e - 1) is not None)
+            c in WHITESPACE
+            or (c >= _CJK_FROM and e < len(s) and _CJK_PAIR.match(s, e - 1) is not None)
         ):
             return e
         e -= 1
@@ -143,19 +144,21 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
 
 def last_clause_boundary(s: str, a: int, z: int) -> int:
     """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
+    # The last few characters one by one (compiled, a loop in C), from the last back ...
+    n = min(z, len(s))
+    x = n
+    stop = max(a, 0, n - _LOOK_BACK)
+    while x > stop:
+        x -= 1
+        c = s[x]
+        if c in ",;:…—–，、；：" or (c == "." and x + 1 < n and s[x + 1] == "."):
+            m = _CLAUSE_AT.match(s, x, z)
+            if m is not None:
+                return m.end()
+    if stop <= a:
+        return -1
     if s.isascii():  # (a flag of the string: no scan) four marks: , ; : ..
-        # The last few characters one by one (compiled, a loop in C), from the last back ...
-        n = min(z, len(s))
-        x = n
-        stop = max(a, 0, n - _LOOK_BACK)
-        while x > stop:
-            x -= 1
-            c = s[x]
-            if c in ",;:" or (c == "." and x + 1 < n and s[x + 1] == "."):
-                m = _CLAUSE_AT.match(s, x, z)
-                if m is not None:
-                    return m.end()
-        if stop <= a or _ASCII_CLAUSE_MARK.search(s, a, stop + 1) is None:
+        if _ASCII_CLAUSE_MARK.search(s, a, stop + 1) is None:
             return -1  # the usual case, in one look
         # ... then the marks before ``stop``, the last of them first
         while True:
@@ -167,7 +170,8 @@ def last_clause_boundary(s: str, a: int, z: int) -> int:
             if m is not None:
                 return m.end()
             stop = x
-    if _ANY_CLAUSE_MARK.search(s, a, z) is None:
+    # ... then the last of the rest (none from ``stop`` on was one)
+    if _ANY_CLAUSE_MARK.search(s, a, stop + 1) is None:
         return -1
     m = _LAST_CLAUSE.match(s, a, z)
     return -1 if m is None else m.end()

@@ -86,7 +86,8 @@ def test_last_word_boundary_is_the_last_space_or_cjk_pair(s: str, data: st.DataO
 
 @MANY
 @given(_texts(",;:.…—–，、；：」』）”’\"')] \naZ今")
-       | _texts(_SPARSE * 3 + ",;:..)\"", max_size=200), st.data())
+       | _texts(_SPARSE * 3 + ",;:..)\"", max_size=200)
+       | _texts(_SPARSE * 3 + ",;:..…—，、今」 ", max_size=200), st.data())
 def test_last_clause_boundary_is_the_last_mark_that_ends_a_clause(
     s: str, data: st.DataObject
 ) -> None:
