@@ -6,7 +6,8 @@ from .policy cimport CutPolicy
 from .scanner cimport BoundaryScanner
 
 cdef double _NEVER
-cdef Py_ssize_t _WINDOW_SLACK
+cdef Py_ssize_t _WINDOW_SLACK, _SHORT_DELTA
+cdef str EVENT_CHARS
 
 
 cdef class TextChunker:
@@ -18,7 +19,7 @@ cdef class TextChunker:
     cdef CutPolicy _policy
     cdef list _deltas, _arrivals
 
-    @cython.locals(held=Py_ssize_t, sc=BoundaryScanner)
+    @cython.locals(held=Py_ssize_t, sc=BoundaryScanner, end=Py_ssize_t, c=Py_UCS4)
     cpdef list feed(self, str delta, double now)
     cpdef list poll(self, double now)
     @cython.locals(buf=DeltaBuffer)

@@ -50,6 +50,8 @@ from .scanner import (
     AFTER_BACKTICKS,
     AFTER_NEWLINE,
     AFTER_TERMINATOR,
+    EVENT_CHARS,
+    EVENT_SEARCH,
     BoundaryScanner,
 )
 
@@ -59,6 +61,8 @@ _NEVER = math.inf
 # The scanner looks this far ahead of the buffer start at a time (2 * max_chars + this), so a
 # huge delta costs linear time.
 _WINDOW_SLACK = 64
+# A delta this short is tested character by character (longer ones by a regex search).
+_SHORT_DELTA = 32
 
 
 def _check_int(name: str, value: object, low: int) -> int:
@@ -173,14 +177,24 @@ class TextChunker:
                 ):
                     return []  # waiting for what follows a terminator: more space decides nothing
                 return self._advance(now)
-        m = self._trigger(delta)
-        if m is None:
-            return []
+        trigger = self._trigger
+        if trigger is EVENT_SEARCH and len(delta) <= _SHORT_DELTA:
+            # a token outside code: its characters one by one (compiled, a loop in C)
+            for end, c in enumerate(delta, 1):  # noqa: B007 (``end`` is used after the loop)
+                if c in EVENT_CHARS:
+                    break
+            else:
+                return []
+        else:
+            m = trigger(delta)
+            if m is None:
+                return []
+            end = m.end()
         if held < self._quiet_below and "`" not in delta and "~" not in delta:
             # too little for a chunk yet: the scanner reads this when there is enough
             self._look_at = self._min_chars - 1
             return []
-        if m.end() == len(delta) and self._scanner.fence is None:
+        if end == len(delta) and self._scanner.fence is None:
             # a terminator, line break or backtick at the very end: the next delta decides
             self._look_at = -1
             sc = self._scanner

@@ -28,6 +28,8 @@ from .sentences import (
 
 __all__ = [
     "CLAUSE",
+    "EVENT_CHARS",
+    "EVENT_SEARCH",
     "INSIDE_WORD",
     "LINE",
     "PARAGRAPH",
@@ -47,7 +49,8 @@ _FENCE_LINE_MAX = 256
 _FENCE_MIN = 3
 
 # The characters that make a delta worth a look: in text, inside a code span, inside a fence.
-_EVENT = re.compile("[" + re.escape(TERMINATORS) + "\n`~]")
+EVENT_CHARS = TERMINATORS + "\n`~"
+_EVENT = re.compile("[" + re.escape(EVENT_CHARS) + "]")
 _IN_CODE = re.compile("[`\n]")
 
 
@@ -75,7 +78,7 @@ _TAIL = re.compile(
 _RUN_OR_CLOSER = TERMINATOR_SET | CLOSER_SET
 _IN_FENCE = {"`": re.compile("`").search, "~": re.compile("~").search}
 # The searches, bound once (a bound method made at each call costs an allocation).
-_EVENT_SEARCH = _EVENT.search
+EVENT_SEARCH = _EVENT.search
 _IN_CODE_SEARCH = _IN_CODE.search
 _SCAN_SEARCH = _SCAN_EVENT.search
 
@@ -138,7 +141,7 @@ class BoundaryScanner:
             return _IN_FENCE[self.fence[0]]
         if self.code_ticks is not None:
             return _IN_CODE_SEARCH
-        return _EVENT_SEARCH
+        return EVENT_SEARCH
 
     def fence_may_close(self) -> bool:
         """True when the open fence's last (unfinished) line looks like its closing fence."""
