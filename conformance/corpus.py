@@ -304,8 +304,8 @@ _EVENTS = ["thread_start", "thread_end", "block_start", "block_end", "message_st
 
 
 def _fuzz_one(rnd: Any, i: int) -> list[Message]:
-    """A random but well-formed stream: interleaved threads, blocks, deltas of every action,
-    retypes, tool calls with late names, and one of the four endings."""
+    """A random but well-formed stream: interleaved threads, blocks (B2 a sub-agent in B1),
+    deltas of every action, retypes, tool calls with late names, and one of the four endings."""
     out = [start(f"fz{i}")]
     for _ in range(rnd.randint(3, 30)):
         tid = rnd.choice([None, "T1", "T2"])
@@ -319,6 +319,8 @@ def _fuzz_one(rnd: Any, i: int) -> list[Message]:
                                     "status": rnd.choice(["completed", "error"])}
             if tid:
                 data["thread_id"] = tid
+            if name == "block_start" and data["block_id"] == "B2":  # B2: a sub-agent, in B1
+                data.update(type="agent", parent_block_id="B1", agent_name="helper")
             out.append(ev(name, {"thread_id": tid} if tid else None, **data))
             continue
         t = rnd.choice(_TYPES)
