@@ -601,3 +601,41 @@ def test_any_stream_with_agent_blocks_gives_valid_well_ordered_ag_ui(
     assert sum(e.type == EventType.SUBAGENT_STARTED for e in events) == sum(
         e.type in (EventType.SUBAGENT_FINISHED, EventType.SUBAGENT_ERROR) for e in events) or \
         events[-1].type == EventType.RUN_ERROR
+
+
+def test_a_langgraph_subgraph_in_a_subgraph_is_a_nested_subagent_with_its_text_inside() -> None:
+    pytest.importorskip("langgraph")
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from agent_stream.sources import responder_for
+
+    model = GenericFakeChatModel(messages=iter(["It is sunny in Paris"]))
+
+    async def helper(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    def graph(node: str, inner: Any) -> Any:
+        g = StateGraph(MessagesState)
+        g.add_node(node, inner)
+        g.add_edge(START, node)
+        return g.compile()
+
+    app = graph("planner", graph("weather", graph("helper", helper)))
+
+    class Request:
+        text, history, session = "Weather?", (), None
+
+    msgs = asyncio.run(collect(lambda out: responder_for(app)(Request(), out)))
+    events = parse(sse_text(msgs))
+    subs = _subagent_events(events)
+    planner, weather = subs[0][1], subs[1][1]
+    assert subs[:2] == [("started", planner, "planner", ""),
+                        ("started", weather, "weather", planner)]
+    assert subs[2:] == [("finished", weather), ("finished", planner)]
+    types = [e.type for e in events]
+    inside = types[types.index(EventType.SUBAGENT_STARTED, types.index(
+        EventType.SUBAGENT_STARTED) + 1):types.index(EventType.SUBAGENT_FINISHED)]
+    text_of = "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT)
+    assert text_of == "It is sunny in Paris" and EventType.TEXT_MESSAGE_CONTENT in inside
+    assert events[-1].type == EventType.RUN_FINISHED
