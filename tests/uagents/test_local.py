@@ -137,7 +137,8 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
     args = argparse.Namespace(
         port=8002, seed=None, peer=[], model="replay", rate=0.0, base_url=None,
         model_name=None, name="llm", reasoning=False, max_in_flight=None,
-        max_question_bytes=65536, max_replies_per_sender=4, network="testnet",
+        max_question_bytes=65536, max_replies_per_sender=4, max_replies=64, trust=[],
+        network="testnet",
         mailbox=True, no_directory=False, verbose=False)
     try:
         agent, chat, where = serve.build(args, "network test seed")
