@@ -140,7 +140,7 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         settings = dataclasses.replace(settings, protection=dataclasses.replace(
             settings.protection, guard=dataclasses.replace(
                 settings.protection.guard, trusted_senders=frozenset(trusted))))
-    store = open_store(args.sessions, settings.sessions)
+    store = open_store(getattr(args, "sessions", "memory"), settings.sessions)
     chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
                          settings=settings, sessions=store)
     level = logging.INFO if args.verbose else logging.WARNING

@@ -1,4 +1,5 @@
-"""Agent processes for the delivery tests (public API only), run as scripts.
+"""Agent processes for the delivery tests (public API only, but for the envelope session of a
+plain question), run as scripts.
 
 ``asker``: an agent_stream client; each stdin JSON line ``{"text", "count", "timeout",
 "idle_timeout", "cancel_after", "tagged", "settle", "resume"}`` asks ``count`` questions at once and prints one JSON line
@@ -21,6 +22,7 @@ import dataclasses
 import json
 import sys
 import time
+import uuid
 from typing import Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage, StartSessionContent, TextContent
@@ -32,24 +34,33 @@ from agent_stream.uagents import (
     parse_peers,
     run_agent,
 )
+from agent_stream.uagents._compat import context_with_session
 
 PRODUCED = [0]
 
 
-async def ask_one(chat: StreamingChat, ctx: Any, to: str, req: dict[str, Any]) -> dict[str, Any]:
+async def ask_one(chat: StreamingChat, ctx: Any, to: str, req: dict[str, Any],
+                  agent: Any = None) -> dict[str, Any]:
     started = time.monotonic()
     text = req.get("text", "hello")
     # untagged: a plain question (no agent_stream tags), read until EndSessionContent
     question: Any = text if req.get("tagged", True) else ChatMessage(
         content=[StartSessionContent(), TextContent(text=text)])
+    if not req.get("tagged", True) and agent is not None:
+        # a plain peer's conversation is its envelope session: each question a new one, so
+        # the responder does not answer it as a follow-up of the questions asked before
+        ctx = context_with_session(agent, uuid.uuid4())
     try:
         if "resume" in req:  # the reply of an earlier question, again from its start
             reply = await chat.resume(ctx, to, req["resume"], timeout=float(req.get("timeout", 60)),
                                       idle_timeout=req.get("idle_timeout"))
         else:
+            # every question stands alone (an empty history of its own): the many asked in
+            # this one session are not one conversation the responder would remember
             reply = await chat.ask(ctx, to, question, settle=float(req.get("settle", 0.5)),
                                    timeout=float(req.get("timeout", 60)),
-                                   idle_timeout=req.get("idle_timeout"), channels={"reasoning"})
+                                   idle_timeout=req.get("idle_timeout"), channels={"reasoning"},
+                                   history=())
     except DeliveryError as exc:
         return {"status": "undelivered", "completed": False, "detail": str(exc)}
     cancel_after = req.get("cancel_after")
@@ -90,7 +101,7 @@ def asker(args: argparse.Namespace) -> None:
             if not line:
                 return
             req = json.loads(line)
-            replies = await asyncio.gather(*(ask_one(chat, ctx, to, req)
+            replies = await asyncio.gather(*(ask_one(chat, ctx, to, req, agent)
                                              for _ in range(int(req.get("count", 1)))))
             print(json.dumps({"replies": replies}), flush=True)
 
