@@ -18,6 +18,7 @@ encode on the sender, HTTP + verify + guard + parse on the receiver).
 older commit; its compiled chunker copied in) in the same run: "before" beside "this tree".
 
     python bench/bench_scale.py [--sizes 10,100,300,1000] [--rate 20] [--base PATH]
+                                [--max-replies M]
     python bench/bench_scale.py --micro [--messages 2000] [--base PATH]
 
 Loopback only; every wait is bounded (``--timeout`` per sweep step). The machine's load average
@@ -312,8 +313,9 @@ def step(env: dict[str, str], n: int, args: argparse.Namespace,
     """One serve + one gateway, ``n`` clients at once; the row of the table."""
     stats = f"{env['BENCH_DIR']}/serve-{n}.json"
     sport, gport = free_port(), free_port()
+    agent_cap = min(n + 16, args.max_replies) if args.max_replies else n + 16
     serve = Proc([ME, "--role", "serve", "--port", str(sport), "--rate", str(args.rate),
-                  "--max", str(n + 16), "--stats", stats], env)
+                  "--max", str(agent_cap), "--stats", stats], env)
     procs = [serve]
     try:
         address = serve.line("address:")
@@ -417,6 +419,9 @@ def main() -> int:
                     help="seconds one sweep step's clients may take (default: %(default)s)")
     ap.add_argument("--base", type=Path, help="another checkout to measure beside this tree")
     ap.add_argument("--keep", type=Path, help="keep the children's logs in this folder")
+    ap.add_argument("--max-replies", type=int, default=0,
+                    help="the agent's replies-at-once cap (0: N, every client admitted); "
+                    "the others are refused at once (busy: HTTP 503 with Retry-After)")
     ap.add_argument("--micro", action="store_true")
     ap.add_argument("--messages", type=int, default=2000)
     ap.add_argument("--role", help=argparse.SUPPRESS)
