@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 from agent_stream.errors import (
     DeltaError,
     InvalidMessage,
@@ -91,7 +91,7 @@ class MessageState:
                 joined = "".join(parts)
                 parts.clear()
                 parts.append(joined)
-            _delta.set_path(self._props, self._hot_path, parts[0])
+            merge.set_path(self._props, self._hot_path, parts[0])
 
     def _cool(self) -> None:
         self._materialize()
@@ -102,7 +102,7 @@ class MessageState:
         """Merge one content chunk; DeltaError leaves the message as it was."""
         if not msg.delta:
             self._cool()
-            self._props = _delta.copy_json(msg.props) if msg.props else {}
+            self._props = merge.copy_json(msg.props) if msg.props else {}
             self.type = msg.type
             return
         action = msg.delta_action or "append"
@@ -116,7 +116,7 @@ class MessageState:
                 else:
                     value = None
             elif path is not None:
-                value = _delta.read_path(chunk_props, path)
+                value = merge.read_path(chunk_props, path)
             else:
                 value = None
             if isinstance(value, str) and path is not None:
@@ -124,18 +124,18 @@ class MessageState:
                     self._hot_parts.append(value)
                     return
                 self._cool()
-                _, _, cur = _delta._locate(self._props, _delta.split_path(path), path)
-                if cur is _delta._MISSING or cur is None or isinstance(cur, str):
+                _, _, cur = merge._locate(self._props, merge.split_path(path), path)
+                if cur is merge._MISSING or cur is None or isinstance(cur, str):
                     self._hot_path = path
                     self._hot_parts = [cur if isinstance(cur, str) else "", value]
-                    if cur is _delta._MISSING or cur is None:
-                        _delta.set_path(self._props, path, "")
+                    if cur is merge._MISSING or cur is None:
+                        merge.set_path(self._props, path, "")
                     return
-                _delta.check_append(cur, value, path)  # raises: a string onto a non-string
+                merge.check_append(cur, value, path)  # raises: a string onto a non-string
         elif action not in DELTA_ACTIONS:
             raise DeltaError(f"unknown delta_action {action!r}")
         self._cool()
-        self._props = _delta.apply(self._props, action, path, chunk_props)
+        self._props = merge.apply(self._props, action, path, chunk_props)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -329,7 +329,7 @@ class Assembler:
             st._cool()
             st.type = msg.type
             if msg.props is not None:
-                st._props = _delta.copy_json(msg.props)
+                st._props = merge.copy_json(msg.props)
         else:
             if st is None:
                 st = self._new_message(key, mid, msg)
@@ -372,7 +372,7 @@ class Assembler:
         else:
             key = (msg.thread_id, cid)
         st = self._new_message(key, None, msg)
-        st._props = _delta.copy_json(msg.props) if msg.props else {}
+        st._props = merge.copy_json(msg.props) if msg.props else {}
         st.chunk_count = 1
         st.status = COMPLETED
         if cid is not None:

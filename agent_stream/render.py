@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 from agent_stream.errors import DeltaError
 from agent_stream.events import EventView
 from agent_stream.message import (
@@ -157,10 +157,10 @@ class LiveRenderer:
             return  # its line is out: later chunks change nothing shown
         call = self._calls.get(key)
         if call is None or not msg.delta:
-            new: dict[str, Any] = _delta.copy_json(props)
+            new: dict[str, Any] = merge.copy_json(props)
         else:
             try:
-                new = _delta.apply(call.props, msg.delta_action or "append", msg.delta_path,
+                new = merge.apply(call.props, msg.delta_action or "append", msg.delta_path,
                                    props)
             except DeltaError:
                 return

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 from agent_stream.errors import StreamError
 from agent_stream.ids import IdGenerator
 from agent_stream.message import (
@@ -380,7 +380,7 @@ class MessageHandle:
     def _track(self, msg: Message) -> None:
         # Keeps just enough to report extra.content in message_end.
         if not msg.delta or msg.type_change:
-            self._other = _delta.copy_json(msg.props or {})
+            self._other = merge.copy_json(msg.props or {})
             self._text = []
         elif self._other is None and msg.delta_path is None and msg.delta_action is None:
             c = (msg.props or {}).get("content")
@@ -391,7 +391,7 @@ class MessageHandle:
                 self._other = {"content": "".join(self._text)} if self._text else {}
                 self._text = []
             with contextlib.suppress(StreamError):
-                self._other = _delta.apply(self._other, msg.delta_action or "append",
+                self._other = merge.apply(self._other, msg.delta_action or "append",
                                            msg.delta_path, msg.props or {})
 
     async def append(self, value: Any, path: str | None = None) -> None:
@@ -456,7 +456,7 @@ class MessageHandle:
                 raise StreamError(f"{action} without a path takes an object (the props)")
             props = value
         else:
-            props = _delta.value_at(path, value)
+            props = merge.value_at(path, value)
         await self._chunk(Message(type=self.type, props=props, delta=True, delta_path=path,
                                   delta_action=action))  # type: ignore[arg-type]
 

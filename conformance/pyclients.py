@@ -70,7 +70,7 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
     from a2a.client import ClientConfig, ClientFactory
     from a2a.types import AgentCapabilities, AgentCard, Message, Part, Role, TextPart
 
-    from agent_stream import delta as _delta
+    from agent_stream import merge
 
     card = AgentCard(name="conformance", description="agent_stream wires", version="1",
                      url=f"{base}/a2a/{stream}", capabilities=AgentCapabilities(streaming=True),
@@ -113,7 +113,7 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
             props: dict[str, Any] = dict(getattr(roots[0], "data", {}))
             for r in roots[1:]:
                 dm = (r.metadata or {}).get("agent_stream") or {}
-                props = _delta.apply(props, dm.get("delta_action") or "append",
+                props = merge.apply(props, dm.get("delta_action") or "append",
                                      dm.get("delta_path"), dict(getattr(r, "data", {})))
             if kind == "tool_call":
                 seen["tool_calls"].append({k: props.get(k) for k in ("id", "name", "arguments")})

@@ -103,7 +103,7 @@ def test_no_import_cycles_in_the_package() -> None:
 
 def test_the_core_imports_none_of_the_outer_layers() -> None:
     graph = _graph()
-    core = ["agent_stream", "agent_stream.message", "agent_stream.delta",
+    core = ["agent_stream", "agent_stream.message", "agent_stream.merge",
             "agent_stream.assemble", "agent_stream.writer", "agent_stream.relay", "agent_stream.toolcall",
             "agent_stream.events", "agent_stream.errors", "agent_stream.ids",
             "agent_stream.jsontext"]

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_stream import delta
-from agent_stream.delta import APPEND, SET, visible_change
+from agent_stream import merge as delta
 from agent_stream.errors import DeltaError
+from agent_stream.merge import APPEND, SET, visible_change
 from agent_stream.message import Message
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from agent_stream import delta as _delta
-from agent_stream.delta import APPEND, visible_change
+from agent_stream import merge
 from agent_stream.errors import StreamWarning, WarningCode
 from agent_stream.events import EventView
+from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import BLOCK_END, ERROR, EVENT, MESSAGE_END, THREAD_END, Message
 
 Key = tuple[str | None, str]  # (thread_id, message_id)
@@ -327,9 +327,9 @@ def props_after(props: dict[str, Any] | None, msg: Message) -> dict[str, Any]:
     """A message's props after the chunk ``msg``: the chunk's props whole, or its delta applied
     (DeltaError when it cannot apply)."""
     if not msg.delta:
-        new: dict[str, Any] = _delta.copy_json(msg.props or {})
+        new: dict[str, Any] = merge.copy_json(msg.props or {})
         return new
-    return _delta.apply(props or {}, msg.delta_action or "append", msg.delta_path,
+    return merge.apply(props or {}, msg.delta_action or "append", msg.delta_path,
                         msg.props or {})
 
 

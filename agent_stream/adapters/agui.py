@@ -87,7 +87,7 @@ except ImportError as _exc:  # the optional extra is not installed
     raise MissingDependency("the AG-UI format needs the 'ag-ui-protocol' package: "
                             "pip install 'agent-stream[agui]'") from _exc
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 from agent_stream.adapters._tracking import (
     Key,
     Parts,
@@ -100,9 +100,9 @@ from agent_stream.adapters._tracking import (
 from agent_stream.adapters._tracking import set_shown as _set_shown
 from agent_stream.adapters.framing import run_encoder
 from agent_stream.adapters.jsonpatch import json_patch
-from agent_stream.delta import APPEND, visible_change
 from agent_stream.errors import DeltaError, WarningCode
 from agent_stream.events import EventView
+from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
     BLOCK_END,
     BLOCK_START,
@@ -394,7 +394,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         if new.kind == _ACTIVITY:
             new.props = props
             out.append(ActivitySnapshotEvent(message_id=new.wid, activity_type=new.type,
-                                             content=_delta.copy_json(props)))
+                                             content=merge.copy_json(props)))
 
     def _chunk(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         kind = st.kind
@@ -478,25 +478,25 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         whole = not msg.delta or (msg.delta_path is None and action in ("replace", "set"))
         if st.props is None or whole:
             if whole:
-                st.props = _delta.copy_json(chunk_props)
+                st.props = merge.copy_json(chunk_props)
             else:
                 try:
-                    st.props = _delta.apply({}, action, msg.delta_path, chunk_props)
+                    st.props = merge.apply({}, action, msg.delta_path, chunk_props)
                 except DeltaError as exc:
                     self._bad_delta(msg, exc)
                     return
             out.append(ActivitySnapshotEvent(message_id=st.wid, activity_type=st.type,
-                                             content=_delta.copy_json(st.props)))
+                                             content=merge.copy_json(st.props)))
             return
         try:
             ops = json_patch(st.props, action, msg.delta_path, chunk_props)
-            st.props = _delta.apply(st.props, action, msg.delta_path, chunk_props)
+            st.props = merge.apply(st.props, action, msg.delta_path, chunk_props)
         except DeltaError as exc:
             self._bad_delta(msg, exc)
             return
         if ops is None:
             out.append(ActivitySnapshotEvent(message_id=st.wid, activity_type=st.type,
-                                             content=_delta.copy_json(st.props)))
+                                             content=merge.copy_json(st.props)))
         elif ops:
             out.append(ActivityDeltaEvent(message_id=st.wid, activity_type=st.type,
                                           patch=ops))  # type: ignore[arg-type]

@@ -35,7 +35,7 @@ import mimetypes
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 from agent_stream.adapters._tracking import (
     Key,
     Parts,
@@ -48,9 +48,9 @@ from agent_stream.adapters._tracking import (
     unique_id,
 )
 from agent_stream.adapters.framing import dumps, run_encoder
-from agent_stream.delta import APPEND, visible_change
 from agent_stream.errors import DeltaError, WarningCode
 from agent_stream.events import EventView
+from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
     AUDIO,
     BLOCK_END,
@@ -203,7 +203,7 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         elif name == THREAD_START:
             self._thread(ev, out)
         elif name not in LIFECYCLE_EVENTS:
-            out.append({"type": "data-event", "data": _delta.copy_json(ev.msg.props or {})})
+            out.append({"type": "data-event", "data": merge.copy_json(ev.msg.props or {})})
 
     def _thread(self, ev: EventView, out: list[Any]) -> None:
         out.append({"type": "data-thread", "data": {"event": ev.name, **ev.data},
@@ -279,7 +279,7 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
 
     def _data(self, st: Tracked, out: list[Any]) -> None:
         out.append({"type": f"data-{st.type}", "id": st.wid,
-                    "data": _delta.copy_json(st.props or {})})
+                    "data": merge.copy_json(st.props or {})})
 
     # -- tools --------------------------------------------------------------------------------
     def _tool_chunk(self, st: Tracked, msg: Message, out: list[Any]) -> None:
@@ -333,7 +333,7 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             return False
         if not target.done:
             self._end_msg(target, out)
-        output = p["content"] if "content" in p else _delta.copy_json(p)
+        output = p["content"] if "content" in p else merge.copy_json(p)
         out.append({"type": "tool-output-available", "toolCallId": cid, "output": output,
                     "providerExecuted": True, "dynamic": True})
         return True

@@ -48,9 +48,9 @@ from typing import Any, TypedDict
 
 from agent_stream.adapters._tracking import Key, Parts, Tracked, TrackingEncoder
 from agent_stream.adapters.framing import jsonl, run_encoder
-from agent_stream.delta import APPEND, visible_change
 from agent_stream.errors import WarningCode, WireError
 from agent_stream.events import EventView
+from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
     ACTION,
     AUDIO,

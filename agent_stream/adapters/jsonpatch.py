@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 
 __all__ = ["json_patch"]
 
@@ -29,15 +29,15 @@ def _append_ops(segs: list[str], cur: Any, val: Any, ops: list[dict[str, Any]]) 
         ops.append({"op": "replace", "path": where, "value": cur + val})
     elif isinstance(cur, list):
         for item in (val if isinstance(val, list) else [val]):
-            ops.append({"op": "add", "path": where + "/-", "value": _delta.copy_json(item)})
+            ops.append({"op": "add", "path": where + "/-", "value": merge.copy_json(item)})
     elif isinstance(cur, dict):
         for k, v in val.items():
             if k in cur and cur[k] is not None:
                 _append_ops([*segs, k], cur[k], v, ops)
             else:
-                ops.append({"op": "add", "path": _ptr([*segs, k]), "value": _delta.copy_json(v)})
+                ops.append({"op": "add", "path": _ptr([*segs, k]), "value": merge.copy_json(v)})
     else:  # null, number or bool: replaced
-        ops.append({"op": "replace", "path": where, "value": _delta.copy_json(val)})
+        ops.append({"op": "replace", "path": where, "value": merge.copy_json(val)})
 
 
 def json_patch(props: dict[str, Any], action: str, path: str | None,
@@ -45,7 +45,7 @@ def json_patch(props: dict[str, Any], action: str, path: str | None,
     """The RFC 6902 patch that turns ``props`` into what the delta makes of it.
 
     None means "send a snapshot" (all props replaced). Call it before applying the delta; it does
-    not check that the delta applies (``agent_stream.delta.apply`` does).
+    not check that the delta applies (``agent_stream.merge.apply`` does).
     """
     ops: list[dict[str, Any]] = []
     if path is None:
@@ -54,12 +54,12 @@ def json_patch(props: dict[str, Any], action: str, path: str | None,
         if action == "merge":
             for k, v in chunk_props.items():
                 ops.append({"op": "replace" if k in props else "add", "path": _ptr([k]),
-                            "value": _delta.copy_json(v)})
+                            "value": merge.copy_json(v)})
             return ops
         _append_ops([], props, chunk_props, ops)
         return ops
-    segs = _delta.split_path(path)
-    val = _delta.read_path(chunk_props, path)
+    segs = merge.split_path(path)
+    val = merge.read_path(chunk_props, path)
     cur: Any = props
     for i, seg in enumerate(segs):
         if isinstance(cur, dict):
@@ -67,7 +67,7 @@ def json_patch(props: dict[str, Any], action: str, path: str | None,
                 if action == "merge" and not isinstance(val, dict):
                     return ops
                 ops.append({"op": "add", "path": _ptr(segs[:i + 1]),
-                            "value": _nest(segs[i + 1:], _delta.copy_json(val))})
+                            "value": _nest(segs[i + 1:], merge.copy_json(val))})
                 return ops
             cur = cur[seg]
         elif isinstance(cur, list) and seg.isdigit() and int(seg) < len(cur):
@@ -76,14 +76,14 @@ def json_patch(props: dict[str, Any], action: str, path: str | None,
             return ops  # the delta cannot apply; apply() says why
     if action == "append":
         if cur is None:
-            ops.append({"op": "replace", "path": _ptr(segs), "value": _delta.copy_json(val)})
+            ops.append({"op": "replace", "path": _ptr(segs), "value": merge.copy_json(val)})
         else:
             _append_ops(segs, cur, val, ops)
     elif action == "merge":
         if isinstance(cur, dict) and isinstance(val, dict):
             for k, v in val.items():
                 ops.append({"op": "replace" if k in cur else "add", "path": _ptr([*segs, k]),
-                            "value": _delta.copy_json(v)})
+                            "value": merge.copy_json(v)})
     else:
-        ops.append({"op": "replace", "path": _ptr(segs), "value": _delta.copy_json(val)})
+        ops.append({"op": "replace", "path": _ptr(segs), "value": merge.copy_json(val)})
     return ops

@@ -25,12 +25,12 @@ import sys
 from typing import Any
 
 from agent_stream.telemetry.metrics import METRICS, prometheus_text
-from agent_stream.telemetry.replies import ReplyWatch, refused
+from agent_stream.telemetry.replies import ReplyObserver, refused
 
 __all__ = [
     "CAPTURE_ENV",
     "METRICS",
-    "ReplyWatch",
+    "ReplyObserver",
     "asking",
     "configure",
     "prometheus_text",
@@ -145,7 +145,7 @@ def tracer() -> Any:
 
 
 def reply_started(agent: str, *, peer: str, conversation: str,
-                  question: Any) -> ReplyWatch:
+                  question: Any) -> ReplyObserver:
     """A responder starts a reply to ``question`` (a ChatMessage from ``peer``): the watch
     whose ``tap`` sees the reply's Messages, ``active()`` wraps the responder and ``end()``
     records it. With tracing on it carries the reply's span (continuing the question's
@@ -153,7 +153,7 @@ def reply_started(agent: str, *, peer: str, conversation: str,
     if not _S.decided:
         configure(agent)
     if _S.tracer is None:
-        return ReplyWatch(agent)
+        return ReplyObserver(agent)
     from agent_stream.telemetry.spans import TracedReply
 
     try:
@@ -161,7 +161,7 @@ def reply_started(agent: str, *, peer: str, conversation: str,
                            question=question, capture=_S.capture)
     except Exception as exc:  # tracing must never stop an answer
         LOG.warning("reply not traced: %s", exc)
-        return ReplyWatch(agent)
+        return ReplyObserver(agent)
 
 
 def asking(reply: Any, agent: str | None = None) -> None:

@@ -1,6 +1,6 @@
 """What agent_stream measures of a reply, without OpenTelemetry: the metrics side of the hooks.
 
-:class:`ReplyWatch` follows one reply a responder streams (it sees every Message the responder
+:class:`ReplyObserver` follows one reply a responder streams (it sees every Message the responder
 writes, through the pump's ``tap``) and records its figures once it is over; :func:`ask_ended`
 records an asker's. :mod:`.spans` extends both with spans when tracing is on.
 """
@@ -14,13 +14,13 @@ from typing import Any
 
 from agent_stream.telemetry.metrics import METRICS
 
-__all__ = ["ReplyWatch", "ask_ended", "refused"]
+__all__ = ["ReplyObserver", "ask_ended", "refused"]
 
 RESPONDER = "responder"
 ASKER = "asker"
 
 
-class ReplyWatch:
+class ReplyObserver:
     """One reply being streamed by this agent: time to first text, chunk sizes, usage."""
 
     __slots__ = ("agent", "chunk_bytes", "chunks", "first_text", "started", "usage")

@@ -40,7 +40,7 @@ from agent_stream.telemetry.context import (
     parse_tracestate,
     trace_headers_of,
 )
-from agent_stream.telemetry.replies import ReplyWatch, ask_ended
+from agent_stream.telemetry.replies import ReplyObserver, ask_ended
 
 __all__ = ["TracedReply", "asking", "incoming_context", "traceparent_of"]
 
@@ -99,8 +99,8 @@ def _messages(role: str, text: str) -> str:
                       ensure_ascii=False)
 
 
-class TracedReply(ReplyWatch):
-    """A :class:`ReplyWatch` with the reply's span and its blocks' spans."""
+class TracedReply(ReplyObserver):
+    """A :class:`ReplyObserver` with the reply's span and its blocks' spans."""
 
     __slots__ = ("_asked", "_blocks", "_capture", "_relayed", "_tools", "_tracer", "span")
 
@@ -149,7 +149,7 @@ class TracedReply(ReplyWatch):
                     if props.get("is_error"):
                         span.set_status(Status(StatusCode.ERROR))
                     span.end()
-            ReplyWatch.tap(self, msg)
+            ReplyObserver.tap(self, msg)
         except Exception as exc:  # tracing must never break the reply it watches
             _warn_once(exc)
 
@@ -164,7 +164,7 @@ class TracedReply(ReplyWatch):
         elif name == "block_end":
             self._block_end(data)
         elif name == "stream_end":
-            ReplyWatch.event(self, msg)
+            ReplyObserver.event(self, msg)
 
     def _block_start(self, data: dict[str, Any]) -> None:
         bid = str(data.get("block_id"))

@@ -65,7 +65,13 @@ from agent_stream.adapters.chat.wire import OP_RESEND, control
 from agent_stream.assemble import Assembler, Transcript
 from agent_stream.errors import StreamError, StreamWarning
 from agent_stream.message import Message
-from agent_stream.uagents.watch import LOST, ReplyWatch, SendControl, resend_question, retrieved
+from agent_stream.uagents.asker_delivery import (
+    LOST,
+    AskerDelivery,
+    SendControl,
+    resend_question,
+    retrieved,
+)
 
 if TYPE_CHECKING:
     from uagents import Context
@@ -109,7 +115,7 @@ class Reply:
         self.delivery = delivery or DeliveryPolicy()
         # a gap is given up only when redelivery would have given up too
         self.decoder = decoder or ChatDecoder(gap_timeout=self.delivery.within)
-        self.watch = ReplyWatch(self.peer, self.conversation, self.decoder, self.delivery,
+        self.watch = AskerDelivery(self.peer, self.conversation, self.decoder, self.delivery,
                                 idle_timeout, send_control, cancel_grace)
         self.question_resends = 0
         self.duplicates = 0

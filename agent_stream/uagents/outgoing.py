@@ -5,7 +5,7 @@
 - ``respond(out)``: writes the reply into a :class:`~agent_stream.writer.StreamWriter`;
 - ``send(chat) -> (delivered?, detail)``: delivers one ChatMessage to the peer (never raises);
 - ``encoder``: the reply's :class:`~agent_stream.adapters.chat.ChatEncoder`;
-- ``lane``: a lock held for the whole reply (a plain peer gets one reply at a time), or None;
+- ``serial``: a lock held for the whole reply (a plain peer gets one reply at a time), or None;
 - ``in_flight``: the registry ``{msg_id: Outgoing}`` acknowledgements are routed through (the
   owner calls :meth:`Outgoing.acknowledged`);
 - ``on_finished(outgoing)``: called once when the reply is over;
@@ -92,7 +92,7 @@ class Outgoing:
 
     def __init__(self, peer: str, conversation: str, encoder: ChatEncoder, *,
                  respond: Respond, send: Send, limits: PumpLimits,
-                 lane: asyncio.Lock | None = None,
+                 serial: asyncio.Lock | None = None,
                  in_flight: dict[str, Outgoing] | None = None,
                  on_finished: Callable[[Outgoing], None] | None = None,
                  delivery: DeliveryPolicy | None = None, peer_acks: bool = False,
@@ -106,7 +106,7 @@ class Outgoing:
         self.limits = limits
         self._respond = respond
         self._send = send
-        self._lane = lane
+        self._serial = serial
         self._in_flight: dict[str, Outgoing] = in_flight if in_flight is not None else {}
         self._on_finished = on_finished
         self.queue: deque[ChatMessage] = deque()
@@ -176,11 +176,11 @@ class Outgoing:
         timer = asyncio.create_task(self._timer_loop())
         status, err = "completed", None
         cancelled = False
-        lane = self._lane
+        lock = self._serial
         holding = False
         try:
-            if lane is not None:
-                await lane.acquire()
+            if lock is not None:
+                await lock.acquire()
                 holding = True
             async with StreamWriter(self.sink, request_id=self.conversation,
                                     flush=self.flush) as out:
@@ -217,8 +217,8 @@ class Outgoing:
                     await asyncio.shield(sender)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 sender.cancel()
-            if holding and lane is not None:
-                lane.release()
+            if holding and lock is not None:
+                lock.release()
             for key in self.unacked:
                 self._in_flight.pop(key, None)
             if self._on_finished is not None:

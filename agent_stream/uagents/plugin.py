@@ -72,7 +72,7 @@ acknowledged, within the ``settings.delivery`` policy's budget, silence being re
 from a peer known to acknowledge; a reply's ChatMessages are kept in a bounded replay buffer for the
 asker's ``resend`` op; a tagged reply sends keepalives while open; the asker's ``cancel`` op (or
 an EndSessionContent without text) cancels its reply; a question seen before is acknowledged,
-not answered again (:mod:`.desk`).
+not answered again (:mod:`.responder_delivery`).
 
 This module is the only code in agent_stream that calls ``ctx.send``.
 """
@@ -111,7 +111,6 @@ from agent_stream.conversation import Turn, history_from_json, history_to_json
 from agent_stream.uagents import _compat
 from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
-from agent_stream.uagents.desk import DeliveryDesk
 from agent_stream.uagents.edge import answering_from
 from agent_stream.uagents.hardening import is_protected, protect
 from agent_stream.uagents.lanes import pipeline_from
@@ -125,6 +124,7 @@ from agent_stream.uagents.request import (
     channels_for,
     invoke,
 )
+from agent_stream.uagents.responder_delivery import ResponderDelivery
 from agent_stream.uagents.sessions import MemorySessionStore, SessionStore
 from agent_stream.uagents.settings import ChatSettings
 from agent_stream.uagents.wrap import wrap_chat_handler
@@ -177,7 +177,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._dropped_log = RateLimitedLog(LOG, 5, 10.0)
         # refusals over max_refusals, answered as earlier ones end (a burst, not a flood)
         self._refusals_waiting: deque[tuple[Context, ChatRequest, Refused]] = deque()
-        self.desk = DeliveryDesk(self.settings.delivery)
+        self.desk = ResponderDelivery(self.settings.delivery)
         pump = self.settings.pump
         self._limits = dataclasses.replace(
             pump, max_buffered=max(2, pump.max_buffered), max_coalesce=max(1, pump.max_coalesce),
@@ -440,7 +440,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         out = Outgoing(
             peer, conversation, encoder, respond=respond, send=send, limits=self._limits,
             # A peer without tag support gets one reply at a time, ends included.
-            lane=None if request.tagged else self._serial_lock(peer),
+            serial=None if request.tagged else self._serial_lock(peer),
             in_flight=self._in_flight, on_finished=self._finished,
             delivery=self.desk.policy, peer_acks=self.desk.peer_acks(peer, request.tagged),
             replay=self.desk.buffer_for(peer, conversation), keepalive=request.tagged,

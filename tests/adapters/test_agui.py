@@ -399,7 +399,7 @@ _delta = st.tuples(st.sampled_from(["append", "replace", "merge", "set"]), _path
 @given(first=st.dictionaries(_key, _value, max_size=3), deltas=st.lists(_delta, max_size=8))
 def test_activity_patches_apply_strictly_and_match_the_assembled_props(
         first: dict[str, Any], deltas: list[Any]) -> None:
-    from agent_stream.delta import value_at
+    from agent_stream.merge import value_at
 
     msgs = [Message(type="widget", message_id="M1", props=first)]
     for action, path, value in deltas:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 from agent_stream.adapters.channels import (
     CHANNELS,
     ChannelsEncoder,
@@ -66,9 +66,9 @@ class Client:
         elif t == "structured":
             cur = self.structured.get(d["message_id"], {})
             if d.get("delta"):
-                cur = _delta.apply(cur, d["action"], d.get("path"), d["props"])
+                cur = merge.apply(cur, d["action"], d.get("path"), d["props"])
             else:
-                cur = _delta.copy_json(d["props"])
+                cur = merge.copy_json(d["props"])
             self.structured[d["message_id"]] = cur
         elif t == "error":
             self.errors.append(d)

@@ -18,7 +18,7 @@ from uagents_core.contrib.protocols.chat import (
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control, control_of
 from agent_stream.message import Message
-from agent_stream.uagents.desk import DeliveryDesk
+from agent_stream.uagents.responder_delivery import ResponderDelivery
 
 
 class FakeReply:
@@ -49,7 +49,7 @@ async def nothing(chat: ChatMessage) -> None:
 
 
 def test_cancel_only_from_the_asker_of_an_open_conversation() -> None:
-    desk = DeliveryDesk()
+    desk = ResponderDelivery()
     r = FakeReply("asker", "conv")
     replies: Any = [r]
     assert desk.control("someone else", op(control(OP_CANCEL, "conv")), replies, nothing) is None
@@ -60,7 +60,7 @@ def test_cancel_only_from_the_asker_of_an_open_conversation() -> None:
 
 
 def test_end_session_from_the_asker_cancels_its_replies_but_a_question_does_not() -> None:
-    desk = DeliveryDesk()
+    desk = ResponderDelivery()
     r, other = FakeReply("asker", "c1"), FakeReply("someone", "c2")
     replies: Any = [r, other]
     question = ChatMessage(content=[TextContent(text="hi"), EndSessionContent()])
@@ -70,7 +70,7 @@ def test_end_session_from_the_asker_cancels_its_replies_but_a_question_does_not(
 
 
 def test_a_question_is_answered_once() -> None:
-    desk = DeliveryDesk()
+    desk = ResponderDelivery()
     q = ChatMessage(content=[TextContent(text="hi")])
     assert not desk.seen_before("a", q)
     assert desk.seen_before("a", q)
@@ -78,7 +78,7 @@ def test_a_question_is_answered_once() -> None:
 
 
 def test_resend_from_the_replay_buffer_open_or_finished() -> None:
-    desk = DeliveryDesk()
+    desk = ResponderDelivery()
     buf = desk.buffer_for("asker", "conv")
     chats = [ChatMessage(content=[TextContent(text=str(i))]) for i in range(4)]
     for i, c in enumerate(chats, 1):

@@ -46,11 +46,11 @@ class Wire:
 
 def pump(respond: Callable[[StreamWriter], Awaitable[None]], wire: Wire, *,
          conversation: str = "conv", finished: list[Outgoing] | None = None,
-         lane: asyncio.Lock | None = None, in_flight: dict[str, Outgoing] | None = None,
+         serial: asyncio.Lock | None = None, in_flight: dict[str, Outgoing] | None = None,
          **limits: float | int | None) -> Outgoing:
     return Outgoing(PEER, conversation, ChatEncoder(conversation, tagged=True),
                     respond=respond, send=wire, limits=PumpLimits(**limits),  # type: ignore[arg-type]
-                    lane=lane, in_flight=in_flight,
+                    serial=serial, in_flight=in_flight,
                     on_finished=finished.append if finished is not None else None)
 
 
@@ -208,8 +208,8 @@ async def test_replies_sharing_a_lane_run_one_after_the_other() -> None:
         return run
 
     wire = Wire()
-    a = pump(respond("a"), wire, conversation="a", lane=lane)
-    b = pump(respond("b"), wire, conversation="b", lane=lane)
+    a = pump(respond("a"), wire, conversation="a", serial=lane)
+    b = pump(respond("b"), wire, conversation="b", serial=lane)
     await asyncio.gather(a.start(), b.start())
     assert order == ["a start", "a end", "b start", "b end"]
     assert not lane.locked()

@@ -55,7 +55,7 @@ except ImportError as _exc:  # the optional extra is not installed
     raise MissingDependency("the A2A format needs the 'a2a-sdk' package: "
                             "pip install 'agent-stream[a2a]'") from _exc
 
-from agent_stream import delta as _delta
+from agent_stream import merge
 from agent_stream.adapters._tracking import (
     Key,
     Tracked,
@@ -66,9 +66,9 @@ from agent_stream.adapters._tracking import (
 )
 from agent_stream.adapters.aisdk import media_type
 from agent_stream.adapters.framing import run_encoder
-from agent_stream.delta import APPEND, visible_change
 from agent_stream.errors import DeltaError, WarningCode
 from agent_stream.events import EventView
+from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
     AUDIO,
     ERROR,
@@ -218,7 +218,7 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         if name in LIFECYCLE_EVENTS:
             meta["data"] = dict(ev.data)
         else:
-            meta["props"] = _delta.copy_json(ev.msg.props or {})
+            meta["props"] = merge.copy_json(ev.msg.props or {})
         meta.update(ev.msg.ids())
         out.append(self._status(TaskState.working, None, meta))
 
@@ -243,7 +243,7 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         if not append:
             meta = self._meta(st)
             if props:  # the props travel whole: a FilePart carries only the url and type
-                meta["props"] = _delta.copy_json(st.data)
+                meta["props"] = merge.copy_json(st.data)
         if status is not None:  # how the message ended, when not completed
             meta = {**(meta or {}), "status": status}
         art = Artifact(artifact_id=st.wid, parts=parts, name=None if append else st.type,
@@ -299,7 +299,7 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         else:
             meta = {k: v for k, v in (("delta_action", msg.delta_action),
                                       ("delta_path", msg.delta_path)) if v}
-            part = DataPart(data=_delta.copy_json(msg.props or {}),
+            part = DataPart(data=merge.copy_json(msg.props or {}),
                             metadata={KEY: meta} if meta else None)
             self._artifact(st, [Part(root=part)], out, append=True)
 
@@ -318,13 +318,13 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
             if st.type == TOOL_CALL and not isinstance(st.data.get("name"), str):
                 self._warn(WarningCode.LATE_TOOL_NAME,
                            "tool call sent without a name (none arrived)", key=st.key)
-            part = Part(root=DataPart(data=_delta.copy_json(st.data)))
+            part = Part(root=DataPart(data=merge.copy_json(st.data)))
         self._artifact(st, [part], out, append=False, last=last, props=st.kind == _FILE)
 
     def _status_msg(self, st: _Artifact, out: list[Event]) -> None:
         st.status_n += 1
         text = st.data.get(_SHOWN.get(st.type, "message"))
-        meta = {**self._meta(st), "props": _delta.copy_json(st.data)}
+        meta = {**self._meta(st), "props": merge.copy_json(st.data)}
         message = A2AMessage(role=Role.agent, message_id=f"{st.wid}#{st.status_n}",
                              parts=[_text_part(text if isinstance(text, str) else "")],
                              metadata={KEY: meta}, task_id=self.task_id,

@@ -77,11 +77,11 @@ the wire in the order they were produced: waiting never reorders them.
 Where each part lives: :mod:`.wire` (tags, ids, request helpers, :func:`coalesce`),
 :mod:`.parse` (:func:`parse_chat`), :mod:`.encoder` (lifecycle), :mod:`.content` (what each
 content Message becomes: the withholding policy), :mod:`.messages` (per-message chunking),
-:mod:`.render` (metadata and what a plain peer reads), :mod:`.floor` (serialisation for plain
-peers), :mod:`.packer` (batching, ``meta_delay``), :mod:`.decoder`, :mod:`.reorder` (duplicates,
+:mod:`.render` (metadata and what a plain peer reads), :mod:`.plain_order` (serialisation for plain
+peers), :mod:`.batching` (batching, ``meta_delay``), :mod:`.decoder`, :mod:`.reorder` (duplicates,
 reorder window, gaps), :mod:`.delivery` (redelivery, replay, gap repair, liveness),
 :mod:`.tagged`, :mod:`.streams` (chat streams, untagged content), :mod:`.state` (what the
-decoder keeps, under :mod:`.limits`; :mod:`.capped`), :mod:`.lines` (the wire as ChatMessage
+decoder keeps, under :mod:`.limits`; :mod:`.bounded`), :mod:`.lines` (the wire as ChatMessage
 JSON lines, both ways: what ``convert --to chat`` and ``decode --from chat`` use).
 """
 

@@ -44,7 +44,7 @@ class ContentPolicy:
         if (mtype in STREAM_TYPES and not msg.delta and not msg.type_change and props
                 and len(props) == 1 and isinstance(props.get("content"), str)):
             group = Group(ids_meta(msg, OP_TEXT), [self._plain.text_item(props["content"])],
-                          needs_floor=True)
+                          needs_turn=True)
             self._route(group)
             return
         group = Group(message_meta(msg), [])
@@ -113,7 +113,7 @@ class ContentPolicy:
         u.shown = u.has_content = True
         u.wire_chunks += 1
         group = Group(ids_meta(msg, OP_TEXT), [self._plain.text_item(whole["content"])],
-                      owner=u.key, needs_floor=True)
+                      owner=u.key, needs_turn=True)
         self._chunking.emit(u, group)
         return True
 

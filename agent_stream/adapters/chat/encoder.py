@@ -2,7 +2,7 @@
 
 It handles the lifecycle events and dispatches content: :mod:`.content` decides what each
 content Message becomes (withheld, stream text, a whole text, metadata), :mod:`.messages` chunks
-each message's appends, :mod:`.floor` serialises streams for a plain peer and :mod:`.packer`
+each message's appends, :mod:`.plain_order` serialises streams for a plain peer and :mod:`.batching`
 batches the groups into ChatMessages.
 """
 
@@ -14,13 +14,13 @@ from typing import Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 
+from agent_stream.adapters.chat.batching import Batcher
 from agent_stream.adapters.chat.content import ContentPolicy
-from agent_stream.adapters.chat.floor import Floor
 from agent_stream.adapters.chat.messages import (
     MessageChunking,
     MessageState,
 )
-from agent_stream.adapters.chat.packer import Packer
+from agent_stream.adapters.chat.plain_order import PlainOrder
 from agent_stream.adapters.chat.render import PlainRenderer, error_line, message_meta
 from agent_stream.adapters.chat.wire import (
     CHANNEL_OF_TYPE,
@@ -77,13 +77,13 @@ class ChatEncoder:
         TextChunker(**chunker_opts)  # validate options now (ChunkerConfigError)
         withheld_types = frozenset(
             t for t, ch in CHANNEL_OF_TYPE.items() if ch not in self.channels)
-        self._packer = Packer(conversation, meta_delay, deterministic=deterministic, clock=clock)
-        self._floor = Floor(tagged, self._packer.add)
+        self._batcher = Batcher(conversation, meta_delay, deterministic=deterministic, clock=clock)
+        self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
         self._chunking = MessageChunking(conversation, chunker_opts, self._plain,
-                                         self._floor.route)
+                                         self._plain_order.route)
         self._policy = ContentPolicy(withheld_types, self._chunking, self._plain,
-                                     self._floor.route)
+                                     self._plain_order.route)
         self._messages: dict[MessageKey, MessageState] = {}
         self._seen_chunk_ids: set[str] = set()
         self._finished = False
@@ -98,7 +98,7 @@ class ChatEncoder:
     def next_deadline(self) -> float | None:
         """When :meth:`poll` may release buffered text or waiting metadata (None: nothing
         waits)."""
-        best = self._packer.meta_due
+        best = self._batcher.meta_due
         for u in self._chunking.live.values():
             chunker = u.chunker
             if chunker is not None:
@@ -115,12 +115,12 @@ class ChatEncoder:
                 return []  # the assembler ignores a repeated chunk id: so do we
             self._seen_chunk_ids.add(chunk_id)
         if msg.type == EVENT and self._event(msg):
-            return self._packer.pack(now, force=msg.event == STREAM_END)
+            return self._batcher.pack(now, force=msg.event == STREAM_END)
         message_id = msg.message_id
         if message_id is None:
             self._flush_thread(msg.thread_id, None)
             self._policy.standalone(msg)
-            return self._packer.pack(now)
+            return self._batcher.pack(now)
         key = (msg.thread_id, message_id)
         u = self._messages.get(key)
         if u is None:
@@ -140,15 +140,15 @@ class ChatEncoder:
                         u.received += 1
                         chunks = chunker.feed(piece, now)
                         if not chunks:
-                            due = self._packer.meta_due
+                            due = self._batcher.meta_due
                             if due is not None and now >= due:
-                                return self._packer.pack(now)
+                                return self._batcher.pack(now)
                             return []
                         for chunk in chunks:
                             self._chunking.chunk(u, chunk)
-                        return self._packer.pack(now)
+                        return self._batcher.pack(now)
         self._policy.content(u, msg, now)
-        return self._packer.pack(now)
+        return self._batcher.pack(now)
 
     def _flush_thread(self, thread_id: str | None, key: MessageKey | None) -> None:
         """A new message of a thread: the text its earlier messages' chunkers hold goes first,
@@ -167,13 +167,13 @@ class ChatEncoder:
                     and chunker.next_deadline <= now):
                 for chunk in chunker.poll(now):
                     self._chunking.chunk(u, chunk)
-        return self._packer.pack(now)
+        return self._batcher.pack(now)
 
     def end_streams(self, now: float) -> list[ChatMessage]:
         """End every open chat stream (buffered text first) without ending the reply; waiting
         metadata goes too."""
         self._end_all()
-        return self._packer.pack(now, force=True)
+        return self._batcher.pack(now, force=True)
 
     def flush(self, thread_id: str | None, message_id: str, now: float) -> list[ChatMessage]:
         """Send now what message (thread_id, message_id)'s chunker buffers; its stream stays
@@ -182,7 +182,7 @@ class ChatEncoder:
         if u is None or u.chunker is None or not u.chunker.buffered:
             return []
         self._chunking.flush(u)
-        return self._packer.pack(now)
+        return self._batcher.pack(now)
 
     def close(self, now: float, *, status: str = "completed",
               error: str | None = None) -> list[ChatMessage]:
@@ -193,12 +193,12 @@ class ChatEncoder:
         """
         if self._finished:
             self._end_all()
-            return self._packer.pack(now, force=True)
+            return self._batcher.pack(now, force=True)
         data: dict[str, Any] = {"status": status}
         if error is not None:
             data["error"] = error
         self._stream_end(Message(type=EVENT, props={"event": STREAM_END, "data": data}))
-        return self._packer.pack(now, force=True)
+        return self._batcher.pack(now, force=True)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _event(self, msg: Message) -> bool:
@@ -213,7 +213,7 @@ class ChatEncoder:
         elif name == STREAM_START or (name is not None and msg.is_lifecycle):
             if name == STREAM_START:
                 self._finished = False  # a new reply begins
-            self._floor.route(Group(message_meta(msg), []))
+            self._plain_order.route(Group(message_meta(msg), []))
         else:
             return False
         return True
@@ -222,7 +222,7 @@ class ChatEncoder:
         data = msg.event_data
         message_id = data.get("message_id") or msg.message_id
         if not isinstance(message_id, str):
-            self._floor.route(Group(message_meta(msg), []))
+            self._plain_order.route(Group(message_meta(msg), []))
             return
         key = (data.get("thread_id") or msg.thread_id, message_id)
         u = self._messages.get(key)
@@ -247,7 +247,7 @@ class ChatEncoder:
         u = (self._messages.pop((thread_id, message_id), None)
              if isinstance(message_id, str) else None)
         if u is None:
-            self._floor.route(Group(message_meta(msg), []))
+            self._plain_order.route(Group(message_meta(msg), []))
             return
         if u.withheld and not u.sent:
             self._chunking.drop(u)
@@ -281,9 +281,9 @@ class ChatEncoder:
         if data.get("status") == "error" and not self._plain.shown_error:
             items.append(TextContent.construct(type="text", text=self._plain.line(
                 error_line(data.get("error")))))
-        self._floor.route(Group(message_meta(msg), items, needs_floor=True))
+        self._plain_order.route(Group(message_meta(msg), items, needs_turn=True))
         self._finished = True
-        self._packer.session_end = self.session
+        self._batcher.session_end = self.session
 
     @property
     def withheld_channels(self) -> list[str]:
@@ -292,9 +292,9 @@ class ChatEncoder:
         return sorted({CHANNEL_OF_TYPE.get(t, t) for t in seen})
 
     def _end_all(self) -> None:
-        # The floor holder first, then the rest in order: every stream ends, buffers flushed.
+        # The turn holder first, then the rest in order: every stream ends, buffers flushed.
         messages = list(self._messages.values())
-        holder = self._floor.holder
+        holder = self._plain_order.holder
         if holder is not None:
             messages.sort(key=lambda u: u.key != holder)
         chunking = self._chunking
@@ -303,4 +303,4 @@ class ChatEncoder:
             if u.open:
                 chunking.close_stream(u)
             chunking.drop(u)
-        self._floor.flush()
+        self._plain_order.flush()

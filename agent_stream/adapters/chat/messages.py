@@ -192,7 +192,7 @@ class MessageChunking:
         if u.open:
             assert u.stream_id is not None
             meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
-            self.emit(u, Group(meta, [item], owner=u.key, needs_floor=True))
+            self.emit(u, Group(meta, [item], owner=u.key, needs_turn=True))
             return
         if u.stream_id is None:
             u.stream_id = stream_id_for(self.conversation, u.thread_id, u.message_id)
@@ -211,7 +211,7 @@ class MessageChunking:
         """Add the end of ``u``'s open chat stream to ``group``."""
         assert u.stream_id is not None
         group.items.append(EndStreamContent.construct(type="end-stream", stream_id=u.stream_id))
-        group.closes = group.needs_floor = True
+        group.closes = group.needs_turn = True
         u.open = False
 
     def close_stream(self, u: MessageState) -> None:

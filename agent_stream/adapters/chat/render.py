@@ -104,7 +104,7 @@ class PlainRenderer:
         if mtype == ERROR and not msg.delta:
             group.items.append(self.text_item(self.line(error_line(props.get("message"),
                                                                     props.get("code")))))
-            group.needs_floor = True
+            group.needs_turn = True
             self.shown_error = True
         elif mtype in MEDIA_TYPES and not msg.delta and isinstance(props.get("url"), str):
             md = {"mime_type": mime_type(mtype, props)}
@@ -119,5 +119,5 @@ class PlainRenderer:
         elif (mtype in STREAM_TYPES and (not msg.delta or msg.type_change) and u is not None
               and not u.shown and isinstance(props.get("content"), str)):
             group.items.append(self.text_item(props["content"]))
-            group.needs_floor = True
+            group.needs_turn = True
             u.shown = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from agent_stream.adapters.chat.capped import CappedTable
+from agent_stream.adapters.chat.bounded import BoundedTable
 from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
 from agent_stream.adapters.chat.reorder import HeldLedger, ReorderWindow
 
@@ -80,11 +80,11 @@ class DecoderState:
         self.limits = limits
         self.warnings = warnings
         self.peers: dict[str, PeerState] = {}  # least recently active first
-        self.seen: CappedTable[None] = CappedTable(limits.max_seen_ids,
+        self.seen: BoundedTable[None] = BoundedTable(limits.max_seen_ids,
                                                    limits.max_seen_ids_total)
-        self.refused: CappedTable[None] = CappedTable(limits.max_refused_total,
+        self.refused: BoundedTable[None] = BoundedTable(limits.max_refused_total,
                                                       limits.max_refused_total)
-        self.message_bytes: CappedTable[int] = CappedTable(limits.max_tracked_messages,
+        self.message_bytes: BoundedTable[int] = BoundedTable(limits.max_tracked_messages,
                                                            limits.max_tracked_total)
         self.held = HeldLedger(limits.max_held_total, limits.max_held_bytes)
         self._streams: dict[tuple[str, str], None] = {}  # open streams, oldest first

@@ -98,19 +98,19 @@ def dumps(value: Any) -> str:
 class Group:
     """A tagged MetadataContent's dict and the content items it describes, as they go on the wire.
 
-    ``owner``: the key of the message it belongs to (None: no message). ``needs_floor``: a plain
+    ``owner``: the key of the message it belongs to (None: no message). ``needs_turn``: a plain
     peer would read it, so it waits while another message's stream is open. ``opens``/``closes``:
     it starts/ends its message's chat stream.
     """
 
-    __slots__ = ("closes", "items", "meta", "needs_floor", "opens", "owner")
+    __slots__ = ("closes", "items", "meta", "needs_turn", "opens", "owner")
 
     def __init__(self, meta: dict[str, str], items: list[Any], owner: MessageKey | None = None,
-                 needs_floor: bool = False, opens: bool = False, closes: bool = False) -> None:
+                 needs_turn: bool = False, opens: bool = False, closes: bool = False) -> None:
         self.meta = meta
         self.items = items
         self.owner = owner
-        self.needs_floor = needs_floor or opens or closes
+        self.needs_turn = needs_turn or opens or closes
         self.opens = opens
         self.closes = closes
 

@@ -63,9 +63,9 @@ from agent_stream.adapters.openai.chunks import (
     created_from,
     known_usage,
 )
-from agent_stream.delta import APPEND, visible_change
 from agent_stream.errors import DeltaError, WarningCode
 from agent_stream.events import EventView
+from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
     AUDIO,
     IMAGE,

@@ -17,7 +17,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream.adapters.chat import ChatDecoder, DecoderLimits, parse_chat
-from agent_stream.adapters.chat.capped import CappedTable
+from agent_stream.adapters.chat.bounded import BoundedTable
 from agent_stream.adapters.chat.limits import WarningQueue
 from agent_stream.errors import WireError
 from agent_stream.message import Message as M
@@ -63,7 +63,7 @@ def test_limits_are_validated_and_keyword_arguments_override_them() -> None:
 
 
 def test_capped_table_keeps_per_owner_and_total_caps_oldest_first() -> None:
-    table: CappedTable[int] = CappedTable(per_owner=2, total=3)
+    table: BoundedTable[int] = BoundedTable(per_owner=2, total=3)
     for key in range(3):
         table.put("a", key, key)
     assert not table.has("a", 0) and table.has("a", 1) and table.has("a", 2)  # per owner

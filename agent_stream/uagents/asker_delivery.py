@@ -19,14 +19,14 @@ from agent_stream.adapters.chat import ChatDecoder
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, GapRepair, IdleWatch, Redelivery
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control
 
-__all__ = ["CANCEL", "LOST", "ReplyWatch", "SendControl", "resend_question"]
+__all__ = ["CANCEL", "LOST", "AskerDelivery", "SendControl", "resend_question"]
 
 SendControl = Callable[[ChatMessage], Awaitable[Any]]
 LOST = "lost"
 CANCEL = "cancelled"
 
 
-class ReplyWatch:
+class AskerDelivery:
     """Delivery state of one reply to a question: what to ask for, when it is lost, figures
     (``gaps_repaired``, ``repair_requests``, :meth:`at_risk`)."""
 

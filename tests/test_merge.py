@@ -1,11 +1,11 @@
-"""Delta paths and actions on plain data (agent_stream.delta)."""
+"""Delta paths and actions on plain data (agent_stream.merge)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_stream.delta import apply, copy_json, read_path, value_at
 from agent_stream.errors import DeltaError
+from agent_stream.merge import apply, copy_json, read_path, value_at
 
 
 def test_append_concatenates_strings_and_extends_lists() -> None:

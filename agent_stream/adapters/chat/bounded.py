@@ -6,12 +6,12 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["CappedTable"]
+__all__ = ["BoundedTable"]
 
 V = TypeVar("V")
 
 
-class CappedTable(Generic[V]):
+class BoundedTable(Generic[V]):
     """Values by (owner, key): at most ``per_owner`` per owner and ``total`` in all.
 
     Past either cap the oldest entry goes (of the owner, or of anyone); :attr:`shed` counts

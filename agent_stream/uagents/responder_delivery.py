@@ -26,7 +26,7 @@ from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND
 from agent_stream.uagents.outgoing import Outgoing, clock
 
-__all__ = ["DeliveryDesk"]
+__all__ = ["ResponderDelivery"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 
@@ -35,7 +35,7 @@ _MAX_PEERS = 4096
 _MAX_QUESTIONS = 4096
 
 
-class DeliveryDesk:
+class ResponderDelivery:
     """What a StreamingChat keeps for delivery across its replies (all bounded)."""
 
     def __init__(self, policy: DeliveryPolicy | None = None) -> None:

@@ -23,10 +23,10 @@ from agent_stream.adapters.chat.wire import (
     uuid4_from,
 )
 
-__all__ = ["Packer"]
+__all__ = ["Batcher"]
 
 
-class Packer:
+class Batcher:
     """Packs the groups of one conversation into numbered ChatMessages.
 
     ``deterministic``: msg_ids derived from the conversation and sequence number and a fixed

@@ -1,7 +1,7 @@
-"""Serialising chat streams for a plain peer: one message holds the floor at a time.
+"""Serialising chat streams for a plain peer: one message holds the turn at a time.
 
 A plain peer concatenates TextContent, so two messages' text must not interleave. The message
-whose chat stream is open holds the floor: its groups go at once; other groups a plain peer would
+whose chat stream is open holds the turn: its groups go at once; other groups a plain peer would
 read wait in order (and every group behind them waits too, so nothing is reordered) until the
 stream ends. A recipient that declared tag support gets every group as produced.
 """
@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 from agent_stream.adapters.chat.wire import Group, MessageKey
 
-__all__ = ["Floor"]
+__all__ = ["PlainOrder"]
 
 
-class Floor:
+class PlainOrder:
     """Routes groups to ``sink`` in wire order (serialised unless ``tagged``)."""
 
     def __init__(self, tagged: bool, sink: Callable[[Group], None]) -> None:
@@ -26,14 +26,14 @@ class Floor:
         self._waiting: deque[Group] = deque()
 
     def route(self, group: Group) -> None:
-        """Send ``group`` now, or queue it behind what waits for the floor."""
+        """Send ``group`` now, or queue it behind what waits for its turn."""
         if self.tagged:
             self._sink(group)
             return
         holder = self.holder
         if holder is not None and group.owner == holder:
-            self._emit(group)  # the floor holder's items overtake what waits
-        elif self._waiting or (group.needs_floor and holder is not None):
+            self._emit(group)  # the turn holder's items overtake what waits
+        elif self._waiting or (group.needs_turn and holder is not None):
             self._waiting.append(group)
         else:
             self._emit(group)
@@ -47,12 +47,12 @@ class Floor:
             self.flush()
 
     def flush(self) -> None:
-        """Send waiting groups until one needs the floor another message holds."""
+        """Send waiting groups until one needs the turn another message holds."""
         waiting = self._waiting
         while waiting:
             group = waiting[0]
             holder = self.holder
-            if group.needs_floor and holder is not None and group.owner != holder:
+            if group.needs_turn and holder is not None and group.owner != holder:
                 return
             waiting.popleft()
             self._sink(group)
@@ -63,7 +63,7 @@ class Floor:
                 self.holder = None
 
     def _extract(self, owner: MessageKey | None) -> None:
-        """Send the new floor holder's waiting groups (up to its stream's end)."""
+        """Send the new turn holder's waiting groups (up to its stream's end)."""
         waiting = self._waiting
         if not waiting:
             return
