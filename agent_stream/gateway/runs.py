@@ -65,7 +65,7 @@ class Run:
     first_text_at: float | None = None
     ended_at: float | None = None
     abandon: asyncio.TimerHandle | None = None
-    # the reply's first message (None: it ended without one): a refusal ("busy") is answered
+    # the reply's first message but events (None: none came): a refusal ("busy") is answered
     # in the client's own error format before any response starts
     opening: asyncio.Future[Message | None] | None = None
 
@@ -152,7 +152,7 @@ class Runs:
                                             reasoning=reasoning, timeout=self.timeout, **extra)
             run.delivered.set_result(None)
             async for msg in run.reply:
-                if not run.opening.done():
+                if not run.opening.done() and msg.type != "event":  # past stream_start
                     run.opening.set_result(msg)
                 if run.first_text_at is None and msg.type == "text" and (msg.props or {}).get(
                         "content"):

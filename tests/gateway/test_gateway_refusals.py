@@ -10,10 +10,12 @@ from typing import Any
 import httpx
 from inprocess_gateway import serve_gateway
 
-from agent_stream.message import error, text
+from agent_stream.message import error, event, text
 
-BUSY = [error("This agent is answering as many questions as it can (64); ask again shortly.",
-              "busy")]
+# what an agent's refusal decodes to: the stream's start event, the error, the stream's end
+START = event("stream_start", {"request_id": "q1"})
+BUSY = [START, error("This agent is answering as many questions as it can (64); ask again "
+                     "shortly.", "busy"), event("stream_end", {"request_id": "q1"})]
 
 
 async def post(base: str, path: str, body: dict[str, Any]) -> httpx.Response:
@@ -44,15 +46,15 @@ async def test_a_busy_agent_is_a_503_with_retry_after_in_each_clients_format(
 
 
 async def test_a_question_too_large_for_the_agent_is_a_413(tmp_path: Path) -> None:
-    refusal = [error("The question is 900 bytes; this agent answers questions of at most 100 "
-                     "bytes.", "question_too_large")]
+    refusal = [START, error("The question is 900 bytes; this agent answers questions of at "
+                            "most 100 bytes.", "question_too_large")]
     async with serve_gateway(tmp_path, ["llm"], refusal) as (base, _):
         r = await post(base, "/v1/chat/completions", openai())
         assert r.status_code == 413 and r.json()["error"]["code"] == "question_too_large"
 
 
 async def test_a_reply_that_opens_normally_streams_as_before(tmp_path: Path) -> None:
-    async with serve_gateway(tmp_path, ["llm"], [text("Hello."), error("late", "busy")]) as (
+    async with serve_gateway(tmp_path, ["llm"], [START, text("Hello."), error("late", "busy")]) as (
             base, _):
         r = await post(base, "/v1/chat/completions", openai())
         assert r.status_code == 200 and "Hello." in r.text and "late" in r.text
