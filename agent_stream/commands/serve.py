@@ -43,8 +43,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help=f"the agent's seed (default: ${SEED_ENV}, else a throwaway one)")
     p.add_argument("--peer", action="append", default=[], metavar="ADDRESS=URL",
                    help="a peer's endpoint (repeatable)")
-    p.add_argument("--model", choices=("replay", "openai"), default="replay",
-                   help="model source (default: %(default)s, a bundled stand-in for a model)")
+    p.add_argument("--model", choices=("replay", "openai"), default=None,
+                   help="model source (default: replay, a bundled stand-in for a model)")
+    p.add_argument("--app", default=None, metavar="MODULE:ATTR",
+                   help="serve an agent built on a framework instead of a model: a LangGraph "
+                   "graph, a pydantic-ai or OpenAI Agents SDK Agent, or a callable returning a "
+                   "model stream (MODULE:ATTR or path/to/file.py:ATTR)")
     p.add_argument("--rate", type=rate, default=60.0,
                    help="replay: tokens per second, 0 = as fast as possible (default: %(default)s)")
     p.add_argument("--base-url", default=None,
@@ -94,7 +98,7 @@ def make_model(args: argparse.Namespace) -> Any:
     """The model source the options ask for (openai is imported only when chosen)."""
     from agent_stream.sources import make_source
 
-    if args.model == "openai":
+    if args.model == "openai":  # None: replay, the default
         return make_source("openai", base_url=args.base_url, model=args.model_name)
     return make_source("replay", rate=args.rate)
 
@@ -116,14 +120,20 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     from agent_stream.uagents.hardening import protect
     from agent_stream.uagents.sessions import open_store
 
-    model = make_model(args)
-    takes_history = accepts_history(model)
+    respond: Any
+    if getattr(args, "app_object", None) is not None:
+        from agent_stream.sources import responder_for
 
-    async def respond(request: Any, out: Any) -> None:
-        if takes_history:
-            await model(request.text, out, history=request.history)
-        else:
-            await model(request.text, out)
+        respond = responder_for(args.app_object)
+    else:
+        model = make_model(args)
+        takes_history = accepts_history(model)
+
+        async def respond(request: Any, out: Any) -> None:
+            if takes_history:
+                await model(request.text, out, history=request.history)
+            else:
+                await model(request.text, out)
 
     if args.max_question_bytes < 1:
         raise ValueError("--max-question-bytes must be at least 1")
@@ -228,6 +238,19 @@ def name_taken(name: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from agent_stream.uagents.local import PortInUse, port_free, serve_agent
 
+    args.app_object = None
+    if args.app is not None:
+        if args.model is not None:
+            print("agent-stream serve: --app serves the given agent; it cannot be given with "
+                  "--model", file=sys.stderr)
+            return 2
+        from agent_stream.commands.app_loader import AppLoadError, load_app
+
+        try:
+            args.app_object = load_app(args.app)
+        except AppLoadError as exc:
+            print(f"agent-stream serve: {exc}", file=sys.stderr)
+            return 2
     problem = sessions_problem(args.sessions)
     if problem is not None:
         print(f"agent-stream serve: --sessions {args.sessions}: {problem}", file=sys.stderr)
@@ -253,9 +276,15 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError, StreamError, PermissionError, ImportError) as exc:
         print(f"agent-stream serve: {exc}", file=sys.stderr)
         return 2
-    model = (f"replay ({args.rate:g} tokens/s)" if args.model == "replay" and args.rate
-             else "replay (as fast as possible)" if args.model == "replay"
-             else f"openai ({args.model_name or 'default model'})")
+    if args.app_object is not None:
+        from agent_stream.sources.detect import describe
+
+        model = f"{args.app} ({describe(args.app_object)})"
+    elif args.model == "openai":
+        model = f"openai ({args.model_name or 'default model'})"
+    else:
+        model = (f"replay ({args.rate:g} tokens/s)" if args.rate
+                 else "replay (as fast as possible)")
     print(f"name: {args.name}", flush=True)
     print(f"address: {agent.address}", flush=True)
     print(f"endpoint: {where}", flush=True)

@@ -11,6 +11,8 @@ run agents locally with no internet.
   127.0.0.1 (found by name through the :class:`LocalDirectory`) or on the network.
 - :func:`protect`: the inbox guard, HTTP edge caps and per-peer send lanes, on one agent.
 - :func:`delegate`: ask a sub-agent on behalf of a request (relay its reply into yours).
+- :class:`SessionStore` / :func:`open_store`: where conversations are remembered
+  (``request.history``), in memory, SQLite or Redis, within :class:`SessionLimits`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from agent_stream.uagents.outgoing import PumpLimits
 from agent_stream.uagents.plugin import StreamingChat
 from agent_stream.uagents.request import ChannelPolicy, ChatRequest, ReplyStats, Responder, Turn
 from agent_stream.uagents.retrofit import ChatProtocolConflict
+from agent_stream.uagents.sessions import SessionLimits, SessionStore, open_store
 from agent_stream.uagents.settings import ChatSettings, ReplyLimits
 from agent_stream.uagents.wrap import wrap_chat_handler
 
@@ -58,6 +61,8 @@ __all__ = [
     "ReplyLimits",
     "ReplyStats",
     "Responder",
+    "SessionLimits",
+    "SessionStore",
     "StreamingChat",
     "Turn",
     "UagentsCompatError",
@@ -65,6 +70,7 @@ __all__ = [
     "endpoint_for",
     "local_agent",
     "network_agent",
+    "open_store",
     "parse_peers",
     "protect",
     "run_agent",

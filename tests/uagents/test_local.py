@@ -134,12 +134,10 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
     sys.addaudithook(hook)
     monkeypatch.setattr(uagents.agent, "get_almanac_contract", ledger)
     monkeypatch.setattr(uagents.agent.Agent, "publish_manifest", manifest)
-    args = argparse.Namespace(
-        port=8002, seed=None, peer=[], model="replay", rate=0.0, base_url=None,
-        model_name=None, name="llm", reasoning=False, max_in_flight=None,
-        max_question_bytes=65536, max_replies_per_sender=4, max_replies=64, trust=[],
-        network="testnet",
-        mailbox=True, no_directory=False, verbose=False)
+    from agent_stream.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--port", "8002", "--rate", "0",
+                                      "--network", "testnet", "--mailbox"])
     try:
         agent, chat, where = serve.build(args, "network test seed")
         import asyncio
