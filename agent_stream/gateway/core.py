@@ -26,7 +26,10 @@ __all__ = ["KEEPALIVE", "SSE_HEADERS", "Gateway", "keepalive"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 KEEPALIVE = 15.0  # seconds of silence after which an SSE stream gets a comment line
-OPENING_WAIT = 2.0  # seconds a response waits for the reply's first message (a refusal?)
+# seconds a response waits for the reply's first message after stream_start: a refusal (an
+# error) or the first block, which a reply opens with at once (a crowd of questions can delay
+# both by seconds)
+OPENING_WAIT = 10.0
 RETRY = {"retry-after": "2"}  # a refused client may try again this many seconds later
 
 

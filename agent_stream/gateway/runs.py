@@ -40,6 +40,10 @@ class Busy(RuntimeError):
     """Too many replies at once (for this key, or in all)."""
 
 
+def _stream_start(msg: Message) -> bool:
+    return msg.type == "event" and (msg.props or {}).get("event") == "stream_start"
+
+
 def new_reply_id() -> str:
     """A fresh reply id (``r`` + 24 hex digits)."""
     return "r" + secrets.token_hex(12)
@@ -65,7 +69,7 @@ class Run:
     first_text_at: float | None = None
     ended_at: float | None = None
     abandon: asyncio.TimerHandle | None = None
-    # the reply's first message but events (None: none came): a refusal ("busy") is answered
+    # the reply's first message after stream_start (None: none came): a refusal is answered
     # in the client's own error format before any response starts
     opening: asyncio.Future[Message | None] | None = None
 
@@ -152,7 +156,7 @@ class Runs:
                                             reasoning=reasoning, timeout=self.timeout, **extra)
             run.delivered.set_result(None)
             async for msg in run.reply:
-                if not run.opening.done() and msg.type != "event":  # past stream_start
+                if not run.opening.done() and not _stream_start(msg):
                     run.opening.set_result(msg)
                 if run.first_text_at is None and msg.type == "text" and (msg.props or {}).get(
                         "content"):
