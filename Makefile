@@ -14,14 +14,14 @@ CHECK_SPEEDUPS := $(BIN)/python -c 'import agent_stream.chunking._compiled.chunk
 	"the interpreted one is used"
 
 .PHONY: demo test lint typecheck unit bench clean install check-deps conformance system-deps \
-	speedups
+	speedups docs docs-serve docs-images
 
 # The editable install also compiles $(SPEEDUPS) in place (hatch_build.py), so it reruns when
 # one of them or the hook changes.
 $(STAMP): pyproject.toml hatch_build.py $(SPEEDUPS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all]' --group dev --group bench
+	$(BIN)/python -m pip install -q -e '.[all]' --group dev --group bench --group docs
 	$(BIN)/python -m pip check
 	@$(CHECK_SPEEDUPS)
 	touch $(STAMP)
@@ -85,6 +85,20 @@ conformance: $(STAMP) $(NODE_STAMP)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# The documentation site, into site/: strict, so a broken link, a missing reference or a
+# docstring the API reference cannot read fails the build. The limits, CLI and wire tables are
+# generated from the code at build time (docs/hooks.py).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# The pictures of docs/images/, made from the real programs (the web page in headless chromium,
+# the terminal rendering recorded by rich).
+docs-images: $(STAMP) system-deps
+	$(BIN)/python docs/images/make_images.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis conformance/node_modules
