@@ -1,6 +1,6 @@
 """Dotted paths and the four delta actions, applied to plain JSON data.
 
-Semantics (documented in the README, tested in tests/test_delta.py):
+Semantics (documented in docs/concepts/message-model.md, tested in tests/test_delta.py):
 
 - A path is dotted: ``rows.1.temp``. A segment indexes a list when the value there is a list
   (it must then be a whole number inside the list), otherwise it is an object key.

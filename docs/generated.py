@@ -208,10 +208,10 @@ def render_wires() -> str:
 
 def render_layers(pyproject: Path = ROOT / "pyproject.toml") -> str:
     """The import-linter contracts: each layer and what it may not import."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # mypy's own dependency on Python 3.10
+        import tomli as tomllib
 
     config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     contracts = config["tool"]["importlinter"]["contracts"]

@@ -58,3 +58,14 @@ def test_the_first_plugin_example_runs_offline_and_answers(tmp_path: Path) -> No
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_the_quickstart_shows_the_same_plugin_example() -> None:
+    """The site's quickstart shows the example this test runs (comments aside)."""
+    page = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    shown = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+
+    def code(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+    assert code(shown) == code(plugin_example())

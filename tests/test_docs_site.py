@@ -1,0 +1,116 @@
+"""The site's generated pages follow the code: the limits tables, the CLI reference and the wire
+list are rendered from the settings classes, the argparse parsers and the wire registry."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def generated() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_generated", ROOT / "docs" / "generated.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_changed_default_shows_in_the_limits_page() -> None:
+    from agent_stream.uagents import GuardSettings
+
+    gen = generated()
+    assert f"| `max_queued` | `{GuardSettings().max_queued}` |" in gen.render_limits()
+    # a copy of the class with one default changed: the page follows it
+    changed = dataclasses.make_dataclass(
+        "GuardSettings",
+        [(f.name, f.type, dataclasses.field(default=777 if f.name == "max_queued" else f.default))
+         for f in dataclasses.fields(GuardSettings)], frozen=True)
+    page = gen.render_limits([("Protection.guard", "copy", "GuardSettings")],
+                             load=lambda module, name: changed)
+    assert "| `max_queued` | `777` |" in page
+    assert f"`{GuardSettings().max_queued}`" not in page.split("max_queued")[1].split("\n")[0]
+
+
+def test_every_settings_class_and_field_is_on_the_limits_page() -> None:
+    gen = generated()
+    page = gen.render_limits()
+    for heading, module, name in gen.LIMIT_CLASSES:
+        cls = getattr(importlib.import_module(module), name)
+        assert f"### `{heading}`" in page
+        for f in dataclasses.fields(cls):
+            assert f"| `{f.name}` |" in page, (name, f.name)
+
+
+def test_a_field_documented_by_its_comment_has_that_meaning() -> None:
+    gen = generated()
+    from agent_stream.uagents import GuardSettings
+
+    table = gen.limits_table(GuardSettings)
+    assert "| `max_envelope_bytes` | `4194304` (4 MiB) | an HTTP body over this: 413 |" in table
+
+
+def test_a_dataclass_is_required() -> None:
+    with pytest.raises(TypeError, match="not a dataclass"):
+        generated().limits_table(int)
+
+
+def test_the_cli_reference_follows_the_parsers() -> None:
+    from agent_stream.cli import COMMANDS, build_parser
+
+    gen = generated()
+    page = gen.render_cli()
+    for name in COMMANDS:
+        assert f"### `agent-stream {name}`" in page
+    assert "`--max-line-bytes N`" in page
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    sub.choices["ask"].add_argument("--brand-new", metavar="X", default="7",
+                                    help="an option added to a copy of the parser")
+    assert "| `--brand-new X` | `7` | an option added to a copy of the parser |" in \
+        gen.render_cli(parser)
+
+
+def test_the_wire_list_is_the_registry() -> None:
+    from agent_stream.adapters.registry import wires
+
+    page = generated().render_wires()
+    rows = [ln for ln in page.splitlines() if ln.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == [w.name for w in wires()]
+
+
+def test_an_unknown_marker_is_an_error() -> None:
+    gen = generated()
+    with pytest.raises(KeyError, match="nope"):
+        gen.expand("<!-- generated:nope -->")
+    assert "| `chat` |" in gen.expand("before\n<!-- generated:wires -->\nafter")
+
+
+def test_the_site_builds_strict_with_the_generated_pages(tmp_path: Path) -> None:
+    """``mkdocs build --strict`` (what ``make docs`` runs) passes, and the built limits page
+    carries the defaults of the code."""
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    if not mkdocs.exists():
+        pytest.skip("mkdocs is not installed (pip install --group docs)")
+    from agent_stream.adapters.chat.limits import DecoderLimits
+
+    site = tmp_path / "site"
+    done = subprocess.run([str(mkdocs), "build", "--strict", "--quiet", "-d", str(site)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert done.returncode == 0, done.stderr
+    limits = (site / "reference" / "limits" / "index.html").read_text(encoding="utf-8")
+    assert "<code>max_seen_ids_total</code>" in limits
+    assert f"<code>{DecoderLimits().max_seen_ids_total}</code>" in limits
+    assert "generated:" not in limits
+    assert (site / "api" / "uagents" / "index.html").exists()
+    shutil.rmtree(site)
