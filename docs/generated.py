@@ -116,6 +116,8 @@ def limits_table(cls: type) -> str:
         if f.name.startswith("_") or not f.init:
             continue
         note = notes.get(f.name, "")
+        if not note and f.name.endswith("_total"):
+            note = "the same cap, for all senders together"
         if not note and dataclasses.is_dataclass(f.default_factory):
             note = f"the `{f.name}` group (its table follows)"
         rows.append(f"| `{f.name}` | {_cell(_default(f))} | {_cell(note)} |")

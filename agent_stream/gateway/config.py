@@ -23,7 +23,25 @@ def is_loopback(host: str) -> bool:
 
 @dataclass
 class GatewayConfig:
-    """Everything ``agent-stream gateway`` is told (defaults are the documented ones)."""
+    """Everything ``agent-stream gateway`` is told (defaults are the documented ones).
+
+    Attributes:
+        host: the address to bind; other than loopback it needs at least one API key.
+        port: the HTTP port.
+        agents: the agents clients may reach (``--agent``; empty: every local agent).
+        default_agent: what a request naming no agent gets (and the root A2A card).
+        api_keys: the keys a client must send as ``Authorization: Bearer KEY``.
+        cors_origins: the origins allowed to call the gateway from a browser.
+        resume_window: seconds a reply is kept for a client to resume after it ends or
+            disconnects.
+        resume_store: ``memory`` or a ``redis://`` URL where replies are kept for resume.
+        max_body_bytes: a request body's size.
+        max_question_bytes: a question's size.
+        max_replies_per_key: replies at once per API key (per client address without keys).
+        max_replies: replies at once in all.
+        reply_timeout: seconds a reply may take in all.
+        reasoning: whether the agents' reasoning is asked for and passed on.
+    """
 
     host: str = "127.0.0.1"
     port: int = 8080

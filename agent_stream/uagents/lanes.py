@@ -62,7 +62,18 @@ LOG = logging.getLogger("agent_stream.uagents")
 
 @dataclass(frozen=True)
 class LaneLimits:
-    """Bounds of :class:`PeerDispenser` (see the module doc)."""
+    """Bounds of :class:`PeerDispenser` (see the module doc).
+
+    Attributes:
+        post_timeout: seconds one HTTP post may take (connect, send, answer); then the
+            envelope fails.
+        max_timeouts: consecutive timed-out posts that make a lane stalled.
+        stall_for: seconds a stalled lane fails what is queued and what comes in at once.
+        max_queued: envelopes waiting per lane (beyond: they fail at once).
+        max_lanes: lanes (destinations) at once (beyond: envelopes fail at once).
+        max_posting: HTTP posts at once, all lanes together.
+        drain_timeout: seconds the lanes get to finish when the agent stops.
+    """
 
     post_timeout: float = 10.0
     max_timeouts: int = 2

@@ -79,7 +79,11 @@ class ReplyLimits:
 
 @dataclass(frozen=True)
 class ChatSettings:
-    """Every setting of a :class:`~agent_stream.uagents.StreamingChat` (see the module doc)."""
+    """Every setting of a :class:`~agent_stream.uagents.StreamingChat` (see the module doc).
+
+    Attributes:
+        send_timeout: seconds one ``ctx.send`` may take.
+    """
 
     pump: PumpLimits = field(default_factory=PumpLimits)
     caps: ReplyLimits = field(default_factory=ReplyLimits)

@@ -45,6 +45,16 @@ class DeliveryPolicy:
     after the first. After a failed delivery the next try waits ``retry_delay`` seconds, doubled
     (``backoff``) each time up to ``max_delay``; a delivered one not acknowledged within
     ``ack_timeout`` (doubled likewise) counts as lost. Every wait is spread by +-``jitter``.
+
+    Attributes:
+        tries: times a ChatMessage is sent at most.
+        within: seconds after the first try by which the last try is made.
+        retry_delay: seconds before the next try after a failed delivery.
+        ack_timeout: seconds a delivered ChatMessage may go unacknowledged before it counts
+            as lost.
+        backoff: what each wait is multiplied by after each failure.
+        max_delay: the longest wait between tries, in seconds.
+        jitter: the fraction by which every wait is spread (+-).
     """
 
     tries: int = 5
