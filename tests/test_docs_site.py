@@ -112,5 +112,14 @@ def test_the_site_builds_strict_with_the_generated_pages(tmp_path: Path) -> None
     assert "<code>max_seen_ids_total</code>" in limits
     assert f"<code>{DecoderLimits().max_seen_ids_total}</code>" in limits
     assert "generated:" not in limits
-    assert (site / "api" / "uagents" / "index.html").exists()
+    # the API reference has an entry for every public name of every public package
+    pages = {"agent_stream": "agent_stream", "agent_stream.uagents": "uagents",
+             "agent_stream.adapters": "adapters", "agent_stream.sources": "sources",
+             "agent_stream.gateway": "gateway"}
+    for package, page in pages.items():
+        html = (site / "api" / page / "index.html").read_text(encoding="utf-8")
+        public = importlib.import_module(package).__all__
+        missing = [name for name in public if f'id="{package}.{name}"' not in html
+                   and f'id="{package}.{name}.{name}"' not in html]  # a module's namesake
+        assert missing == [], (package, missing)
     shutil.rmtree(site)
