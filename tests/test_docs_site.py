@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,3 +124,19 @@ def test_the_site_builds_strict_with_the_generated_pages(tmp_path: Path) -> None
                    and f'id="{package}.{name}.{name}"' not in html]  # a module's namesake
         assert missing == [], (package, missing)
     shutil.rmtree(site)
+
+
+def test_the_terminal_picture_is_the_screen_a_live_rendering_leaves() -> None:
+    """What ``make docs-images`` draws: frames a live rendering redraws (cursor up, erase line)
+    are replaced, colours are kept."""
+    spec = importlib.util.spec_from_file_location("make_images",
+                                                  ROOT / "docs" / "images" / "make_images.py")
+    assert spec and spec.loader
+    images = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(images)
+    raw = ("\x1b[1mThinking\x1b[0m\r\nframe one\r\n\x1b[1A\r\x1b[2K\x1b[32mframe two\x1b[0m"
+           "\r\n\x1b[?25h\x1b]0;title\x07")
+    shown = images.screen_ansi(raw)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert plain.splitlines() == ["Thinking", "frame two"]
+    assert "\x1b[32mframe two" in shown and "\x1b[1mThinking" in shown
