@@ -152,14 +152,14 @@ def role_receiver(port: int, count: int) -> int:
     proto = Protocol(spec=chat_protocol_spec)
     got = 0
 
-    @proto.on_message(ChatMessage)
+    @proto.on_message(ChatMessage)  # type: ignore[untyped-decorator]
     async def on_chat(ctx: Context, sender: str, msg: ChatMessage) -> None:
         nonlocal got
         got += 1
         if got == count:
             print(f"got: {got}", flush=True)
 
-    @proto.on_message(ChatAcknowledgement)
+    @proto.on_message(ChatAcknowledgement)  # type: ignore[untyped-decorator]
     async def on_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
         return None
 

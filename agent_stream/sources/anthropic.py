@@ -25,11 +25,8 @@ from typing import Any
 from agent_stream.message import REFUSAL, TEXT, THINKING
 from agent_stream.sources.emitter import LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
-from agent_stream.sources.emitter import aclose as _aclose
-from agent_stream.sources.emitter import drive as _drive
 from agent_stream.sources.emitter import field as _field
-from agent_stream.sources.emitter import resolve as _resolve
-from agent_stream.writer import Scope as _Scope
+from agent_stream.sources.emitter import mapped_responder as _mapped_responder
 
 __all__ = ["EVENT_TYPES", "AnthropicStream", "responder"]
 
@@ -195,19 +192,4 @@ def responder(stream: Callable[[Any], Any], *, label: str | None = None
         label: the ``llm`` blocks' label (default: the model's name).
     """
 
-    async def respond(request: Any, out: _Scope) -> None:
-        em = _Emitter(out)
-        mapper = AnthropicStream(em, label=label)
-
-        async def run() -> None:
-            events = await _resolve(stream(request))
-            try:
-                async for ev in events:
-                    await mapper.feed(ev)
-            finally:
-                await _aclose(events)
-            await mapper.close()
-
-        await _drive(em, run)
-
-    return respond
+    return _mapped_responder(stream, lambda em: AnthropicStream(em, label=label))

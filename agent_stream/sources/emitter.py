@@ -26,6 +26,7 @@ from agent_stream.message import error as _error
 from agent_stream.writer import BlockScope, MessageHandle, Scope, StreamWriter
 
 __all__ = ["AGENT", "LLM", "Emitter", "SourceResponder", "aclose", "drive", "field", "log",
+           "mapped_responder",
            "resolve", "text_of"]
 
 log = logging.getLogger("agent_stream.sources")
@@ -264,3 +265,27 @@ async def aclose(events: Any) -> None:
                 if inspect.isawaitable(r):
                     await r
             return
+
+
+def mapped_responder(stream: Callable[[Any], Any],
+                     mapper_for: Callable[[Emitter], Any]) -> SourceResponder:
+    """A responder that feeds each event of ``stream(request)`` to the mapper ``mapper_for``
+    builds (an object with async ``feed(event)`` and ``close()``), closing the model's stream
+    whatever happens."""
+
+    async def respond(request: Any, out: Any) -> None:
+        em = Emitter(out)
+        mapper = mapper_for(em)
+
+        async def run() -> None:
+            events = await resolve(stream(request))
+            try:
+                async for ev in events:
+                    await mapper.feed(ev)
+            finally:
+                await aclose(events)
+            await mapper.close()
+
+        await drive(em, run)
+
+    return respond

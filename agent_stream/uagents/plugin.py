@@ -75,6 +75,9 @@ an EndSessionContent without text) cancels its reply; a question seen before is 
 not answered again (:mod:`.responder_delivery`).
 
 This module is the only code in agent_stream that calls ``ctx.send``.
+
+This module is a little over 500 lines on purpose: the plugin's handlers and the reply pump's
+wiring share one state (open replies, caps, delivery, memory) that only this class changes.
 """
 
 from __future__ import annotations
@@ -105,15 +108,16 @@ from agent_stream.adapters.chat import (
     opens_session,
     requested_channels,
 )
-from agent_stream.adapters.chat.wire import control_of, ends_session, sent_history
+from agent_stream.adapters.chat.wire import control_of, ends_session
 from agent_stream.assemble import Assembler
-from agent_stream.conversation import Turn, history_from_json, history_to_json
+from agent_stream.conversation import Turn, history_to_json
 from agent_stream.uagents import _compat
 from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.edge import answering_from
 from agent_stream.uagents.hardening import is_protected, protect
 from agent_stream.uagents.lanes import pipeline_from
+from agent_stream.uagents.memory import Memory
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
 from agent_stream.uagents.ratelog import RateLimitedLog
 from agent_stream.uagents.request import (
@@ -161,6 +165,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self.settings = settings if settings is not None else ChatSettings()
         self.sessions: SessionStore = (sessions if sessions is not None
                                        else MemorySessionStore(self.settings.sessions))
+        self.memory = Memory(self.sessions, self.settings.history)
         self.responder = responder
         self.channels = channels
         self.chunker = dict(chunker) if chunker else None
@@ -284,7 +289,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             return
         ends = session is not None and ends_session(msg)
         if ends:
-            self._spawn(self._forget((sender, cast(str, session))))
+            self._spawn(self.memory.forget((sender, cast(str, session))))
         if self.desk.session_cancels(sender, msg, self._outgoing):
             return
         if self.client.is_late(sender, msg):
@@ -341,39 +346,6 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             self.sent_chat_messages += 1
         return ok, str(getattr(status, "detail", status))
 
-    async def _with_history(self, request: ChatRequest) -> ChatRequest:
-        """``request`` with its history: the one its client sent, else the session's stored
-        turns (none without a session)."""
-        sent = sent_history(request.message)
-        if sent is not None:
-            try:
-                turns = history_from_json(sent, self.settings.history)
-            except ValueError as exc:
-                self._dropped_log.warning("history sent by %s ignored: %s", request.sender[:80],
-                                          exc)
-            else:
-                return dataclasses.replace(request, history=turns, client_history=True)
-        if request.session is None:
-            return request
-        try:
-            turns = await self.sessions.load((request.sender, request.session))
-        except Exception as exc:  # a store that fails must not stop the answer
-            LOG.warning("could not load session %s: %s", request.session, describe(exc))
-            return request
-        return dataclasses.replace(request, history=turns)
-
-    async def _remember(self, request: ChatRequest, answer: str) -> None:
-        """Store the question and its answer as the session's next two turns (not when the
-        client keeps the history itself, or the question ended the session)."""
-        if request.session is None or request.client_history or ends_session(request.message):
-            return
-        try:
-            await self.sessions.append((request.sender, request.session),
-                                       (Turn("user", request.text), Turn("assistant", answer)))
-        except Exception as exc:
-            LOG.warning("could not store a turn of session %s: %s", request.session,
-                        describe(exc))
-
     def _tell_withheld(self, request: ChatRequest, encoder: ChatEncoder) -> None:
         """Say once, to the agent's author, that an asker asked for a channel this agent wrote
         but its channel policy keeps (the asker's reply says so too: stream_end ``withheld``)."""
@@ -385,12 +357,6 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                  "StreamingChat(..., channels={%s}) shares it with peers that ask",
                  request.sender[:24], ", ".join(sorted(kept)),
                  ", ".join(repr(c) for c in sorted(kept)))
-
-    async def _forget(self, key: tuple[str, str]) -> None:
-        try:
-            await self.sessions.forget(key)
-        except Exception as exc:
-            LOG.warning("could not forget session %s: %s", key[1], describe(exc))
 
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
@@ -426,14 +392,14 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
         async def respond(out: StreamWriter) -> None:
             assert self.responder is not None
-            asked = await self._with_history(request)
+            asked = await self.memory.with_history(request)
             try:
                 with watch.active():
                     await invoke(self.responder, asked, out)
             finally:
                 self._tell_withheld(request, encoder)
             # Remembered before the writer closes, so before the reply's last ChatMessage.
-            await self._remember(asked, answer.transcript.text())
+            await self.memory.remember(asked, answer.transcript.text())
             if asked.session_ended:  # the responder ended the session: the reply says so
                 encoder.session = True
 

@@ -102,7 +102,9 @@ def test_fifty_replies_through_faults_in_both_directions_equal_a_clean_run(
     (clean,) = pair.ask()
     (clean_plain,) = pair.ask(tagged=False, settle=5.0)
     assert clean["completed"] and clean_plain["completed"], (clean, clean_plain)
-    pair.faults(**{"503": 0.10, "drop": 0.05, "dup": 0.05, "delay": 0.20})
+    # Replies now take few envelopes (coalesced, pipelined): dup 20% so that some of the
+    # reply's own ChatMessages, not only acknowledgements, arrive twice in every run.
+    pair.faults(**{"503": 0.10, "drop": 0.05, "dup": 0.20, "delay": 0.20})
     done: list[dict[str, Any]] = []
     for _ in range(10):  # 10 x (4 tagged + 1 untagged) = 50 replies
         done += pair.ask(count=4)

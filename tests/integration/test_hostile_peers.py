@@ -29,7 +29,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def served(harness: Harness) -> tuple[AgentProcess, str, str]:
     """`agent-stream serve --rate 0` for this module: (process, address, endpoint)."""
-    return harness.serve("--rate", "0")
+    return harness.serve("--rate", "0", "--name", "hostile-served")
 
 
 @pytest.fixture(scope="module")
