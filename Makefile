@@ -41,8 +41,11 @@ speedups:
 demo: $(STAMP)
 	$(BIN)/agent-stream demo
 
+LINTED := $(wildcard agent_stream agents examples tests bench conformance docs) hatch_build.py
+
 lint: $(STAMP)
-	$(BIN)/ruff check $(wildcard agent_stream agents examples tests bench conformance) hatch_build.py
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
 

@@ -88,15 +88,24 @@ def compile_modules(root: Path, out_dir: Path, work: Path) -> list[Path]:
             shutil.copyfile(root / PACKAGE / f"{name}{ext}", pkg / f"{name}{ext}")
     dotted = ".".join(TARGET.parts)
     # -g0: without debugging information the modules are a fifth of the size (POSIX compilers).
-    extensions = [Extension(f"{dotted}.{name}", [str(pkg / f"{name}.py")],
-                            extra_compile_args=["-g0"]) for name in MODULES]
+    extensions = [
+        Extension(f"{dotted}.{name}", [str(pkg / f"{name}.py")], extra_compile_args=["-g0"])
+        for name in MODULES
+    ]
     log = work / "build.log"
     cwd = os.getcwd()
     try:
         os.chdir(work / "src")  # cythonize names the modules from the paths below here
         with _output_to(log):
-            cmd = build_ext(Distribution({"ext_modules": cythonize(
-                extensions, compiler_directives=DIRECTIVES, quiet=True)}))
+            cmd = build_ext(
+                Distribution(
+                    {
+                        "ext_modules": cythonize(
+                            extensions, compiler_directives=DIRECTIVES, quiet=True
+                        )
+                    }
+                )
+            )
             cmd.build_lib = str(out_dir)
             cmd.build_temp = str(work / "temp")
             cmd.parallel = os.cpu_count() or 1

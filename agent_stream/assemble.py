@@ -61,8 +61,9 @@ class MessageState:
         "type",
     )
 
-    def __init__(self, message_id: str | None, thread_id: str | None, block_id: str | None,
-                 type_: str) -> None:
+    def __init__(
+        self, message_id: str | None, thread_id: str | None, block_id: str | None, type_: str
+    ) -> None:
         self.message_id = message_id
         self.thread_id = thread_id
         self.block_id = block_id
@@ -113,7 +114,7 @@ class MessageState:
         chunk_props = msg.props or {}
         if action == "append":
             if path is None and len(chunk_props) == 1:
-                (k, v), = chunk_props.items()
+                ((k, v),) = chunk_props.items()
                 if isinstance(v, str) and "." not in k:
                     path, value = k, v
                 else:
@@ -359,9 +360,15 @@ class Assembler:
         st = t._messages.get((msg.thread_id, mid or cid))
         if st is not None:
             st.duplicates += 1
-        t.warnings.append(StreamWarning(WarningCode.DUPLICATE_CHUNK,
-                                        "chunk id seen before; ignored",
-                                        chunk_id=cid, message_id=mid, thread_id=msg.thread_id))
+        t.warnings.append(
+            StreamWarning(
+                WarningCode.DUPLICATE_CHUNK,
+                "chunk id seen before; ignored",
+                chunk_id=cid,
+                message_id=mid,
+                thread_id=msg.thread_id,
+            )
+        )
 
     def _whole(self, msg: Message, cid: str | None) -> None:
         """A chunk without message_id: a whole message of its own, complete."""
@@ -441,8 +448,7 @@ class Assembler:
         th = self._thread(_id(ev.thread_id, "thread_id", ev))
         th.type = ev.type if ev.type is not None else th.type
         th.label = ev.label if ev.label is not None else th.label
-        th.parent_thread_id = _text_or_none(ev.data.get("parent_thread_id")) or \
-            th.parent_thread_id
+        th.parent_thread_id = _text_or_none(ev.data.get("parent_thread_id")) or th.parent_thread_id
 
     def _on_thread_end(self, ev: EventView) -> None:
         th = self._thread(_id(ev.thread_id, "thread_id", ev))
@@ -474,8 +480,9 @@ class Assembler:
         key = (tid, mid)
         if key in self.transcript._messages:
             return
-        start = Message(type=ev.type or "text", message_id=mid, thread_id=tid,
-                        block_id=ev.msg.block_id)
+        start = Message(
+            type=ev.type or "text", message_id=mid, thread_id=tid, block_id=ev.msg.block_id
+        )
         self._new_message(key, mid, start)
 
     def _on_message_end(self, ev: EventView) -> None:
@@ -484,9 +491,15 @@ class Assembler:
         cid = ev.msg.chunk_id
         st = self.transcript._messages.get((tid, mid))
         if st is None:
-            self.transcript.warnings.append(StreamWarning(
-                WarningCode.UNKNOWN_MESSAGE, "message_end for a message never seen",
-                chunk_id=cid, message_id=mid, thread_id=tid))
+            self.transcript.warnings.append(
+                StreamWarning(
+                    WarningCode.UNKNOWN_MESSAGE,
+                    "message_end for a message never seen",
+                    chunk_id=cid,
+                    message_id=mid,
+                    thread_id=tid,
+                )
+            )
             return
         status = _status(ev)
         reported = ev.chunk_count
@@ -494,10 +507,15 @@ class Assembler:
             st.reported_chunk_count = reported
             if reported != st.chunk_count:
                 st.status = INCOMPLETE
-                self.transcript.warnings.append(StreamWarning(
-                    WarningCode.CHUNKS_LOST,
-                    f"message_end reports {reported} chunks, {st.chunk_count} arrived",
-                    chunk_id=cid, message_id=mid, thread_id=tid))
+                self.transcript.warnings.append(
+                    StreamWarning(
+                        WarningCode.CHUNKS_LOST,
+                        f"message_end reports {reported} chunks, {st.chunk_count} arrived",
+                        chunk_id=cid,
+                        message_id=mid,
+                        thread_id=tid,
+                    )
+                )
                 return
         st.status = status
 
@@ -508,8 +526,9 @@ def _status(ev: EventView) -> str:
         return COMPLETED
     status = ev.status
     if not status:
-        raise InvalidMessage(_where(ev.msg) + "event status must be a string, got "
-                             f"{ev.data.get('status')!r}")
+        raise InvalidMessage(
+            _where(ev.msg) + f"event status must be a string, got {ev.data.get('status')!r}"
+        )
     return status
 
 
@@ -528,8 +547,15 @@ def _id(value: str | None, name: str, ev: EventView) -> str:
 
 
 def _where(msg: Message) -> str:
-    parts = [f"{k} {v}" for k, v in (("chunk", msg.chunk_id), ("message", msg.message_id),
-                                     ("thread", msg.thread_id)) if v]
+    parts = [
+        f"{k} {v}"
+        for k, v in (
+            ("chunk", msg.chunk_id),
+            ("message", msg.message_id),
+            ("thread", msg.thread_id),
+        )
+        if v
+    ]
     return (", ".join(parts) + ": ") if parts else ""
 
 

@@ -61,8 +61,9 @@ class HistoryLimits:
 
 def history_to_json(turns: Iterable[Turn]) -> str:
     """``turns`` as the JSON a question's tags carry."""
-    return json.dumps([{"role": t.role, "text": t.text} for t in turns], ensure_ascii=False,
-                      separators=(",", ":"))
+    return json.dumps(
+        [{"role": t.role, "text": t.text} for t in turns], ensure_ascii=False, separators=(",", ":")
+    )
 
 
 def history_from_json(raw: Any, limits: HistoryLimits | None = None) -> tuple[Turn, ...]:
@@ -87,7 +88,8 @@ def history_from_json(raw: Any, limits: HistoryLimits | None = None) -> tuple[Tu
             raise ValueError(f"history[{i}] is not an object with exactly role and text")
         role, text = item["role"], item["text"]
         if role not in ROLES or not isinstance(text, str):
-            raise ValueError(f"history[{i}]: role must be user, assistant or system and text "
-                             "a string")
+            raise ValueError(
+                f"history[{i}]: role must be user, assistant or system and text a string"
+            )
         turns.append(Turn(cast(Role, role), text))
     return tuple(turns)

@@ -49,7 +49,8 @@ def require(module: str, extra: str, what: str) -> None:
 
     if importlib.util.find_spec(module) is None:
         raise MissingDependency(
-            f"{what} needs the {module!r} package: pip install 'agent-stream[{extra}]'")
+            f"{what} needs the {module!r} package: pip install 'agent-stream[{extra}]'"
+        )
 
 
 @dataclass(frozen=True)

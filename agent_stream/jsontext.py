@@ -100,8 +100,9 @@ def _walk_strings(value: Any) -> bool:
     return False
 
 
-def loads(text: str | bytes, error: type[StreamError] = InvalidJSON, *,
-          max_depth: int = MAX_DEPTH) -> Any:
+def loads(
+    text: str | bytes, error: type[StreamError] = InvalidJSON, *, max_depth: int = MAX_DEPTH
+) -> Any:
     """The one JSON value in ``text``; ``error(reason)`` if it is not strict JSON.
 
     Never raises anything but ``error``: not RecursionError, ValueError or UnicodeError.
@@ -118,8 +119,9 @@ def loads(text: str | bytes, error: type[StreamError] = InvalidJSON, *,
             try:
                 raw = s.encode("utf-8")
             except UnicodeEncodeError as exc:
-                raise error(f"not Unicode text (a lone surrogate at character "
-                            f"{exc.start + 1})") from None
+                raise error(
+                    f"not Unicode text (a lone surrogate at character {exc.start + 1})"
+                ) from None
         else:
             raw = s.encode("ascii")
     if too_deep(raw, max_depth):

@@ -75,9 +75,7 @@ def _index(seg: str, lst: list[Any], path: str) -> int:
         raise DeltaError(f"delta_path {path!r}: {seg!r} is not an index into a list")
     i = int(seg)
     if i >= len(lst):
-        raise DeltaError(
-            f"delta_path {path!r}: index {i} is past the end of a list of {len(lst)}"
-        )
+        raise DeltaError(f"delta_path {path!r}: index {i} is past the end of a list of {len(lst)}")
     return i
 
 
@@ -167,8 +165,7 @@ def check_append(cur: Any, val: Any, where: str) -> None:
             if not isinstance(val, dict):
                 raise DeltaError(f"cannot append {_kind(val)} onto an object at {where}")
             for k, v in reversed(val.items()):
-                stack.append((cur.get(k, _MISSING), v,
-                              f"{where}.{k}" if where != "props" else k))
+                stack.append((cur.get(k, _MISSING), v, f"{where}.{k}" if where != "props" else k))
 
 
 def _append_one(cur: Any, val: Any) -> Any:
@@ -202,8 +199,9 @@ def do_append(cur: Any, val: Any) -> Any:
     return cur
 
 
-def apply(props: dict[str, Any], action: str, path: str | None, chunk_props: dict[str, Any]
-          ) -> dict[str, Any]:
+def apply(
+    props: dict[str, Any], action: str, path: str | None, chunk_props: dict[str, Any]
+) -> dict[str, Any]:
     """Apply one delta to ``props`` (changed in place when possible); returns the new props.
 
     The delta's value is ``chunk_props`` read at ``path`` (the whole of it when there is none).

@@ -39,8 +39,20 @@ EVENT = "event"
 USER_INPUT = "user_input"
 REFUSAL = "refusal"
 BUILTIN_TYPES = frozenset(
-    (TEXT, THINKING, LOADING, TOOL_CALL, TOOL_RESULT, ERROR, IMAGE, AUDIO, VIDEO, ACTION, EVENT,
-     USER_INPUT)
+    (
+        TEXT,
+        THINKING,
+        LOADING,
+        TOOL_CALL,
+        TOOL_RESULT,
+        ERROR,
+        IMAGE,
+        AUDIO,
+        VIDEO,
+        ACTION,
+        EVENT,
+        USER_INPUT,
+    )
 )
 
 # Lifecycle event names (props.event of a Message of type "event").
@@ -78,8 +90,15 @@ class Metadata(BaseModel):
     trace_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in (("timestamp", self.timestamp), ("sequence", self.sequence),
-                                  ("trace_id", self.trace_id)) if v is not None}
+        return {
+            k: v
+            for k, v in (
+                ("timestamp", self.timestamp),
+                ("sequence", self.sequence),
+                ("trace_id", self.trace_id),
+            )
+            if v is not None
+        }
 
 
 class Message(BaseModel):
@@ -343,8 +362,13 @@ def tool_call(id: str | None, name: str | None, arguments: str = "", **ids: Any)
     return _msg(TOOL_CALL, ToolCallProps(id=id, name=name, arguments=arguments), ids)
 
 
-def tool_result(call_id: str | None, name: str | None, content: Any = None,
-                is_error: bool | None = None, **ids: Any) -> Message:
+def tool_result(
+    call_id: str | None,
+    name: str | None,
+    content: Any = None,
+    is_error: bool | None = None,
+    **ids: Any,
+) -> Message:
     """The result of a tool call.
 
     Args:
@@ -354,8 +378,11 @@ def tool_result(call_id: str | None, name: str | None, content: Any = None,
         is_error: True when the call failed (``content`` then says why).
         **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
     """
-    return _msg(TOOL_RESULT, ToolResultProps(call_id=call_id, name=name, content=content,
-                                             is_error=is_error or None), ids)
+    return _msg(
+        TOOL_RESULT,
+        ToolResultProps(call_id=call_id, name=name, content=content, is_error=is_error or None),
+        ids,
+    )
 
 
 def error(message: str, code: str | None = None, details: Any = None, **ids: Any) -> Message:
@@ -386,15 +413,20 @@ def action(name: str, payload: Any = None, **ids: Any) -> Message:
     return _msg(ACTION, ActionProps(name=name, payload=payload), ids)
 
 
-def event(name: str, data: Mapping[str, Any] | None = None, message: str | None = None,
-          **ids: Any) -> Message:
+def event(
+    name: str, data: Mapping[str, Any] | None = None, message: str | None = None, **ids: Any
+) -> Message:
     """An event Message; lifecycle events are built by the writer."""
-    return _msg(EVENT, EventProps(event=name, message=message,
-                                  data=dict(data) if data is not None else None), ids)
+    return _msg(
+        EVENT,
+        EventProps(event=name, message=message, data=dict(data) if data is not None else None),
+        ids,
+    )
 
 
-def user_input(content: str, role: str | None = None, name: str | None = None,
-               **ids: Any) -> Message:
+def user_input(
+    content: str, role: str | None = None, name: str | None = None, **ids: Any
+) -> Message:
     """What the user typed."""
     return _msg(USER_INPUT, UserInputProps(content=content, role=role, name=name), ids)
 

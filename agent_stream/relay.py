@@ -98,8 +98,9 @@ class RelayError(StreamError):
     address (None when unknown); ``transcript``: what arrived of it (None when nothing was
     asked)."""
 
-    def __init__(self, text: str, status: str, peer: str | None = None,
-                 transcript: Any = None) -> None:
+    def __init__(
+        self, text: str, status: str, peer: str | None = None, transcript: Any = None
+    ) -> None:
         super().__init__(text)
         self.status = status
         self.peer = peer
@@ -121,15 +122,20 @@ def check_delegation(path: Sequence[str], me: str, target: str, max_hops: int) -
     ``path``) may ask ``target``: the new request is hop ``len(path) + 1`` and must be within
     ``max_hops``; neither ``me`` nor ``target`` may already be in the chain."""
     if me in path:
-        raise RelayRefused(f"delegation loop: {_short(me)} is already in the chain "
-                           f"({len(path)} hops)", "loop")
+        raise RelayRefused(
+            f"delegation loop: {_short(me)} is already in the chain ({len(path)} hops)", "loop"
+        )
     if target == me or target in path:
-        raise RelayRefused(f"delegation loop: {_short(target)} is already in the chain; "
-                           "not asking it again", "loop")
+        raise RelayRefused(
+            f"delegation loop: {_short(target)} is already in the chain; not asking it again",
+            "loop",
+        )
     hop = len(path) + 1
     if hop > max_hops:
-        raise RelayRefused(f"hop limit: asking {_short(target)} would be hop {hop} of at most "
-                           f"{max_hops}", "hop_limit")
+        raise RelayRefused(
+            f"hop limit: asking {_short(target)} would be hop {hop} of at most {max_hops}",
+            "hop_limit",
+        )
 
 
 def _short(address: str | None) -> str | None:
@@ -218,9 +224,15 @@ class Reidentifier:
             new_mid = self.ids.message()  # a whole message without an id: give it one
         else:
             new_mid = self.message(sub_thread, mid or "")
-        return msg.model_copy(update={
-            "chunk_id": None, "message_id": new_mid, "thread_id": self.thread(sub_thread),
-            "block_id": self.block(msg.block_id), "metadata": None})
+        return msg.model_copy(
+            update={
+                "chunk_id": None,
+                "message_id": new_mid,
+                "thread_id": self.thread(sub_thread),
+                "block_id": self.block(msg.block_id),
+                "metadata": None,
+            }
+        )
 
     def _lifecycle(self, name: str, msg: Message) -> list[Message]:
         data = dict(msg.event_data)
@@ -278,17 +290,35 @@ class Reidentifier:
         ``status`` (a lifecycle status: completed | error | cancelled)."""
         out: list[Message] = []
         for o in self._open_messages.values():
-            out.append(lifecycle(MESSAGE_END, MessageEndData(
-                message_id=o.message_id, type=o.type, thread_id=o.thread_id, status=status),
-                message_id=o.message_id, thread_id=o.thread_id, block_id=o.block_id))
+            out.append(
+                lifecycle(
+                    MESSAGE_END,
+                    MessageEndData(
+                        message_id=o.message_id, type=o.type, thread_id=o.thread_id, status=status
+                    ),
+                    message_id=o.message_id,
+                    thread_id=o.thread_id,
+                    block_id=o.block_id,
+                )
+            )
         for b, t in self._open_blocks.items():
-            out.append(lifecycle(BLOCK_END, BlockEndData(
-                block_id=b, status=status),  # type: ignore[arg-type]
-                block_id=b, thread_id=t))
+            out.append(
+                lifecycle(
+                    BLOCK_END,
+                    BlockEndData(block_id=b, status=status),  # type: ignore[arg-type]
+                    block_id=b,
+                    thread_id=t,
+                )
+            )
         for tid, bid in self._open_threads.items():
-            out.append(lifecycle(THREAD_END, ThreadEndData(
-                thread_id=tid, status=status),  # type: ignore[arg-type]
-                thread_id=tid, block_id=bid))
+            out.append(
+                lifecycle(
+                    THREAD_END,
+                    ThreadEndData(thread_id=tid, status=status),  # type: ignore[arg-type]
+                    thread_id=tid,
+                    block_id=bid,
+                )
+            )
         self._open_messages.clear()
         self._open_blocks.clear()
         self._open_threads.clear()
@@ -308,12 +338,19 @@ def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def _event(msg: Message, data: dict[str, Any], *, message_id: str | None = None,
-           thread_id: str | None = None, block_id: str | None = None) -> Message:
+def _event(
+    msg: Message,
+    data: dict[str, Any],
+    *,
+    message_id: str | None = None,
+    thread_id: str | None = None,
+    block_id: str | None = None,
+) -> Message:
     props = dict(msg.props or {})
     props["data"] = data
-    return Message(type=EVENT, props=props, message_id=message_id, thread_id=thread_id,
-                   block_id=block_id)
+    return Message(
+        type=EVENT, props=props, message_id=message_id, thread_id=thread_id, block_id=block_id
+    )
 
 
 class Relayable(Protocol):
@@ -334,8 +371,11 @@ class Relayable(Protocol):
 
 
 # -- relaying into a writer -------------------------------------------------------------------
-_REASONS = {"timeout": "no complete reply in time", "lost": "the agent stopped answering (lost)",
-            "undelivered": "the question could not be delivered"}
+_REASONS = {
+    "timeout": "no complete reply in time",
+    "lost": "the agent stopped answering (lost)",
+    "undelivered": "the question could not be delivered",
+}
 
 
 class RelayBlock(Protocol):
@@ -358,8 +398,9 @@ class RelayBlock(Protocol):
 
     async def __aenter__(self) -> RelayBlock: ...
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None: ...
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
 
 
 class RelayHost(Protocol):
@@ -372,9 +413,15 @@ class RelayHost(Protocol):
         """A new block of this scope whose block_start carries ``start_data``."""
 
 
-async def relay_into(scope: RelayHost, source: Relayable | Awaitable[Relayable], *,
-                     label: str | None, type: str, name: str | None,
-                     agent: str | None) -> Transcript:
+async def relay_into(
+    scope: RelayHost,
+    source: Relayable | Awaitable[Relayable],
+    *,
+    label: str | None,
+    type: str,
+    name: str | None,
+    agent: str | None,
+) -> Transcript:
     """Scope.relay (see there): relay ``source`` into a new block of ``scope``."""
     reply: Relayable | None = None
     failure: Exception | None = None
@@ -387,15 +434,21 @@ async def relay_into(scope: RelayHost, source: Relayable | Awaitable[Relayable],
         reply = source
     peer = reply.peer if reply is not None else agent or getattr(failure, "peer", None)
     block = scope._relay_block(
-        type, label or name or _short(peer) or "agent",
-        {k: v for k, v in (("agent", peer), ("agent_name", name),
-                           ("parent_block_id", scope.block_id)) if v})
+        type,
+        label or name or _short(peer) or "agent",
+        {
+            k: v
+            for k, v in (("agent", peer), ("agent_name", name), ("parent_block_id", scope.block_id))
+            if v
+        },
+    )
     err: RelayError | None
     async with block as b:
         assert b.block_id is not None
         if reply is None:
             code = getattr(failure, "code", None) or (
-                "undelivered" if isinstance(failure, ConnectionError) else "error")
+                "undelivered" if isinstance(failure, ConnectionError) else "error"
+            )
             text = str(failure) or _REASONS.get(code, failure.__class__.__name__)
             await b.send(_error(text, code=code))
             b.status, b.end_data = "error", {"relay_status": code}
@@ -438,5 +491,9 @@ async def _pump(b: RelayBlock, reply: Relayable) -> RelayError | None:
     text = rid.error or _REASONS.get(why, f"the reply ended {why}")
     if rid.status != "error":  # else the sub-agent's own error message came through
         await b.send(_error(f"{_short(reply.peer)}: {text}", code=why))
-    return RelayError(f"relayed reply from {_short(reply.peer)} did not complete: {text}",
-                      why, reply.peer, reply.transcript)
+    return RelayError(
+        f"relayed reply from {_short(reply.peer)} did not complete: {text}",
+        why,
+        reply.peer,
+        reply.transcript,
+    )

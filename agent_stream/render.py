@@ -46,8 +46,7 @@ class _Call:
 
     __slots__ = ("block_id", "props", "thread_id")
 
-    def __init__(self, props: dict[str, Any], thread_id: str | None,
-                 block_id: str | None) -> None:
+    def __init__(self, props: dict[str, Any], thread_id: str | None, block_id: str | None) -> None:
         self.props = props
         self.thread_id = thread_id
         self.block_id = block_id
@@ -56,8 +55,15 @@ class _Call:
 def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Console:
     """A Console for live output: no markup or highlighting of content; lines are wrapped
     between words on a terminal and left whole in a pipe or a file."""
-    console = Console(file=file or sys.stdout, highlight=False, soft_wrap=True, emoji=False,
-                      markup=False, force_terminal=color, no_color=color is False)
+    console = Console(
+        file=file or sys.stdout,
+        highlight=False,
+        soft_wrap=True,
+        emoji=False,
+        markup=False,
+        force_terminal=color,
+        no_color=color is False,
+    )
     console.soft_wrap = not console.is_terminal
     return console
 
@@ -135,8 +141,11 @@ class LiveRenderer:
             call_id = props.get("call_id")
             if isinstance(call_id, str) and call_id:  # its call's line comes first
                 self._show_calls(lambda c: c.props.get("id") == call_id)
-            self._line(msg.thread_id,
-                       f"✓ {props.get('name') or 'tool'} → {props.get('content', '')}", "green")
+            self._line(
+                msg.thread_id,
+                f"✓ {props.get('name') or 'tool'} → {props.get('content', '')}",
+                "green",
+            )
         elif mtype == "error":
             code = props.get("code")
             head = f"✗ Error ({code})" if code else "✗ Error"
@@ -160,12 +169,12 @@ class LiveRenderer:
             new: dict[str, Any] = merge.copy_json(props)
         else:
             try:
-                new = merge.apply(call.props, msg.delta_action or "append", msg.delta_path,
-                                   props)
+                new = merge.apply(call.props, msg.delta_action or "append", msg.delta_path, props)
             except DeltaError:
                 return
-        self._calls[key] = _Call(new, msg.thread_id, msg.block_id or (
-            call.block_id if call is not None else None))
+        self._calls[key] = _Call(
+            new, msg.thread_id, msg.block_id or (call.block_id if call is not None else None)
+        )
         whole = not msg.delta and key not in self._started
         if whole or (new.get("name") and _json_object(new.get("arguments"))):
             self._show_calls(lambda c: c is self._calls.get(key))
@@ -183,8 +192,7 @@ class LiveRenderer:
         args = p.get("arguments") or ""
         self._line(call.thread_id, f"⚙ {p.get('name') or 'tool'}({args})", "yellow")
 
-    def _stream(self, key: Key, thread_id: str | None, content: str,
-                style: str) -> None:
+    def _stream(self, key: Key, thread_id: str | None, content: str, style: str) -> None:
         if self._cursor != key:
             self._newline()
             self._write(self._prefix(thread_id))

@@ -66,8 +66,13 @@ class _FoldingTable(TableElement):
         if not hasattr(self, "header") or not hasattr(self, "body"):  # another rich: its own
             yield from super().__rich_console__(console, options)
             return
-        table = Table(box=box.SIMPLE, pad_edge=False, style="markdown.table.border",
-                      show_edge=True, collapse_padding=True)
+        table = Table(
+            box=box.SIMPLE,
+            pad_edge=False,
+            style="markdown.table.border",
+            show_edge=True,
+            collapse_padding=True,
+        )
         if self.header is not None and self.header.row is not None:
             for column in self.header.row.cells:
                 heading = column.content.copy()
@@ -83,7 +88,9 @@ class _Markdown(Markdown):
     """rich's Markdown with tables that keep all their text."""
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
-        **Markdown.elements, "table_open": _FoldingTable}
+        **Markdown.elements,
+        "table_open": _FoldingTable,
+    }
 
 
 def newest_lines(text: str, limit: int) -> str:
@@ -117,8 +124,14 @@ class MarkdownRenderer(LiveRenderer):
     """Feed it Messages as they arrive; it draws them on a terminal as markdown, live (see the
     module doc). Call :meth:`close` at the end (it also stops the live region)."""
 
-    def __init__(self, console: Console | None = None, *, reasoning: bool = True,
-                 refresh_per_second: float = 12.0, auto_refresh: bool = True) -> None:
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        reasoning: bool = True,
+        refresh_per_second: float = 12.0,
+        auto_refresh: bool = True,
+    ) -> None:
         super().__init__(console, reasoning=reasoning)
         self._pending: dict[Key, _Pending] = {}
         self._live: Live | None = None
@@ -137,8 +150,7 @@ class MarkdownRenderer(LiveRenderer):
             return body
         return Padding(body, (0, 0, 0, 2))
 
-    def _print(self, thread_id: str | None, renderable: RenderableType,
-               text: bool = False) -> None:
+    def _print(self, thread_id: str | None, renderable: RenderableType, text: bool = False) -> None:
         self.console.print(renderable, soft_wrap=False, crop=False)
         self._source = thread_id
         self._after_text = text
@@ -176,8 +188,9 @@ class MarkdownRenderer(LiveRenderer):
         for p in shown:
             if p.thread_id is not None:
                 parts.append(self._prefix(p.thread_id))
-            parts.append(self._block(p.thread_id, newest_lines(p.text.strip("\n"), budget),
-                                     p.style))
+            parts.append(
+                self._block(p.thread_id, newest_lines(p.text.strip("\n"), budget), p.style)
+            )
         return Group(*parts)
 
     def _draw(self, force: bool = False) -> None:
@@ -185,10 +198,16 @@ class MarkdownRenderer(LiveRenderer):
         if self._live is None:
             if not any(p.text.strip() for p in self._pending.values()):
                 return
-            self._live = Live(self._region(), console=self.console, auto_refresh=self._auto,
-                              refresh_per_second=self._timer_rate, transient=True,
-                              redirect_stdout=False, redirect_stderr=False,
-                              vertical_overflow="crop")
+            self._live = Live(
+                self._region(),
+                console=self.console,
+                auto_refresh=self._auto,
+                refresh_per_second=self._timer_rate,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+                vertical_overflow="crop",
+            )
             self._live.start()
             self._drawn_at = now
             return

@@ -25,9 +25,11 @@ def seed_problem(seed: str) -> str | None:
     """
     if len(seed) < MIN_SEED_CHARS:
         chars = "character" if len(seed) == 1 else "characters"
-        return (f"the seed is {len(seed)} {chars} long: anyone who guesses it can sign as "
-                f"this agent; use at least {MIN_SEED_CHARS} random characters (e.g. "
-                "`python -c 'import secrets; print(secrets.token_hex(32))'`)")
+        return (
+            f"the seed is {len(seed)} {chars} long: anyone who guesses it can sign as "
+            f"this agent; use at least {MIN_SEED_CHARS} random characters (e.g. "
+            "`python -c 'import secrets; print(secrets.token_hex(32))'`)"
+        )
     return None
 
 

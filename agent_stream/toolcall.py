@@ -64,8 +64,9 @@ class Progress:
             raise StreamError("progress: update before the progress line started")
         await self._handle.replace(message, path="message")
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         handle = self._handle
         if handle is None:
             return
@@ -81,8 +82,14 @@ class ToolCallScope:
     ``call_id``; ``status``: completed | error | cancelled once the body ended.
     """
 
-    def __init__(self, scope: Scope, name: str, arguments: Mapping[str, Any] | str | None = None,
-                 *, call_id: str | None = None) -> None:
+    def __init__(
+        self,
+        scope: Scope,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        call_id: str | None = None,
+    ) -> None:
         if not isinstance(name, str) or not name:
             raise StreamError("tool: the name must be a non-empty string")
         if call_id is not None and (not isinstance(call_id, str) or not call_id):
@@ -96,8 +103,7 @@ class ToolCallScope:
         self._progress: Progress | None = None
 
     async def __aenter__(self) -> ToolCallScope:
-        await self._scope.send(tool_call(id=self.call_id, name=self.name,
-                                         arguments=self.arguments))
+        await self._scope.send(tool_call(id=self.call_id, name=self.name, arguments=self.arguments))
         return self
 
     async def progress(self, message: str) -> None:
@@ -117,8 +123,9 @@ class ToolCallScope:
             raise StreamError(f"tool result must be a JSON value: {exc}") from None
         self._result = content
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc is None:
             self.status = "completed"
         elif isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
@@ -131,8 +138,11 @@ class ToolCallScope:
             content = None if self._result is _UNSET else self._result
             await self._scope.send(tool_result(self.call_id, self.name, content))
         else:
-            why = "cancelled" if self.status == "cancelled" else (
-                f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            why = (
+                "cancelled"
+                if self.status == "cancelled"
+                else (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            )
             await self._scope.send(tool_result(self.call_id, self.name, why, is_error=True))
 
 
@@ -142,8 +152,9 @@ def _arguments(arguments: Mapping[str, Any] | str | None) -> str:
     if isinstance(arguments, str):
         return arguments
     if not isinstance(arguments, Mapping):
-        raise StreamError("tool: arguments are a mapping, a JSON string or None, got "
-                          f"{type(arguments).__name__}")
+        raise StreamError(
+            f"tool: arguments are a mapping, a JSON string or None, got {type(arguments).__name__}"
+        )
     try:
         return json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:

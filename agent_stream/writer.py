@@ -82,8 +82,9 @@ _set_slot = object.__setattr__
 class _Core:
     """State shared by every scope of one stream: the sink, ids and sequence numbers."""
 
-    def __init__(self, sink: Sink, ids: IdGenerator, stamp: bool,
-                 flush: Flush | None = None) -> None:
+    def __init__(
+        self, sink: Sink, ids: IdGenerator, stamp: bool, flush: Flush | None = None
+    ) -> None:
         self.sink = sink
         self.ids = ids
         self.stamp = stamp
@@ -125,16 +126,17 @@ class Scope:
         """A concurrent thread of output: thread_start ... thread_end, its own thread_id."""
         return ThreadScope(self._core, self.block_id, label, type)
 
-    def message(self, type: str = TEXT, props: Mapping[str, Any] | None = None
-                ) -> MessageHandle:
+    def message(self, type: str = TEXT, props: Mapping[str, Any] | None = None) -> MessageHandle:
         """A message written in deltas: message_start ... message_end."""
         mid = self._core.ids.message()
         self._core.count(self.block_id, self.thread_id, mid)
-        return MessageHandle(self._core, mid, self.thread_id, self.block_id, type,
-                             dict(props) if props else None)
+        return MessageHandle(
+            self._core, mid, self.thread_id, self.block_id, type, dict(props) if props else None
+        )
 
-    async def parallel(self, *fns: Callable[[ThreadScope], Awaitable[T]],
-                       labels: list[str] | None = None) -> list[T]:
+    async def parallel(
+        self, *fns: Callable[[ThreadScope], Awaitable[T]], labels: list[str] | None = None
+    ) -> list[T]:
         """Run each ``fn(thread)`` concurrently in a thread of its own; results in order.
 
         When one raises, the others are cancelled (their threads end ``cancelled``) and the
@@ -188,8 +190,13 @@ class Scope:
         return await self.send(_text(content))
 
     # -- tools and progress -----------------------------------------------------------------------
-    def tool(self, name: str, arguments: Mapping[str, Any] | str | None = None, *,
-             call_id: str | None = None) -> ToolCallScope:
+    def tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        call_id: str | None = None,
+    ) -> ToolCallScope:
         """A tool call written as a scope: ``async with b.tool("get_weather", {"city": "Paris"})
         as t: await t.progress("..."); t.result(...)``.
 
@@ -210,9 +217,15 @@ class Scope:
         return Progress(self, message)
 
     # -- relay ------------------------------------------------------------------------------------
-    async def relay(self, reply: Relayable | Awaitable[Relayable], *, label: str | None = None,
-                    type: str = "agent", name: str | None = None,
-                    agent: str | None = None) -> Transcript:
+    async def relay(
+        self,
+        reply: Relayable | Awaitable[Relayable],
+        *,
+        label: str | None = None,
+        type: str = "agent",
+        name: str | None = None,
+        agent: str | None = None,
+    ) -> Transcript:
         """Stream another agent's reply, live, into a block of this scope; returns its
         final Transcript.
 
@@ -243,8 +256,7 @@ class Scope:
 class BlockScope(Scope):
     """``async with scope.block(...)``: block_start on enter, block_end on exit."""
 
-    def __init__(self, core: _Core, thread_id: str | None, type: str,
-                 label: str | None) -> None:
+    def __init__(self, core: _Core, thread_id: str | None, type: str, label: str | None) -> None:
         super().__init__(core, thread_id, core.ids.block())
         self.type = type
         self.label = label
@@ -271,31 +283,47 @@ class BlockScope(Scope):
     async def __aenter__(self) -> BlockScope:
         self._start = time.monotonic()
         assert self.block_id is not None
-        await self._core.emit(lifecycle(
-            BLOCK_START, BlockStartData(block_id=self.block_id, type=self.type, label=self.label,
-                                        **self.start_data),
-            block_id=self.block_id, thread_id=self.thread_id))
+        await self._core.emit(
+            lifecycle(
+                BLOCK_START,
+                BlockStartData(
+                    block_id=self.block_id, type=self.type, label=self.label, **self.start_data
+                ),
+                block_id=self.block_id,
+                thread_id=self.thread_id,
+            )
+        )
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self.block_id is not None
         status = _status_of(exc)
         if exc is None and self.status is not None:
             status = self.status
-        await self._core.emit(lifecycle(
-            BLOCK_END, BlockEndData(block_id=self.block_id, duration_ms=_ms(self._start),
-                                    message_count=len(
-                                        self._core.block_messages.get(self.block_id, ())),
-                                    status=status, **self.end_data),  # type: ignore[arg-type]
-            block_id=self.block_id, thread_id=self.thread_id))
+        await self._core.emit(
+            lifecycle(
+                BLOCK_END,
+                BlockEndData(
+                    block_id=self.block_id,
+                    duration_ms=_ms(self._start),
+                    message_count=len(self._core.block_messages.get(self.block_id, ())),
+                    status=status,  # type: ignore[arg-type]
+                    **self.end_data,
+                ),
+                block_id=self.block_id,
+                thread_id=self.thread_id,
+            )
+        )
 
 
 class ThreadScope(Scope):
     """``async with scope.thread(...)``: thread_start on enter, thread_end on exit."""
 
-    def __init__(self, core: _Core, block_id: str | None, label: str | None,
-                 type: str | None) -> None:
+    def __init__(
+        self, core: _Core, block_id: str | None, label: str | None, type: str | None
+    ) -> None:
         super().__init__(core, core.ids.thread(), block_id)
         self.label = label
         self.type = type
@@ -304,26 +332,46 @@ class ThreadScope(Scope):
     async def __aenter__(self) -> ThreadScope:
         self._start = time.monotonic()
         assert self.thread_id is not None
-        await self._core.emit(lifecycle(
-            THREAD_START, ThreadStartData(thread_id=self.thread_id, type=self.type,
-                                          label=self.label),
-            thread_id=self.thread_id, block_id=self.block_id))
+        await self._core.emit(
+            lifecycle(
+                THREAD_START,
+                ThreadStartData(thread_id=self.thread_id, type=self.type, label=self.label),
+                thread_id=self.thread_id,
+                block_id=self.block_id,
+            )
+        )
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self.thread_id is not None
-        await self._core.emit(lifecycle(
-            THREAD_END, ThreadEndData(thread_id=self.thread_id, duration_ms=_ms(self._start),
-                                      status=_status_of(exc)),  # type: ignore[arg-type]
-            thread_id=self.thread_id, block_id=self.block_id))
+        await self._core.emit(
+            lifecycle(
+                THREAD_END,
+                ThreadEndData(
+                    thread_id=self.thread_id,
+                    duration_ms=_ms(self._start),
+                    status=_status_of(exc),  # type: ignore[arg-type]
+                ),
+                thread_id=self.thread_id,
+                block_id=self.block_id,
+            )
+        )
 
 
 class MessageHandle:
     """One message written in deltas. ``async with``: message_start ... message_end."""
 
-    def __init__(self, core: _Core, message_id: str, thread_id: str | None,
-                 block_id: str | None, type: str, props: dict[str, Any] | None) -> None:
+    def __init__(
+        self,
+        core: _Core,
+        message_id: str,
+        thread_id: str | None,
+        block_id: str | None,
+        type: str,
+        props: dict[str, Any] | None,
+    ) -> None:
         self._core = core
         self.message_id = message_id
         self.thread_id = thread_id
@@ -341,16 +389,24 @@ class MessageHandle:
 
     async def __aenter__(self) -> MessageHandle:
         self._start = time.monotonic()
-        await self._core.emit(lifecycle(
-            MESSAGE_START, MessageStartData(message_id=self.message_id, type=self.type,
-                                            thread_id=self.thread_id),
-            message_id=self.message_id, thread_id=self.thread_id, block_id=self.block_id))
+        await self._core.emit(
+            lifecycle(
+                MESSAGE_START,
+                MessageStartData(
+                    message_id=self.message_id, type=self.type, thread_id=self.thread_id
+                ),
+                message_id=self.message_id,
+                thread_id=self.thread_id,
+                block_id=self.block_id,
+            )
+        )
         if self._initial is not None:
             await self._chunk(Message(type=self.type, props=self._initial))
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.end(_status_of(exc))
 
     async def end(self, status: str = "completed") -> None:
@@ -363,12 +419,23 @@ class MessageHandle:
             extra["content"] = self._other["content"]
         elif self._text:
             extra["content"] = "".join(self._text)
-        await self._core.emit(lifecycle(
-            MESSAGE_END, MessageEndData(message_id=self.message_id, type=self.type,
-                                        thread_id=self.thread_id, duration_ms=_ms(self._start),
-                                        chunk_count=self.chunk_count, status=status,
-                                        extra=extra or None),
-            message_id=self.message_id, thread_id=self.thread_id, block_id=self.block_id))
+        await self._core.emit(
+            lifecycle(
+                MESSAGE_END,
+                MessageEndData(
+                    message_id=self.message_id,
+                    type=self.type,
+                    thread_id=self.thread_id,
+                    duration_ms=_ms(self._start),
+                    chunk_count=self.chunk_count,
+                    status=status,
+                    extra=extra or None,
+                ),
+                message_id=self.message_id,
+                thread_id=self.thread_id,
+                block_id=self.block_id,
+            )
+        )
 
     async def _chunk(self, msg: Message) -> None:
         if self._ended:
@@ -394,8 +461,9 @@ class MessageHandle:
                 self._other = {"content": "".join(self._text)} if self._text else {}
                 self._text = []
             with contextlib.suppress(StreamError):
-                self._other = merge.apply(self._other, msg.delta_action or "append",
-                                           msg.delta_path, msg.props or {})
+                self._other = merge.apply(
+                    self._other, msg.delta_action or "append", msg.delta_path, msg.props or {}
+                )
 
     async def append(self, value: Any, path: str | None = None) -> None:
         """Append: text onto props.content (no path), or any value at ``path``."""
@@ -408,8 +476,14 @@ class MessageHandle:
             raise StreamError(f"message {self.message_id} has ended; nothing more can be sent")
         proto = self._proto
         if proto is None:
-            m = Message(type=self.type, props={"content": ""}, message_id=self.message_id,
-                        thread_id=self.thread_id, block_id=self.block_id, delta=True)
+            m = Message(
+                type=self.type,
+                props={"content": ""},
+                message_id=self.message_id,
+                thread_id=self.thread_id,
+                block_id=self.block_id,
+                delta=True,
+            )
             proto = self._proto = (dict(m.__dict__), {*m.model_fields_set, "chunk_id"})
         # The hot path of streaming: validating each chunk anew cost more than everything else
         # the writer does per token, and only the content (a str, checked above) and the
@@ -450,8 +524,11 @@ class MessageHandle:
         """Correct the message's type (type_change); props are replaced when given."""
         self.type = new_type
         self._proto = None
-        await self._chunk(Message(type=new_type, type_change=True,
-                                  props=dict(props) if props is not None else None))
+        await self._chunk(
+            Message(
+                type=new_type, type_change=True, props=dict(props) if props is not None else None
+            )
+        )
 
     async def _delta(self, action: str, path: str | None, value: Any) -> None:
         if path is None:
@@ -460,8 +537,15 @@ class MessageHandle:
             props = value
         else:
             props = merge.value_at(path, value)
-        await self._chunk(Message(type=self.type, props=props, delta=True, delta_path=path,
-                                  delta_action=action))  # type: ignore[arg-type]
+        await self._chunk(
+            Message(
+                type=self.type,
+                props=props,
+                delta=True,
+                delta_path=path,
+                delta_action=action,  # type: ignore[arg-type]
+            )
+        )
 
 
 class StreamWriter(Scope):
@@ -474,9 +558,16 @@ class StreamWriter(Scope):
     the sub-agent's chunk boundaries pass through a relay instead of being re-buffered.
     """
 
-    def __init__(self, sink: Sink, *, request_id: str | None = None, trace_id: str | None = None,
-                 ids: IdGenerator | None = None, stamp: bool = False,
-                 flush: Flush | None = None) -> None:
+    def __init__(
+        self,
+        sink: Sink,
+        *,
+        request_id: str | None = None,
+        trace_id: str | None = None,
+        ids: IdGenerator | None = None,
+        stamp: bool = False,
+        flush: Flush | None = None,
+    ) -> None:
         super().__init__(_Core(sink, ids or IdGenerator(), stamp, flush), None, None)
         self.request_id = request_id
         self.trace_id = trace_id
@@ -488,12 +579,19 @@ class StreamWriter(Scope):
 
     async def __aenter__(self) -> StreamWriter:
         self._start = time.monotonic()
-        await self._core.emit(lifecycle(STREAM_START, StreamStartData(
-            request_id=self.request_id, trace_id=self.trace_id, timestamp=time.time_ns())))
+        await self._core.emit(
+            lifecycle(
+                STREAM_START,
+                StreamStartData(
+                    request_id=self.request_id, trace_id=self.trace_id, timestamp=time.time_ns()
+                ),
+            )
+        )
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         status = _status_of(exc)
         err = None
         if status == "error":
@@ -513,10 +611,20 @@ class StreamWriter(Scope):
             return
         self._ended = True
         usage = Usage(**self.usage) if self.usage else None
-        await self._core.emit(lifecycle(STREAM_END, StreamEndData(
-            request_id=self.request_id, timestamp=time.time_ns(), duration_ms=_ms(self._start),
-            status=status, error=error, usage=usage,  # type: ignore[arg-type]
-            finish_reason=self.finish_reason)))
+        await self._core.emit(
+            lifecycle(
+                STREAM_END,
+                StreamEndData(
+                    request_id=self.request_id,
+                    timestamp=time.time_ns(),
+                    duration_ms=_ms(self._start),
+                    status=status,  # type: ignore[arg-type]
+                    error=error,
+                    usage=usage,
+                    finish_reason=self.finish_reason,
+                ),
+            )
+        )
 
 
 async def collect(body: Callable[[StreamWriter], Awaitable[Any]], **kw: Any) -> list[Message]:

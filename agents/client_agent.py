@@ -50,8 +50,12 @@ def main() -> int:
         address, endpoint = found
 
     chat = StreamingChat()  # no responder: this agent only asks
-    agent = local_agent(args.seed or secrets.token_hex(32), args.port or free_port(),
-                        name="client", peers={address: endpoint})
+    agent = local_agent(
+        args.seed or secrets.token_hex(32),
+        args.port or free_port(),
+        name="client",
+        peers={address: endpoint},
+    )
     agent.include(chat, publish_manifest=True)
 
     async def ask(ctx: Context) -> bool:
@@ -59,8 +63,11 @@ def main() -> int:
         async for msg in reply:
             show(msg)
         transcript = await reply
-        print(f"\n[{reply.status}: {len(transcript.messages)} messages, "
-              f"{reply.chat_messages} ChatMessages]", file=sys.stderr)
+        print(
+            f"\n[{reply.status}: {len(transcript.messages)} messages, "
+            f"{reply.chat_messages} ChatMessages]",
+            file=sys.stderr,
+        )
         return reply.completed
 
     return 0 if run_agent(agent, ask) else 1

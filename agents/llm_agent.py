@@ -50,8 +50,9 @@ def main() -> int:
         print("set AGENT_STREAM_SEED to this agent's secret seed", file=sys.stderr)
         return 2
 
-    model = make_source("replay", rate=args.rate) if args.model == "replay" else \
-        make_source("openai")
+    model = (
+        make_source("replay", rate=args.rate) if args.model == "replay" else make_source("openai")
+    )
 
     async def respond(request: ChatRequest, out: StreamWriter) -> None:
         await model(request.text, out)
@@ -60,8 +61,9 @@ def main() -> int:
     if args.network == "local":
         agent = local_agent(seed, args.port, name=args.name, peers=parse_peers(args.peer))
     else:
-        agent = network_agent(seed, network=args.network, mailbox=args.mailbox,
-                              port=args.port, name=args.name)
+        agent = network_agent(
+            seed, network=args.network, mailbox=args.mailbox, port=args.port, name=args.name
+        )
     agent.include(chat, publish_manifest=True)
     print(f"{args.name}: {agent.address}", flush=True)
     run_agent(agent)

@@ -40,8 +40,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description="A planner agent that relays its team's replies.")
     p.add_argument("--port", type=int, default=8010)
     p.add_argument("--name", default="planner")
-    p.add_argument("--ask", action="append", default=[], metavar="NAME[=ADDRESS]",
-                   help="a team member (by name in the local directory, or its address)")
+    p.add_argument(
+        "--ask",
+        action="append",
+        default=[],
+        metavar="NAME[=ADDRESS]",
+        help="a team member (by name in the local directory, or its address)",
+    )
     p.add_argument("--peer", action="append", default=[], metavar="ADDRESS=URL")
     p.add_argument("--max-hops", type=int, default=None)
     p.add_argument("--network", choices=("local", "testnet", "mainnet"), default="local")
@@ -58,8 +63,7 @@ def main() -> int:
         if not address:
             found = LocalDirectory().find(name) if args.network == "local" else None
             if found is None:
-                print(f"no running local agent named {name!r}; give NAME=ADDRESS",
-                      file=sys.stderr)
+                print(f"no running local agent named {name!r}; give NAME=ADDRESS", file=sys.stderr)
                 return 2
             address = found[0]
         team.append((name, address))
@@ -67,16 +71,15 @@ def main() -> int:
     async def respond(request: ChatRequest, out: StreamWriter) -> None:
         async def one(thread: ThreadScope, name: str, address: str) -> str:
             try:
-                reply = delegate(chat, request, address, request.text,
-                                 max_hops=args.max_hops)
+                reply = delegate(chat, request, address, request.text, max_hops=args.max_hops)
                 t = await thread.relay(reply, name=name, label=name.capitalize())
             except RelayError as exc:
                 return f"{name}: no answer ({exc.status})"
             return f"{name}: {len(t.text().split())} words"
 
         notes = await out.parallel(
-            *(lambda th, n=n, a=a: one(th, n, a) for n, a in team),
-            labels=[n for n, _ in team])
+            *(lambda th, n=n, a=a: one(th, n, a) for n, a in team), labels=[n for n, _ in team]
+        )
         async with out.block("llm", label="Summary") as b:
             await b.text("Asked " + ", ".join(notes) + ".")
 
@@ -84,8 +87,9 @@ def main() -> int:
     if args.network == "local":
         agent = local_agent(seed, args.port, name=args.name, peers=parse_peers(args.peer))
     else:
-        agent = network_agent(seed, network=args.network, mailbox=args.mailbox,
-                              port=args.port, name=args.name)
+        agent = network_agent(
+            seed, network=args.network, mailbox=args.mailbox, port=args.port, name=args.name
+        )
     agent.include(chat, publish_manifest=True)
     print(f"{args.name}: {agent.address}", flush=True)
     run_agent(agent)

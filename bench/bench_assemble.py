@@ -14,8 +14,10 @@ from agent_stream.message import Message
 
 
 def deltas(n: int) -> list[Message]:
-    return [Message(type="text", message_id="M1", chunk_id=f"C{i}", delta=True,
-                    props={"content": "x"}) for i in range(n)]
+    return [
+        Message(type="text", message_id="M1", chunk_id=f"C{i}", delta=True, props={"content": "x"})
+        for i in range(n)
+    ]
 
 
 def naive(messages: list[Message]) -> str:

@@ -82,8 +82,9 @@ async def _pace(i: int, start: float, rate: float) -> None:
 
 def run_sender(args: argparse.Namespace) -> int:
     tokens: list[str] = json.loads(Path(args.tokens_file).read_text(encoding="utf-8"))
-    agent = local_agent(args.seed, args.port, name=args.role, peers=parse_peers(args.peer),
-                        directory=None)
+    agent = local_agent(
+        args.seed, args.port, name=args.role, peers=parse_peers(args.peer), directory=None
+    )
     if args.role == "per-token":
         # The baseline, with uagents alone: one ChatMessage per token.
         proto = Protocol(spec=chat_protocol_spec)
@@ -111,6 +112,7 @@ def run_sender(args: argparse.Namespace) -> int:
 
         agent.include(proto)
     else:
+
         async def respond(request: ChatRequest, out: StreamWriter) -> None:
             start = time.monotonic()
             async with out.block("llm", label="Answer") as b, b.message("text") as m:
@@ -118,8 +120,12 @@ def run_sender(args: argparse.Namespace) -> int:
                     await m.append(tok)
                     await _pace(i, start, args.rate)
 
-        agent.include(StreamingChat(respond, settings=ChatSettings().with_pump(max_coalesce=args.max_coalesce)),
-                      publish_manifest=True)
+        agent.include(
+            StreamingChat(
+                respond, settings=ChatSettings().with_pump(max_coalesce=args.max_coalesce)
+            ),
+            publish_manifest=True,
+        )
     print(f"READY {agent.address}", flush=True)
     run_agent(agent)
     return 0
@@ -137,8 +143,9 @@ class Result:
 
 
 def _spawn(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=env, cwd=cwd)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd
+    )
     lines: queue.Queue[str | None] = queue.Queue()
 
     def read() -> None:
@@ -174,12 +181,20 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tokens", type=int, default=2000, help="reply length in tokens")
-    p.add_argument("--rate", type=float, default=0.0,
-                   help="model tokens per second at the senders (0: as fast as possible)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="model tokens per second at the senders (0: as fast as possible)",
+    )
     p.add_argument("--timeout", type=float, default=300.0)
     # sender processes
-    p.add_argument("--role", choices=("receiver", "stream", "per-token"), default="receiver",
-                   help=argparse.SUPPRESS)
+    p.add_argument(
+        "--role",
+        choices=("receiver", "stream", "per-token"),
+        default="receiver",
+        help=argparse.SUPPRESS,
+    )
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--seed", help=argparse.SUPPRESS)
     p.add_argument("--peer", action="append", default=[], help=argparse.SUPPRESS)
@@ -199,18 +214,34 @@ def main() -> int:
         peer = f"{recv_address}={endpoint_for(recv_port)}"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         senders: list[tuple[str, str, str, subprocess.Popen[str]]] = []
-        plans = [("agent_stream", "stream", "32"),
-                 ("agent_stream, no coalescing", "stream", "1"),
-                 ("one ChatMessage per token", "per-token", "1")]
+        plans = [
+            ("agent_stream", "stream", "32"),
+            ("agent_stream, no coalescing", "stream", "1"),
+            ("one ChatMessage per token", "per-token", "1"),
+        ]
         old_cwd = os.getcwd()
         os.chdir(tmp)  # uagents writes storage files into the working directory
         try:
             for name, role, coalesce in plans:
                 port = free_port()
-                cmd = [sys.executable, str(Path(__file__).resolve()), "--role", role,
-                       "--port", str(port), "--seed", secrets.token_hex(32), "--peer", peer,
-                       "--tokens-file", str(tokens_file), "--rate", str(args.rate),
-                       "--max-coalesce", coalesce]
+                cmd = [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--role",
+                    role,
+                    "--port",
+                    str(port),
+                    "--seed",
+                    secrets.token_hex(32),
+                    "--peer",
+                    peer,
+                    "--tokens-file",
+                    str(tokens_file),
+                    "--rate",
+                    str(args.rate),
+                    "--max-coalesce",
+                    coalesce,
+                ]
                 proc, address = _spawn(cmd, env, tmp)
                 senders.append((name, address, endpoint_for(port), proc))
             results = receive(senders, recv_seed, recv_port, text, args.timeout)
@@ -221,26 +252,37 @@ def main() -> int:
     return report(results, len(tokens), len(text), args.rate)
 
 
-def receive(senders: list[tuple[str, str, str, Any]], seed: str, port: int, text: str,
-            timeout: float) -> list[Result]:
+def receive(
+    senders: list[tuple[str, str, str, Any]], seed: str, port: int, text: str, timeout: float
+) -> list[Result]:
     chat = StreamingChat()
-    agent = local_agent(seed, port, name="receiver",
-                        peers={address: endpoint for _, address, endpoint, _ in senders},
-                        directory=None)
+    agent = local_agent(
+        seed,
+        port,
+        name="receiver",
+        peers={address: endpoint for _, address, endpoint, _ in senders},
+        directory=None,
+    )
     agent.include(chat, publish_manifest=True)
 
     async def run(ctx: Context) -> list[Result]:
         results = []
         for name, address, _, _ in senders:
-            reply = await chat.ask(ctx, address, "Please stream the long reply.",
-                                   timeout=timeout, settle=1.0)
+            reply = await chat.ask(
+                ctx, address, "Please stream the long reply.", timeout=timeout, settle=1.0
+            )
             await reply
             t0 = reply.asked_at
-            results.append(Result(
-                name, reply.chat_messages,
-                reply.first_text_at - t0 if reply.first_text_at is not None else None,
-                reply.ended_at - t0 if reply.completed and reply.ended_at else None,
-                reply.text() == text, reply.status))
+            results.append(
+                Result(
+                    name,
+                    reply.chat_messages,
+                    reply.first_text_at - t0 if reply.first_text_at is not None else None,
+                    reply.ended_at - t0 if reply.completed and reply.ended_at else None,
+                    reply.text() == text,
+                    reply.status,
+                )
+            )
             await asyncio.sleep(0.2)
         return results
 
@@ -254,25 +296,35 @@ def report(results: list[Result], n_tokens: int, n_chars: int, rate: float) -> i
         return f"{v:8.3f} s" if v is not None else "       -  "
 
     model = "as fast as possible" if rate <= 0 else f"{rate:g} tokens/s"
-    print(f"chat benchmark: a {n_tokens:,}-token reply ({n_chars:,} characters), model {model}; "
-          "sender and receiver agents in two processes, signed envelopes over HTTP on 127.0.0.1")
-    print(f"{'sender':<30}{'ChatMessages':>13}{'first text':>13}{'complete reply':>16}"
-          f"{'text identical':>16}")
+    print(
+        f"chat benchmark: a {n_tokens:,}-token reply ({n_chars:,} characters), model {model}; "
+        "sender and receiver agents in two processes, signed envelopes over HTTP on 127.0.0.1"
+    )
+    print(
+        f"{'sender':<30}{'ChatMessages':>13}{'first text':>13}{'complete reply':>16}"
+        f"{'text identical':>16}"
+    )
     for r in results:
-        print(f"{r.name:<30}{r.chat_messages:>13,}{secs(r.first_text):>13}"
-              f"{secs(r.complete):>16}{'yes' if r.identical else 'NO':>16}")
+        print(
+            f"{r.name:<30}{r.chat_messages:>13,}{secs(r.first_text):>13}"
+            f"{secs(r.complete):>16}{'yes' if r.identical else 'NO':>16}"
+        )
     ours, base = results[0], results[-1]
     ok = all(r.identical and r.status == "completed" for r in results)
     fewer = base.chat_messages / ours.chat_messages if ours.chat_messages else 0.0
     faster = (base.complete / ours.complete) if (base.complete and ours.complete) else 0.0
-    print(f"per token / agent_stream: {fewer:,.1f}x the ChatMessages, {faster:,.1f}x the time "
-          "to the complete reply")
+    print(
+        f"per token / agent_stream: {fewer:,.1f}x the ChatMessages, {faster:,.1f}x the time "
+        "to the complete reply"
+    )
     if len(results) > 2:
         mid = results[1]
         if mid.chat_messages and mid.complete and base.complete:
-            print(f"per token / agent_stream without coalescing: "
-                  f"{base.chat_messages / mid.chat_messages:,.1f}x the ChatMessages, "
-                  f"{base.complete / mid.complete:,.1f}x the time")
+            print(
+                f"per token / agent_stream without coalescing: "
+                f"{base.chat_messages / mid.chat_messages:,.1f}x the ChatMessages, "
+                f"{base.complete / mid.complete:,.1f}x the time"
+            )
     t1, t2 = fewer >= 10, faster >= 5
     if rate > 0:
         # Both replies are paced by the model; only a transport-bound run (--rate 0) can show
@@ -281,9 +333,11 @@ def report(results: list[Result], n_tokens: int, n_chars: int, rate: float) -> i
         t2 = True
     else:
         speed = "met" if t2 else "MISSED"
-    print(f"targets: >= 10x fewer ChatMessages: {'met' if t1 else 'MISSED'}; "
-          f">= 5x faster to the complete reply: {speed}; "
-          f"identical text: {'yes' if ok else 'NO'}")
+    print(
+        f"targets: >= 10x fewer ChatMessages: {'met' if t1 else 'MISSED'}; "
+        f">= 5x faster to the complete reply: {speed}; "
+        f"identical text: {'yes' if ok else 'NO'}"
+    )
     return 0 if (ok and t1 and t2) else 1
 
 

@@ -60,9 +60,84 @@ CLOCK_STEP = 0.02  # seconds a token: a 50 token/s model
 TARGET_RATE = 1_000_000  # tokens/s, with a clock per token
 TARGET_RATIO = 10.0  # times the fastest peer, with a clock per token
 
-_NOUNS = ["model", "agent", "stream", "token", "buffer", "message", "client", "server", "request", "response", "latency", "budget", "queue", "worker", "protocol", "envelope", "handler", "session", "cache", "index", "record", "field", "value", "channel", "network", "packet", "user", "browser", "reader", "window", "thread", "block", "chunk", "peer", "schema"]
-_VERBS = ["sends", "receives", "buffers", "splits", "merges", "returns", "keeps", "drops", "checks", "reads", "writes", "streams", "handles", "parses", "renders", "signs", "verifies", "retries", "measures"]
-_ADJS = ["small", "large", "fast", "slow", "simple", "robust", "typical", "recent", "remote", "local", "stable", "final", "first", "partial", "complete", "natural", "separate", "single"]
+_NOUNS = [
+    "model",
+    "agent",
+    "stream",
+    "token",
+    "buffer",
+    "message",
+    "client",
+    "server",
+    "request",
+    "response",
+    "latency",
+    "budget",
+    "queue",
+    "worker",
+    "protocol",
+    "envelope",
+    "handler",
+    "session",
+    "cache",
+    "index",
+    "record",
+    "field",
+    "value",
+    "channel",
+    "network",
+    "packet",
+    "user",
+    "browser",
+    "reader",
+    "window",
+    "thread",
+    "block",
+    "chunk",
+    "peer",
+    "schema",
+]
+_VERBS = [
+    "sends",
+    "receives",
+    "buffers",
+    "splits",
+    "merges",
+    "returns",
+    "keeps",
+    "drops",
+    "checks",
+    "reads",
+    "writes",
+    "streams",
+    "handles",
+    "parses",
+    "renders",
+    "signs",
+    "verifies",
+    "retries",
+    "measures",
+]
+_ADJS = [
+    "small",
+    "large",
+    "fast",
+    "slow",
+    "simple",
+    "robust",
+    "typical",
+    "recent",
+    "remote",
+    "local",
+    "stable",
+    "final",
+    "first",
+    "partial",
+    "complete",
+    "natural",
+    "separate",
+    "single",
+]
 _LINKS = ("however", "in practice", "for example", "as a result", "by default", "in short")
 _EXTRAS = (
     "about 3.5% of the time",
@@ -94,9 +169,17 @@ _DENSE = (
     "St. Louis is 3.14 hrs. away",
 )
 _CJK = (
-    "今天天气很好", "我们去公园散步", "模型把文本分成小块", "流式输出需要低延迟",
-    "这个缓冲区保存了每个增量", "服务器在收到请求后立即回复", "东京は晴れです", "明日は雨が降るでしょう",
-    "彼は「分かった」と言った", "カタカナのテキストも含まれます", "数据以每秒五十个词元的速度到达",
+    "今天天气很好",
+    "我们去公园散步",
+    "模型把文本分成小块",
+    "流式输出需要低延迟",
+    "这个缓冲区保存了每个增量",
+    "服务器在收到请求后立即回复",
+    "东京は晴れです",
+    "明日は雨が降るでしょう",
+    "彼は「分かった」と言った",
+    "カタカナのテキストも含まれます",
+    "数据以每秒五十个词元的速度到达",
 )
 
 
@@ -109,11 +192,22 @@ class _Writer:
 
     def sentence(self) -> str:
         r = self.rng
-        words = [r.choice(_ADJS), r.choice(_NOUNS), r.choice(_VERBS), "the", r.choice(_ADJS),
-                 r.choice(_NOUNS)]
+        words = [
+            r.choice(_ADJS),
+            r.choice(_NOUNS),
+            r.choice(_VERBS),
+            "the",
+            r.choice(_ADJS),
+            r.choice(_NOUNS),
+        ]
         if r.random() < 0.5:
-            words += [r.choice(("and", "while", "because", "so")), "the", r.choice(_NOUNS),
-                      r.choice(_VERBS), r.choice(("it", "them", "each one"))]
+            words += [
+                r.choice(("and", "while", "because", "so")),
+                "the",
+                r.choice(_NOUNS),
+                r.choice(_VERBS),
+                r.choice(("it", "them", "each one")),
+            ]
         if r.random() < self.extras:
             words.append(r.choice(_EXTRAS))
         if r.random() < 0.25:
@@ -129,8 +223,10 @@ class _Writer:
 
     def bullets(self) -> str:
         r = self.rng
-        return "\n".join(f"- **{r.choice(_NOUNS).capitalize()}**: {self.sentence()}"
-                         for _ in range(r.randint(3, 6)))
+        return "\n".join(
+            f"- **{r.choice(_NOUNS).capitalize()}**: {self.sentence()}"
+            for _ in range(r.randint(3, 6))
+        )
 
     def numbered(self) -> str:
         return "\n".join(f"{i}. {self.sentence()}" for i in range(1, self.rng.randint(3, 6)))
@@ -138,16 +234,21 @@ class _Writer:
     def table(self) -> str:
         r = self.rng
         rows = ["| Setting | Default | Meaning |", "| --- | --- | --- |"]
-        rows += [f"| `{r.choice(_NOUNS)}_{r.choice(_NOUNS)}` | {r.randint(1, 999)}.{r.randint(0, 9)}"
-                 f" | {r.choice(_ADJS)} {r.choice(_NOUNS)} |" for _ in range(r.randint(3, 6))]
+        rows += [
+            f"| `{r.choice(_NOUNS)}_{r.choice(_NOUNS)}` | {r.randint(1, 999)}.{r.randint(0, 9)}"
+            f" | {r.choice(_ADJS)} {r.choice(_NOUNS)} |"
+            for _ in range(r.randint(3, 6))
+        ]
         return "\n".join(rows)
 
     def code(self) -> str:
         r = self.rng
         lines = ["```python", "import asyncio", "", f"async def {r.choice(_VERBS)}(stream):"]
         for _ in range(r.randint(4, 10)):
-            lines.append(f"    {r.choice(_NOUNS)} = await stream.{r.choice(_VERBS)}("
-                         f"{r.randint(1, 99)}, timeout={r.randint(1, 9)}.5)")
+            lines.append(
+                f"    {r.choice(_NOUNS)} = await stream.{r.choice(_VERBS)}("
+                f"{r.randint(1, 99)}, timeout={r.randint(1, 9)}.5)"
+            )
         lines += ["    return None", "```"]
         return "\n".join(lines)
 
@@ -177,13 +278,16 @@ class _Writer:
 
     def dense_paragraph(self) -> str:
         r = self.rng
-        return " ".join(r.choice(_DENSE) + r.choice((".", ".", ".", "!", "?"))
-                        for _ in range(r.randint(3, 8)))
+        return " ".join(
+            r.choice(_DENSE) + r.choice((".", ".", ".", "!", "?")) for _ in range(r.randint(3, 8))
+        )
 
     def cjk_paragraph(self) -> str:
         r = self.rng
-        sents = ["，".join(r.choice(_CJK) for _ in range(r.randint(1, 3))) + r.choice("。。。！？")
-                 for _ in range(r.randint(3, 8))]
+        sents = [
+            "，".join(r.choice(_CJK) for _ in range(r.randint(1, 3))) + r.choice("。。。！？")
+            for _ in range(r.randint(3, 8))
+        ]
         return "".join(sents)
 
 
@@ -273,8 +377,11 @@ class CheckFloor:
         return ["".join(self.deltas)]
 
 
-def run_agent_stream(toks: list[str], step: float, make: Callable[[], Any] = TextChunker,
-                     ) -> list[str]:
+def run_agent_stream(
+    toks: list[str],
+    step: float,
+    make: Callable[[], Any] = TextChunker,
+) -> list[str]:
     ch = make()
     feed = ch.feed
     out: list[str] = []
@@ -332,8 +439,10 @@ def _sizes(chunks: list[str]) -> str:
     return f"{len(lens)} chunks, median {statistics.median(lens):.0f} chars, max {lens[-1]}"
 
 
-def measure(shape: str, peers: list[tuple[str, Callable[[list[str]], list[str]], int]],
-            ) -> dict[str, float]:
+def measure(
+    shape: str,
+    peers: list[tuple[str, Callable[[list[str]], list[str]], int]],
+) -> dict[str, float]:
     """tokens/s of agent_stream (one `now`, clock per token) and of each peer on one shape.
 
     Time is the thread's CPU time (other processes on the machine do not count against a run);
@@ -348,17 +457,27 @@ def measure(shape: str, peers: list[tuple[str, Callable[[list[str]], list[str]],
         chunks = run_agent_stream(stream, step)
         assert "".join(chunks) == text, "lossless"
         if step:
-            print(f"  {shape}: {len(toks):,} tokens, {len(text):,} chars; agent_stream with a "
-                  f"clock: {_sizes(chunks)}")
+            print(
+                f"  {shape}: {len(toks):,} tokens, {len(text):,} chars; agent_stream with a "
+                f"clock: {_sizes(chunks)}"
+            )
         runners.append((label, partial(run_agent_stream, stream, step), len(toks), ours))
     interpreted = run_agent_stream(stream, CLOCK_STEP, InterpretedTextChunker)
     assert interpreted == run_agent_stream(stream, CLOCK_STEP), "both builds cut alike"
-    runners.append(("interpreted", partial(run_agent_stream, stream, CLOCK_STEP,
-                                           InterpretedTextChunker), len(toks), ours))
-    runners.append(("floor", lambda: run_agent_stream(stream, CLOCK_STEP, CallFloor), len(toks),
-                    ours))
-    runners.append(("check floor", lambda: run_agent_stream(stream, CLOCK_STEP, CheckFloor),
-                    len(toks), ours))
+    runners.append(
+        (
+            "interpreted",
+            partial(run_agent_stream, stream, CLOCK_STEP, InterpretedTextChunker),
+            len(toks),
+            ours,
+        )
+    )
+    runners.append(
+        ("floor", lambda: run_agent_stream(stream, CLOCK_STEP, CallFloor), len(toks), ours)
+    )
+    runners.append(
+        ("check floor", lambda: run_agent_stream(stream, CLOCK_STEP, CheckFloor), len(toks), ours)
+    )
     for label, fn, most in peers:
         # the giant delta: the first ``most`` tokens' text as one delta
         sub = ["".join(toks[:most])] if shape == "giant" else stream[:most]
@@ -384,29 +503,37 @@ def main(argv: list[str]) -> int:
             print(f"{label}: skipped ({exc})")
             continue
         peers.append((label, fn, most))
-    print(f"streams (seed {SEED}), agent_stream TextChunker() with default options "
-          f"({IMPLEMENTATION}):")
+    print(
+        f"streams (seed {SEED}), agent_stream TextChunker() with default options "
+        f"({IMPLEMENTATION}):"
+    )
     table = {shape: measure(shape, peers) for shape in shapes}
     cols = ["one now", "clock", *[p[0] for p in peers]]
     print()
     print("tokens/s; 'clock': now advancing 20 ms a token; ratio: clock / fastest peer;")
-    print("interpreted: the chunker's modules run by the interpreter, with a clock (the same source")
+    print(
+        "interpreted: the chunker's modules run by the interpreter, with a clock (the same source"
+    )
     print("as the compiled build); floor: a Python feed that only keeps the delta and")
     print("its time (what the calls alone cost); check floor: that plus the per-delta count,")
     print("threshold and terminator search, never cutting")
     floors = ["interpreted", "floor", "check floor"]
-    print(f"{'shape':<9}" + "".join(f"{c:>18}" for c in [*cols, *floors])
-          + f"{'ratio':>8}  target")
+    print(f"{'shape':<9}" + "".join(f"{c:>18}" for c in [*cols, *floors]) + f"{'ratio':>8}  target")
     failed = 0
     for shape, rates in table.items():
         fastest = max((rates[p[0]] for p in peers), default=0.0)
         ratio = rates["clock"] / fastest if fastest else float("inf")
         met = rates["clock"] >= TARGET_RATE and ratio >= TARGET_RATIO
         failed += not met
-        print(f"{shape:<9}" + "".join(f"{rates[c]:>18,.0f}" for c in [*cols, *floors])
-              + f"{ratio:>7.1f}x  {'met' if met else 'NOT met'}")
-    print(f"target: with a clock, >= {TARGET_RATE:,} tokens/s and >= {TARGET_RATIO:.0f}x the "
-          f"fastest peer on every shape: {'met' if not failed else f'NOT met on {failed}'}")
+        print(
+            f"{shape:<9}"
+            + "".join(f"{rates[c]:>18,.0f}" for c in [*cols, *floors])
+            + f"{ratio:>7.1f}x  {'met' if met else 'NOT met'}"
+        )
+    print(
+        f"target: with a clock, >= {TARGET_RATE:,} tokens/s and >= {TARGET_RATIO:.0f}x the "
+        f"fastest peer on every shape: {'met' if not failed else f'NOT met on {failed}'}"
+    )
     return 0
 
 

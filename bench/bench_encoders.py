@@ -34,8 +34,18 @@ from agent_stream.writer import StreamWriter, collect
 
 DELTAS = 10_000
 REPEAT = 3
-WORDS = ("stream ", "token ", "agent ", "the ", "model ", "answers ", "quickly. ", "and ",
-         "then ", "waits ")
+WORDS = (
+    "stream ",
+    "token ",
+    "agent ",
+    "the ",
+    "model ",
+    "answers ",
+    "quickly. ",
+    "and ",
+    "then ",
+    "waits ",
+)
 
 
 async def _body(out: StreamWriter) -> None:
@@ -51,8 +61,7 @@ async def _body(out: StreamWriter) -> None:
             async with b.message("thinking") as m:
                 for i in range(take(200)):
                     await m.append(WORDS[i % len(WORDS)])
-            async with b.message("tool_call", props={"id": f"call_{label}",
-                                                     "name": "search"}) as m:
+            async with b.message("tool_call", props={"id": f"call_{label}", "name": "search"}) as m:
                 await m.append('{"q": "', path="arguments")
                 for i in range(take(48)):
                     await m.append(WORDS[i % len(WORDS)].strip(), path="arguments")
@@ -106,24 +115,38 @@ def _run(make: Callable[[], Any], msgs: list[Message], timed: bool = False) -> t
 def main() -> None:
     msgs = build()
     deltas = sum(1 for m in msgs if m.delta)
-    print(f"stream: {len(msgs)} Messages ({deltas} deltas, "
-          f"{sum(1 for m in msgs if m.is_lifecycle)} lifecycle events, "
-          f"{len({m.thread_id for m in msgs if m.thread_id})} threads); best of {REPEAT}")
+    print(
+        f"stream: {len(msgs)} Messages ({deltas} deltas, "
+        f"{sum(1 for m in msgs if m.is_lifecycle)} lifecycle events, "
+        f"{len({m.thread_id for m in msgs if m.thread_id})} threads); best of {REPEAT}"
+    )
     rows: list[tuple[str, Callable[[], Any], bool]] = [
-        ("openai (SSE)", lambda: Framed(OpenAIEncoder(include_usage=True), openai.frame_sse),
-         False),
+        (
+            "openai (SSE)",
+            lambda: Framed(OpenAIEncoder(include_usage=True), openai.frame_sse),
+            False,
+        ),
         ("cui (JSONL)", lambda: Framed(CUIEncoder(), cui.frame_jsonl), False),
-        ("channels (JSONL)", lambda: Framed(
-            ChannelsEncoder("text,reasoning,tool,structured,status"), channels.frame_jsonl),
-         False),
+        (
+            "channels (JSONL)",
+            lambda: Framed(
+                ChannelsEncoder("text,reasoning,tool,structured,status"), channels.frame_jsonl
+            ),
+            False,
+        ),
         ("agui (SSE)", lambda: Framed(AGUIEncoder(), agui.frame_sse), False),
         ("agui (event models)", lambda: AGUIEncoder(), False),
     ]
     if importlib.util.find_spec("agent_stream.adapters.chat") is not None:
         from agent_stream.adapters.chat import ChatEncoder
 
-        rows.append(("chat (ChatMessage)", lambda: ChatEncoder("bench", tagged=True,
-                                                               deterministic=True), True))
+        rows.append(
+            (
+                "chat (ChatMessage)",
+                lambda: ChatEncoder("bench", tagged=True, deterministic=True),
+                True,
+            )
+        )
     print(f"{'encoder':<22}{'Messages/s':>14}{'ms total':>11}{'wire items':>12}")
     for name, make, timed in rows:
         secs, items = _run(make, msgs, timed)

@@ -45,12 +45,33 @@ class Pair:
         self.to_a = FaultProxy(f"http://127.0.0.1:{a_port}/submit", seed=4, **rates)
         self.to_r.start()
         self.to_a.start()
-        self.responder = h.start(str(PEERS), "responder", "--port", str(r_port), "--seed",
-                                 r_seed, "--peer", f"{address_of(a_seed)}={self.to_a.url}",
-                                 "--tokens", str(tokens), "--rate", str(rate), stdin=True)
+        self.responder = h.start(
+            str(PEERS),
+            "responder",
+            "--port",
+            str(r_port),
+            "--seed",
+            r_seed,
+            "--peer",
+            f"{address_of(a_seed)}={self.to_a.url}",
+            "--tokens",
+            str(tokens),
+            "--rate",
+            str(rate),
+            stdin=True,
+        )
         assert wait_until(lambda: not port_open_failed(r_port), 30)
-        self.asker = h.start(str(PEERS), "asker", "--port", str(a_port), "--seed", a_seed,
-                             "--peer", f"{address_of(r_seed)}={self.to_r.url}", stdin=True)
+        self.asker = h.start(
+            str(PEERS),
+            "asker",
+            "--port",
+            str(a_port),
+            "--seed",
+            a_seed,
+            "--peer",
+            f"{address_of(r_seed)}={self.to_r.url}",
+            stdin=True,
+        )
         self.asker.wait_for("READY", 30)
 
     def ask(self, **req: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -61,8 +82,11 @@ class Pair:
         return r, ends[before] if len(ends) > before else None
 
     def _ends(self) -> list[dict[str, Any]]:
-        return [json.loads(line)["reply_end"] for line in list(self.responder.lines)
-                if line.startswith('{"reply_end"')]
+        return [
+            json.loads(line)["reply_end"]
+            for line in list(self.responder.lines)
+            if line.startswith('{"reply_end"')
+        ]
 
     def close(self) -> None:
         self.asker.stop()
@@ -82,10 +106,15 @@ def run_case(h: Harness, loss: float, rate: float, n: int, tokens: int) -> dict[
             received.append(r["chat_messages"])
             if end is not None:
                 sent.append(end["chat_messages"] + end["resends"])
-        return {"loss": loss, "rate": rate, "replies": n, "completed": completed,
-                "seconds": statistics.median(times),
-                "sent": statistics.median(sent) if sent else float("nan"),
-                "received": statistics.median(received)}
+        return {
+            "loss": loss,
+            "rate": rate,
+            "replies": n,
+            "completed": completed,
+            "seconds": statistics.median(times),
+            "sent": statistics.median(sent) if sent else float("nan"),
+            "received": statistics.median(received),
+        }
     finally:
         pair.close()
 
@@ -132,23 +161,32 @@ def main() -> int:
     finally:
         h.stop_all()
     print(f"\n{tokens}-token reply, both directions lossy (half 503, half silent drop):\n")
-    print("| rate (tokens/s) | loss | replies complete | time to complete reply (median) "
-          "| vs clean | ChatMessages sent (incl. resends) | received |")
+    print(
+        "| rate (tokens/s) | loss | replies complete | time to complete reply (median) "
+        "| vs clean | ChatMessages sent (incl. resends) | received |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     ok = True
     for row in rows:
         clean = next(r for r in rows if r["rate"] == row["rate"] and r["loss"] == 0.0)
         ratio = row["seconds"] / clean["seconds"]
         shown = "full speed (0)" if row["rate"] == 0 else f"{row['rate']:g}"
-        print(f"| {shown} | {row['loss']:.0%} | {row['completed']}/{row['replies']} "
-              f"| {row['seconds']:.2f} s | {ratio:.2f}x | {row['sent']:g} | {row['received']:g} |")
-        if row["loss"] == 0.10 and (row["completed"] < row["replies"]
-                                    or (row["rate"] > 0 and ratio > 2.0)):
+        print(
+            f"| {shown} | {row['loss']:.0%} | {row['completed']}/{row['replies']} "
+            f"| {row['seconds']:.2f} s | {ratio:.2f}x | {row['sent']:g} | {row['received']:g} |"
+        )
+        if row["loss"] == 0.10 and (
+            row["completed"] < row["replies"] or (row["rate"] > 0 and ratio > 2.0)
+        ):
             ok = False
-    print(f"\nkill -9 of the responder mid-reply: declared lost after {dead:.2f} s "
-          "(idle_timeout 15 s)")
-    print("target (10% loss: all complete, within 2x of clean at 100 tokens/s):",
-          "met" if ok else "MISSED")
+    print(
+        f"\nkill -9 of the responder mid-reply: declared lost after {dead:.2f} s "
+        "(idle_timeout 15 s)"
+    )
+    print(
+        "target (10% loss: all complete, within 2x of clean at 100 tokens/s):",
+        "met" if ok else "MISSED",
+    )
     return 0 if ok else 1
 
 

@@ -55,21 +55,28 @@ def run_sender(port: int, tokens: int, rate: float) -> int:
 
     agent = local_agent(f"bench gateway sender {port}", port, name="bench-sender")
     # the gateway is one asker for all its clients: let it have many replies at once
-    agent.include(StreamingChat(respond, settings=ChatSettings().with_caps(max_replies_per_sender=512, max_replies=512)),
-                  publish_manifest=True)
+    agent.include(
+        StreamingChat(
+            respond, settings=ChatSettings().with_caps(max_replies_per_sender=512, max_replies=512)
+        ),
+        publish_manifest=True,
+    )
     print(f"address: {agent.address}", flush=True)
     run_agent(agent)
     return 0
 
 
-def run_direct(address: str, endpoint: str, repeat: int, tokens: int, clients: int = 0
-               ) -> int:
+def run_direct(address: str, endpoint: str, repeat: int, tokens: int, clients: int = 0) -> int:
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
     from agent_stream.uagents.local import free_port
 
     chat = StreamingChat()
-    agent = local_agent(f"bench gateway direct {time.time_ns()}", free_port(), name="direct",
-                        peers={address: endpoint})
+    agent = local_agent(
+        f"bench gateway direct {time.time_ns()}",
+        free_port(),
+        name="direct",
+        peers={address: endpoint},
+    )
     agent.include(chat, publish_manifest=True)
 
     async def once(ctx: Any) -> dict[str, Any]:
@@ -80,8 +87,11 @@ def run_direct(address: str, endpoint: str, repeat: int, tokens: int, clients: i
             if first is None and m.type == "text" and (m.props or {}).get("content"):
                 first = time.monotonic() - t0
         await reply
-        return {"first_text": first, "complete": time.monotonic() - t0,
-                "ok": reply.text() == expected_text(tokens)}
+        return {
+            "first_text": first,
+            "complete": time.monotonic() - t0,
+            "ok": reply.text() == expected_text(tokens),
+        }
 
     async def main(ctx: Any) -> list[dict[str, Any]]:
         if clients:  # all at once, after one warm-up
@@ -96,8 +106,14 @@ def run_direct(address: str, endpoint: str, repeat: int, tokens: int, clients: i
 
 # -- processes -----------------------------------------------------------------------------------
 def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=env["BENCH_DIR"])
+    return subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=env["BENCH_DIR"],
+    )
 
 
 def wait_line(p: subprocess.Popen[str], prefix: str, timeout: float = 60) -> str:
@@ -136,13 +152,23 @@ def rss_mb(pid: int) -> tuple[float, float]:
 async def one_stream(client: Any, kind: str, tokens: int, model: str) -> dict[str, Any]:
     """One streamed reply over HTTP: first byte, first text, complete, text as expected."""
     if kind == "openai":
-        url, body = "/v1/chat/completions", {"model": model, "stream": True,
-                                              "messages": [{"role": "user",
-                                                            "content": QUESTION}]}
+        url, body = (
+            "/v1/chat/completions",
+            {"model": model, "stream": True, "messages": [{"role": "user", "content": QUESTION}]},
+        )
     else:
-        url, body = "/agui", {"threadId": "t", "runId": f"r{time.time_ns()}", "state": {},
-                              "tools": [], "context": [], "forwardedProps": {"agent": model},
-                              "messages": [{"id": "u", "role": "user", "content": QUESTION}]}
+        url, body = (
+            "/agui",
+            {
+                "threadId": "t",
+                "runId": f"r{time.time_ns()}",
+                "state": {},
+                "tools": [],
+                "context": [],
+                "forwardedProps": {"agent": model},
+                "messages": [{"id": "u", "role": "user", "content": QUESTION}],
+            },
+        )
     t0 = time.monotonic()
     first_byte = first_text = None
     text: list[str] = []
@@ -160,19 +186,27 @@ async def one_stream(client: Any, kind: str, tokens: int, model: str) -> dict[st
                     if not line.startswith("data: ") or line == "data: [DONE]":
                         continue
                     d = json.loads(line[6:])
-                    piece_text = (d["choices"][0]["delta"].get("content")
-                                  if kind == "openai" and d.get("choices")
-                                  else d.get("delta") if d.get("type") == "TEXT_MESSAGE_CONTENT"
-                                  else None)
+                    piece_text = (
+                        d["choices"][0]["delta"].get("content")
+                        if kind == "openai" and d.get("choices")
+                        else d.get("delta")
+                        if d.get("type") == "TEXT_MESSAGE_CONTENT"
+                        else None
+                    )
                     if piece_text:
                         text.append(piece_text)
                         first_text = first_text if first_text is not None else now
-    return {"ok": "".join(text) == expected_text(tokens), "first_byte": first_byte,
-            "first_text": first_text, "complete": time.monotonic() - t0}
+    return {
+        "ok": "".join(text) == expected_text(tokens),
+        "first_byte": first_byte,
+        "first_text": first_text,
+        "complete": time.monotonic() - t0,
+    }
 
 
-async def http_runs(base: str, kind: str, repeat: int, tokens: int, model: str
-                    ) -> list[dict[str, Any]]:
+async def http_runs(
+    base: str, kind: str, repeat: int, tokens: int, model: str
+) -> list[dict[str, Any]]:
     """``repeat`` replies one after the other (after one warm-up)."""
     import httpx
 
@@ -181,15 +215,15 @@ async def http_runs(base: str, kind: str, repeat: int, tokens: int, model: str
         return [await one_stream(c, kind, tokens, model) for _ in range(repeat)]
 
 
-async def concurrent(base: str, clients: int, tokens: int, model: str
-                     ) -> list[dict[str, Any]]:
+async def concurrent(base: str, clients: int, tokens: int, model: str) -> list[dict[str, Any]]:
     """``clients`` OpenAI SSE streams at once."""
     import httpx
 
     limits = httpx.Limits(max_connections=clients + 10)
     async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as c:
-        return list(await asyncio.gather(*(one_stream(c, "openai", tokens, model)
-                                           for _ in range(clients))))
+        return list(
+            await asyncio.gather(*(one_stream(c, "openai", tokens, model) for _ in range(clients)))
+        )
 
 
 def med(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -212,8 +246,12 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=0.0, help="sender tokens/s (0: flat out)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--clients", type=int, default=100)
-    ap.add_argument("--client-tokens", type=int, default=500,
-                    help="tokens per reply for the concurrent clients (default: %(default)s)")
+    ap.add_argument(
+        "--client-tokens",
+        type=int,
+        default=500,
+        help="tokens per reply for the concurrent clients (default: %(default)s)",
+    )
     ap.add_argument("--sender", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--direct", nargs=2, metavar=("ADDRESS", "ENDPOINT"), help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
@@ -222,16 +260,21 @@ def main() -> int:
     if args.sender:
         return run_sender(args.port, args.tokens, args.rate)
     if args.direct:
-        return run_direct(args.direct[0], args.direct[1], args.repeat, args.tokens,
-                          args.direct_clients)
+        return run_direct(
+            args.direct[0], args.direct[1], args.repeat, args.tokens, args.direct_clients
+        )
 
     from agent_stream.uagents import endpoint_for
     from agent_stream.uagents.local import free_port
 
     procs: list[subprocess.Popen[str]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "BENCH_DIR": tmp, "AGENT_STREAM_DIRECTORY": f"{tmp}/agents.json",
-               "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "BENCH_DIR": tmp,
+            "AGENT_STREAM_DIRECTORY": f"{tmp}/agents.json",
+            "PYTHONPATH": str(ROOT),
+        }
         try:
             rows = run_all(args, env, procs, free_port, endpoint_for)
         finally:
@@ -240,22 +283,51 @@ def main() -> int:
     return rows
 
 
-def run_all(args: argparse.Namespace, env: dict[str, str], procs: list[Any], free_port: Any,
-            endpoint_for: Any) -> int:
+def run_all(
+    args: argparse.Namespace,
+    env: dict[str, str],
+    procs: list[Any],
+    free_port: Any,
+    endpoint_for: Any,
+) -> int:
     me = str(Path(__file__).resolve())
 
     def sender(tokens: int) -> tuple[str, str]:
         port = free_port()
-        p = spawn([me, "--sender", "--port", str(port), "--tokens", str(tokens),
-                   "--rate", str(args.rate)], env)
+        p = spawn(
+            [
+                me,
+                "--sender",
+                "--port",
+                str(port),
+                "--tokens",
+                str(tokens),
+                "--rate",
+                str(args.rate),
+            ],
+            env,
+        )
         procs.append(p)
         return wait_line(p, "address:"), endpoint_for(port)
 
     address, endpoint = sender(args.tokens)
     gport = free_port()
-    g = spawn(["-m", "agent_stream", "gateway", "--port", str(gport), "--agent",
-               f"{address}={endpoint}", "--max-replies-per-key", str(args.clients + 10),
-               "--max-replies", str(args.clients + 10)], env)
+    g = spawn(
+        [
+            "-m",
+            "agent_stream",
+            "gateway",
+            "--port",
+            str(gport),
+            "--agent",
+            f"{address}={endpoint}",
+            "--max-replies-per-key",
+            str(args.clients + 10),
+            "--max-replies",
+            str(args.clients + 10),
+        ],
+        env,
+    )
     procs.append(g)
     base = wait_line(g, "gateway:").rstrip("/")
     # an agent given by address is named by its address (the OpenAI model, the AG-UI agent)
@@ -269,35 +341,64 @@ def run_all(args: argparse.Namespace, env: dict[str, str], procs: list[Any], fre
 
     o_rows, a_rows = asyncio.run(both())
     ok = all(r["ok"] for r in d_rows + o_rows + a_rows)
-    print(f"\n{args.tokens}-token reply, sender rate "
-          f"{'flat out' if not args.rate else f'{args.rate:g} tokens/s'}, median of "
-          f"{args.repeat} (ms)")
+    print(
+        f"\n{args.tokens}-token reply, sender rate "
+        f"{'flat out' if not args.rate else f'{args.rate:g} tokens/s'}, median of "
+        f"{args.repeat} (ms)"
+    )
     print("| path | first byte | first text | complete | text ok |")
     print("| --- | ---: | ---: | ---: | --- |")
-    for name, rows in (("ask directly (agent_stream client)", d_rows),
-                       ("gateway, OpenAI SSE", o_rows), ("gateway, AG-UI SSE", a_rows)):
-        print(f"| {name} | {ms(med(rows, 'first_byte'))} | {ms(med(rows, 'first_text'))} | "
-              f"{ms(med(rows, 'complete'))} | {all(r['ok'] for r in rows)} |")
+    for name, rows in (
+        ("ask directly (agent_stream client)", d_rows),
+        ("gateway, OpenAI SSE", o_rows),
+        ("gateway, AG-UI SSE", a_rows),
+    ):
+        print(
+            f"| {name} | {ms(med(rows, 'first_byte'))} | {ms(med(rows, 'first_text'))} | "
+            f"{ms(med(rows, 'complete'))} | {all(r['ok'] for r in rows)} |"
+        )
     base_first, base_done = med(d_rows, "first_text"), med(d_rows, "complete")
     for name, rows in (("OpenAI", o_rows), ("AG-UI", a_rows)):
         f, c = med(rows, "first_text"), med(rows, "complete")
         if f is not None and c is not None and base_first is not None and base_done:
-            print(f"  {name}: +{(f - base_first) * 1000:.1f} ms to first text (target < 20), "
-                  f"+{(c / base_done - 1) * 100:.1f}% to complete (target < 10%)")
+            print(
+                f"  {name}: +{(f - base_first) * 1000:.1f} ms to first text (target < 20), "
+                f"+{(c / base_done - 1) * 100:.1f}% to complete (target < 10%)"
+            )
 
     stop(g)
-    return 0 if ok and concurrency(args, env, procs, me, sender(args.client_tokens),
-                                   free_port) else 1
+    return (
+        0 if ok and concurrency(args, env, procs, me, sender(args.client_tokens), free_port) else 1
+    )
 
 
-def concurrency(args: argparse.Namespace, env: dict[str, str], procs: list[Any], me: str,
-                target: tuple[str, str], free_port: Any) -> bool:
+def concurrency(
+    args: argparse.Namespace,
+    env: dict[str, str],
+    procs: list[Any],
+    me: str,
+    target: tuple[str, str],
+    free_port: Any,
+) -> bool:
     """``--clients`` concurrent OpenAI SSE clients through a fresh gateway, and as many direct
     asks from one client agent; prints the table; whether every gateway client completed."""
     c_address, c_endpoint = target
-    g2 = spawn(["-m", "agent_stream", "gateway", "--port", str(free_port()), "--agent",
-                f"{c_address}={c_endpoint}", "--max-replies-per-key", str(args.clients + 10),
-                "--max-replies", str(args.clients + 10)], env)
+    g2 = spawn(
+        [
+            "-m",
+            "agent_stream",
+            "gateway",
+            "--port",
+            str(free_port()),
+            "--agent",
+            f"{c_address}={c_endpoint}",
+            "--max-replies-per-key",
+            str(args.clients + 10),
+            "--max-replies",
+            str(args.clients + 10),
+        ],
+        env,
+    )
     procs.append(g2)
     base2 = wait_line(g2, "gateway:").rstrip("/")
     idle = rss_mb(g2.pid)[0]
@@ -308,28 +409,54 @@ def concurrency(args: argparse.Namespace, env: dict[str, str], procs: list[Any],
     d2 = direct_rows(me, env, procs, c_address, c_endpoint, 0, args.client_tokens, args.clients)
     done: int = sum(1 for r in c_rows if r["ok"])
     print(f"\n{args.clients} concurrent clients, {args.client_tokens}-token replies (ms)")
-    print("| path | completed | p50 first text | p99 first text | p50 complete | p99 complete "
-          "|")
+    print("| path | completed | p50 first text | p99 first text | p50 complete | p99 complete |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, rows in (("ask directly, one client agent", d2),
-                       ("gateway, OpenAI SSE clients", c_rows)):
+    for name, rows in (
+        ("ask directly, one client agent", d2),
+        ("gateway, OpenAI SSE clients", c_rows),
+    ):
         ft = [r["first_text"] for r in rows if r.get("first_text") is not None]
         co = [r["complete"] for r in rows if r.get("complete") is not None]
-        print(f"| {name} | {sum(1 for r in rows if r['ok'])}/{len(rows)} | "
-              f"{ms(pct(ft, 50) if ft else None)} | {ms(pct(ft, 99) if ft else None)} | "
-              f"{ms(pct(co, 50) if co else None)} | {ms(pct(co, 99) if co else None)} |")
+        print(
+            f"| {name} | {sum(1 for r in rows if r['ok'])}/{len(rows)} | "
+            f"{ms(pct(ft, 50) if ft else None)} | {ms(pct(ft, 99) if ft else None)} | "
+            f"{ms(pct(co, 50) if co else None)} | {ms(pct(co, 99) if co else None)} |"
+        )
     fb = [r["first_byte"] for r in c_rows if r.get("first_byte") is not None]
-    print(f"gateway: p50/p99 first byte {ms(pct(fb, 50) if fb else None).strip()} / "
-          f"{ms(pct(fb, 99) if fb else None).strip()} ms, all done in {wall:.2f} s, RSS idle "
-          f"{idle:.0f} MB, after {rss:.0f} MB, peak {peak:.0f} MB")
+    print(
+        f"gateway: p50/p99 first byte {ms(pct(fb, 50) if fb else None).strip()} / "
+        f"{ms(pct(fb, 99) if fb else None).strip()} ms, all done in {wall:.2f} s, RSS idle "
+        f"{idle:.0f} MB, after {rss:.0f} MB, peak {peak:.0f} MB"
+    )
     return bool(done == args.clients)
 
 
-def direct_rows(me: str, env: dict[str, str], procs: list[Any], address: str, endpoint: str,
-                repeat: int, tokens: int, clients: int) -> list[dict[str, Any]]:
+def direct_rows(
+    me: str,
+    env: dict[str, str],
+    procs: list[Any],
+    address: str,
+    endpoint: str,
+    repeat: int,
+    tokens: int,
+    clients: int,
+) -> list[dict[str, Any]]:
     """Rows of the direct client (a process of its own)."""
-    p = spawn([me, "--direct", address, endpoint, "--repeat", str(repeat), "--tokens",
-               str(tokens), "--direct-clients", str(clients)], env)
+    p = spawn(
+        [
+            me,
+            "--direct",
+            address,
+            endpoint,
+            "--repeat",
+            str(repeat),
+            "--tokens",
+            str(tokens),
+            "--direct-clients",
+            str(clients),
+        ],
+        env,
+    )
     procs.append(p)
     assert p.stdout is not None
     rows: list[dict[str, Any]] = json.loads(p.stdout.readline() or "[]")

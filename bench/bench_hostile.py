@@ -44,11 +44,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAT = Model.build_schema_digest(ChatMessage)
 U4 = str(uuid.uuid4())
 MALFORMED = [
-    json.dumps({"timestamp": "2026-01-01T00:00:00+00:00", "msg_id": U4, "content": [],
-                "evil": 1}),
-    '{"content": {"type": "text", "text": "hi"}}', '{"content": [{"type": "evil"}]}',
-    '{"content": [{"type": "text", "text": "hi", "evil": 1}]}', '{"content": [{"type": "text"}]}',
-    json.dumps({"msg_id": U4}), '{"msg_id": "nope", "content": []}', "{not json",
+    json.dumps({"timestamp": "2026-01-01T00:00:00+00:00", "msg_id": U4, "content": [], "evil": 1}),
+    '{"content": {"type": "text", "text": "hi"}}',
+    '{"content": [{"type": "evil"}]}',
+    '{"content": [{"type": "text", "text": "hi", "evil": 1}]}',
+    '{"content": [{"type": "text"}]}',
+    json.dumps({"msg_id": U4}),
+    '{"msg_id": "nope", "content": []}',
+    "{not json",
     "[1, 2, 3]",
 ]
 
@@ -61,8 +64,9 @@ def free_port() -> int:
 
 def envelope(target: str, payload: str, identity: Identity | None = None) -> bytes:
     sender = identity.address if identity is not None else generate_user_address()
-    env = Envelope(version=1, sender=sender, target=target, session=uuid.uuid4(),
-                   schema_digest=CHAT)
+    env = Envelope(
+        version=1, sender=sender, target=target, session=uuid.uuid4(), schema_digest=CHAT
+    )
     env.encode_payload(payload)
     if identity is not None:
         env.sign(identity)
@@ -82,9 +86,15 @@ class Proc:
     """A child process whose stdout lines are collected in the background."""
 
     def __init__(self, args: list[str], env: dict[str, str], cwd: str) -> None:
-        self.p = subprocess.Popen([sys.executable, *args], env=env, cwd=cwd, text=True,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)
+        self.p = subprocess.Popen(
+            [sys.executable, *args],
+            env=env,
+            cwd=cwd,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.lines: list[str] = []
         self.cv = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -146,8 +156,15 @@ class Load:
     """Background posts until stop(): ``make(i)`` builds the i-th body, ``rate`` per second
     (0: as fast as possible) over ``threads`` keep-alive connections, at most ``total``."""
 
-    def __init__(self, endpoint: str, make: Callable[[int], bytes], *, rate: float = 0,
-                 threads: int = 4, total: int | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        make: Callable[[int], bytes],
+        *,
+        rate: float = 0,
+        threads: int = 4,
+        total: int | None = None,
+    ) -> None:
         self.host, port = endpoint.split("//")[1].split("/")[0].split(":")
         self.port = int(port)
         self.make, self.rate, self.total = make, rate, total
@@ -155,8 +172,10 @@ class Load:
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.started = time.monotonic()
-        self.workers = [threading.Thread(target=self._run, args=(k, threads), daemon=True)
-                        for k in range(threads)]
+        self.workers = [
+            threading.Thread(target=self._run, args=(k, threads), daemon=True)
+            for k in range(threads)
+        ]
         for w in self.workers:
             w.start()
 
@@ -169,8 +188,12 @@ class Load:
                 if due > time.monotonic():
                     time.sleep(due - time.monotonic())
             try:
-                conn.request("POST", "/submit", body=self.make(i),
-                             headers={"content-type": "application/json"})
+                conn.request(
+                    "POST",
+                    "/submit",
+                    body=self.make(i),
+                    headers={"content-type": "application/json"},
+                )
                 resp = conn.getresponse()
                 resp.read()
                 with self.lock:
@@ -254,14 +277,34 @@ def main() -> int:
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench-hostile-")
     os.chmod(work, 0o700)
-    env = dict(os.environ, AGENT_STREAM_DIRECTORY=str(Path(work) / "agents.json"),
-               PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    env = dict(
+        os.environ,
+        AGENT_STREAM_DIRECTORY=str(Path(work) / "agents.json"),
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=str(ROOT),
+    )
     hanging, sink = Hanging(), Sink()
     slow_id, flood_id = Identity.from_seed("bench hanging", 0), Identity.from_seed("bench flood", 0)
     port = free_port()
-    serve = Proc(["-m", "agent_stream", "serve", "--rate", "0", "--port", str(port), "--seed",
-                  f"bench hostile {port}", "--peer", f"{slow_id.address}={hanging.url}",
-                  "--peer", f"{flood_id.address}={sink.url}"], env, work)
+    serve = Proc(
+        [
+            "-m",
+            "agent_stream",
+            "serve",
+            "--rate",
+            "0",
+            "--port",
+            str(port),
+            "--seed",
+            f"bench hostile {port}",
+            "--peer",
+            f"{slow_id.address}={hanging.url}",
+            "--peer",
+            f"{flood_id.address}={sink.url}",
+        ],
+        env,
+        work,
+    )
     procs = [serve]
     rows: list[tuple[str, str, list[float], int, float]] = []
     ok = True
@@ -269,17 +312,32 @@ def main() -> int:
         address = serve.line("address:")[1].split()[1]
         endpoint = serve.line("endpoint:")[1].split()[1]
         asker_port = free_port()
-        asker = Asker(Proc([str(ROOT / "tests" / "peers" / "asker_agent.py"), "--port",
-                            str(asker_port), "--seed", f"bench asker {asker_port}", "--to",
-                            address, "--to-endpoint", endpoint], env, work))
+        asker = Asker(
+            Proc(
+                [
+                    str(ROOT / "tests" / "peers" / "asker_agent.py"),
+                    "--port",
+                    str(asker_port),
+                    "--seed",
+                    f"bench asker {asker_port}",
+                    "--to",
+                    address,
+                    "--to-endpoint",
+                    endpoint,
+                ],
+                env,
+                work,
+            )
+        )
         procs.append(asker.proc)
         asker.times(3)  # warm up: connections, first replies
         alone, failed = asker.times(args.asks)
         base = statistics.median(alone)
         rows.append(("alone", "-", alone, failed, rss_mb(serve.p.pid)))
 
-        def case(name: str, start: Callable[[], Load], detail: Callable[[Load, float], str]
-                 ) -> None:
+        def case(
+            name: str, start: Callable[[], Load], detail: Callable[[Load, float], str]
+        ) -> None:
             load = start()
             time.sleep(0.5)
             peak = rss_mb(serve.p.pid)
@@ -288,25 +346,49 @@ def main() -> int:
             rate = load.stop()
             rows.append((name, detail(load, rate), times, failed, peak))
 
-        case("(a) 1,000 malformed posts/s",
-             lambda: Load(endpoint, lambda i: envelope(address, MALFORMED[i % len(MALFORMED)]),
-                          rate=1000, threads=6),
-             lambda load, rate: f"{rate:,.0f} posts/s, {load.statuses_500} HTTP 5xx")
-        case("(b) a hanging peer",
-             lambda: Load(endpoint, lambda i: envelope(address, ChatMessage(
-                 content=[TextContent(text=f"q{i}")]).json(), slow_id), rate=5, threads=1),
-             lambda load, rate: f"{load.sent} questions, {len(hanging.held)} hung connections")
-        flood_bodies = [envelope(address, ChatMessage(content=[TextContent(text=f"q{i}")]).json(),
-                                 flood_id) for i in range(200)]
-        case("(c) 200 questions, one sender",
-             lambda: Load(endpoint, lambda i: flood_bodies[i], threads=4, total=200),
-             lambda load, rate: f"{load.sent} questions, {sink.count} envelopes back")
+        case(
+            "(a) 1,000 malformed posts/s",
+            lambda: Load(
+                endpoint,
+                lambda i: envelope(address, MALFORMED[i % len(MALFORMED)]),
+                rate=1000,
+                threads=6,
+            ),
+            lambda load, rate: f"{rate:,.0f} posts/s, {load.statuses_500} HTTP 5xx",
+        )
+        case(
+            "(b) a hanging peer",
+            lambda: Load(
+                endpoint,
+                lambda i: envelope(
+                    address, ChatMessage(content=[TextContent(text=f"q{i}")]).json(), slow_id
+                ),
+                rate=5,
+                threads=1,
+            ),
+            lambda load, rate: f"{load.sent} questions, {len(hanging.held)} hung connections",
+        )
+        flood_bodies = [
+            envelope(address, ChatMessage(content=[TextContent(text=f"q{i}")]).json(), flood_id)
+            for i in range(200)
+        ]
+        case(
+            "(c) 200 questions, one sender",
+            lambda: Load(endpoint, lambda i: flood_bodies[i], threads=4, total=200),
+            lambda load, rate: f"{load.sent} questions, {sink.count} envelopes back",
+        )
         senders = [Identity.generate() for _ in range(1000)]
-        stream_bodies = [envelope(address, ChatMessage(content=[StartStreamContent(
-            stream_id=uuid.uuid4())]).json(), s) for s in senders]
-        case("(d) 1,000 senders open streams",
-             lambda: Load(endpoint, lambda i: stream_bodies[i], threads=4, total=1000),
-             lambda load, rate: f"{load.sent} streams opened")
+        stream_bodies = [
+            envelope(
+                address, ChatMessage(content=[StartStreamContent(stream_id=uuid.uuid4())]).json(), s
+            )
+            for s in senders
+        ]
+        case(
+            "(d) 1,000 senders open streams",
+            lambda: Load(endpoint, lambda i: stream_bodies[i], threads=4, total=1000),
+            lambda load, rate: f"{load.sent} streams opened",
+        )
         after, failed = asker.times(args.asks)
         rows.append(("alone, after", "-", after, failed, rss_mb(serve.p.pid)))
     finally:
@@ -315,16 +397,22 @@ def main() -> int:
         hanging.close()
         sink.close()
 
-    print(f"{'case':32} {'load achieved':38} {'healthy reply (median/max)':>27} {'x alone':>8} "
-          f"{'fails':>5} {'server RSS':>10}")
+    print(
+        f"{'case':32} {'load achieved':38} {'healthy reply (median/max)':>27} {'x alone':>8} "
+        f"{'fails':>5} {'server RSS':>10}"
+    )
     for name, detail, times, failed, rss in rows:
         med = statistics.median(times)
         ratio = med / base
         ok &= ratio <= 2.0 and failed == 0 and rss < 200
-        print(f"{name:32} {detail:38} {med * 1000:12.0f} / {max(times) * 1000:6.0f} ms "
-              f"{ratio:8.2f} {failed:5d} {rss:7.0f} MB")
-    print("targets: healthy reply within 2x of alone in every case, RSS under 200 MB:",
-          "met" if ok else "MISSED")
+        print(
+            f"{name:32} {detail:38} {med * 1000:12.0f} / {max(times) * 1000:6.0f} ms "
+            f"{ratio:8.2f} {failed:5d} {rss:7.0f} MB"
+        )
+    print(
+        "targets: healthy reply within 2x of alone in every case, RSS under 200 MB:",
+        "met" if ok else "MISSED",
+    )
     return 0 if ok else 1
 
 

@@ -48,10 +48,21 @@ class Member:
 
     def __init__(self, name: str, args: list[str], env: dict[str, str], cwd: str) -> None:
         self.name = name
-        cmd = [sys.executable, "-m", "agent_stream.commands.team", "--name", name, "--port",
-               str(free_port()), "--seed", secrets.token_hex(32), *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, env=env, cwd=cwd)
+        cmd = [
+            sys.executable,
+            "-m",
+            "agent_stream.commands.team",
+            "--name",
+            name,
+            "--port",
+            str(free_port()),
+            "--seed",
+            secrets.token_hex(32),
+            *args,
+        ]
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stats: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -101,16 +112,13 @@ def chain_names(rate: float) -> list[str]:
     return [f"leaf-{tag}", f"relay1-{tag}", f"relay2-{tag}"]
 
 
-def start_team(rates: list[float], tokens: int, env: dict[str, str], cwd: str
-               ) -> dict[str, Member]:
+def start_team(rates: list[float], tokens: int, env: dict[str, str], cwd: str) -> dict[str, Member]:
     members: dict[str, Member] = {}
     for rate in rates:
         leaf, r1, r2 = chain_names(rate)
         members[leaf] = Member(leaf, ["--tokens", str(tokens), "--rate", str(rate)], env, cwd)
-        members[r1] = Member(r1, ["--rate", "0", "--relay", leaf, "--sub-timeout", "300"],
-                             env, cwd)
-        members[r2] = Member(r2, ["--rate", "0", "--relay", r1, "--sub-timeout", "300"],
-                             env, cwd)
+        members[r1] = Member(r1, ["--rate", "0", "--relay", leaf, "--sub-timeout", "300"], env, cwd)
+        members[r2] = Member(r2, ["--rate", "0", "--relay", r1, "--sub-timeout", "300"], env, cwd)
     for m in members.values():
         m.wait_started()
     deadline = time.monotonic() + 30
@@ -121,13 +129,16 @@ def start_team(rates: list[float], tokens: int, env: dict[str, str], cwd: str
     return members
 
 
-def measure(members: dict[str, Member], rates: list[float], runs: int, want: str
-            ) -> list[Row]:
+def measure(members: dict[str, Member], rates: list[float], runs: int, want: str) -> list[Row]:
     book = LocalDirectory()
     targets = {n: book.find(n) for n in members}
     chat = StreamingChat()
-    agent = local_agent(secrets.token_hex(32), free_port(), name="bench-client",
-                        peers={a: e for a, e in (t for t in targets.values() if t)})
+    agent = local_agent(
+        secrets.token_hex(32),
+        free_port(),
+        name="bench-client",
+        peers={a: e for a, e in (t for t in targets.values() if t)},
+    )
     agent.include(chat, publish_manifest=True)
 
     async def run(ctx: Context) -> list[Row]:
@@ -143,26 +154,31 @@ def measure(members: dict[str, Member], rates: list[float], runs: int, want: str
                     before = [len(members[n].stats) for n in chain]
                     target = targets[chain[-1]]
                     assert target is not None
-                    reply = await chat.ask(ctx, target[0], "Stream the long answer.",
-                                           timeout=600)
+                    reply = await chat.ask(ctx, target[0], "Stream the long answer.", timeout=600)
                     await reply
                     t0 = reply.asked_at
                     t = reply.transcript
                     answer = {b.block_id for b in t.blocks if b.label == "Answer"}
-                    leaf_text = "".join(m.content for m in t.messages
-                                        if m.type == "text" and m.block_id in answer)
+                    leaf_text = "".join(
+                        m.content for m in t.messages if m.type == "text" and m.block_id in answer
+                    )
                     row.ok &= reply.status == "completed" and leaf_text == want
                     if reply.first_text_at is not None and reply.ended_at is not None:
                         row.first.append(reply.first_text_at - t0)
                         row.complete.append(reply.ended_at - t0)
                     deadline = time.monotonic() + 5
-                    while any(len(members[n].stats) <= b for n, b in zip(chain, before,
-                                                                          strict=True)):
+                    while any(
+                        len(members[n].stats) <= b for n, b in zip(chain, before, strict=True)
+                    ):
                         if time.monotonic() > deadline:
                             break
                         await asyncio.sleep(0.02)
-                    row.per_hop.append([members[n].stats[-1]["chat_messages"]
-                                        if members[n].stats else -1 for n in chain])
+                    row.per_hop.append(
+                        [
+                            members[n].stats[-1]["chat_messages"] if members[n].stats else -1
+                            for n in chain
+                        ]
+                    )
                     await asyncio.sleep(0.2)
                 rows.append(row)
         return rows
@@ -173,10 +189,14 @@ def measure(members: dict[str, Member], rates: list[float], runs: int, want: str
 
 
 def report(rows: list[Row], tokens: int) -> int:
-    print(f"relay benchmark: a {tokens:,}-token leaf reply through 1-3 hops, every agent a "
-          "process, signed envelopes over HTTP on 127.0.0.1 (medians)")
-    print(f"{'model rate':>12}{'hops':>6}{'first text':>13}{'+/hop':>9}{'complete':>12}"
-          f"{'ChatMessages per hop (leaf first)':>36}{'ok':>5}")
+    print(
+        f"relay benchmark: a {tokens:,}-token leaf reply through 1-3 hops, every agent a "
+        "process, signed envelopes over HTTP on 127.0.0.1 (medians)"
+    )
+    print(
+        f"{'model rate':>12}{'hops':>6}{'first text':>13}{'+/hop':>9}{'complete':>12}"
+        f"{'ChatMessages per hop (leaf first)':>36}{'ok':>5}"
+    )
     failed = False
     base: dict[float, float] = {}
     for r in rows:
@@ -187,13 +207,17 @@ def report(rows: list[Row], tokens: int) -> int:
         per_hop = (first - base.get(r.rate, first)) / (r.hops - 1) if r.hops > 1 else 0.0
         counts = [int(statistics.median(c)) for c in zip(*r.per_hop, strict=True)]
         rate = "as fast" if r.rate <= 0 else f"{r.rate:g} tok/s"
-        print(f"{rate:>12}{r.hops:>6}{first * 1000:>10.0f} ms{per_hop * 1000:>6.0f} ms"
-              f"{complete:>10.2f} s{' / '.join(map(str, counts)):>36}"
-              f"{'yes' if r.ok else 'NO':>5}")
+        print(
+            f"{rate:>12}{r.hops:>6}{first * 1000:>10.0f} ms{per_hop * 1000:>6.0f} ms"
+            f"{complete:>10.2f} s{' / '.join(map(str, counts)):>36}"
+            f"{'yes' if r.ok else 'NO':>5}"
+        )
         leaf = counts[0] if counts else 0
         failed |= not r.ok or per_hop > 0.050 or any(c > 2 * leaf + 4 for c in counts)
-    print("targets: each hop adds < 50 ms to the first text; no hop sends more than about "
-          "what it receives" + ("" if not failed else "  -- MISSED"))
+    print(
+        "targets: each hop adds < 50 ms to the first text; no hop sends more than about "
+        "what it receives" + ("" if not failed else "  -- MISSED")
+    )
     return 1 if failed else 0
 
 
@@ -204,7 +228,7 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=3)
     args = p.parse_args()
     rates = [float(r) for r in args.rates.split(",") if r]
-    want = "".join(tokenize(FILLER * (args.tokens // 10 + 1))[:args.tokens])
+    want = "".join(tokenize(FILLER * (args.tokens // 10 + 1))[: args.tokens])
     with tempfile.TemporaryDirectory(prefix="bench-relay-") as tmp:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env[DIRECTORY_ENV] = str(Path(tmp) / "agents.json")

@@ -52,14 +52,18 @@ def lifted(max_replies: int) -> dict[str, Any]:
     from agent_stream.uagents import ChatSettings, Protection, ReplyLimits
     from agent_stream.uagents.guard import GuardSettings
 
-    guard = GuardSettings(new_senders_per_second=HIGH, sender_envelopes_per_second=HIGH,
-                          unsigned_per_second=HIGH, max_queued=1 << 20,
-                          max_queued_bytes=1 << 30)
+    guard = GuardSettings(
+        new_senders_per_second=HIGH,
+        sender_envelopes_per_second=HIGH,
+        unsigned_per_second=HIGH,
+        max_queued=1 << 20,
+        max_queued_bytes=1 << 30,
+    )
     protection = Protection(guard=guard)
-    caps = ReplyLimits(max_replies=max_replies, max_replies_per_sender=max_replies,
-                       max_refusals=max_replies)
-    return {"settings": ChatSettings(caps=caps, protection=protection),
-            "protection": protection}
+    caps = ReplyLimits(
+        max_replies=max_replies, max_replies_per_sender=max_replies, max_refusals=max_replies
+    )
+    return {"settings": ChatSettings(caps=caps, protection=protection), "protection": protection}
 
 
 def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
@@ -73,8 +77,12 @@ def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
 
     lift = lifted(max_replies)
     chat = StreamingChat(respond, settings=lift["settings"])
-    agent = local_agent(f"bench scale serve {port} {time.time_ns()}", port, name="bench-llm",
-                        protection=lift["protection"])
+    agent = local_agent(
+        f"bench scale serve {port} {time.time_ns()}",
+        port,
+        name="bench-llm",
+        protection=lift["protection"],
+    )
     agent.include(chat, publish_manifest=True)
 
     async def main(ctx: Any) -> None:
@@ -100,16 +108,26 @@ def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
     from agent_stream.uagents.local import free_port
 
-    config = GatewayConfig(port=port, agents=[agent_spec], max_replies_per_key=max_replies,
-                           max_replies=max_replies, reply_timeout=timeout)
+    config = GatewayConfig(
+        port=port,
+        agents=[agent_spec],
+        max_replies_per_key=max_replies,
+        max_replies=max_replies,
+        reply_timeout=timeout,
+    )
     config.check()
     directory = LocalDirectory()
     agents = Agents([parse_agent_spec(agent_spec)], directory)
     lift = lifted(max_replies)
     chat = StreamingChat(settings=lift["settings"])
-    agent = local_agent(secrets.token_hex(32), free_port(), name="bench-gateway",
-                        peers=agents.static_peers, directory=directory,
-                        protection=lift["protection"])
+    agent = local_agent(
+        secrets.token_hex(32),
+        free_port(),
+        name="bench-gateway",
+        peers=agents.static_peers,
+        directory=directory,
+        protection=lift["protection"],
+    )
     agents.exclude = agent.address
     agent.include(chat, publish_manifest=True)
     store = make_store(config)
@@ -118,9 +136,17 @@ def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -
         # the link sends as the agent (newer trees) or through a context (older ones)
         sends_as = "agent" in inspect.signature(ChatLink).parameters
         gw = Gateway(config, agents, ChatLink(chat, agent if sends_as else ctx), store)
-        server = uvicorn.Server(uvicorn.Config(build_app(gw), host="127.0.0.1", port=port,
-                                               log_config=None, access_log=False,
-                                               lifespan="off", backlog=4096))
+        server = uvicorn.Server(
+            uvicorn.Config(
+                build_app(gw),
+                host="127.0.0.1",
+                port=port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                backlog=4096,
+            )
+        )
         follow = asyncio.create_task(gw.runs.follow_cancels())
 
         async def announce() -> None:
@@ -163,8 +189,9 @@ def role_receiver(port: int, count: int) -> int:
     async def on_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
         return None
 
-    agent = local_agent(f"bench scale receiver {port}", port, directory=None,
-                        protection=lifted(16)["protection"])
+    agent = local_agent(
+        f"bench scale receiver {port}", port, directory=None, protection=lifted(16)["protection"]
+    )
     agent.include(proto, publish_manifest=False)
 
     async def main(ctx: Any) -> None:
@@ -181,13 +208,22 @@ def role_sender(port: int, target: str, endpoint: str, count: int) -> int:
 
     from agent_stream.uagents import local_agent, run_agent
 
-    agent = local_agent(f"bench scale sender {port}", port, directory=None,
-                        peers={target: endpoint}, protection=lifted(16)["protection"])
+    agent = local_agent(
+        f"bench scale sender {port}",
+        port,
+        directory=None,
+        peers={target: endpoint},
+        protection=lifted(16)["protection"],
+    )
 
     def chat(i: int) -> ChatMessage:
         tags = {"as": "1", "conversation": "c", "seq": str(i), "thread": "t", "message": "m"}
-        return ChatMessage(content=[MetadataContent(metadata=tags),
-                                    TextContent(text=f"token {i} of a sentence that streams. ")])
+        return ChatMessage(
+            content=[
+                MetadataContent(metadata=tags),
+                TextContent(text=f"token {i} of a sentence that streams. "),
+            ]
+        )
 
     async def main(ctx: Any) -> None:
         for i in range(20):  # warm-up: connections, caches
@@ -212,8 +248,14 @@ class Proc:
         role = args[2] if len(args) > 2 else "child"
         log = Path(env["BENCH_DIR"]) / f"{role}-{time.time_ns()}.log"
         with open(log, "w") as err:  # a child's stderr, for when it fails
-            self.p = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
-                                      stderr=err, text=True, env=env, cwd=env["BENCH_DIR"])
+            self.p = subprocess.Popen(
+                [sys.executable, *args],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                env=env,
+                cwd=env["BENCH_DIR"],
+            )
 
     def line(self, prefix: str, timeout: float = 120.0) -> str:
         deadline = time.monotonic() + timeout
@@ -255,8 +297,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def one_client(session: Any, base: str, model: str, t0: float, timeout: float
-                     ) -> dict[str, Any]:
+async def one_client(
+    session: Any, base: str, model: str, t0: float, timeout: float
+) -> dict[str, Any]:
     import aiohttp
 
     body = {"model": model, "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
@@ -264,8 +307,9 @@ async def one_client(session: Any, base: str, model: str, t0: float, timeout: fl
     text: list[str] = []
     done = False
     try:
-        async with session.post(f"{base}/v1/chat/completions", json=body,
-                                timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+        async with session.post(
+            f"{base}/v1/chat/completions", json=body, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as r:
             if r.status != 200:
                 return {"status": r.status, "text": "", "first": None, "end": None}
             async for raw in r.content:
@@ -281,10 +325,13 @@ async def one_client(session: Any, base: str, model: str, t0: float, timeout: fl
                     text.append(piece)
                     first = first if first is not None else time.monotonic() - t0
     except Exception as exc:  # timeouts, resets: counted as not completed
-        return {"status": type(exc).__name__, "text": "".join(text), "first": first,
-                "end": None}
-    return {"status": 200 if done else "cut", "text": "".join(text), "first": first,
-            "end": time.monotonic() - t0}
+        return {"status": type(exc).__name__, "text": "".join(text), "first": first, "end": None}
+    return {
+        "status": 200 if done else "cut",
+        "text": "".join(text),
+        "first": first,
+        "end": time.monotonic() - t0,
+    }
 
 
 async def crowd(base: str, model: str, n: int, timeout: float) -> list[dict[str, Any]]:
@@ -293,8 +340,9 @@ async def crowd(base: str, model: str, n: int, timeout: float) -> list[dict[str,
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
         t0 = time.monotonic()
-        return list(await asyncio.gather(*(one_client(session, base, model, t0, timeout)
-                                           for _ in range(n))))
+        return list(
+            await asyncio.gather(*(one_client(session, base, model, t0, timeout) for _ in range(n)))
+        )
 
 
 def pct(vals: list[float], p: float) -> float | None:
@@ -308,20 +356,48 @@ def sec(v: float | None) -> str:
     return f"{v:.1f}" if v is not None else "-"
 
 
-def step(env: dict[str, str], n: int, args: argparse.Namespace,
-         reference: str | None) -> dict[str, Any]:
+def step(
+    env: dict[str, str], n: int, args: argparse.Namespace, reference: str | None
+) -> dict[str, Any]:
     """One serve + one gateway, ``n`` clients at once; the row of the table."""
     stats = f"{env['BENCH_DIR']}/serve-{n}.json"
     sport, gport = free_port(), free_port()
     agent_cap = min(n + 16, args.max_replies) if args.max_replies else n + 16
-    serve = Proc([ME, "--role", "serve", "--port", str(sport), "--rate", str(args.rate),
-                  "--max", str(agent_cap), "--stats", stats], env)
+    serve = Proc(
+        [
+            ME,
+            "--role",
+            "serve",
+            "--port",
+            str(sport),
+            "--rate",
+            str(args.rate),
+            "--max",
+            str(agent_cap),
+            "--stats",
+            stats,
+        ],
+        env,
+    )
     procs = [serve]
     try:
         address = serve.line("address:")
-        gateway = Proc([ME, "--role", "gateway", "--port", str(gport), "--agent",
-                        f"{address}=http://127.0.0.1:{sport}/submit", "--max", str(n + 16),
-                        "--timeout", str(args.timeout)], env)
+        gateway = Proc(
+            [
+                ME,
+                "--role",
+                "gateway",
+                "--port",
+                str(gport),
+                "--agent",
+                f"{address}=http://127.0.0.1:{sport}/submit",
+                "--max",
+                str(n + 16),
+                "--timeout",
+                str(args.timeout),
+            ],
+            env,
+        )
         procs.append(gateway)
         base = gateway.line("gateway:")
         time.sleep(1.0)  # both agents' startup handlers done
@@ -347,10 +423,20 @@ def step(env: dict[str, str], n: int, args: argparse.Namespace,
     for r in rows:
         if r not in ok:
             statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
-    return {"n": n, "completed": len(ok), "wall": wall,
-            "ends": [r["end"] for r in ok], "p50": pct(firsts, 50), "p99": pct(firsts, 99),
-            "msgs_per_s": sent / wall, "cpu": cpu, "clients_cpu": mine, "rss": rss,
-            "text": want, "failures": statuses}
+    return {
+        "n": n,
+        "completed": len(ok),
+        "wall": wall,
+        "ends": [r["end"] for r in ok],
+        "p50": pct(firsts, 50),
+        "p99": pct(firsts, 99),
+        "msgs_per_s": sent / wall,
+        "cpu": cpu,
+        "clients_cpu": mine,
+        "rss": rss,
+        "text": want,
+        "failures": statuses,
+    }
 
 
 def sweep(env: dict[str, str], args: argparse.Namespace, label: str) -> list[dict[str, Any]]:
@@ -367,30 +453,50 @@ def sweep(env: dict[str, str], args: argparse.Namespace, label: str) -> list[dic
 
 def print_sweep(label: str, rows: list[dict[str, Any]], rate: float) -> None:
     ideal = rows[0].get("ideal")
-    print(f"\n{label}: one agent (replay, {rate:g} tok/s) + one gateway; alone: complete "
-          f"{sec(ideal)} s, first text {sec(rows[0]['p50'])} s")
-    print("| N | completed | wall (x ideal) | first text p50 / p99 (s) | ChatMessages/s | "
-          "CPU % agent / gateway / clients | peak RSS MB agent / gateway | not completed |")
+    print(
+        f"\n{label}: one agent (replay, {rate:g} tok/s) + one gateway; alone: complete "
+        f"{sec(ideal)} s, first text {sec(rows[0]['p50'])} s"
+    )
+    print(
+        "| N | completed | wall (x ideal) | first text p50 / p99 (s) | ChatMessages/s | "
+        "CPU % agent / gateway / clients | peak RSS MB agent / gateway | not completed |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows[1:]:
         x = f" ({r['wall'] / ideal:.2f}x)" if ideal else ""
-        print(f"| {r['n']} | {r['completed']}/{r['n']} | {r['wall']:.1f}{x} | "
-              f"{sec(r['p50'])} / {sec(r['p99'])} | {r['msgs_per_s']:.0f} | "
-              f"{r['cpu'][0]:.0f} / {r['cpu'][1]:.0f} / {r['clients_cpu']:.0f} | "
-              f"{r['rss'][0]:.0f} / {r['rss'][1]:.0f} | "
-              f"{', '.join(f'{k}: {v}' for k, v in r['failures'].items()) or '-'} |")
+        print(
+            f"| {r['n']} | {r['completed']}/{r['n']} | {r['wall']:.1f}{x} | "
+            f"{sec(r['p50'])} / {sec(r['p99'])} | {r['msgs_per_s']:.0f} | "
+            f"{r['cpu'][0]:.0f} / {r['cpu'][1]:.0f} / {r['clients_cpu']:.0f} | "
+            f"{r['rss'][0]:.0f} / {r['rss'][1]:.0f} | "
+            f"{', '.join(f'{k}: {v}' for k, v in r['failures'].items()) or '-'} |"
+        )
 
 
 def micro(env: dict[str, str], count: int) -> dict[str, float]:
     rport, sport = free_port(), free_port()
-    receiver = Proc([ME, "--role", "receiver", "--port", str(rport), "--count",
-                     str(count + 20)], env)
+    receiver = Proc(
+        [ME, "--role", "receiver", "--port", str(rport), "--count", str(count + 20)], env
+    )
     procs = [receiver]
     try:
         address = receiver.line("address:")
-        sender = Proc([ME, "--role", "sender", "--port", str(sport), "--target", address,
-                       "--endpoint", f"http://127.0.0.1:{rport}/submit", "--count",
-                       str(count)], env)
+        sender = Proc(
+            [
+                ME,
+                "--role",
+                "sender",
+                "--port",
+                str(sport),
+                "--target",
+                address,
+                "--endpoint",
+                f"http://127.0.0.1:{rport}/submit",
+                "--count",
+                str(count),
+            ],
+            env,
+        )
         procs.append(sender)
         sender.line("start:")
         cpu0 = [p.cpu() for p in procs]
@@ -402,26 +508,42 @@ def micro(env: dict[str, str], count: int) -> dict[str, float]:
     finally:
         for p in reversed(procs):
             p.stop()
-    return {"sender_ms": cpu[1] / count * 1000, "receiver_ms": cpu[0] / count * 1000,
-            "per_s": count / wall, "failed": failed}
+    return {
+        "sender_ms": cpu[1] / count * 1000,
+        "receiver_ms": cpu[0] / count * 1000,
+        "per_s": count / wall,
+        "failed": failed,
+    }
 
 
 def environment(path: Path, tmp: str) -> dict[str, str]:
-    return {**os.environ, "BENCH_DIR": tmp, "AGENT_STREAM_DIRECTORY": f"{tmp}/agents.json",
-            "PYTHONPATH": str(path)}
+    return {
+        **os.environ,
+        "BENCH_DIR": tmp,
+        "AGENT_STREAM_DIRECTORY": f"{tmp}/agents.json",
+        "PYTHONPATH": str(path),
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10,100,300,1000")
     ap.add_argument("--rate", type=float, default=20.0)
-    ap.add_argument("--timeout", type=float, default=120.0,
-                    help="seconds one sweep step's clients may take (default: %(default)s)")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds one sweep step's clients may take (default: %(default)s)",
+    )
     ap.add_argument("--base", type=Path, help="another checkout to measure beside this tree")
     ap.add_argument("--keep", type=Path, help="keep the children's logs in this folder")
-    ap.add_argument("--max-replies", type=int, default=0,
-                    help="the agent's replies-at-once cap (0: N, every client admitted); "
-                    "the others are refused at once (busy: HTTP 503 with Retry-After)")
+    ap.add_argument(
+        "--max-replies",
+        type=int,
+        default=0,
+        help="the agent's replies-at-once cap (0: N, every client admitted); "
+        "the others are refused at once (busy: HTTP 503 with Retry-After)",
+    )
     ap.add_argument("--micro", action="store_true")
     ap.add_argument("--messages", type=int, default=2000)
     ap.add_argument("--role", help=argparse.SUPPRESS)
@@ -443,8 +565,10 @@ def main() -> int:
         return role_sender(args.port, args.target, args.endpoint, args.count)
 
     trees = [("this tree", ROOT)] + ([("before", args.base.resolve())] if args.base else [])
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"({os.cpu_count()} cores)")
+    print(
+        f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"({os.cpu_count()} cores)"
+    )
     for label, path in trees:
         with tempfile.TemporaryDirectory() as tmp:
             if args.keep is not None:
@@ -454,10 +578,12 @@ def main() -> int:
             if args.micro:
                 runs = [micro(env, args.messages) for _ in range(3)]
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-                print(f"{label}: CPU per ChatMessage: sender {med['sender_ms']:.2f} ms, "
-                      f"receiver {med['receiver_ms']:.2f} ms, "
-                      f"{med['per_s']:.0f} ChatMessages/s one at a time "
-                      f"(median of 3 x {args.messages}; failed {med['failed']:.0f})")
+                print(
+                    f"{label}: CPU per ChatMessage: sender {med['sender_ms']:.2f} ms, "
+                    f"receiver {med['receiver_ms']:.2f} ms, "
+                    f"{med['per_s']:.0f} ChatMessages/s one at a time "
+                    f"(median of 3 x {args.messages}; failed {med['failed']:.0f})"
+                )
             else:
                 print_sweep(label, sweep(env, args, label), args.rate)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -41,11 +41,13 @@ from agent_stream.sources import responder_for
 from agent_stream.sources.replay import tokenize
 from agent_stream.writer import StreamWriter
 
-FILLER = ("Framework sources stream every token of a model's reply into blocks and messages, "
-          "and a chat peer sees the words as they come, not one final answer at the end. ")
+FILLER = (
+    "Framework sources stream every token of a model's reply into blocks and messages, "
+    "and a chat peer sees the words as they come, not one final answer at the end. "
+)
 TARGET = 0.15
 
-SERVER = r'''
+SERVER = r"""
 import sys
 from aiohttp import web
 bodies = {k: open(p, "rb").read() for k, p in (a.split("=", 1) for a in sys.argv[2:])}
@@ -62,7 +64,7 @@ async def handle(request):
 app = web.Application()
 app.router.add_route("POST", "/{tail:.*}", handle)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
-'''
+"""
 
 
 class Request:
@@ -81,60 +83,161 @@ def sse(frames: Sequence[tuple[str | None, dict[str, Any]]], done: bool = False)
 
 def anthropic_body(tokens: list[str]) -> bytes:
     f: list[tuple[str | None, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-bench",
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}})]
-    f += [("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                   "delta": {"type": "text_delta", "text": t}}) for t in tokens]
-    f += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
-          ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                             "usage": {"input_tokens": 10, "output_tokens": len(tokens)}}),
-          ("message_stop", {"type": "message_stop"})]
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-bench",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+    ]
+    f += [
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+        )
+        for t in tokens
+    ]
+    f += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"input_tokens": 10, "output_tokens": len(tokens)},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
     return sse(f)
 
 
 def responses_body(tokens: list[str]) -> bytes:
-    resp = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-bench",
-            "status": "in_progress", "output": [], "parallel_tool_calls": True,
-            "tool_choice": "auto", "tools": []}
-    item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress",
-            "content": []}
+    resp = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-bench",
+        "status": "in_progress",
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+    item = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [],
+    }
     f: list[tuple[str | None, dict[str, Any]]] = [
         (None, {"type": "response.created", "sequence_number": 0, "response": resp}),
-        (None, {"type": "response.output_item.added", "sequence_number": 1,
-                "output_index": 0, "item": item})]
-    f += [(None, {"type": "response.output_text.delta", "sequence_number": 2 + i,
-                  "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": t,
-                  "logprobs": []}) for i, t in enumerate(tokens)]
+        (
+            None,
+            {
+                "type": "response.output_item.added",
+                "sequence_number": 1,
+                "output_index": 0,
+                "item": item,
+            },
+        ),
+    ]
+    f += [
+        (
+            None,
+            {
+                "type": "response.output_text.delta",
+                "sequence_number": 2 + i,
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": t,
+                "logprobs": [],
+            },
+        )
+        for i, t in enumerate(tokens)
+    ]
     n = len(tokens) + 2
-    done = {**item, "status": "completed",
-            "content": [{"type": "output_text", "text": "".join(tokens), "annotations": []}]}
-    f += [(None, {"type": "response.output_item.done", "sequence_number": n,
-                  "output_index": 0, "item": done}),
-          (None, {"type": "response.completed", "sequence_number": n + 1, "response": {
-              **resp, "status": "completed", "output": [done],
-              "usage": {"input_tokens": 10, "output_tokens": len(tokens),
+    done = {
+        **item,
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "".join(tokens), "annotations": []}],
+    }
+    f += [
+        (
+            None,
+            {
+                "type": "response.output_item.done",
+                "sequence_number": n,
+                "output_index": 0,
+                "item": done,
+            },
+        ),
+        (
+            None,
+            {
+                "type": "response.completed",
+                "sequence_number": n + 1,
+                "response": {
+                    **resp,
+                    "status": "completed",
+                    "output": [done],
+                    "usage": {
+                        "input_tokens": 10,
+                        "output_tokens": len(tokens),
                         "total_tokens": 10 + len(tokens),
                         "input_tokens_details": {"cached_tokens": 0},
-                        "output_tokens_details": {"reasoning_tokens": 0}}}})]
+                        "output_tokens_details": {"reasoning_tokens": 0},
+                    },
+                },
+            },
+        ),
+    ]
     return sse(f)
 
 
 def chat_body(tokens: list[str]) -> bytes:
     def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
-        return {"id": "c1", "object": "chat.completion.chunk", "created": 1,
-                "model": "gpt-bench", "choices": [] if delta is None else [
-                    {"index": 0, "delta": delta, "finish_reason": finish}]}
+        return {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-bench",
+            "choices": []
+            if delta is None
+            else [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
 
-    f = [(None, chunk({"role": "assistant", "content": t} if i == 0 else {"content": t}))
-         for i, t in enumerate(tokens)]
+    f = [
+        (None, chunk({"role": "assistant", "content": t} if i == 0 else {"content": t}))
+        for i, t in enumerate(tokens)
+    ]
     f.append((None, chunk({}, "stop")))
     last = chunk(None)
-    last["usage"] = {"prompt_tokens": 10, "completion_tokens": len(tokens),
-                     "total_tokens": 10 + len(tokens)}
+    last["usage"] = {
+        "prompt_tokens": 10,
+        "completion_tokens": len(tokens),
+        "total_tokens": 10 + len(tokens),
+    }
     f.append((None, last))
     return sse(f, done=True)
 
@@ -149,8 +252,9 @@ def langgraph_case(tokens: list[str], url: str) -> tuple[Alone, Any]:
     from langgraph.graph import START, MessagesState, StateGraph
 
     class Tokens(GenericFakeChatModel):
-        async def _astream(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                           **kw: Any) -> AsyncIterator[Any]:
+        async def _astream(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> AsyncIterator[Any]:
             from langchain_core.messages import AIMessageChunk
             from langchain_core.outputs import ChatGenerationChunk
 
@@ -172,9 +276,11 @@ def langgraph_case(tokens: list[str], url: str) -> tuple[Alone, Any]:
 
     async def alone() -> str:
         out: list[str] = []
-        stream: Any = graph.astream({"messages": [HumanMessage("go")]},
-                                    stream_mode=["messages", "updates", "custom"],
-                                    subgraphs=True)
+        stream: Any = graph.astream(
+            {"messages": [HumanMessage("go")]},
+            stream_mode=["messages", "updates", "custom"],
+            subgraphs=True,
+        )
         async for _ns, mode, data in stream:
             if mode == "messages" and isinstance(data[0].content, str):
                 out.append(data[0].content)
@@ -209,8 +315,10 @@ def openai_agents_case(tokens: list[str], url: str) -> tuple[Alone, Any]:
     from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 
     set_tracing_disabled(True)
-    model = OpenAIChatCompletionsModel(model="gpt-bench", openai_client=AsyncOpenAI(
-        base_url=url + "/v1", api_key="x", max_retries=0))
+    model = OpenAIChatCompletionsModel(
+        model="gpt-bench",
+        openai_client=AsyncOpenAI(base_url=url + "/v1", api_key="x", max_retries=0),
+    )
     agent = Agent(name="bench", model=model)
 
     async def alone() -> str:
@@ -228,8 +336,12 @@ def anthropic_case(tokens: list[str], url: str) -> tuple[Alone, Any]:
     client = AsyncAnthropic(base_url=url, api_key="x", max_retries=0)
 
     async def ask(request: Any) -> Any:
-        return await client.messages.create(model="claude-bench", max_tokens=10, stream=True,
-                                            messages=[{"role": "user", "content": "go"}])
+        return await client.messages.create(
+            model="claude-bench",
+            max_tokens=10,
+            stream=True,
+            messages=[{"role": "user", "content": "go"}],
+        )
 
     async def alone() -> str:
         out = []
@@ -259,9 +371,13 @@ def responses_case(tokens: list[str], url: str) -> tuple[Alone, Any]:
     return alone, ask
 
 
-CASES = {"langgraph": langgraph_case, "pydantic-ai": pydantic_ai_case,
-         "openai-agents": openai_agents_case, "anthropic": anthropic_case,
-         "openai-responses": responses_case}
+CASES = {
+    "langgraph": langgraph_case,
+    "pydantic-ai": pydantic_ai_case,
+    "openai-agents": openai_agents_case,
+    "anthropic": anthropic_case,
+    "openai-responses": responses_case,
+}
 
 
 async def through(app: Any, encode: bool) -> str:
@@ -275,6 +391,7 @@ async def through(app: Any, encode: bool) -> str:
             if m.type == "text" and m.delta:
                 texts.append(m.props["content"] if m.props else "")
     else:
+
         async def sink(m: Message) -> None:
             if m.type == "text" and m.delta:
                 texts.append(m.props["content"] if m.props else "")
@@ -300,8 +417,10 @@ def free_port() -> int:
 async def bench(names: list[str], n: int, runs: int, url: str) -> bool:
     tokens = tokenize(FILLER * (n // 20 + 1))[:n]
     ok = True
-    print(f"{'framework':<18}{'alone tok/s':>13}{'source tok/s':>14}{'+chat tok/s':>13}"
-          f"{'source CPU':>12}{'+chat CPU':>11}")
+    print(
+        f"{'framework':<18}{'alone tok/s':>13}{'source tok/s':>14}{'+chat tok/s':>13}"
+        f"{'source CPU':>12}{'+chat CPU':>11}"
+    )
     for name in names:
         alone, app = CASES[name](tokens, url)
         await alone()  # warm up both paths once
@@ -319,8 +438,10 @@ async def bench(names: list[str], n: int, runs: int, url: str) -> bool:
                 ok = False
         ma, ms, mc = (min(x) for x in (a, s, c))  # the least disturbed run of each
         over_s, over_c = ms / ma - 1, mc / ma - 1
-        print(f"{name:<18}{n / ma:>13,.0f}{n / ms:>14,.0f}{n / mc:>13,.0f}"
-              f"{over_s:>+11.1%}{over_c:>+11.1%}")
+        print(
+            f"{name:<18}{n / ma:>13,.0f}{n / ms:>14,.0f}{n / mc:>13,.0f}"
+            f"{over_s:>+11.1%}{over_c:>+11.1%}"
+        )
         if over_s > TARGET:
             ok = False
     print(f"target: the source adds <= {TARGET:.0%} CPU to the framework's own stream")
@@ -337,19 +458,22 @@ def main() -> int:
     unknown = [x for x in names if x not in CASES]
     if unknown:
         p.error(f"unknown framework(s): {', '.join(unknown)} (known: {', '.join(CASES)})")
-    tokens = tokenize(FILLER * (args.tokens // 20 + 1))[:args.tokens]
+    tokens = tokenize(FILLER * (args.tokens // 20 + 1))[: args.tokens]
     with tempfile.TemporaryDirectory() as d:
         files = {}
-        for kind, body in (("/messages", anthropic_body(tokens)),
-                           ("/responses", responses_body(tokens)),
-                           ("/chat/completions", chat_body(tokens))):
+        for kind, body in (
+            ("/messages", anthropic_body(tokens)),
+            ("/responses", responses_body(tokens)),
+            ("/chat/completions", chat_body(tokens)),
+        ):
             path = Path(d) / (kind.strip("/").replace("/", "_") + ".sse")
             path.write_bytes(body)
             files[kind] = str(path)
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-c", SERVER, str(port),
-                                   *(f"{k}={v}" for k, v in files.items())],
-                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        server = subprocess.Popen(
+            [sys.executable, "-c", SERVER, str(port), *(f"{k}={v}" for k, v in files.items())],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         try:
             deadline = time.monotonic() + 10
             while True:

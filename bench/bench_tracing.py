@@ -58,8 +58,11 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 """
 
-QUESTIONS = ["How should agents stream their output?", "A pasta recipe for dinner",
-             "Python code to retry an HTTP call"]
+QUESTIONS = [
+    "How should agents stream their output?",
+    "A pasta recipe for dinner",
+    "Python code to retry an HTTP call",
+]
 
 
 class Agents:
@@ -74,11 +77,11 @@ class Agents:
         async def respond(request: ChatRequest, out: StreamWriter) -> None:
             await model(request.text, out)
 
-        self.server = self._add("bench tracing responder " + os.urandom(8).hex(),
-                                StreamingChat(respond), "responder")
+        self.server = self._add(
+            "bench tracing responder " + os.urandom(8).hex(), StreamingChat(respond), "responder"
+        )
         self.chat = StreamingChat()
-        self.client = self._add("bench tracing asker " + os.urandom(8).hex(), self.chat,
-                                "asker")
+        self.client = self._add("bench tracing asker " + os.urandom(8).hex(), self.chat, "asker")
 
     def _add(self, seed: str, chat: StreamingChat, name: str) -> Any:
         agent = local_agent(seed, free_port(), directory=None, name=name)
@@ -91,8 +94,9 @@ class Agents:
         return agent
 
     async def ask(self, question: str) -> Any:
-        reply = await self.chat.ask(self.client._build_context(), self.server.address, question,
-                                    session=False)
+        reply = await self.chat.ask(
+            self.client._build_context(), self.server.address, question, session=False
+        )
         await asyncio.wait_for(reply.wait(), 30)
         if not reply.completed:
             raise SystemExit(f"a reply did not complete: {reply.status}")
@@ -125,8 +129,17 @@ def hooks_alone(messages: list[Any], reply: Any, provider: Any = None, n: int = 
         w.end("completed", chat_messages=8, resends=0, keepalives=0, repairs=0)
         if tracer is not None:
             span = tracer.start_span("invoke_agent responder")
-            for k in ("status", "chat_messages", "resends", "gaps_repaired", "repair_requests",
-                      "keepalives", "duplicates", "time_to_first_text", "tagged"):
+            for k in (
+                "status",
+                "chat_messages",
+                "resends",
+                "gaps_repaired",
+                "repair_requests",
+                "keepalives",
+                "duplicates",
+                "time_to_first_text",
+                "tagged",
+            ):
                 span.set_attribute("agent_stream." + k, 1)
             span.end()
         ask_ended(reply)
@@ -151,8 +164,7 @@ async def run(args: argparse.Namespace) -> int:
     logging.getLogger("agent_stream").setLevel(logging.ERROR)
     for k in [k for k in os.environ if k.startswith("OTEL_")]:
         del os.environ[k]
-    receiver = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE,
-                                text=True)
+    receiver = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True)
     assert receiver.stdout is not None
     port = int(receiver.stdout.readline())
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -161,8 +173,9 @@ async def run(args: argparse.Namespace) -> int:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({"service.name": "bench"}))
-    provider.add_span_processor(BatchSpanProcessor(
-        OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces"))
+    )
 
     def mode(name: str) -> None:
         telemetry._reset_for_tests()
@@ -200,19 +213,32 @@ async def run(args: argparse.Namespace) -> int:
     off_adds = hook / med["off-missing"]
     on_adds = (traced - hook) / off
     unconf_vs_missing = (off - med["off-missing"]) / med["off-missing"]
-    print(f"replies per mode per round: {args.replies}, rounds: {args.rounds}; "
-          f"{len(recorded)} Messages per reply")
+    print(
+        f"replies per mode per round: {args.replies}, rounds: {args.rounds}; "
+        f"{len(recorded)} Messages per reply"
+    )
     for k, v in med.items():
-        print(f"  {k:18s} {v * 1e3:7.3f} ms CPU per reply (rounds: "
-              + ", ".join(f"{x * 1e3:.3f}" for x in results[k]) + ")")
-    print(f"  no-op hooks alone  {hook * 1e6:7.1f} us per reply = {off_adds:+.2%} of a reply "
-          "(off adds; target < 2%)")
-    print(f"  installed, not configured vs not installed: {unconf_vs_missing:+.2%} (noise: the "
-          "same code path)")
-    print(f"  traced hooks alone {traced * 1e6:7.1f} us per reply: on adds {on_adds:+.2%} of a "
-          "reply (target < 10%)")
-    print(f"  on vs off, whole replies: {on_e2e:+.2%} (same target; noisier: other processes "
-          "share the CPU)")
+        print(
+            f"  {k:18s} {v * 1e3:7.3f} ms CPU per reply (rounds: "
+            + ", ".join(f"{x * 1e3:.3f}" for x in results[k])
+            + ")"
+        )
+    print(
+        f"  no-op hooks alone  {hook * 1e6:7.1f} us per reply = {off_adds:+.2%} of a reply "
+        "(off adds; target < 2%)"
+    )
+    print(
+        f"  installed, not configured vs not installed: {unconf_vs_missing:+.2%} (noise: the "
+        "same code path)"
+    )
+    print(
+        f"  traced hooks alone {traced * 1e6:7.1f} us per reply: on adds {on_adds:+.2%} of a "
+        "reply (target < 10%)"
+    )
+    print(
+        f"  on vs off, whole replies: {on_e2e:+.2%} (same target; noisier: other processes "
+        "share the CPU)"
+    )
     ok = off_adds < 0.02 and on_adds < 0.10
     print("targets met" if ok else "TARGET MISSED")
     return 0 if ok else 1

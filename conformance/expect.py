@@ -42,8 +42,13 @@ class Expected:
 
 
 def _shown(content: Any) -> str:
-    return content if isinstance(content, str) else "" if content is None else \
-        json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    return (
+        content
+        if isinstance(content, str)
+        else ""
+        if content is None
+        else json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    )
 
 
 def order_of(t: Transcript) -> list[Item]:
@@ -52,27 +57,26 @@ def order_of(t: Transcript) -> list[Item]:
     for m in t.messages:
         p = m.props
         if m.type in ("text", "refusal", "thinking") and m.content:
-            out.append(Item(m.thread_id, "reasoning" if m.type == "thinking" else "text",
-                            m.content))
+            out.append(
+                Item(m.thread_id, "reasoning" if m.type == "thinking" else "text", m.content)
+            )
         elif m.type == "tool_call" and isinstance(p.get("id"), str):
             name = p.get("name") or "tool"
-            out.append(Item(m.thread_id, "tool", p["id"],
-                            f"⚙ {name}({p.get('arguments', '')})"))
+            out.append(Item(m.thread_id, "tool", p["id"], f"⚙ {name}({p.get('arguments', '')})"))
         elif m.type == "tool_result" and isinstance(p.get("call_id"), str):
             name = p.get("name") or "tool"
-            out.append(Item(m.thread_id, "result", p["call_id"],
-                            f"✓ {name} → {_shown(p.get('content'))}"))
+            out.append(
+                Item(m.thread_id, "result", p["call_id"], f"✓ {name} → {_shown(p.get('content'))}")
+            )
     return out
 
 
-def same_order(got: list[tuple[str, str]], want: list[Item], stream: str = ""
-               ) -> tuple[bool, str]:
+def same_order(got: list[tuple[str, str]], want: list[Item], stream: str = "") -> tuple[bool, str]:
     """Within each thread, the client's (kind, key) items come in the transcript's order (a
     rewritten text, shown after a line break, is matched by its end)."""
     if stream in REWRITES:
         ends = [(i.kind, i.key) for i in want if i.kind in ("text", "reasoning")]
-        got = [next(((k, w) for k, w in ends if k == g[0] and g[1].endswith(w)), g)
-               for g in got]
+        got = [next(((k, w) for k, w in ends if k == g[0] and g[1].endswith(w)), g) for g in got]
     for tid in dict.fromkeys(i.thread for i in want):
         mine = [(i.kind, i.key) for i in want if i.thread == tid]
         keys = set(mine)
@@ -93,8 +97,7 @@ def order_on_openai(deltas: list[list[str]], want: list[Item]) -> tuple[bool, st
     placed: list[tuple[int, int, tuple[str, str]]] = []
     after: dict[tuple[str, str], int] = {}
     for it in want:
-        f, needle = ("c", it.key) if it.kind == "text" else \
-            ("r", it.line or it.key)
+        f, needle = ("c", it.key) if it.kind == "text" else ("r", it.line or it.key)
         at = text[f].find(needle, after.get((f, needle), 0))
         if at < 0:
             return False, f"{it.kind} {needle[:60]!r} not found"
@@ -116,25 +119,46 @@ def subagents_of(t: Transcript) -> list[dict[str, Any]]:
         while up is not None and parent is None:
             parent = up.block_id if up.type == "agent" else None
             up = blocks.get(up.parent_block_id or "")
-        out.append({"id": b.block_id, "name": b.agent_name or b.label or "agent",
-                    "parent": parent, "end": "finished" if b.status == "completed" else "error"})
+        out.append(
+            {
+                "id": b.block_id,
+                "name": b.agent_name or b.label or "agent",
+                "parent": parent,
+                "end": "finished" if b.status == "completed" else "error",
+            }
+        )
     return out
 
 
 def expected(t: Transcript) -> Expected:
     msgs = t.messages
-    tools = [{"id": m.props.get("id"), "name": m.props.get("name"),
-              "arguments": m.props.get("arguments", "")} for m in msgs if m.type == "tool_call"]
-    results = {m.props["call_id"]: m.props.get("content") for m in msgs
-               if m.type == "tool_result" and isinstance(m.props.get("call_id"), str)}
+    tools = [
+        {
+            "id": m.props.get("id"),
+            "name": m.props.get("name"),
+            "arguments": m.props.get("arguments", ""),
+        }
+        for m in msgs
+        if m.type == "tool_call"
+    ]
+    results = {
+        m.props["call_id"]: m.props.get("content")
+        for m in msgs
+        if m.type == "tool_result" and isinstance(m.props.get("call_id"), str)
+    }
     err = t.stream_data.get("error")
     usage = t.stream_data.get("usage")
-    return Expected(texts=[m.content for m in msgs if m.type in ("text", "refusal")],
-                    thinking=[m.content for m in msgs if m.type == "thinking"],
-                    tools=tools, tool_results=results, status=t.status or "streaming",
-                    error=err if isinstance(err, str) else None,
-                    usage=usage if isinstance(usage, dict) else None, order=order_of(t),
-                    subagents=subagents_of(t))
+    return Expected(
+        texts=[m.content for m in msgs if m.type in ("text", "refusal")],
+        thinking=[m.content for m in msgs if m.type == "thinking"],
+        tools=tools,
+        tool_results=results,
+        status=t.status or "streaming",
+        error=err if isinstance(err, str) else None,
+        usage=usage if isinstance(usage, dict) else None,
+        order=order_of(t),
+        subagents=subagents_of(t),
+    )
 
 
 def in_order(hay: str, needles: list[str]) -> bool:
@@ -166,59 +190,84 @@ Checks = dict[str, tuple[bool, str]]
 
 def check_openai(seen: dict[str, Any], e: Expected, stream: str, sdk: bool = False) -> Checks:
     """The OpenAI wire: one content string, reasoning_content, agent tools as progress."""
-    text_ok = in_order(seen["text"], e.texts) if stream in REWRITES | MEDIA else \
-        seen["text"] == "".join(e.texts)
-    shown = [t["name"] for t in e.tools if t["name"]] + \
-        [r for r in e.tool_results.values() if isinstance(r, str)]
-    tools_ok = not seen["tool_calls"] and not seen.get("tool_errors") and \
-        all(n in seen["reasoning"] for n in shown)
+    text_ok = (
+        in_order(seen["text"], e.texts)
+        if stream in REWRITES | MEDIA
+        else seen["text"] == "".join(e.texts)
+    )
+    shown = [t["name"] for t in e.tools if t["name"]] + [
+        r for r in e.tool_results.values() if isinstance(r, str)
+    ]
+    tools_ok = (
+        not seen["tool_calls"]
+        and not seen.get("tool_errors")
+        and all(n in seen["reasoning"] for n in shown)
+    )
     if e.status == "completed":
         fin_ok = seen["finish_reason"] == "stop" and seen["error"] is None
     else:
-        fin_ok = seen["error"] is not None and (e.status != "streaming" or
-                                                "incomplete" in seen["error"].lower() or sdk)
+        fin_ok = seen["error"] is not None and (
+            e.status != "streaming" or "incomplete" in seen["error"].lower() or sdk
+        )
     u = seen["usage"]
     if sdk and e.usage is None:  # the SDK reports absent usage as nulls
         usage_ok = u is None or all(v is None for v in u.values())
     else:
         usage_ok = _usage(u, e.usage)
-    return {"text": (text_ok, repr(seen["text"])[:120]),
-            "reasoning": (in_order(seen["reasoning"], e.thinking), repr(seen["reasoning"])[:120]),
-            "tools": (tools_ok, json.dumps(seen["tool_calls"] or seen.get("tool_errors"))[:160]),
-            "finish": (fin_ok, f"finish_reason={seen['finish_reason']} error={seen['error']}"),
-            "usage": (usage_ok, json.dumps(u)),
-            "order": order_on_openai(seen["deltas"], e.order)}
+    return {
+        "text": (text_ok, repr(seen["text"])[:120]),
+        "reasoning": (in_order(seen["reasoning"], e.thinking), repr(seen["reasoning"])[:120]),
+        "tools": (tools_ok, json.dumps(seen["tool_calls"] or seen.get("tool_errors"))[:160]),
+        "finish": (fin_ok, f"finish_reason={seen['finish_reason']} error={seen['error']}"),
+        "usage": (usage_ok, json.dumps(u)),
+        "order": order_on_openai(seen["deltas"], e.order),
+    }
 
 
 def check_agui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
     """AG-UI: messages apart, tool calls with their ids and names, RUN_FINISHED/RUN_ERROR."""
     calls = [{k: c.get(k) for k in ("id", "name", "arguments")} for c in seen["tool_calls"]]
-    want = {"completed": "completed", "cancelled": "cancelled", "error": "error",
-            "streaming": "error"}[e.status]
+    want = {
+        "completed": "completed",
+        "cancelled": "cancelled",
+        "error": "error",
+        "streaming": "error",
+    }[e.status]
     fin_ok = seen["finish"] == want and (e.status != "error" or seen["error"] == e.error)
     u = seen["usage"]
-    usage_ok = (u is None) if e.usage is None else isinstance(u, dict) and \
-        u.get("inputTokens") == e.usage.get("prompt_tokens") and \
-        u.get("outputTokens") == e.usage.get("completion_tokens")
-    return {"verify": (seen["verify_error"] is None, str(seen["verify_error"])),
-            "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
-            "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
-            "tools": (calls == e.tools, json.dumps(calls)[:200]),
-            "tool results": (seen["tool_results"] == {k: _shown(v) for k, v in
-                                                      e.tool_results.items()},
-                             json.dumps(seen["tool_results"])[:200]),
-            "finish": (fin_ok, f"finish={seen['finish']} error={seen['error']}"),
-            "usage": (usage_ok, json.dumps(u)),
-            "order": same_order([tuple(o) for o in seen["order"]], e.order, stream),
-            "subagents": (seen["subagents"] == e.subagents, json.dumps(seen["subagents"])[:200])}
+    usage_ok = (
+        (u is None)
+        if e.usage is None
+        else isinstance(u, dict)
+        and u.get("inputTokens") == e.usage.get("prompt_tokens")
+        and u.get("outputTokens") == e.usage.get("completion_tokens")
+    )
+    return {
+        "verify": (seen["verify_error"] is None, str(seen["verify_error"])),
+        "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
+        "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
+        "tools": (calls == e.tools, json.dumps(calls)[:200]),
+        "tool results": (
+            seen["tool_results"] == {k: _shown(v) for k, v in e.tool_results.items()},
+            json.dumps(seen["tool_results"])[:200],
+        ),
+        "finish": (fin_ok, f"finish={seen['finish']} error={seen['error']}"),
+        "usage": (usage_ok, json.dumps(u)),
+        "order": same_order([tuple(o) for o in seen["order"]], e.order, stream),
+        "subagents": (seen["subagents"] == e.subagents, json.dumps(seen["subagents"])[:200]),
+    }
 
 
 def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
     """The AI SDK UI message stream: parts apart, agent tools provider-executed with output."""
     tools_ok = len(seen["tool_calls"]) == len(e.tools)
     for got, want in zip(seen["tool_calls"], e.tools, strict=False):
-        tools_ok = tools_ok and got["id"] == want["id"] and got["name"] == want["name"] and \
-            got.get("providerExecuted") is True
+        tools_ok = (
+            tools_ok
+            and got["id"] == want["id"]
+            and got["name"] == want["name"]
+            and got.get("providerExecuted") is True
+        )
         if e.status == "completed":
             tools_ok = tools_ok and got["input"] == json.loads(want["arguments"] or "{}")
         if want["id"] in e.tool_results:
@@ -233,14 +282,17 @@ def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
         fin_ok = fin == "abort" and not errors
     else:
         fin_ok = fin is None and len(errors) == 1
-    return {"text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
-            "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
-            "tools": (tools_ok, json.dumps(seen["tool_calls"])[:200]),
-            "finish": (fin_ok, f"finish={fin} errors={errors}"),
-            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"])),
-            # a tool part holds its output: results have no place of their own
-            "order": same_order([tuple(o) for o in seen["order"]],
-                                [i for i in e.order if i.kind != "result"], stream)}
+    return {
+        "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
+        "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
+        "tools": (tools_ok, json.dumps(seen["tool_calls"])[:200]),
+        "finish": (fin_ok, f"finish={fin} errors={errors}"),
+        "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"])),
+        # a tool part holds its output: results have no place of their own
+        "order": same_order(
+            [tuple(o) for o in seen["order"]], [i for i in e.order if i.kind != "result"], stream
+        ),
+    }
 
 
 def check_a2a(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
@@ -256,17 +308,23 @@ def check_a2a(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
         fin_ok = state == "failed" and seen["incomplete"]
     # completed or cut: every artifact gets its last chunk (a cut one's says incomplete)
     closed_ok = e.status not in ("completed", "streaming") or not seen["unclosed"]
-    return {"closed": (closed_ok, f"no lastChunk: {seen['unclosed']}"),
-            "sdk": (seen["error"] is None and not seen["sdk_warnings"],
-                    f"{seen['error']} {seen['sdk_warnings']}"),
-            "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
-            "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
-            "tools": (seen["tool_calls"] == e.tools, json.dumps(seen["tool_calls"])[:200]),
-            "tool results": (seen["tool_results"] == e.tool_results,
-                             json.dumps(seen["tool_results"])[:200]),
-            "finish": (fin_ok, f"state={state} text={seen['status_text']}"),
-            "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"])),
-            "order": same_order([tuple(o) for o in seen["order"]], e.order, stream)}
+    return {
+        "closed": (closed_ok, f"no lastChunk: {seen['unclosed']}"),
+        "sdk": (
+            seen["error"] is None and not seen["sdk_warnings"],
+            f"{seen['error']} {seen['sdk_warnings']}",
+        ),
+        "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
+        "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
+        "tools": (seen["tool_calls"] == e.tools, json.dumps(seen["tool_calls"])[:200]),
+        "tool results": (
+            seen["tool_results"] == e.tool_results,
+            json.dumps(seen["tool_results"])[:200],
+        ),
+        "finish": (fin_ok, f"state={state} text={seen['status_text']}"),
+        "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"])),
+        "order": same_order([tuple(o) for o in seen["order"]], e.order, stream),
+    }
 
 
 def check_chat(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
@@ -281,12 +339,13 @@ def check_chat(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
     else:
         fin_ok = got.status == e.status and (e.status != "error" or got.error == e.error)
     want_order = [i for i in e.order if i.kind != "reasoning"]
-    return {"text": (same_texts(got.texts, e.texts, stream), json.dumps(got.texts)[:160]),
-            "tools": (got.tools == e.tools, json.dumps(got.tools)[:200]),
-            "tool results": (got.tool_results == e.tool_results,
-                             json.dumps(got.tool_results)[:200]),
-            "finish": (fin_ok, f"status={got.status} error={got.error}"),
-            "order": same_order([(i.kind, i.key) for i in got.order], want_order, stream)}
+    return {
+        "text": (same_texts(got.texts, e.texts, stream), json.dumps(got.texts)[:160]),
+        "tools": (got.tools == e.tools, json.dumps(got.tools)[:200]),
+        "tool results": (got.tool_results == e.tool_results, json.dumps(got.tool_results)[:200]),
+        "finish": (fin_ok, f"status={got.status} error={got.error}"),
+        "order": same_order([(i.kind, i.key) for i in got.order], want_order, stream),
+    }
 
 
 CHECKERS = {
@@ -303,17 +362,24 @@ CHECKERS = {
 # while they fail, and listed as "no longer failing" once they pass. Empty: the encoder fixes of
 # issue 12 (tool policy, late tool names and ids, truthful endings, usage only when known) have
 # landed and every check passes. Add an entry only with the reason and the issue that fixes it.
-_ERROR_ENDS = ("the wire ends the stream at any error Message, even one inside a sub-agent's "
-               "block that the caller recovered from (AG-UI sends SUBAGENT_ERROR and goes on)")
+_ERROR_ENDS = (
+    "the wire ends the stream at any error Message, even one inside a sub-agent's "
+    "block that the caller recovered from (AG-UI sends SUBAGENT_ERROR and goes on)"
+)
 KNOWN: dict[tuple[str, str, str], str] = {
-    **{("openai", "recovered_subagent_error", c): _ERROR_ENDS
-       for c in ("text", "finish", "order")},
+    **{("openai", "recovered_subagent_error", c): _ERROR_ENDS for c in ("text", "finish", "order")},
     ("aisdk", "recovered_subagent_error", "finish"): "the UI stream reports a sub-agent's "
     "error Message as an error part of the whole reply, though the reply completes",
 }
-WIRE_OF = {"node-openai": "openai", "python-openai": "openai", "node-ai-streamText": "openai",
-           "node-ag-ui": "agui", "node-ai-ui-stream": "aisdk", "python-a2a-sdk": "a2a",
-           "python-chat": "chat"}
+WIRE_OF = {
+    "node-openai": "openai",
+    "python-openai": "openai",
+    "node-ai-streamText": "openai",
+    "node-ag-ui": "agui",
+    "node-ai-ui-stream": "aisdk",
+    "python-a2a-sdk": "a2a",
+    "python-chat": "chat",
+}
 
 
 def known(client: str, stream: str, check: str) -> str | None:
@@ -346,10 +412,13 @@ def check_protocol(client: str, seen: dict[str, Any], wires: dict[str, str]) -> 
     if client == "python-chat":
         return {"protocol": (True, "")}  # decoded without a bad line (else it crashed)
     if client == "python-a2a-sdk":
-        return {"protocol": (seen["error"] is None and not seen["sdk_warnings"],
-                             f"{seen['error']} {seen['sdk_warnings']}")}
+        return {
+            "protocol": (
+                seen["error"] is None and not seen["sdk_warnings"],
+                f"{seen['error']} {seen['sdk_warnings']}",
+            )
+        }
     sent = _wire_errors(wires["openai"])
     err = seen["error"]
     ok = err is None or any(s in err for s in sent) or (bool(sent) and "error" in err.lower())
-    return {"protocol": (ok and not seen.get("tool_errors"),
-                         f"{err} {seen.get('tool_errors')}")}
+    return {"protocol": (ok and not seen.get("tool_errors"), f"{err} {seen.get('tool_errors')}")}

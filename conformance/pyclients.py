@@ -16,19 +16,32 @@ async def openai_client(base: str, stream: str) -> dict[str, Any]:
     """``AsyncOpenAI().chat.completions.create(stream=True)``, accumulated as an app would."""
     from openai import AsyncOpenAI
 
-    seen: dict[str, Any] = {"text": "", "reasoning": "", "tool_calls": [],
-                            "finish_reason": None, "usage": None, "error": None, "deltas": []}
+    seen: dict[str, Any] = {
+        "text": "",
+        "reasoning": "",
+        "tool_calls": [],
+        "finish_reason": None,
+        "usage": None,
+        "error": None,
+        "deltas": [],
+    }
     calls: dict[int, dict[str, Any]] = {}
-    client = AsyncOpenAI(base_url=f"{base}/openai/{stream}", api_key="x", max_retries=0,
-                         timeout=30.0)
+    client = AsyncOpenAI(
+        base_url=f"{base}/openai/{stream}", api_key="x", max_retries=0, timeout=30.0
+    )
     try:
         s = await client.chat.completions.create(
-            model="agent-stream", messages=[{"role": "user", "content": "hi"}], stream=True,
-            stream_options={"include_usage": True})
+            model="agent-stream",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         async for chunk in s:
             if chunk.usage is not None:
-                seen["usage"] = {k: getattr(chunk.usage, k) for k in
-                                 ("prompt_tokens", "completion_tokens", "total_tokens")}
+                seen["usage"] = {
+                    k: getattr(chunk.usage, k)
+                    for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+                }
             for ch in chunk.choices:
                 d = ch.delta
                 seen["text"] += d.content or ""
@@ -72,21 +85,38 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
 
     from agent_stream import merge
 
-    card = AgentCard(name="conformance", description="agent_stream wires", version="1",
-                     url=f"{base}/a2a/{stream}", capabilities=AgentCapabilities(streaming=True),
-                     default_input_modes=["text"], default_output_modes=["text"], skills=[])
+    card = AgentCard(
+        name="conformance",
+        description="agent_stream wires",
+        version="1",
+        url=f"{base}/a2a/{stream}",
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text"],
+        default_output_modes=["text"],
+        skills=[],
+    )
     records = _Records()
     logging.getLogger("a2a").addHandler(records)
-    seen: dict[str, Any] = {"texts": [], "reasoning": [], "tool_calls": [], "tool_results": {},
-                            "state": None,
-                            "status_text": None, "usage": None, "incomplete": False,
-                            "error": None, "sdk_warnings": records.lines, "order": []}
+    seen: dict[str, Any] = {
+        "texts": [],
+        "reasoning": [],
+        "tool_calls": [],
+        "tool_results": {},
+        "state": None,
+        "status_text": None,
+        "usage": None,
+        "incomplete": False,
+        "error": None,
+        "sdk_warnings": records.lines,
+        "order": [],
+    }
     task = None
     opened: dict[str, bool] = {}  # artifact id -> still open (no lastChunk yet)
     async with httpx.AsyncClient(timeout=30) as http:
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        msg = Message(role=Role.user, message_id=str(uuid4()),
-                      parts=[Part(root=TextPart(text="hi"))])
+        msg = Message(
+            role=Role.user, message_id=str(uuid4()), parts=[Part(root=TextPart(text="hi"))]
+        )
         try:
             async for item in client.send_message(msg):
                 if isinstance(item, tuple):
@@ -113,8 +143,12 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
             props: dict[str, Any] = dict(getattr(roots[0], "data", {}))
             for r in roots[1:]:
                 dm = (r.metadata or {}).get("agent_stream") or {}
-                props = merge.apply(props, dm.get("delta_action") or "append",
-                                     dm.get("delta_path"), dict(getattr(r, "data", {})))
+                props = merge.apply(
+                    props,
+                    dm.get("delta_action") or "append",
+                    dm.get("delta_path"),
+                    dict(getattr(r, "data", {})),
+                )
             if kind == "tool_call":
                 seen["tool_calls"].append({k: props.get(k) for k in ("id", "name", "arguments")})
                 seen["order"].append(["tool", props.get("id")])
@@ -123,8 +157,9 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
                 seen["order"].append(["result", props["call_id"]])
     seen["state"] = task.status.state.value
     if task.status.message is not None:
-        seen["status_text"] = "".join(getattr(p.root, "text", "")
-                                      for p in task.status.message.parts)
+        seen["status_text"] = "".join(
+            getattr(p.root, "text", "") for p in task.status.message.parts
+        )
     end = ((task.metadata or {}).get("agent_stream") or {}).get("data") or {}
     seen["usage"] = end.get("usage")
     seen["incomplete"] = end.get("status") == "incomplete"
@@ -145,5 +180,7 @@ async def chat_client(base: str, stream: str) -> dict[str, Any]:
             if line.strip():
                 msgs += dec.feed_line(line)
     msgs += dec.close()
-    return {"messages": [m.to_json() for m in msgs],
-            "warnings": [str(w) for w in dec.drain_warnings()]}
+    return {
+        "messages": [m.to_json() for m in msgs],
+        "warnings": [str(w) for w in dec.drain_warnings()],
+    }

@@ -30,14 +30,23 @@ from agent_stream.assemble import assemble  # noqa: E402
 
 NODE_TIMEOUT = 240.0
 FUZZ = 30  # random streams, checked for protocol only (no exact transcript to compare)
-PY_CLIENTS = {"python-openai": openai_client, "python-a2a-sdk": a2a_client,
-              "python-chat": chat_client}
+PY_CLIENTS = {
+    "python-openai": openai_client,
+    "python-a2a-sdk": a2a_client,
+    "python-chat": chat_client,
+}
 
 
 async def node_results(base: str, names: list[str]) -> list[dict[str, Any]]:
     proc = await asyncio.create_subprocess_exec(
-        "node", str(HERE / "clients.mjs"), base, *names, cwd=str(HERE),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        "node",
+        str(HERE / "clients.mjs"),
+        base,
+        *names,
+        cwd=str(HERE),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), NODE_TIMEOUT)
     except asyncio.TimeoutError:
@@ -63,19 +72,26 @@ async def main(names: list[str]) -> int:
         for name in names:
             for client, run in PY_CLIENTS.items():
                 try:
-                    results.append({"client": client, "stream": name,
-                                    "seen": await run(base, name)})
+                    results.append(
+                        {"client": client, "stream": name, "seen": await run(base, name)}
+                    )
                 except Exception as exc:
-                    results.append({"client": client, "stream": name,
-                                    "crash": f"{type(exc).__name__}: {exc}"})
+                    results.append(
+                        {"client": client, "stream": name, "crash": f"{type(exc).__name__}: {exc}"}
+                    )
         results += await node_results(base, names)
     finally:
         await server.stop()
     return report(results, streams, exact, server, time.monotonic() - t0)
 
 
-def report(results: list[dict[str, Any]], streams: dict[str, Any], exact: set[str],
-           server: WireServer, took: float) -> int:
+def report(
+    results: list[dict[str, Any]],
+    streams: dict[str, Any],
+    exact: set[str],
+    server: WireServer,
+    took: float,
+) -> int:
     passed = failed = xfailed = 0
     table: dict[str, dict[str, str]] = {}
     still: set[tuple[str, str, str]] = set()  # KNOWN entries that did fail
@@ -87,12 +103,14 @@ def report(results: list[dict[str, Any]], streams: dict[str, Any], exact: set[st
             exp = expected(assemble(streams[name]))
             bad = {k: v for k, v in CHECKERS[client](r["seen"], exp, name).items() if not v[0]}
         else:
-            bad = {k: v for k, v in check_protocol(client, r["seen"],
-                                                   server.sent[name]).items() if not v[0]}
+            bad = {
+                k: v
+                for k, v in check_protocol(client, r["seen"], server.sent[name]).items()
+                if not v[0]
+            }
         real = {k: v for k, v in bad.items() if not known(client, name, k)}
         wire = WIRE_OF[client]
-        still.update(key for k in bad for key in ((wire, name, k), (wire, "*", k))
-                     if key in KNOWN)
+        still.update(key for k in bad for key in ((wire, name, k), (wire, "*", k)) if key in KNOWN)
         if not bad:
             passed += 1
             verdict, detail = "ok", ""
@@ -120,8 +138,7 @@ def report(results: list[dict[str, Any]], streams: dict[str, Any], exact: set[st
     ran = {r["stream"] for r in results}
     for key in sorted(k for k in set(KNOWN) - still if k[1] in ran or k[1] == "*"):
         print(f"  known failure no longer failing (remove it from KNOWN): {key}")
-    print(f"\n{passed} passed, {failed} failed, {xfailed} known-failing (xfail) "
-          f"in {took:.1f}s")
+    print(f"\n{passed} passed, {failed} failed, {xfailed} known-failing (xfail) in {took:.1f}s")
     return 1 if failed else 0
 
 

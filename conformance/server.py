@@ -56,7 +56,7 @@ def _a2a(msgs: list[Message], rpc_id: Any) -> tuple[str, list[str]]:
 
 def _pieces(data: bytes) -> Iterator[bytes]:
     for i in range(0, len(data), PIECE):
-        yield data[i:i + PIECE]
+        yield data[i : i + PIECE]
 
 
 class WireServer:
@@ -96,13 +96,24 @@ class WireServer:
             raise web.HTTPNotFound(text=f"no stream {name!r}")
         return self.streams[name]
 
-    async def _send(self, request: web.Request, wire: str, text: str, warnings: list[str],
-                    headers: dict[str, str] | None = None) -> web.StreamResponse:
+    async def _send(
+        self,
+        request: web.Request,
+        wire: str,
+        text: str,
+        warnings: list[str],
+        headers: dict[str, str] | None = None,
+    ) -> web.StreamResponse:
         name = request.match_info["stream"]
         self.warnings[(wire, name)] = warnings
         self.sent.setdefault(name, {})[wire] = text
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                           "Cache-Control": "no-cache", **(headers or {})})
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                **(headers or {}),
+            }
+        )
         await resp.prepare(request)
         for piece in _pieces(text.encode("utf-8")):
             await resp.write(piece)
@@ -113,8 +124,12 @@ class WireServer:
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        text, warns = _wire("openai", self._msgs(request), include_usage=usage,
-                            model=body.get("model") or "agent-stream")
+        text, warns = _wire(
+            "openai",
+            self._msgs(request),
+            include_usage=usage,
+            model=body.get("model") or "agent-stream",
+        )
         return await self._send(request, "openai", text, warns)
 
     async def _agui(self, request: web.Request) -> web.StreamResponse:
@@ -131,8 +146,9 @@ class WireServer:
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         text, warns = _wire("chat", self._msgs(request))
-        return await self._send(request, "chat", text, warns,
-                                {"Content-Type": "application/x-ndjson"})
+        return await self._send(
+            request, "chat", text, warns, {"Content-Type": "application/x-ndjson"}
+        )
 
     async def _a2a(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -69,9 +69,11 @@ def _field_notes(cls: type) -> dict[str, str]:
         return notes
     above: list[str] = []
     lines = source.splitlines()
-    comments = {tok.start[0]: tok.string.lstrip("# ").strip()
-                for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-                if tok.type == tokenize.COMMENT}
+    comments = {
+        tok.start[0]: tok.string.lstrip("# ").strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if stripped.startswith("#"):
@@ -96,8 +98,12 @@ def _default(f: dataclasses.Field[Any]) -> str:
         return "(required)"
     if dataclasses.is_dataclass(value):
         return f"`{type(value).__name__}()`"
-    if (isinstance(value, int) and not isinstance(value, bool) and value >= 1024
-            and "bytes" in f.name):
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value >= 1024
+        and "bytes" in f.name
+    ):
         for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
             if value % size == 0:
                 return f"`{value}` ({value // size} {unit})"
@@ -130,8 +136,10 @@ def _load(module: str, name: str) -> type:
     return cls
 
 
-def render_limits(classes: Iterable[tuple[str, str, str]] = LIMIT_CLASSES,
-                  load: Callable[[str, str], type] = _load) -> str:
+def render_limits(
+    classes: Iterable[tuple[str, str, str]] = LIMIT_CLASSES,
+    load: Callable[[str, str], type] = _load,
+) -> str:
     """Every settings class of ``classes``: a heading, its summary line and its table."""
     parts = []
     for heading, module, name in classes:
@@ -140,8 +148,10 @@ def render_limits(classes: Iterable[tuple[str, str, str]] = LIMIT_CLASSES,
         if summary.startswith("``"):  # the fields' prose itself: they are in the table
             summary = "its fields follow."
         summary = re.sub(r":(?:class|meth|mod|func|attr):`~?([^`]+)`", r"`\1`", summary)
-        parts.append(f"### `{heading}`\n\n`{module}.{name}`: {' '.join(summary.split())}\n\n"
-                     f"{limits_table(cls)}\n")
+        parts.append(
+            f"### `{heading}`\n\n`{module}.{name}`: {' '.join(summary.split())}\n\n"
+            f"{limits_table(cls)}\n"
+        )
     return "\n".join(parts)
 
 
@@ -159,13 +169,17 @@ def _option_row(action: argparse.Action) -> str | None:
     if action.option_strings:
         flags = ", ".join(action.option_strings)
         if action.nargs != 0:
-            flags += " " + (action.metavar if isinstance(action.metavar, str)
-                            else action.dest.upper())
+            flags += " " + (
+                action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+            )
     else:
         flags = action.metavar if isinstance(action.metavar, str) else action.dest
     default = action.default
-    shown = ("" if default in (None, False, argparse.SUPPRESS, [], ()) or action.nargs == 0
-             else f"`{default}`")
+    shown = (
+        ""
+        if default in (None, False, argparse.SUPPRESS, [], ()) or action.nargs == 0
+        else f"`{default}`"
+    )
     text = (action.help or "") % {"default": default, "prog": ""} if action.help else ""
     if action.choices and not isinstance(action, argparse._SubParsersAction):
         text += f" (one of: {', '.join(map(str, action.choices))})"
@@ -188,8 +202,9 @@ def render_cli(parser: argparse.ArgumentParser | None = None) -> str:
         parts.append(f"```text\n{usage}\n```\n")
         rows = [r for r in map(_option_row, sub._actions) if r]
         if rows:
-            parts.append("| argument | default | meaning |\n| --- | --- | --- |\n"
-                         + "\n".join(rows) + "\n")
+            parts.append(
+                "| argument | default | meaning |\n| --- | --- | --- |\n" + "\n".join(rows) + "\n"
+            )
     return "\n".join(parts)
 
 
@@ -197,14 +212,18 @@ def render_wires() -> str:
     """The wire registry as a table: name, what it is, accept values, framings, decodable."""
     from agent_stream.adapters.registry import wires
 
-    rows = ["| wire | what it is | `accept` values | framings | options | read back |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = [
+        "| wire | what it is | `accept` values | framings | options | read back |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for w in wires():
         accept = ", ".join(f"`{a}`" for a in dict.fromkeys([w.name, *w.accept]))
         frames = ", ".join(f"`{f}`" for f in w.frames)
         options = ", ".join(f"`{o.name}`" for o in w.options) or "-"
-        rows.append(f"| `{w.name}` | {_cell(w.summary)} | {accept} | {frames} | {options} | "
-                    f"{'yes' if w.decoder else 'no'} |")
+        rows.append(
+            f"| `{w.name}` | {_cell(w.summary)} | {accept} | {frames} | {options} | "
+            f"{'yes' if w.decoder else 'no'} |"
+        )
     return "\n".join(rows)
 
 
@@ -226,13 +245,17 @@ def render_layers(pyproject: Path = ROOT / "pyproject.toml") -> str:
 
 
 RENDERERS: dict[str, Callable[[], str]] = {
-    "limits": render_limits, "cli": render_cli, "wires": render_wires, "layers": render_layers,
+    "limits": render_limits,
+    "cli": render_cli,
+    "wires": render_wires,
+    "layers": render_layers,
 }
 MARKER = re.compile(r"<!-- generated:(\w+) -->")
 
 
 def expand(markdown: str) -> str:
     """``markdown`` with each ``<!-- generated:NAME -->`` marker replaced by its rendering."""
+
     def one(m: re.Match[str]) -> str:
         if m.group(1) not in RENDERERS:
             raise KeyError(f"no generated part named {m.group(1)!r}")

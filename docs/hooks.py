@@ -30,6 +30,7 @@ def _outside(page_path: Path) -> Any:
         label = m.group(1)
         rel = target.relative_to(ROOT).as_posix()
         return label if label.strip("`") == rel else f"{label} (`{rel}`)"
+
     return one
 
 

@@ -24,27 +24,51 @@ MODEL = os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5")
 
 async def _recorded(question: str) -> AsyncIterator[dict[str, Any]]:
     """The events of a real stream with extended thinking, replayed at a reading pace."""
-    yield {"type": "message_start", "message": {"id": "msg_offline", "model": MODEL,
-                                                "usage": {"input_tokens": 18, "output_tokens": 1}}}
-    yield {"type": "content_block_start", "index": 0,
-           "content_block": {"type": "thinking", "thinking": "", "signature": ""}}
+    yield {
+        "type": "message_start",
+        "message": {
+            "id": "msg_offline",
+            "model": MODEL,
+            "usage": {"input_tokens": 18, "output_tokens": 1},
+        },
+    }
+    yield {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+    }
     for piece in ("Rayleigh scattering: ", "short wavelengths ", "scatter more."):
         await asyncio.sleep(0.05)
-        yield {"type": "content_block_delta", "index": 0,
-               "delta": {"type": "thinking_delta", "thinking": piece}}
-    yield {"type": "content_block_delta", "index": 0,
-           "delta": {"type": "signature_delta", "signature": "EqQBCkYIBxgCKkD..."}}
+        yield {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": piece},
+        }
+    yield {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "signature_delta", "signature": "EqQBCkYIBxgCKkD..."},
+    }
     yield {"type": "content_block_stop", "index": 0}
-    yield {"type": "content_block_start", "index": 1,
-           "content_block": {"type": "text", "text": ""}}
-    for piece in ("Sunlight is scattered by air molecules, ", "and blue light, with its ",
-                  "shorter wavelength, is scattered the most: ", "so the sky looks blue."):
+    yield {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
+    for piece in (
+        "Sunlight is scattered by air molecules, ",
+        "and blue light, with its ",
+        "shorter wavelength, is scattered the most: ",
+        "so the sky looks blue.",
+    ):
         await asyncio.sleep(0.05)
-        yield {"type": "content_block_delta", "index": 1,
-               "delta": {"type": "text_delta", "text": piece}}
+        yield {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "text_delta", "text": piece},
+        }
     yield {"type": "content_block_stop", "index": 1}
-    yield {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-           "usage": {"input_tokens": 18, "output_tokens": 61}}
+    yield {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"input_tokens": 18, "output_tokens": 61},
+    }
     yield {"type": "message_stop"}
 
 
@@ -54,12 +78,19 @@ async def ask(request: Any) -> Any:
         return _recorded(request.text)
     from anthropic import AsyncAnthropic
 
-    messages: Any = [{"role": t.role, "content": t.text} for t in request.history
-                     if t.role in ("user", "assistant")]
+    messages: Any = [
+        {"role": t.role, "content": t.text}
+        for t in request.history
+        if t.role in ("user", "assistant")
+    ]
     messages.append({"role": "user", "content": request.text})
     return await AsyncAnthropic().messages.create(
-        model=MODEL, max_tokens=2048, stream=True, messages=messages,
-        thinking={"type": "enabled", "budget_tokens": 1024})
+        model=MODEL,
+        max_tokens=2048,
+        stream=True,
+        messages=messages,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+    )
 
 
 async def once(question: str) -> None:
@@ -89,8 +120,11 @@ def main() -> None:
         return
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
 
-    agent = local_agent(seed=os.environ.get("AGENT_SEED", "anthropic example agent seed"),
-                        port=args.port, name="claude")
+    agent = local_agent(
+        seed=os.environ.get("AGENT_SEED", "anthropic example agent seed"),
+        port=args.port,
+        name="claude",
+    )
     agent.include(StreamingChat(responder_for(ask)), publish_manifest=True)
     run_agent(agent)
 

@@ -27,8 +27,10 @@ from agent_stream.message import Message, tool_call
 from agent_stream.writer import StreamWriter, ThreadScope, collect
 
 PINNED_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
-ANSWER = ("Paris is sunny at 25°C, while Lyon expects light rain this evening. "
-          "Take sunglasses for the afternoon and an umbrella for the trip back.")
+ANSWER = (
+    "Paris is sunny at 25°C, while Lyon expects light rain this evening. "
+    "Take sunglasses for the afternoon and an umbrella for the trip back."
+)
 
 
 async def reply(out: StreamWriter) -> None:
@@ -36,8 +38,9 @@ async def reply(out: StreamWriter) -> None:
         async with b.message("thinking") as m:
             await m.append("The user wants two cities. ")
             await m.append("I will look both up at once.")
-        await b.send(tool_call(id="call_1", name="get_weather",
-                               arguments='{"cities": ["Paris", "Lyon"]}'))
+        await b.send(
+            tool_call(id="call_1", name="get_weather", arguments='{"cities": ["Paris", "Lyon"]}')
+        )
 
     async def city(th: ThreadScope, name: str, words: list[str]) -> None:
         async with th.block("tool", label=name) as b, b.message("text") as m:
@@ -77,30 +80,48 @@ def build() -> list[Message]:
 
 def formats() -> dict[str, tuple[str, str, Any]]:
     """name -> (title, how it is made, encode function)."""
-    ns = argparse.Namespace(conversation="demo", include_usage=True, model="agent-stream",
-                            channels=None, sse=False)
+    ns = argparse.Namespace(
+        conversation="demo", include_usage=True, model="agent-stream", channels=None, sse=False
+    )
     out: dict[str, tuple[str, str, Any]] = {
-        "native": ("Native (CUI) JSONL", "agent-stream convert --to cui",
-                   lambda msgs: fmt.encode_cui(msgs, ns)),
-        "openai": ("OpenAI chat.completion.chunk SSE",
-                   "agent-stream convert --to openai --include-usage",
-                   lambda msgs: fmt.encode_openai(msgs, ns)),
-        "channels": ("Multi-channel JSONL (default policy: no reasoning)",
-                     "agent-stream convert --to channels",
-                     lambda msgs: fmt.encode_channels(msgs, ns)),
-        "agui": ("AG-UI events (SSE)", "agent-stream convert --to agui",
-                 lambda msgs: fmt.encode_agui(msgs, ns)),
-        "aisdk": ("Vercel AI SDK UI message stream (SSE)", "agent-stream convert --to aisdk",
-                  lambda msgs: fmt.encode_aisdk(msgs, ns)),
+        "native": (
+            "Native (CUI) JSONL",
+            "agent-stream convert --to cui",
+            lambda msgs: fmt.encode_cui(msgs, ns),
+        ),
+        "openai": (
+            "OpenAI chat.completion.chunk SSE",
+            "agent-stream convert --to openai --include-usage",
+            lambda msgs: fmt.encode_openai(msgs, ns),
+        ),
+        "channels": (
+            "Multi-channel JSONL (default policy: no reasoning)",
+            "agent-stream convert --to channels",
+            lambda msgs: fmt.encode_channels(msgs, ns),
+        ),
+        "agui": (
+            "AG-UI events (SSE)",
+            "agent-stream convert --to agui",
+            lambda msgs: fmt.encode_agui(msgs, ns),
+        ),
+        "aisdk": (
+            "Vercel AI SDK UI message stream (SSE)",
+            "agent-stream convert --to aisdk",
+            lambda msgs: fmt.encode_aisdk(msgs, ns),
+        ),
     }
     if importlib.util.find_spec("a2a") is not None:  # the optional extra a2a (a2a-sdk)
-        out["a2a"] = ("A2A message/stream responses (JSON-RPC over SSE)",
-                      "agent-stream convert --to a2a --conversation demo",
-                      lambda msgs: fmt.encode_a2a(msgs, ns))
+        out["a2a"] = (
+            "A2A message/stream responses (JSON-RPC over SSE)",
+            "agent-stream convert --to a2a --conversation demo",
+            lambda msgs: fmt.encode_a2a(msgs, ns),
+        )
     if importlib.util.find_spec("agent_stream.adapters.chat") is not None:
-        out["chat"] = ("uAgents chat protocol (ChatMessage JSON, one a line)",
-                       "agent-stream convert --to chat",
-                       lambda msgs: fmt.encode_chat(msgs, ns))
+        out["chat"] = (
+            "uAgents chat protocol (ChatMessage JSON, one a line)",
+            "agent-stream convert --to chat",
+            lambda msgs: fmt.encode_chat(msgs, ns),
+        )
     return out
 
 
@@ -323,7 +344,7 @@ as a pure function of chunk dicts, and `agent-stream decode --from openai` reads
 def markdown(msgs: list[Message]) -> str:
     src = Path(__file__).read_text(encoding="utf-8")
     start = src.index("async def reply")
-    body = src[start:src.index("def _pin")].rstrip()
+    body = src[start : src.index("def _pin")].rstrip()
     parts = [MARKDOWN_HEAD.replace("{source}", body)]
     for name, (title, how, _) in formats().items():
         lang = "json" if name in ("native", "channels", "chat") else "text"

@@ -1,6 +1,6 @@
 """Write a hierarchical stream with StreamWriter and print it as Message JSONL.
 
-    python examples/hierarchical_stream.py | agent-stream assemble --indent 1
+python examples/hierarchical_stream.py | agent-stream assemble --indent 1
 """
 
 from __future__ import annotations

@@ -52,13 +52,19 @@ def _model() -> Any:
             return ChatOpenAI(model="gpt-4o-mini", streaming=True).bind_tools([get_weather])
         except ImportError:
             pass
-    return _OfflineModel(responses=[
-        AIMessage(content="", tool_calls=[{"id": "call_1", "name": "get_weather",
-                                           "args": {"city": "Paris"}}],
-                  usage_metadata={"input_tokens": 42, "output_tokens": 9, "total_tokens": 51}),
-        AIMessage(content="It is sunny and 24 °C in Paris: a fine day for a walk.",
-                  usage_metadata={"input_tokens": 70, "output_tokens": 14,
-                                  "total_tokens": 84})])
+    return _OfflineModel(
+        responses=[
+            AIMessage(
+                content="",
+                tool_calls=[{"id": "call_1", "name": "get_weather", "args": {"city": "Paris"}}],
+                usage_metadata={"input_tokens": 42, "output_tokens": 9, "total_tokens": 51},
+            ),
+            AIMessage(
+                content="It is sunny and 24 °C in Paris: a fine day for a walk.",
+                usage_metadata={"input_tokens": 70, "output_tokens": 14, "total_tokens": 84},
+            ),
+        ]
+    )
 
 
 def build_graph() -> Any:
@@ -115,8 +121,11 @@ def main() -> None:
         return
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
 
-    agent = local_agent(seed=os.environ.get("AGENT_SEED", "langgraph example agent seed"),
-                        port=args.port, name="langgraph")
+    agent = local_agent(
+        seed=os.environ.get("AGENT_SEED", "langgraph example agent seed"),
+        port=args.port,
+        name="langgraph",
+    )
     agent.include(StreamingChat(responder_for(graph)), publish_manifest=True)
     run_agent(agent)
 

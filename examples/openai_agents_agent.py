@@ -27,7 +27,6 @@ OFFLINE = not os.environ.get("OPENAI_API_KEY")
 set_tracing_disabled(OFFLINE)
 
 
-
 class Looping(ScriptedModel):
     """A ScriptedModel that starts its script over when it has run out."""
 
@@ -48,18 +47,27 @@ class Looping(ScriptedModel):
         return super().stream_response(*args, **kwargs)
 
 
-lead_model = Looping([
-    [function_call("research", {"input": "tides"}, call_id="call_1")],
-    [assistant_message("High tide is at six and low tide at noon today.")]])
-researcher_model = Looping([
-    [assistant_message("Tide tables: high water 06:02, low water 12:15, coefficient 78.")]])
+lead_model = Looping(
+    [
+        [function_call("research", {"input": "tides"}, call_id="call_1")],
+        [assistant_message("High tide is at six and low tide at noon today.")],
+    ]
+)
+researcher_model = Looping(
+    [[assistant_message("Tide tables: high water 06:02, low water 12:15, coefficient 78.")]]
+)
 
-researcher = Agent(name="researcher", instructions="Research the question briefly.",
-                   model=researcher_model if OFFLINE else "gpt-4o-mini")
-lead = Agent(name="lead", instructions="Use the researcher, then answer in one sentence.",
-             model=lead_model if OFFLINE else "gpt-4o-mini",
-             tools=[researcher.as_tool("research", "Research a question",
-                                       on_stream=nested_events)])
+researcher = Agent(
+    name="researcher",
+    instructions="Research the question briefly.",
+    model=researcher_model if OFFLINE else "gpt-4o-mini",
+)
+lead = Agent(
+    name="lead",
+    instructions="Use the researcher, then answer in one sentence.",
+    model=lead_model if OFFLINE else "gpt-4o-mini",
+    tools=[researcher.as_tool("research", "Research a question", on_stream=nested_events)],
+)
 
 
 async def once(question: str) -> None:
@@ -89,8 +97,11 @@ def main() -> None:
         return
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
 
-    agent = local_agent(seed=os.environ.get("AGENT_SEED", "openai agents example agent seed"),
-                        port=args.port, name="openai-agents")
+    agent = local_agent(
+        seed=os.environ.get("AGENT_SEED", "openai agents example agent seed"),
+        port=args.port,
+        name="openai-agents",
+    )
     agent.include(StreamingChat(responder_for(lead)), publish_manifest=True)
     run_agent(agent)
 

@@ -26,24 +26,58 @@ async def _recorded(question: str) -> AsyncIterator[dict[str, Any]]:
     """The events of a real reasoning model's stream, replayed at a reading pace."""
     response = {"id": "resp_offline", "object": "response", "model": MODEL, "output": []}
     yield {"type": "response.created", "sequence_number": 0, "response": response}
-    yield {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
-           "item": {"id": "rs_1", "type": "reasoning", "summary": []}}
+    yield {
+        "type": "response.output_item.added",
+        "sequence_number": 1,
+        "output_index": 0,
+        "item": {"id": "rs_1", "type": "reasoning", "summary": []},
+    }
     for i, piece in enumerate(("Jupiter has ", "95 known moons; ", "pick the Galilean ones.")):
         await asyncio.sleep(0.05)
-        yield {"type": "response.reasoning_summary_text.delta", "sequence_number": 2 + i,
-               "item_id": "rs_1", "output_index": 0, "summary_index": 0, "delta": piece}
-    yield {"type": "response.output_item.done", "sequence_number": 5, "output_index": 0,
-           "item": {"id": "rs_1", "type": "reasoning", "summary": []}}
-    yield {"type": "response.output_item.added", "sequence_number": 6, "output_index": 1,
-           "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}
+        yield {
+            "type": "response.reasoning_summary_text.delta",
+            "sequence_number": 2 + i,
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "delta": piece,
+        }
+    yield {
+        "type": "response.output_item.done",
+        "sequence_number": 5,
+        "output_index": 0,
+        "item": {"id": "rs_1", "type": "reasoning", "summary": []},
+    }
+    yield {
+        "type": "response.output_item.added",
+        "sequence_number": 6,
+        "output_index": 1,
+        "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+    }
     for i, piece in enumerate(("Io, ", "Europa ", "and Ganymede.")):
         await asyncio.sleep(0.05)
-        yield {"type": "response.output_text.delta", "sequence_number": 7 + i,
-               "item_id": "msg_1", "output_index": 1, "content_index": 0, "delta": piece}
-    yield {"type": "response.output_item.done", "sequence_number": 10, "output_index": 1,
-           "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}
-    yield {"type": "response.completed", "sequence_number": 11, "response": {
-        **response, "usage": {"input_tokens": 14, "output_tokens": 52, "total_tokens": 66}}}
+        yield {
+            "type": "response.output_text.delta",
+            "sequence_number": 7 + i,
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "delta": piece,
+        }
+    yield {
+        "type": "response.output_item.done",
+        "sequence_number": 10,
+        "output_index": 1,
+        "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+    }
+    yield {
+        "type": "response.completed",
+        "sequence_number": 11,
+        "response": {
+            **response,
+            "usage": {"input_tokens": 14, "output_tokens": 52, "total_tokens": 66},
+        },
+    }
 
 
 async def ask(request: Any) -> Any:
@@ -54,8 +88,9 @@ async def ask(request: Any) -> Any:
 
     items: Any = [{"role": t.role, "content": t.text} for t in request.history]
     items.append({"role": "user", "content": request.text})
-    return await AsyncOpenAI().responses.create(model=MODEL, stream=True, input=items,
-                                                reasoning={"summary": "auto"})
+    return await AsyncOpenAI().responses.create(
+        model=MODEL, stream=True, input=items, reasoning={"summary": "auto"}
+    )
 
 
 async def once(question: str) -> None:
@@ -85,8 +120,11 @@ def main() -> None:
         return
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
 
-    agent = local_agent(seed=os.environ.get("AGENT_SEED", "openai responses example seed"),
-                        port=args.port, name="responses")
+    agent = local_agent(
+        seed=os.environ.get("AGENT_SEED", "openai responses example seed"),
+        port=args.port,
+        name="responses",
+    )
     agent.include(StreamingChat(responder_for(ask)), publish_manifest=True)
     run_agent(agent)
 

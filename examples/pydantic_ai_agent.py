@@ -46,10 +46,10 @@ def _model() -> Any:
     return FunctionModel(stream_function=_offline)
 
 
-forecaster = Agent(TestModel(custom_output_text="Sunny, 24 °C, light wind."),
-                   name="forecaster")
-agent: Agent[None, str] = Agent(_model(), name="weather",
-                                instructions="Answer weather questions with the tool.")
+forecaster = Agent(TestModel(custom_output_text="Sunny, 24 °C, light wind."), name="forecaster")
+agent: Agent[None, str] = Agent(
+    _model(), name="weather", instructions="Answer weather questions with the tool."
+)
 
 
 @agent.tool_plain
@@ -87,8 +87,11 @@ def main() -> None:
     from agent_stream.uagents import StreamingChat, local_agent
     from agent_stream.uagents import run_agent as serve
 
-    a = local_agent(seed=os.environ.get("AGENT_SEED", "pydantic-ai example agent seed"),
-                    port=args.port, name="pydantic-ai")
+    a = local_agent(
+        seed=os.environ.get("AGENT_SEED", "pydantic-ai example agent seed"),
+        port=args.port,
+        name="pydantic-ai",
+    )
     a.include(StreamingChat(responder_for(agent)), publish_manifest=True)
     serve(a)
 

@@ -25,19 +25,27 @@ def run(body: Callable[[StreamWriter], Awaitable[Any]]) -> list[M]:
 
 
 def delta(content: str, mid: str, tid: str | None = None, typ: str = "text", **kw: Any) -> M:
-    return M(type=typ, props={"content": content}, message_id=mid, thread_id=tid, delta=True,
-             **kw)
+    return M(type=typ, props={"content": content}, message_id=mid, thread_id=tid, delta=True, **kw)
 
 
-def msg_end(mid: str, count: int | None, tid: str | None = None, status: str = "completed",
-            typ: str = "text") -> M:
-    return lifecycle(MESSAGE_END, MessageEndData(message_id=mid, type=typ, thread_id=tid,
-                                                 chunk_count=count, status=status),
-                     message_id=mid, thread_id=tid)
+def msg_end(
+    mid: str,
+    count: int | None,
+    tid: str | None = None,
+    status: str = "completed",
+    typ: str = "text",
+) -> M:
+    return lifecycle(
+        MESSAGE_END,
+        MessageEndData(message_id=mid, type=typ, thread_id=tid, chunk_count=count, status=status),
+        message_id=mid,
+        thread_id=tid,
+    )
 
 
-def encode(msgs: Iterable[M], *, close: bool = False, now: float = 0.0,
-           **kw: Any) -> list[ChatMessage]:
+def encode(
+    msgs: Iterable[M], *, close: bool = False, now: float = 0.0, **kw: Any
+) -> list[ChatMessage]:
     kw.setdefault("conversation", "conv")
     enc = ChatEncoder(kw.pop("conversation"), **kw)
     out: list[ChatMessage] = []
@@ -47,8 +55,9 @@ def encode(msgs: Iterable[M], *, close: bool = False, now: float = 0.0,
     return out
 
 
-def decode(chats: Iterable[ChatMessage], sender: str = "agent1",
-           dec: ChatDecoder | None = None) -> tuple[list[M], list[Any]]:
+def decode(
+    chats: Iterable[ChatMessage], sender: str = "agent1", dec: ChatDecoder | None = None
+) -> tuple[list[M], list[Any]]:
     dec = dec or ChatDecoder()
     out: list[M] = []
     for c in chats:
@@ -57,9 +66,15 @@ def decode(chats: Iterable[ChatMessage], sender: str = "agent1",
 
 
 def view(t: Transcript) -> dict[tuple[str | None, str | None], dict[str, Any]]:
-    return {(m.thread_id, m.message_id): {"type": m.type, "props": m.props,
-                                          "block_id": m.block_id, "status": m.status}
-            for m in t.messages}
+    return {
+        (m.thread_id, m.message_id): {
+            "type": m.type,
+            "props": m.props,
+            "block_id": m.block_id,
+            "status": m.status,
+        }
+        for m in t.messages
+    }
 
 
 def items(chats: Iterable[ChatMessage]) -> list[Any]:
@@ -75,9 +90,11 @@ def via_json(chats: Iterable[ChatMessage]) -> list[ChatMessage]:
     return [parse_chat(c.json()) for c in chats]
 
 
-SENTENCES = ("Streaming works. It sends whole sentences, not tokens, so the peer is not "
-             "flooded. Each chunk ends at a natural boundary. Here is a third sentence to make "
-             "it longer. And a last one.")
+SENTENCES = (
+    "Streaming works. It sends whole sentences, not tokens, so the peer is not "
+    "flooded. Each chunk ends at a natural boundary. Here is a third sentence to make "
+    "it longer. And a last one."
+)
 
 
 TOKENS = SENTENCES.split()
@@ -106,13 +123,16 @@ async def hierarchical_reply(out: StreamWriter) -> None:
     await out.parallel(weather, news)
 
 
-REASONING = ("The user asks how agents should stream. Tokens one by one would flood the peer. "
-             "Sentences are a better unit. Tool calls and events can ride along with them. "
-             "That keeps the number of signed envelopes low. ") * 2
+REASONING = (
+    "The user asks how agents should stream. Tokens one by one would flood the peer. "
+    "Sentences are a better unit. Tool calls and events can ride along with them. "
+    "That keeps the number of signed envelopes low. "
+) * 2
 
 
-def timed(msgs: Iterable[M], *, step: float = 1 / 150, close: bool = True,
-          **kw: Any) -> tuple[list[ChatMessage], list[float]]:
+def timed(
+    msgs: Iterable[M], *, step: float = 1 / 150, close: bool = True, **kw: Any
+) -> tuple[list[ChatMessage], list[float]]:
     """Encode as a transport does: a Message every ``step`` s, polling before each one.
 
     Returns the ChatMessages and the time each was produced.
@@ -141,8 +161,16 @@ def groups(chats: Iterable[ChatMessage]) -> list[tuple[dict[str, str], list[str]
     for c in chats:
         for i in c.content:
             if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
-                out.append(({k: v for k, v in i.metadata.items()
-                             if k not in ("seq", "seq_last", "conversation")}, []))
+                out.append(
+                    (
+                        {
+                            k: v
+                            for k, v in i.metadata.items()
+                            if k not in ("seq", "seq_last", "conversation")
+                        },
+                        [],
+                    )
+                )
             else:
                 out[-1][1].append(i.json())
     return out

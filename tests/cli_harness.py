@@ -45,18 +45,32 @@ def _msg(d: dict[str, Any]) -> bytes:
 
 
 def _text(word: str) -> bytes:
-    return _msg({"type": "text", "message_id": "M1", "delta": True,
-                 "props": {"content": word + " "}})
+    return _msg(
+        {"type": "text", "message_id": "M1", "delta": True, "props": {"content": word + " "}}
+    )
 
 
 def _chat(word: str) -> bytes:
-    return json.dumps({"timestamp": "2024-01-01T00:00:00+00:00", "msg_id": str(uuid.uuid4()),
-                       "content": [{"type": "text", "text": word + " "}]}).encode()
+    return json.dumps(
+        {
+            "timestamp": "2024-01-01T00:00:00+00:00",
+            "msg_id": str(uuid.uuid4()),
+            "content": [{"type": "text", "text": word + " "}],
+        }
+    ).encode()
 
 
 def _openai(word: str) -> bytes:
-    return b"data: " + json.dumps({"id": "c1", "model": "m", "choices": [
-        {"index": 0, "delta": {"content": word + " "}, "finish_reason": None}]}).encode()
+    return (
+        b"data: "
+        + json.dumps(
+            {
+                "id": "c1",
+                "model": "m",
+                "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}],
+            }
+        ).encode()
+    )
 
 
 START = _msg({"type": "event", "props": {"event": "stream_start", "data": {"request_id": "q1"}}})

@@ -44,23 +44,37 @@ def is_chat_message(envelope: dict[str, Any]) -> bool:
 
 def has_text(envelope: dict[str, Any]) -> bool:
     """Whether a ChatMessage envelope carries non-empty text."""
-    return any(c.get("type") == "text" and c.get("text")
-               for c in payload_of(envelope).get("content") or [])
+    return any(
+        c.get("type") == "text" and c.get("text") for c in payload_of(envelope).get("content") or []
+    )
 
 
 def ops_of(envelope: dict[str, Any]) -> list[str]:
     """The agent_stream ops a ChatMessage envelope carries."""
-    return [c["metadata"]["op"] for c in payload_of(envelope).get("content") or []
-            if c.get("type") == "metadata" and "op" in (c.get("metadata") or {})]
+    return [
+        c["metadata"]["op"]
+        for c in payload_of(envelope).get("content") or []
+        if c.get("type") == "metadata" and "op" in (c.get("metadata") or {})
+    ]
 
 
 class FaultProxy:
     """Listens on 127.0.0.1 (a free port) and forwards to ``target`` (an http://127.0.0.1 URL)."""
 
-    def __init__(self, target: str, *, p503: float = 0.0, drop: float = 0.0, dup: float = 0.0,
-                 delay: float = 0.0, max_delay: float = 0.5, seed: int = 0,
-                 rule: Rule | None = None, lifetime: float = 300.0,
-                 max_requests: int = 100_000) -> None:
+    def __init__(
+        self,
+        target: str,
+        *,
+        p503: float = 0.0,
+        drop: float = 0.0,
+        dup: float = 0.0,
+        delay: float = 0.0,
+        max_delay: float = 0.5,
+        seed: int = 0,
+        rule: Rule | None = None,
+        lifetime: float = 300.0,
+        max_requests: int = 100_000,
+    ) -> None:
         parts = urlsplit(target)
         if parts.hostname != "127.0.0.1":
             raise ValueError("the fault proxy only forwards to 127.0.0.1")
@@ -82,8 +96,7 @@ class FaultProxy:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, answer = proxy._handle(self.path, body,
-                                               self.headers.get("Content-Type"))
+                status, answer = proxy._handle(self.path, body, self.headers.get("Content-Type"))
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -180,8 +193,12 @@ class FaultProxy:
     def _forward(self, path: str, body: bytes, ctype: str | None) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection(self.target_host, self.target_port, timeout=10)
         try:
-            conn.request("POST", self.target_path if path in ("", "/") else path, body,
-                         {"Content-Type": ctype or "application/json"})
+            conn.request(
+                "POST",
+                self.target_path if path in ("", "/") else path,
+                body,
+                {"Content-Type": ctype or "application/json"},
+            )
             resp = conn.getresponse()
             return resp.status, resp.read()
         except OSError as exc:

@@ -26,8 +26,11 @@ U4 = str(uuid.uuid4())
 
 
 def _chat(**fields: Any) -> str:
-    base: dict[str, Any] = {"timestamp": TS, "msg_id": str(uuid.uuid4()),
-                            "content": [{"type": "text", "text": "hi"}]}
+    base: dict[str, Any] = {
+        "timestamp": TS,
+        "msg_id": str(uuid.uuid4()),
+        "content": [{"type": "text", "text": "hi"}],
+    }
     base.update(fields)
     return json.dumps({k: v for k, v in base.items() if v is not ...})
 
@@ -41,8 +44,11 @@ FORMS: list[tuple[str, str, str]] = [
     ("extra top-level key", CHAT, _chat(evil=1)),
     ("content not a list", CHAT, _chat(content={"type": "text", "text": "hi"})),
     ("unknown content type", CHAT, _chat(content=[{"type": "evil", "text": "hi"}])),
-    ("content item with an extra key", CHAT,
-     _chat(content=[{"type": "text", "text": "hi", "evil": 1}])),
+    (
+        "content item with an extra key",
+        CHAT,
+        _chat(content=[{"type": "text", "text": "hi", "evil": 1}]),
+    ),
     ("content item missing a field", CHAT, _chat(content=[{"type": "text"}])),
     ("missing content", CHAT, _chat(content=...)),
     ("msg_id not a UUID", CHAT, _chat(msg_id="not-a-uuid")),
@@ -51,24 +57,31 @@ FORMS: list[tuple[str, str, str]] = [
     # more of our own
     ("huge msg_id", CHAT, _chat(msg_id="7" * 1_000_000)),
     ("nested garbage", CHAT, _nested(50_000)),
-    ("valid JSON of another model", CHAT,
-     json.dumps({"acknowledged_msg_id": U4, "metadata": None})),
+    (
+        "valid JSON of another model",
+        CHAT,
+        json.dumps({"acknowledged_msg_id": U4, "metadata": None}),
+    ),
     ("wrong digest with a valid body", ACK, _chat()),
     ("msg_id a version-1 UUID", CHAT, _chat(msg_id=str(uuid.uuid1()))),
     ("timestamp garbage", CHAT, _chat(timestamp={"year": "soon"})),
     ("text not a string", CHAT, _chat(content=[{"type": "text", "text": {"a": [1]}}])),
     ("payload JSON null", CHAT, "null"),
     ("empty payload", CHAT, ""),
-    ("lone surrogate in text", CHAT, _chat(content=[{"type": "text", "text": "\ud800"}],
-                                           evil=1)),
-    ("metadata value null", CHAT,
-     _chat(content=[{"type": "metadata", "metadata": {"k": None}}])),
+    ("lone surrogate in text", CHAT, _chat(content=[{"type": "text", "text": "\ud800"}], evil=1)),
+    ("metadata value null", CHAT, _chat(content=[{"type": "metadata", "metadata": {"k": None}}])),
     ("ten thousand garbage items", CHAT, _chat(content=[{"type": "x"}] * 10_000)),
-    ("stream_id not a UUID4", CHAT,
-     _chat(content=[{"type": "start-stream", "stream_id": "0" * 32}])),
+    (
+        "stream_id not a UUID4",
+        CHAT,
+        _chat(content=[{"type": "start-stream", "stream_id": "0" * 32}]),
+    ),
     ("acknowledgement missing its id", ACK, json.dumps({"metadata": {"a": "b"}})),
-    ("acknowledgement with an extra key", ACK,
-     json.dumps({"acknowledged_msg_id": U4, "evil": True})),
+    (
+        "acknowledgement with an extra key",
+        ACK,
+        json.dumps({"acknowledged_msg_id": U4, "evil": True}),
+    ),
     ("NaN and a huge number", CHAT, '{"msg_id": NaN, "timestamp": 1e999999, "content": []}'),
     ("unknown schema digest", "model:" + "0" * 64, _chat()),
 ]
@@ -79,16 +92,23 @@ def valid_question(text: str = "hello") -> str:
     return ChatMessage(content=[TextContent(text=text)]).json()
 
 
-def envelope(target: str, digest: str, payload: str | None, *,
-             identity: Identity | None = None, raw_payload: str | None = None,
-             tamper: bool = False) -> bytes:
+def envelope(
+    target: str,
+    digest: str,
+    payload: str | None,
+    *,
+    identity: Identity | None = None,
+    raw_payload: str | None = None,
+    tamper: bool = False,
+) -> bytes:
     """An envelope's JSON: signed by ``identity``, else unsigned from a fresh user address.
 
     ``raw_payload``: put this in the payload field as it is (e.g. not base64). ``tamper``:
     change the payload after signing (the signature no longer matches)."""
     sender = identity.address if identity is not None else generate_user_address()
-    env = Envelope(version=1, sender=sender, target=target, session=uuid.uuid4(),
-                   schema_digest=digest)
+    env = Envelope(
+        version=1, sender=sender, target=target, session=uuid.uuid4(), schema_digest=digest
+    )
     if payload is not None:
         env.encode_payload(payload)
     if raw_payload is not None:
@@ -109,8 +129,9 @@ HTTP_FORMS: list[tuple[str, dict[str, Any]]] = [
 
 def post(endpoint: str, body: bytes, timeout: float = 10.0) -> int:
     """POST ``body`` as JSON; the HTTP status (0 when the connection failed)."""
-    req = urllib.request.Request(endpoint, data=body, method="POST",
-                                 headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        endpoint, data=body, method="POST", headers={"content-type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return int(resp.status)

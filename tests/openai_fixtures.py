@@ -50,9 +50,18 @@ def reply_messages() -> list[Message]:
 def client_view(wire: list[str]) -> dict[str, Any]:
     """What an OpenAI client gets from this SSE text (and checks every rule on the way)."""
     events = list(SSEDecoder().iter_bytes(iter(["".join(wire).encode()])))
-    view: dict[str, Any] = {"content": "", "reasoning": "", "refusal": "", "tools": {},
-                            "finish": [], "roles": 0, "ids": set(), "error": None,
-                            "usage": None, "chunks": 0}
+    view: dict[str, Any] = {
+        "content": "",
+        "reasoning": "",
+        "refusal": "",
+        "tools": {},
+        "finish": [],
+        "roles": 0,
+        "ids": set(),
+        "error": None,
+        "usage": None,
+        "chunks": 0,
+    }
     done = False
     for ev in events:
         assert not done, "nothing may follow [DONE]"

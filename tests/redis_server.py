@@ -23,12 +23,28 @@ REDIS = shutil.which("redis-server")
 def redis_server(workdir: Path) -> Iterator[str]:
     """Start redis-server on a free 127.0.0.1 port; yield its URL; stop it."""
     if REDIS is None:
-        pytest.skip("redis-server is not installed (Debian package redis-server; `make test` "
-                    "installs it with apt-get)")
+        pytest.skip(
+            "redis-server is not installed (Debian package redis-server; `make test` "
+            "installs it with apt-get)"
+        )
     port = free_port()
-    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(workdir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            REDIS,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

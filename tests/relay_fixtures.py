@@ -33,8 +33,14 @@ class FakeReply:
     status is ``status`` (default: the stream_end's, else ``lost``). ``cancel()`` records the
     call and ends it ``cancelled``."""
 
-    def __init__(self, messages: Iterable[Message], *, status: str | None = None,
-                 peer: str = PEER, pause: float = 0.0) -> None:
+    def __init__(
+        self,
+        messages: Iterable[Message],
+        *,
+        status: str | None = None,
+        peer: str = PEER,
+        pause: float = 0.0,
+    ) -> None:
         self.messages = list(messages)
         self.peer = peer
         self.status: str | None = None
@@ -74,15 +80,26 @@ def subtree(messages: list[Message], root: str) -> tuple[set[str], set[str]]:
 
 def relay_blocks(messages: list[Message]) -> list[tuple[str, dict[str, Any]]]:
     """(block id, block_start data) of every block that carries an ``agent``."""
-    return [(EventView(m).block_id or "", EventView(m).data) for m in messages
-            if m.event == BLOCK_START and "agent" in EventView(m).data]
+    return [
+        (EventView(m).block_id or "", EventView(m).data)
+        for m in messages
+        if m.event == BLOCK_START and "agent" in EventView(m).data
+    ]
 
 
 def _line(t: Transcript, m: Any, root: str | None, relay_thread: str | None) -> str:
     b = t.block(m.block_id) if m.block_id and m.block_id != root else None
     th = t.thread(m.thread_id) if m.thread_id and m.thread_id != relay_thread else None
-    return json.dumps([m.type, m.props, m.status, [b.type, b.label, b.status] if b else "root",
-                       [th.label, th.status] if th else None], sort_keys=True)
+    return json.dumps(
+        [
+            m.type,
+            m.props,
+            m.status,
+            [b.type, b.label, b.status] if b else "root",
+            [th.label, th.status] if th else None,
+        ],
+        sort_keys=True,
+    )
 
 
 def assert_placed(sub: Transcript, got: list[Message], root: str) -> None:
@@ -92,15 +109,17 @@ def assert_placed(sub: Transcript, got: list[Message], root: str) -> None:
     thread). Compared as sorted lines: concurrent threads may interleave in any order."""
     whole = assemble(got)
     blocks, threads = subtree(got, root)
-    relay_thread = next((m.thread_id for m in got
-                         if m.event == BLOCK_START and m.block_id == root), None)
+    relay_thread = next(
+        (m.thread_id for m in got if m.event == BLOCK_START and m.block_id == root), None
+    )
     mine = [m for m in whole.messages if m.block_id in blocks]
     assert all(m.thread_id in threads or m.thread_id == relay_thread for m in mine)
     got_lines = sorted(_line(whole, m, root, relay_thread) for m in mine)
     want_lines = sorted(_line(sub, m, None, None) for m in sub.messages)
     assert got_lines == want_lines, (
         [x[:200] for x in got_lines if x not in want_lines],
-        [x[:200] for x in want_lines if x not in got_lines])
+        [x[:200] for x in want_lines if x not in got_lines],
+    )
 
 
 def keys_unique(messages: list[Message]) -> bool:

@@ -17,7 +17,7 @@ def screen(raw: str) -> list[str]:
         ch = raw[i]
         if ch == "\x1b":
             m = CSI.match(raw, i)
-            assert m is not None, repr(raw[i:i + 10])
+            assert m is not None, repr(raw[i : i + 10])
             private, args, code = m.groups()
             n = int(args) if args.isdigit() else 1
             if not private and code == "A":
@@ -35,7 +35,7 @@ def screen(raw: str) -> list[str]:
                 lines.append("")
         else:
             line = lines[row].ljust(col)
-            lines[row] = line[:col] + ch + line[col + 1:]
+            lines[row] = line[:col] + ch + line[col + 1 :]
             col += 1
         i += 1
     return [ln.rstrip() for ln in lines]

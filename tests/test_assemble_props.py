@@ -35,8 +35,17 @@ def streams(draw: st.DrawFn) -> tuple[dict[tuple[str, str], str], list[Message]]
     while any(remaining.values()):
         k = draw(st.sampled_from(sorted(k for k, v in remaining.items() if v)))
         order.append((k, remaining[k].pop(0)))
-    out = [Message(type="text", thread_id=k[0], message_id=k[1], chunk_id=f"C{i}", delta=True,
-                   props={"content": p}) for i, (k, p) in enumerate(order)]
+    out = [
+        Message(
+            type="text",
+            thread_id=k[0],
+            message_id=k[1],
+            chunk_id=f"C{i}",
+            delta=True,
+            props={"content": p},
+        )
+        for i, (k, p) in enumerate(order)
+    ]
     return originals, out
 
 

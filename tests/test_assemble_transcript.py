@@ -73,8 +73,10 @@ async def test_a_failed_stream_says_so_at_the_top() -> None:
 
 
 def test_a_cut_stream_is_still_streaming_and_no_stream_at_all_has_no_status() -> None:
-    cut = [Message.from_dict({"type": "event", "props": {"event": "stream_start", "data": {}}}),
-           text("half", message_id="M1")]
+    cut = [
+        Message.from_dict({"type": "event", "props": {"event": "stream_start", "data": {}}}),
+        text("half", message_id="M1"),
+    ]
     assert assemble(cut).to_dict()["status"] == "streaming"
     assert assemble([text("x")]).to_dict()["status"] is None
 
@@ -82,33 +84,69 @@ def test_a_cut_stream_is_still_streaming_and_no_stream_at_all_has_no_status() ->
 def test_odd_values_in_event_data_are_left_out_not_trusted() -> None:
     lines = [
         {"type": "event", "props": {"event": "stream_start", "data": {}}},
-        {"type": "event", "props": {"event": "block_start", "data": {
-            "block_id": "B1", "parent_block_id": ["B0"], "agent": 12, "agent_name": ""}}},
-        {"type": "event", "props": {"event": "block_end", "data": {
-            "block_id": "B1", "duration_ms": "5", "usage": "lots", "relay_status": 3}}},
-        {"type": "event", "props": {"event": "thread_start", "data": {
-            "thread_id": "T1", "parent_thread_id": 7}}},
-        {"type": "event", "props": {"event": "stream_end", "data": {
-            "status": "completed", "usage": [1], "duration_ms": True, "error": 4,
-            "finish_reason": {}}}},
+        {
+            "type": "event",
+            "props": {
+                "event": "block_start",
+                "data": {
+                    "block_id": "B1",
+                    "parent_block_id": ["B0"],
+                    "agent": 12,
+                    "agent_name": "",
+                },
+            },
+        },
+        {
+            "type": "event",
+            "props": {
+                "event": "block_end",
+                "data": {"block_id": "B1", "duration_ms": "5", "usage": "lots", "relay_status": 3},
+            },
+        },
+        {
+            "type": "event",
+            "props": {"event": "thread_start", "data": {"thread_id": "T1", "parent_thread_id": 7}},
+        },
+        {
+            "type": "event",
+            "props": {
+                "event": "stream_end",
+                "data": {
+                    "status": "completed",
+                    "usage": [1],
+                    "duration_ms": True,
+                    "error": 4,
+                    "finish_reason": {},
+                },
+            },
+        },
     ]
     t = assemble(Message.from_dict(x) for x in lines).to_dict()
     assert (t["usage"], t["duration_ms"], t["error"], t["finish_reason"]) == (None,) * 4
     [b] = t["blocks"]
-    assert [b[k] for k in ("parent_block_id", "agent", "agent_name", "duration_ms", "usage",
-                           "relay_status")] == [None] * 6
+    assert [
+        b[k]
+        for k in ("parent_block_id", "agent", "agent_name", "duration_ms", "usage", "relay_status")
+    ] == [None] * 6
     assert t["threads"][0]["parent_thread_id"] is None
 
 
 def _cli(*args: str, stdin: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "agent_stream", *args], input=stdin,
-                       capture_output=True, text=True, check=False, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "agent_stream", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
 
 async def test_assemble_and_a_trip_through_the_chat_wire_give_the_same_transcript_json(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     msgs = await _team_stream()
     jsonl = "".join(m.to_json() + "\n" for m in msgs)
     want: dict[str, Any] = assemble(msgs).to_dict()

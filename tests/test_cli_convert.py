@@ -17,21 +17,47 @@ from agent_stream.message import Message
 
 STREAM = [
     {"type": "event", "props": {"event": "stream_start", "data": {"request_id": "q1"}}},
-    {"type": "event", "props": {"event": "block_start", "data": {"block_id": "B1",
-                                                                 "type": "llm"}},
-     "block_id": "B1"},
+    {
+        "type": "event",
+        "props": {"event": "block_start", "data": {"block_id": "B1", "type": "llm"}},
+        "block_id": "B1",
+    },
     {"type": "thinking", "props": {"content": "Hmm."}, "message_id": "M1", "block_id": "B1"},
-    {"type": "tool_call", "props": {"id": "c1", "name": "f", "arguments": "{\"a\": 1}"},
-     "message_id": "M2", "block_id": "B1"},
-    {"type": "text", "props": {"content": "Hello"}, "message_id": "M3", "block_id": "B1",
-     "delta": True},
-    {"type": "text", "props": {"content": " world"}, "message_id": "M3", "block_id": "B1",
-     "delta": True},
-    {"type": "event", "props": {"event": "block_end", "data": {"block_id": "B1"}},
-     "block_id": "B1"},
-    {"type": "event", "props": {"event": "stream_end", "data": {
-        "status": "completed", "usage": {"prompt_tokens": 1, "completion_tokens": 2,
-                                         "total_tokens": 3}}}},
+    {
+        "type": "tool_call",
+        "props": {"id": "c1", "name": "f", "arguments": '{"a": 1}'},
+        "message_id": "M2",
+        "block_id": "B1",
+    },
+    {
+        "type": "text",
+        "props": {"content": "Hello"},
+        "message_id": "M3",
+        "block_id": "B1",
+        "delta": True,
+    },
+    {
+        "type": "text",
+        "props": {"content": " world"},
+        "message_id": "M3",
+        "block_id": "B1",
+        "delta": True,
+    },
+    {
+        "type": "event",
+        "props": {"event": "block_end", "data": {"block_id": "B1"}},
+        "block_id": "B1",
+    },
+    {
+        "type": "event",
+        "props": {
+            "event": "stream_end",
+            "data": {
+                "status": "completed",
+                "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+            },
+        },
+    },
 ]
 
 
@@ -48,8 +74,18 @@ def run(argv: list[str], capsys: Any) -> tuple[int, str, str]:
 
 
 def test_convert_to_openai_writes_chunks_the_openai_package_reads(tmp_path, capsys) -> None:
-    code, out, _ = run(["convert", "--to", "openai", "--include-usage", "--model", "demo",
-                        write_jsonl(tmp_path, STREAM)], capsys)
+    code, out, _ = run(
+        [
+            "convert",
+            "--to",
+            "openai",
+            "--include-usage",
+            "--model",
+            "demo",
+            write_jsonl(tmp_path, STREAM),
+        ],
+        capsys,
+    )
     assert code == 0
     datas = [ln[6:] for ln in out.split("\n") if ln.startswith("data: ")]
     assert datas[-1] == "[DONE]"
@@ -60,8 +96,10 @@ def test_convert_to_openai_writes_chunks_the_openai_package_reads(tmp_path, caps
 
 
 def test_convert_then_decode_openai_gives_back_the_text_and_tool_call(tmp_path, capsys) -> None:
-    _, sse, _ = run(["convert", "--to", "openai", "--tool-calls", "client",
-                     write_jsonl(tmp_path, STREAM)], capsys)
+    _, sse, _ = run(
+        ["convert", "--to", "openai", "--tool-calls", "client", write_jsonl(tmp_path, STREAM)],
+        capsys,
+    )
     p = tmp_path / "reply.sse"
     p.write_text(sse)
     code, out, err = run(["decode", "--from", "openai", str(p)], capsys)
@@ -70,7 +108,8 @@ def test_convert_then_decode_openai_gives_back_the_text_and_tool_call(tmp_path, 
     t = assemble(msgs)
     assert t.text() == "Hello world"
     assert [m.props for m in t.messages if m.type == "tool_call"] == [
-        {"id": "c1", "name": "f", "arguments": "{\"a\": 1}"}]
+        {"id": "c1", "name": "f", "arguments": '{"a": 1}'}
+    ]
     assert [m.props["content"] for m in t.messages if m.type == "thinking"] == ["Hmm."]
     assert t.status == "completed"
 
@@ -90,7 +129,8 @@ def test_convert_to_cui_is_the_message_json_and_sse_with_sse(tmp_path, capsys) -
     code, out, _ = run(["convert", "--to", "cui", f], capsys)
     assert code == 0
     assert [Message.from_json(ln) for ln in out.splitlines()] == [
-        Message.from_dict(r) for r in STREAM]
+        Message.from_dict(r) for r in STREAM
+    ]
     code, out, _ = run(["convert", "--to", "cui", "--sse", f], capsys)
     events = [e for e in out.split("\n\n") if e]
     assert len(events) == len(STREAM) and all(e.startswith("data: {") for e in events)
@@ -102,9 +142,14 @@ def test_convert_to_channels_follows_the_channel_list(tmp_path, capsys) -> None:
     assert code == 0
     evs = [json.loads(ln) for ln in out.splitlines()]
     assert "reasoning" not in {e["channel"] for e in evs}
-    assert evs[-1] == {"channel": "status", "type": "stream.end", "data": {
-        "status": "completed", "usage": {"prompt_tokens": 1, "completion_tokens": 2,
-                                         "total_tokens": 3}}}
+    assert evs[-1] == {
+        "channel": "status",
+        "type": "stream.end",
+        "data": {
+            "status": "completed",
+            "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+        },
+    }
     code, out, _ = run(["convert", "--to", "channels", "--channels", "reasoning", f], capsys)
     chans = {json.loads(ln)["channel"] for ln in out.splitlines()}
     assert chans == {"reasoning", "status"}
@@ -120,14 +165,19 @@ def test_convert_to_agui_writes_valid_events(tmp_path, capsys) -> None:
     events = [ta.validate_json(ln[6:]) for ln in out.split("\n") if ln.startswith("data: ")]
     assert events[0].type == EventType.RUN_STARTED and events[0].run_id == "q1"
     assert events[-1].type == EventType.RUN_FINISHED
-    assert "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT) == \
-        "Hello world"
+    assert (
+        "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT)
+        == "Hello world"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["openai", "cui", "channels", "agui"])
 def test_a_stream_ending_in_error_converts_with_exit_0(tmp_path, capsys, fmt: str) -> None:
-    rows = [*STREAM[:5], {"type": "error", "props": {"message": "boom"}},
-            {"type": "event", "props": {"event": "stream_end", "data": {"status": "error"}}}]
+    rows = [
+        *STREAM[:5],
+        {"type": "error", "props": {"message": "boom"}},
+        {"type": "event", "props": {"event": "stream_end", "data": {"status": "error"}}},
+    ]
     code, out, _ = run(["convert", "--to", fmt, write_jsonl(tmp_path, rows)], capsys)
     assert code == 0 and "boom" in out
 

@@ -19,11 +19,17 @@ NEEDS_MORE = ("agent.run()", "run_agent(", "await chat.ask", "OpenAIModel(", "bu
 
 
 def test_formats_doc_is_what_the_encoders_write_today() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "formats_demo.py"), "--markdown"],
-                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "formats_demo.py"), "--markdown"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
     doc = (DOCS / "formats.md").read_text(encoding="utf-8")
-    assert out == doc, ("docs/formats.md is stale: python examples/formats_demo.py --markdown "
-                        "> docs/formats.md")
+    assert out == doc, (
+        "docs/formats.md is stale: python examples/formats_demo.py --markdown > docs/formats.md"
+    )
 
 
 def test_wire_page_excerpts_of_each_format_are_lines_of_the_formats_doc() -> None:
@@ -32,11 +38,15 @@ def test_wire_page_excerpts_of_each_format_are_lines_of_the_formats_doc() -> Non
     page = (DOCS / "guides" / "wires.md").read_text(encoding="utf-8")
     doc = (DOCS / "formats.md").read_text(encoding="utf-8")
     # each format in the doc: "## title", "`command`", then its output in one code block
-    formats = {how: set(body.splitlines()) for how, body in re.findall(
-        r"\n## [^\n]+\n\n`(agent-stream convert [^`]+)`\n\n```\w*\n(.*?)```", doc, re.S)}
+    formats = {
+        how: set(body.splitlines())
+        for how, body in re.findall(
+            r"\n## [^\n]+\n\n`(agent-stream convert [^`]+)`\n\n```\w*\n(.*?)```", doc, re.S
+        )
+    }
     wires = {how.split()[3] for how in formats}
     assert wires == {"cui", "openai", "channels", "agui", "aisdk", "a2a", "chat"}
-    section = page[page.index("## One reply in every format"):]
+    section = page[page.index("## One reply in every format") :]
     pieces = section.split("```")
     captions, blocks = pieces[0:-1:2], pieces[1::2]  # the text before each block, the block
     assert len(blocks) == len(formats)
@@ -77,8 +87,9 @@ def test_readme_python_examples_run() -> None:
     assert run_blocks(ROOT / "README.md") >= 1
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)],
-                         ids=lambda p: p.relative_to(DOCS).as_posix())
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: p.relative_to(DOCS).as_posix()
+)
 def test_page_python_examples_run(page: Path) -> None:
     """Every example of the documentation that needs no agent process, model server or model
     key runs as written (a page's blocks in order, sharing their names)."""
@@ -93,12 +104,16 @@ def test_most_examples_of_the_pages_run() -> None:
 def relative_links(path: Path) -> list[str]:
     text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
     text = re.sub(r"`[^`\n]*`", "", text)
-    return [t for t in re.findall(r"\]\(([^)\s]+)\)", text)
-            if not re.match(r"[a-z]+:", t) and not t.startswith("#")]
+    return [
+        t
+        for t in re.findall(r"\]\(([^)\s]+)\)", text)
+        if not re.match(r"[a-z]+:", t) and not t.startswith("#")
+    ]
 
 
-@pytest.mark.parametrize("doc", [ROOT / "README.md", *PAGES],
-                         ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize(
+    "doc", [ROOT / "README.md", *PAGES], ids=lambda p: p.relative_to(ROOT).as_posix()
+)
 def test_every_relative_link_resolves(doc: Path) -> None:
     """A link from the README or a page to a file of the repository names one that exists (so
     it resolves on GitHub too; the strict site build checks the anchors)."""

@@ -34,10 +34,19 @@ def test_a_changed_default_shows_in_the_limits_page() -> None:
     # a copy of the class with one default changed: the page follows it
     changed = dataclasses.make_dataclass(
         "GuardSettings",
-        [(f.name, f.type, dataclasses.field(default=777 if f.name == "max_queued" else f.default))
-         for f in dataclasses.fields(GuardSettings)], frozen=True)
-    page = gen.render_limits([("Protection.guard", "copy", "GuardSettings")],
-                             load=lambda module, name: changed)
+        [
+            (
+                f.name,
+                f.type,
+                dataclasses.field(default=777 if f.name == "max_queued" else f.default),
+            )
+            for f in dataclasses.fields(GuardSettings)
+        ],
+        frozen=True,
+    )
+    page = gen.render_limits(
+        [("Protection.guard", "copy", "GuardSettings")], load=lambda module, name: changed
+    )
     assert "| `max_queued` | `777` |" in page
     assert f"`{GuardSettings().max_queued}`" not in page.split("max_queued")[1].split("\n")[0]
 
@@ -74,11 +83,15 @@ def test_the_cli_reference_follows_the_parsers() -> None:
         assert f"### `agent-stream {name}`" in page
     assert "`--max-line-bytes N`" in page
     parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
-    sub.choices["ask"].add_argument("--brand-new", metavar="X", default="7",
-                                    help="an option added to a copy of the parser")
-    assert "| `--brand-new X` | `7` | an option added to a copy of the parser |" in \
-        gen.render_cli(parser)
+    sub = next(
+        a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction)
+    )
+    sub.choices["ask"].add_argument(
+        "--brand-new", metavar="X", default="7", help="an option added to a copy of the parser"
+    )
+    assert "| `--brand-new X` | `7` | an option added to a copy of the parser |" in gen.render_cli(
+        parser
+    )
 
 
 def test_the_wire_list_is_the_registry() -> None:
@@ -105,23 +118,35 @@ def test_the_site_builds_strict_with_the_generated_pages(tmp_path: Path) -> None
     from agent_stream.adapters.chat.limits import DecoderLimits
 
     site = tmp_path / "site"
-    done = subprocess.run([str(mkdocs), "build", "--strict", "--quiet", "-d", str(site)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    done = subprocess.run(
+        [str(mkdocs), "build", "--strict", "--quiet", "-d", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
     assert done.returncode == 0, done.stderr
     limits = (site / "reference" / "limits" / "index.html").read_text(encoding="utf-8")
     assert "<code>max_seen_ids_total</code>" in limits
     assert f"<code>{DecoderLimits().max_seen_ids_total}</code>" in limits
     assert "generated:" not in limits
     # the API reference has an entry for every public name of every public package
-    pages = {"agent_stream": "agent_stream", "agent_stream.uagents": "uagents",
-             "agent_stream.adapters": "adapters", "agent_stream.sources": "sources",
-             "agent_stream.gateway": "gateway"}
+    pages = {
+        "agent_stream": "agent_stream",
+        "agent_stream.uagents": "uagents",
+        "agent_stream.adapters": "adapters",
+        "agent_stream.sources": "sources",
+        "agent_stream.gateway": "gateway",
+    }
     for package, page in pages.items():
         html = (site / "api" / page / "index.html").read_text(encoding="utf-8")
         public = importlib.import_module(package).__all__
-        missing = [name for name in public if f'id="{package}.{name}"' not in html
-                   and f'id="{package}.{name}.{name}"' not in html]  # a module's namesake
+        missing = [
+            name
+            for name in public
+            if f'id="{package}.{name}"' not in html and f'id="{package}.{name}.{name}"' not in html
+        ]  # a module's namesake
         assert missing == [], (package, missing)
     shutil.rmtree(site)
 
@@ -129,13 +154,16 @@ def test_the_site_builds_strict_with_the_generated_pages(tmp_path: Path) -> None
 def test_the_terminal_picture_is_the_screen_a_live_rendering_leaves() -> None:
     """What ``make docs-images`` draws: frames a live rendering redraws (cursor up, erase line)
     are replaced, colours are kept."""
-    spec = importlib.util.spec_from_file_location("make_images",
-                                                  ROOT / "docs" / "images" / "make_images.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_images", ROOT / "docs" / "images" / "make_images.py"
+    )
     assert spec and spec.loader
     images = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(images)
-    raw = ("\x1b[1mThinking\x1b[0m\r\nframe one\r\n\x1b[1A\r\x1b[2K\x1b[32mframe two\x1b[0m"
-           "\r\n\x1b[?25h\x1b]0;title\x07")
+    raw = (
+        "\x1b[1mThinking\x1b[0m\r\nframe one\r\n\x1b[1A\r\x1b[2K\x1b[32mframe two\x1b[0m"
+        "\r\n\x1b[?25h\x1b]0;title\x07"
+    )
     shown = images.screen_ansi(raw)
     plain = re.sub(r"\x1b\[[0-9;]*m", "", shown)
     assert plain.splitlines() == ["Thinking", "frame two"]

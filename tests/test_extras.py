@@ -12,7 +12,7 @@ from agent_stream.errors import MissingDependency
 
 
 def test_agui_without_its_package_is_a_clear_error(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "ag_ui", None)  # import ag_ui now fails
     monkeypatch.setitem(sys.modules, "ag_ui.core", None)
@@ -26,12 +26,14 @@ def test_agui_without_its_package_is_a_clear_error(
 
 
 def test_openai_source_without_its_package_is_a_clear_error(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "openai" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
+    )
     from agent_stream.sources import make_source
 
     with pytest.raises(MissingDependency, match=r"agent-stream\[openai\]"):

@@ -11,7 +11,13 @@ from agent_stream.ids import IdGenerator
 def test_sequences_start_at_one_per_prefix() -> None:
     ids = IdGenerator()
     assert [ids.chunk(), ids.chunk(), ids.message(), ids.block(), ids.thread(), ids.chunk()] == [
-        "C1", "C2", "M1", "B1", "T1", "C3"]
+        "C1",
+        "C2",
+        "M1",
+        "B1",
+        "T1",
+        "C3",
+    ]
 
 
 def test_no_duplicates_across_os_threads() -> None:

@@ -29,7 +29,7 @@ from agent_stream.errors import InvalidJSON, StreamError, WireError
         ('"\\ud800"', "invalid unicode escape"),
         ('"\\uDFFF x"', "invalid unicode escape"),
         ('{"\\udbff": 1}', "invalid unicode escape"),
-        ("\"\ud800\"", "not Unicode text"),
+        ('"\ud800"', "not Unicode text"),
         (b'"\xff"', "invalid UTF-8 at byte 2"),
         (b'"\xed\xa0\x80"', "invalid UTF-8 at byte 2"),
     ],
@@ -45,7 +45,10 @@ def test_rejects_what_json_forbids_or_python_cannot_take(text: str | bytes, reas
     [
         ("[" * 64 + "]" * 64, json.loads("[" * 64 + "]" * 64)),
         ('"[[[[' + "[" * 500 + '"', "[[[[" + "[" * 500),
-        ('["\\\\", ' + "[" * 60 + "]" * 60 + "]", json.loads('["\\\\", ' + "[" * 60 + "]" * 60 + "]")),
+        (
+            '["\\\\", ' + "[" * 60 + "]" * 60 + "]",
+            json.loads('["\\\\", ' + "[" * 60 + "]" * 60 + "]"),
+        ),
         ('"\\"[[[" ', '"[[['),
         (str(2**64 - 1), 2**64 - 1),
         (str(-(2**63)), -(2**63)),
@@ -88,11 +91,14 @@ def reference_depth(s: str) -> int:
     return best
 
 
-_json = st.recursive(st.one_of(st.integers(), st.text(alphabet='[]{}"\\ab', max_size=5)),
-                     lambda kids: st.one_of(st.lists(kids, max_size=3),
-                                            st.dictionaries(st.text("[]{}\"\\", max_size=3),
-                                                            kids, max_size=3)),
-                     max_leaves=40)
+_json = st.recursive(
+    st.one_of(st.integers(), st.text(alphabet='[]{}"\\ab', max_size=5)),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=3),
+        st.dictionaries(st.text('[]{}"\\', max_size=3), kids, max_size=3),
+    ),
+    max_leaves=40,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -105,7 +111,8 @@ def test_too_deep_agrees_with_a_character_scan_on_valid_json(value: Any, limit: 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet='[]{}"\\ a1,:', max_size=200), st.integers(0, 6))
 def test_on_any_text_the_parser_never_nests_past_twice_the_limit_unless_too_deep(
-        s: str, limit: int) -> None:
+    s: str, limit: int
+) -> None:
     if not jsontext.too_deep(s.encode(), limit):
         assert reference_depth(s) <= 2 * limit
 
@@ -121,8 +128,9 @@ def test_raises_nothing_but_the_error_class(text: str | bytes) -> None:
 
 
 # -- the pure APIs read JSON through it ---------------------------------------------------------
-@pytest.mark.parametrize("text", ["[" * 100_000, "1" * 5000, '{"content": [], "x": NaN}',
-                                  '"\\ud800"'])
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000, "1" * 5000, '{"content": [], "x": NaN}', '"\\ud800"']
+)
 def test_parse_chat_raises_wire_error_for_any_text(text: str) -> None:
     from agent_stream.adapters.chat import parse_chat
 
@@ -130,10 +138,16 @@ def test_parse_chat_raises_wire_error_for_any_text(text: str) -> None:
         parse_chat(text)
 
 
-@pytest.mark.parametrize("line", ["data: " + "[" * 100_000, "data: " + "9" * 5000,
-                                  'data: {"choices": [], "x": Infinity}',
-                                  'data: {"choices": [], "usage": {"prompt_tokens": "lots"}}',
-                                  'data: {"choices": [], "usage": {"total_tokens": 1.5}}'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "data: " + "[" * 100_000,
+        "data: " + "9" * 5000,
+        'data: {"choices": [], "x": Infinity}',
+        'data: {"choices": [], "usage": {"prompt_tokens": "lots"}}',
+        'data: {"choices": [], "usage": {"total_tokens": 1.5}}',
+    ],
+)
 def test_the_openai_decoder_raises_wire_error_and_still_ends_the_stream(line: str) -> None:
     from agent_stream.adapters.openai import OpenAISSEDecoder
 
@@ -152,8 +166,15 @@ def test_a_tagged_chat_message_with_props_nested_too_deep_is_a_warning() -> None
 
     from agent_stream.adapters.chat import ChatDecoder
 
-    md = {"agent_stream": "1", "op": "message", "type": "x", "message_id": "M1",
-          "props": "[" * 5000 + "]" * 5000, "seq": "1", "conversation": "c"}
+    md = {
+        "agent_stream": "1",
+        "op": "message",
+        "type": "x",
+        "message_id": "M1",
+        "props": "[" * 5000 + "]" * 5000,
+        "seq": "1",
+        "conversation": "c",
+    }
     chat = ChatMessage(msg_id=uuid.uuid4(), content=[MetadataContent(metadata=md)])
     dec = ChatDecoder()
     assert dec.feed("agent1q", chat, 0.0) == []

@@ -70,8 +70,12 @@ def _describe(graph: grimp.ImportGraph, scc: list[str]) -> str:
 def _graph() -> grimp.ImportGraph:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    return grimp.build_graph("agent_stream", include_external_packages=False,
-                             exclude_type_checking_imports=True, cache_dir=None)
+    return grimp.build_graph(
+        "agent_stream",
+        include_external_packages=False,
+        exclude_type_checking_imports=True,
+        cache_dir=None,
+    )
 
 
 def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
@@ -90,25 +94,43 @@ def test_a_function_level_import_counts() -> None:
     graph = _graph()
     # commands.demo imports agent_stream.uagents only inside its functions: still an edge
     assert "agent_stream.uagents" in graph.find_modules_directly_imported_by(
-        "agent_stream.commands.demo")
+        "agent_stream.commands.demo"
+    )
 
 
 def test_no_import_cycles_in_the_package() -> None:
     graph = _graph()
     cycles = _cycles(graph)
     if cycles:
-        pytest.fail("import cycles (imports inside functions count; only `if TYPE_CHECKING:` "
-                    "imports are exempt):\n" + "\n".join(_describe(graph, c) for c in cycles))
+        pytest.fail(
+            "import cycles (imports inside functions count; only `if TYPE_CHECKING:` "
+            "imports are exempt):\n" + "\n".join(_describe(graph, c) for c in cycles)
+        )
 
 
 def test_the_core_imports_none_of_the_outer_layers() -> None:
     graph = _graph()
-    core = ["agent_stream", "agent_stream.message", "agent_stream.merge",
-            "agent_stream.assemble", "agent_stream.writer", "agent_stream.relay", "agent_stream.toolcall",
-            "agent_stream.events", "agent_stream.errors", "agent_stream.ids",
-            "agent_stream.jsontext"]
-    outer = ("agent_stream.adapters", "agent_stream.uagents", "agent_stream.gateway",
-             "agent_stream.commands", "agent_stream.cli", "agent_stream.sources")
+    core = [
+        "agent_stream",
+        "agent_stream.message",
+        "agent_stream.merge",
+        "agent_stream.assemble",
+        "agent_stream.writer",
+        "agent_stream.relay",
+        "agent_stream.toolcall",
+        "agent_stream.events",
+        "agent_stream.errors",
+        "agent_stream.ids",
+        "agent_stream.jsontext",
+    ]
+    outer = (
+        "agent_stream.adapters",
+        "agent_stream.uagents",
+        "agent_stream.gateway",
+        "agent_stream.commands",
+        "agent_stream.cli",
+        "agent_stream.sources",
+    )
     for module in core:
         reached = graph.find_upstream_modules(module)  # what it imports, at any depth
         bad = sorted(m for m in reached if m.startswith(outer))

@@ -73,9 +73,14 @@ def test_constructors_build_the_documented_props() -> None:
     assert tc.props == {"id": "call_1", "name": "search", "arguments": '{"q":"x"}'}
     assert tc.message_id == "M2"
     assert m.error("Connection failed", code="TIMEOUT").props == {
-        "message": "Connection failed", "code": "TIMEOUT"}
+        "message": "Connection failed",
+        "code": "TIMEOUT",
+    }
     assert m.image("https://x/y.png", alt="y", width=10).props == {
-        "url": "https://x/y.png", "alt": "y", "width": 10}
+        "url": "https://x/y.png",
+        "alt": "y",
+        "width": 10,
+    }
     assert m.audio("a.mp3", format="mp3").props == {"url": "a.mp3", "format": "mp3"}
     assert m.video("v.mp4", loop=True).props == {"url": "v.mp4", "loop": True}
     assert m.action("open_panel", {"id": 1}).props == {"name": "open_panel", "payload": {"id": 1}}
@@ -92,15 +97,26 @@ def test_typed_props_validates_builtin_types() -> None:
 
 
 def test_event_payloads_are_models() -> None:
-    end = m.lifecycle(m.MESSAGE_END, m.MessageEndData(
-        message_id="M1", type="text", chunk_count=3, status="completed",
-        extra={"content": "Hello, world!"}))
+    end = m.lifecycle(
+        m.MESSAGE_END,
+        m.MessageEndData(
+            message_id="M1",
+            type="text",
+            chunk_count=3,
+            status="completed",
+            extra={"content": "Hello, world!"},
+        ),
+    )
     assert end.event == "message_end"
     data = m.event_data(end)
     assert isinstance(data, m.MessageEndData)
     assert data.chunk_count == 3 and data.extra == {"content": "Hello, world!"}
-    se = m.event_data(m.lifecycle(m.STREAM_END, m.StreamEndData(
-        status="error", error="boom", usage=m.Usage(total_tokens=5))))
+    se = m.event_data(
+        m.lifecycle(
+            m.STREAM_END,
+            m.StreamEndData(status="error", error="boom", usage=m.Usage(total_tokens=5)),
+        )
+    )
     assert isinstance(se, m.StreamEndData) and se.status == "error" and se.usage is not None
     with pytest.raises(InvalidMessage, match="status"):
         m.event_data(m.event(m.STREAM_END, {"status": "exploded"}))
@@ -126,13 +142,22 @@ def test_json_keeps_unicode_as_is() -> None:
     ],
 )
 def test_from_json_guards_raise_invalid_message_never_recursion_value_or_unicode_errors(
-        src: str | bytes, needle: str) -> None:
+    src: str | bytes, needle: str
+) -> None:
     with pytest.raises(InvalidMessage, match=needle):
         m.Message.from_json(src)
 
 
-@pytest.mark.parametrize("field", [{"delta": 1}, {"delta": "true"}, {"type_change": "yes"},
-                                   {"metadata": {"timestamp": "1"}}, {"message_id": 7}])
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"delta": 1},
+        {"delta": "true"},
+        {"type_change": "yes"},
+        {"metadata": {"timestamp": "1"}},
+        {"message_id": 7},
+    ],
+)
 def test_from_dict_is_strict_about_json_types(field: dict) -> None:
     with pytest.raises(InvalidMessage):
         m.Message.from_dict({"type": "text", **field})
@@ -143,16 +168,30 @@ def test_type_errors_name_built_in_fields_of_the_wrong_type_and_only_present_one
         return m.type_errors(m.Message.from_dict(line))
 
     assert errs({"type": "text", "props": {"content": 12}}) == [
-        "props.content: Input should be a valid string"]
-    end = {"type": "event", "props": {"event": "message_end",
-                                      "data": {"message_id": "M1", "chunk_count": "lots"}}}
+        "props.content: Input should be a valid string"
+    ]
+    end = {
+        "type": "event",
+        "props": {"event": "message_end", "data": {"message_id": "M1", "chunk_count": "lots"}},
+    }
     assert errs(end) == ["props.data.chunk_count: Input should be a valid integer"]
-    usage = {"type": "event", "props": {"event": "stream_end",
-                                        "data": {"usage": {"prompt_tokens": "5"}}}}
+    usage = {
+        "type": "event",
+        "props": {"event": "stream_end", "data": {"usage": {"prompt_tokens": "5"}}},
+    }
     assert errs(usage) == ["props.data.usage.prompt_tokens: Input should be a valid integer"]
     # a delta carries part of the props; custom types and extra keys are not checked
-    assert errs({"type": "tool_call", "delta": True, "delta_path": "arguments",
-                 "props": {"arguments": "{"}}) == []
+    assert (
+        errs(
+            {
+                "type": "tool_call",
+                "delta": True,
+                "delta_path": "arguments",
+                "props": {"arguments": "{"},
+            }
+        )
+        == []
+    )
     assert errs({"type": "weather", "props": {"content": 12}}) == []
     assert errs({"type": "text", "props": {"content": "x", "extra": 12}}) == []
     assert errs({"type": "image", "props": {"url": "u", "width": 1.0}}) != []

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def plugin_example() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### The uAgents plugin"):]
+    section = readme[readme.index("### The uAgents plugin") :]
     return re.findall(r"```python\n(.*?)```", section, re.S)[0]
 
 
@@ -31,16 +31,29 @@ def test_the_first_plugin_example_runs_offline_and_answers(tmp_path: Path) -> No
     assert "port=8001" in code
     script = tmp_path / "echo_agent.py"
     script.write_text(code.replace("port=8001", f"port={port}"), encoding="utf-8")
-    env = dict(os.environ, AGENT_SEED="the echo agent's own secret seed",
-               AGENT_STREAM_DIRECTORY=str(tmp_path / "agents.json"), PYTHONUNBUFFERED="1",
-               # any attempt to reach the internet fails at once instead of waiting
-               HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9")
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = dict(
+        os.environ,
+        AGENT_SEED="the echo agent's own secret seed",
+        AGENT_STREAM_DIRECTORY=str(tmp_path / "agents.json"),
+        PYTHONUNBUFFERED="1",
+        # any attempt to reach the internet fails at once instead of waiting
+        HTTP_PROXY="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stderr is not None
-    threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr],  # type: ignore[union-attr]
-                     daemon=True).start()
+    threading.Thread(
+        target=lambda: [lines.put(ln) for ln in proc.stderr],  # type: ignore[union-attr]
+        daemon=True,
+    ).start()
     try:
         seen: list[str] = []
         deadline = time.monotonic() + 30.0
@@ -50,9 +63,14 @@ def test_the_first_plugin_example_runs_offline_and_answers(tmp_path: Path) -> No
         assert "agent 'echo' is running" in banner
         assert f"  endpoint: http://127.0.0.1:{port}/submit" in banner
         assert '  ask it:   agent-stream ask echo "your question"' in banner
-        asked = subprocess.run([sys.executable, "-m", "agent_stream", "ask", "echo",
-                                "hello streaming world"], capture_output=True, text=True,
-                               timeout=60, cwd=tmp_path, env=env)
+        asked = subprocess.run(
+            [sys.executable, "-m", "agent_stream", "ask", "echo", "hello streaming world"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
         assert asked.returncode == 0, asked.stderr
         assert "hello streaming world" in asked.stdout
     finally:

@@ -46,7 +46,7 @@ async def test_relay_places_the_sub_reply_under_its_block_and_ids_never_collide(
     whole = assemble(msgs)
     assert whole.status == "completed" and not whole.warnings
     assert all(m.status == "completed" for m in whole.messages)
-    (root, data), = relay_blocks(msgs)
+    ((root, data),) = relay_blocks(msgs)
     assert data["agent"] == PEER and data["agent_name"] == "researcher"
     assert data["label"] == "researcher" and data["type"] == "agent"
     assert data["parent_block_id"] == "B1"  # the Plan block
@@ -72,9 +72,11 @@ async def test_parallel_relays_become_threads_of_the_caller() -> None:
     a, b = await replay_stream_async(Q1), await replay_stream_async(Q2)
 
     async def body(out: StreamWriter) -> None:
-        await out.parallel(lambda t: t.relay(FakeReply(a, pause=0.0005), name="a"),
-                           lambda t: t.relay(FakeReply(b, pause=0.0005), name="b"),
-                           labels=["A", "B"])
+        await out.parallel(
+            lambda t: t.relay(FakeReply(a, pause=0.0005), name="a"),
+            lambda t: t.relay(FakeReply(b, pause=0.0005), name="b"),
+            labels=["A", "B"],
+        )
 
     msgs = await collect(body)
     assert keys_unique(msgs)
@@ -86,8 +88,11 @@ async def test_parallel_relays_become_threads_of_the_caller() -> None:
     # the sub-replies' own threads hang under each relay's thread
     t_a, t_b = (whole.thread(t) for t in ("T1", "T2"))
     assert t_a is not None and t_b is not None and (t_a.label, t_b.label) == ("A", "B")
-    parents = {m.event_data.get("parent_thread_id") for m in msgs
-               if m.event == "thread_start" and m.event_data.get("parent_thread_id")}
+    parents = {
+        m.event_data.get("parent_thread_id")
+        for m in msgs
+        if m.event == "thread_start" and m.event_data.get("parent_thread_id")
+    }
     assert parents == {"T1", "T2"}
     _, threads_a = subtree(msgs, roots[0][0])
     _, threads_b = subtree(msgs, roots[1][0])
@@ -125,7 +130,7 @@ async def test_sub_agent_error_ends_the_relay_block_error_and_raises() -> None:
 
     msgs = await collect(body)
     whole = assemble(msgs)
-    (root, _), = relay_blocks(msgs)
+    ((root, _),) = relay_blocks(msgs)
     assert whole.block(root).status == "error"  # type: ignore[union-attr]
     assert whole.status == "completed" and whole.text().endswith("going on without it")
     assert caught and caught[0].status == "error" and caught[0].peer == PEER
@@ -151,7 +156,7 @@ async def test_lost_sub_agent_ends_what_it_left_open() -> None:
     assert all(m.status != "streaming" for m in whole.messages)
     assert all(b.status != "streaming" for b in whole.blocks)
     assert all(t.status != "streaming" for t in whole.threads)
-    (root, _), = relay_blocks(msgs)
+    ((root, _),) = relay_blocks(msgs)
     assert whole.block(root).status == "error"  # type: ignore[union-attr]
     ends = [m for m in msgs if m.event == "block_end" and m.block_id == root]
     assert ends[0].event_data["relay_status"] == "lost"
@@ -179,7 +184,7 @@ async def test_cancelling_the_caller_cancels_the_sub_reply() -> None:
     assert reply.cancelled
     whole = assemble(sink)
     assert whole.status == "cancelled"
-    (root, _), = relay_blocks(sink)
+    ((root, _),) = relay_blocks(sink)
     assert whole.block(root).status == "cancelled"  # type: ignore[union-attr]
     opened = [m for m in whole.messages if m.status == "streaming"]
     assert not opened
@@ -196,7 +201,7 @@ async def test_a_refused_delegation_is_an_error_in_its_block() -> None:
 
     msgs = await collect(body)
     whole = assemble(msgs)
-    (root, data), = relay_blocks(msgs)
+    ((root, data),) = relay_blocks(msgs)
     assert data["agent"] == PEER
     assert whole.block(root).status == "error"  # type: ignore[union-attr]
     assert [m.props["code"] for m in whole.messages if m.type == "error"] == ["loop"]
@@ -223,7 +228,7 @@ async def test_relay_in_a_thread_keeps_the_thread() -> None:
         await out.parallel(one, labels=["only"])
 
     msgs = await collect(body)
-    (root, _), = relay_blocks(msgs)
+    ((root, _),) = relay_blocks(msgs)
     start = next(m for m in msgs if m.event == "block_start" and m.block_id == root)
     assert start.thread_id == "T1"
     top = [m for m in assemble(msgs).messages if m.block_id == root]
@@ -247,8 +252,13 @@ def test_delegation_chain_rules() -> None:
     assert info.value.code == "loop"
     with pytest.raises(RelayRefused):
         check_delegation(("c",), "b", "b", 4)  # asking ourselves
-    assert [end_status(s) for s in ("completed", "cancelled", "lost", "timeout", None)] == \
-        ["completed", "cancelled", "error", "error", "error"]
+    assert [end_status(s) for s in ("completed", "cancelled", "lost", "timeout", None)] == [
+        "completed",
+        "cancelled",
+        "error",
+        "error",
+        "error",
+    ]
 
 
 async def test_each_relayed_chunk_asks_the_sink_to_flush_its_message() -> None:
@@ -276,10 +286,16 @@ def test_the_chat_encoder_sends_a_flushed_chunk_at_once() -> None:
     from agent_stream.message import MessageStartData, lifecycle
 
     enc = ChatEncoder("conv", tagged=True)
-    enc.feed(lifecycle("message_start", MessageStartData(message_id="M1", type="text"),
-                       message_id="M1"), 0.0)
-    held = enc.feed(Message(type="text", props={"content": "One short sentence. "}, delta=True,
-                            message_id="M1"), 0.0)
+    enc.feed(
+        lifecycle("message_start", MessageStartData(message_id="M1", type="text"), message_id="M1"),
+        0.0,
+    )
+    held = enc.feed(
+        Message(
+            type="text", props={"content": "One short sentence. "}, delta=True, message_id="M1"
+        ),
+        0.0,
+    )
     assert not any(isinstance(i, TextContent) for c in held for i in c.content)  # buffered
     out = enc.flush(None, "M1", 0.001)
     texts = [i.text for c in out for i in c.content if isinstance(i, TextContent)]
@@ -296,10 +312,15 @@ def test_a_delegated_question_carries_the_chain_and_the_lowest_hop_limit() -> No
     from agent_stream.uagents.delegation import delegated_question
 
     def request(chain: tuple[str, ...] = (), max_hops: int | None = None) -> ChatRequest:
-        msg = ChatMessage(content=[request_tags({"reasoning"}, chain=chain, max_hops=max_hops),
-                                   TextContent(text="q")])
-        return ChatRequest(sender=chain[-1] if chain else "client", message=msg,
-                           channels=frozenset({"reasoning"}))
+        msg = ChatMessage(
+            content=[
+                request_tags({"reasoning"}, chain=chain, max_hops=max_hops),
+                TextContent(text="q"),
+            ]
+        )
+        return ChatRequest(
+            sender=chain[-1] if chain else "client", message=msg, channels=frozenset({"reasoning"})
+        )
 
     q = delegated_question(request(), "a", "b", "sub-question")
     assert chain_of(q) == ("client", "a") and max_hops_of(q) == 4
@@ -326,8 +347,9 @@ async def test_an_undelivered_question_is_an_error_in_its_block() -> None:
         assert info.value.status == "undelivered"
 
     msgs = await collect(body)
-    assert [m.props["code"] for m in assemble(msgs).messages if m.type == "error"] == \
-        ["undelivered"]
+    assert [m.props["code"] for m in assemble(msgs).messages if m.type == "error"] == [
+        "undelivered"
+    ]
 
 
 async def test_the_live_renderer_labels_relayed_sections_with_the_agent() -> None:
@@ -338,8 +360,9 @@ async def test_the_live_renderer_labels_relayed_sections_with_the_agent() -> Non
     sub = await replay_stream_async(Q1)
 
     async def body(out: StreamWriter) -> None:
-        await out.parallel(lambda t: t.relay(FakeReply(sub), label="Researcher"),
-                           labels=["research"])
+        await out.parallel(
+            lambda t: t.relay(FakeReply(sub), label="Researcher"), labels=["research"]
+        )
 
     buf = io.StringIO()
     renderer = LiveRenderer(make_console(buf, color=False))

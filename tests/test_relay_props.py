@@ -27,11 +27,14 @@ _leaf = st.one_of(
 )
 program = st.recursive(
     st.lists(_leaf, max_size=3),
-    lambda inner: st.lists(st.one_of(
-        _leaf,
-        st.tuples(st.just("block"), st.sampled_from(["llm", "tool"]), inner),
-        st.tuples(st.just("parallel"), st.lists(inner, min_size=1, max_size=3)),
-    ), max_size=3),
+    lambda inner: st.lists(
+        st.one_of(
+            _leaf,
+            st.tuples(st.just("block"), st.sampled_from(["llm", "tool"]), inner),
+            st.tuples(st.just("parallel"), st.lists(inner, min_size=1, max_size=3)),
+        ),
+        max_size=3,
+    ),
     max_leaves=12,
 )
 
@@ -52,8 +55,10 @@ async def run(scope: Scope, nodes: list[Any], relay: Any = None) -> None:
             async with scope.block(node[1], label=node[1]) as b:
                 await run(b, node[2], relay)
         elif kind == "parallel":
-            await scope.parallel(*(lambda t, n=n: run(t, n, relay) for n in node[1]),
-                                 labels=[f"p{i}" for i in range(len(node[1]))])
+            await scope.parallel(
+                *(lambda t, n=n: run(t, n, relay) for n in node[1]),
+                labels=[f"p{i}" for i in range(len(node[1]))],
+            )
         elif kind == "relay":
             with contextlib.suppress(RelayError):
                 await scope.relay(relay(), name="sub")
@@ -66,10 +71,15 @@ def _insert(nodes: list[Any], where: int, relay: bool = True) -> list[Any]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(caller=program, sub_prog=program, where=st.integers(0, 3),
-       cut=st.one_of(st.none(), st.integers(0, 40)))
+@given(
+    caller=program,
+    sub_prog=program,
+    where=st.integers(0, 3),
+    cut=st.one_of(st.none(), st.integers(0, 40)),
+)
 def test_relayed_ids_never_collide_and_the_hierarchy_is_kept(
-        caller: list[Any], sub_prog: list[Any], where: int, cut: int | None) -> None:
+    caller: list[Any], sub_prog: list[Any], where: int, cut: int | None
+) -> None:
     sub = asyncio.run(collect(lambda out: run(out, sub_prog)))
     status = None
     if cut is not None and cut < len(sub):
@@ -85,15 +95,16 @@ def test_relayed_ids_never_collide_and_the_hierarchy_is_kept(
     assert not whole.warnings
     assert all(m.status != "streaming" for m in whole.messages)
     assert all(b.status != "streaming" for b in whole.blocks)
-    (root, _), = relay_blocks(msgs)
+    ((root, _),) = relay_blocks(msgs)
     if status is None:
         assert_placed(assemble(sub), msgs, root)
     # the caller's own messages are exactly those it writes without the relay
-    alone = assemble(asyncio.run(collect(lambda out: run(out, _insert(caller, where, relay=False)))))
+    alone = assemble(
+        asyncio.run(collect(lambda out: run(out, _insert(caller, where, relay=False))))
+    )
     blocks, _ = subtree(msgs, root)
     own = [m for m in whole.messages if m.block_id not in blocks]
-    assert [(m.type, m.props) for m in own] == \
-        [(m.type, m.props) for m in alone.messages]
+    assert [(m.type, m.props) for m in own] == [(m.type, m.props) for m in alone.messages]
 
 
 @settings(max_examples=200, deadline=None)
@@ -119,9 +130,16 @@ def test_any_sub_stream_maps_consistently(sub: list[Message]) -> None:
 
 def test_relay_of_empty_sub_stream_is_an_empty_completed_block() -> None:
     async def body(out: StreamWriter) -> None:
-        await out.relay(FakeReply([Message(type="event", props={
-            "event": "stream_end", "data": {"status": "completed"}})]))
+        await out.relay(
+            FakeReply(
+                [
+                    Message(
+                        type="event", props={"event": "stream_end", "data": {"status": "completed"}}
+                    )
+                ]
+            )
+        )
 
     msgs = asyncio.run(collect(body))
-    (root, _), = relay_blocks(msgs)
+    ((root, _),) = relay_blocks(msgs)
     assert assemble(msgs).block(root).status == "completed"  # type: ignore[union-attr]

@@ -47,8 +47,12 @@ def test_reasoning_is_dimmed_in_a_terminal() -> None:
 
 def test_interleaved_text_of_two_threads_is_kept_apart() -> None:
     async def body(out: StreamWriter) -> None:
-        async with (out.thread(label="a") as ta, out.thread(label="b") as tb,
-                    ta.message() as ma, tb.message() as mb):
+        async with (
+            out.thread(label="a") as ta,
+            out.thread(label="b") as tb,
+            ta.message() as ma,
+            tb.message() as mb,
+        ):
             await ma.append("alpha one ")
             await mb.append("beta one ")
             await ma.append("alpha two")
@@ -89,8 +93,7 @@ def _tool_lines(out: str) -> list[str]:
 def test_streamed_tool_arguments_show_as_one_line_once_complete() -> None:
     async def body(out: StreamWriter) -> None:
         async with out.block("llm", label="Model") as b:
-            async with b.message("tool_call", {"id": "c1", "name": "search",
-                                               "arguments": ""}) as m:
+            async with b.message("tool_call", {"id": "c1", "name": "search", "arguments": ""}) as m:
                 for frag in ('{"q"', ': "do', 'cs"', "}"):
                     await m.append(frag, path="arguments")
             await b.send(tool_result("c1", "search", "3 hits"))
@@ -101,44 +104,71 @@ def test_streamed_tool_arguments_show_as_one_line_once_complete() -> None:
     out = render(msgs)
     assert _tool_lines(out) == ['⚙ search({"q": "docs"})']
     lines = out.splitlines()
-    assert lines.index('⚙ search({"q": "docs"})') < lines.index("✓ search → 3 hits") < \
-        lines.index("Found 3 hits.")
+    assert (
+        lines.index('⚙ search({"q": "docs"})')
+        < lines.index("✓ search → 3 hits")
+        < lines.index("Found 3 hits.")
+    )
     # shown as soon as the arguments are a whole object, before the call's message_end
     buf = io.StringIO()
     r = LiveRenderer(make_console(buf, color=False))
     last_frag = next(i for i, m in enumerate(msgs) if (m.props or {}).get("arguments") == "}")
-    for m in msgs[:last_frag + 1]:
+    for m in msgs[: last_frag + 1]:
         r.feed(m)
     assert _tool_lines(buf.getvalue()) == ['⚙ search({"q": "docs"})']
 
 
 def test_a_call_waits_for_its_name_and_a_cut_call_shows_at_the_end() -> None:
-    late = [event("message_start", {"message_id": "M1", "type": "tool_call"}),
-            Message(type="tool_call", message_id="M1", delta=True,
-                    props={"arguments": '{"n": 3}'}),
-            Message(type="tool_call", message_id="M1", delta=True, delta_action="merge",
-                    props={"id": "c9", "name": "count"}),
-            Message(type="tool_call", message_id="M1", delta=True, delta_action="replace",
-                    delta_path="arguments.x", props={"arguments": {"x": 1}}),  # cannot apply
-            event("message_end", {"message_id": "M1"}),
-            Message(type="tool_call", message_id="M2", delta=True, props={"arguments": '{"a"'}),
-            Message(type="tool_call", props={"name": "whole", "arguments": "{}"})]
-    assert _tool_lines(render(late)) == ['⚙ count({"n": 3})', "⚙ whole({})",
-                                         '⚙ tool({"a")']
+    late = [
+        event("message_start", {"message_id": "M1", "type": "tool_call"}),
+        Message(type="tool_call", message_id="M1", delta=True, props={"arguments": '{"n": 3}'}),
+        Message(
+            type="tool_call",
+            message_id="M1",
+            delta=True,
+            delta_action="merge",
+            props={"id": "c9", "name": "count"},
+        ),
+        Message(
+            type="tool_call",
+            message_id="M1",
+            delta=True,
+            delta_action="replace",
+            delta_path="arguments.x",
+            props={"arguments": {"x": 1}},
+        ),  # cannot apply
+        event("message_end", {"message_id": "M1"}),
+        Message(type="tool_call", message_id="M2", delta=True, props={"arguments": '{"a"'}),
+        Message(type="tool_call", props={"name": "whole", "arguments": "{}"}),
+    ]
+    assert _tool_lines(render(late)) == ['⚙ count({"n": 3})', "⚙ whole({})", '⚙ tool({"a")']
 
 
 def test_calls_still_waiting_show_when_their_block_or_thread_ends() -> None:
-    msgs = [event("block_start", {"block_id": "B1", "type": "llm"}, block_id="B1"),
-            Message(type="tool_call", message_id="M1", block_id="B1", delta=True,
-                    props={"name": "f", "arguments": "[1,"}),
-            Message(type="tool_call", message_id="M1", block_id="B1", delta=True,
-                    props={"arguments": "2]"}),
-            event("block_end", {"block_id": "B1"}, block_id="B1"),
-            event("thread_start", {"thread_id": "T1", "label": "w"}, thread_id="T1"),
-            Message(type="tool_call", message_id="M1", thread_id="T1", delta=True,
-                    props={"name": "g", "arguments": "x"}),
-            event("thread_end", {"thread_id": "T1"}, thread_id="T1"),
-            text("after", message_id="M9")]
+    msgs = [
+        event("block_start", {"block_id": "B1", "type": "llm"}, block_id="B1"),
+        Message(
+            type="tool_call",
+            message_id="M1",
+            block_id="B1",
+            delta=True,
+            props={"name": "f", "arguments": "[1,"},
+        ),
+        Message(
+            type="tool_call", message_id="M1", block_id="B1", delta=True, props={"arguments": "2]"}
+        ),
+        event("block_end", {"block_id": "B1"}, block_id="B1"),
+        event("thread_start", {"thread_id": "T1", "label": "w"}, thread_id="T1"),
+        Message(
+            type="tool_call",
+            message_id="M1",
+            thread_id="T1",
+            delta=True,
+            props={"name": "g", "arguments": "x"},
+        ),
+        event("thread_end", {"thread_id": "T1"}, thread_id="T1"),
+        text("after", message_id="M9"),
+    ]
     lines = render(msgs).splitlines()
     assert _tool_lines("\n".join(lines)) == ["⚙ f([1,2])", "[w] ⚙ g(x)"]
     assert lines.index("[w] ⚙ g(x)") < lines.index("after")

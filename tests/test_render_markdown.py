@@ -27,9 +27,17 @@ from agent_stream.writer import StreamWriter, collect
 
 def terminal(width: int, color: bool = False) -> tuple[Console, io.StringIO]:
     buf = io.StringIO()
-    console = Console(file=buf, width=width, height=50, force_terminal=True,
-                      color_system="standard" if color else None, highlight=False,
-                      markup=False, emoji=False, soft_wrap=True)
+    console = Console(
+        file=buf,
+        width=width,
+        height=50,
+        force_terminal=True,
+        color_system="standard" if color else None,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=True,
+    )
     return console, buf
 
 
@@ -85,14 +93,22 @@ def test_reasoning_is_dimmed_and_the_answer_is_not() -> None:
 
 
 def test_two_threads_streaming_at_once_never_share_a_line() -> None:
-    alpha = ("## Alpha heading\n\nAlpha one alpha two alpha three alpha four alpha five alpha "
-             "six alpha seven alpha eight.\n\n- alpha item\n")
-    beta = ("## Beta heading\n\nBeta one beta two beta three beta four beta five beta six "
-            "beta seven beta eight.\n\n| beta | table |\n| --- | --- |\n| b1 | b2 |\n")
+    alpha = (
+        "## Alpha heading\n\nAlpha one alpha two alpha three alpha four alpha five alpha "
+        "six alpha seven alpha eight.\n\n- alpha item\n"
+    )
+    beta = (
+        "## Beta heading\n\nBeta one beta two beta three beta four beta five beta six "
+        "beta seven beta eight.\n\n| beta | table |\n| --- | --- |\n| b1 | b2 |\n"
+    )
 
     async def body(out: StreamWriter) -> None:
-        async with (out.thread(label="alpha") as ta, out.thread(label="beta") as tb,
-                    ta.message() as ma, tb.message() as mb):
+        async with (
+            out.thread(label="alpha") as ta,
+            out.thread(label="beta") as tb,
+            ta.message() as ma,
+            tb.message() as mb,
+        ):
             a, b = re.findall(r"\S+\s*", alpha), re.findall(r"\S+\s*", beta)
             for i in range(max(len(a), len(b))):  # token by token, alternating
                 if i < len(a):
@@ -143,8 +159,7 @@ def test_a_long_unfinished_code_block_shows_its_newest_lines_then_all_of_them() 
     r = MarkdownRenderer(console, refresh_per_second=1e9, auto_refresh=False)  # every delta
     for m in messages:
         r.feed(m)
-        latest = [ln for ln in code if ln + "\n" in "".join(
-            p.text for p in r._pending.values())]
+        latest = [ln for ln in code if ln + "\n" in "".join(p.text for p in r._pending.values())]
         if latest and "```\n\n" not in "".join(p.text for p in r._pending.values()):
             region = [ln for ln in screen(buf.getvalue()) if ln.strip()]
             assert region[-1].strip() == latest[-1]  # the newest line is in sight
@@ -177,7 +192,7 @@ def test_text_that_arrives_just_before_a_pause_is_drawn() -> None:
     console, buf = terminal(60)
     r = MarkdownRenderer(console)  # at most 12 redraws a second, and Live's own timer
     try:
-        for m in messages[:last + 1]:
+        for m in messages[: last + 1]:
             r.feed(m)  # the second delta lands inside the redraw interval
         time.sleep(0.5)  # the stream pauses (a slow model); nothing more is fed
         assert "Hello world, then a pause" in screen(buf.getvalue())

@@ -88,8 +88,9 @@ def _content(x: Any) -> Any:
 async def test_concurrent_replies_do_not_share_state() -> None:
     model = make_source("replay", rate=0)
     alone = await collect(lambda out: model("stream", out))
-    a, b = await asyncio.gather(collect(lambda out: model("stream", out)),
-                                collect(lambda out: model("stream", out)))
+    a, b = await asyncio.gather(
+        collect(lambda out: model("stream", out)), collect(lambda out: model("stream", out))
+    )
     want = _content(assemble(alone).to_dict())
     assert want["messages"] and want["blocks"] and want["threads"]
     assert _content(assemble(a).to_dict()) == want

@@ -29,8 +29,10 @@ def _ends(msgs: list[Message], event: str) -> list[str]:
 def test_tool_result_is_a_built_in_type_with_typed_props() -> None:
     msg = tool_result("call_1", "get_weather", {"temp": 21}, message_id="M9")
     assert json.loads(msg.to_json()) == {
-        "type": "tool_result", "message_id": "M9",
-        "props": {"call_id": "call_1", "name": "get_weather", "content": {"temp": 21}}}
+        "type": "tool_result",
+        "message_id": "M9",
+        "props": {"call_id": "call_1", "name": "get_weather", "content": {"temp": 21}},
+    }
     assert "tool_result" in agent_stream.message.BUILTIN_TYPES
     props = typed_props(msg)
     assert props is not None and props.to_props()["call_id"] == "call_1"
@@ -41,14 +43,19 @@ def test_tool_result_is_a_built_in_type_with_typed_props() -> None:
 
 def test_progress_is_a_loading_line() -> None:
     assert agent_stream.progress("Searching…").to_dict() == {
-        "type": "loading", "props": {"message": "Searching…"}}
+        "type": "loading",
+        "props": {"message": "Searching…"},
+    }
     assert agent_stream.progress("Done", done=True, block_id="B2").props == {
-        "message": "Done", "done": True}
+        "message": "Done",
+        "done": True,
+    }
 
 
 def test_tool_result_fields_of_the_wrong_json_type_are_reported() -> None:
-    bad = Message.from_dict({"type": "tool_result",
-                             "props": {"call_id": 7, "name": "t", "is_error": "yes"}})
+    bad = Message.from_dict(
+        {"type": "tool_result", "props": {"call_id": 7, "name": "t", "is_error": "yes"}}
+    )
     problems = " ".join(type_errors(bad))
     assert "call_id" in problems and "is_error" in problems
 
@@ -64,12 +71,22 @@ async def test_a_tool_scope_sends_the_call_its_progress_and_its_result_in_order(
 
     msgs = await collect(body)
     content = _content(msgs)
-    assert content[0] == ("tool_call", {"id": "call_7", "name": "get_weather",
-                                        "arguments": '{"city": "Paris"}'})
-    assert [t for t, _ in content] == ["tool_call", "loading", "loading", "loading",
-                                        "tool_result", "text"]
-    assert content[-2] == ("tool_result", {"call_id": "call_7", "name": "get_weather",
-                                           "content": {"temp": 21, "sky": "sunny"}})
+    assert content[0] == (
+        "tool_call",
+        {"id": "call_7", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+    )
+    assert [t for t, _ in content] == [
+        "tool_call",
+        "loading",
+        "loading",
+        "loading",
+        "tool_result",
+        "text",
+    ]
+    assert content[-2] == (
+        "tool_result",
+        {"call_id": "call_7", "name": "get_weather", "content": {"temp": 21, "sky": "sunny"}},
+    )
     assert _ends(msgs, "block_end") == ["completed"]
     transcript = assemble(msgs)
     [call, line, result, answer] = transcript.messages
@@ -78,7 +95,6 @@ async def test_a_tool_scope_sends_the_call_its_progress_and_its_result_in_order(
     assert line.status == "completed"
     assert {call.block_id, line.block_id, result.block_id, answer.block_id} == {"B1"}
     assert result.props["call_id"] == call.props["id"]
-
 
 
 async def test_a_body_that_raises_ends_the_progress_as_error_and_sends_a_failed_result() -> None:
@@ -97,15 +113,17 @@ async def test_a_body_that_raises_ends_the_progress_as_error_and_sends_a_failed_
 
     tool = None
     with pytest.raises(ValueError):
-        async with StreamWriter(keep) as out, out.block("tool") as b, \
-                b.tool("get_weather") as tool:
+        async with StreamWriter(keep) as out, out.block("tool") as b, b.tool("get_weather") as tool:
             await tool.progress("Looking up…")
             raise ValueError("the weather service is down")
     assert tool is not None and tool.status == "error"
     [result] = [m for m in sink if m.type == "tool_result"]
-    assert result.props == {"call_id": tool.call_id, "name": "get_weather",
-                            "content": "ValueError: the weather service is down",
-                            "is_error": True}
+    assert result.props == {
+        "call_id": tool.call_id,
+        "name": "get_weather",
+        "content": "ValueError: the weather service is down",
+        "is_error": True,
+    }
     assert tool.call_id.startswith("call_")
     assert _ends(sink, "message_end") == ["error"]  # the progress line
     assert _ends(sink, "block_end") == ["error"]
@@ -185,17 +203,21 @@ async def test_a_progress_line_alone() -> None:
     assert line.status == "completed"
 
 
-@pytest.mark.parametrize("call", [
-    lambda s: s.tool(""),
-    lambda s: s.tool(None),
-    lambda s: s.tool("t", ["not", "a", "mapping"]),
-    lambda s: s.tool("t", {"x": object()}),
-    lambda s: s.tool("t", {"x": float("nan")}),
-    lambda s: s.tool("t", call_id=""),
-    lambda s: s.progress(42),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.tool(""),
+        lambda s: s.tool(None),
+        lambda s: s.tool("t", ["not", "a", "mapping"]),
+        lambda s: s.tool("t", {"x": object()}),
+        lambda s: s.tool("t", {"x": float("nan")}),
+        lambda s: s.tool("t", call_id=""),
+        lambda s: s.progress(42),
+    ],
+)
 async def test_bad_tool_and_progress_arguments_are_refused_before_anything_is_sent(
-        call: Any) -> None:
+    call: Any,
+) -> None:
     sink: list[Message] = []
 
     async def keep(m: Message) -> None:
@@ -217,5 +239,7 @@ async def test_a_result_that_is_not_json_is_refused() -> None:
             t.result("fine")
 
     content = _content(await collect(body))
-    assert content[-1] == ("tool_result", {"call_id": content[0][1]["id"], "name": "t",
-                                           "content": "fine"})
+    assert content[-1] == (
+        "tool_result",
+        {"call_id": content[0][1]["id"], "name": "t", "content": "fine"},
+    )

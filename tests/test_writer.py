@@ -59,7 +59,7 @@ async def test_issue_example_produces_the_hierarchy() -> None:
     b1 = t.block("B1")
     assert b1 is not None and b1.message_count == 2 and b1.status == "completed"
     ends = [m.event_data for m in sink.items if m.event == "message_end"]
-    assert {"message_id": "M1", "chunk_count": 2} .items() <= ends[0].items()
+    assert {"message_id": "M1", "chunk_count": 2}.items() <= ends[0].items()
     assert ends[0]["extra"] == {"content": "Let me see"}
 
 
@@ -92,7 +92,11 @@ async def test_path_deltas_and_type_change_assemble() -> None:
             await m2.change_type("thinking")
     t = assemble(sink.items)
     assert t.get(None, "M1").props == {  # type: ignore[union-attr]
-        "columns": ["a"], "rows": [{"a": 1}, {"a": 10}], "title": "T", "note": "x"}
+        "columns": ["a"],
+        "rows": [{"a": 1}, {"a": 10}],
+        "title": "T",
+        "note": "x",
+    }
     m2s = t.get(None, "M2")
     assert m2s is not None and m2s.type == "thinking" and m2s.content == "Let me think..."
     assert all(m.status == "completed" for m in t.messages)
@@ -105,8 +109,13 @@ async def test_error_in_body_ends_everything_with_error_and_propagates() -> None
             await m.append("partial")
             raise RuntimeError("boom")
     assert sink.events() == [
-        ("stream_start", ""), ("block_start", ""), ("message_start", ""),
-        ("message_end", "error"), ("block_end", "error"), ("stream_end", "error")]
+        ("stream_start", ""),
+        ("block_start", ""),
+        ("message_start", ""),
+        ("message_end", "error"),
+        ("block_end", "error"),
+        ("stream_end", "error"),
+    ]
     t = assemble(sink.items)
     assert t.messages[0].status == "error" and t.messages[0].content == "partial"
     assert "boom" in t.stream_data["error"]
@@ -145,8 +154,11 @@ async def test_parallel_failure_cancels_siblings_and_ends_their_threads() -> Non
     with pytest.raises(ValueError, match="bad tool"):
         async with StreamWriter(sink) as out:
             await out.parallel(slow, bad)
-    statuses = {m.event_data["thread_id"]: m.event_data["status"]
-                for m in sink.items if m.event == "thread_end"}
+    statuses = {
+        m.event_data["thread_id"]: m.event_data["status"]
+        for m in sink.items
+        if m.event == "thread_end"
+    }
     assert statuses == {"T1": "cancelled", "T2": "error"}
     assert assemble(sink.items).status == "error"
 
@@ -205,8 +217,10 @@ async def test_text_deltas_are_whole_validated_messages_and_bad_ones_are_refused
                 await bad.append("x")
     deltas = [x for x in sink.items if x.delta and x.delta_path is None]
     assert [(x.type, x.props) for x in deltas] == [
-        ("text", {"content": "Hel"}), ("text", {"content": "lo"}),
-        ("thinking", {"content": " there"})]
+        ("text", {"content": "Hel"}),
+        ("text", {"content": "lo"}),
+        ("thinking", {"content": " there"}),
+    ]
     for x in deltas:
         again = Message.model_validate(x.model_dump(exclude_unset=True), strict=True)
         assert again == x and again.model_fields_set == x.model_fields_set

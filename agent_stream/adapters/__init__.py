@@ -58,9 +58,16 @@ __all__ = [
 ]
 
 _LAZY = {
-    "A2ADecoder": "a2a", "A2AEncoder": "a2a", "AGUIEncoder": "agui", "AISDKEncoder": "aisdk",
-    "CUIEncoder": "cui", "ChannelsEncoder": "channels", "ChatDecoder": "chat",
-    "ChatEncoder": "chat", "OpenAIDecoder": "openai", "OpenAIEncoder": "openai",
+    "A2ADecoder": "a2a",
+    "A2AEncoder": "a2a",
+    "AGUIEncoder": "agui",
+    "AISDKEncoder": "aisdk",
+    "CUIEncoder": "cui",
+    "ChannelsEncoder": "channels",
+    "ChatDecoder": "chat",
+    "ChatEncoder": "chat",
+    "OpenAIDecoder": "openai",
+    "OpenAIEncoder": "openai",
     "OpenAISSEDecoder": "openai",
 }
 

@@ -38,12 +38,18 @@ class Warnings:
         w, self._warnings = self._warnings, []
         return w
 
-    def _warn(self, code: str, detail: str, *, msg: Message | None = None,
-              key: Key | None = None) -> None:
+    def _warn(
+        self, code: str, detail: str, *, msg: Message | None = None, key: Key | None = None
+    ) -> None:
         """Queue a warning about the chunk ``msg`` or the message ``key``."""
         if msg is not None:
-            w = StreamWarning(code, detail, chunk_id=msg.chunk_id, message_id=msg.message_id,
-                              thread_id=msg.thread_id)
+            w = StreamWarning(
+                code,
+                detail,
+                chunk_id=msg.chunk_id,
+                message_id=msg.message_id,
+                thread_id=msg.thread_id,
+            )
         elif key is not None:
             w = StreamWarning(code, detail, message_id=key[1], thread_id=key[0])
         else:
@@ -90,9 +96,12 @@ def set_shown(text: Parts, new: str, key: Key, client: str, warner: Warnings) ->
         return None
     text.set(new)
     if new.startswith(cur):
-        return new[len(cur):]
-    warner._warn(WarningCode.REWRITE, f"the message's text was rewritten; {client} gets the new "
-                 "text after a line break", key=key)
+        return new[len(cur) :]
+    warner._warn(
+        WarningCode.REWRITE,
+        f"the message's text was rewritten; {client} gets the new text after a line break",
+        key=key,
+    )
     return "\n" + new
 
 
@@ -126,8 +135,7 @@ class ToolCall:
     end (``ensure_name``).
     """
 
-    __slots__ = ("args", "call_id", "changed", "final_id", "final_name", "name", "sent",
-                 "started")
+    __slots__ = ("args", "call_id", "changed", "final_id", "final_name", "name", "sent", "started")
 
     def __init__(self) -> None:
         self.call_id: str | None = None
@@ -155,9 +163,14 @@ class ToolCall:
             if not self.started:
                 self.call_id, self.name = self.final_id, self.final_name
             else:
-                self.changed = [k for k, told, now in (("id", self.call_id, self.final_id),
-                                                       ("name", self.name, self.final_name))
-                                if k in ids and now != told]
+                self.changed = [
+                    k
+                    for k, told, now in (
+                        ("id", self.call_id, self.final_id),
+                        ("name", self.name, self.final_name),
+                    )
+                    if k in ids and now != told
+                ]
         ch = visible_change(msg, "arguments")
         if ch is None:
             return None
@@ -170,25 +183,31 @@ class ToolCall:
             return s
         return None
 
-    def warn_changed(self, warner: Warnings, key: Key, client: str,
-                     carried: tuple[str, ...] = ()) -> None:
+    def warn_changed(
+        self, warner: Warnings, key: Key, client: str, carried: tuple[str, ...] = ()
+    ) -> None:
         """Warn about the id or name the last chunk changed after ``client`` got the call
         (except the fields in ``carried``: those the wire still delivers)."""
         for k in self.changed:
             if k in carried:
                 continue
-            told, now = (self.call_id, self.final_id) if k == "id" else (self.name,
-                                                                        self.final_name)
+            told, now = (self.call_id, self.final_id) if k == "id" else (self.name, self.final_name)
             code = WarningCode.LATE_TOOL_ID if k == "id" else WarningCode.LATE_TOOL_NAME
-            warner._warn(code, f"tool call {k} {now!r} set after {client} got the call; it "
-                         f"keeps {told!r}", key=key)
+            warner._warn(
+                code,
+                f"tool call {k} {now!r} set after {client} got the call; it keeps {told!r}",
+                key=key,
+            )
 
     def ensure_name(self, warner: Warnings, key: Key) -> None:
         """At the message's end: a call whose name never came is named ``tool``, warned."""
         if self.name is None:
             self.name = FALLBACK_TOOL_NAME
-            warner._warn(WarningCode.LATE_TOOL_NAME, "tool call ended before its name arrived; "
-                         f"sent as {FALLBACK_TOOL_NAME!r}", key=key)
+            warner._warn(
+                WarningCode.LATE_TOOL_NAME,
+                f"tool call ended before its name arrived; sent as {FALLBACK_TOOL_NAME!r}",
+                key=key,
+            )
 
     def force(self, s: str) -> None:
         """Take rewritten arguments as the current ones, counted as sent."""
@@ -206,7 +225,7 @@ class ToolCall:
         """The arguments past what the client has ("" when none), now counted as sent."""
         if self.args.size <= self.sent:
             return ""
-        frag = self.args.value()[self.sent:]
+        frag = self.args.value()[self.sent :]
         self.sent = self.args.size
         return frag
 
@@ -217,11 +236,25 @@ class Tracked:
     and tool call, its place in the stream (``order``, by first appearance) and whether it came
     ``whole`` (one full chunk, no message_start). Encoders with more to keep subclass it."""
 
-    __slots__ = ("block_id", "done", "key", "kind", "opened", "order", "props", "text",
-                 "thread_id", "tool", "type", "whole", "wid")
+    __slots__ = (
+        "block_id",
+        "done",
+        "key",
+        "kind",
+        "opened",
+        "order",
+        "props",
+        "text",
+        "thread_id",
+        "tool",
+        "type",
+        "whole",
+        "wid",
+    )
 
-    def __init__(self, key: Key, type_: str, block_id: str | None, *, kind: str = "",
-                 wid: str = "") -> None:
+    def __init__(
+        self, key: Key, type_: str, block_id: str | None, *, kind: str = "", wid: str = ""
+    ) -> None:
         self.key = key
         self.type = type_
         self.thread_id = key[0]
@@ -332,8 +365,7 @@ def props_after(props: dict[str, Any] | None, msg: Message) -> dict[str, Any]:
     if not msg.delta:
         new: dict[str, Any] = merge.copy_json(msg.props or {})
         return new
-    return merge.apply(props or {}, msg.delta_action or "append", msg.delta_path,
-                        msg.props or {})
+    return merge.apply(props or {}, msg.delta_action or "append", msg.delta_path, msg.props or {})
 
 
 W = TypeVar("W")
@@ -494,8 +526,12 @@ class TrackingEncoder(Warnings, Generic[S, W]):
         waits = self._waits(st)
         tid, order = st.thread_id, st.order
         for p in self._table.open_where(
-                lambda s: s.thread_id == tid and s.order < order and
-                (s.whole or (not waits and self._waits(s)))):
+            lambda s: (
+                s.thread_id == tid
+                and s.order < order
+                and (s.whole or (not waits and self._waits(s)))
+            )
+        ):
             self._end_msg(p, out)
 
     def _replace(self, st: S, msg: Message, out: list[W]) -> S:

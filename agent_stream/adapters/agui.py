@@ -87,8 +87,9 @@ try:
 except ImportError as _exc:  # the optional extra is not installed
     from agent_stream.errors import MissingDependency
 
-    raise MissingDependency("the AG-UI format needs the 'ag-ui-protocol' package: "
-                            "pip install 'agent-stream[agui]'") from _exc
+    raise MissingDependency(
+        "the AG-UI format needs the 'ag-ui-protocol' package: pip install 'agent-stream[agui]'"
+    ) from _exc
 
 from agent_stream import merge
 from agent_stream.adapters._tracking import (
@@ -133,8 +134,7 @@ AGENT_BLOCK = "agent"  # the block type of a sub-agent (relayed, or a framework'
 INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
 
-_KINDS = {TEXT: _TEXT, REFUSAL: _TEXT, THINKING: _REASONING, TOOL_CALL: _TOOL,
-          TOOL_RESULT: _RESULT}
+_KINDS = {TEXT: _TEXT, REFUSAL: _TEXT, THINKING: _REASONING, TOOL_CALL: _TOOL, TOOL_RESULT: _RESULT}
 
 
 def _kind(type_: str) -> str:
@@ -161,8 +161,10 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
     for status error, or without a status: code ``incomplete``) unless the run already ended.
     """
 
-    INCOMPLETE_WARNING = ("the stream ended without stream_end; an AG-UI client gets RUN_ERROR "
-                          "(code incomplete), not RUN_FINISHED")
+    INCOMPLETE_WARNING = (
+        "the stream ended without stream_end; an AG-UI client gets RUN_ERROR "
+        "(code incomplete), not RUN_FINISHED"
+    )
     SETTLES = True
 
     def __init__(self, *, thread_id: str = "agent-stream", run_id: str | None = None) -> None:
@@ -189,9 +191,13 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             out.append(CustomEvent(name=msg.type, value=msg.to_dict()))
         else:
             self._failed.add(agent)
-            out.append(SubagentErrorEvent(subagent_run_id=self._open_agents[agent],
-                                          message=text or "the sub-agent failed",
-                                          code=code or "error"))
+            out.append(
+                SubagentErrorEvent(
+                    subagent_run_id=self._open_agents[agent],
+                    message=text or "the sub-agent failed",
+                    code=code or "error",
+                )
+            )
 
     def _incomplete(self, out: list[BaseEvent], error: str | None) -> None:
         self._end_run(out, "error", error or INCOMPLETE_TEXT, "incomplete", None)
@@ -202,13 +208,20 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
     # -- run and structure --------------------------------------------------------------------
     def _start(self, msg: Message | None, out: list[BaseEvent]) -> None:
         if self.run_id is None:
-            rid = EventView(msg).request_id if msg is not None and \
-                msg.event == STREAM_START else None
+            rid = (
+                EventView(msg).request_id if msg is not None and msg.event == STREAM_START else None
+            )
             self.run_id = rid or "run-1"
         out.append(RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
 
-    def _end_run(self, out: list[BaseEvent], status: str, error: str | None,
-                 code: str | None, usage: dict[str, Any] | None) -> None:
+    def _end_run(
+        self,
+        out: list[BaseEvent],
+        status: str,
+        error: str | None,
+        code: str | None,
+        usage: dict[str, Any] | None,
+    ) -> None:
         for st in list(self._table.open.values()):
             self._end_msg(st, out)
         for name in self._steps.values():
@@ -219,14 +232,28 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         self.finished = True
         tokens = _usage(usage)
         if status == "error":
-            out.append(RunErrorEvent(message=error or "the stream ended with an error",
-                                     code=code or "error", usage=tokens))
+            out.append(
+                RunErrorEvent(
+                    message=error or "the stream ended with an error",
+                    code=code or "error",
+                    usage=tokens,
+                )
+            )
         elif status == "cancelled":
-            out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id or "run-1",
-                                        outcome=RunFinishedCancelledOutcome(), usage=tokens))
+            out.append(
+                RunFinishedEvent(
+                    thread_id=self.thread_id,
+                    run_id=self.run_id or "run-1",
+                    outcome=RunFinishedCancelledOutcome(),
+                    usage=tokens,
+                )
+            )
         else:
-            out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id or "run-1",
-                                        usage=tokens))
+            out.append(
+                RunFinishedEvent(
+                    thread_id=self.thread_id, run_id=self.run_id or "run-1", usage=tokens
+                )
+            )
 
     def _event(self, ev: EventView, out: list[BaseEvent]) -> None:
         name = ev.name
@@ -260,8 +287,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
                 out.append(StepFinishedEvent(step_name=ended))
             if name == BLOCK_END and bid is not None and bid in self._open_agents:
                 status = ev.end_status
-                self._end_subagent(bid, status, ev.error,
-                                   _data_str(ev, "relay_status") or status, out)
+                self._end_subagent(
+                    bid, status, ev.error, _data_str(ev, "relay_status") or status, out
+                )
             if name == THREAD_END:
                 out.append(CustomEvent(name=name, value=dict(ev.data)))
         elif name == THREAD_START:
@@ -278,13 +306,18 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         self._failed.discard(bid)
         label = ev.label
         name = _data_str(ev, "agent_name") or label or AGENT_BLOCK
-        out.append(SubagentStartedEvent(
-            subagent_run_id=rid, name=name,
-            description=label if label and label != name else None,
-            parent_subagent_run_id=parent))
+        out.append(
+            SubagentStartedEvent(
+                subagent_run_id=rid,
+                name=name,
+                description=label if label and label != name else None,
+                parent_subagent_run_id=parent,
+            )
+        )
 
-    def _end_subagent(self, bid: str, status: str, error: str | None, code: str | None,
-                      out: list[BaseEvent]) -> None:
+    def _end_subagent(
+        self, bid: str, status: str, error: str | None, code: str | None, out: list[BaseEvent]
+    ) -> None:
         """The agent block ``bid`` ended with ``status``: SUBAGENT_FINISHED or SUBAGENT_ERROR
         (nothing more when its error was sent already)."""
         rid = self._open_agents.pop(bid)
@@ -293,11 +326,14 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         elif status == "completed":
             out.append(SubagentFinishedEvent(subagent_run_id=rid))
         else:
-            text = error or ("the sub-agent was cancelled" if status == "cancelled" else
-                             "the sub-agent failed" if status == "error" else
-                             f"the sub-agent ended {status}")
-            out.append(SubagentErrorEvent(subagent_run_id=rid, message=text,
-                                          code=code or status))
+            text = error or (
+                "the sub-agent was cancelled"
+                if status == "cancelled"
+                else "the sub-agent failed"
+                if status == "error"
+                else f"the sub-agent ended {status}"
+            )
+            out.append(SubagentErrorEvent(subagent_run_id=rid, message=text, code=code or status))
 
     def _agent_above(self, bid: str) -> str | None:
         """The subagentRunId of the nearest agent block ``bid`` is nested in, if any."""
@@ -331,8 +367,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
                 n += 1
                 aid = f"{key[0] or ''}.{key[1]}~{n}"
         self._ids.add(aid)
-        return self._table.add(Tracked(key, type_, block_id, kind=_kind(type_), wid=aid),
-                               is_open=False)
+        return self._table.add(
+            Tracked(key, type_, block_id, kind=_kind(type_), wid=aid), is_open=False
+        )
 
     def _open_msg(self, st: Tracked, out: list[BaseEvent]) -> None:
         if st.opened or st.done:
@@ -350,8 +387,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
                 return
             if tc.call_id is None:
                 tc.call_id = f"call_{st.wid}"
-            out.append(ToolCallStartEvent(tool_call_id=tc.call_id,
-                                          tool_call_name=tc.name or "tool"))
+            out.append(
+                ToolCallStartEvent(tool_call_id=tc.call_id, tool_call_name=tc.name or "tool")
+            )
             args = tc.start()
             if args:
                 out.append(ToolCallArgsEvent(tool_call_id=tc.call_id, delta=args))
@@ -396,8 +434,11 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
     def _keep_props(self, new: Tracked, props: dict[str, Any], out: list[BaseEvent]) -> None:
         if new.kind == _ACTIVITY:
             new.props = props
-            out.append(ActivitySnapshotEvent(message_id=new.wid, activity_type=new.type,
-                                             content=merge.copy_json(props)))
+            out.append(
+                ActivitySnapshotEvent(
+                    message_id=new.wid, activity_type=new.type, content=merge.copy_json(props)
+                )
+            )
 
     def _chunk(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         kind = st.kind
@@ -411,9 +452,11 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             if op == APPEND:
                 if s:
                     st.text.append(s)
-                    out.append(TextMessageContentEvent(message_id=st.wid, delta=s)
-                               if kind == _TEXT else
-                               ReasoningMessageContentEvent(message_id=st.wid, delta=s))
+                    out.append(
+                        TextMessageContentEvent(message_id=st.wid, delta=s)
+                        if kind == _TEXT
+                        else ReasoningMessageContentEvent(message_id=st.wid, delta=s)
+                    )
             else:
                 self._text_set(st, s, out)
         elif kind == _TOOL:
@@ -429,15 +472,21 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         send = _set_shown(st.text, s, st.key, _CLIENT, self)
         if send is None:
             return
-        out.append(TextMessageContentEvent(message_id=st.wid, delta=send)
-                   if st.kind == _TEXT else
-                   ReasoningMessageContentEvent(message_id=st.wid, delta=send))
+        out.append(
+            TextMessageContentEvent(message_id=st.wid, delta=send)
+            if st.kind == _TEXT
+            else ReasoningMessageContentEvent(message_id=st.wid, delta=send)
+        )
 
     def _tool_chunk(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         tc = st.tool
         if tc.take(msg) is not None:
-            self._warn(WarningCode.REWRITE, "tool call arguments rewritten after they were sent; "
-                       "an AG-UI client keeps the earlier ones", key=st.key)
+            self._warn(
+                WarningCode.REWRITE,
+                "tool call arguments rewritten after they were sent; "
+                "an AG-UI client keeps the earlier ones",
+                key=st.key,
+            )
         tc.warn_changed(self, st.key, _CLIENT)
         if not st.opened:
             if tc.ready:
@@ -447,8 +496,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             return
         frag = tc.unsent()
         if frag:
-            out.append(ToolCallArgsEvent(tool_call_id=tc.call_id or f"call_{st.wid}",
-                                         delta=frag))
+            out.append(ToolCallArgsEvent(tool_call_id=tc.call_id or f"call_{st.wid}", delta=frag))
 
     def _result_chunk(self, st: Tracked, msg: Message) -> None:
         """A tool result's props, kept until its message ends."""
@@ -466,14 +514,19 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         if not isinstance(call_id, str) or not call_id:
             out.append(CustomEvent(name=st.type, value=props))
             return
-        for call in self._table.open_where(lambda s: s.kind == _TOOL and
-                                           s.tool.call_id == call_id):
+        for call in self._table.open_where(lambda s: s.kind == _TOOL and s.tool.call_id == call_id):
             self._end_msg(call, out)  # the call is over: its END comes before its result
         content = props.get("content")
-        text = content if isinstance(content, str) else "" if content is None else \
-            json.dumps(content, ensure_ascii=False, separators=(",", ":"))
-        out.append(ToolCallResultEvent(message_id=st.wid, tool_call_id=call_id, content=text,
-                                       role="tool"))
+        text = (
+            content
+            if isinstance(content, str)
+            else ""
+            if content is None
+            else json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        )
+        out.append(
+            ToolCallResultEvent(message_id=st.wid, tool_call_id=call_id, content=text, role="tool")
+        )
 
     def _activity(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         chunk_props = msg.props or {}
@@ -488,8 +541,11 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
                 except DeltaError as exc:
                     self._bad_delta(msg, exc)
                     return
-            out.append(ActivitySnapshotEvent(message_id=st.wid, activity_type=st.type,
-                                             content=merge.copy_json(st.props)))
+            out.append(
+                ActivitySnapshotEvent(
+                    message_id=st.wid, activity_type=st.type, content=merge.copy_json(st.props)
+                )
+            )
             return
         try:
             ops = json_patch(st.props, action, msg.delta_path, chunk_props)
@@ -498,11 +554,13 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             self._bad_delta(msg, exc)
             return
         if ops is None:
-            out.append(ActivitySnapshotEvent(message_id=st.wid, activity_type=st.type,
-                                             content=merge.copy_json(st.props)))
+            out.append(
+                ActivitySnapshotEvent(
+                    message_id=st.wid, activity_type=st.type, content=merge.copy_json(st.props)
+                )
+            )
         elif ops:
-            out.append(ActivityDeltaEvent(message_id=st.wid, activity_type=st.type,
-                                          patch=ops))  # type: ignore[arg-type]
+            out.append(ActivityDeltaEvent(message_id=st.wid, activity_type=st.type, patch=ops))  # type: ignore[arg-type]
 
 
 def _data_str(ev: EventView, key: str) -> str | None:
@@ -515,8 +573,11 @@ def _usage(usage: dict[str, Any] | None) -> list[TokenUsage] | None:
     if usage is None:
         return None
     vals: dict[str, Any] = {}
-    for src, dst in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"),
-                     ("total_tokens", "total_tokens")):
+    for src, dst in (
+        ("prompt_tokens", "input_tokens"),
+        ("completion_tokens", "output_tokens"),
+        ("total_tokens", "total_tokens"),
+    ):
         v = usage.get(src)
         if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
             vals[dst] = v

@@ -71,24 +71,41 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["CONTENT_TYPE", "DONE", "HEADERS", "AISDKEncoder", "encode_messages",
-           "frame_sse", "media_type"]
+__all__ = [
+    "CONTENT_TYPE",
+    "DONE",
+    "HEADERS",
+    "AISDKEncoder",
+    "encode_messages",
+    "frame_sse",
+    "media_type",
+]
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 CONTENT_TYPE = "text/event-stream"
 DONE = "[DONE]"
 TOOL_RESULT = "tool_result"
 INCOMPLETE_TEXT = "the stream ended before it was complete"
-_FINISH = {"stop": "stop", "length": "length", "content_filter": "content-filter",
-           "tool_calls": "tool-calls", "function_call": "tool-calls"}
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content-filter",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+}
 _TEXT, _REASONING, _TOOL, _FILE, _DATA = "text", "reasoning", "tool", "file", "data"
 _MEDIA = {IMAGE: "image", AUDIO: "audio", VIDEO: "video"}
 _SUBTYPE = {"mp3": "mpeg", "jpg": "jpeg", "mov": "quicktime"}  # formats named unlike subtypes
 _SHOWN = {TEXT: "content", REFUSAL: "content", THINKING: "content"}  # the streamed string
 
 
-_KINDS = {TEXT: _TEXT, REFUSAL: _TEXT, THINKING: _REASONING, TOOL_CALL: _TOOL,
-          **dict.fromkeys(_MEDIA, _FILE)}
+_KINDS = {
+    TEXT: _TEXT,
+    REFUSAL: _TEXT,
+    THINKING: _REASONING,
+    TOOL_CALL: _TOOL,
+    **dict.fromkeys(_MEDIA, _FILE),
+}
 
 
 def _kind(type_: str) -> str:
@@ -112,8 +129,9 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
     them SSE text). ``close()`` ends a stream that had no stream_end as not completed: an
     ``error`` part, no ``finish``. The output depends only on the input."""
 
-    INCOMPLETE_WARNING = ("the stream ended without stream_end; an AI SDK client gets an error "
-                          "part, not a finish")
+    INCOMPLETE_WARNING = (
+        "the stream ended without stream_end; an AI SDK client gets an error part, not a finish"
+    )
 
     def __init__(self, *, message_id: str | None = None) -> None:
         super().__init__()
@@ -147,8 +165,14 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             self.message_id = f"msg-{rid}" if rid else "msg-agent-stream"
         out.append({"type": "start", "messageId": self.message_id})
 
-    def _end(self, out: list[Any], status: str, error: str | None, finish_reason: str | None,
-             usage: dict[str, Any] | None) -> None:
+    def _end(
+        self,
+        out: list[Any],
+        status: str,
+        error: str | None,
+        finish_reason: str | None,
+        usage: dict[str, Any] | None,
+    ) -> None:
         for st in list(self._table.open.values()):
             self._end_msg(st, out)
         self._blocks.clear()
@@ -182,8 +206,9 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             bid = ev.block_id
             if bid is not None:
                 self._blocks.add(bid)
-                if not self._step and not any(s.kind == _TOOL and s.opened
-                                              for s in self._table.open.values()):
+                if not self._step and not any(
+                    s.kind == _TOOL and s.opened for s in self._table.open.values()
+                ):
                     out.append({"type": "start-step"})
                     self._step = True
         elif name == MESSAGE_START:
@@ -206,19 +231,26 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             out.append({"type": "data-event", "data": merge.copy_json(ev.msg.props or {})})
 
     def _thread(self, ev: EventView, out: list[Any]) -> None:
-        out.append({"type": "data-thread", "data": {"event": ev.name, **ev.data},
-                    "transient": True})
+        out.append(
+            {"type": "data-thread", "data": {"event": ev.name, **ev.data}, "transient": True}
+        )
 
     def _maybe_finish_step(self, out: list[Any]) -> None:
-        if self._step and not self._blocks and not any(
-                s.opened for s in self._table.open.values() if s.kind != _DATA):
+        if (
+            self._step
+            and not self._blocks
+            and not any(s.opened for s in self._table.open.values() if s.kind != _DATA)
+        ):
             out.append({"type": "finish-step"})
             self._step = False
 
     # -- messages -----------------------------------------------------------------------------
     def _new(self, key: Key, type_: str, block_id: str | None) -> Tracked:
-        return self._table.add(Tracked(key, type_, block_id, kind=_kind(type_),
-                                       wid=unique_id(scoped_id(key), self._pids)))
+        return self._table.add(
+            Tracked(
+                key, type_, block_id, kind=_kind(type_), wid=unique_id(scoped_id(key), self._pids)
+            )
+        )
 
     def _same_item(self, st: Tracked, type_: str) -> bool:
         """A type change keeps a text or reasoning part whose kind stays."""
@@ -278,8 +310,9 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         return True
 
     def _data(self, st: Tracked, out: list[Any]) -> None:
-        out.append({"type": f"data-{st.type}", "id": st.wid,
-                    "data": merge.copy_json(st.props or {})})
+        out.append(
+            {"type": f"data-{st.type}", "id": st.wid, "data": merge.copy_json(st.props or {})}
+        )
 
     # -- tools --------------------------------------------------------------------------------
     def _tool_chunk(self, st: Tracked, msg: Message, out: list[Any]) -> None:
@@ -288,12 +321,20 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             for k, v in id_fields(msg).items():
                 cur = call.call_id if k == "id" else call.name
                 if cur != v:
-                    self._warn(WarningCode.REWRITE, f"tool call {k} {v!r} set after the call "
-                               f"was sent as {cur!r}; an AI SDK client keeps {cur!r}", msg=msg)
+                    self._warn(
+                        WarningCode.REWRITE,
+                        f"tool call {k} {v!r} set after the call "
+                        f"was sent as {cur!r}; an AI SDK client keeps {cur!r}",
+                        msg=msg,
+                    )
         rewrite = call.take(msg)
         if rewrite is not None:
-            self._warn(WarningCode.REWRITE, "tool call arguments rewritten after they were "
-                       "sent; an AI SDK client gets the new input at the call's end", msg=msg)
+            self._warn(
+                WarningCode.REWRITE,
+                "tool call arguments rewritten after they were "
+                "sent; an AI SDK client gets the new input at the call's end",
+                msg=msg,
+            )
             call.force(rewrite)
         if not call.started:
             if call.name is not None:
@@ -301,29 +342,44 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             return
         frag = call.unsent()
         if frag:
-            out.append({"type": "tool-input-delta", "toolCallId": call.call_id,
-                        "inputTextDelta": frag})
+            out.append(
+                {"type": "tool-input-delta", "toolCallId": call.call_id, "inputTextDelta": frag}
+            )
 
     def _tool_open(self, st: Tracked, out: list[Any]) -> None:
         call = st.tool
         if call.name is None:
             call.name = "tool"
-            self._warn(WarningCode.LATE_TOOL_NAME, "tool call ended without a name; sent as 'tool'",
-                       key=st.key)
+            self._warn(
+                WarningCode.LATE_TOOL_NAME,
+                "tool call ended without a name; sent as 'tool'",
+                key=st.key,
+            )
         if call.call_id is None:
             call.call_id = f"call_{st.wid}"
         elif call.call_id in self._calls:  # the client would merge two calls into one part
-            self._warn(WarningCode.DUPLICATE_TOOL_ID, f"tool call id {call.call_id!r} used "
-                       f"before; sent as '{call.call_id}~{st.wid}'", key=st.key)
+            self._warn(
+                WarningCode.DUPLICATE_TOOL_ID,
+                f"tool call id {call.call_id!r} used before; sent as '{call.call_id}~{st.wid}'",
+                key=st.key,
+            )
             call.call_id = f"{call.call_id}~{st.wid}"
         st.opened = True
         self._calls[call.call_id] = st
         args = call.start()
-        out.append({"type": "tool-input-start", "toolCallId": call.call_id,
-                    "toolName": call.name, "providerExecuted": True, "dynamic": True})
+        out.append(
+            {
+                "type": "tool-input-start",
+                "toolCallId": call.call_id,
+                "toolName": call.name,
+                "providerExecuted": True,
+                "dynamic": True,
+            }
+        )
         if args:
-            out.append({"type": "tool-input-delta", "toolCallId": call.call_id,
-                        "inputTextDelta": args})
+            out.append(
+                {"type": "tool-input-delta", "toolCallId": call.call_id, "inputTextDelta": args}
+            )
 
     def _tool_result(self, st: Tracked, out: list[Any]) -> bool:
         p = st.props or {}
@@ -334,8 +390,15 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         if not target.done:
             self._end_msg(target, out)
         output = p["content"] if "content" in p else merge.copy_json(p)
-        out.append({"type": "tool-output-available", "toolCallId": cid, "output": output,
-                    "providerExecuted": True, "dynamic": True})
+        out.append(
+            {
+                "type": "tool-output-available",
+                "toolCallId": cid,
+                "output": output,
+                "providerExecuted": True,
+                "dynamic": True,
+            }
+        )
         return True
 
     def _end_msg(self, st: Tracked, out: list[Any]) -> None:
@@ -345,14 +408,29 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             if not st.opened:
                 self._tool_open(st, out)
             raw = st.tool.args.value()
-            base = {"toolCallId": st.tool.call_id, "toolName": st.tool.name,
-                    "providerExecuted": True, "dynamic": True}
+            base = {
+                "toolCallId": st.tool.call_id,
+                "toolName": st.tool.name,
+                "providerExecuted": True,
+                "dynamic": True,
+            }
             try:
-                out.append({"type": "tool-input-available", **base,
-                            "input": json.loads(raw) if raw.strip() else {}})
+                out.append(
+                    {
+                        "type": "tool-input-available",
+                        **base,
+                        "input": json.loads(raw) if raw.strip() else {},
+                    }
+                )
             except ValueError:
-                out.append({"type": "tool-input-error", **base, "input": raw,
-                            "errorText": "the tool call's arguments are not JSON"})
+                out.append(
+                    {
+                        "type": "tool-input-error",
+                        **base,
+                        "input": raw,
+                        "errorText": "the tool call's arguments are not JSON",
+                    }
+                )
         elif st.kind in (_TEXT, _REASONING):
             if st.opened:
                 out.append({"type": f"{st.kind}-end", "id": st.wid})

@@ -73,8 +73,15 @@ from agent_stream.message import (
     Message,
 )
 
-__all__ = ["CHANNELS", "DEFAULT_CHANNELS", "ChannelEvent", "ChannelsEncoder", "encode_messages",
-           "frame_jsonl", "parse_channels"]
+__all__ = [
+    "CHANNELS",
+    "DEFAULT_CHANNELS",
+    "ChannelEvent",
+    "ChannelsEncoder",
+    "encode_messages",
+    "frame_jsonl",
+    "parse_channels",
+]
 
 CHANNELS = ("text", "reasoning", "tool", "structured", "citation", "status", "error")
 DEFAULT_CHANNELS = frozenset(c for c in CHANNELS if c != "reasoning")
@@ -93,12 +100,26 @@ _CHANNEL_OF_TYPE = {
     "citation": "citation",
 }
 _DELTA_TYPE = {TEXT: "message.delta", REFUSAL: "refusal.delta", THINKING: "thinking.delta"}
-_SNAPSHOT_TYPE = {TEXT: "message.snapshot", REFUSAL: "refusal.snapshot",
-                  THINKING: "thinking.snapshot"}
-_EVENT_TYPE = {STREAM_START: "stream.start", BLOCK_START: "block.start", BLOCK_END: "block.end",
-               THREAD_START: "thread.start", THREAD_END: "thread.end"}
-_CHUNK_EVENT_TYPE = {IMAGE: "media", AUDIO: "media", VIDEO: "media", USER_INPUT: "user_input",
-                     ACTION: "action", "citation": "citation"}
+_SNAPSHOT_TYPE = {
+    TEXT: "message.snapshot",
+    REFUSAL: "refusal.snapshot",
+    THINKING: "thinking.snapshot",
+}
+_EVENT_TYPE = {
+    STREAM_START: "stream.start",
+    BLOCK_START: "block.start",
+    BLOCK_END: "block.end",
+    THREAD_START: "thread.start",
+    THREAD_END: "thread.end",
+}
+_CHUNK_EVENT_TYPE = {
+    IMAGE: "media",
+    AUDIO: "media",
+    VIDEO: "media",
+    USER_INPUT: "user_input",
+    ACTION: "action",
+    "citation": "citation",
+}
 
 
 def channel_of(type_: str) -> str:
@@ -140,8 +161,7 @@ class _CMsg(Tracked):
 
     __slots__ = ("channel", "chunks", "ids", "ok")
 
-    def __init__(self, key: Key, type_: str, ids: dict[str, str], allowed: frozenset[str]
-                 ) -> None:
+    def __init__(self, key: Key, type_: str, ids: dict[str, str], allowed: frozenset[str]) -> None:
         super().__init__(key, type_, ids.get("block_id"))
         self.channel = channel_of(type_)
         self.ok = self.channel in allowed
@@ -158,14 +178,16 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
     status, with status ``incomplete``.
     """
 
-    INCOMPLETE_WARNING = ("the stream ended without stream_end; the recipient gets stream.end "
-                          "with status incomplete")
+    INCOMPLETE_WARNING = (
+        "the stream ended without stream_end; the recipient gets stream.end with status incomplete"
+    )
 
     def __init__(self, channels: str | Collection[str] | None = None) -> None:
         super().__init__()
         chosen = parse_channels(channels)
-        self.channels: frozenset[str] = (chosen | {"error"}) if chosen is not None \
-            else DEFAULT_CHANNELS
+        self.channels: frozenset[str] = (
+            (chosen | {"error"}) if chosen is not None else DEFAULT_CHANNELS
+        )
 
     def _error_msg(self, msg: Message, out: list[ChannelEvent]) -> None:
         p = msg.props or {}
@@ -179,8 +201,9 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
         self._end(out, {"status": INCOMPLETE, "error": error or INCOMPLETE_TEXT}, INCOMPLETE)
 
     def _end_stream(self, out: list[ChannelEvent], status: str, error: str | None) -> None:
-        self._end(out, {"status": status, **({"error": error} if error else {})},
-                  status or "completed")
+        self._end(
+            out, {"status": status, **({"error": error} if error else {})}, status or "completed"
+        )
 
     # -- events -------------------------------------------------------------------------------
     def _event(self, ev: EventView, out: list[ChannelEvent]) -> None:
@@ -254,16 +277,30 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
         if not st.done:
             st.done = True
             if st.ok:
-                out.append({"channel": st.channel, "type": "message.end",
-                            "data": {**st.ids, "status": "retyped", "type": msg.type,
-                                     "chunk_count": st.chunks}})
+                out.append(
+                    {
+                        "channel": st.channel,
+                        "type": "message.end",
+                        "data": {
+                            **st.ids,
+                            "status": "retyped",
+                            "type": msg.type,
+                            "chunk_count": st.chunks,
+                        },
+                    }
+                )
         self._table.forget(st)
         new = self._table.add(_CMsg(st.key, msg.type, st.ids, self.channels))
         new.chunks = st.chunks
         if msg.props is None and text and new.ok and new.type in _SNAPSHOT_TYPE:
             new.text.set(text)
-            out.append({"channel": new.channel, "type": _SNAPSHOT_TYPE[new.type],
-                        "data": {**new.ids, "content": text}})
+            out.append(
+                {
+                    "channel": new.channel,
+                    "type": _SNAPSHOT_TYPE[new.type],
+                    "data": {**new.ids, "content": text},
+                }
+            )
         return new
 
     def _chunk(self, st: _CMsg, msg: Message, out: list[ChannelEvent]) -> None:
@@ -276,12 +313,22 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
             if op == APPEND:
                 if s:
                     st.text.append(s)
-                    out.append({"channel": st.channel, "type": _DELTA_TYPE[t],
-                                "data": {**st.ids, "content": s}})
+                    out.append(
+                        {
+                            "channel": st.channel,
+                            "type": _DELTA_TYPE[t],
+                            "data": {**st.ids, "content": s},
+                        }
+                    )
             else:
                 st.text.set(s)
-                out.append({"channel": st.channel, "type": _SNAPSHOT_TYPE[t],
-                            "data": {**st.ids, "content": s}})
+                out.append(
+                    {
+                        "channel": st.channel,
+                        "type": _SNAPSHOT_TYPE[t],
+                        "data": {**st.ids, "content": s},
+                    }
+                )
         elif t == TOOL_CALL:
             self._tool_chunk(st, msg, out)
         elif t == LOADING:
@@ -308,16 +355,25 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
                 data["action"] = msg.delta_action or "append"
             if msg.type_change:
                 data["type_change"] = True
-            out.append({"channel": st.channel, "type": _CHUNK_EVENT_TYPE.get(t, "structured"),
-                        "data": data})
+            out.append(
+                {
+                    "channel": st.channel,
+                    "type": _CHUNK_EVENT_TYPE.get(t, "structured"),
+                    "data": data,
+                }
+            )
 
     def _tool_chunk(self, st: _CMsg, msg: Message, out: list[ChannelEvent]) -> None:
         tc = st.tool
         rewritten = tc.take(msg)
         frag = ""
         if rewritten is not None:
-            self._warn(WarningCode.REWRITE, "tool call arguments rewritten after they were sent; "
-                       "tool_call.completed carries the final ones", key=st.key)
+            self._warn(
+                WarningCode.REWRITE,
+                "tool call arguments rewritten after they were sent; "
+                "tool_call.completed carries the final ones",
+                key=st.key,
+            )
             tc.force(rewritten)
         elif tc.started:
             frag = tc.unsent()
@@ -327,8 +383,13 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
                 return
             frag = self._tool_start(st, out)
         if frag:
-            out.append({"channel": "tool", "type": "tool_call.arguments.delta",
-                        "data": {**st.ids, "tool_call_id": tc.call_id, "delta": frag}})
+            out.append(
+                {
+                    "channel": "tool",
+                    "type": "tool_call.arguments.delta",
+                    "data": {**st.ids, "tool_call_id": tc.call_id, "delta": frag},
+                }
+            )
 
     def _tool_start(self, st: _CMsg, out: list[ChannelEvent]) -> str:
         """Send tool_call.started; returns the arguments so far (not sent yet)."""
@@ -336,8 +397,13 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
         args = tc.start()
         if tc.call_id is None:
             tc.call_id = f"call_{st.key[1]}" if st.key[1] else "call"
-        out.append({"channel": "tool", "type": "tool_call.started",
-                    "data": {**st.ids, "tool_call_id": tc.call_id, "name": tc.name}})
+        out.append(
+            {
+                "channel": "tool",
+                "type": "tool_call.started",
+                "data": {**st.ids, "tool_call_id": tc.call_id, "name": tc.name},
+            }
+        )
         return args
 
     def _tool_complete(self, st: _CMsg, out: list[ChannelEvent]) -> None:
@@ -346,11 +412,25 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
             tc.ensure_name(self, st.key)
             args = self._tool_start(st, out)
             if args:
-                out.append({"channel": "tool", "type": "tool_call.arguments.delta",
-                            "data": {**st.ids, "tool_call_id": tc.call_id, "delta": args}})
-        out.append({"channel": "tool", "type": "tool_call.completed",
-                    "data": {**st.ids, "tool_call_id": tc.call_id,
-                             "name": tc.final_name or tc.name, "arguments": tc.args.value()}})
+                out.append(
+                    {
+                        "channel": "tool",
+                        "type": "tool_call.arguments.delta",
+                        "data": {**st.ids, "tool_call_id": tc.call_id, "delta": args},
+                    }
+                )
+        out.append(
+            {
+                "channel": "tool",
+                "type": "tool_call.completed",
+                "data": {
+                    **st.ids,
+                    "tool_call_id": tc.call_id,
+                    "name": tc.final_name or tc.name,
+                    "arguments": tc.args.value(),
+                },
+            }
+        )
 
     def _end_msg(self, st: _CMsg, out: list[ChannelEvent], status: str = "completed") -> None:
         if not self._ending(st):
@@ -361,8 +441,13 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
             self._tool_complete(st, out)
         st.text = Parts()
         st.tool.args = Parts()
-        out.append({"channel": st.channel, "type": "message.end",
-                    "data": {**st.ids, "status": status, "chunk_count": st.chunks}})
+        out.append(
+            {
+                "channel": st.channel,
+                "type": "message.end",
+                "data": {**st.ids, "status": status, "chunk_count": st.chunks},
+            }
+        )
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[ChannelEvent]:

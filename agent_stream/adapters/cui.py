@@ -60,11 +60,19 @@ class CUIEncoder(Warnings):
             self.finished = True
             return []
         if status is None:
-            self._warn(WarningCode.INCOMPLETE, "the stream ended without stream_end; the "
-                       "receiver gets a stream_end with status error")
+            self._warn(
+                WarningCode.INCOMPLETE,
+                "the stream ended without stream_end; the "
+                "receiver gets a stream_end with status error",
+            )
             status, error = "error", error or INCOMPLETE_TEXT
-        end = lifecycle(STREAM_END, StreamEndData(status=status,  # type: ignore[arg-type]
-                                                  error=error))
+        end = lifecycle(
+            STREAM_END,
+            StreamEndData(
+                status=status,  # type: ignore[arg-type]
+                error=error,
+            ),
+        )
         out = self.feed(end)
         self.finished = True
         return out

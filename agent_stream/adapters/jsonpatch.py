@@ -28,7 +28,7 @@ def _append_ops(segs: list[str], cur: Any, val: Any, ops: list[dict[str, Any]]) 
     if isinstance(cur, str):
         ops.append({"op": "replace", "path": where, "value": cur + val})
     elif isinstance(cur, list):
-        for item in (val if isinstance(val, list) else [val]):
+        for item in val if isinstance(val, list) else [val]:
             ops.append({"op": "add", "path": where + "/-", "value": merge.copy_json(item)})
     elif isinstance(cur, dict):
         for k, v in val.items():
@@ -40,8 +40,9 @@ def _append_ops(segs: list[str], cur: Any, val: Any, ops: list[dict[str, Any]]) 
         ops.append({"op": "replace", "path": where, "value": merge.copy_json(val)})
 
 
-def json_patch(props: dict[str, Any], action: str, path: str | None,
-               chunk_props: dict[str, Any]) -> list[dict[str, Any]] | None:
+def json_patch(
+    props: dict[str, Any], action: str, path: str | None, chunk_props: dict[str, Any]
+) -> list[dict[str, Any]] | None:
     """The RFC 6902 patch that turns ``props`` into what the delta makes of it.
 
     None means "send a snapshot" (all props replaced). Call it before applying the delta; it does
@@ -53,8 +54,13 @@ def json_patch(props: dict[str, Any], action: str, path: str | None,
             return None
         if action == "merge":
             for k, v in chunk_props.items():
-                ops.append({"op": "replace" if k in props else "add", "path": _ptr([k]),
-                            "value": merge.copy_json(v)})
+                ops.append(
+                    {
+                        "op": "replace" if k in props else "add",
+                        "path": _ptr([k]),
+                        "value": merge.copy_json(v),
+                    }
+                )
             return ops
         _append_ops([], props, chunk_props, ops)
         return ops
@@ -66,8 +72,13 @@ def json_patch(props: dict[str, Any], action: str, path: str | None,
             if seg not in cur:
                 if action == "merge" and not isinstance(val, dict):
                     return ops
-                ops.append({"op": "add", "path": _ptr(segs[:i + 1]),
-                            "value": _nest(segs[i + 1:], merge.copy_json(val))})
+                ops.append(
+                    {
+                        "op": "add",
+                        "path": _ptr(segs[: i + 1]),
+                        "value": _nest(segs[i + 1 :], merge.copy_json(val)),
+                    }
+                )
                 return ops
             cur = cur[seg]
         elif isinstance(cur, list) and seg.isdigit() and int(seg) < len(cur):
@@ -82,8 +93,13 @@ def json_patch(props: dict[str, Any], action: str, path: str | None,
     elif action == "merge":
         if isinstance(cur, dict) and isinstance(val, dict):
             for k, v in val.items():
-                ops.append({"op": "replace" if k in cur else "add", "path": _ptr([*segs, k]),
-                            "value": merge.copy_json(v)})
+                ops.append(
+                    {
+                        "op": "replace" if k in cur else "add",
+                        "path": _ptr([*segs, k]),
+                        "value": merge.copy_json(v),
+                    }
+                )
     else:
         ops.append({"op": "replace", "path": _ptr(segs), "value": merge.copy_json(val)})
     return ops

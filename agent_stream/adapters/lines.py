@@ -45,8 +45,9 @@ def check_openai_line(line: str) -> None:
         chunk = jsontext.loads(payload, WireError)
     except WireError as exc:
         reason = str(exc)
-        raise WireError(("data is " if reason.startswith("not JSON") else "data: ") + reason
-                        ) from None
+        raise WireError(
+            ("data is " if reason.startswith("not JSON") else "data: ") + reason
+        ) from None
     usage = chunk.get("usage") if isinstance(chunk, dict) else None
     if isinstance(usage, dict):
         problems = field_type_errors(Usage, usage, "usage")

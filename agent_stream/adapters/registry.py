@@ -21,12 +21,24 @@ from typing import Any, Literal, Protocol
 from agent_stream.errors import StreamWarning, WireError
 from agent_stream.message import Message
 
-__all__ = ["CONTENT_TYPES", "Framing", "LineDecoder", "Option", "Wire", "accept_names",
-           "aliases", "decoders", "encoders", "names", "resolve", "wire_named", "wires"]
+__all__ = [
+    "CONTENT_TYPES",
+    "Framing",
+    "LineDecoder",
+    "Option",
+    "Wire",
+    "accept_names",
+    "aliases",
+    "decoders",
+    "encoders",
+    "names",
+    "resolve",
+    "wire_named",
+    "wires",
+]
 
 Framing = Literal["sse", "jsonl"]
-CONTENT_TYPES: Mapping[Framing, str] = {"sse": "text/event-stream",
-                                        "jsonl": "application/x-ndjson"}
+CONTENT_TYPES: Mapping[Framing, str] = {"sse": "text/event-stream", "jsonl": "application/x-ndjson"}
 
 
 class LineDecoder(Protocol):
@@ -96,8 +108,7 @@ class Wire:
         """
         unknown = set(options) - self.option_names
         if unknown:
-            raise TypeError(f"{self.name}: unknown encoder option(s): "
-                            f"{', '.join(sorted(unknown))}")
+            raise TypeError(f"{self.name}: unknown encoder option(s): {', '.join(sorted(unknown))}")
         factory: Callable[..., Any] = _load(self.encoder)
         return factory(**{k: v for k, v in options.items() if v is not None})
 
@@ -123,38 +134,73 @@ class Wire:
 
 _A = "agent_stream.adapters."
 _WIRES: tuple[Wire, ...] = (
-    Wire("chat", "Agent Chat Protocol ChatMessage JSON, one a line",
-         _A + "chat.lines:ChatStream", {"jsonl": _A + "chat.lines:frame_jsonl"},
-         (Option("conversation", "conversation", blank_unset=True),),
-         decoder=_A + "chat.lines:chat_lines"),
-    Wire("openai", "OpenAI chat.completion.chunk SSE",
-         _A + "openai:OpenAIEncoder", {"sse": _A + "openai:frame_sse"},
-         (Option("model", "model", blank_unset=True), Option("include_usage", "include_usage"),
-          Option("tool_calls", "tool_calls", blank_unset=True), Option("completion_id"),
-          Option("created")),
-         accept={"standard": None}, decoder=_A + "lines:openai_lines"),
-    Wire("cui", "the native Message JSON (JSONL, or SSE with --sse)",
-         _A + "cui:CUIEncoder",
-         {"jsonl": _A + "cui:frame_jsonl", "sse": _A + "cui:frame_sse"},
-         accept={"cui-web": "sse", "cui-native": "jsonl", "cui-desktop": "jsonl"}),
-    Wire("channels", "multi-channel events, one JSON a line",
-         _A + "channels:ChannelsEncoder", {"jsonl": _A + "channels:frame_jsonl"},
-         (Option("channels", "channels"),), accept={"channels": None}),
-    Wire("agui", "AG-UI events as SSE",
-         _A + "agui:AGUIEncoder", {"sse": _A + "agui:frame_sse"},
-         (Option("thread_id"), Option("run_id")), accept={"agui": None}),
-    Wire("aisdk", "Vercel AI SDK UI message stream (SSE)",
-         _A + "aisdk:AISDKEncoder", {"sse": _A + "aisdk:frame_sse"},
-         (Option("message_id", "message_id"),),
-         headers={"x-vercel-ai-ui-message-stream": "v1"}),
-    Wire("a2a", "A2A message/stream JSON-RPC responses (SSE)",
-         _A + "a2a:A2AEncoder", {"sse": _A + "a2a.encoder:frame_sse"},
-         (Option("task_id"), Option("context_id", "conversation")),
-         decoder=_A + "a2a:A2ADecoder"),
+    Wire(
+        "chat",
+        "Agent Chat Protocol ChatMessage JSON, one a line",
+        _A + "chat.lines:ChatStream",
+        {"jsonl": _A + "chat.lines:frame_jsonl"},
+        (Option("conversation", "conversation", blank_unset=True),),
+        decoder=_A + "chat.lines:chat_lines",
+    ),
+    Wire(
+        "openai",
+        "OpenAI chat.completion.chunk SSE",
+        _A + "openai:OpenAIEncoder",
+        {"sse": _A + "openai:frame_sse"},
+        (
+            Option("model", "model", blank_unset=True),
+            Option("include_usage", "include_usage"),
+            Option("tool_calls", "tool_calls", blank_unset=True),
+            Option("completion_id"),
+            Option("created"),
+        ),
+        accept={"standard": None},
+        decoder=_A + "lines:openai_lines",
+    ),
+    Wire(
+        "cui",
+        "the native Message JSON (JSONL, or SSE with --sse)",
+        _A + "cui:CUIEncoder",
+        {"jsonl": _A + "cui:frame_jsonl", "sse": _A + "cui:frame_sse"},
+        accept={"cui-web": "sse", "cui-native": "jsonl", "cui-desktop": "jsonl"},
+    ),
+    Wire(
+        "channels",
+        "multi-channel events, one JSON a line",
+        _A + "channels:ChannelsEncoder",
+        {"jsonl": _A + "channels:frame_jsonl"},
+        (Option("channels", "channels"),),
+        accept={"channels": None},
+    ),
+    Wire(
+        "agui",
+        "AG-UI events as SSE",
+        _A + "agui:AGUIEncoder",
+        {"sse": _A + "agui:frame_sse"},
+        (Option("thread_id"), Option("run_id")),
+        accept={"agui": None},
+    ),
+    Wire(
+        "aisdk",
+        "Vercel AI SDK UI message stream (SSE)",
+        _A + "aisdk:AISDKEncoder",
+        {"sse": _A + "aisdk:frame_sse"},
+        (Option("message_id", "message_id"),),
+        headers={"x-vercel-ai-ui-message-stream": "v1"},
+    ),
+    Wire(
+        "a2a",
+        "A2A message/stream JSON-RPC responses (SSE)",
+        _A + "a2a:A2AEncoder",
+        {"sse": _A + "a2a.encoder:frame_sse"},
+        (Option("task_id"), Option("context_id", "conversation")),
+        decoder=_A + "a2a:A2ADecoder",
+    ),
 )
 _BY_NAME: dict[str, Wire] = {w.name: w for w in _WIRES}
 _ALIASES: dict[str, tuple[Wire, Framing | None]] = {
-    a: (w, f) for w in _WIRES for a, f in w.accept.items()}
+    a: (w, f) for w in _WIRES for a, f in w.accept.items()
+}
 
 
 def wires() -> tuple[Wire, ...]:

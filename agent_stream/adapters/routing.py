@@ -27,8 +27,18 @@ from agent_stream.adapters.registry import Framing, Wire
 from agent_stream.message import Message
 from agent_stream.writer import StreamWriter
 
-__all__ = ["ACCEPT", "Encoder", "WireSink", "content_type", "encoder_for",
-           "format_for", "frame_for", "sink_for", "wire_for", "writer_for"]
+__all__ = [
+    "ACCEPT",
+    "Encoder",
+    "WireSink",
+    "content_type",
+    "encoder_for",
+    "format_for",
+    "frame_for",
+    "sink_for",
+    "wire_for",
+    "writer_for",
+]
 
 ACCEPT: dict[str, str] = registry.aliases()
 _ALL_OPTIONS = frozenset(o.name for w in registry.wires() for o in w.options) | {"sse"}
@@ -58,8 +68,7 @@ def content_type(accept: str | None, *, sse: bool | None = None) -> str:
     return wire.content_type(framing)
 
 
-def frame_for(accept: str | None = "standard", *, sse: bool | None = None
-              ) -> Callable[[Any], str]:
+def frame_for(accept: str | None = "standard", *, sse: bool | None = None) -> Callable[[Any], str]:
     """How the wire objects of ``encoder_for(accept)`` become text (SSE, or JSON lines)."""
     wire, framing = wire_for(accept, sse=sse)
     return wire.frame(framing)
@@ -78,7 +87,8 @@ def encoder_for(accept: str | None = "standard", **options: Any) -> Encoder[Any]
         raise TypeError(f"unknown encoder option(s): {', '.join(sorted(unknown))}")
     wire = registry.resolve(accept)[0]
     enc: Encoder[Any] = wire.make_encoder(
-        **{k: v for k, v in options.items() if k in wire.option_names})
+        **{k: v for k, v in options.items() if k in wire.option_names}
+    )
     return enc
 
 
@@ -122,14 +132,20 @@ def sink_for(accept: str | None, write: Write, **options: Any) -> WireSink:
     return WireSink(accept, write, **options)
 
 
-def writer_for(accept: str | None, write: Write, *, request_id: str | None = None,
-               trace_id: str | None = None, **options: Any) -> StreamWriter:
+def writer_for(
+    accept: str | None,
+    write: Write,
+    *,
+    request_id: str | None = None,
+    trace_id: str | None = None,
+    **options: Any,
+) -> StreamWriter:
     """A StreamWriter whose Messages go out in the wire selected by ``accept``.
 
     ``async with writer_for("standard", send) as out: ...`` streams OpenAI SSE through ``send``
     (a plain or an async function taking a string);
     the stream's end (also on error or cancellation) ends the wire.
     """
-    return StreamWriter(WireSink(accept, write, **options), request_id=request_id,
-                        trace_id=trace_id)
-
+    return StreamWriter(
+        WireSink(accept, write, **options), request_id=request_id, trace_id=trace_id
+    )

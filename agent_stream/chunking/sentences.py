@@ -57,9 +57,7 @@ _AFTER_GLUED_WORD = ",;:!?\"')]"
 
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 _CJK_PUNCT = "。！？｡，、；：…ー・」』）】〕〉》〗〙〛”’"
-_CLAUSE_AT = re.compile(
-    rf"(?:[,;:]|…|\.\.+|—|–)[\"'”’)\]]*[{_WS_CLASS}]+|[，、；：…—]+[」』）”’]*"
-)
+_CLAUSE_AT = re.compile(rf"(?:[,;:]|…|\.\.+|—|–)[\"'”’)\]]*[{_WS_CLASS}]+|[，、；：…—]+[」』）”’]*")
 # The last place a clause boundary starts, in text that is not all ASCII: a greedy ".*"
 # backtracks from the end, in C, trying only where a clause mark is.
 _LAST_CLAUSE = re.compile(f"(?s).*(?=[,;:.…—–，、；：])(?:{_CLAUSE_AT.pattern})")
@@ -96,19 +94,107 @@ _LOOK_BACK = 32
 # Never end a sentence: titles and Latin abbreviations that always continue.
 _NEVER_ENDS = frozenset(
     (
-        "mr", "mrs", "ms", "mx", "dr", "prof", "rev", "hon", "st", "mt", "gen", "col", "capt",
-        "cmdr", "lt", "sgt", "maj", "adm", "gov", "sen", "rep", "pres", "supt", "insp",
-        "messrs", "mme", "mlle", "e.g", "i.e", "eg", "ie", "cf", "viz", "vs", "approx", "ca",
+        "mr",
+        "mrs",
+        "ms",
+        "mx",
+        "dr",
+        "prof",
+        "rev",
+        "hon",
+        "st",
+        "mt",
+        "gen",
+        "col",
+        "capt",
+        "cmdr",
+        "lt",
+        "sgt",
+        "maj",
+        "adm",
+        "gov",
+        "sen",
+        "rep",
+        "pres",
+        "supt",
+        "insp",
+        "messrs",
+        "mme",
+        "mlle",
+        "e.g",
+        "i.e",
+        "eg",
+        "ie",
+        "cf",
+        "viz",
+        "vs",
+        "approx",
+        "ca",
     )
 )
 # End a sentence only when a capitalised word follows ("Apple Inc. is" / "No. 5" do not).
 _ENDS_BEFORE_CAPITAL = frozenset(
     (
-        "etc", "inc", "ltd", "co", "corp", "llc", "plc", "bros", "jr", "sr", "al", "no", "nos",
-        "vol", "vols", "fig", "figs", "eq", "eqs", "pp", "ch", "chap", "sec", "art", "ed",
-        "eds", "esp", "incl", "excl", "dept", "est", "min", "max", "ave", "blvd", "rd", "hwy",
-        "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-        "lb", "lbs", "oz", "hr", "hrs", "yr", "yrs", "mo", "wk", "pt", "pts",
+        "etc",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "llc",
+        "plc",
+        "bros",
+        "jr",
+        "sr",
+        "al",
+        "no",
+        "nos",
+        "vol",
+        "vols",
+        "fig",
+        "figs",
+        "eq",
+        "eqs",
+        "pp",
+        "ch",
+        "chap",
+        "sec",
+        "art",
+        "ed",
+        "eds",
+        "esp",
+        "incl",
+        "excl",
+        "dept",
+        "est",
+        "min",
+        "max",
+        "ave",
+        "blvd",
+        "rd",
+        "hwy",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "lb",
+        "lbs",
+        "oz",
+        "hr",
+        "hrs",
+        "yr",
+        "yrs",
+        "mo",
+        "wk",
+        "pt",
+        "pts",
     )
 )
 
@@ -162,8 +248,12 @@ def last_clause_boundary(s: str, a: int, z: int) -> int:
             return -1  # the usual case, in one look
         # ... then the marks before ``stop``, the last of them first
         while True:
-            x = max(s.rfind(",", a, stop), s.rfind(";", a, stop), s.rfind(":", a, stop),
-                    s.rfind("..", a, stop + 1))
+            x = max(
+                s.rfind(",", a, stop),
+                s.rfind(";", a, stop),
+                s.rfind(":", a, stop),
+                s.rfind("..", a, stop + 1),
+            )
             if x < 0:
                 return -1
             m = _CLAUSE_AT.match(s, x, z)
@@ -231,7 +321,7 @@ def ends_sentence(
 
 
 def _glued_word_ends(s: str, run: int, run_end: int, closers_end: int, end: int) -> bool | None:
-    """"one.Two": a lowercase word, a terminator, a capitalised word, no space between."""
+    """ "one.Two": a lowercase word, a terminator, a capitalised word, no space between."""
     if closers_end != run_end or s[run:run_end] not in (".", "!", "?"):
         return False
     t = run
@@ -279,11 +369,7 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
             kind = _word_kind(s[t:dot])
         if kind == _NO_WORD:
             return True
-    if (
-        kind & _LISTY
-        and 0 <= line_start <= t
-        and BLANK.fullmatch(s, line_start, t) is not None
-    ):
+    if kind & _LISTY and 0 <= line_start <= t and BLANK.fullmatch(s, line_start, t) is not None:
         return False  # "1. ", "a. ", "iv. " at the start of a line
     if newline:
         return True

@@ -56,7 +56,8 @@ def rate(text: str) -> float:
     value = _number(text)
     if value < 0 or math.isinf(value):
         raise argparse.ArgumentTypeError(
-            f"must be a number of tokens per second, 0 (as fast as possible) or more, got {text}")
+            f"must be a number of tokens per second, 0 (as fast as possible) or more, got {text}"
+        )
     return value
 
 
@@ -73,8 +74,9 @@ def seed_refused(command: str, seed: str, *, network: bool = False) -> bool:
     if problem is None:
         return False
     if network:
-        print(f"agent-stream {command}: refused on a network: {problem}", file=sys.stderr,
-              flush=True)
+        print(
+            f"agent-stream {command}: refused on a network: {problem}", file=sys.stderr, flush=True
+        )
         return True
     print(f"agent-stream {command}: warning: {problem}", file=sys.stderr, flush=True)
     return False

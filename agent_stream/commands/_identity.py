@@ -38,8 +38,10 @@ def _private(path: Path, what: str, mode_mask: int) -> None:
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise SeedError(f"{what} {path} belongs to another user; remove it or give --seed")
     if info.st_mode & mode_mask:
-        raise SeedError(f"{what} {path} is open to group or others "
-                        f"(chmod {'700' if what == 'folder' else '600'} {path}, or give --seed)")
+        raise SeedError(
+            f"{what} {path} is open to group or others "
+            f"(chmod {'700' if what == 'folder' else '600'} {path}, or give --seed)"
+        )
 
 
 def client_seed(path: Path | None = None) -> str:

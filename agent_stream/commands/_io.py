@@ -54,14 +54,22 @@ def _byte_count(text: str) -> int:
 
 def add_input_args(parser: argparse.ArgumentParser, *, keep_going: bool = True) -> None:
     """FILE, --max-line-bytes and (unless ``keep_going=False``) --keep-going."""
-    parser.add_argument("file", nargs="?", metavar="FILE",
-                        help="input file (default: standard input)")
+    parser.add_argument(
+        "file", nargs="?", metavar="FILE", help="input file (default: standard input)"
+    )
     if keep_going:
-        parser.add_argument("--keep-going", action="store_true",
-                            help="report bad lines on stderr, skip them and exit 0")
-    parser.add_argument("--max-line-bytes", type=_byte_count, default=DEFAULT_MAX_LINE_BYTES,
-                        metavar="N", help="a longer line is a bad line, 'line too long' "
-                        "(default: 16 MiB = %(default)s)")
+        parser.add_argument(
+            "--keep-going",
+            action="store_true",
+            help="report bad lines on stderr, skip them and exit 0",
+        )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=_byte_count,
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help="a longer line is a bad line, 'line too long' (default: 16 MiB = %(default)s)",
+    )
 
 
 def report(err: BaseException | str) -> None:
@@ -107,8 +115,9 @@ def open_input(path: str | None) -> BinaryIO:
         raise CannotRead(path, exc) from None
 
 
-def raw_lines(src: BinaryIO, max_bytes: int, before_read: Callable[[], None] = lambda: None
-              ) -> Iterator[tuple[int, bytes | None]]:
+def raw_lines(
+    src: BinaryIO, max_bytes: int, before_read: Callable[[], None] = lambda: None
+) -> Iterator[tuple[int, bytes | None]]:
     """``(n, line)`` for each non-blank line, ``(n, None)`` for one longer than ``max_bytes``.
 
     ``before_read`` runs before each (possibly blocking) read. A line too long is reported as

@@ -97,5 +97,6 @@ def load_app(spec: str) -> object:
         raise AppLoadError(
             f"--app: {where}:{attr} is {describe(obj)}, none of a LangGraph compiled graph, a "
             "pydantic-ai Agent, an OpenAI Agents SDK Agent or a callable returning a model "
-            "stream")
+            "stream"
+        )
     return obj

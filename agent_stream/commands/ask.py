@@ -46,38 +46,78 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("address", metavar="ADDRESS",
-                   help="the agent's address (or the name of a local agent in the directory)")
+    p.add_argument(
+        "address",
+        metavar="ADDRESS",
+        help="the agent's address (or the name of a local agent in the directory)",
+    )
     p.add_argument("question", help="the question")
-    p.add_argument("--endpoint", default=None, metavar="URL",
-                   help="the agent's endpoint (default: looked up in the local directory)")
-    p.add_argument("--port", type=any_port, default=0, metavar="Q",
-                   help="this client's port (default: a free one)")
-    p.add_argument("--seed", default=None,
-                   help="this client's seed (default: this user's client identity, made on "
-                   "first use)")
-    p.add_argument("--session", type=session_arg, default=None, metavar="UUID",
-                   help="continue this conversation (an id the agent has not seen starts a new "
-                   "one; default: a new session)")
-    p.add_argument("--json", action="store_true",
-                   help="print the assembled Transcript (the `assemble` JSON) instead")
-    p.add_argument("--timeout", type=seconds, default=120.0,
-                   help="seconds to wait for the whole reply (default: %(default)s)")
-    p.add_argument("--idle-timeout", type=seconds, default=15.0, metavar="S",
-                   help="end the reply as lost when nothing (not even a keepalive) arrives for "
-                   "S seconds (default: %(default)s)")
-    p.add_argument("--no-reasoning", action="store_true",
-                   help="do not ask for the model's reasoning")
-    p.add_argument("--no-directory", action="store_true",
-                   help="do not use the local directory (the agent must know this client by "
-                   "--peer)")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="uagents logs at INFO, and the reply's delivery figures")
+    p.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="the agent's endpoint (default: looked up in the local directory)",
+    )
+    p.add_argument(
+        "--port",
+        type=any_port,
+        default=0,
+        metavar="Q",
+        help="this client's port (default: a free one)",
+    )
+    p.add_argument(
+        "--seed",
+        default=None,
+        help="this client's seed (default: this user's client identity, made on first use)",
+    )
+    p.add_argument(
+        "--session",
+        type=session_arg,
+        default=None,
+        metavar="UUID",
+        help="continue this conversation (an id the agent has not seen starts a new "
+        "one; default: a new session)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the assembled Transcript (the `assemble` JSON) instead",
+    )
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=120.0,
+        help="seconds to wait for the whole reply (default: %(default)s)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=seconds,
+        default=15.0,
+        metavar="S",
+        help="end the reply as lost when nothing (not even a keepalive) arrives for "
+        "S seconds (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-reasoning", action="store_true", help="do not ask for the model's reasoning"
+    )
+    p.add_argument(
+        "--no-directory",
+        action="store_true",
+        help="do not use the local directory (the agent must know this client by --peer)",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="uagents logs at INFO, and the reply's delivery figures",
+    )
     p.set_defaults(func=run)
 
 
-WITHHELD_NOTE = ("(the agent withheld its reasoning: it shares reasoning only when it allows it, "
-                 "e.g. serve --reasoning)")
+WITHHELD_NOTE = (
+    "(the agent withheld its reasoning: it shares reasoning only when it allows it, "
+    "e.g. serve --reasoning)"
+)
 
 
 def session_arg(text: str) -> uuid.UUID:
@@ -100,9 +140,12 @@ def choose_seed(command: str, seed: str | None) -> str | None:
         print(f"agent-stream {command}: {exc}", file=sys.stderr)
         return None
     if identity_busy(mine):
-        print(f"note: this user's client identity is in use by another running client; "
-              f"{command} asks as a throwaway one (its conversations start afresh)",
-              file=sys.stderr, flush=True)
+        print(
+            f"note: this user's client identity is in use by another running client; "
+            f"{command} asks as a throwaway one (its conversations start afresh)",
+            file=sys.stderr,
+            flush=True,
+        )
         return secrets.token_hex(32)
     return mine
 
@@ -132,8 +175,7 @@ def note_withheld(renderer: Any, reply: Any) -> None:
         renderer.console.print(Text(WITHHELD_NOTE, style="dim"))
 
 
-def resolve_target(address: str, endpoint: str | None, use_directory: bool
-                   ) -> tuple[str, str]:
+def resolve_target(address: str, endpoint: str | None, use_directory: bool) -> tuple[str, str]:
     """(address, endpoint) of the agent to ask; ValueError when it cannot be found."""
     from uagents_core.identity import parse_identifier
 
@@ -152,14 +194,27 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool
             raise ValueError(str(exc)) from exc
         if found is not None:
             return found
-    raise ValueError(f"no endpoint for {address!r}: give --endpoint URL (no running local "
-                     "agent by that address or name answers)")
+    raise ValueError(
+        f"no endpoint for {address!r}: give --endpoint URL (no running local "
+        "agent by that address or name answers)"
+    )
 
 
-def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
-             reasoning: bool, timeout: float, use_directory: bool, on_message: Any = None,
-             verbose: bool = False, idle_timeout: float | None = None,
-             session: uuid.UUID | None = None) -> Any:
+def ask_once(
+    *,
+    target: str,
+    endpoint: str,
+    question: str,
+    port: int,
+    seed: str,
+    reasoning: bool,
+    timeout: float,
+    use_directory: bool,
+    on_message: Any = None,
+    verbose: bool = False,
+    idle_timeout: float | None = None,
+    session: uuid.UUID | None = None,
+) -> Any:
     """Run a client agent until the reply to ``question`` is over; returns the Reply.
 
     The question goes in envelope session ``session`` (default: a new one; the Reply's
@@ -178,16 +233,27 @@ def ask_once(*, target: str, endpoint: str, question: str, port: int, seed: str,
     interrupted = INTERRUPTED
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeakSeedWarning)  # the command says it, once
-        agent = local_agent(seed, port, name="ask", peers={target: endpoint},
-                            directory=LocalDirectory() if use_directory else None,
-                            log_level=logging.INFO if verbose else logging.WARNING)
+        agent = local_agent(
+            seed,
+            port,
+            name="ask",
+            peers={target: endpoint},
+            directory=LocalDirectory() if use_directory else None,
+            log_level=logging.INFO if verbose else logging.WARNING,
+        )
     agent.include(chat, publish_manifest=True)
 
     async def main(ctx: Any) -> Any:
         ctx = context_with_session(agent, session or uuid.uuid4())
-        reply = await chat.ask(ctx, target, question,
-                               channels={"reasoning"} if reasoning else (), timeout=timeout,
-                               idle_timeout=idle_timeout)
+        reply = await chat.ask(
+            ctx,
+            target,
+            question,
+            channels={"reasoning"} if reasoning else (),
+            timeout=timeout,
+            idle_timeout=idle_timeout,
+        )
+
         def interrupt() -> None:
             interrupted.add(reply)
             reply.cancel()
@@ -274,12 +340,20 @@ def run(args: argparse.Namespace) -> int:
         renderer = make_renderer(reasoning=not args.no_reasoning)
     started = time.monotonic()
     try:
-        reply = ask_once(target=target, endpoint=endpoint, question=args.question, port=port,
-                         seed=seed, reasoning=not args.no_reasoning, timeout=args.timeout,
-                         use_directory=not args.no_directory,
-                         on_message=renderer.feed if renderer is not None else None,
-                         verbose=args.verbose, idle_timeout=args.idle_timeout,
-                         session=args.session)
+        reply = ask_once(
+            target=target,
+            endpoint=endpoint,
+            question=args.question,
+            port=port,
+            seed=seed,
+            reasoning=not args.no_reasoning,
+            timeout=args.timeout,
+            use_directory=not args.no_directory,
+            on_message=renderer.feed if renderer is not None else None,
+            verbose=args.verbose,
+            idle_timeout=args.idle_timeout,
+            session=args.session,
+        )
     except DeliveryError as exc:
         if renderer is not None:
             renderer.stop()
@@ -311,8 +385,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"agent-stream ask: interrupted (status {reply.status})", file=sys.stderr)
         return 130
     if not reply.completed:
-        print(f"agent-stream ask: the reply did not complete (status {reply.status})",
-              file=sys.stderr)
+        print(
+            f"agent-stream ask: the reply did not complete (status {reply.status})", file=sys.stderr
+        )
         return 1
     return 0
 
@@ -323,11 +398,15 @@ INTERRUPTED: set[Any] = set()  # replies whose ask was interrupted (Ctrl-C / SIG
 def delivery_line(reply: Any) -> str:
     """`2 question resends · 1 duplicate dropped · 1 gap repaired · 3 keepalives · 0.80 s at
     risk`."""
-    return " · ".join((f"{reply.question_resends} question resends",
-                       f"{reply.duplicates} duplicates dropped",
-                       f"{reply.gaps_repaired} gaps repaired "
-                       f"({reply.repair_requests} requests)",
-                       f"{reply.keepalives} keepalives", f"{reply.at_risk:.2f} s at risk"))
+    return " · ".join(
+        (
+            f"{reply.question_resends} question resends",
+            f"{reply.duplicates} duplicates dropped",
+            f"{reply.gaps_repaired} gaps repaired ({reply.repair_requests} requests)",
+            f"{reply.keepalives} keepalives",
+            f"{reply.at_risk:.2f} s at risk",
+        )
+    )
 
 
 def summary_line(reply: Any, started: float) -> str:

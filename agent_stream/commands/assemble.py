@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     inp.out.write(json.dumps(transcript, ensure_ascii=False, indent=args.indent) + "\n")
     code = inp.close()
     if inp.bad is not None:
-        report(f"agent-stream assemble: stopped at line {inp.bad.lineno}; the transcript "
-               "holds the lines before it")
+        report(
+            f"agent-stream assemble: stopped at line {inp.bad.lineno}; the transcript "
+            "holds the lines before it"
+        )
     return code

@@ -52,27 +52,57 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("address", metavar="NAME_OR_ADDRESS",
-                   help="the agent's address (or the name of a local agent in the directory)")
-    p.add_argument("--endpoint", default=None, metavar="URL",
-                   help="the agent's endpoint (default: looked up in the local directory)")
-    p.add_argument("--port", type=any_port, default=0, metavar="Q",
-                   help="this client's port (default: a free one)")
-    p.add_argument("--seed", default=None,
-                   help="this client's seed (default: this user's client identity, made on "
-                   "first use)")
-    p.add_argument("--session", type=session_arg, default=None, metavar="UUID",
-                   help="continue this conversation (default: a new one)")
-    p.add_argument("--timeout", type=seconds, default=120.0,
-                   help="seconds to wait for each whole reply (default: %(default)s)")
-    p.add_argument("--idle-timeout", type=seconds, default=15.0, metavar="S",
-                   help="end a reply as lost when nothing arrives for S seconds (default: "
-                   "%(default)s)")
-    p.add_argument("--no-reasoning", action="store_true",
-                   help="do not ask for the model's reasoning")
-    p.add_argument("--no-directory", action="store_true",
-                   help="do not use the local directory (the agent must know this client by "
-                   "--peer)")
+    p.add_argument(
+        "address",
+        metavar="NAME_OR_ADDRESS",
+        help="the agent's address (or the name of a local agent in the directory)",
+    )
+    p.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="the agent's endpoint (default: looked up in the local directory)",
+    )
+    p.add_argument(
+        "--port",
+        type=any_port,
+        default=0,
+        metavar="Q",
+        help="this client's port (default: a free one)",
+    )
+    p.add_argument(
+        "--seed",
+        default=None,
+        help="this client's seed (default: this user's client identity, made on first use)",
+    )
+    p.add_argument(
+        "--session",
+        type=session_arg,
+        default=None,
+        metavar="UUID",
+        help="continue this conversation (default: a new one)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=120.0,
+        help="seconds to wait for each whole reply (default: %(default)s)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=seconds,
+        default=15.0,
+        metavar="S",
+        help="end a reply as lost when nothing arrives for S seconds (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-reasoning", action="store_true", help="do not ask for the model's reasoning"
+    )
+    p.add_argument(
+        "--no-directory",
+        action="store_true",
+        help="do not use the local directory (the agent must know this client by --peer)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
     p.set_defaults(func=run)
 
@@ -144,9 +174,13 @@ class Conversation:
         self.cancelled = False
         try:
             self.reply = await self.chat.ask(
-                self.ctx, self.target, question,
+                self.ctx,
+                self.target,
+                question,
                 channels=() if self.args.no_reasoning else {"reasoning"},
-                timeout=self.args.timeout, idle_timeout=self.args.idle_timeout)
+                timeout=self.args.timeout,
+                idle_timeout=self.args.idle_timeout,
+            )
         except DeliveryError as exc:
             renderer.stop()
             print(f"agent-stream chat: {exc}", file=sys.stderr, flush=True)
@@ -175,9 +209,11 @@ async def converse(conv: Conversation, name: str) -> int:
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, conv.interrupt)
-    print(f"chatting with {name} ({conv.target}); session {conv.session}\n"
-          "/new starts a new conversation, /exit or Ctrl-D leaves, Ctrl-C cancels a reply",
-          flush=True)
+    print(
+        f"chatting with {name} ({conv.target}); session {conv.session}\n"
+        "/new starts a new conversation, /exit or Ctrl-D leaves, Ctrl-C cancels a reply",
+        flush=True,
+    )
     lines = Lines()
     while True:
         try:
@@ -225,9 +261,14 @@ def run(args: argparse.Namespace) -> int:
     chat = StreamingChat()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeakSeedWarning)  # said once above
-        agent = local_agent(seed, port, name="chat", peers={target: endpoint},
-                            directory=LocalDirectory() if not args.no_directory else None,
-                            log_level=logging.INFO if args.verbose else logging.WARNING)
+        agent = local_agent(
+            seed,
+            port,
+            name="chat",
+            peers={target: endpoint},
+            directory=LocalDirectory() if not args.no_directory else None,
+            log_level=logging.INFO if args.verbose else logging.WARNING,
+        )
     agent.include(chat, publish_manifest=True)
 
     async def main(_ctx: Any) -> int:

@@ -20,8 +20,14 @@ only on the input. The chunks, concatenated, equal the deltas, concatenated. Bla
 skipped.
 """
 
-_JSON_TYPES = {dict: "an object", list: "an array", bool: "a boolean", int: "a number",
-               float: "a number", type(None): "null"}
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,11 +42,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_input_args(p)
-    p.add_argument("--min-chars", type=int, default=None, metavar="N",
-                   help="a sentence or paragraph end releases a chunk of at least N characters "
-                   "(default: 40)")
-    p.add_argument("--max-chars", type=int, default=None, metavar="N",
-                   help="no chunk is longer than N characters (default: 400)")
+    p.add_argument(
+        "--min-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a sentence or paragraph end releases a chunk of at least N characters (default: 40)",
+    )
+    p.add_argument(
+        "--max-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="no chunk is longer than N characters (default: 400)",
+    )
     p.set_defaults(func=run)
 
 
@@ -50,8 +65,11 @@ def _kind(value: object) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Chunk every delta; a bad line ends the input, after the text before it is flushed."""
-    options = {name: value for name, value in (("min_chars", args.min_chars),
-                                               ("max_chars", args.max_chars)) if value is not None}
+    options = {
+        name: value
+        for name, value in (("min_chars", args.min_chars), ("max_chars", args.max_chars))
+        if value is not None
+    }
     try:
         chunker = TextChunker(**options)
     except ChunkerConfigError as exc:

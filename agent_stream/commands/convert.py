@@ -42,18 +42,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_input_args(p)
     p.add_argument("--to", required=True, choices=encoders(), help="output format")
-    p.add_argument("--conversation", default="agent-stream",
-                   help="chat: conversation id the stream_ids derive from (default: %(default)s)")
-    p.add_argument("--include-usage", action="store_true",
-                   help="openai: send the usage chunk before [DONE]")
-    p.add_argument("--model", default="agent-stream",
-                   help="openai: the model name in every chunk (default: %(default)s)")
-    p.add_argument("--tool-calls", choices=("agent", "client"), default="agent",
-                   help="openai: the agent's own tool calls as progress in reasoning_content "
-                   "(agent, the default) or as tool_calls for the client to make (client)")
-    p.add_argument("--channels", default=None,
-                   help="channels: comma-separated channels the recipient gets "
-                   "(default: every channel but reasoning)")
+    p.add_argument(
+        "--conversation",
+        default="agent-stream",
+        help="chat: conversation id the stream_ids derive from (default: %(default)s)",
+    )
+    p.add_argument(
+        "--include-usage", action="store_true", help="openai: send the usage chunk before [DONE]"
+    )
+    p.add_argument(
+        "--model",
+        default="agent-stream",
+        help="openai: the model name in every chunk (default: %(default)s)",
+    )
+    p.add_argument(
+        "--tool-calls",
+        choices=("agent", "client"),
+        default="agent",
+        help="openai: the agent's own tool calls as progress in reasoning_content "
+        "(agent, the default) or as tool_calls for the client to make (client)",
+    )
+    p.add_argument(
+        "--channels",
+        default=None,
+        help="channels: comma-separated channels the recipient gets "
+        "(default: every channel but reasoning)",
+    )
     p.add_argument("--sse", action="store_true", help="cui: write SSE (data: <json>) not JSONL")
     p.set_defaults(func=run)
 

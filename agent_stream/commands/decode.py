@@ -29,8 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_input_args(p)
-    p.add_argument("--from", dest="source", required=True, choices=decoders(),
-                   help="input format")
+    p.add_argument("--from", dest="source", required=True, choices=decoders(), help="input format")
     p.set_defaults(func=run)
 
 

@@ -40,8 +40,16 @@ TEAM: dict[str, tuple[str, ...]] = {
     "researcher": (),
     "coder": (),
     "chef": (),
-    "planner": ("--relay", "researcher", "--parallel", f"coder={CODER_Q}",
-                "--parallel", f"chef={CHEF_Q}", "--sub-timeout", "120"),
+    "planner": (
+        "--relay",
+        "researcher",
+        "--parallel",
+        f"coder={CODER_Q}",
+        "--parallel",
+        f"chef={CHEF_Q}",
+        "--sub-timeout",
+        "120",
+    ),
 }
 
 
@@ -56,19 +64,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "  agent-stream demo                          the default conversation, live (make demo)\n"
         "  agent-stream demo --rate 0                 as fast as the agents can stream\n"
         "  agent-stream demo --team                   a planner relaying three sub-agents\n"
-        "  agent-stream demo --question \"Why chunk?\" --json > transcript.json\n",
+        '  agent-stream demo --question "Why chunk?" --json > transcript.json\n',
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--question", default=DEFAULT_QUESTION,
-                   help="what the client asks (default: %(default)r)")
-    p.add_argument("--rate", type=rate, default=150.0,
-                   help="replay tokens per second, 0 = as fast as possible "
-                   "(default: %(default)s)")
-    p.add_argument("--json", action="store_true",
-                   help="print the assembled Transcript instead of rendering")
-    p.add_argument("--team", action="store_true",
-                   help="a team instead: a planner relaying a researcher and two specialists "
-                   "(four agents, each sub-agent's section labelled)")
+    p.add_argument(
+        "--question", default=DEFAULT_QUESTION, help="what the client asks (default: %(default)r)"
+    )
+    p.add_argument(
+        "--rate",
+        type=rate,
+        default=150.0,
+        help="replay tokens per second, 0 = as fast as possible (default: %(default)s)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the assembled Transcript instead of rendering"
+    )
+    p.add_argument(
+        "--team",
+        action="store_true",
+        help="a team instead: a planner relaying a researcher and two specialists "
+        "(four agents, each sub-agent's section labelled)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
     p.set_defaults(func=run)
 
@@ -79,23 +95,42 @@ def _reader(stream: Any, lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-def spawn(cmd: list[str], env: dict[str, str], verbose: bool
-          ) -> tuple[subprocess.Popen[str], queue.Queue[str | None]]:
+def spawn(
+    cmd: list[str], env: dict[str, str], verbose: bool
+) -> tuple[subprocess.Popen[str], queue.Queue[str | None]]:
     """Start ``cmd`` (stderr shown only when ``verbose``); its process and its stdout lines (None
     at their end), read by a thread."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if verbose else
-                            subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=None if verbose else subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
     return proc, lines
 
 
-def start_server(args: argparse.Namespace, port: int, env: dict[str, str]
-                 ) -> tuple[subprocess.Popen[str], str, str]:
+def start_server(
+    args: argparse.Namespace, port: int, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], str, str]:
     """Start `agent-stream serve` and wait for its address; (process, address, endpoint)."""
-    cmd = [sys.executable, "-m", "agent_stream", "serve", "--port", str(port),
-           "--seed", secrets.token_hex(32), "--rate", str(args.rate), "--reasoning",
-           "--name", "demo-llm"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agent_stream",
+        "serve",
+        "--port",
+        str(port),
+        "--seed",
+        secrets.token_hex(32),
+        "--rate",
+        str(args.rate),
+        "--reasoning",
+        "--name",
+        "demo-llm",
+    ]
     if args.verbose:
         cmd.append("--verbose")
     proc, lines = spawn(cmd, env, args.verbose)
@@ -141,25 +176,34 @@ def private_directory(prefix: str, **env: str) -> Iterator[dict[str, str]]:
                 os.environ[DIRECTORY_ENV] = saved
 
 
-def ask_live(args: argparse.Namespace, address: str, endpoint: str, port: int, renderer: Any,
-             timeout: float) -> Any:
+def ask_live(
+    args: argparse.Namespace, address: str, endpoint: str, port: int, renderer: Any, timeout: float
+) -> Any:
     """Ask ``args.question`` from a client agent on ``port`` (reasoning asked for, peers found in
     the local directory), feeding ``renderer`` as the reply streams; the Reply (None: stopped)."""
     from agent_stream.commands.ask import ask_once
 
     try:
-        return ask_once(target=address, endpoint=endpoint, question=args.question, port=port,
-                        seed=secrets.token_hex(32), reasoning=True, timeout=timeout,
-                        use_directory=True,
-                        on_message=renderer.feed if renderer is not None else None,
-                        verbose=args.verbose)
+        return ask_once(
+            target=address,
+            endpoint=endpoint,
+            question=args.question,
+            port=port,
+            seed=secrets.token_hex(32),
+            reasoning=True,
+            timeout=timeout,
+            use_directory=True,
+            on_message=renderer.feed if renderer is not None else None,
+            verbose=args.verbose,
+        )
     finally:
         if renderer is not None:
             renderer.stop()  # what is still drawn live is printed for good
 
 
-def show_reply(args: argparse.Namespace, reply: Any, renderer: Any, started: float,
-               stopped: str) -> int:
+def show_reply(
+    args: argparse.Namespace, reply: Any, renderer: Any, started: float, stopped: str
+) -> int:
     """The end of a demo: the Transcript as JSON (``--json``) or the summary line; the exit
     status (130: interrupted, 1: the reply did not complete)."""
     from agent_stream.commands.ask import summary_line
@@ -186,17 +230,31 @@ def stop(proc: subprocess.Popen[str]) -> None:
             proc.wait()
 
 
-def _start_member(name: str, extra: tuple[str, ...], rate: float, env: dict[str, str],
-                  verbose: bool) -> subprocess.Popen[str]:
+def _start_member(
+    name: str, extra: tuple[str, ...], rate: float, env: dict[str, str], verbose: bool
+) -> subprocess.Popen[str]:
     from agent_stream.uagents.local import free_port
 
-    cmd = [sys.executable, "-m", "agent_stream.commands.team", "--name", name, "--port",
-           str(free_port()), "--seed", secrets.token_hex(32), "--rate", str(rate), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agent_stream.commands.team",
+        "--name",
+        name,
+        "--port",
+        str(free_port()),
+        "--seed",
+        secrets.token_hex(32),
+        "--rate",
+        str(rate),
+        *extra,
+    ]
     return spawn(cmd, env, verbose)[0]
 
 
-def _wait_listed(names: set[str], procs: list[subprocess.Popen[str]],
-                 timeout: float = 60.0) -> dict[str, tuple[str, str]]:
+def _wait_listed(
+    names: set[str], procs: list[subprocess.Popen[str]], timeout: float = 60.0
+) -> dict[str, tuple[str, str]]:
     """(address, endpoint) of every member once all of them listed themselves."""
     from agent_stream.uagents import LocalDirectory
 
@@ -224,8 +282,11 @@ def run_team(args: argparse.Namespace) -> int:
         renderer = None if args.json else make_renderer(console)
         try:
             if renderer is not None:
-                console.print(f"Starting a team of four agents (replay models, {args.rate:g} "
-                              "tokens/s): planner, researcher, coder, chef ...", style="bold")
+                console.print(
+                    f"Starting a team of four agents (replay models, {args.rate:g} "
+                    "tokens/s): planner, researcher, coder, chef ...",
+                    style="bold",
+                )
             for name, extra in TEAM.items():
                 procs.append(_start_member(name, extra, args.rate, env, args.verbose))
             team = _wait_listed(set(TEAM), procs)
@@ -262,14 +323,18 @@ def run(args: argparse.Namespace) -> int:
         proc = None
         try:
             if not args.json:
-                console.print(f"Starting the LLM agent (replay model, {args.rate:g} tokens/s) "
-                              f"on 127.0.0.1:{server_port} ...", style="bold")
+                console.print(
+                    f"Starting the LLM agent (replay model, {args.rate:g} tokens/s) "
+                    f"on 127.0.0.1:{server_port} ...",
+                    style="bold",
+                )
             proc, address, endpoint = start_server(args, server_port, env)
             renderer = None if args.json else make_renderer(console)
             if renderer is not None:
                 console.print(f"  address  {address}\n  endpoint {endpoint}", style="dim")
-                console.print(f"Client agent on 127.0.0.1:{client_port} asks: {args.question}",
-                              style="bold")
+                console.print(
+                    f"Client agent on 127.0.0.1:{client_port} asks: {args.question}", style="bold"
+                )
             started = time.monotonic()
             reply = ask_live(args, address, endpoint, client_port, renderer, 60.0)
         except (RuntimeError, DeliveryError) as exc:

@@ -21,9 +21,21 @@ from agent_stream.adapters.registry import LineDecoder, Wire
 from agent_stream.errors import UsageError, WireError
 from agent_stream.message import Message
 
-__all__ = ["FORMATS", "Encode", "Format", "LineDecoder", "decoders", "encode_a2a", "encode_agui",
-           "encode_aisdk", "encode_channels", "encode_chat", "encode_cui", "encode_openai",
-           "encoders"]
+__all__ = [
+    "FORMATS",
+    "Encode",
+    "Format",
+    "LineDecoder",
+    "decoders",
+    "encode_a2a",
+    "encode_agui",
+    "encode_aisdk",
+    "encode_channels",
+    "encode_chat",
+    "encode_cui",
+    "encode_openai",
+    "encoders",
+]
 
 # convert --to NAME: the text to write for a stream of Messages and the command's options.
 Encode = Callable[[Iterable[Message], "argparse.Namespace | None"], Iterator[str]]
@@ -97,7 +109,8 @@ def _decode(wire: Wire) -> Callable[[argparse.Namespace], LineDecoder]:
 
 FORMATS: dict[str, Format] = {
     w.name: Format(w.name, w.summary, _encode(w), _decode(w) if w.decoder else None)
-    for w in registry.wires()}
+    for w in registry.wires()
+}
 
 # Each wire's convert function by name (what tests and the conformance server call).
 encode_chat = _encode(registry.wire_named("chat"))

@@ -46,37 +46,95 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default: %(default)s)")
     p.add_argument("--port", type=port, default=8080, help="HTTP port (default: %(default)s)")
-    p.add_argument("--agent", action="append", default=[], metavar="NAME|ADDRESS[=ENDPOINT]",
-                   help="an agent clients may reach (repeatable; default: every agent in the "
-                   "local directory)")
-    p.add_argument("--default-agent", default=None, metavar="NAME|ADDRESS",
-                   help="the agent a request naming none gets, whose A2A card is also at "
-                   "/.well-known/agent-card.json (default: the first; the root card only "
-                   "when there is one agent)")
-    p.add_argument("--api-key", action="append", default=[], metavar="KEY",
-                   help="an accepted API key (repeatable; also $AGENT_STREAM_GATEWAY_KEYS)")
-    p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
-                   help="an origin browsers may call from (repeatable; default: none)")
-    p.add_argument("--resume-window", type=seconds, default=60.0, metavar="S",
-                   help="seconds a reply stays resumable, and keeps running with no client "
-                   "(default: %(default)s)")
-    p.add_argument("--resume-store", default="memory", metavar="memory|redis://...",
-                   help="where resumable replies are kept (default: %(default)s)")
-    p.add_argument("--max-body-bytes", type=int, default=1 << 20, metavar="B",
-                   help="request body cap (default: %(default)s)")
-    p.add_argument("--max-question-bytes", type=int, default=64 * 1024, metavar="B",
-                   help="question cap (default: %(default)s)")
-    p.add_argument("--max-replies-per-key", type=int, default=8, metavar="N",
-                   help="replies at once per API key, or per client address without keys "
-                   "(default: %(default)s)")
-    p.add_argument("--max-replies", type=int, default=256, metavar="N",
-                   help="replies at once in all (default: %(default)s)")
-    p.add_argument("--timeout", type=seconds, default=300.0, metavar="S",
-                   help="seconds a reply may take (default: %(default)s)")
-    p.add_argument("--no-reasoning", action="store_true",
-                   help="do not ask agents for their reasoning")
-    p.add_argument("--agent-port", type=any_port, default=0, metavar="P",
-                   help="the gateway uAgent's own port on 127.0.0.1 (default: a free one)")
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="NAME|ADDRESS[=ENDPOINT]",
+        help="an agent clients may reach (repeatable; default: every agent in the local directory)",
+    )
+    p.add_argument(
+        "--default-agent",
+        default=None,
+        metavar="NAME|ADDRESS",
+        help="the agent a request naming none gets, whose A2A card is also at "
+        "/.well-known/agent-card.json (default: the first; the root card only "
+        "when there is one agent)",
+    )
+    p.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="an accepted API key (repeatable; also $AGENT_STREAM_GATEWAY_KEYS)",
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin browsers may call from (repeatable; default: none)",
+    )
+    p.add_argument(
+        "--resume-window",
+        type=seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds a reply stays resumable, and keeps running with no client "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--resume-store",
+        default="memory",
+        metavar="memory|redis://...",
+        help="where resumable replies are kept (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=1 << 20,
+        metavar="B",
+        help="request body cap (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-question-bytes",
+        type=int,
+        default=64 * 1024,
+        metavar="B",
+        help="question cap (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-replies-per-key",
+        type=int,
+        default=8,
+        metavar="N",
+        help="replies at once per API key, or per client address without keys "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-replies",
+        type=int,
+        default=256,
+        metavar="N",
+        help="replies at once in all (default: %(default)s)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=300.0,
+        metavar="S",
+        help="seconds a reply may take (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-reasoning", action="store_true", help="do not ask agents for their reasoning"
+    )
+    p.add_argument(
+        "--agent-port",
+        type=any_port,
+        default=0,
+        metavar="P",
+        help="the gateway uAgent's own port on 127.0.0.1 (default: a free one)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="uagents and uvicorn logs")
     p.set_defaults(func=run)
 
@@ -92,17 +150,28 @@ def run(args: argparse.Namespace) -> int:
         from agent_stream.gateway.config import GatewayConfig
         from agent_stream.gateway.server import port_available, run_gateway
     except (ImportError, MissingDependency) as exc:
-        print(f"agent-stream gateway: {exc}; the gateway needs its extra: pip install "
-              "'agent-stream[gateway]'", file=sys.stderr)
+        print(
+            f"agent-stream gateway: {exc}; the gateway needs its extra: pip install "
+            "'agent-stream[gateway]'",
+            file=sys.stderr,
+        )
         return 2
     config = GatewayConfig(
-        host=args.host, port=args.port, agents=list(args.agent),
-        default_agent=args.default_agent or None, api_keys=list(args.api_key),
-        cors_origins=list(args.cors_origin), resume_window=args.resume_window,
-        resume_store=args.resume_store, max_body_bytes=args.max_body_bytes,
+        host=args.host,
+        port=args.port,
+        agents=list(args.agent),
+        default_agent=args.default_agent or None,
+        api_keys=list(args.api_key),
+        cors_origins=list(args.cors_origin),
+        resume_window=args.resume_window,
+        resume_store=args.resume_store,
+        max_body_bytes=args.max_body_bytes,
         max_question_bytes=args.max_question_bytes,
-        max_replies_per_key=args.max_replies_per_key, max_replies=args.max_replies,
-        reply_timeout=args.timeout, reasoning=not args.no_reasoning)
+        max_replies_per_key=args.max_replies_per_key,
+        max_replies=args.max_replies,
+        reply_timeout=args.timeout,
+        reasoning=not args.no_reasoning,
+    )
     try:
         config.check()
         from agent_stream.gateway.link import parse_agent_spec
@@ -113,14 +182,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"agent-stream gateway: {exc}", file=sys.stderr)
         return 2
     if not port_available(config.host, config.port):
-        print(f"agent-stream gateway: {config.host}:{config.port} is in use (--port P)",
-              file=sys.stderr)
+        print(
+            f"agent-stream gateway: {config.host}:{config.port} is in use (--port P)",
+            file=sys.stderr,
+        )
         return 2
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WeakSeedWarning)  # said above, once
-            return run_gateway(config, agent_port=args.agent_port, seed=seed,
-                               verbose=args.verbose)
+            return run_gateway(config, agent_port=args.agent_port, seed=seed, verbose=args.verbose)
     except OSError as exc:
         print(f"agent-stream gateway: {exc}", file=sys.stderr)
         return 1

@@ -39,49 +39,115 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--port", type=port, default=8000, help="HTTP port (default: %(default)s)")
-    p.add_argument("--seed", default=None,
-                   help=f"the agent's seed (default: ${SEED_ENV}, else a throwaway one)")
-    p.add_argument("--peer", action="append", default=[], metavar="ADDRESS=URL",
-                   help="a peer's endpoint (repeatable)")
-    p.add_argument("--model", choices=("replay", "openai"), default=None,
-                   help="model source (default: replay, a bundled stand-in for a model)")
-    p.add_argument("--app", default=None, metavar="MODULE:ATTR",
-                   help="serve an agent built on a framework instead of a model: a LangGraph "
-                   "graph, a pydantic-ai or OpenAI Agents SDK Agent, or a callable returning a "
-                   "model stream (MODULE:ATTR or path/to/file.py:ATTR)")
-    p.add_argument("--rate", type=rate, default=60.0,
-                   help="replay: tokens per second, 0 = as fast as possible (default: %(default)s)")
-    p.add_argument("--base-url", default=None,
-                   help="openai: server URL (default: $OPENAI_BASE_URL); key from $OPENAI_API_KEY")
-    p.add_argument("--model-name", default=None,
-                   help="openai: model name (default: $OPENAI_MODEL)")
+    p.add_argument(
+        "--seed",
+        default=None,
+        help=f"the agent's seed (default: ${SEED_ENV}, else a throwaway one)",
+    )
+    p.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="ADDRESS=URL",
+        help="a peer's endpoint (repeatable)",
+    )
+    p.add_argument(
+        "--model",
+        choices=("replay", "openai"),
+        default=None,
+        help="model source (default: replay, a bundled stand-in for a model)",
+    )
+    p.add_argument(
+        "--app",
+        default=None,
+        metavar="MODULE:ATTR",
+        help="serve an agent built on a framework instead of a model: a LangGraph "
+        "graph, a pydantic-ai or OpenAI Agents SDK Agent, or a callable returning a "
+        "model stream (MODULE:ATTR or path/to/file.py:ATTR)",
+    )
+    p.add_argument(
+        "--rate",
+        type=rate,
+        default=60.0,
+        help="replay: tokens per second, 0 = as fast as possible (default: %(default)s)",
+    )
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="openai: server URL (default: $OPENAI_BASE_URL); key from $OPENAI_API_KEY",
+    )
+    p.add_argument("--model-name", default=None, help="openai: model name (default: $OPENAI_MODEL)")
     p.add_argument("--name", default="llm", help="agent name (default: %(default)s)")
-    p.add_argument("--reasoning", action="store_true",
-                   help="share the model's reasoning (as metadata) with peers that ask for it")
-    p.add_argument("--max-in-flight", type=int, default=None, metavar="N",
-                   help="flow control: at most N unacknowledged ChatMessages per reply")
-    p.add_argument("--max-question-bytes", type=int, default=64 * 1024, metavar="B",
-                   help="a longer question is answered with an error (default: %(default)s)")
-    p.add_argument("--max-replies-per-sender", type=int, default=4, metavar="N",
-                   help="replies at once to one asker; more get a 'busy' error (default: "
-                   "%(default)s; raise it for a gateway, which asks for all its users)")
-    p.add_argument("--max-replies", type=int, default=64, metavar="N",
-                   help="replies at once in all; more get a 'busy' error (default: %(default)s)")
-    p.add_argument("--trust", action="append", default=[], metavar="ADDRESS[=N]",
-                   help="a peer asking for many users (a gateway): N replies at once for it "
-                   "(default: --max-replies) and a high envelope rate (repeatable)")
-    p.add_argument("--sessions", default="memory", metavar="STORE",
-                   help="where conversations are kept: memory (default), sqlite:PATH or "
-                   "redis://HOST:PORT/DB (the last two survive a restart)")
-    p.add_argument("--network", choices=("local", "testnet", "mainnet"), default="local",
-                   help="local (default: no internet) or a Fetch network (Almanac registration)")
-    p.add_argument("--mailbox", action="store_true",
-                   help="networked: receive through an Agentverse mailbox")
-    p.add_argument("--no-directory", action="store_true",
-                   help="local: neither list this agent in nor resolve peers from the directory")
-    p.add_argument("--metrics-port", default=None, metavar="[HOST:]PORT",
-                   help="serve GET /metrics (Prometheus text format) on this port "
-                   "(host 127.0.0.1 unless given)")
+    p.add_argument(
+        "--reasoning",
+        action="store_true",
+        help="share the model's reasoning (as metadata) with peers that ask for it",
+    )
+    p.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=None,
+        metavar="N",
+        help="flow control: at most N unacknowledged ChatMessages per reply",
+    )
+    p.add_argument(
+        "--max-question-bytes",
+        type=int,
+        default=64 * 1024,
+        metavar="B",
+        help="a longer question is answered with an error (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-replies-per-sender",
+        type=int,
+        default=4,
+        metavar="N",
+        help="replies at once to one asker; more get a 'busy' error (default: "
+        "%(default)s; raise it for a gateway, which asks for all its users)",
+    )
+    p.add_argument(
+        "--max-replies",
+        type=int,
+        default=64,
+        metavar="N",
+        help="replies at once in all; more get a 'busy' error (default: %(default)s)",
+    )
+    p.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="ADDRESS[=N]",
+        help="a peer asking for many users (a gateway): N replies at once for it "
+        "(default: --max-replies) and a high envelope rate (repeatable)",
+    )
+    p.add_argument(
+        "--sessions",
+        default="memory",
+        metavar="STORE",
+        help="where conversations are kept: memory (default), sqlite:PATH or "
+        "redis://HOST:PORT/DB (the last two survive a restart)",
+    )
+    p.add_argument(
+        "--network",
+        choices=("local", "testnet", "mainnet"),
+        default="local",
+        help="local (default: no internet) or a Fetch network (Almanac registration)",
+    )
+    p.add_argument(
+        "--mailbox", action="store_true", help="networked: receive through an Agentverse mailbox"
+    )
+    p.add_argument(
+        "--no-directory",
+        action="store_true",
+        help="local: neither list this agent in nor resolve peers from the directory",
+    )
+    p.add_argument(
+        "--metrics-port",
+        default=None,
+        metavar="[HOST:]PORT",
+        help="serve GET /metrics (Prometheus text format) on this port "
+        "(host 127.0.0.1 unless given)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="uagents logs at INFO")
     p.set_defaults(func=run)
 
@@ -142,17 +208,33 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     if args.max_replies < 1:
         raise ValueError("--max-replies must be at least 1")
     trusted = parse_trust(args.trust, args.max_replies)
-    settings = ChatSettings().with_pump(max_in_flight=args.max_in_flight).with_caps(
-        max_question_bytes=args.max_question_bytes,
-        max_replies_per_sender=args.max_replies_per_sender, max_replies=args.max_replies,
-        trusted=trusted)
+    settings = (
+        ChatSettings()
+        .with_pump(max_in_flight=args.max_in_flight)
+        .with_caps(
+            max_question_bytes=args.max_question_bytes,
+            max_replies_per_sender=args.max_replies_per_sender,
+            max_replies=args.max_replies,
+            trusted=trusted,
+        )
+    )
     if trusted:  # their envelopes (acknowledgements, one per ChatMessage) at a gateway's rate
-        settings = dataclasses.replace(settings, protection=dataclasses.replace(
-            settings.protection, guard=dataclasses.replace(
-                settings.protection.guard, trusted_senders=frozenset(trusted))))
+        settings = dataclasses.replace(
+            settings,
+            protection=dataclasses.replace(
+                settings.protection,
+                guard=dataclasses.replace(
+                    settings.protection.guard, trusted_senders=frozenset(trusted)
+                ),
+            ),
+        )
     store = open_store(getattr(args, "sessions", "memory"), settings.sessions)
-    chat = StreamingChat(respond, channels={"reasoning"} if args.reasoning else None,
-                         settings=settings, sessions=store)
+    chat = StreamingChat(
+        respond,
+        channels={"reasoning"} if args.reasoning else None,
+        settings=settings,
+        sessions=store,
+    )
     level = logging.INFO if args.verbose else logging.WARNING
     if args.network == "local":
         if args.mailbox:
@@ -160,12 +242,24 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         directory = None if args.no_directory else LocalDirectory()
         if directory is not None:
             directory.check()  # refused (DirectoryError) before anything starts
-        agent = local_agent(seed, args.port, name=args.name, peers=parse_peers(args.peer),
-                            directory=directory, log_level=level)
+        agent = local_agent(
+            seed,
+            args.port,
+            name=args.name,
+            peers=parse_peers(args.peer),
+            directory=directory,
+            log_level=level,
+        )
         where = endpoint_for(args.port)
     else:
-        agent = network_agent(seed, network=args.network, mailbox=args.mailbox, port=args.port,
-                              name=args.name, log_level=level)
+        agent = network_agent(
+            seed,
+            network=args.network,
+            mailbox=args.mailbox,
+            port=args.port,
+            name=args.name,
+            log_level=level,
+        )
         where = "Agentverse mailbox" if args.mailbox else f"port {args.port} (Almanac)"
     protect(agent, settings.protection)  # the limits of this command's options
     agent.include(chat, publish_manifest=True)
@@ -179,7 +273,7 @@ def sessions_problem(spec: str) -> str | None:
     if spec == "memory" or spec.startswith(("redis://", "rediss://", "unix://")):
         return None
     if spec.startswith("sqlite:"):
-        path = spec[len("sqlite:"):]
+        path = spec[len("sqlite:") :]
         if not path:
             return "sqlite:PATH needs a file path"
         parent = Path(path).expanduser().resolve().parent
@@ -195,8 +289,9 @@ def accepts_history(model: Any) -> bool:
         params = inspect.signature(model).parameters
     except (TypeError, ValueError):
         return False
-    return "history" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
-                                      for p in params.values())
+    return "history" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+    )
 
 
 def parse_trust(specs: list[str], default: int) -> dict[str, int]:
@@ -231,8 +326,10 @@ def name_taken(name: str) -> str | None:
     if not others:
         return None
     address, endpoint = others[0]
-    return (f"an agent named {name!r} is already running ({address} at {endpoint}); "
-            f"`ask {name}` is refused while both run: ask by address, or choose another --name")
+    return (
+        f"an agent named {name!r} is already running ({address} at {endpoint}); "
+        f"`ask {name}` is refused while both run: ask by address, or choose another --name"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -241,8 +338,10 @@ def run(args: argparse.Namespace) -> int:
     args.app_object = None
     if args.app is not None:
         if args.model is not None:
-            print("agent-stream serve: --app serves the given agent; it cannot be given with "
-                  "--model", file=sys.stderr)
+            print(
+                "agent-stream serve: --app serves the given agent; it cannot be given with --model",
+                file=sys.stderr,
+            )
             return 2
         from agent_stream.commands.app_loader import AppLoadError, load_app
 
@@ -256,13 +355,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"agent-stream serve: --sessions {args.sessions}: {problem}", file=sys.stderr)
         return 2
     if args.network == "local" and not port_free(args.port):
-        print(f"agent-stream serve: port {args.port} on 127.0.0.1 is in use (--port P)",
-              file=sys.stderr)
+        print(
+            f"agent-stream serve: port {args.port} on 127.0.0.1 is in use (--port P)",
+            file=sys.stderr,
+        )
         return 2
     seed, throwaway = seed_from(args)
     if throwaway:
-        print(f"note: no seed given (--seed or ${SEED_ENV}); using a throwaway seed, so the "
-              "address changes every run", file=sys.stderr, flush=True)
+        print(
+            f"note: no seed given (--seed or ${SEED_ENV}); using a throwaway seed, so the "
+            "address changes every run",
+            file=sys.stderr,
+            flush=True,
+        )
     elif seed_refused("serve", seed, network=args.network != "local"):
         return 2
     if args.network == "local" and not args.no_directory:
@@ -283,15 +388,13 @@ def run(args: argparse.Namespace) -> int:
     elif args.model == "openai":
         model = f"openai ({args.model_name or 'default model'})"
     else:
-        model = (f"replay ({args.rate:g} tokens/s)" if args.rate
-                 else "replay (as fast as possible)")
+        model = f"replay ({args.rate:g} tokens/s)" if args.rate else "replay (as fast as possible)"
     print(f"name: {args.name}", flush=True)
     print(f"address: {agent.address}", flush=True)
     print(f"endpoint: {where}", flush=True)
     print(f"model: {model}", flush=True)
     if args.network == "local":
-        how = (f"{args.name}" if not args.no_directory
-               else f"{agent.address} --endpoint {where}")
+        how = f"{args.name}" if not args.no_directory else f"{agent.address} --endpoint {where}"
         print(f'ask it:  agent-stream ask {how} "your question"', file=sys.stderr, flush=True)
     if args.metrics_port is not None:
         from agent_stream.telemetry.http import parse_metrics_address, serve_metrics

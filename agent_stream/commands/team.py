@@ -29,31 +29,57 @@ from agent_stream.writer import Scope, StreamWriter
 
 __all__ = ["build_parser", "main", "member_responder"]
 
-FILLER = ("Relayed streams keep every token live across hops, and each agent only adds one "
-          "send per chunk. ")
+FILLER = (
+    "Relayed streams keep every token live across hops, and each agent only adds one "
+    "send per chunk. "
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m agent_stream.commands.team",
-                                description="One member of a local agent team.")
+    p = argparse.ArgumentParser(
+        prog="python -m agent_stream.commands.team", description="One member of a local agent team."
+    )
     p.add_argument("--name", required=True, help="this agent's name in the local directory")
     p.add_argument("--port", type=port, required=True)
     p.add_argument("--seed", required=True)
     p.add_argument("--rate", type=rate, default=60.0, help="tokens per second (0: at once)")
-    p.add_argument("--tokens", type=int, default=0,
-                   help="leaf: answer with this many plain tokens instead of the replay model")
-    p.add_argument("--fail-after", type=int, default=None, metavar="N",
-                   help="leaf: raise an error after N answer tokens")
-    p.add_argument("--relay", action="append", default=[], metavar="NAME[=QUESTION]",
-                   help="relay this peer's reply (in turn; repeatable)")
-    p.add_argument("--parallel", action="append", default=[], metavar="NAME[=QUESTION]",
-                   help="relay these peers' replies at once, one thread each (repeatable)")
+    p.add_argument(
+        "--tokens",
+        type=int,
+        default=0,
+        help="leaf: answer with this many plain tokens instead of the replay model",
+    )
+    p.add_argument(
+        "--fail-after",
+        type=int,
+        default=None,
+        metavar="N",
+        help="leaf: raise an error after N answer tokens",
+    )
+    p.add_argument(
+        "--relay",
+        action="append",
+        default=[],
+        metavar="NAME[=QUESTION]",
+        help="relay this peer's reply (in turn; repeatable)",
+    )
+    p.add_argument(
+        "--parallel",
+        action="append",
+        default=[],
+        metavar="NAME[=QUESTION]",
+        help="relay these peers' replies at once, one thread each (repeatable)",
+    )
     p.add_argument("--max-hops", type=int, default=None, help="hop limit of delegations")
-    p.add_argument("--sub-timeout", type=seconds, default=60.0,
-                   help="seconds to wait for a relayed reply")
-    p.add_argument("--sub-idle-timeout", type=seconds, default=None,
-                   help="seconds of silence after which a relayed reply is lost "
-                   "(default: the client's)")
+    p.add_argument(
+        "--sub-timeout", type=seconds, default=60.0, help="seconds to wait for a relayed reply"
+    )
+    p.add_argument(
+        "--sub-idle-timeout",
+        type=seconds,
+        default=None,
+        help="seconds of silence after which a relayed reply is lost (default: the client's)",
+    )
     p.add_argument("--no-reasoning", action="store_true", help="never share reasoning")
     return p
 
@@ -135,10 +161,19 @@ def member_responder(args: argparse.Namespace, chat_ref: list[Any]) -> Any:
         async def refused() -> Any:
             raise RelayRefused(why, "unknown_agent")
 
-        source = (delegate(chat_ref[0], request, found, question or request.text,
-                           max_hops=args.max_hops, timeout=args.sub_timeout,
-                           idle_timeout=args.sub_idle_timeout)
-                  if found is not None else refused())
+        source = (
+            delegate(
+                chat_ref[0],
+                request,
+                found,
+                question or request.text,
+                max_hops=args.max_hops,
+                timeout=args.sub_timeout,
+                idle_timeout=args.sub_idle_timeout,
+            )
+            if found is not None
+            else refused()
+        )
         try:
             t = await scope.relay(source, label=name.capitalize(), name=name)
         except RelayError as exc:
@@ -151,8 +186,9 @@ def member_responder(args: argparse.Namespace, chat_ref: list[Any]) -> Any:
     async def plan(request: Any, out: StreamWriter) -> None:
         names = [_peer(s)[0] for s in (*args.relay, *args.parallel)]
         async with out.block("llm", label="Plan") as b, b.message("thinking") as m:
-            await _stream(m, f"I will ask {', '.join(names)} and put their answers together.",
-                          args.rate)
+            await _stream(
+                m, f"I will ask {', '.join(names)} and put their answers together.", args.rate
+            )
         notes = [await ask(out, spec, request) for spec in args.relay]
         if args.parallel:
             fns = [lambda t, s=spec: ask(t, s, request) for spec in args.parallel]
@@ -174,14 +210,26 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     def stats(s: ReplyStats) -> None:
-        print("STATS " + json.dumps({"agent": args.name, "peer": s.peer, "status": s.status,
-                                     "chat_messages": s.chat_messages,
-                                     "seconds": round(s.duration, 4)}), flush=True)
+        print(
+            "STATS "
+            + json.dumps(
+                {
+                    "agent": args.name,
+                    "peer": s.peer,
+                    "status": s.status,
+                    "chat_messages": s.chat_messages,
+                    "seconds": round(s.duration, 4),
+                }
+            ),
+            flush=True,
+        )
 
     chat_ref: list[Any] = []
-    chat = StreamingChat(member_responder(args, chat_ref),
-                         channels=None if args.no_reasoning else {"reasoning"},
-                         on_reply_end=stats)
+    chat = StreamingChat(
+        member_responder(args, chat_ref),
+        channels=None if args.no_reasoning else {"reasoning"},
+        on_reply_end=stats,
+    )
     chat_ref.append(chat)
     agent = local_agent(args.seed, args.port, name=args.name)
     agent.include(chat, publish_manifest=True)

@@ -26,8 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["Gateway", "GatewayConfig", "build_app", "run_gateway"]
 
 # Loaded on first use, so importing the package (for its config) needs no Starlette.
-_LAZY = {"build_app": "agent_stream.gateway.app", "Gateway": "agent_stream.gateway.core",
-         "run_gateway": "agent_stream.gateway.server"}
+_LAZY = {
+    "build_app": "agent_stream.gateway.app",
+    "Gateway": "agent_stream.gateway.core",
+    "run_gateway": "agent_stream.gateway.server",
+}
 
 
 def __getattr__(name: str) -> Any:

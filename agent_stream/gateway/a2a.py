@@ -103,19 +103,23 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         enc = registry.wire_named("a2a").make_encoder(task_id=task_id, context_id=context_id)
         gw = self.gw
         if len(question.encode("utf-8")) > gw.config.max_question_bytes:
-            for ev in enc.close(status="error", error="the question is over "
-                                f"{gw.config.max_question_bytes} bytes"):
+            for ev in enc.close(
+                status="error", error=f"the question is over {gw.config.max_question_bytes} bytes"
+            ):
                 await event_queue.enqueue_event(ev)
             return
         try:
             call = getattr(context, "call_context", None)
             key = str((getattr(call, "state", None) or {}).get(KEY_STATE, "a2a"))
             run = await gw.runs.start(
-                key=key, agent=self.agent, question=question,
-                meta={"format": "a2a", "options": {"task_id": task_id,
-                                                   "context_id": context_id}},
-                aliases=(TASK_ALIAS + str(task_id),), reasoning=gw.config.reasoning,
-                session=self.contexts.session(key, str(context_id)) if context_id else None)
+                key=key,
+                agent=self.agent,
+                question=question,
+                meta={"format": "a2a", "options": {"task_id": task_id, "context_id": context_id}},
+                aliases=(TASK_ALIAS + str(task_id),),
+                reasoning=gw.config.reasoning,
+                session=self.contexts.session(key, str(context_id)) if context_id else None,
+            )
         except DeliveryError as exc:
             for ev in enc.close(status="error", error=str(exc)):
                 await event_queue.enqueue_event(ev)
@@ -124,8 +128,11 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         try:
             async for entry in gw.store.read(run.id):
                 end = parse_end(entry)
-                evs = (enc.close(status=end.get("status") or "error", error=end.get("error"))
-                       if end is not None else enc.feed(Message.from_json(entry)))
+                evs = (
+                    enc.close(status=end.get("status") or "error", error=end.get("error"))
+                    if end is not None
+                    else enc.feed(Message.from_json(entry))
+                )
                 for ev in evs:
                     await event_queue.enqueue_event(ev)
                 if end is not None or enc.finished:
@@ -143,22 +150,37 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         rid = await self.gw.store.resolve(TASK_ALIAS + str(context.task_id))
         if rid is not None:
             await self.gw.runs.cancel(rid, reason="canceled by tasks/cancel")
-        await event_queue.enqueue_event(TaskStatusUpdateEvent(
-            task_id=context.task_id, context_id=context.context_id,
-            status=TaskStatus(state=TaskState.canceled), final=True))
+        await event_queue.enqueue_event(
+            TaskStatusUpdateEvent(
+                task_id=context.task_id,
+                context_id=context.context_id,
+                status=TaskStatus(state=TaskState.canceled),
+                final=True,
+            )
+        )
 
 
 def _card(gw: Gateway, agent: AgentRef, url: str) -> Any:
     from a2a.types import AgentCapabilities, AgentCard, AgentSkill
 
     return AgentCard(
-        name=agent.name, description=f"Fetch.ai agent {agent.address}, through agent_stream's "
+        name=agent.name,
+        description=f"Fetch.ai agent {agent.address}, through agent_stream's "
         "gateway: streams reasoning, tool progress and text.",
-        url=url, version="1.0.0", capabilities=AgentCapabilities(streaming=True),
+        url=url,
+        version="1.0.0",
+        capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain", "application/json"],
-        skills=[AgentSkill(id="chat", name="chat", description="Answer a question, streaming.",
-                           tags=["chat", "streaming"])])
+        skills=[
+            AgentSkill(
+                id="chat",
+                name="chat",
+                description="Answer a question, streaming.",
+                tags=["chat", "streaming"],
+            )
+        ],
+    )
 
 
 def _context_base() -> type:
@@ -189,15 +211,21 @@ def check_message(body: Any) -> tuple[str, list[str]] | None:
     if not isinstance(parts, list):
         return None
     if not parts:
-        return ("the message has no parts: send the question as a text part "
-                '({"kind": "text", "text": "..."})', [])
+        return (
+            "the message has no parts: send the question as a text part "
+            '({"kind": "text", "text": "..."})',
+            [],
+        )
     kinds = [p.get("kind") if isinstance(p, dict) else None for p in parts]
     if not all(isinstance(k, str) for k in kinds):
         return None
     refused = [f"parts[{i}] ({k})" for i, k in enumerate(kinds) if k != "text"]
     if refused:
-        return (f"this agent takes text parts only (input mode text/plain); refused: "
-                f"{', '.join(refused)}", refused)
+        return (
+            f"this agent takes text parts only (input mode text/plain); refused: "
+            f"{', '.join(refused)}",
+            refused,
+        )
     if not any(isinstance(p.get("text"), str) and p["text"].strip() for p in parts):
         return "the message's text is empty: there is no question to ask", []
     return None
@@ -208,8 +236,9 @@ def _invalid_params(body: Any, reason: str, refused: list[str]) -> Response:
     error: dict[str, Any] = {"code": INVALID_PARAMS, "message": f"Invalid params: {reason}"}
     if refused:
         error["data"] = {"refused_parts": refused}
-    return JSONResponse({"jsonrpc": "2.0",
-                         "id": rid if isinstance(rid, (str, int)) else None, "error": error})
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": rid if isinstance(rid, (str, int)) else None, "error": error}
+    )
 
 
 def _replayed(request: Request, body: bytes) -> Request:
@@ -245,13 +274,20 @@ class _Apps:
         if key not in self._apps:
             base = str(request.base_url).rstrip("/")
             url = f"{base}/a2a/{quote(segment, safe='')}"
-            handler = DefaultRequestHandler(agent_executor=GatewayExecutor(self.gw, agent),
-                                            task_store=InMemoryTaskStore())
-            app = A2AStarletteApplication(agent_card=_card(self.gw, agent, url),
-                                          http_handler=handler, context_builder=_Context(),
-                                          max_content_length=self.gw.config.max_body_bytes)
-            eps = {r.path: r.endpoint for r in app.routes(agent_card_url="/card", rpc_url="/rpc")
-                   if isinstance(r, Route)}
+            handler = DefaultRequestHandler(
+                agent_executor=GatewayExecutor(self.gw, agent), task_store=InMemoryTaskStore()
+            )
+            app = A2AStarletteApplication(
+                agent_card=_card(self.gw, agent, url),
+                http_handler=handler,
+                context_builder=_Context(),
+                max_content_length=self.gw.config.max_body_bytes,
+            )
+            eps = {
+                r.path: r.endpoint
+                for r in app.routes(agent_card_url="/card", rpc_url="/rpc")
+                if isinstance(r, Route)
+            }
             self._apps[key] = (eps["/rpc"], eps["/card"])
         return self._apps[key]
 
@@ -275,14 +311,23 @@ def _root_agent(gw: Gateway) -> AgentRef | Response:
     if default:
         code, why = "no_agent", f"the default agent {default!r} is not reachable now"
     elif listed:
-        code, why = "ambiguous_agent", (f"this gateway serves {len(listed)} agents and has no "
-                                        "default agent (--default-agent NAME)")
+        code, why = (
+            "ambiguous_agent",
+            (
+                f"this gateway serves {len(listed)} agents and has no "
+                "default agent (--default-agent NAME)"
+            ),
+        )
     else:
         code, why = "no_agent", "no agent is reachable now"
-    where = (f"; each agent's card is at /a2a/NAME{CARD_PATH}: {', '.join(cards)}" if cards
-             else f"; each agent's card is at /a2a/NAME{CARD_PATH}")
-    return JSONResponse({"error": {"code": code, "message": why + where, "cards": cards}},
-                        status_code=404)
+    where = (
+        f"; each agent's card is at /a2a/NAME{CARD_PATH}: {', '.join(cards)}"
+        if cards
+        else f"; each agent's card is at /a2a/NAME{CARD_PATH}"
+    )
+    return JSONResponse(
+        {"error": {"code": code, "message": why + where, "cards": cards}}, status_code=404
+    )
 
 
 def routes(gw: Gateway) -> list[Route]:
@@ -311,8 +356,10 @@ def routes(gw: Gateway) -> list[Route]:
             return ref
         return await apps.get(request, ref, ref.name)[1](request)
 
-    return [Route("/a2a/{agent}", rpc, methods=["POST"]),
-            Route("/a2a/{agent}" + CARD_PATH, card, methods=["GET"]),
-            Route("/a2a/{agent}" + OLD_CARD_PATH, card, methods=["GET"]),
-            Route(CARD_PATH, root_card, methods=["GET"]),
-            Route(OLD_CARD_PATH, root_card, methods=["GET"])]
+    return [
+        Route("/a2a/{agent}", rpc, methods=["POST"]),
+        Route("/a2a/{agent}" + CARD_PATH, card, methods=["GET"]),
+        Route("/a2a/{agent}" + OLD_CARD_PATH, card, methods=["GET"]),
+        Route(CARD_PATH, root_card, methods=["GET"]),
+        Route(OLD_CARD_PATH, root_card, methods=["GET"]),
+    ]

@@ -34,8 +34,9 @@ _WIRE_HEADERS = sorted({h for w in registry.wires() for h in w.headers})
 def _errors(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPError)
     request.state.format = getattr(request.state, "format", client_kind(request.url.path))
-    return error_response(client_kind(request.url.path), exc.status, exc.code, exc.message,
-                          exc.headers)
+    return error_response(
+        client_kind(request.url.path), exc.status, exc.code, exc.message, exc.headers
+    )
 
 
 def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
@@ -45,8 +46,11 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
         gateway: the agents, runs and resume store the endpoints share.
         with_a2a: serve A2A (``/a2a/{agent}`` and the agent cards; needs ``a2a-sdk``).
     """
-    route_list = [*routes.routes(gateway), *page.routes(),
-                  Route("/metrics", metrics_endpoint, methods=["GET", "HEAD"])]
+    route_list = [
+        *routes.routes(gateway),
+        *page.routes(),
+        Route("/metrics", metrics_endpoint, methods=["GET", "HEAD"]),
+    ]
     if with_a2a:
         from agent_stream.gateway import a2a
 
@@ -54,14 +58,25 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
     # outermost: the request's span (continuing its traceparent) covers everything
     middleware = [Middleware(TraceMiddleware), Middleware(AccessLog, runs=gateway.runs)]
     if gateway.config.cors_origins:
-        middleware.append(Middleware(
-            CORSMiddleware, allow_origins=list(gateway.config.cors_origins),
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["authorization", "content-type", "last-event-id", "x-api-key",
-                           "accept"],
-            expose_headers=["x-reply-id", *_WIRE_HEADERS], max_age=600))
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(gateway.config.cors_origins),
+                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                allow_headers=[
+                    "authorization",
+                    "content-type",
+                    "last-event-id",
+                    "x-api-key",
+                    "accept",
+                ],
+                expose_headers=["x-reply-id", *_WIRE_HEADERS],
+                max_age=600,
+            )
+        )
     middleware.append(Middleware(ApiKeys, keys=gateway.config.keys()))
-    app = Starlette(routes=route_list, middleware=middleware,
-                    exception_handlers={HTTPError: _errors})
+    app = Starlette(
+        routes=route_list, middleware=middleware, exception_handlers={HTTPError: _errors}
+    )
     app.state.gateway = gateway
     return app

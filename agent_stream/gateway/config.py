@@ -66,18 +66,22 @@ class GatewayConfig:
     def check(self) -> None:
         """ValueError when the settings are unsafe or impossible."""
         if not is_loopback(self.host) and not self.keys():
-            raise ValueError(f"binding {self.host} serves other machines: give at least one "
-                             f"--api-key (or ${KEYS_ENV}); without keys the gateway binds "
-                             "127.0.0.1 only")
+            raise ValueError(
+                f"binding {self.host} serves other machines: give at least one "
+                f"--api-key (or ${KEYS_ENV}); without keys the gateway binds "
+                "127.0.0.1 only"
+            )
         if "*" in self.cors_origins:
-            raise ValueError("--cors-origin '*' is refused: list the origins that may call "
-                             "the gateway")
+            raise ValueError(
+                "--cors-origin '*' is refused: list the origins that may call the gateway"
+            )
         if self.resume_window <= 0:
             raise ValueError("--resume-window must be positive")
-        if not (self.resume_store == "memory"
-                or self.resume_store.startswith(("redis://", "rediss://", "unix://"))):
+        if not (
+            self.resume_store == "memory"
+            or self.resume_store.startswith(("redis://", "rediss://", "unix://"))
+        ):
             raise ValueError("--resume-store: 'memory' or a redis:// URL")
-        for name in ("max_body_bytes", "max_question_bytes", "max_replies_per_key",
-                     "max_replies"):
+        for name in ("max_body_bytes", "max_question_bytes", "max_replies_per_key", "max_replies"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")

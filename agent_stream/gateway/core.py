@@ -82,14 +82,24 @@ async def keepalive(source: AsyncIterator[str], every: float) -> AsyncIterator[s
 class Gateway:
     """What every endpoint uses: settings, the agents, the runs and the resume store."""
 
-    def __init__(self, config: GatewayConfig, agents: Agents, link: AgentLink,
-                 store: ResumeStore | None = None) -> None:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        agents: Agents,
+        link: AgentLink,
+        store: ResumeStore | None = None,
+    ) -> None:
         self.config = config
         self.agents = agents
         self.store: ResumeStore = store or MemoryStore()
-        self.runs = Runs(link, self.store, window=config.resume_window,
-                         max_per_key=config.max_replies_per_key, max_runs=config.max_replies,
-                         timeout=config.reply_timeout)
+        self.runs = Runs(
+            link,
+            self.store,
+            window=config.resume_window,
+            max_per_key=config.max_replies_per_key,
+            max_runs=config.max_replies,
+            timeout=config.reply_timeout,
+        )
 
     # -- asking -----------------------------------------------------------------------------------
     def agent(self, name: str | None) -> AgentRef:
@@ -100,14 +110,24 @@ class Gateway:
         if ref is None:
             known = ", ".join(a.name for a in self.agents.listed() if a.address) or "none"
             what = f"no agent {name!r}" if name else "no agent is reachable"
-            raise HTTPError(404, "model_not_found" if name else "no_agent",
-                            f"{what} (reachable: {known})")
+            raise HTTPError(
+                404, "model_not_found" if name else "no_agent", f"{what} (reachable: {known})"
+            )
         return ref
 
-    async def start(self, request: Request, *, agent: str | None, question: str, fmt: str,
-                    options: dict[str, Any], aliases: tuple[str, ...] = (),
-                    reply_id: str | None = None, sse: bool = True,
-                    history: tuple[Turn, ...] = ()) -> Run:
+    async def start(
+        self,
+        request: Request,
+        *,
+        agent: str | None,
+        question: str,
+        fmt: str,
+        options: dict[str, Any],
+        aliases: tuple[str, ...] = (),
+        reply_id: str | None = None,
+        sse: bool = True,
+        history: tuple[Turn, ...] = (),
+    ) -> Run:
         """Ask: one run, its log created and the question delivered (HTTPError otherwise).
 
         ``history``: the client's messages before the question, sent with it (always, empty
@@ -116,17 +136,25 @@ class Gateway:
         request.state.agent = ref.name
         size = len(question.encode("utf-8"))
         if size > self.config.max_question_bytes:
-            raise HTTPError(413, "question_too_large",
-                            f"the question is {size} bytes; the limit is "
-                            f"{self.config.max_question_bytes}")
+            raise HTTPError(
+                413,
+                "question_too_large",
+                f"the question is {size} bytes; the limit is {self.config.max_question_bytes}",
+            )
         from agent_stream.uagents import DeliveryError
 
         key = getattr(request.state, "key", "local")
         try:
-            run = await self.runs.start(key=key, agent=ref, question=question,
-                                        meta={"format": fmt, "options": options, "sse": sse},
-                                        aliases=aliases, reply_id=reply_id or new_reply_id(),
-                                        reasoning=self.config.reasoning, history=history)
+            run = await self.runs.start(
+                key=key,
+                agent=ref,
+                question=question,
+                meta={"format": fmt, "options": options, "sse": sse},
+                aliases=aliases,
+                reply_id=reply_id or new_reply_id(),
+                reasoning=self.config.reasoning,
+                history=history,
+            )
         except Busy as exc:
             raise HTTPError(429, "busy", str(exc), RETRY) from exc
         except StoreFull as exc:
@@ -167,15 +195,26 @@ class Gateway:
         rid = await self.store.resolve(cursor[0])
         meta = await self.store.meta(rid) if rid is not None else None
         if rid is None or meta is None:
-            raise HTTPError(404, "unknown_reply", f"reply {cursor[0]!r} is unknown or past its "
-                            f"resume window ({self.config.resume_window:g} s)")
+            raise HTTPError(
+                404,
+                "unknown_reply",
+                f"reply {cursor[0]!r} is unknown or past its "
+                f"resume window ({self.config.resume_window:g} s)",
+            )
         request.state.reply = rid
         request.state.agent = meta.get("agent", "-")
         return rid, cursor[1], meta
 
     # -- answering --------------------------------------------------------------------------------
-    def stream(self, reply_id: str, meta: dict[str, Any], *, after: int = -1, sse: bool = True,
-               headers: dict[str, str] | None = None) -> StreamingResponse:
+    def stream(
+        self,
+        reply_id: str,
+        meta: dict[str, Any],
+        *,
+        after: int = -1,
+        sse: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> StreamingResponse:
         """The reply's wire, live; a reader attached for as long as the response runs."""
         fmt, options = str(meta["format"]), dict(meta.get("options") or {})
         wire, framing = wire_of(fmt, sse)
@@ -192,6 +231,8 @@ class Gateway:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.runs.detach(reply_id))
 
-        return StreamingResponse(body(), media_type=wire.content_type(framing),
-                                 headers={**SSE_HEADERS, "x-reply-id": reply_id,
-                                          **wire.headers, **(headers or {})})
+        return StreamingResponse(
+            body(),
+            media_type=wire.content_type(framing),
+            headers={**SSE_HEADERS, "x-reply-id": reply_id, **wire.headers, **(headers or {})},
+        )

@@ -37,9 +37,16 @@ class LinkedReply(Protocol):
 class AgentLink(Protocol):
     """Asks agents questions."""
 
-    async def ask(self, address: str, question: str, *, reasoning: bool = True,
-                  timeout: float = 120.0, history: Sequence[Turn] | None = None,
-                  session: uuid.UUID | None = None) -> LinkedReply: ...
+    async def ask(
+        self,
+        address: str,
+        question: str,
+        *,
+        reasoning: bool = True,
+        timeout: float = 120.0,
+        history: Sequence[Turn] | None = None,
+        session: uuid.UUID | None = None,
+    ) -> LinkedReply: ...
 
 
 class ChatLink:
@@ -55,15 +62,27 @@ class ChatLink:
         self.chat = chat
         self.agent = agent
 
-    async def ask(self, address: str, question: str, *, reasoning: bool = True,
-                  timeout: float = 120.0, history: Sequence[Turn] | None = None,
-                  session: uuid.UUID | None = None) -> LinkedReply:
+    async def ask(
+        self,
+        address: str,
+        question: str,
+        *,
+        reasoning: bool = True,
+        timeout: float = 120.0,
+        history: Sequence[Turn] | None = None,
+        session: uuid.UUID | None = None,
+    ) -> LinkedReply:
         from agent_stream.uagents._compat import context_with_session
 
         ctx = context_with_session(self.agent, session or uuid.uuid4())
         reply: LinkedReply = await self.chat.ask(
-            ctx, address, question, channels={"reasoning"} if reasoning else (),
-            timeout=timeout, history=history)
+            ctx,
+            address,
+            question,
+            channels={"reasoning"} if reasoning else (),
+            timeout=timeout,
+            history=history,
+        )
         return reply
 
 
@@ -110,8 +129,9 @@ class Agents:
     (agents restart with new endpoints); ``exclude`` is the gateway's own address (gateways,
     listed as ``gateway``, are never offered)."""
 
-    def __init__(self, specs: Sequence[AgentSpec], directory: Any = None,
-                 exclude: str | None = None) -> None:
+    def __init__(
+        self, specs: Sequence[AgentSpec], directory: Any = None, exclude: str | None = None
+    ) -> None:
         self.specs = list(specs)
         self.directory = directory
         self.exclude = exclude
@@ -128,8 +148,9 @@ class Agents:
             entries: dict[str, dict[str, Any]] = self.directory.entries()
         except PermissionError:
             return {}
-        return {a: e for a, e in entries.items()
-                if a != self.exclude and e.get("name") != "gateway"}
+        return {
+            a: e for a, e in entries.items() if a != self.exclude and e.get("name") != "gateway"
+        }
 
     def listed(self) -> list[AgentRef]:
         """The agents clients may name now (directory entries are not probed here)."""
@@ -140,19 +161,34 @@ class Agents:
             for a, e in sorted(entries.items(), key=lambda kv: -float(kv[1].get("started", 0))):
                 n = e.get("name")
                 # two running agents of one name are both listed, each as NAME@ADDRESS
-                name = (a if not (isinstance(n, str) and n) else n if names.count(n) == 1
-                        else f"{n}@{a}")
+                name = (
+                    a
+                    if not (isinstance(n, str) and n)
+                    else n
+                    if names.count(n) == 1
+                    else f"{n}@{a}"
+                )
                 out.append(AgentRef(name, a, str(e["endpoint"])))
             return out
         for s in self.specs:
             if s.address:
                 found = entries.get(s.address)
-                out.append(AgentRef(s.address, s.address,
-                                    s.endpoint or (str(found["endpoint"]) if found else None)))
+                out.append(
+                    AgentRef(
+                        s.address,
+                        s.address,
+                        s.endpoint or (str(found["endpoint"]) if found else None),
+                    )
+                )
                 continue
-            named = sorted(((float(e.get("started", 0)), a, str(e["endpoint"]))
-                            for a, e in entries.items() if e.get("name") == s.name),
-                           reverse=True)
+            named = sorted(
+                (
+                    (float(e.get("started", 0)), a, str(e["endpoint"]))
+                    for a, e in entries.items()
+                    if e.get("name") == s.name
+                ),
+                reverse=True,
+            )
             if len(named) > 1:  # never one of them at random: each as NAME@ADDRESS
                 out.extend(AgentRef(f"{s.name}@{a}", a, e) for _, a, e in named)
             elif named:
@@ -178,5 +214,6 @@ class Agents:
         if self.directory is None or ref.endpoint is None:
             return False
         ok: bool = await asyncio.wait_for(
-            self.directory.answers_async(ref.address, ref.endpoint), 2.0)
+            self.directory.answers_async(ref.address, ref.endpoint), 2.0
+        )
         return ok

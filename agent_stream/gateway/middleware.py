@@ -14,23 +14,36 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["AccessLog", "ApiKeys", "HTTPError", "client_kind", "error_response", "read_body",
-           "read_json"]
+__all__ = [
+    "AccessLog",
+    "ApiKeys",
+    "HTTPError",
+    "client_kind",
+    "error_response",
+    "read_body",
+    "read_json",
+]
 
 ACCESS = logging.getLogger("agent_stream.gateway.access")
 
 # Paths anyone may read without a key: the page, its assets, the liveness probe and the A2A
 # agent cards (a client reads the card to learn how to authenticate).
-PUBLIC = ("/", "/healthz", "/favicon.ico", "/.well-known/agent-card.json",
-          "/.well-known/agent.json")
+PUBLIC = (
+    "/",
+    "/healthz",
+    "/favicon.ico",
+    "/.well-known/agent-card.json",
+    "/.well-known/agent.json",
+)
 PUBLIC_PREFIXES = ("/static/",)
 
 
 class HTTPError(Exception):
     """An error to answer in the client's format."""
 
-    def __init__(self, status: int, code: str, message: str,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
@@ -51,26 +64,41 @@ def client_kind(path: str) -> str:
     return "native"
 
 
-_OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                 403: "permission_error", 404: "invalid_request_error", 413:
-                 "invalid_request_error", 429: "rate_limit_error"}
+_OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 
-def error_response(kind: str, status: int, code: str, message: str,
-                   headers: dict[str, str] | None = None) -> Response:
+def error_response(
+    kind: str, status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> Response:
     """A JSON error the client of ``kind`` understands."""
     body: dict[str, Any]
     if kind == "openai":
-        body = {"error": {"message": message, "type": _OPENAI_TYPES.get(status, "api_error"),
-                          "param": None, "code": code}}
+        body = {
+            "error": {
+                "message": message,
+                "type": _OPENAI_TYPES.get(status, "api_error"),
+                "param": None,
+                "code": code,
+            }
+        }
     elif kind == "agui":  # AG-UI's own error event, as JSON
         body = {"type": "RUN_ERROR", "message": message, "code": code}
     elif kind == "aisdk":  # the UI message stream's error chunk
         body = {"type": "error", "errorText": message, "code": code}
     elif kind == "a2a":  # a JSON-RPC error
         rpc = {401: -32001, 404: -32001, 413: -32600, 429: -32000}.get(status, -32603)
-        body = {"jsonrpc": "2.0", "id": None,
-                "error": {"code": rpc, "message": message, "data": {"code": code}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": rpc, "message": message, "data": {"code": code}},
+        }
     else:
         body = {"error": {"code": code, "message": message}}
     return JSONResponse(body, status_code=status, headers=headers)
@@ -126,20 +154,29 @@ class ApiKeys:
         path = scope.get("path", "")
         token = bearer(scope)
         if self.keys:
-            ok = token is not None and any(hmac.compare_digest(token.encode(), k)
-                                           for k in self.keys)
-            public = path in PUBLIC or path.startswith(PUBLIC_PREFIXES) or (
-                path.startswith("/a2a/") and path.endswith("/.well-known/agent-card.json"))
+            ok = token is not None and any(
+                hmac.compare_digest(token.encode(), k) for k in self.keys
+            )
+            public = (
+                path in PUBLIC
+                or path.startswith(PUBLIC_PREFIXES)
+                or (path.startswith("/a2a/") and path.endswith("/.well-known/agent-card.json"))
+            )
             if not ok and not public and scope.get("method") != "OPTIONS":
                 state["format"] = client_kind(path)
-                resp = error_response(client_kind(path), 401, "unauthorized",
-                                      "a valid API key is required (Authorization: Bearer KEY)",
-                                      {"www-authenticate": "Bearer"})
+                resp = error_response(
+                    client_kind(path),
+                    401,
+                    "unauthorized",
+                    "a valid API key is required (Authorization: Bearer KEY)",
+                    {"www-authenticate": "Bearer"},
+                )
                 await resp(scope, receive, send)
                 return
             # the per-key reply limit counts by key; the log never sees a key
-            state["key"] = ("key:" + hashlib.sha256((token or "").encode()).hexdigest()[:16]
-                            if ok else "public")
+            state["key"] = (
+                "key:" + hashlib.sha256((token or "").encode()).hexdigest()[:16] if ok else "public"
+            )
         else:
             client = scope.get("client") or ("?", 0)
             state["key"] = f"addr:{client[0]}"
@@ -181,8 +218,15 @@ class AccessLog:
             first = seen["first"]
             ACCESS.info(
                 "%s %s agent=%s format=%s status=%s bytes=%d chat_messages=%s ttfb_ms=%s "
-                "ms=%.1f reply=%s", scope.get("method"), scope.get("path"),
-                state.get("agent", "-"), state.get("format", "-"), seen["status"] or "-",
-                seen["bytes"], run.chat_messages if run is not None else "-",
-                f"{(first - t0) * 1000:.1f}" if first is not None else "-", (end - t0) * 1000,
-                rid or "-")
+                "ms=%.1f reply=%s",
+                scope.get("method"),
+                scope.get("path"),
+                state.get("agent", "-"),
+                state.get("format", "-"),
+                seen["status"] or "-",
+                seen["bytes"],
+                run.chat_messages if run is not None else "-",
+                f"{(first - t0) * 1000:.1f}" if first is not None else "-",
+                (end - t0) * 1000,
+                rid or "-",
+            )

@@ -22,17 +22,24 @@ __all__ = ["STATIC", "routes"]
 STATIC = Path(__file__).resolve().parent / "static"
 
 # The page runs no inline script and loads nothing from elsewhere.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 
 
 async def index(request: Request) -> Response:
     """``GET /``: the page."""
     request.state.format = "page"
-    return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8",
-                        headers={"content-security-policy": CSP,
-                                 "x-content-type-options": "nosniff",
-                                 "cache-control": "no-cache"})
+    return FileResponse(
+        STATIC / "index.html",
+        media_type="text/html; charset=utf-8",
+        headers={
+            "content-security-policy": CSP,
+            "x-content-type-options": "nosniff",
+            "cache-control": "no-cache",
+        },
+    )
 
 
 async def favicon(request: Request) -> Response:
@@ -42,6 +49,8 @@ async def favicon(request: Request) -> Response:
 
 def routes() -> list[BaseRoute]:
     """``/``, ``/favicon.ico`` and ``/static/``."""
-    return [Route("/", index, methods=["GET"]),
-            Route("/favicon.ico", favicon, methods=["GET"]),
-            Mount("/static", app=StaticFiles(directory=STATIC), name="static")]
+    return [
+        Route("/", index, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]

@@ -26,14 +26,23 @@ PREFIX = "agent-stream:gw:"
 class RedisStore:
     """:class:`~agent_stream.gateway.store.ResumeStore` on a Redis server (``redis://...``)."""
 
-    def __init__(self, url: str, *, window: float = 60.0, lifetime: float = 3600.0,
-                 max_entries: int = 50_000, max_reply_bytes: int = 16 << 20,
-                 block_ms: int = 1000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        window: float = 60.0,
+        lifetime: float = 3600.0,
+        max_entries: int = 50_000,
+        max_reply_bytes: int = 16 << 20,
+        block_ms: int = 1000,
+    ) -> None:
         try:
             import redis.asyncio as aioredis
         except ImportError as exc:
-            raise ImportError("--resume-store redis:// needs the 'redis' package: pip install "
-                              "'agent-stream[gateway]'") from exc
+            raise ImportError(
+                "--resume-store redis:// needs the 'redis' package: pip install "
+                "'agent-stream[gateway]'"
+            ) from exc
         self.url = url
         self.window = window
         self.lifetime = lifetime
@@ -66,8 +75,10 @@ class RedisStore:
         count += len(entries)
         size += sum(len(e) for e in entries)
         if count > self.max_entries or size > self.max_reply_bytes:
-            raise StoreFull(f"reply {reply_id} is over the resume buffer's bound "
-                            f"({self.max_entries} entries, {self.max_reply_bytes} bytes)")
+            raise StoreFull(
+                f"reply {reply_id} is over the resume buffer's bound "
+                f"({self.max_entries} entries, {self.max_reply_bytes} bytes)"
+            )
         self._sizes[reply_id] = (count, size)
         key = self._log(reply_id)
         async with self.redis.pipeline(transaction=False) as p:

@@ -68,11 +68,22 @@ async def chat_completions(request: Request) -> Response:
     rid = new_reply_id()
     ref = gw.agent(model)
     # a chat.completion object always carries the usage, when the agent said it
-    options = {"model": model or ref.name, "include_usage": include_usage or not stream,
-               "completion_id": f"chatcmpl-{rid}", "created": int(time.time())}
-    run = await gw.start(request, agent=ref.name, question=question.text, fmt="standard",
-                         options=options, aliases=(f"chatcmpl-{rid}",), reply_id=rid,
-                         history=question.history)
+    options = {
+        "model": model or ref.name,
+        "include_usage": include_usage or not stream,
+        "completion_id": f"chatcmpl-{rid}",
+        "created": int(time.time()),
+    }
+    run = await gw.start(
+        request,
+        agent=ref.name,
+        question=question.text,
+        fmt="standard",
+        options=options,
+        aliases=(f"chatcmpl-{rid}",),
+        reply_id=rid,
+        history=question.history,
+    )
     meta = {"format": "standard", "options": options}
     if stream:
         return gw.stream(run.id, meta)
@@ -93,10 +104,18 @@ async def _completion(gw: Gateway, rid: str, options: dict[str, Any]) -> Respons
                 continue
             if "error" in data:
                 err = data["error"]
-                return JSONResponse({"error": {"message": err.get("message"),
-                                               "type": "api_error", "param": None,
-                                               "code": err.get("code")}}, status_code=502,
-                                    headers={"x-reply-id": rid})
+                return JSONResponse(
+                    {
+                        "error": {
+                            "message": err.get("message"),
+                            "type": "api_error",
+                            "param": None,
+                            "code": err.get("code"),
+                        }
+                    },
+                    status_code=502,
+                    headers={"x-reply-id": rid},
+                )
             if data.get("usage"):
                 usage = data["usage"]
             for ch in data.get("choices") or ():
@@ -111,10 +130,15 @@ async def _completion(gw: Gateway, rid: str, options: dict[str, Any]) -> Respons
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
     if reasoning:
         message["reasoning_content"] = "".join(reasoning)
-    out: dict[str, Any] = {"id": options["completion_id"], "object": "chat.completion",
-                           "created": options["created"], "model": options["model"],
-                           "choices": [{"index": 0, "message": message, "logprobs": None,
-                                        "finish_reason": finish or "stop"}]}
+    out: dict[str, Any] = {
+        "id": options["completion_id"],
+        "object": "chat.completion",
+        "created": options["created"],
+        "model": options["model"],
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish or "stop"}
+        ],
+    }
     if usage is not None:
         out["usage"] = usage
     return JSONResponse(out, headers={"x-reply-id": rid})
@@ -123,8 +147,11 @@ async def _completion(gw: Gateway, rid: str, options: dict[str, Any]) -> Respons
 async def models(request: Request) -> Response:
     """``GET /v1/models``: the agents clients may name."""
     request.state.format = "openai"
-    data = [{"id": a.name, "object": "model", "created": 0, "owned_by": a.address}
-            for a in _gw(request).agents.listed() if a.address]
+    data = [
+        {"id": a.name, "object": "model", "created": 0, "owned_by": a.address}
+        for a in _gw(request).agents.listed()
+        if a.address
+    ]
     return JSONResponse({"object": "list", "data": data})
 
 
@@ -149,9 +176,15 @@ async def agui(request: Request) -> Response:
     agent = request.query_params.get("agent") or fp.get("agent") or body.get("agent")
     options = {"thread_id": run_input.thread_id, "run_id": run_input.run_id}
     gw = _gw(request)
-    run = await gw.start(request, agent=agent, question=question.text, fmt="agui",
-                         options=options, aliases=(f"agui-run:{run_input.run_id}",),
-                         history=question.history)
+    run = await gw.start(
+        request,
+        agent=agent,
+        question=question.text,
+        fmt="agui",
+        options=options,
+        aliases=(f"agui-run:{run_input.run_id}",),
+        history=question.history,
+    )
     return gw.stream(run.id, {"format": "agui", "options": options})
 
 
@@ -170,9 +203,16 @@ async def aisdk_chat(request: Request) -> Response:
     aliases = (f"{CHAT_ALIAS}{chat_id}",) if isinstance(chat_id, str) and chat_id else ()
     options = {"message_id": f"msg-{rid}"}
     gw = _gw(request)
-    run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
-                         question=question.text, fmt="aisdk", options=options,
-                         aliases=aliases, reply_id=rid, history=question.history)
+    run = await gw.start(
+        request,
+        agent=agent if isinstance(agent, str) else None,
+        question=question.text,
+        fmt="aisdk",
+        options=options,
+        aliases=aliases,
+        reply_id=rid,
+        history=question.history,
+    )
     return gw.stream(run.id, {"format": "aisdk", "options": options})
 
 
@@ -218,7 +258,8 @@ def _accept(request: Request) -> tuple[str, bool]:
         if n in known:
             return n, True
     jsonl = request.query_params.get("format") == "jsonl" or (
-        "application/x-ndjson" in names and "text/event-stream" not in names)
+        "application/x-ndjson" in names and "text/event-stream" not in names
+    )
     return NATIVE, not jsonl
 
 
@@ -240,12 +281,18 @@ async def native(request: Request) -> Response:
     else:
         agent, question = request.query_params.get("agent"), request.query_params.get("q")
     if not isinstance(question, str) or not question.strip():
-        raise HTTPError(400, "no_question", "give the question (q= or \"question\")")
+        raise HTTPError(400, "no_question", 'give the question (q= or "question")')
     gw = _gw(request)
     options: dict[str, Any] = {}
-    run = await gw.start(request, agent=agent if isinstance(agent, str) else None,
-                         question=question, fmt=fmt, options=options, sse=sse,
-                         history=history)
+    run = await gw.start(
+        request,
+        agent=agent if isinstance(agent, str) else None,
+        question=question,
+        fmt=fmt,
+        options=options,
+        sse=sse,
+        history=history,
+    )
     return gw.stream(run.id, {"format": fmt, "options": options, "sse": sse}, sse=sse)
 
 
@@ -259,11 +306,17 @@ def history_of(raw: Any) -> tuple[Turn, ...]:
         raise HTTPError(400, "invalid_history", "'history' must be a list of {role, text}")
     turns = []
     for i, item in enumerate(raw):
-        if (not isinstance(item, dict) or set(item) != {"role", "text"}
-                or item["role"] not in ROLES or not isinstance(item["text"], str)):
-            raise HTTPError(400, "invalid_history",
-                            f"history[{i}] must be {{\"role\": user|assistant|system, "
-                            "\"text\": string}")
+        if (
+            not isinstance(item, dict)
+            or set(item) != {"role", "text"}
+            or item["role"] not in ROLES
+            or not isinstance(item["text"], str)
+        ):
+            raise HTTPError(
+                400,
+                "invalid_history",
+                f'history[{i}] must be {{"role": user|assistant|system, "text": string}}',
+            )
         turns.append(Turn(item["role"], item["text"]))
     return tuple(turns)
 
@@ -309,10 +362,15 @@ async def reply_stats(request: Request) -> Response:
 async def healthz(request: Request) -> Response:
     """``GET /healthz``: alive, and how many replies are open."""
     gw = _gw(request)
-    return JSONResponse({"status": "ok", "open_replies": gw.runs.open_count,
-                         "agents": len([a for a in gw.agents.listed() if a.address]),
-                         "resume_store": "memory" if gw.config.resume_store == "memory"
-                         else "redis", "resume_window_s": gw.config.resume_window})
+    return JSONResponse(
+        {
+            "status": "ok",
+            "open_replies": gw.runs.open_count,
+            "agents": len([a for a in gw.agents.listed() if a.address]),
+            "resume_store": "memory" if gw.config.resume_store == "memory" else "redis",
+            "resume_window_s": gw.config.resume_window,
+        }
+    )
 
 
 def routes(gw: Gateway) -> list[Route]:

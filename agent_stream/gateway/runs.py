@@ -79,19 +79,34 @@ class Run:
 
     def stats(self) -> dict[str, Any]:
         """What the page's footer and ``GET /v1/replies/{id}`` show."""
+
         def secs(t: float | None) -> float | None:
             return round(t - self.started, 3) if t is not None else None
 
-        return {"id": self.id, "agent": self.agent.name, "status": self.status,
-                "error": self.error, "chat_messages": self.chat_messages,
-                "first_text_s": secs(self.first_text_at), "total_s": secs(self.ended_at)}
+        return {
+            "id": self.id,
+            "agent": self.agent.name,
+            "status": self.status,
+            "error": self.error,
+            "chat_messages": self.chat_messages,
+            "first_text_s": secs(self.first_text_at),
+            "total_s": secs(self.ended_at),
+        }
 
 
 class Runs:
     """Starts, tracks, stops and forgets runs."""
 
-    def __init__(self, link: AgentLink, store: ResumeStore, *, window: float = 60.0,
-                 max_per_key: int = 8, max_runs: int = 256, timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        link: AgentLink,
+        store: ResumeStore,
+        *,
+        window: float = 60.0,
+        max_per_key: int = 8,
+        max_runs: int = 256,
+        timeout: float = 300.0,
+    ) -> None:
         self.link = link
         self.store = store
         self.window = window
@@ -112,10 +127,19 @@ class Runs:
         if mine >= self.max_per_key:
             raise Busy(f"at most {self.max_per_key} replies at once per API key")
 
-    async def start(self, *, key: str, agent: AgentRef, question: str, meta: dict[str, Any],
-                    aliases: tuple[str, ...] = (), reply_id: str | None = None,
-                    reasoning: bool = True, history: tuple[Turn, ...] | None = None,
-                    session: uuid.UUID | None = None) -> Run:
+    async def start(
+        self,
+        *,
+        key: str,
+        agent: AgentRef,
+        question: str,
+        meta: dict[str, Any],
+        aliases: tuple[str, ...] = (),
+        reply_id: str | None = None,
+        reasoning: bool = True,
+        history: tuple[Turn, ...] | None = None,
+        session: uuid.UUID | None = None,
+    ) -> Run:
         """Create the log and ask; returns once the question is delivered (DeliveryError and
         Busy/StoreFull are raised to the caller, nothing left behind). ``history``: the
         client's conversation before the question; ``session``: the envelope session to ask
@@ -127,8 +151,7 @@ class Runs:
         run.opening = asyncio.get_running_loop().create_future()
         self.runs[rid] = run  # counted from now on (the limits hold across the awaits below)
         try:
-            await self.store.create(rid, {**meta, "agent": agent.name,
-                                          "address": agent.address})
+            await self.store.create(rid, {**meta, "agent": agent.name, "address": agent.address})
             for a in aliases:
                 await self.store.alias(a, rid)
         except BaseException:
@@ -152,14 +175,18 @@ class Runs:
                 extra["history"] = run.history
             if run.session is not None:
                 extra["session"] = run.session
-            run.reply = await self.link.ask(run.agent.address, run.question,
-                                            reasoning=reasoning, timeout=self.timeout, **extra)
+            run.reply = await self.link.ask(
+                run.agent.address, run.question, reasoning=reasoning, timeout=self.timeout, **extra
+            )
             run.delivered.set_result(None)
             async for msg in run.reply:
                 if not run.opening.done() and not _stream_start(msg):
                     run.opening.set_result(msg)
-                if run.first_text_at is None and msg.type == "text" and (msg.props or {}).get(
-                        "content"):
+                if (
+                    run.first_text_at is None
+                    and msg.type == "text"
+                    and (msg.props or {}).get("content")
+                ):
                     run.first_text_at = time.monotonic()
                 await self.store.append(run.id, [msg.to_json()])
             status = run.reply.status or "error"
@@ -201,8 +228,11 @@ class Runs:
 
     def _remember(self, run: Run) -> None:
         now = time.monotonic()
-        for rid in [r for r, x in self.finished.items()
-                    if x.ended_at is not None and now - x.ended_at > self.window]:
+        for rid in [
+            r
+            for r, x in self.finished.items()
+            if x.ended_at is not None and now - x.ended_at > self.window
+        ]:
             del self.finished[rid]
         self.finished[run.id] = run
 
@@ -241,7 +271,8 @@ class Runs:
         if left == 0 and run is not None and run.abandon is None:
             loop = asyncio.get_running_loop()
             run.abandon = loop.call_later(
-                self.window, lambda: asyncio.ensure_future(self._abandon(reply_id)))
+                self.window, lambda: asyncio.ensure_future(self._abandon(reply_id))
+            )
 
     async def _abandon(self, reply_id: str) -> None:
         run = self.runs.get(reply_id)
@@ -250,8 +281,9 @@ class Runs:
         run.abandon = None
         if await self.store.readers(reply_id) == 0:
             LOG.info("reply %s: no reader for %g s, cancelled", reply_id, self.window)
-            await self.cancel(reply_id, reason="abandoned: no client came back within the "
-                              "resume window")
+            await self.cancel(
+                reply_id, reason="abandoned: no client came back within the resume window"
+            )
 
     async def follow_cancels(self) -> None:
         """Stop the runs other gateway processes are asked to stop (a shared store that can
@@ -263,8 +295,9 @@ class Runs:
             try:
                 async for rid in requests():
                     if rid in self.runs:
-                        await self.cancel(rid, reason="stopped by the client (through another "
-                                          "gateway)")
+                        await self.cancel(
+                            rid, reason="stopped by the client (through another gateway)"
+                        )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store is unreachable: say so, try again

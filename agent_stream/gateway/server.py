@@ -55,8 +55,9 @@ def _access_logging() -> None:
     log.propagate = False
 
 
-def run_gateway(config: GatewayConfig, *, agent_port: int = 0, seed: str | None = None,
-                verbose: bool = False) -> int:
+def run_gateway(
+    config: GatewayConfig, *, agent_port: int = 0, seed: str | None = None, verbose: bool = False
+) -> int:
     """Run until Ctrl-C / SIGTERM. Returns the exit status."""
     import uvicorn
 
@@ -71,9 +72,14 @@ def run_gateway(config: GatewayConfig, *, agent_port: int = 0, seed: str | None 
     agents = Agents(specs, directory)
     chat = StreamingChat()
     level = logging.INFO if verbose else logging.WARNING
-    agent = local_agent(seed or secrets.token_hex(32), agent_port or free_port(),
-                        name=GATEWAY_NAME, peers=agents.static_peers, directory=directory,
-                        log_level=level)
+    agent = local_agent(
+        seed or secrets.token_hex(32),
+        agent_port or free_port(),
+        name=GATEWAY_NAME,
+        peers=agents.static_peers,
+        directory=directory,
+        log_level=level,
+    )
     agents.exclude = agent.address
     agent.include(chat, publish_manifest=True)
     store = make_store(config)
@@ -82,9 +88,18 @@ def run_gateway(config: GatewayConfig, *, agent_port: int = 0, seed: str | None 
     async def main(ctx: Any) -> int:
         gw = Gateway(config, agents, ChatLink(chat, agent), store)
         app = build_app(gw)
-        server = uvicorn.Server(uvicorn.Config(
-            app, host=config.host, port=config.port, log_config=None, access_log=False,
-            lifespan="off", timeout_graceful_shutdown=3, log_level=level))
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host=config.host,
+                port=config.port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=3,
+                log_level=level,
+            )
+        )
 
         async def announce() -> None:
             while not server.started and not server.should_exit:

@@ -99,8 +99,13 @@ class _Log:
 class MemoryStore:
     """The in-process store (the default): bounded, see the module docstring."""
 
-    def __init__(self, *, max_entries: int = 50_000, max_reply_bytes: int = 16 << 20,
-                 max_bytes: int = 256 << 20) -> None:
+    def __init__(
+        self,
+        *,
+        max_entries: int = 50_000,
+        max_reply_bytes: int = 16 << 20,
+        max_bytes: int = 256 << 20,
+    ) -> None:
         self.max_entries = max_entries
         self.max_reply_bytes = max_reply_bytes
         self.max_bytes = max_bytes
@@ -133,10 +138,14 @@ class MemoryStore:
         if log is None or log.ended:
             return
         size = sum(len(e) for e in entries)
-        if (len(log.entries) + len(entries) > self.max_entries
-                or log.bytes + size > self.max_reply_bytes):
-            raise StoreFull(f"reply {reply_id} is over the resume buffer's bound "
-                            f"({self.max_entries} entries, {self.max_reply_bytes} bytes)")
+        if (
+            len(log.entries) + len(entries) > self.max_entries
+            or log.bytes + size > self.max_reply_bytes
+        ):
+            raise StoreFull(
+                f"reply {reply_id} is over the resume buffer's bound "
+                f"({self.max_entries} entries, {self.max_reply_bytes} bytes)"
+            )
         log.entries.extend(entries)
         log.bytes += size
         self._bytes += size
@@ -201,8 +210,9 @@ class MemoryStore:
 
     def _expire(self) -> None:
         now = time.monotonic()
-        for rid in [r for r, log in self._logs.items()
-                    if log.drop_at is not None and log.drop_at <= now]:
+        for rid in [
+            r for r, log in self._logs.items() if log.drop_at is not None and log.drop_at <= now
+        ]:
             self._remove(rid)
 
     def _evict(self, need: int) -> None:

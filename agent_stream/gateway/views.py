@@ -103,8 +103,9 @@ class Reopen:
         return list(self._open.values())
 
 
-async def events(store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any],
-                 after: int = -1) -> AsyncIterator[tuple[int, Any]]:
+async def events(
+    store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any], after: int = -1
+) -> AsyncIterator[tuple[int, Any]]:
     """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end; a
     resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``."""
     enc = encoder_for("cui" if fmt == NATIVE else fmt, **options)
@@ -131,8 +132,15 @@ async def events(store: ResumeStore, reply_id: str, fmt: str, options: dict[str,
             return
 
 
-async def framed(store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any], *,
-                 after: int = -1, sse: bool = True) -> AsyncIterator[str]:
+async def framed(
+    store: ResumeStore,
+    reply_id: str,
+    fmt: str,
+    options: dict[str, Any],
+    *,
+    after: int = -1,
+    sse: bool = True,
+) -> AsyncIterator[str]:
     """The reply's wire as text: SSE events with ``id: <reply id>:<n>``, or JSON lines."""
     wire, framing = wire_of(fmt, sse)
     frame = wire.frame(framing)

@@ -30,9 +30,18 @@ from agent_stream.sources.emitter import mapped_responder as _mapped_responder
 
 __all__ = ["EVENT_TYPES", "AnthropicStream", "responder"]
 
-EVENT_TYPES = frozenset({"message_start", "content_block_start", "content_block_delta",
-                         "content_block_stop", "message_delta", "message_stop", "ping",
-                         "error"})
+EVENT_TYPES = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
 # The SDK's MessageStream helper repeats deltas as these convenience events.
 _HELPER_EVENTS = frozenset({"text", "thinking", "signature", "input_json", "citation"})
 
@@ -40,8 +49,7 @@ _HELPER_EVENTS = frozenset({"text", "thinking", "signature", "input_json", "cita
 class AnthropicStream:
     """Maps one or more Messages streams into an :class:`Emitter` (see the module doc)."""
 
-    def __init__(self, em: _Emitter, *, label: str | None = None,
-                 parent: Any = None) -> None:
+    def __init__(self, em: _Emitter, *, label: str | None = None, parent: Any = None) -> None:
         self.em = em
         self.label = label
         self.parent = parent
@@ -78,8 +86,9 @@ class AnthropicStream:
             self._redacted = []
             self._input = _input_tokens(_field(msg, "usage")) or 0
             model = _field(msg, "model")
-            await em.open_block(self._block, LLM, self.label or model, parent=self.parent,
-                                data={"model": model})
+            await em.open_block(
+                self._block, LLM, self.label or model, parent=self.parent, data={"model": model}
+            )
         elif t == "content_block_start":
             await self._start(_field(ev, "index"), _field(ev, "content_block"))
         elif t == "content_block_stop":
@@ -87,8 +96,7 @@ class AnthropicStream:
         elif t == "message_delta":
             usage = _field(ev, "usage")
             inp = _input_tokens(usage)
-            em.add_usage(inp if inp is not None else self._input,
-                         _field(usage, "output_tokens", 0))
+            em.add_usage(inp if inp is not None else self._input, _field(usage, "output_tokens", 0))
             reason = _field(_field(ev, "delta"), "stop_reason")
             if reason == "refusal":
                 await em.send(self._block, _refusal())
@@ -96,8 +104,10 @@ class AnthropicStream:
             await self.close()
         elif t == "error":
             err = _field(ev, "error")
-            await em.fail(f"The model reported an error: {_field(err, 'message', err)}",
-                          str(_field(err, "type", "model_error")))
+            await em.fail(
+                f"The model reported an error: {_field(err, 'message', err)}",
+                str(_field(err, "type", "model_error")),
+            )
         elif t == "ping" or t in _HELPER_EVENTS:
             return
         else:
@@ -130,10 +140,14 @@ class AnthropicStream:
             if start:  # a whole input given up front (not the usual empty {})
                 await em.tool_args(key, _json(start))
         elif kind.endswith("_tool_result"):
-            em.tool_names.setdefault(str(_field(cb, "tool_use_id")), kind[:-len("_result")])
-            await em.tool_result(self._block, _field(cb, "tool_use_id"), None,
-                                 _field(cb, "content"),
-                                 is_error=bool(_field(cb, "is_error", False)))
+            em.tool_names.setdefault(str(_field(cb, "tool_use_id")), kind[: -len("_result")])
+            await em.tool_result(
+                self._block,
+                _field(cb, "tool_use_id"),
+                None,
+                _field(cb, "content"),
+                is_error=bool(_field(cb, "is_error", False)),
+            )
         else:
             em.warn(f"anthropic content block {kind!r}", "a block type this source does not map")
 
@@ -166,7 +180,8 @@ def _input_tokens(usage: Any) -> int | None:
     if base is None:
         return None
     cached = (_field(usage, "cache_creation_input_tokens") or 0) + (
-        _field(usage, "cache_read_input_tokens") or 0)
+        _field(usage, "cache_read_input_tokens") or 0
+    )
     return int(base) + int(cached)
 
 
@@ -182,8 +197,7 @@ def _refusal() -> Any:
     return Message(type=REFUSAL, props={"content": "The model declined to answer."})
 
 
-def responder(stream: Callable[[Any], Any], *, label: str | None = None
-              ) -> SourceResponder:
+def responder(stream: Callable[[Any], Any], *, label: str | None = None) -> SourceResponder:
     """A responder for ``StreamingChat`` over a callable ``(request) -> Anthropic stream``.
 
     Args:

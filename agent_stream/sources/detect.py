@@ -27,10 +27,12 @@ def _isinstance(app: Any, module: str, name: str) -> bool:
 def kind_of_app(app: Any) -> str | None:
     """``langgraph``, ``pydantic-ai``, ``openai-agents``, ``callable`` or None."""
     if _isinstance(app, "langgraph.pregel", "Pregel") or (
-            _isinstance(app, "langgraph.pregel.main", "Pregel")):
+        _isinstance(app, "langgraph.pregel.main", "Pregel")
+    ):
         return "langgraph"
     if _isinstance(app, "pydantic_ai.agent", "AbstractAgent") or (
-            _isinstance(app, "pydantic_ai", "Agent")):
+        _isinstance(app, "pydantic_ai", "Agent")
+    ):
         return "pydantic-ai"
     if _isinstance(app, "agents.agent", "Agent") or _isinstance(app, "agents", "Agent"):
         return "openai-agents"
@@ -70,7 +72,8 @@ def responder_for(app: Any, **options: Any) -> SourceResponder:
         return st(app, **options)
     raise TypeError(
         f"responder_for: {describe(app)} is none of a LangGraph compiled graph, a pydantic-ai "
-        "Agent, an OpenAI Agents SDK Agent or a callable (request) -> model stream")
+        "Agent, an OpenAI Agents SDK Agent or a callable (request) -> model stream"
+    )
 
 
 def describe(app: Any) -> str:
@@ -78,5 +81,8 @@ def describe(app: Any) -> str:
     if inspect.isclass(app):
         return f"the class {app.__module__}.{app.__qualname__}"
     t = type(app)
-    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" \
+    return (
+        f"a {t.__module__}.{t.__qualname__}"
+        if t.__module__ != "builtins"
         else f"a {t.__qualname__} ({app!r:.60})"
+    )

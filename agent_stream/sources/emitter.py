@@ -25,9 +25,19 @@ from agent_stream.message import LOADING, TOOL_CALL, Message, tool_result
 from agent_stream.message import error as _error
 from agent_stream.writer import BlockScope, MessageHandle, Scope, StreamWriter
 
-__all__ = ["AGENT", "LLM", "Emitter", "SourceResponder", "aclose", "drive", "field", "log",
-           "mapped_responder",
-           "resolve", "text_of"]
+__all__ = [
+    "AGENT",
+    "LLM",
+    "Emitter",
+    "SourceResponder",
+    "aclose",
+    "drive",
+    "field",
+    "log",
+    "mapped_responder",
+    "resolve",
+    "text_of",
+]
 
 log = logging.getLogger("agent_stream.sources")
 
@@ -92,9 +102,16 @@ class Emitter:
         b = self.blocks.get(block) if block is not None else None
         return b.block_id if b is not None else None
 
-    async def open_block(self, key: Hashable, type: str, label: str | None, *,
-                         parent: Hashable | None = None, parent_id: str | None = None,
-                         data: Mapping[str, Any] | None = None) -> BlockScope:
+    async def open_block(
+        self,
+        key: Hashable,
+        type: str,
+        label: str | None,
+        *,
+        parent: Hashable | None = None,
+        parent_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> BlockScope:
         """Start a block nested under the open block ``parent`` (a key) or ``parent_id``."""
         if key in self.blocks:
             return self.blocks[key]
@@ -128,8 +145,13 @@ class Emitter:
     def has(self, key: Hashable) -> bool:
         return key in self.messages
 
-    async def open(self, key: Hashable, type: str, block: Hashable | None,
-                   props: Mapping[str, Any] | None = None) -> MessageHandle:
+    async def open(
+        self,
+        key: Hashable,
+        type: str,
+        block: Hashable | None,
+        props: Mapping[str, Any] | None = None,
+    ) -> MessageHandle:
         h = self.messages.get(key)
         if h is None:
             h = self.scope(block).message(type, props)
@@ -152,8 +174,14 @@ class Emitter:
             with contextlib.suppress(StreamError):
                 await h.end(status)
 
-    async def tool_call(self, key: Hashable, block: Hashable | None, call_id: str | None,
-                        name: str | None, arguments: str = "") -> MessageHandle:
+    async def tool_call(
+        self,
+        key: Hashable,
+        block: Hashable | None,
+        call_id: str | None,
+        name: str | None,
+        arguments: str = "",
+    ) -> MessageHandle:
         """A ``tool_call`` message: id and name first, then its arguments as deltas."""
         if call_id and name:
             self.tool_names[call_id] = name
@@ -162,8 +190,9 @@ class Emitter:
             self.call_blocks[call_id] = made_in
         h = self.messages.get(key)
         if h is None:  # the first chunk: id, name and what arguments there are so far
-            return await self.open(key, TOOL_CALL, block,
-                                   {"id": call_id, "name": name, "arguments": arguments})
+            return await self.open(
+                key, TOOL_CALL, block, {"id": call_id, "name": name, "arguments": arguments}
+            )
         if arguments:
             await h.append(arguments, path="arguments")
         return h
@@ -173,12 +202,19 @@ class Emitter:
         if h is not None and delta:
             await h.append(delta, path="arguments")
 
-    async def tool_result(self, block: Hashable | None, call_id: str | None, name: str | None,
-                          content: Any, is_error: bool = False) -> None:
+    async def tool_result(
+        self,
+        block: Hashable | None,
+        call_id: str | None,
+        name: str | None,
+        content: Any,
+        is_error: bool = False,
+    ) -> None:
         if name is None and call_id:
             name = self.tool_names.get(call_id)
-        await self.scope(block).send(tool_result(call_id, name, text_of(content),
-                                                 is_error=is_error))
+        await self.scope(block).send(
+            tool_result(call_id, name, text_of(content), is_error=is_error)
+        )
 
     async def progress(self, block: Hashable | None, text: str) -> None:
         async with self.scope(block).message(LOADING, {"message": text}) as m:
@@ -188,8 +224,9 @@ class Emitter:
         await self.scope(block).send(msg)
 
     # -- accounting -----------------------------------------------------------------------------
-    def add_usage(self, prompt: int | None, completion: int | None,
-                  total: int | None = None) -> None:
+    def add_usage(
+        self, prompt: int | None, completion: int | None, total: int | None = None
+    ) -> None:
         """Add one model call's final figures."""
         p, c = int(prompt or 0), int(completion or 0)
         u = self.usage
@@ -267,8 +304,9 @@ async def aclose(events: Any) -> None:
             return
 
 
-def mapped_responder(stream: Callable[[Any], Any],
-                     mapper_for: Callable[[Emitter], Any]) -> SourceResponder:
+def mapped_responder(
+    stream: Callable[[Any], Any], mapper_for: Callable[[Emitter], Any]
+) -> SourceResponder:
     """A responder that feeds each event of ``stream(request)`` to the mapper ``mapper_for``
     builds (an object with async ``feed(event)`` and ``close()``), closing the model's stream
     whatever happens."""

@@ -71,8 +71,7 @@ class GraphStream:
         if key not in self.em.blocks:
             parent = await self.agent_block(ns[:-1])
             name = _node(ns[-1])
-            await self.em.open_block(key, AGENT, name, parent=parent,
-                                     data={"agent_name": name})
+            await self.em.open_block(key, AGENT, name, parent=parent, data={"agent_name": name})
         return key
 
     async def feed(self, ns: tuple[str, ...], mode: str, data: Any) -> None:
@@ -96,8 +95,13 @@ class GraphStream:
         kind = type(msg).__name__
         if kind == "AIMessageChunk":  # a plain text token of the open model call: straight on
             content = msg.content
-            if (type(content) is str and not msg.tool_call_chunks and not msg.usage_metadata
-                    and not msg.additional_kwargs and msg.chunk_position is None):
+            if (
+                type(content) is str
+                and not msg.tool_call_chunks
+                and not msg.usage_metadata
+                and not msg.additional_kwargs
+                and msg.chunk_position is None
+            ):
                 key = ("llm", ns, msg.id or "?")
                 h = em.messages.get((key, TEXT)) if self.current.get(ns) == key else None
                 if h is not None:
@@ -107,9 +111,13 @@ class GraphStream:
         parent = await self.agent_block(ns)
         if kind in ("ToolMessage", "ToolMessageChunk"):
             await self._end_llm(ns)
-            await em.tool_result(parent, getattr(msg, "tool_call_id", None),
-                                 getattr(msg, "name", None), msg.content,
-                                 is_error=getattr(msg, "status", None) == "error")
+            await em.tool_result(
+                parent,
+                getattr(msg, "tool_call_id", None),
+                getattr(msg, "name", None),
+                msg.content,
+                is_error=getattr(msg, "status", None) == "error",
+            )
             return
         if kind not in ("AIMessage", "AIMessageChunk"):
             em.warn(f"langgraph {kind}", "a message a node returned that is not a model's")
@@ -119,8 +127,13 @@ class GraphStream:
         if self.current.get(ns) != key:
             await self._end_llm(ns)
             node = str(meta.get("langgraph_node") or "")
-            await em.open_block(key, LLM, self.label or node or meta.get("ls_model_name"),
-                                parent=parent, data={"model": meta.get("ls_model_name")})
+            await em.open_block(
+                key,
+                LLM,
+                self.label or node or meta.get("ls_model_name"),
+                parent=parent,
+                data={"model": meta.get("ls_model_name")},
+            )
             self.current[ns] = key
         await self._content(key, msg)
         for tc in getattr(msg, "tool_call_chunks", None) or []:
@@ -131,12 +144,18 @@ class GraphStream:
                 await em.tool_call(tkey, key, tc.get("id"), tc.get("name"), tc.get("args") or "")
         if kind == "AIMessage":
             for i, tc in enumerate(getattr(msg, "tool_calls", None) or []):
-                await em.tool_call(("tc", key, i), key, tc.get("id"), tc.get("name"),
-                                   json.dumps(tc.get("args") or {}, ensure_ascii=False))
+                await em.tool_call(
+                    ("tc", key, i),
+                    key,
+                    tc.get("id"),
+                    tc.get("name"),
+                    json.dumps(tc.get("args") or {}, ensure_ascii=False),
+                )
         usage = getattr(msg, "usage_metadata", None)
         if usage:
-            em.add_usage(usage.get("input_tokens"), usage.get("output_tokens"),
-                         usage.get("total_tokens"))
+            em.add_usage(
+                usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens")
+            )
         if kind == "AIMessage" or getattr(msg, "chunk_position", None) == "last":
             await self._end_llm(ns)
 
@@ -157,16 +176,23 @@ class GraphStream:
             if t == "text":
                 await em.append((key, TEXT), TEXT, key, part.get("text") or "")
             elif t in ("thinking", "reasoning"):
-                await em.append((key, THINKING), THINKING, key,
-                                part.get(t) or part.get("text") or "")
+                await em.append(
+                    (key, THINKING), THINKING, key, part.get(t) or part.get("text") or ""
+                )
                 sig = part.get("signature")
                 if sig:
                     h = await em.open((key, THINKING), THINKING, key)
                     await h.merge({"metadata": {"signature": sig}})
-            elif t not in ("tool_use", "tool_call_chunk", "tool_call", "input_json_delta",
-                           "function_call"):
-                em.warn(f"langgraph content block {t!r}", "a content block this source "
-                        "does not map")
+            elif t not in (
+                "tool_use",
+                "tool_call_chunk",
+                "tool_call",
+                "input_json_delta",
+                "function_call",
+            ):
+                em.warn(
+                    f"langgraph content block {t!r}", "a content block this source does not map"
+                )
 
     async def _updates(self, ns: tuple[str, ...], data: Any) -> None:
         if not isinstance(data, Mapping):
@@ -177,22 +203,30 @@ class GraphStream:
                     value = getattr(intr, "value", intr)
                     self.interrupted.append(value)
                     await self._end_llm(ns)
-                    content = value if isinstance(value, str) else json.dumps(
-                        _text_of(value), ensure_ascii=False)
+                    content = (
+                        value
+                        if isinstance(value, str)
+                        else json.dumps(_text_of(value), ensure_ascii=False)
+                    )
                     await self.em.send(await self.agent_block(ns), _user_input(content))
                 continue
             await self._end_llm(ns)
             for key in list(self.em.blocks):  # a subgraph run by this node has ended
-                if (isinstance(key, tuple) and key[0] == "ns" and len(key[1]) == len(ns) + 1
-                        and key[1][:-1] == ns and _node(key[1][-1]) == node):
+                if (
+                    isinstance(key, tuple)
+                    and key[0] == "ns"
+                    and len(key[1]) == len(ns) + 1
+                    and key[1][:-1] == ns
+                    and _node(key[1][-1]) == node
+                ):
                     await self._close_ns(key[1])
 
     async def _close_ns(self, ns: tuple[str, ...]) -> None:
         for inner in list(self.current):
-            if inner[:len(ns)] == ns:
+            if inner[: len(ns)] == ns:
                 await self._end_llm(inner)
         for key in reversed(list(self.em.blocks)):
-            if isinstance(key, tuple) and key[0] == "ns" and key[1][:len(ns)] == ns:
+            if isinstance(key, tuple) and key[0] == "ns" and key[1][: len(ns)] == ns:
                 await self.em.close_block(key)
 
     async def _custom(self, ns: tuple[str, ...], data: Any) -> None:
@@ -215,8 +249,9 @@ def _has_checkpointer(graph: Any) -> bool:
     return cp not in (None, False)
 
 
-async def build_input(graph: Any, request: Any, config: dict[str, Any],
-                      input_key: str = "messages") -> Any:
+async def build_input(
+    graph: Any, request: Any, config: dict[str, Any], input_key: str = "messages"
+) -> Any:
     """What the graph is run with: a resume, the new question, or the history and question."""
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
     from langgraph.types import Command
@@ -235,14 +270,20 @@ async def build_input(graph: Any, request: Any, config: dict[str, Any],
         if getattr(state, "values", None):
             return {input_key: [HumanMessage(text)]}
     kinds = {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
-    history = [kinds.get(t.role, HumanMessage)(t.text)
-               for t in getattr(request, "history", ()) or ()]
+    history = [
+        kinds.get(t.role, HumanMessage)(t.text) for t in getattr(request, "history", ()) or ()
+    ]
     return {input_key: [*history, HumanMessage(text)]}
 
 
-def responder(graph: Any, *, config: Mapping[str, Any] | None = None,
-              input_key: str = "messages", make_input: Callable[[Any], Any] | None = None,
-              label: str | None = None) -> SourceResponder:
+def responder(
+    graph: Any,
+    *,
+    config: Mapping[str, Any] | None = None,
+    input_key: str = "messages",
+    make_input: Callable[[Any], Any] | None = None,
+    label: str | None = None,
+) -> SourceResponder:
     """A responder for ``StreamingChat`` streaming a compiled LangGraph graph.
 
     Args:
@@ -265,8 +306,11 @@ def responder(graph: Any, *, config: Mapping[str, Any] | None = None,
         cfg["configurable"] = conf
 
         async def run() -> None:
-            inp = make_input(request) if make_input is not None else await build_input(
-                graph, request, cfg, input_key)
+            inp = (
+                make_input(request)
+                if make_input is not None
+                else await build_input(graph, request, cfg, input_key)
+            )
             stream = graph.astream(inp, cfg, stream_mode=MODES, subgraphs=True)
             async with contextlib.aclosing(stream):
                 async for ns, mode, data in stream:

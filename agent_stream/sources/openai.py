@@ -118,11 +118,22 @@ class OpenAIModel:
     (``StreamWriter.fail``) so it ends with status error.
     """
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None,
-                 model: str | None = None, *, system: str | None = None,
-                 timeout: float = 60.0, max_retries: int = 2, include_usage: bool = True,
-                 block: bool = True, block_label: str | None = None, raise_errors: bool = False,
-                 client: Any = None, **params: Any) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        *,
+        system: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        include_usage: bool = True,
+        block: bool = True,
+        block_label: str | None = None,
+        raise_errors: bool = False,
+        client: Any = None,
+        **params: Any,
+    ) -> None:
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
@@ -138,8 +149,7 @@ class OpenAIModel:
         if client is None:
             require("openai", "openai", "the openai model source")
 
-    async def __call__(self, question: str, out: Scope, *,
-                       history: Sequence[Turn] = ()) -> None:
+    async def __call__(self, question: str, out: Scope, *, history: Sequence[Turn] = ()) -> None:
         """Ask ``question`` (after the conversation's earlier ``history``, sent as chat
         messages with their roles) and stream the reply into ``out``."""
         messages: list[dict[str, Any]] = []
@@ -152,16 +162,18 @@ class OpenAIModel:
     async def stream(self, messages: Sequence[Mapping[str, Any]], out: Scope) -> ModelResult:
         """Stream the completion of a whole conversation into ``out``; returns how it ended."""
         dec = OpenAIDecoder(stream_events=False)
-        block: BlockScope | None = out.block("llm", label=self.block_label or self.model) \
-            if self.block else None
+        block: BlockScope | None = (
+            out.block("llm", label=self.block_label or self.model) if self.block else None
+        )
         scope: Scope = await block.__aenter__() if block is not None else out
         feeder = _Feeder(scope)
         result = ModelResult()
         try:
             failure = await self._run(messages, dec, feeder)
         except BaseException as exc:  # cancelled (or a bug in a sink): end what is open
-            await feeder.end_all("cancelled" if isinstance(exc, asyncio.CancelledError)
-                                 else "error")
+            await feeder.end_all(
+                "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+            )
             if block is not None:
                 await block.__aexit__(type(exc), exc, exc.__traceback__)
             raise
@@ -191,23 +203,30 @@ class OpenAIModel:
             raise err
         return result
 
-    async def _run(self, messages: Sequence[Mapping[str, Any]], dec: OpenAIDecoder,
-                   feeder: _Feeder) -> tuple[str, str] | None:
+    async def _run(
+        self, messages: Sequence[Mapping[str, Any]], dec: OpenAIDecoder, feeder: _Feeder
+    ) -> tuple[str, str] | None:
         """Call the server and feed the chunks; returns (error text, code) on failure."""
         import openai
 
         owned = self._client is None
         client = self._client or openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
-            max_retries=self.max_retries)
+            base_url=self.base_url,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
         where = str(client.base_url).rstrip("/")
         kwargs: dict[str, Any] = dict(self.params)
         if self.include_usage:
             kwargs.setdefault("stream_options", {"include_usage": True})
         try:
             stream: Any = await client.chat.completions.create(
-                model=self.model, messages=list(messages), stream=True,  # type: ignore[arg-type]
-                **kwargs)
+                model=self.model,
+                messages=list(messages),  # type: ignore[arg-type]
+                stream=True,
+                **kwargs,
+            )
             try:
                 async for chunk in stream:
                     for m in dec.feed(chunk.to_dict(warnings=False)):
@@ -216,20 +235,29 @@ class OpenAIModel:
                 with contextlib.suppress(Exception):
                     await stream.close()
         except openai.APITimeoutError:
-            return (f"The model server at {where} did not answer within {self.timeout:g} s"
-                    + (" (the reply was cut off)" if feeder.streamed else ""), "timeout")
+            return (
+                f"The model server at {where} did not answer within {self.timeout:g} s"
+                + (" (the reply was cut off)" if feeder.streamed else ""),
+                "timeout",
+            )
         except openai.APIStatusError as exc:
-            return (f"The model server at {where} answered HTTP {exc.status_code}"
-                    + _detail(exc.body), f"http_{exc.status_code}")
+            return (
+                f"The model server at {where} answered HTTP {exc.status_code}" + _detail(exc.body),
+                f"http_{exc.status_code}",
+            )
         except openai.APIConnectionError:
             if feeder.streamed or dec.completion_id is not None:
-                return (f"The connection to the model server at {where} was lost "
-                        "mid-reply", "connection_lost")
+                return (
+                    f"The connection to the model server at {where} was lost mid-reply",
+                    "connection_lost",
+                )
             return f"Could not connect to the model server at {where}", "connection"
         except openai.APIError as exc:  # an error event inside the stream
             code = getattr(exc, "code", None)
-            return (f"The model server reported an error: {exc.message}",
-                    str(code) if code else "model_error")
+            return (
+                f"The model server reported an error: {exc.message}",
+                str(code) if code else "model_error",
+            )
         except (WireError, json.JSONDecodeError, ValueError) as exc:
             return f"The model server sent a malformed chunk: {exc}", "malformed_chunk"
         finally:

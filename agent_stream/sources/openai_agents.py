@@ -41,11 +41,20 @@ from agent_stream.writer import Scope as _Scope
 __all__ = ["AgentRun", "agent_tools_of", "input_of", "nested_events", "responder"]
 
 # Items that only repeat what the raw model events already streamed.
-_REPEATS = frozenset({"message_output_created", "tool_called", "reasoning_item_created",
-                      "handoff_requested", "tool_search_called", "mcp_list_tools"})
+_REPEATS = frozenset(
+    {
+        "message_output_created",
+        "tool_called",
+        "reasoning_item_created",
+        "handoff_requested",
+        "tool_search_called",
+        "mcp_list_tools",
+    }
+)
 
 _CURRENT: contextvars.ContextVar[AgentRun | None] = contextvars.ContextVar(
-    "agent_stream_openai_agents_run", default=None)
+    "agent_stream_openai_agents_run", default=None
+)
 
 
 def _label(agent: Any) -> str | None:
@@ -56,8 +65,9 @@ def _label(agent: Any) -> str | None:
 class AgentRun:
     """Maps one run's stream events (a top-level run, or a nested agent-as-tool run)."""
 
-    def __init__(self, em: _Emitter, *, parent: Hashable | None = None,
-                 label: str | None = None) -> None:
+    def __init__(
+        self, em: _Emitter, *, parent: Hashable | None = None, label: str | None = None
+    ) -> None:
         self.em = em
         self.root_parent = parent
         self.parent = parent
@@ -90,8 +100,14 @@ class AgentRun:
             return
         await self.responses.close()
         key = ("openai-agents-handoff", id(self), self.agents)
-        await self.em.open_block(key, AGENT, name, parent=self.parent, parent_id=self._last_llm,
-                                 data={"agent_name": name})
+        await self.em.open_block(
+            key,
+            AGENT,
+            name,
+            parent=self.parent,
+            parent_id=self._last_llm,
+            data={"agent_name": name},
+        )
         self.parent = key
         self.responses = _ResponsesStream(self.em, label=name, parent=key)
 
@@ -102,14 +118,18 @@ class AgentRun:
             call_id = _field(raw, "call_id")
             tool = em.tool_names.get(call_id or "")
             if call_id not in self.nested and tool in self.agent_tools:
-                em.warn(f"openai-agents agent tool {tool!r}", "its nested run streamed nothing "
-                        "here: give it as_tool(..., on_stream=nested_events)")
+                em.warn(
+                    f"openai-agents agent tool {tool!r}",
+                    "its nested run streamed nothing "
+                    "here: give it as_tool(..., on_stream=nested_events)",
+                )
             await self.end_nested(call_id)
             await em.tool_result(self.parent, call_id, None, getattr(item, "output", None))
         elif name == "handoff_occured":
             target = _label(getattr(item, "target_agent", None))
-            await em.tool_result(self.parent, _field(raw, "call_id"), None,
-                                 _field(raw, "output") or target)
+            await em.tool_result(
+                self.parent, _field(raw, "call_id"), None, _field(raw, "output") or target
+            )
         elif name in _REPEATS:
             return
         else:
@@ -122,9 +142,14 @@ class AgentRun:
         if entry is None:
             name = _label(agent)
             bkey = ("openai-agents-tool", id(self), key)
-            await self.em.open_block(bkey, AGENT, name, parent=self.parent,
-                                     parent_id=self.em.call_blocks.get(key),
-                                     data={"agent_name": name})
+            await self.em.open_block(
+                bkey,
+                AGENT,
+                name,
+                parent=self.parent,
+                parent_id=self.em.call_blocks.get(key),
+                data={"agent_name": name},
+            )
             entry = (bkey, AgentRun(self.em, parent=bkey, label=name))
             self.nested[key] = entry
         await entry[1].feed(ev)
@@ -149,8 +174,7 @@ async def nested_events(event: Any) -> None:
     if run is None:
         return
     call = _field(event, "tool_call")
-    await run.nested_event(_field(event, "agent"), _field(call, "call_id"),
-                           _field(event, "event"))
+    await run.nested_event(_field(event, "agent"), _field(call, "call_id"), _field(event, "event"))
 
 
 def agent_tools_of(agent: Any) -> frozenset[str]:
@@ -175,15 +199,19 @@ def agent_tools_of(agent: Any) -> frozenset[str]:
 
 def input_of(request: Any) -> list[dict[str, str]]:
     """``request.history`` and the question as an Agents SDK input list."""
-    items = [{"role": t.role, "content": t.text}
-             for t in getattr(request, "history", ()) or ()]
+    items = [{"role": t.role, "content": t.text} for t in getattr(request, "history", ()) or ()]
     items.append({"role": "user", "content": str(request.text)})
     return items
 
 
-def responder(agent: Any, *, context: Any = None, max_turns: int | None = None,
-              run_config: Any = None, label: str | None = None
-              ) -> SourceResponder:
+def responder(
+    agent: Any,
+    *,
+    context: Any = None,
+    max_turns: int | None = None,
+    run_config: Any = None,
+    label: str | None = None,
+) -> SourceResponder:
     """A responder for ``StreamingChat`` streaming an OpenAI Agents SDK agent's runs.
 
     Args:

@@ -28,13 +28,22 @@ from agent_stream.sources.emitter import mapped_responder as _mapped_responder
 __all__ = ["ResponsesStream", "responder"]
 
 # Events that only repeat what the deltas carried, or mark progress with nothing to show.
-_QUIET = frozenset({
-    "response.in_progress", "response.queued", "response.content_part.added",
-    "response.content_part.done", "response.output_text.done", "response.refusal.done",
-    "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
-    "response.reasoning_summary_text.done", "response.reasoning_text.done",
-    "response.function_call_arguments.done", "response.output_text.annotation.added",
-})
+_QUIET = frozenset(
+    {
+        "response.in_progress",
+        "response.queued",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.refusal.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.done",
+        "response.function_call_arguments.done",
+        "response.output_text.annotation.added",
+    }
+)
 
 
 class ResponsesStream:
@@ -44,8 +53,14 @@ class ResponsesStream:
     nest under; ``data``: extra block_start data.
     """
 
-    def __init__(self, em: _Emitter, *, label: str | None = None, parent: Hashable | None = None,
-                 data: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        em: _Emitter,
+        *,
+        label: str | None = None,
+        parent: Hashable | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
         self.em = em
         self.label = label
         self.parent = parent
@@ -58,8 +73,13 @@ class ResponsesStream:
         if self.block is None:
             self._n += 1
             self.block = ("responses", id(self), self._n)
-            await self.em.open_block(self.block, LLM, self.label or model, parent=self.parent,
-                                     data={"model": model, **self.data})
+            await self.em.open_block(
+                self.block,
+                LLM,
+                self.label or model,
+                parent=self.parent,
+                data={"model": model, **self.data},
+            )
         return self.block
 
     async def close(self, status: str = "completed") -> None:
@@ -70,41 +90,53 @@ class ResponsesStream:
     def _key(self, ev: Any, kind: str) -> tuple[Any, ...]:
         # by output index: converted chat-completion streams give every item the same id
         index = _field(ev, "output_index")
-        return ("responses", self.block, index if index is not None else _field(ev, "item_id"),
-                kind)
+        return (
+            "responses",
+            self.block,
+            index if index is not None else _field(ev, "item_id"),
+            kind,
+        )
 
     async def feed(self, ev: Any) -> None:
         """Map one stream event."""
         t = str(_field(ev, "type"))
         em = self.em
         if t == "response.output_text.delta":  # nearly every event: first
-            await em.append(self._key(ev, TEXT), TEXT, self.block or await self.open(),
-                            _field(ev, "delta"))
+            await em.append(
+                self._key(ev, TEXT), TEXT, self.block or await self.open(), _field(ev, "delta")
+            )
         elif t == "response.created":
             await self.open(_field(_field(ev, "response"), "model"))
         elif t in ("response.completed", "response.incomplete"):
             usage = _field(_field(ev, "response"), "usage")
             if usage is not None:
-                em.add_usage(_field(usage, "input_tokens"), _field(usage, "output_tokens"),
-                             _field(usage, "total_tokens"))
+                em.add_usage(
+                    _field(usage, "input_tokens"),
+                    _field(usage, "output_tokens"),
+                    _field(usage, "total_tokens"),
+                )
             await self.close()
         elif t == "response.failed":
             err = _field(_field(ev, "response"), "error")
-            await em.fail(f"The model reported an error: {_field(err, 'message', err)}",
-                          str(_field(err, "code", "model_error") or "model_error"))
+            await em.fail(
+                f"The model reported an error: {_field(err, 'message', err)}",
+                str(_field(err, "code", "model_error") or "model_error"),
+            )
         elif t == "error":
-            await em.fail(f"The model reported an error: {_field(ev, 'message')}",
-                          str(_field(ev, "code", "model_error") or "model_error"))
+            await em.fail(
+                f"The model reported an error: {_field(ev, 'message')}",
+                str(_field(ev, "code", "model_error") or "model_error"),
+            )
         elif t == "response.output_item.added":
             await self._item_added(ev)
         elif t == "response.output_item.done":
             await self._item_done(ev)
         elif t in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            await em.append(self._key(ev, THINKING), THINKING, await self.open(),
-                            _field(ev, "delta"))
+            await em.append(
+                self._key(ev, THINKING), THINKING, await self.open(), _field(ev, "delta")
+            )
         elif t == "response.refusal.delta":
-            await em.append(self._key(ev, REFUSAL), REFUSAL, await self.open(),
-                            _field(ev, "delta"))
+            await em.append(self._key(ev, REFUSAL), REFUSAL, await self.open(), _field(ev, "delta"))
         elif t == "response.function_call_arguments.delta":
             key = self._key(ev, "call")
             self._args.add(key)
@@ -119,9 +151,13 @@ class ResponsesStream:
         kind = _field(item, "type")
         if kind == "function_call":
             block = await self.open()
-            await self.em.tool_call(self._key(ev, "call"), block,
-                                    _field(item, "call_id"), _field(item, "name"),
-                                    _field(item, "arguments") or "")
+            await self.em.tool_call(
+                self._key(ev, "call"),
+                block,
+                _field(item, "call_id"),
+                _field(item, "name"),
+                _field(item, "arguments") or "",
+            )
         elif kind not in ("message", "reasoning"):
             self.em.warn(f"responses item {kind!r}", "an output item this source does not map")
 
@@ -131,8 +167,13 @@ class ResponsesStream:
         if kind == "function_call":
             key = self._key(ev, "call")
             if not em.has(key):  # only the finished item was sent
-                await em.tool_call(key, await self.open(), _field(item, "call_id"),
-                                   _field(item, "name"), _field(item, "arguments") or "")
+                await em.tool_call(
+                    key,
+                    await self.open(),
+                    _field(item, "call_id"),
+                    _field(item, "name"),
+                    _field(item, "arguments") or "",
+                )
             elif key not in self._args and _field(item, "arguments"):
                 await em.tool_args(key, _field(item, "arguments"))
             await em.end_message(key)
@@ -140,8 +181,7 @@ class ResponsesStream:
             await em.end_message(self._key(ev, kind))
 
 
-def responder(stream: Callable[[Any], Any], *, label: str | None = None
-              ) -> SourceResponder:
+def responder(stream: Callable[[Any], Any], *, label: str | None = None) -> SourceResponder:
     """A responder for ``StreamingChat`` over a callable ``(request) -> Responses stream``.
 
     Args:

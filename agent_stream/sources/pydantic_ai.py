@@ -51,7 +51,8 @@ class _Run:
 
 
 _CURRENT: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
-    "agent_stream_pydantic_ai_run", default=None)
+    "agent_stream_pydantic_ai_run", default=None
+)
 
 
 def _name(agent: Any) -> str | None:
@@ -65,8 +66,7 @@ def _name(agent: Any) -> str | None:
 class AgentEvents:
     """Maps one agent run's stream events into an :class:`Emitter`."""
 
-    def __init__(self, em: _Emitter, *, label: str | None, parent: Hashable | None = None
-                 ) -> None:
+    def __init__(self, em: _Emitter, *, label: str | None, parent: Hashable | None = None) -> None:
         self.em = em
         self.label = label
         self.parent = parent
@@ -117,17 +117,23 @@ class AgentEvents:
             outcome = getattr(part, "outcome", "success")
             retry = getattr(part, "part_kind", "") == "retry-prompt"
             content = getattr(ev, "content", None) or getattr(part, "content", None)
-            await em.tool_result(self.parent, getattr(part, "tool_call_id", None),
-                                 getattr(part, "tool_name", None), content,
-                                 is_error=retry or outcome not in ("success", None))
+            await em.tool_result(
+                self.parent,
+                getattr(part, "tool_call_id", None),
+                getattr(part, "tool_name", None),
+                content,
+                is_error=retry or outcome not in ("success", None),
+            )
         elif kind == "agent_run_result":
             await self.end_response()
             return ev.result
         elif kind == "final_result":
             return None
         else:
-            em.warn(f"pydantic-ai event {kind or type(ev).__name__!r}",
-                    "an event this source does not map")
+            em.warn(
+                f"pydantic-ai event {kind or type(ev).__name__!r}",
+                "an event this source does not map",
+            )
         return None
 
     async def _part(self, block: Hashable, index: int, part: Any) -> None:
@@ -217,8 +223,14 @@ async def run_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
     run.subs[0] += 1
     name = _name(agent) or "agent"
     key = ("pydantic-ai-sub", id(run), run.subs[0])
-    await em.open_block(key, AGENT, name, parent=run.mapper.parent,
-                        parent_id=run.mapper.last_block_id, data={"agent_name": name})
+    await em.open_block(
+        key,
+        AGENT,
+        name,
+        parent=run.mapper.parent,
+        parent_id=run.mapper.last_block_id,
+        data={"agent_name": name},
+    )
     mapper = AgentEvents(em, label=_name(agent), parent=key)
     token = _CURRENT.set(_Run(em, mapper, run.subs))
     status = "completed"
@@ -243,8 +255,9 @@ def _add_usage(em: _Emitter, result: Any) -> None:
     em.add_usage(u.input_tokens, u.output_tokens)
 
 
-def responder(agent: Any, *, label: str | None = None, deps: Any = None,
-              **run_options: Any) -> SourceResponder:
+def responder(
+    agent: Any, *, label: str | None = None, deps: Any = None, **run_options: Any
+) -> SourceResponder:
     """A responder for ``StreamingChat`` streaming a pydantic-ai agent's runs.
 
     Args:
@@ -262,9 +275,12 @@ def responder(agent: Any, *, label: str | None = None, deps: Any = None,
         async def run() -> None:
             token = _CURRENT.set(_Run(em, mapper))
             try:
-                result = await _stream(agent, mapper, str(request.text), {
-                    "message_history": history_of(request) or None, "deps": deps,
-                    **run_options})
+                result = await _stream(
+                    agent,
+                    mapper,
+                    str(request.text),
+                    {"message_history": history_of(request) or None, "deps": deps, **run_options},
+                )
             finally:
                 _CURRENT.reset(token)
             if result is not None:

@@ -30,8 +30,17 @@ from agent_stream.conversation import Turn
 from agent_stream.message import Message, tool_call
 from agent_stream.writer import Scope, StreamWriter
 
-__all__ = ["REPLIES", "ReplayModel", "ReplyScript", "ToolStep", "count_tokens", "iter_tokens",
-           "pick_reply", "recall", "tokenize"]
+__all__ = [
+    "REPLIES",
+    "ReplayModel",
+    "ReplyScript",
+    "ToolStep",
+    "count_tokens",
+    "iter_tokens",
+    "pick_reply",
+    "recall",
+    "tokenize",
+]
 
 TOOL_RESULT = "tool_result"
 
@@ -75,7 +84,7 @@ def _pieces(piece: str) -> Iterator[str]:
     i = 5 if piece[0] == " " else 4
     yield piece[:i]
     while n - i > 6:
-        yield piece[i:i + 4]
+        yield piece[i : i + 4]
         i += 4
     yield piece[i:]
 
@@ -277,10 +286,18 @@ def _load_replies() -> tuple[ReplyScript, ...]:
         return ToolStep(d["name"], d["arguments"], d["progress"], d["result"], d["latency"])
 
     data = json.loads(files("agent_stream.sources").joinpath("replies.json").read_text("utf-8"))
-    return tuple(ReplyScript(
-        key=r["key"], keywords=tuple(r["keywords"]), thinking=r["thinking"], tool=step(r["tool"]),
-        parallel=(step(r["parallel"][0]), step(r["parallel"][1])), answer=_ANSWERS[r["answer"]],
-        labels=(r["labels"][0], r["labels"][1])) for r in data)
+    return tuple(
+        ReplyScript(
+            key=r["key"],
+            keywords=tuple(r["keywords"]),
+            thinking=r["thinking"],
+            tool=step(r["tool"]),
+            parallel=(step(r["parallel"][0]), step(r["parallel"][1])),
+            answer=_ANSWERS[r["answer"]],
+            labels=(r["labels"][0], r["labels"][1]),
+        )
+        for r in data
+    )
 
 
 REPLIES: tuple[ReplyScript, ...] = _load_replies()
@@ -311,8 +328,13 @@ class ReplayModel:
     scripts to pick from (default :data:`REPLIES`).
     """
 
-    def __init__(self, rate: float = 60.0, *, tool_latency: float = 0.6,
-                 replies: Sequence[ReplyScript] = REPLIES) -> None:
+    def __init__(
+        self,
+        rate: float = 60.0,
+        *,
+        tool_latency: float = 0.6,
+        replies: Sequence[ReplyScript] = REPLIES,
+    ) -> None:
         if rate < 0:
             raise ValueError(f"rate must be >= 0 tokens per second, got {rate!r}")
         if not replies:
@@ -324,8 +346,7 @@ class ReplayModel:
     def __repr__(self) -> str:
         return f"ReplayModel(rate={self.rate!r})"
 
-    async def __call__(self, question: str, out: Scope, *,
-                       history: Sequence[Turn] = ()) -> None:
+    async def __call__(self, question: str, out: Scope, *, history: Sequence[Turn] = ()) -> None:
         """Stream the reply to ``question`` into ``out``; with the conversation's earlier
         ``history``, the answer begins by saying what was asked before (memory made visible)."""
         script = pick_reply(question, self.replies)
@@ -347,16 +368,20 @@ class ReplayModel:
             async with th.block("tool", label=c.name) as tb:
                 await run.tool(tb, c, "call_3")
 
-        await out.parallel(first, second, labels=[script.labels[0] or a.name,
-                                                  script.labels[1] or c.name])
+        await out.parallel(
+            first, second, labels=[script.labels[0] or a.name, script.labels[1] or c.name]
+        )
         async with out.block("llm", label="Answer") as b, b.message("text") as m:
             if recalled:
                 await run.stream(m.append, recalled + "\n\n")
             await run.stream(m.append, script.answer)
         if isinstance(out, StreamWriter):
             prompt = await count_tokens(question)
-            out.usage = {"prompt_tokens": prompt, "completion_tokens": run.tokens,
-                         "total_tokens": prompt + run.tokens}
+            out.usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": run.tokens,
+                "total_tokens": prompt + run.tokens,
+            }
             out.finish_reason = "stop"
 
 
@@ -366,7 +391,7 @@ RECALL_CHARS = 120  # of each earlier question quoted by the answer
 def _quote(text: str) -> str:
     text = " ".join(text.split())
     if len(text) > RECALL_CHARS:
-        text = text[:RECALL_CHARS - 1] + "\u2026"
+        text = text[: RECALL_CHARS - 1] + "\u2026"
     return f"\u201c{text}\u201d"
 
 
@@ -378,8 +403,10 @@ def recall(history: Sequence[Turn]) -> str:
         return ""
     if len(asked) == 1:
         return f"Earlier in this conversation you asked: {_quote(asked[0])}."
-    return (f"Earlier in this conversation you asked first: {_quote(asked[0])}, and just "
-            f"before this: {_quote(asked[-1])} ({len(asked)} questions so far).")
+    return (
+        f"Earlier in this conversation you asked first: {_quote(asked[0])}, and just "
+        f"before this: {_quote(asked[-1])} ({len(asked)} questions so far)."
+    )
 
 
 class _Run:
@@ -409,13 +436,20 @@ class _Run:
         await asyncio.sleep(max(delay, 0.0))
 
     async def tool(self, scope: Scope, step: ToolStep, call_id: str) -> None:
-        await scope.send(tool_call(id=call_id, name=step.name,
-                                   arguments=json.dumps(step.arguments, ensure_ascii=False)))
+        await scope.send(
+            tool_call(
+                id=call_id, name=step.name, arguments=json.dumps(step.arguments, ensure_ascii=False)
+            )
+        )
         async with scope.message("loading", {"message": step.progress}) as m:
             if self.tool_latency > 0:
                 await asyncio.sleep(self.tool_latency * step.latency)
                 self._clock = time.monotonic()
                 self._paced = 0
             await m.merge({"done": True})
-        await scope.send(Message(type=TOOL_RESULT, props={
-            "call_id": call_id, "name": step.name, "content": step.result}))
+        await scope.send(
+            Message(
+                type=TOOL_RESULT,
+                props={"call_id": call_id, "name": step.name, "content": step.result},
+            )
+        )

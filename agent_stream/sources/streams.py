@@ -81,9 +81,12 @@ class ChatChunks:
     async def feed(self, chunk: Any) -> None:
         d = _as_dict(chunk)
         if self._feeder is None:
-            block = await self.em.open_block(("chat", id(self)), LLM,
-                                             self.label or d.get("model"),
-                                             data={"model": d.get("model")})
+            block = await self.em.open_block(
+                ("chat", id(self)),
+                LLM,
+                self.label or d.get("model"),
+                data={"model": d.get("model")},
+            )
             self._feeder = self._feeder_cls(block)
         for m in self.dec.feed(d):
             await self._feeder.put(m)
@@ -96,13 +99,13 @@ class ChatChunks:
         await self._feeder.end_all("completed")
         u = self.dec.usage
         if u:
-            self.em.add_usage(u.get("prompt_tokens"), u.get("completion_tokens"),
-                              u.get("total_tokens"))
+            self.em.add_usage(
+                u.get("prompt_tokens"), u.get("completion_tokens"), u.get("total_tokens")
+            )
         await self.em.close_block(("chat", id(self)))
 
 
-def responder(stream: Callable[[Any], Any], *, label: str | None = None
-              ) -> SourceResponder:
+def responder(stream: Callable[[Any], Any], *, label: str | None = None) -> SourceResponder:
     """A responder for ``StreamingChat`` over a callable ``(request) -> raw model stream``.
 
     Args:
@@ -132,7 +135,8 @@ def responder(stream: Callable[[Any], Any], *, label: str | None = None
                             raise TypeError(
                                 "the stream's first event is none of an Anthropic event, a "
                                 "Responses event or a chat-completion chunk: "
-                                f"{type(ev).__name__} {str(ev)[:80]}")
+                                f"{type(ev).__name__} {str(ev)[:80]}"
+                            )
                     await mapper.feed(ev)
             finally:
                 await aclose(events)

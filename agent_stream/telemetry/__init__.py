@@ -62,8 +62,10 @@ def _env_wants_traces() -> bool:
     exporter = os.environ.get("OTEL_TRACES_EXPORTER")
     if exporter is not None and exporter.strip():
         return exporter.strip().lower() != "none"
-    return bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    return bool(
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
 
 
 def _app_provider() -> Any:
@@ -78,8 +80,13 @@ def _app_provider() -> Any:
     return provider
 
 
-def configure(service_name: str | None = None, *, tracer_provider: Any = None,
-              meter_provider: Any = None, enabled: bool | None = None) -> bool:
+def configure(
+    service_name: str | None = None,
+    *,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+    enabled: bool | None = None,
+) -> bool:
     """Decide whether this process traces (once: later calls change nothing unless they pass
     a provider or ``enabled``); returns whether tracing is on.
 
@@ -111,8 +118,10 @@ def configure(service_name: str | None = None, *, tracer_provider: Any = None,
         try:
             from agent_stream.telemetry.setup import make_providers
         except ImportError:
-            LOG.warning("OTEL_* variables ask for traces but OpenTelemetry is not installed: "
-                        "pip install 'agent-stream[otel]'")
+            LOG.warning(
+                "OTEL_* variables ask for traces but OpenTelemetry is not installed: "
+                "pip install 'agent-stream[otel]'"
+            )
             return False
         provider, meters = make_providers(service_name)
         _S.provider, _S.meter_provider = provider, meters
@@ -144,8 +153,7 @@ def tracer() -> Any:
     return _S.tracer if tracing() else None
 
 
-def reply_started(agent: str, *, peer: str, conversation: str,
-                  question: Any) -> ReplyObserver:
+def reply_started(agent: str, *, peer: str, conversation: str, question: Any) -> ReplyObserver:
     """A responder starts a reply to ``question`` (a ChatMessage from ``peer``): the watch
     whose ``tap`` sees the reply's Messages, ``active()`` wraps the responder and ``end()``
     records it. With tracing on it carries the reply's span (continuing the question's
@@ -157,8 +165,14 @@ def reply_started(agent: str, *, peer: str, conversation: str,
     from agent_stream.telemetry.spans import TracedReply
 
     try:
-        return TracedReply(_S.tracer, agent, peer=peer, conversation=conversation,
-                           question=question, capture=_S.capture)
+        return TracedReply(
+            _S.tracer,
+            agent,
+            peer=peer,
+            conversation=conversation,
+            question=question,
+            capture=_S.capture,
+        )
     except Exception as exc:  # tracing must never stop an answer
         LOG.warning("reply not traced: %s", exc)
         return ReplyObserver(agent)

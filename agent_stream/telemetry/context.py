@@ -12,15 +12,24 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["TRACEPARENT", "TRACESTATE", "TraceParent", "format_traceparent", "parse_traceparent",
-           "parse_tracestate", "trace_headers_of"]
+__all__ = [
+    "TRACEPARENT",
+    "TRACESTATE",
+    "TraceParent",
+    "format_traceparent",
+    "parse_traceparent",
+    "parse_tracestate",
+    "trace_headers_of",
+]
 
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 
 _TP = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
-_KEY = re.compile(r"(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@"
-                  r"[a-z][a-z0-9_\-*/]{0,13})")
+_KEY = re.compile(
+    r"(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@"
+    r"[a-z][a-z0-9_\-*/]{0,13})"
+)
 _VALUE = re.compile(r"[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]")
 
 TraceParent = tuple[int, int, int]  # trace id, parent span id, flags

@@ -20,8 +20,14 @@ from typing import Any
 from agent_stream import telemetry
 from agent_stream.telemetry.metrics import prometheus_text
 
-__all__ = ["CONTENT_TYPE", "MetricsEndpoint", "TraceMiddleware", "metrics_endpoint",
-           "parse_metrics_address", "serve_metrics"]
+__all__ = [
+    "CONTENT_TYPE",
+    "MetricsEndpoint",
+    "TraceMiddleware",
+    "metrics_endpoint",
+    "parse_metrics_address",
+    "serve_metrics",
+]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -57,13 +63,17 @@ class TraceMiddleware:
 
         from agent_stream.telemetry.spans import incoming_context
 
-        parent = incoming_context(_header(scope, b"traceparent"), _header(scope, b"tracestate"),
-                                  "HTTP traceparent")
+        parent = incoming_context(
+            _header(scope, b"traceparent"), _header(scope, b"tracestate"), "HTTP traceparent"
+        )
         method = str(scope.get("method") or "GET")
         path = str(scope.get("path") or "/")
         span = telemetry.tracer().start_span(
-            method, context=parent, kind=SpanKind.SERVER,
-            attributes={"http.request.method": method, "url.path": path[:512]})
+            method,
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes={"http.request.method": method, "url.path": path[:512]},
+        )
         status: list[int] = []
 
         async def send_traced(message: MutableMapping[str, Any]) -> None:
@@ -104,15 +114,27 @@ metrics_endpoint = MetricsEndpoint()
 async def _metrics(scope: Scope, send: Send) -> None:
     method = scope.get("method", "GET")
     if method not in ("GET", "HEAD"):
-        await send({"type": "http.response.start", "status": 405,
-                    "headers": [(b"allow", b"GET, HEAD"), (b"content-length", b"0")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 405,
+                "headers": [(b"allow", b"GET, HEAD"), (b"content-length", b"0")],
+            }
+        )
         await send({"type": "http.response.body", "body": b""})
         return
     body = prometheus_text().encode("utf-8")
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", CONTENT_TYPE.encode()),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"cache-control", b"no-store")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", CONTENT_TYPE.encode()),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 
 
@@ -153,6 +175,5 @@ def serve_metrics(host: str, port: int) -> http.server.ThreadingHTTPServer:
     cls = _Server6 if ":" in host else http.server.ThreadingHTTPServer
     server = cls((host, port), _Handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="agent-stream-metrics",
-                     daemon=True).start()
+    threading.Thread(target=server.serve_forever, name="agent-stream-metrics", daemon=True).start()
     return server

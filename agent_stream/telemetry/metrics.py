@@ -26,8 +26,9 @@ BYTES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536)
 class _Family:
     """One metric: its samples by label set."""
 
-    def __init__(self, name: str, kind: str, help: str,
-                 buckets: Sequence[float] | None = None) -> None:
+    def __init__(
+        self, name: str, kind: str, help: str, buckets: Sequence[float] | None = None
+    ) -> None:
         self.name = name
         self.kind = kind  # counter | gauge | histogram
         self.help = help
@@ -74,30 +75,59 @@ class Metrics:
         self._lock = threading.Lock()  # the /metrics server of ``serve`` reads from a thread
         self.mirror: Callable[[str, float, dict[str, str]], None] | None = None
         fams = [
-            _Family("agent_stream_time_to_first_text_seconds", "histogram",
-                    "Seconds from the question to the reply's first text (side: responder when "
-                    "produced, asker when received).", SECONDS),
-            _Family("agent_stream_reply_duration_seconds", "histogram",
-                    "Seconds a reply took, from the question to its end.", SECONDS),
-            _Family("agent_stream_reply_chat_messages", "histogram",
-                    "ChatMessages per reply (sent by the responder, received by the asker).",
-                    COUNTS),
-            _Family("agent_stream_reply_chunk_bytes", "histogram",
-                    "Mean size in UTF-8 bytes of a reply's text chunks.", BYTES),
-            _Family("agent_stream_replies_total", "counter",
-                    "Replies ended, by side and status."),
-            _Family("agent_stream_resends_total", "counter",
-                    "ChatMessages sent again because they were not acknowledged (responder: "
-                    "reply ChatMessages; asker: the question)."),
-            _Family("agent_stream_gaps_total", "counter",
-                    "Gaps in tagged replies: asked for again (event=requested) and filled "
-                    "(event=repaired)."),
-            _Family("agent_stream_keepalives_total", "counter",
-                    "Keepalives sent (responder) or received (asker)."),
-            _Family("agent_stream_refusals_total", "counter",
-                    "Questions answered with an error instead of a reply, by code."),
-            _Family("agent_stream_replies_in_flight", "gauge",
-                    "Replies being streamed by this process right now."),
+            _Family(
+                "agent_stream_time_to_first_text_seconds",
+                "histogram",
+                "Seconds from the question to the reply's first text (side: responder when "
+                "produced, asker when received).",
+                SECONDS,
+            ),
+            _Family(
+                "agent_stream_reply_duration_seconds",
+                "histogram",
+                "Seconds a reply took, from the question to its end.",
+                SECONDS,
+            ),
+            _Family(
+                "agent_stream_reply_chat_messages",
+                "histogram",
+                "ChatMessages per reply (sent by the responder, received by the asker).",
+                COUNTS,
+            ),
+            _Family(
+                "agent_stream_reply_chunk_bytes",
+                "histogram",
+                "Mean size in UTF-8 bytes of a reply's text chunks.",
+                BYTES,
+            ),
+            _Family("agent_stream_replies_total", "counter", "Replies ended, by side and status."),
+            _Family(
+                "agent_stream_resends_total",
+                "counter",
+                "ChatMessages sent again because they were not acknowledged (responder: "
+                "reply ChatMessages; asker: the question).",
+            ),
+            _Family(
+                "agent_stream_gaps_total",
+                "counter",
+                "Gaps in tagged replies: asked for again (event=requested) and filled "
+                "(event=repaired).",
+            ),
+            _Family(
+                "agent_stream_keepalives_total",
+                "counter",
+                "Keepalives sent (responder) or received (asker).",
+            ),
+            _Family(
+                "agent_stream_refusals_total",
+                "counter",
+                "Questions answered with an error instead of a reply, by code.",
+            ),
+            _Family(
+                "agent_stream_replies_in_flight",
+                "gauge",
+                "Replies being streamed by this process right now.",
+            ),
         ]
         self.families: dict[str, _Family] = {f.name: f for f in fams}
 
@@ -146,8 +176,9 @@ class Metrics:
                     running = 0.0
                     for le, n in zip((*fam.buckets, math.inf), h, strict=False):
                         running += n
-                        out.append(f"{base}_bucket{_labels(labels, ('le', _fmt(le)))} "
-                                   f"{_fmt(running)}")
+                        out.append(
+                            f"{base}_bucket{_labels(labels, ('le', _fmt(le)))} {_fmt(running)}"
+                        )
                     out.append(f"{base}_sum{_labels(labels)} {_fmt(h[-2])}")
                     out.append(f"{base}_count{_labels(labels)} {_fmt(h[-1])}")
         return "\n".join(out) + "\n"
@@ -179,14 +210,15 @@ def otel_mirror(meter: Any) -> Callable[[str, float, dict[str, str]], None]:
                 name, unit = name[: -len(suffix)], u
         otel_name = name.replace("agent_stream_", "agent_stream.", 1)
         if fam.kind == "histogram":
-            instruments[fam.name] = meter.create_histogram(otel_name, unit=unit,
-                                                           description=fam.help)
+            instruments[fam.name] = meter.create_histogram(
+                otel_name, unit=unit, description=fam.help
+            )
         elif fam.kind == "gauge":
-            instruments[fam.name] = meter.create_up_down_counter(otel_name, unit=unit,
-                                                                 description=fam.help)
+            instruments[fam.name] = meter.create_up_down_counter(
+                otel_name, unit=unit, description=fam.help
+            )
         else:
-            instruments[fam.name] = meter.create_counter(otel_name, unit=unit,
-                                                         description=fam.help)
+            instruments[fam.name] = meter.create_counter(otel_name, unit=unit, description=fam.help)
 
     def mirror(name: str, value: float, labels: dict[str, str]) -> None:
         inst = instruments[name]

@@ -43,8 +43,9 @@ class ReplyObserver:
                 if self.first_text is None:
                     self.first_text = time.monotonic()
                 self.chunks += 1
-                self.chunk_bytes += (len(content) if content.isascii()
-                                     else len(content.encode("utf-8")))
+                self.chunk_bytes += (
+                    len(content) if content.isascii() else len(content.encode("utf-8"))
+                )
         elif kind == "event":
             self.event(msg)
 
@@ -62,21 +63,35 @@ class ReplyObserver:
         """The responder runs inside this (with tracing: the reply's span is current)."""
         yield
 
-    def end(self, status: str, *, chat_messages: int, resends: int, keepalives: int,
-            repairs: int, answer: Callable[[], str] | None = None) -> None:
+    def end(
+        self,
+        status: str,
+        *,
+        chat_messages: int,
+        resends: int,
+        keepalives: int,
+        repairs: int,
+        answer: Callable[[], str] | None = None,
+    ) -> None:
         """The reply is over: its figures go to the metrics."""
         METRICS.add("agent_stream_replies_in_flight", -1.0)
         side = RESPONDER
         METRICS.add("agent_stream_replies_total", 1.0, side=side, status=status)
-        METRICS.observe("agent_stream_reply_duration_seconds", time.monotonic() - self.started,
-                        side=side, status=status)
+        METRICS.observe(
+            "agent_stream_reply_duration_seconds",
+            time.monotonic() - self.started,
+            side=side,
+            status=status,
+        )
         METRICS.observe("agent_stream_reply_chat_messages", float(chat_messages), side=side)
         if self.first_text is not None:
-            METRICS.observe("agent_stream_time_to_first_text_seconds",
-                            self.first_text - self.started, side=side)
+            METRICS.observe(
+                "agent_stream_time_to_first_text_seconds", self.first_text - self.started, side=side
+            )
         if self.chunks:
-            METRICS.observe("agent_stream_reply_chunk_bytes", self.chunk_bytes / self.chunks,
-                            side=side)
+            METRICS.observe(
+                "agent_stream_reply_chunk_bytes", self.chunk_bytes / self.chunks, side=side
+            )
         if resends:
             METRICS.add("agent_stream_resends_total", float(resends), side=side)
         if keepalives:
@@ -91,23 +106,32 @@ def ask_ended(reply: Any) -> None:
     side = ASKER
     METRICS.add("agent_stream_replies_total", 1.0, side=side, status=status)
     end = reply.ended_at if reply.ended_at is not None else time.monotonic()
-    METRICS.observe("agent_stream_reply_duration_seconds", end - reply.asked_at, side=side,
-                    status=status)
+    METRICS.observe(
+        "agent_stream_reply_duration_seconds", end - reply.asked_at, side=side, status=status
+    )
     METRICS.observe("agent_stream_reply_chat_messages", float(reply.chat_messages), side=side)
     if reply.first_text_at is not None:
-        METRICS.observe("agent_stream_time_to_first_text_seconds",
-                        reply.first_text_at - reply.asked_at, side=side)
+        METRICS.observe(
+            "agent_stream_time_to_first_text_seconds",
+            reply.first_text_at - reply.asked_at,
+            side=side,
+        )
     if reply.question_resends:
         METRICS.add("agent_stream_resends_total", float(reply.question_resends), side=side)
     with contextlib.suppress(Exception):
         if reply.keepalives:
             METRICS.add("agent_stream_keepalives_total", float(reply.keepalives), side=side)
         if reply.repair_requests:
-            METRICS.add("agent_stream_gaps_total", float(reply.repair_requests), side=side,
-                        event="requested")
+            METRICS.add(
+                "agent_stream_gaps_total",
+                float(reply.repair_requests),
+                side=side,
+                event="requested",
+            )
         if reply.gaps_repaired:
-            METRICS.add("agent_stream_gaps_total", float(reply.gaps_repaired), side=side,
-                        event="repaired")
+            METRICS.add(
+                "agent_stream_gaps_total", float(reply.gaps_repaired), side=side, event="repaired"
+            )
 
 
 def refused(code: str) -> None:

@@ -36,13 +36,16 @@ def make_providers(service_name: str | None) -> tuple[Any, Any]:
     resource = Resource.create(attrs)
     provider = TracerProvider(resource=resource)
     names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")]
-    protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-                              os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"))
+    protocol = os.environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+    )
     for name in names:
         if name == "otlp":
             if protocol.strip().lower() != "http/protobuf":
-                LOG.warning("OTLP protocol %r is not available; exporting over http/protobuf",
-                            protocol)
+                LOG.warning(
+                    "OTLP protocol %r is not available; exporting over http/protobuf", protocol
+                )
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
             provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
@@ -59,8 +62,8 @@ def make_providers(service_name: str | None) -> tuple[Any, Any]:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-        meters = MeterProvider(resource=resource,
-                               metric_readers=[PeriodicExportingMetricReader(
-                                   OTLPMetricExporter())])
+        meters = MeterProvider(
+            resource=resource, metric_readers=[PeriodicExportingMetricReader(OTLPMetricExporter())]
+        )
         metrics.set_meter_provider(meters)
     return provider, meters

@@ -51,7 +51,8 @@ OP = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
 # The reply whose responder is running in this task: its questions can become its relay blocks.
 _REPLY: contextvars.ContextVar[TracedReply | None] = contextvars.ContextVar(
-    "agent_stream_reply", default=None)
+    "agent_stream_reply", default=None
+)
 
 
 def _warn(what: str, value: str) -> None:
@@ -69,8 +70,9 @@ def _warn_once(exc: Exception) -> None:
         LOG.warning("tracing failed (the reply goes on): %s", exc, exc_info=exc)
 
 
-def incoming_context(traceparent: str | None, tracestate: str | None,
-                     where: str = "traceparent") -> Any:
+def incoming_context(
+    traceparent: str | None, tracestate: str | None, where: str = "traceparent"
+) -> Any:
     """The OpenTelemetry Context to continue a remote trace in: the remote span's when
     ``traceparent`` is well formed, else an empty one (a new trace)."""
     if traceparent is None:
@@ -82,8 +84,9 @@ def incoming_context(traceparent: str | None, tracestate: str | None,
     tid, sid, flags = parsed
     members = parse_tracestate(tracestate) if tracestate else None
     state = TraceState(members) if members else None
-    remote = SpanContext(tid, sid, is_remote=True, trace_flags=TraceFlags(flags & 0x01),
-                         trace_state=state)
+    remote = SpanContext(
+        tid, sid, is_remote=True, trace_flags=TraceFlags(flags & 0x01), trace_state=state
+    )
     return trace.set_span_in_context(NonRecordingSpan(remote))
 
 
@@ -95,8 +98,9 @@ def traceparent_of(span: Any) -> tuple[str, str | None]:
 
 
 def _messages(role: str, text: str) -> str:
-    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}],
-                      ensure_ascii=False)
+    return json.dumps(
+        [{"role": role, "parts": [{"type": "text", "content": text}]}], ensure_ascii=False
+    )
 
 
 class TracedReply(ReplyObserver):
@@ -104,22 +108,30 @@ class TracedReply(ReplyObserver):
 
     __slots__ = ("_asked", "_blocks", "_capture", "_relayed", "_tools", "_tracer", "span")
 
-    def __init__(self, tracer: Any, agent: str, *, peer: str, conversation: str,
-                 question: Any, capture: bool) -> None:
+    def __init__(
+        self, tracer: Any, agent: str, *, peer: str, conversation: str, question: Any, capture: bool
+    ) -> None:
         super().__init__(agent)
         self._tracer = tracer
         self._capture = capture
         tp, ts = trace_headers_of(getattr(question, "content", ()))
         parent = incoming_context(tp, ts)
-        attrs: dict[str, Any] = {OP: "invoke_agent", AGENT: agent,
-                                 "gen_ai.conversation.id": conversation,
-                                 "agent_stream.peer": peer}
+        attrs: dict[str, Any] = {
+            OP: "invoke_agent",
+            AGENT: agent,
+            "gen_ai.conversation.id": conversation,
+            "agent_stream.peer": peer,
+        }
         if capture:
-            text = "".join(getattr(i, "text", "") for i in getattr(question, "content", ())
-                           if getattr(i, "type", None) == "text")
+            text = "".join(
+                getattr(i, "text", "")
+                for i in getattr(question, "content", ())
+                if getattr(i, "type", None) == "text"
+            )
             attrs["gen_ai.input.messages"] = _messages("user", text)
-        self.span = tracer.start_span(f"invoke_agent {agent}", context=parent,
-                                      kind=SpanKind.SERVER, attributes=attrs)
+        self.span = tracer.start_span(
+            f"invoke_agent {agent}", context=parent, kind=SpanKind.SERVER, attributes=attrs
+        )
         self._blocks: dict[str, tuple[Any, object, bool]] = {}  # id -> (span, token, owned)
         self._asked: dict[str, list[Any]] = {}  # peer -> open question spans (see asking)
         self._relayed: set[str] = set()  # blocks of relay blocks: the sub-agent's own spans
@@ -169,9 +181,10 @@ class TracedReply(ReplyObserver):
     def _block_start(self, data: dict[str, Any]) -> None:
         bid = str(data.get("block_id"))
         parent = data.get("parent_block_id")
-        if parent is not None and (parent in self._relayed or (
-                parent not in self._blocks and "agent" not in data
-                and "agent_name" not in data)):
+        if parent is not None and (
+            parent in self._relayed
+            or (parent not in self._blocks and "agent" not in data and "agent_name" not in data)
+        ):
             self._relayed.add(bid)  # a sub-agent's block, relayed: its own agent traces it
             return
         btype = str(data.get("type") or "block")
@@ -240,26 +253,51 @@ class TracedReply(ReplyObserver):
         if not call or str(call) in self._tools or (msg.block_id in self._relayed):
             return
         name = str(props.get("name") or "tool")
-        attrs: dict[str, Any] = {OP: "execute_tool", "gen_ai.tool.name": name,
-                                 "gen_ai.tool.call.id": str(call)}
+        attrs: dict[str, Any] = {
+            OP: "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": str(call),
+        }
         if self._capture and isinstance(props.get("arguments"), str):
             attrs["gen_ai.tool.call.arguments"] = props["arguments"]
         parent = self._blocks.get(str(msg.block_id))
         ctx = trace.set_span_in_context(parent[0] if parent else self.span)
-        self._tools[str(call)] = self._tracer.start_span(f"execute_tool {name}", context=ctx,
-                                                           attributes=attrs)
+        self._tools[str(call)] = self._tracer.start_span(
+            f"execute_tool {name}", context=ctx, attributes=attrs
+        )
 
-    def end(self, status: str, *, chat_messages: int, resends: int, keepalives: int,
-            repairs: int, answer: Callable[[], str] | None = None) -> None:
-        super().end(status, chat_messages=chat_messages, resends=resends,
-                    keepalives=keepalives, repairs=repairs, answer=answer)
+    def end(
+        self,
+        status: str,
+        *,
+        chat_messages: int,
+        resends: int,
+        keepalives: int,
+        repairs: int,
+        answer: Callable[[], str] | None = None,
+    ) -> None:
+        super().end(
+            status,
+            chat_messages=chat_messages,
+            resends=resends,
+            keepalives=keepalives,
+            repairs=repairs,
+            answer=answer,
+        )
         try:
             self._end_spans(status, chat_messages, resends, keepalives, repairs, answer)
         except Exception as exc:
             _warn_once(exc)
 
-    def _end_spans(self, status: str, chat_messages: int, resends: int, keepalives: int,
-                   repairs: int, answer: Callable[[], str] | None) -> None:
+    def _end_spans(
+        self,
+        status: str,
+        chat_messages: int,
+        resends: int,
+        keepalives: int,
+        repairs: int,
+        answer: Callable[[], str] | None,
+    ) -> None:
         span = self.span
         for tool in self._tools.values():
             tool.end()
@@ -274,8 +312,9 @@ class TracedReply(ReplyObserver):
         span.set_attribute("agent_stream.keepalives", keepalives)
         span.set_attribute("agent_stream.gaps_repaired", repairs)
         if self.first_text is not None:
-            span.set_attribute("agent_stream.time_to_first_text",
-                               round(self.first_text - self.started, 6))
+            span.set_attribute(
+                "agent_stream.time_to_first_text", round(self.first_text - self.started, 6)
+            )
         if self.usage:
             _usage(span, self.usage)
         if self._capture and answer is not None:
@@ -286,10 +325,12 @@ class TracedReply(ReplyObserver):
 
 
 def _usage(span: Any, usage: dict[str, Any]) -> None:
-    for key, attr in (("prompt_tokens", "gen_ai.usage.input_tokens"),
-                      ("input_tokens", "gen_ai.usage.input_tokens"),
-                      ("completion_tokens", "gen_ai.usage.output_tokens"),
-                      ("output_tokens", "gen_ai.usage.output_tokens")):
+    for key, attr in (
+        ("prompt_tokens", "gen_ai.usage.input_tokens"),
+        ("input_tokens", "gen_ai.usage.input_tokens"),
+        ("completion_tokens", "gen_ai.usage.output_tokens"),
+        ("output_tokens", "gen_ai.usage.output_tokens"),
+    ):
         value = usage.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             span.set_attribute(attr, value)
@@ -303,12 +344,14 @@ def asking(tracer: Any, reply: Any, agent: str | None) -> None:
     its ``traceparent`` goes in the question's tags (a question without tags is left as it is);
     the span ends with the reply's delivery figures."""
     peer = str(reply.peer)
-    attrs: dict[str, Any] = {OP: "invoke_agent", "agent_stream.peer": peer,
-                             "gen_ai.conversation.id": str(reply.conversation)}
+    attrs: dict[str, Any] = {
+        OP: "invoke_agent",
+        "agent_stream.peer": peer,
+        "gen_ai.conversation.id": str(reply.conversation),
+    }
     if agent:
         attrs["agent_stream.asker"] = agent
-    span = tracer.start_span(f"invoke_agent {peer[:20]}", kind=SpanKind.CLIENT,
-                             attributes=attrs)
+    span = tracer.start_span(f"invoke_agent {peer[:20]}", kind=SpanKind.CLIENT, attributes=attrs)
     tp, ts = traceparent_of(span)
     owner = _REPLY.get()
     if owner is not None:  # asked while answering: a relay block may stand on this span
@@ -347,8 +390,9 @@ def _ask_span_end(span: Any, reply: Any) -> None:
         span.set_attribute("agent_stream.keepalives", int(reply.keepalives))
         span.set_attribute("agent_stream.duplicates", int(reply.duplicates))
     if reply.first_text_at is not None:
-        span.set_attribute("agent_stream.time_to_first_text",
-                           round(reply.first_text_at - reply.asked_at, 6))
+        span.set_attribute(
+            "agent_stream.time_to_first_text", round(reply.first_text_at - reply.asked_at, 6)
+        )
     with contextlib.suppress(Exception):
         usage = reply.transcript.usage
         if usage is not None:

@@ -83,7 +83,8 @@ def uagents_version() -> str:
 def _fail(name: str, what: str) -> UagentsCompatError:
     return UagentsCompatError(
         f"uagents {uagents_version()}: {name} {what}; agent_stream needs it to protect agents "
-        "(tested with uagents >=0.26,<0.27)")
+        "(tested with uagents >=0.26,<0.27)"
+    )
 
 
 def _looks_up(func: Any, name: str) -> bool:
@@ -100,62 +101,114 @@ def _own(cls: type, name: str) -> Any:
 def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
     agent_cls = _ua_agent.Agent
     return [
-        ("Agent._build_context", lambda: callable(_own(agent_cls, "_build_context")),
-         "is missing or not a method"),
-        ("Agent._update_agent_status",
-         lambda: inspect.iscoroutinefunction(_own(agent_cls, "_update_agent_status")),
-         "is missing or not a coroutine method"),
-        ("Agent._process_message_queue",
-         lambda: inspect.iscoroutinefunction(_own(agent_cls, "_process_message_queue")),
-         "is missing or not a coroutine method"),
-        ("Agent.handle_message",
-         lambda: inspect.iscoroutinefunction(_own(agent_cls, "handle_message"))
-         and _looks_up(_own(agent_cls, "handle_message"), "_message_queue"),
-         "is missing or no longer queues into _message_queue"),
-        ("Agent.__init__ calling get_almanac_contract",
-         lambda: _looks_up(agent_cls.__init__, "get_almanac_contract")
-         and callable(getattr(_ua_agent, "get_almanac_contract", None)),
-         "is no longer how an Agent finds its ledger contract"),
-        ("ASGIServer.serve using HOST",
-         lambda: _looks_up(ASGIServer.serve, "HOST")
-         and isinstance(getattr(_ua_asgi, "HOST", None), str),
-         "is no longer how the agent's server chooses its host"),
-        ("ASGIServer.__call__",
-         lambda: inspect.iscoroutinefunction(_own(ASGIServer, "__call__")),
-         "is missing or not a coroutine method"),
-        ("Dispenser.run / add_envelope",
-         lambda: inspect.iscoroutinefunction(_own(Dispenser, "run"))
-         and callable(_own(Dispenser, "add_envelope")),
-         "is missing or changed"),
-        ("dispatcher.sinks", lambda: isinstance(getattr(dispatcher, "sinks", None), dict),
-         "is missing or not a dict"),
-        ("Agent._build_context passing _identity",
-         lambda: _looks_up(_own(agent_cls, "_build_context"), "_identity"),
-         "no longer gives contexts the agent's _identity"),
-        ("Envelope.sign using sign_digest",
-         lambda: _looks_up(Envelope.sign, "sign_digest"),
-         "no longer signs with the identity's sign_digest"),
-        ("InternalContext._session",
-         lambda: _looks_up(_ua_context.InternalContext.__init__, "_session")
-         and isinstance(_own(_ua_context.InternalContext, "session"), property)
-         and _looks_up(_own(_ua_context.InternalContext, "session").fget, "_session"),
-         "is no longer where a context keeps its envelope session"),
-        ("ASGIServer.__call__ using Envelope",
-         lambda: _looks_up(_own(ASGIServer, "__call__"), "Envelope"),
-         "no longer parses envelopes with uagents_core's Envelope"),
+        (
+            "Agent._build_context",
+            lambda: callable(_own(agent_cls, "_build_context")),
+            "is missing or not a method",
+        ),
+        (
+            "Agent._update_agent_status",
+            lambda: inspect.iscoroutinefunction(_own(agent_cls, "_update_agent_status")),
+            "is missing or not a coroutine method",
+        ),
+        (
+            "Agent._process_message_queue",
+            lambda: inspect.iscoroutinefunction(_own(agent_cls, "_process_message_queue")),
+            "is missing or not a coroutine method",
+        ),
+        (
+            "Agent.handle_message",
+            lambda: (
+                inspect.iscoroutinefunction(_own(agent_cls, "handle_message"))
+                and _looks_up(_own(agent_cls, "handle_message"), "_message_queue")
+            ),
+            "is missing or no longer queues into _message_queue",
+        ),
+        (
+            "Agent.__init__ calling get_almanac_contract",
+            lambda: (
+                _looks_up(agent_cls.__init__, "get_almanac_contract")
+                and callable(getattr(_ua_agent, "get_almanac_contract", None))
+            ),
+            "is no longer how an Agent finds its ledger contract",
+        ),
+        (
+            "ASGIServer.serve using HOST",
+            lambda: (
+                _looks_up(ASGIServer.serve, "HOST")
+                and isinstance(getattr(_ua_asgi, "HOST", None), str)
+            ),
+            "is no longer how the agent's server chooses its host",
+        ),
+        (
+            "ASGIServer.__call__",
+            lambda: inspect.iscoroutinefunction(_own(ASGIServer, "__call__")),
+            "is missing or not a coroutine method",
+        ),
+        (
+            "Dispenser.run / add_envelope",
+            lambda: (
+                inspect.iscoroutinefunction(_own(Dispenser, "run"))
+                and callable(_own(Dispenser, "add_envelope"))
+            ),
+            "is missing or changed",
+        ),
+        (
+            "dispatcher.sinks",
+            lambda: isinstance(getattr(dispatcher, "sinks", None), dict),
+            "is missing or not a dict",
+        ),
+        (
+            "Agent._build_context passing _identity",
+            lambda: _looks_up(_own(agent_cls, "_build_context"), "_identity"),
+            "no longer gives contexts the agent's _identity",
+        ),
+        (
+            "Envelope.sign using sign_digest",
+            lambda: _looks_up(Envelope.sign, "sign_digest"),
+            "no longer signs with the identity's sign_digest",
+        ),
+        (
+            "InternalContext._session",
+            lambda: (
+                _looks_up(_ua_context.InternalContext.__init__, "_session")
+                and isinstance(_own(_ua_context.InternalContext, "session"), property)
+                and _looks_up(_own(_ua_context.InternalContext, "session").fget, "_session")
+            ),
+            "is no longer where a context keeps its envelope session",
+        ),
+        (
+            "ASGIServer.__call__ using Envelope",
+            lambda: _looks_up(_own(ASGIServer, "__call__"), "Envelope"),
+            "no longer parses envelopes with uagents_core's Envelope",
+        ),
     ]
 
 
 #: What agent_stream reads or overrides, by name (class-level and per-agent).
 INTERNALS: tuple[str, ...] = (
-    "Agent._build_context", "Agent._update_agent_status", "Agent._process_message_queue",
-    "Agent.handle_message", "Agent.__init__ calling get_almanac_contract",
-    "ASGIServer.serve using HOST", "ASGIServer.__call__", "Dispenser.run / add_envelope",
-    "dispatcher.sinks", "Agent._build_context passing _identity",
-    "Envelope.sign using sign_digest", "ASGIServer.__call__ using Envelope",
-    "InternalContext._session", "Agent._identity", "Agent._resolver",
-    "Agent._models", "Agent._message_queue", "asyncio.Queue._queue",
-    "Agent._dispenser", "Agent._dispenser_task", "Agent._server", "Agent._loop",
+    "Agent._build_context",
+    "Agent._update_agent_status",
+    "Agent._process_message_queue",
+    "Agent.handle_message",
+    "Agent.__init__ calling get_almanac_contract",
+    "ASGIServer.serve using HOST",
+    "ASGIServer.__call__",
+    "Dispenser.run / add_envelope",
+    "dispatcher.sinks",
+    "Agent._build_context passing _identity",
+    "Envelope.sign using sign_digest",
+    "ASGIServer.__call__ using Envelope",
+    "InternalContext._session",
+    "Agent._identity",
+    "Agent._resolver",
+    "Agent._models",
+    "Agent._message_queue",
+    "asyncio.Queue._queue",
+    "Agent._dispenser",
+    "Agent._dispenser_task",
+    "Agent._server",
+    "Agent._loop",
     "Agent._port",
 )
 
@@ -294,8 +347,9 @@ def variant(func: Any, label: str | None = None, /, **names: Any) -> Any:
             raise _fail(f"{what} using {name}", "changed")
     scope = dict(func.__globals__)
     scope.update(names)
-    copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
-                              func.__closure__)
+    copy = types.FunctionType(
+        func.__code__, scope, func.__name__, func.__defaults__, func.__closure__
+    )
     copy.__kwdefaults__ = func.__kwdefaults__
     copy.__qualname__ = func.__qualname__
     copy.__doc__ = func.__doc__
@@ -314,8 +368,7 @@ def agent_init_without_ledger() -> Any:
     (it waits for the network on a machine with none). The copy gets None, which uagents itself
     uses when the contract version does not match ("contract interactions disabled").
     """
-    return variant(_ua_agent.Agent.__init__, "Agent.__init__",
-                   get_almanac_contract=_no_contract)
+    return variant(_ua_agent.Agent.__init__, "Agent.__init__", get_almanac_contract=_no_contract)
 
 
 @functools.lru_cache(maxsize=8)
@@ -333,8 +386,9 @@ def _call_variant(envelope: type) -> Any:
     return variant(ASGIServer.__call__, "ASGIServer.__call__", Envelope=envelope)
 
 
-async def serve_with_envelope(server: ASGIServer, envelope: type, scope: Any, receive: Any,
-                              send: Any) -> None:
+async def serve_with_envelope(
+    server: ASGIServer, envelope: type, scope: Any, receive: Any, send: Any
+) -> None:
     """Run uagents' ``ASGIServer.__call__`` for ``server``, parsing (and so verifying)
     incoming envelopes as ``envelope``, a subclass of uagents_core's ``Envelope``."""
     await _call_variant(envelope)(server, scope, receive, send)

@@ -30,14 +30,22 @@ class AskerDelivery:
     """Delivery state of one reply to a question: what to ask for, when it is lost, figures
     (``gaps_repaired``, ``repair_requests``, :meth:`at_risk`)."""
 
-    def __init__(self, peer: str, conversation: str, decoder: ChatDecoder,
-                 policy: DeliveryPolicy, idle_timeout: float | None,
-                 send: SendControl | None, cancel_grace: float) -> None:
+    def __init__(
+        self,
+        peer: str,
+        conversation: str,
+        decoder: ChatDecoder,
+        policy: DeliveryPolicy,
+        idle_timeout: float | None,
+        send: SendControl | None,
+        cancel_grace: float,
+    ) -> None:
         self.peer = peer
         self.conversation = conversation
         self.decoder = decoder
-        self.idle = IdleWatch(idle_timeout if idle_timeout is not None
-                              else policy.idle_timeout, time.monotonic())
+        self.idle = IdleWatch(
+            idle_timeout if idle_timeout is not None else policy.idle_timeout, time.monotonic()
+        )
         self.repair = GapRepair(policy)
         self.send = send
         self.cancel_grace = cancel_grace
@@ -98,8 +106,7 @@ class AskerDelivery:
         return self._risk_total + extra
 
     def _skipped(self) -> dict[tuple[str, str], int]:
-        return {(self.peer, self.conversation): self.decoder.skipped(self.peer,
-                                                                      self.conversation)}
+        return {(self.peer, self.conversation): self.decoder.skipped(self.peer, self.conversation)}
 
     def _spawn(self, chat: ChatMessage) -> None:
         assert self.send is not None
@@ -113,9 +120,13 @@ def retrieved(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-async def resend_question(send: Callable[[ChatMessage], Awaitable[tuple[bool, str]]],
-                          chat: ChatMessage, answered: Callable[[], bool],
-                          policy: DeliveryPolicy, on_resend: Callable[[], None]) -> None:
+async def resend_question(
+    send: Callable[[ChatMessage], Awaitable[tuple[bool, str]]],
+    chat: ChatMessage,
+    answered: Callable[[], bool],
+    policy: DeliveryPolicy,
+    on_resend: Callable[[], None],
+) -> None:
     """Send the question again while ``answered()`` is False (no acknowledgement, no reply
     traffic: a silently dropped question; the responder answers a msg_id once); calls
     ``on_resend()`` for each time."""

@@ -35,25 +35,34 @@ class ReplyCaps:
         if limit is not None:
             size = question_bytes(request.message)
             if size > limit:
-                return Refused(f"The question is {size} bytes; this agent answers questions of "
-                               f"at most {limit} bytes.", "question_too_large")
+                return Refused(
+                    f"The question is {size} bytes; this agent answers questions of "
+                    f"at most {limit} bytes.",
+                    "question_too_large",
+                )
         mine = self.limits.trusted.get(request.sender, self.max_replies_per_sender)
         if self.replies.get(request.sender, 0) >= mine:
-            return Refused(f"Too many questions at once: this agent answers at most "
-                           f"{mine} of yours at a time; ask again when "
-                           "a reply has ended.", "busy")
+            return Refused(
+                f"Too many questions at once: this agent answers at most "
+                f"{mine} of yours at a time; ask again when "
+                "a reply has ended.",
+                "busy",
+            )
         if sum(self.replies.values()) >= self.max_replies:
-            return Refused(f"This agent is answering as many questions as it can "
-                           f"({self.max_replies}); ask again shortly.", "busy")
+            return Refused(
+                f"This agent is answering as many questions as it can "
+                f"({self.max_replies}); ask again shortly.",
+                "busy",
+            )
         return None
 
     def may_refuse(self, sender: str) -> bool:
         """Whether an error reply may go to ``sender`` now (counted when it may)."""
         mine = self.refusing.get(sender, 0)
-        share = self.max_refusals if sender in self.limits.trusted else \
-            max(1, self.max_refusals // 4)
-        if mine >= share or \
-                sum(self.refusing.values()) >= self.max_refusals:
+        share = (
+            self.max_refusals if sender in self.limits.trusted else max(1, self.max_refusals // 4)
+        )
+        if mine >= share or sum(self.refusing.values()) >= self.max_refusals:
             return False
         self.refusing[sender] = mine + 1
         return True

@@ -104,11 +104,20 @@ class Reply:
     gap was open).
     """
 
-    def __init__(self, peer: str, question: ChatMessage, *, session: Any = None,
-                 timeout: float = 120.0, settle: float = 0.5,
-                 decoder: ChatDecoder | None = None, idle_timeout: float | None = None,
-                 delivery: DeliveryPolicy | None = None,
-                 send_control: SendControl | None = None, cancel_grace: float = 2.0) -> None:
+    def __init__(
+        self,
+        peer: str,
+        question: ChatMessage,
+        *,
+        session: Any = None,
+        timeout: float = 120.0,
+        settle: float = 0.5,
+        decoder: ChatDecoder | None = None,
+        idle_timeout: float | None = None,
+        delivery: DeliveryPolicy | None = None,
+        send_control: SendControl | None = None,
+        cancel_grace: float = 2.0,
+    ) -> None:
         self.peer = peer
         self.question = question
         self.conversation = str(question.msg_id)
@@ -118,8 +127,15 @@ class Reply:
         self.delivery = delivery or DeliveryPolicy()
         # a gap is given up only when redelivery would have given up too
         self.decoder = decoder or ChatDecoder(gap_timeout=self.delivery.within)
-        self.watch = AskerDelivery(self.peer, self.conversation, self.decoder, self.delivery,
-                                idle_timeout, send_control, cancel_grace)
+        self.watch = AskerDelivery(
+            self.peer,
+            self.conversation,
+            self.decoder,
+            self.delivery,
+            idle_timeout,
+            send_control,
+            cancel_grace,
+        )
         self.question_resends = 0
         self.duplicates = 0
         self._assembler = Assembler()
@@ -152,9 +168,11 @@ class Reply:
     @property
     def completed(self) -> bool:
         """The reply ended with status completed and every message in it completed."""
-        return self.status == COMPLETED and all(
-            m.status == COMPLETED for m in self.transcript.messages) and (
-            not self.tagged or self.decoder.whole(self.peer, self.conversation))
+        return (
+            self.status == COMPLETED
+            and all(m.status == COMPLETED for m in self.transcript.messages)
+            and (not self.tagged or self.decoder.whole(self.peer, self.conversation))
+        )
 
     @property
     def gaps_repaired(self) -> int:
@@ -174,8 +192,7 @@ class Reply:
     @property
     def at_risk(self) -> float:
         """Seconds during which a gap in the reply was open."""
-        return self.watch.at_risk(self.ended_at if self.ended_at is not None
-                                  else time.monotonic())
+        return self.watch.at_risk(self.ended_at if self.ended_at is not None else time.monotonic())
 
     def text(self) -> str:
         """The text messages' content so far, concatenated."""
@@ -238,7 +255,8 @@ class Reply:
             self.tagged = True
         self._take(self.decoder.feed(self.peer, chat, now), now)
         if self.first_text_at is None and any(
-                isinstance(i, TextContent) and i.text for i in chat.content):
+            isinstance(i, TextContent) and i.text for i in chat.content
+        ):
             self.first_text_at = now
         if self.tagged and self.decoder.finished(self.peer, self.conversation):
             self._finish(self.transcript.status or COMPLETED, now)
@@ -259,13 +277,18 @@ class Reply:
             try:
                 self._assembler.feed(m)
             except StreamError as exc:
-                self.warnings.append(StreamWarning("bad_message", str(exc),
-                                                   chunk_id=m.chunk_id, message_id=m.message_id,
-                                                   thread_id=m.thread_id))
+                self.warnings.append(
+                    StreamWarning(
+                        "bad_message",
+                        str(exc),
+                        chunk_id=m.chunk_id,
+                        message_id=m.message_id,
+                        thread_id=m.thread_id,
+                    )
+                )
                 continue
             self.messages.append(m)
-            if (self.first_text_at is None and m.type == "text"
-                    and (m.props or {}).get("content")):
+            if self.first_text_at is None and m.type == "text" and (m.props or {}).get("content"):
                 self.first_text_at = now
         for w in self.decoder.drain_warnings():
             if w.code == "duplicate_chat_message":  # redelivery at work: counted, not warned
@@ -306,8 +329,11 @@ class Reply:
                 d = self.decoder.next_deadline
                 if d is not None:
                     wake.append(d)
-                quiet = (not self.tagged and self.last_received_at is not None
-                         and self.decoder.open_streams(self.peer) == 0)
+                quiet = (
+                    not self.tagged
+                    and self.last_received_at is not None
+                    and self.decoder.open_streams(self.peer) == 0
+                )
                 if quiet:
                     assert self.last_received_at is not None
                     wake.append(self.last_received_at + self.settle)
@@ -330,9 +356,12 @@ class Reply:
                         self._take(self.decoder.close(), now)
                     self._finish(end, now)
                     return
-                if (not self.tagged and self.last_received_at is not None
-                        and self.decoder.open_streams(self.peer) == 0
-                        and now - self.last_received_at >= self.settle):
+                if (
+                    not self.tagged
+                    and self.last_received_at is not None
+                    and self.decoder.open_streams(self.peer) == 0
+                    and now - self.last_received_at >= self.settle
+                ):
                     # An untagged reply is over: completed when it was read whole.
                     self._take(self.decoder.close(), now)
                     self._finish(COMPLETED, self.last_received_at)
@@ -342,8 +371,13 @@ class Reply:
                     return
 
 
-def build_question(question: str | ChatMessage, *, session: bool = True,
-                   channels: Collection[str] = (), history: str | None = None) -> ChatMessage:
+def build_question(
+    question: str | ChatMessage,
+    *,
+    session: bool = True,
+    channels: Collection[str] = (),
+    history: str | None = None,
+) -> ChatMessage:
     """The ChatMessage asking ``question``: the text, request_tags() (with ``history``, the
     conversation's JSON, when given), and StartSessionContent when ``session``. A ChatMessage
     is sent as it is."""
@@ -460,13 +494,23 @@ class ChatClient:
             self._prune(peer)
 
 
-async def ask_with(sender: Any, ctx: Context, destination: str, question: str | ChatMessage,
-                   client: ChatClient, *, session: bool = True, channels: Collection[str] = (),
-                   timeout: float = 120.0, settle: float = 0.5,
-                   decoder: ChatDecoder | None = None, deliver_within: float = 5.0,
-                   idle_timeout: float | None = None,
-                   delivery: DeliveryPolicy | None = None, history: str | None = None
-                   ) -> Reply:
+async def ask_with(
+    sender: Any,
+    ctx: Context,
+    destination: str,
+    question: str | ChatMessage,
+    client: ChatClient,
+    *,
+    session: bool = True,
+    channels: Collection[str] = (),
+    timeout: float = 120.0,
+    settle: float = 0.5,
+    decoder: ChatDecoder | None = None,
+    deliver_within: float = 5.0,
+    idle_timeout: float | None = None,
+    delivery: DeliveryPolicy | None = None,
+    history: str | None = None,
+) -> Reply:
     """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply
     (``history``: the conversation so far, JSON, carried in the question's tags).
 
@@ -481,9 +525,17 @@ async def ask_with(sender: Any, ctx: Context, destination: str, question: str | 
     async def send_control(msg: ChatMessage) -> Any:
         return await sender(ctx, destination, msg)
 
-    reply = Reply(address or destination, chat, session=getattr(ctx, "session", None),
-                  timeout=timeout, settle=settle, decoder=decoder, idle_timeout=idle_timeout,
-                  delivery=policy, send_control=send_control)
+    reply = Reply(
+        address or destination,
+        chat,
+        session=getattr(ctx, "session", None),
+        timeout=timeout,
+        settle=settle,
+        decoder=decoder,
+        idle_timeout=idle_timeout,
+        delivery=policy,
+        send_control=send_control,
+    )
     telemetry.asking(reply, getattr(getattr(ctx, "agent", None), "name", None))
     client.add(reply)  # before sending: the first reply may come back before send returns
     try:
@@ -507,10 +559,17 @@ async def ask_with(sender: Any, ctx: Context, destination: str, question: str | 
     return reply
 
 
-async def resume_with(sender: Any, ctx: Context, destination: str, conversation: str,
-                      client: ChatClient, *, timeout: float = 120.0,
-                      idle_timeout: float | None = None,
-                      delivery: DeliveryPolicy | None = None) -> Reply:
+async def resume_with(
+    sender: Any,
+    ctx: Context,
+    destination: str,
+    conversation: str,
+    client: ChatClient,
+    *,
+    timeout: float = 120.0,
+    idle_timeout: float | None = None,
+    delivery: DeliveryPolicy | None = None,
+) -> Reply:
     """Ask ``destination`` for the reply of ``conversation`` again, from sequence 1 (a
     ``resend`` op; the responder keeps a reply's ChatMessages a while after it ended). For an
     asker that lost its state: it must ask from the same address. The Reply is tagged from the
@@ -521,8 +580,14 @@ async def resume_with(sender: Any, ctx: Context, destination: str, conversation:
     async def send_control(msg: ChatMessage) -> Any:
         return await sender(ctx, destination, msg)
 
-    reply = Reply(address or destination, question, timeout=timeout, idle_timeout=idle_timeout,
-                  delivery=delivery, send_control=send_control)
+    reply = Reply(
+        address or destination,
+        question,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        delivery=delivery,
+        send_control=send_control,
+    )
     reply.tagged = True
     client.add(reply)
     ok, detail = await send_control(control(OP_RESEND, conversation, **{"from": "1"}))
@@ -532,8 +597,14 @@ async def resume_with(sender: Any, ctx: Context, destination: str, conversation:
     return reply
 
 
-async def _resend_question(sender: Any, ctx: Context, destination: str, chat: ChatMessage,
-                           reply: Reply, policy: DeliveryPolicy) -> None:
+async def _resend_question(
+    sender: Any,
+    ctx: Context,
+    destination: str,
+    chat: ChatMessage,
+    reply: Reply,
+    policy: DeliveryPolicy,
+) -> None:
     async def send(msg: ChatMessage) -> tuple[bool, str]:
         ok, detail = await sender(ctx, destination, msg)
         return bool(ok), str(detail)
@@ -541,6 +612,10 @@ async def _resend_question(sender: Any, ctx: Context, destination: str, chat: Ch
     def resent() -> None:
         reply.question_resends += 1
 
-    await resend_question(send, chat,
-                          lambda: reply.acknowledged or reply.chat_messages > 0 or reply.done,
-                          policy, resent)
+    await resend_question(
+        send,
+        chat,
+        lambda: reply.acknowledged or reply.chat_messages > 0 or reply.done,
+        policy,
+        resent,
+    )

@@ -34,9 +34,16 @@ if TYPE_CHECKING:
 __all__ = ["delegate", "delegated_question"]
 
 
-def delegated_question(request: ChatRequest, me: str, target: str, question: str, *,
-                       channels: Collection[str] | None = None, max_hops: int | None = None,
-                       session: bool = True) -> ChatMessage:
+def delegated_question(
+    request: ChatRequest,
+    me: str,
+    target: str,
+    question: str,
+    *,
+    channels: Collection[str] | None = None,
+    max_hops: int | None = None,
+    session: bool = True,
+) -> ChatMessage:
     """The ChatMessage asking ``target`` ``question`` for ``request`` (answered by ``me``);
     RelayRefused when the hop limit or a loop forbids it."""
     path = delegation_path(chain_of(request.message), request.sender)
@@ -55,9 +62,17 @@ def delegated_question(request: ChatRequest, me: str, target: str, question: str
     return ChatMessage(content=content)
 
 
-async def delegate(chat: StreamingChat, request: ChatRequest, to: str, question: str, *,
-                   channels: Collection[str] | None = None, max_hops: int | None = None,
-                   session: bool = True, **ask: Any) -> Reply:
+async def delegate(
+    chat: StreamingChat,
+    request: ChatRequest,
+    to: str,
+    question: str,
+    *,
+    channels: Collection[str] | None = None,
+    max_hops: int | None = None,
+    session: bool = True,
+    **ask: Any,
+) -> Reply:
     """``chat.ask`` of ``to`` on behalf of ``request`` (see the module doc); ``ask``: more
     keyword arguments for it (``timeout``, ``deliver_within``...)."""
     ctx = request.ctx
@@ -67,9 +82,15 @@ async def delegate(chat: StreamingChat, request: ChatRequest, to: str, question:
     _, _, target = parse_identifier(to)
     if channels is None:  # what the asker wants and this agent may pass on
         policy = chat.channels
-        allowed = (frozenset() if policy is None else frozenset(policy(request) or ())
-                   if callable(policy) else frozenset(policy))
+        allowed = (
+            frozenset()
+            if policy is None
+            else frozenset(policy(request) or ())
+            if callable(policy)
+            else frozenset(policy)
+        )
         channels = request.channels & allowed
-    msg = delegated_question(request, me, target or to, question, channels=channels,
-                             max_hops=max_hops, session=session)
+    msg = delegated_question(
+        request, me, target or to, question, channels=channels, max_hops=max_hops, session=session
+    )
     return await chat.ask(ctx, to, msg, **ask)

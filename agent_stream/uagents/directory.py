@@ -35,8 +35,15 @@ import aiohttp
 from uagents.resolver import RulesBasedResolver
 from uagents_core.identity import parse_identifier
 
-__all__ = ["DIRECTORY_ENV", "AmbiguousName", "DirectoryError", "LocalDirectory",
-           "LocalResolver", "default_directory_path", "serves"]
+__all__ = [
+    "DIRECTORY_ENV",
+    "AmbiguousName",
+    "DirectoryError",
+    "LocalDirectory",
+    "LocalResolver",
+    "default_directory_path",
+    "serves",
+]
 
 DIRECTORY_ENV = "AGENT_STREAM_DIRECTORY"
 FUTURE_SLACK = 60.0  # seconds a ``started`` may lie ahead of this clock (clock skew)
@@ -53,8 +60,9 @@ class AmbiguousName(LookupError):
 
     def __init__(self, name: str, matches: list[tuple[str, str]]) -> None:
         listed = "; ".join(f"{a} at {e}" for a, e in matches)
-        super().__init__(f"{len(matches)} running agents are named {name!r}: {listed}; "
-                         "ask one by its address")
+        super().__init__(
+            f"{len(matches)} running agents are named {name!r}: {listed}; ask one by its address"
+        )
         self.name = name
         self.matches = matches
 
@@ -102,12 +110,16 @@ def _untrusted(path: Path, what: str) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         return f"the {what} {path} is a symbolic link"
     if st.st_uid != os.getuid():
-        return (f"the {what} {path} is owned by uid {st.st_uid}, not by you (uid "
-                f"{os.getuid()}); remove it or set ${DIRECTORY_ENV} to a file of your own")
+        return (
+            f"the {what} {path} is owned by uid {st.st_uid}, not by you (uid "
+            f"{os.getuid()}); remove it or set ${DIRECTORY_ENV} to a file of your own"
+        )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         fix = "chmod 700" if what == "directory" else "chmod 600"
-        return (f"the {what} {path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); "
-                f"{fix} {path}")
+        return (
+            f"the {what} {path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); "
+            f"{fix} {path}"
+        )
     return None
 
 
@@ -134,9 +146,10 @@ async def serves(address: str, endpoint: str, timeout: float = 1.0) -> bool:
     if _probe_request(endpoint) is None:
         return False
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s, \
-                s.head(endpoint, headers={"x-uagents-address": address},
-                       allow_redirects=False) as resp:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s,
+            s.head(endpoint, headers={"x-uagents-address": address}, allow_redirects=False) as resp,
+        ):
             return resp.status // 100 == 2 and resp.headers.get("x-uagents-status") == "ready"
     except Exception:  # refused, timed out, not HTTP: it does not serve it
         return False
@@ -150,8 +163,13 @@ class LocalDirectory:
     atomically; readers never see a half-written file.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 probe_timeout: float = 1.0, probe_ttl: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        probe_timeout: float = 1.0,
+        probe_ttl: float = 10.0,
+    ) -> None:
         self.path = Path(path) if path is not None else default_directory_path()
         self.probe_timeout = probe_timeout
         self.probe_ttl = probe_ttl
@@ -198,9 +216,11 @@ class LocalDirectory:
         agents = data.get("agents") if isinstance(data, dict) else None
         if not isinstance(agents, dict):
             return {}
-        return {a: e for a, e in agents.items()
-                if isinstance(a, str) and isinstance(e, dict)
-                and isinstance(e.get("endpoint"), str)}
+        return {
+            a: e
+            for a, e in agents.items()
+            if isinstance(a, str) and isinstance(e, dict) and isinstance(e.get("endpoint"), str)
+        }
 
     def entry(self, address: str) -> dict[str, Any] | None:
         """:meth:`entries`' entry for ``address`` (its process alive, ``started`` not in the
@@ -217,9 +237,13 @@ class LocalDirectory:
         """Entries of running processes whose ``started`` is not in the future (endpoints are
         not probed here)."""
         latest = time.time() + FUTURE_SLACK
-        return {a: e for a, e in self._read().items() if alive(e.get("pid"))
-                and isinstance(e.get("started", 0), (int, float))
-                and e.get("started", 0) <= latest}
+        return {
+            a: e
+            for a, e in self._read().items()
+            if alive(e.get("pid"))
+            and isinstance(e.get("started", 0), (int, float))
+            and e.get("started", 0) <= latest
+        }
 
     def answers(self, address: str, endpoint: str) -> bool:
         """Whether ``endpoint`` serves ``address`` now (a blocking readiness probe)."""
@@ -263,9 +287,12 @@ class LocalDirectory:
     async def _probe_async(self, address: str, endpoint: str) -> bool:
         timeout = aiohttp.ClientTimeout(total=self.probe_timeout)
         try:
-            async with aiohttp.ClientSession(timeout=timeout) as session, session.head(
-                    endpoint, headers={"x-uagents-address": address},
-                    allow_redirects=False) as resp:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.head(
+                    endpoint, headers={"x-uagents-address": address}, allow_redirects=False
+                ) as resp,
+            ):
                 ok = _ready(resp.status, resp.headers.get("x-uagents-status"))
         except Exception:  # refused, timed out, not HTTP: it does not answer
             ok = False
@@ -309,8 +336,14 @@ class LocalDirectory:
     def named(self, name: str) -> list[tuple[str, str]]:
         """``(address, endpoint)`` of every running agent called ``name`` that answers, the
         latest started first."""
-        named = sorted(((e.get("started", 0), a, e["endpoint"]) for a, e in self.entries().items()
-                        if e.get("name") == name), reverse=True)
+        named = sorted(
+            (
+                (e.get("started", 0), a, e["endpoint"])
+                for a, e in self.entries().items()
+                if e.get("name") == name
+            ),
+            reverse=True,
+        )
         return [(a, str(e)) for _, a, e in named if self.answers(a, e)]
 
     # -- writing ---------------------------------------------------------------------------------
@@ -341,14 +374,18 @@ class LocalDirectory:
             fh.write(json.dumps({"agents": dict(agents)}, indent=1, sort_keys=True))
         os.replace(tmp, self.path)
 
-    def register(self, address: str, endpoint: str, name: str | None = None,
-                 pid: int | None = None) -> None:
+    def register(
+        self, address: str, endpoint: str, name: str | None = None, pid: int | None = None
+    ) -> None:
         """Add (or refresh) this agent's entry; dead entries are pruned on the way."""
         with self._locked():
             agents = self.entries()
-            agents[bare(address)] = {"endpoint": endpoint, "name": name,
-                                     "pid": pid if pid is not None else os.getpid(),
-                                     "started": time.time()}
+            agents[bare(address)] = {
+                "endpoint": endpoint,
+                "name": name,
+                "pid": pid if pid is not None else os.getpid(),
+                "started": time.time(),
+            }
             self._write(agents)
 
     def unregister(self, address: str, pid: int | None = None) -> None:
@@ -377,8 +414,9 @@ class LocalResolver(RulesBasedResolver):  # type: ignore[misc]
     """Resolves static peers first, then the local directory (read on every lookup, parsed
     again when it changed; an entry only when its process is alive and its endpoint answers)."""
 
-    def __init__(self, peers: Mapping[str, str] | None = None,
-                 directory: LocalDirectory | None = None) -> None:
+    def __init__(
+        self, peers: Mapping[str, str] | None = None, directory: LocalDirectory | None = None
+    ) -> None:
         super().__init__({bare(a): u for a, u in (peers or {}).items()})
         self.directory = directory
         self._warned = False

@@ -109,8 +109,13 @@ class Edge:
 
 
 async def _answer(send: SendASGI, status: int, error: str) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [[b"content-type", b"application/json"]]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [[b"content-type", b"application/json"]],
+        }
+    )
     await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
 
 
@@ -168,8 +173,9 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             edge.refused()
             await _answer(send, 429, "too many envelopes; try again shortly")
             return
-        await self._forward(edge, scope, body, receive, send,
-                            sender if signed and isinstance(sender, str) else None)
+        await self._forward(
+            edge, scope, body, receive, send, sender if signed and isinstance(sender, str) else None
+        )
 
     async def _uagents(self, scope: dict[str, Any], receive: Receive, send: SendASGI) -> None:
         """uagents' own handling, verifying signatures with libsecp256k1 when it is there."""
@@ -178,8 +184,15 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
         else:
             await super().__call__(scope, receive, send)
 
-    async def _forward(self, edge: Edge, scope: dict[str, Any], body: bytes,
-                       receive: Receive, send: SendASGI, signer: str | None) -> None:
+    async def _forward(
+        self,
+        edge: Edge,
+        scope: dict[str, Any],
+        body: bytes,
+        receive: Receive,
+        send: SendASGI,
+        signer: str | None,
+    ) -> None:
         """Hand the body read to uagents' handler; note a signer it accepted as verified."""
         given = False
         status: int | None = None
@@ -201,8 +214,7 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             await self._uagents(scope, replay, tracked_send)
         except Exception as exc:
             edge.refused()
-            edge.guard.log.warning("refused an envelope: %s: %s", type(exc).__name__,
-                                   short(exc))
+            edge.guard.log.warning("refused an envelope: %s: %s", type(exc).__name__, short(exc))
             if status is None:
                 await _answer(send, 400, "malformed envelope")
             return

@@ -87,9 +87,13 @@ def short(value: object, limit: int = 160) -> str:
 
 
 _CHAT_ITEMS: dict[Any, Any] = {
-    "text": TextContent, "resource": ResourceContent, "metadata": MetadataContent,
-    "start-session": StartSessionContent, "end-session": EndSessionContent,
-    "start-stream": StartStreamContent, "end-stream": EndStreamContent,
+    "text": TextContent,
+    "resource": ResourceContent,
+    "metadata": MetadataContent,
+    "start-session": StartSessionContent,
+    "end-session": EndSessionContent,
+    "start-stream": StartStreamContent,
+    "end-stream": EndStreamContent,
 }
 _CHAT_FIELDS = frozenset(("timestamp", "msg_id", "content"))
 
@@ -99,6 +103,8 @@ class _ChatHead(ChatMessage):  # type: ignore[misc]
     same ``__init__`` and field types); the content items are checked one by one before."""
 
     content: list[Any]
+
+
 _NOT_ANSWERED = ("inbox full", "no model for this schema digest")
 
 
@@ -187,8 +193,9 @@ class AgentGuard:
         self._handle = handle
         return self.handle_message
 
-    async def handle_message(self, sender: Any, schema_digest: str, message: Any,
-                             session: Any) -> None:
+    async def handle_message(
+        self, sender: Any, schema_digest: str, message: Any, session: Any
+    ) -> None:
         """Queue the payload the way uagents does, unless :meth:`check` refuses it."""
         reason = self.check(schema_digest, message)
         if reason is None:
@@ -197,10 +204,14 @@ class AgentGuard:
             return
         self.stats["dropped"] += 1
         model = _compat.models_of(self.agent).get(schema_digest)
-        self.log.warning("%s: dropped a payload from %s (schema %s%s): %s",
-                         short(self.agent.address, 20), short(sender, 80),
-                         f"{model.__name__} " if model is not None else "",
-                         short(schema_digest, 24), reason)
+        self.log.warning(
+            "%s: dropped a payload from %s (schema %s%s): %s",
+            short(self.agent.address, 20),
+            short(sender, 80),
+            f"{model.__name__} " if model is not None else "",
+            short(schema_digest, 24),
+            reason,
+        )
         if reason not in _NOT_ANSWERED:
             self._reply_error(str(sender), reason)
 
@@ -220,9 +231,11 @@ class AgentGuard:
 
         async def send() -> None:
             ctx = _compat.build_context(self.agent)
-            await ctx.send(sender, ErrorMessage(
-                error=f"Message does not conform to expected schema: {reason}"),
-                timeout=self.settings.error_timeout)
+            await ctx.send(
+                sender,
+                ErrorMessage(error=f"Message does not conform to expected schema: {reason}"),
+                timeout=self.settings.error_timeout,
+            )
             self.stats["error_replies"] += 1
 
         task = asyncio.ensure_future(send())

@@ -54,8 +54,7 @@ from agent_stream.uagents import _compat
 from agent_stream.uagents.directory import LocalResolver
 from agent_stream.uagents.pool import EnvelopePoster
 
-__all__ = ["CHAT_DIGESTS", "LaneLimits", "PeerDispenser", "isolate", "pipeline",
-           "pipeline_from"]
+__all__ = ["CHAT_DIGESTS", "LaneLimits", "PeerDispenser", "isolate", "pipeline", "pipeline_from"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 
@@ -105,8 +104,13 @@ class _Lane:
 
 
 def _failed(env: Any, detail: str) -> MsgStatus:
-    return MsgStatus(status=DeliveryStatus.FAILED, detail=detail, destination=env.target,
-                     endpoint="", session=env.session)
+    return MsgStatus(
+        status=DeliveryStatus.FAILED,
+        detail=detail,
+        destination=env.target,
+        endpoint="",
+        session=env.session,
+    )
 
 
 def _settle(fut: asyncio.Future[Any], result: Any) -> None:
@@ -117,8 +121,7 @@ def _settle(fut: asyncio.Future[Any], result: Any) -> None:
 class PeerDispenser(Dispenser):  # type: ignore[misc]
     """An agent's dispenser with one lane per destination (see the module doc)."""
 
-    def __init__(self, limits: LaneLimits | None = None, *,
-                 stock: Dispenser | None = None) -> None:
+    def __init__(self, limits: LaneLimits | None = None, *, stock: Dispenser | None = None) -> None:
         """``stock``: where envelopes not for lanes go (None: this dispenser's own uagents
         queue, which :meth:`run` serves the uagents way)."""
         super().__init__()
@@ -138,8 +141,13 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         """Lanes with envelopes queued or being posted."""
         return len(self._lanes)
 
-    def add_envelope(self, envelope: Any, endpoints: list[str],
-                     response_future: asyncio.Future[Any], sync: bool = False) -> None:
+    def add_envelope(
+        self,
+        envelope: Any,
+        endpoints: list[str],
+        response_future: asyncio.Future[Any],
+        sync: bool = False,
+    ) -> None:
         if not self.limits.every_protocol and envelope.schema_digest not in CHAT_DIGESTS:
             if self._stock is not None:
                 self._stock.add_envelope(envelope, endpoints, response_future, sync)
@@ -152,8 +160,12 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         if lane is None:
             until = self._stalled.get(target, 0.0)
             if until > now:
-                _settle(response_future, _failed(envelope, "peer not answering; not tried "
-                                                 f"again for {until - now:.0f} s"))
+                _settle(
+                    response_future,
+                    _failed(
+                        envelope, f"peer not answering; not tried again for {until - now:.0f} s"
+                    ),
+                )
                 return
             self._stalled.pop(target, None)
             if len(self._lanes) >= self.limits.max_lanes:
@@ -163,8 +175,11 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         if lane.stalled_until > now:
             _settle(response_future, _failed(envelope, "peer not answering"))
             return
-        limit = self.limits.max_queued_pipelined if target in self._pipelined \
+        limit = (
+            self.limits.max_queued_pipelined
+            if target in self._pipelined
             else self.limits.max_queued
+        )
         if len(lane.queue) >= limit:
             _settle(response_future, _failed(envelope, "too many envelopes queued for peer"))
             return
@@ -201,8 +216,11 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                         _settle(fut, _failed(env, "peer not answering"))
                         continue
                     await self._posting.acquire()
-                    posts.add(asyncio.get_running_loop().create_task(
-                        self._one(lane, env, endpoints, fut, sync)))
+                    posts.add(
+                        asyncio.get_running_loop().create_task(
+                            self._one(lane, env, endpoints, fut, sync)
+                        )
+                    )
                 if posts:
                     _, posts = await asyncio.wait(posts, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -220,18 +238,24 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             for env, _, fut, _ in lane.queue:  # cancelled: nothing left behind waits forever
                 _settle(fut, _failed(env, "not sent: the agent is stopping"))
 
-    async def _one(self, lane: _Lane, env: Any, endpoints: list[str],
-                   fut: asyncio.Future[Any], sync: bool) -> None:
+    async def _one(
+        self, lane: _Lane, env: Any, endpoints: list[str], fut: asyncio.Future[Any], sync: bool
+    ) -> None:
         lane.posting += 1
         try:
             result = await self._post(lane, env, endpoints, sync)
             lane.posting -= 1
-            if getattr(result, "status", None) == DeliveryStatus.DELIVERED and \
-                    getattr(result, "endpoint", None):
+            if getattr(result, "status", None) == DeliveryStatus.DELIVERED and getattr(
+                result, "endpoint", None
+            ):
                 for hook in self.on_delivered:
                     hook(lane.target, result.endpoint)
-            if not lane.queue and not lane.posting and lane.stalled_until <= time.monotonic() \
-                    and self._lanes.get(lane.target) is lane:
+            if (
+                not lane.queue
+                and not lane.posting
+                and lane.stalled_until <= time.monotonic()
+                and self._lanes.get(lane.target) is lane
+            ):
                 del self._lanes[lane.target]  # idle: gone before its sender hears back
             _settle(fut, result)
         finally:
@@ -251,9 +275,13 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             lane.timeouts += 1
             if lane.timeouts >= self.limits.max_timeouts:
                 lane.stalled_until = time.monotonic() + self.limits.stall_for
-                LOG.warning("%s does not answer (%d posts timed out after %g s); sends to it "
-                            "fail for %g s", lane.target[:24], lane.timeouts, timeout,
-                            self.limits.stall_for)
+                LOG.warning(
+                    "%s does not answer (%d posts timed out after %g s); sends to it fail for %g s",
+                    lane.target[:24],
+                    lane.timeouts,
+                    timeout,
+                    self.limits.stall_for,
+                )
             return _failed(env, f"no answer within {timeout:g} s")
         except Exception as exc:  # never let a transport error escape
             return _failed(env, f"{type(exc).__name__}: {exc}")

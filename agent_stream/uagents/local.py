@@ -98,11 +98,18 @@ LOCAL_HOST = "127.0.0.1"
 
 T = TypeVar("T")
 
+
 class NoRegistration(AgentRegistrationPolicy):  # type: ignore[misc]
     """A registration policy that registers nowhere (no Almanac, no ledger)."""
 
-    async def register(self, agent_identifier: str, identity: Any, protocols: list[str],
-                       endpoints: list[Any], metadata: dict[str, Any] | None = None) -> None:
+    async def register(
+        self,
+        agent_identifier: str,
+        identity: Any,
+        protocols: list[str],
+        endpoints: list[Any],
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         return None
 
 
@@ -184,11 +191,18 @@ class LocalAgent(Agent):  # type: ignore[misc]
             return True
 
 
-def local_agent(seed: str, port: int, *, name: str | None = None,
-                peers: Mapping[str, str] | None = None,
-                directory: LocalDirectory | bool | None = True, announce: bool = True,
-                log_level: int | str = logging.WARNING, protection: Protection | None = None,
-                **options: Any) -> LocalAgent:
+def local_agent(
+    seed: str,
+    port: int,
+    *,
+    name: str | None = None,
+    peers: Mapping[str, str] | None = None,
+    directory: LocalDirectory | bool | None = True,
+    announce: bool = True,
+    log_level: int | str = logging.WARNING,
+    protection: Protection | None = None,
+    **options: Any,
+) -> LocalAgent:
     """A uagents Agent that runs with no internet, serving on ``http://127.0.0.1:PORT/submit``.
 
     ``seed`` is required (the address derives from it; without one uagents would write
@@ -213,9 +227,15 @@ def local_agent(seed: str, port: int, *, name: str | None = None,
     }
     kwargs.update(options)
     kwargs.setdefault("loop", _current_loop())
-    agent = LocalAgent(name=name, seed=seed, port=port, endpoint=[endpoint],
-                       resolve=LocalResolver(peers, book),
-                       registration_policy=NoRegistration(), **kwargs)
+    agent = LocalAgent(
+        name=name,
+        seed=seed,
+        port=port,
+        endpoint=[endpoint],
+        resolve=LocalResolver(peers, book),
+        registration_policy=NoRegistration(),
+        **kwargs,
+    )
     agent.local_port = port
     protect(agent, protection)
     # (uagents' own log_level argument would call logging.basicConfig for the whole process)
@@ -247,23 +267,27 @@ class _Listing:
     """One agent's entry in the local directory: written once the agent's own server serves its
     endpoint, removed however the agent stops (shutdown handler, or :func:`run_agent`'s end)."""
 
-    def __init__(self, book: LocalDirectory, address: str, endpoint: str,
-                 name: str | None) -> None:
+    def __init__(self, book: LocalDirectory, address: str, endpoint: str, name: str | None) -> None:
         self.book, self.address, self.endpoint, self.name = book, address, endpoint, name
         self.listed = False
         self.unique = True  # no other running agent answers to this name
 
     async def announce(self, ctx: Context) -> None:
         if not await _await_serving(self.address, self.endpoint):
-            LOG.warning("not listed in the local directory: %s does not serve %s",
-                        self.endpoint, self.address)
+            LOG.warning(
+                "not listed in the local directory: %s does not serve %s",
+                self.endpoint,
+                self.address,
+            )
             return
         loop = asyncio.get_running_loop()
         try:  # (blocking file and probe I/O off the loop: a peer may be in this process)
-            others = await loop.run_in_executor(None, self.book.named, self.name) \
-                if self.name else []
-            await loop.run_in_executor(None, self.book.register, self.address, self.endpoint,
-                                       self.name)
+            others = (
+                await loop.run_in_executor(None, self.book.named, self.name) if self.name else []
+            )
+            await loop.run_in_executor(
+                None, self.book.register, self.address, self.endpoint, self.name
+            )
             self.listed = True
         except DirectoryError as exc:  # run anyway, unlisted; say why
             LOG.warning("%s", exc)
@@ -271,9 +295,14 @@ class _Listing:
         others = [(a, e) for a, e in others if a != self.address]
         self.unique = not others
         if others:
-            LOG.warning("another running agent is also named %r (%s at %s): asking %r by name "
-                        "is refused until one stops; ask by address", self.name,
-                        others[0][0], others[0][1], self.name)
+            LOG.warning(
+                "another running agent is also named %r (%s at %s): asking %r by name "
+                "is refused until one stops; ask by address",
+                self.name,
+                others[0][0],
+                others[0][1],
+                self.name,
+            )
 
     async def withdraw(self, ctx: Context | None = None) -> None:
         self.withdraw_now()
@@ -299,9 +328,16 @@ def _current_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
-def network_agent_options(seed: str, *, network: str = "testnet", mailbox: bool = False,
-                          port: int | None = None, endpoint: str | None = None,
-                          name: str | None = None, **options: Any) -> dict[str, Any]:
+def network_agent_options(
+    seed: str,
+    *,
+    network: str = "testnet",
+    mailbox: bool = False,
+    port: int | None = None,
+    endpoint: str | None = None,
+    name: str | None = None,
+    **options: Any,
+) -> dict[str, Any]:
     """The ``Agent(...)`` keyword arguments of a networked agent (pure; nothing is contacted).
 
     Almanac registration with uagents' default policy, ``network`` "testnet" or "mainnet";
@@ -387,13 +423,12 @@ def _banner(agent: Agent) -> Callable[[Context], Awaitable[None]]:
             return
         listing = _LISTINGS.get(agent)
         if listing is not None and listing.listed and listing.name and listing.unique:
-            how = f"agent-stream ask {listing.name} \"your question\""
+            how = f'agent-stream ask {listing.name} "your question"'
         elif endpoint is not None:
-            how = f"agent-stream ask {agent.address} --endpoint {endpoint} \"your question\""
+            how = f'agent-stream ask {agent.address} --endpoint {endpoint} "your question"'
         else:
             how = None
-        lines = [f"agent {agent.name!r} is running",
-                 f"  address:  {agent.address}"]
+        lines = [f"agent {agent.name!r} is running", f"  address:  {agent.address}"]
         if endpoint is not None:
             lines.append(f"  endpoint: {endpoint}")
         if how:
@@ -403,8 +438,12 @@ def _banner(agent: Agent) -> Callable[[Context], Awaitable[None]]:
     return show
 
 
-def serve_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = None, *,
-                banner: bool | None = None) -> T | None:
+def serve_agent(
+    agent: Agent,
+    main: Callable[[Context], Awaitable[T]] | None = None,
+    *,
+    banner: bool | None = None,
+) -> T | None:
     """:func:`run_agent`, raising :class:`PortInUse` when the agent's port is taken.
 
     Args:
@@ -478,8 +517,7 @@ def serve_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = N
         loop.close()
         asyncio.set_event_loop(None)
     if isinstance(stopped, SystemExit) and stopped.code == _STARTUP_FAILURE:
-        raise PortInUse(port if port is not None else getattr(agent, "_port", None),
-                        agent.name)
+        raise PortInUse(port if port is not None else getattr(agent, "_port", None), agent.name)
     if isinstance(stopped, SystemExit):
         raise stopped
     if "error" in outcome:
@@ -490,8 +528,12 @@ def serve_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = N
 _STARTUP_FAILURE = 3  # uvicorn's exit status when its server cannot start (cannot bind)
 
 
-def run_agent(agent: Agent, main: Callable[[Context], Awaitable[T]] | None = None, *,
-              banner: bool | None = None) -> T | None:
+def run_agent(
+    agent: Agent,
+    main: Callable[[Context], Awaitable[T]] | None = None,
+    *,
+    banner: bool | None = None,
+) -> T | None:
     """Run ``agent`` in this process until Ctrl-C / SIGTERM, or until ``main`` returns.
 
     ``main(ctx)``, when given, starts once the agent has started; when it returns (or raises)

@@ -59,11 +59,12 @@ class Memory:
         if request.session is None or request.client_history or ends_session(request.message):
             return
         try:
-            await self.store.append((request.sender, request.session),
-                                    (Turn("user", request.text), Turn("assistant", answer)))
+            await self.store.append(
+                (request.sender, request.session),
+                (Turn("user", request.text), Turn("assistant", answer)),
+            )
         except Exception as exc:
-            LOG.warning("could not store a turn of session %s: %s", request.session,
-                        describe(exc))
+            LOG.warning("could not store a turn of session %s: %s", request.session, describe(exc))
 
     async def forget(self, key: SessionKey) -> None:
         """Forget a session its peer ended."""

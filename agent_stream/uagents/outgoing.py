@@ -90,16 +90,25 @@ class PumpLimits:
 class Outgoing:
     """One reply being streamed to one peer: encoder, send queue, sender and timer tasks."""
 
-    def __init__(self, peer: str, conversation: str, encoder: ChatEncoder, *,
-                 respond: Respond, send: Send, limits: PumpLimits,
-                 serial: asyncio.Lock | None = None,
-                 in_flight: dict[str, Outgoing] | None = None,
-                 on_finished: Callable[[Outgoing], None] | None = None,
-                 delivery: DeliveryPolicy | None = None, peer_acks: bool = False,
-                 replay: ReplayBuffer[ChatMessage] | None = None,
-                 keepalive: bool = False,
-                 on_produced: Callable[[Outgoing], None] | None = None,
-                 tap: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        peer: str,
+        conversation: str,
+        encoder: ChatEncoder,
+        *,
+        respond: Respond,
+        send: Send,
+        limits: PumpLimits,
+        serial: asyncio.Lock | None = None,
+        in_flight: dict[str, Outgoing] | None = None,
+        on_finished: Callable[[Outgoing], None] | None = None,
+        delivery: DeliveryPolicy | None = None,
+        peer_acks: bool = False,
+        replay: ReplayBuffer[ChatMessage] | None = None,
+        keepalive: bool = False,
+        on_produced: Callable[[Outgoing], None] | None = None,
+        tap: Callable[[Any], None] | None = None,
+    ) -> None:
         self.peer = peer
         self.conversation = conversation
         self.encoder = encoder
@@ -128,8 +137,9 @@ class Outgoing:
         self._acks_off = False
         # delivery: resend until acknowledged, replay buffer, keepalives, figures
         self.delivery = delivery or DeliveryPolicy()
-        self.redelivery: Redelivery[str, ChatMessage] = Redelivery(self.delivery,
-                                                                   peer_acks=peer_acks)
+        self.redelivery: Redelivery[str, ChatMessage] = Redelivery(
+            self.delivery, peer_acks=peer_acks
+        )
         self.replay = replay
         self.keepalive = Keepalive(self.delivery.keepalive, clock()) if keepalive else None
         self.duplicates = 0  # the question arrived again (acknowledged, not answered twice)
@@ -182,14 +192,18 @@ class Outgoing:
             if lock is not None:
                 await lock.acquire()
                 holding = True
-            async with StreamWriter(self.sink, request_id=self.conversation,
-                                    flush=self.flush) as out:
+            async with StreamWriter(
+                self.sink, request_id=self.conversation, flush=self.flush
+            ) as out:
                 try:
                     await self._respond(out)
                 except Exception as exc:
                     # Say what went wrong before the streams end with status error.
-                    text, code = ((str(exc), exc.code) if isinstance(exc, Refused)
-                                  else (describe(exc), "responder_error"))
+                    text, code = (
+                        (str(exc), exc.code)
+                        if isinstance(exc, Refused)
+                        else (describe(exc), "responder_error")
+                    )
                     with contextlib.suppress(Exception):
                         await out.send(error_message(text, code=code))
                     raise
@@ -239,8 +253,10 @@ class Outgoing:
                 # A ChatMessage's budget ran out, or nobody ever listened: stop.
                 self._abandon(
                     f"a ChatMessage was not acknowledged within {self.delivery.tries} tries in "
-                    f"{self.delivery.within:g} s" if rd.given_up else
-                    f"{consecutive} deliveries failed and none ever succeeded")
+                    f"{self.delivery.within:g} s"
+                    if rd.given_up
+                    else f"{consecutive} deliveries failed and none ever succeeded"
+                )
                 return
             ka = self.keepalive
             if ka is not None and not self.dead and ka.due(clock()):
@@ -250,9 +266,11 @@ class Outgoing:
                 if self.dead or (self._closing and not rd.pending):
                     return
                 self._wake_sender.clear()
-                wake = [d for d in (rd.next_deadline,
-                                    ka.next_deadline if ka is not None else None)
-                        if d is not None]
+                wake = [
+                    d
+                    for d in (rd.next_deadline, ka.next_deadline if ka is not None else None)
+                    if d is not None
+                ]
                 timeout = max(0.0, min(wake) - clock()) if wake else None
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake_sender.wait(), timeout)
@@ -294,8 +312,7 @@ class Outgoing:
                 self.sent += 1
             return True
         self.failed += 1
-        LOG.info("reply to %s: a ChatMessage was not delivered (will retry): %s", self.peer,
-                 detail)
+        LOG.info("reply to %s: a ChatMessage was not delivered (will retry): %s", self.peer, detail)
         return False
 
     def _abandon(self, why: str) -> None:
@@ -326,8 +343,9 @@ class Outgoing:
         A reply to a plain peer known to acknowledge goes one ChatMessage at a time: a resent
         one then never arrives after a later one (a plain peer cannot reorder)."""
         rd = self.redelivery
-        limit = self.limits.max_in_flight or (1 if self.keepalive is None and rd.peer_acks
-                                              else None)
+        limit = self.limits.max_in_flight or (
+            1 if self.keepalive is None and rd.peer_acks else None
+        )
         if not limit or self._acks_off:
             return
         waited = clock()
@@ -339,8 +357,10 @@ class Outgoing:
             now = clock()
             if not rd.peer_acks and now - waited >= self.limits.ack_timeout:
                 self._acks_off = True
-                LOG.info("%s does not acknowledge ChatMessages; flow control off for this "
-                         "reply", self.peer)
+                LOG.info(
+                    "%s does not acknowledge ChatMessages; flow control off for this reply",
+                    self.peer,
+                )
                 return
             timeout = self.limits.ack_timeout
             d = rd.next_deadline

@@ -156,15 +156,21 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             ``settings.sessions``).
     """
 
-    def __init__(self, responder: Responder | None = None, *,
-                 settings: ChatSettings | None = None, channels: ChannelPolicy = None,
-                 chunker: Mapping[str, Any] | None = None,
-                 on_reply_end: Callable[[ReplyStats], None] | None = None,
-                 sessions: SessionStore | None = None) -> None:
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        settings: ChatSettings | None = None,
+        channels: ChannelPolicy = None,
+        chunker: Mapping[str, Any] | None = None,
+        on_reply_end: Callable[[ReplyStats], None] | None = None,
+        sessions: SessionStore | None = None,
+    ) -> None:
         super().__init__(spec=chat_protocol_spec)
         self.settings = settings if settings is not None else ChatSettings()
-        self.sessions: SessionStore = (sessions if sessions is not None
-                                       else MemorySessionStore(self.settings.sessions))
+        self.sessions: SessionStore = (
+            sessions if sessions is not None else MemorySessionStore(self.settings.sessions)
+        )
         self.memory = Memory(self.sessions, self.settings.history)
         self.responder = responder
         self.channels = channels
@@ -185,16 +191,25 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self.desk = ResponderDelivery(self.settings.delivery)
         pump = self.settings.pump
         self._limits = dataclasses.replace(
-            pump, max_buffered=max(2, pump.max_buffered), max_coalesce=max(1, pump.max_coalesce),
-            max_failures=max(1, pump.max_failures))
+            pump,
+            max_buffered=max(2, pump.max_buffered),
+            max_coalesce=max(1, pump.max_coalesce),
+            max_failures=max(1, pump.max_failures),
+        )
         self.on_message(ChatMessage)(self._on_chat)
         self.on_message(ChatAcknowledgement)(self._on_ack)
 
     @classmethod
-    def from_protocol(cls, protocol: Protocol, *, label: str | None = None,
-                      settings: ChatSettings | None = None, channels: ChannelPolicy = None,
-                      chunker: Mapping[str, Any] | None = None,
-                      on_reply_end: Callable[[ReplyStats], None] | None = None) -> StreamingChat:
+    def from_protocol(
+        cls,
+        protocol: Protocol,
+        *,
+        label: str | None = None,
+        settings: ChatSettings | None = None,
+        channels: ChannelPolicy = None,
+        chunker: Mapping[str, Any] | None = None,
+        on_reply_end: Callable[[ReplyStats], None] | None = None,
+    ) -> StreamingChat:
         """A StreamingChat that answers with ``protocol``'s own ChatMessage handler.
 
         For an agent that already has a chat ``Protocol(spec=chat_protocol_spec)``: include
@@ -204,8 +219,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         to the plugin. ``label``: the label of the reply's block (default: the agent's name).
         """
         handler = _chat_handler_of(protocol)
-        chat = cls(None, settings=settings, channels=channels, chunker=chunker,
-                   on_reply_end=on_reply_end)
+        chat = cls(
+            None, settings=settings, channels=channels, chunker=chunker, on_reply_end=on_reply_end
+        )
         chat.responder = wrap_chat_handler(handler, chat, label=label)
         return chat
 
@@ -215,12 +231,21 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         """Replies being streamed right now."""
         return len(self._outgoing)
 
-    async def ask(self, ctx: Context, destination: str, question: str | ChatMessage, *,
-                  session: bool = True, channels: Collection[str] = (),
-                  timeout: float = 120.0, settle: float = 0.5,
-                  decoder: ChatDecoder | None = None, deliver_within: float = 5.0,
-                  idle_timeout: float | None = None,
-                  history: Sequence[Turn] | None = None) -> Reply:
+    async def ask(
+        self,
+        ctx: Context,
+        destination: str,
+        question: str | ChatMessage,
+        *,
+        session: bool = True,
+        channels: Collection[str] = (),
+        timeout: float = 120.0,
+        settle: float = 0.5,
+        decoder: ChatDecoder | None = None,
+        deliver_within: float = 5.0,
+        idle_timeout: float | None = None,
+        history: Sequence[Turn] | None = None,
+    ) -> Reply:
         """Send ``question`` to ``destination``; returns its :class:`Reply` once delivered.
 
         ``channels``: extra channels to ask for (e.g. ``{"reasoning"}``); ``session``: open a
@@ -237,20 +262,45 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         # gateway asking for a thousand users does not queue them one at a time.
         _, _, address = parse_identifier(destination)
         pipeline_from(ctx, address or destination)
-        return await ask_with(self.send, ctx, destination, question, self.client,
-                              session=session, channels=channels, timeout=timeout,
-                              settle=settle, decoder=decoder, deliver_within=deliver_within,
-                              idle_timeout=idle_timeout, delivery=self.desk.policy,
-                              history=None if history is None else history_to_json(history))
+        return await ask_with(
+            self.send,
+            ctx,
+            destination,
+            question,
+            self.client,
+            session=session,
+            channels=channels,
+            timeout=timeout,
+            settle=settle,
+            decoder=decoder,
+            deliver_within=deliver_within,
+            idle_timeout=idle_timeout,
+            delivery=self.desk.policy,
+            history=None if history is None else history_to_json(history),
+        )
 
-    async def resume(self, ctx: Context, destination: str, conversation: str, *,
-                     timeout: float = 120.0, idle_timeout: float | None = None) -> Reply:
+    async def resume(
+        self,
+        ctx: Context,
+        destination: str,
+        conversation: str,
+        *,
+        timeout: float = 120.0,
+        idle_timeout: float | None = None,
+    ) -> Reply:
         """The reply of ``conversation`` (a question's msg_id) sent again from its start, for
         an asker that lost its state (same address; see :func:`.client.resume_with`)."""
         self._bind(ctx)
-        return await resume_with(self.send, ctx, destination, conversation, self.client,
-                                 timeout=timeout, idle_timeout=idle_timeout,
-                                 delivery=self.desk.policy)
+        return await resume_with(
+            self.send,
+            ctx,
+            destination,
+            conversation,
+            self.client,
+            timeout=timeout,
+            idle_timeout=idle_timeout,
+            delivery=self.desk.policy,
+        )
 
     async def shutdown(self) -> None:
         """End every reply in flight (cancelled; their streams end) and every open question.
@@ -270,13 +320,13 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     async def _on_chat(self, ctx: Context, sender: str, msg: ChatMessage) -> None:
         self._bind(ctx)
         if len(self._tasks) < 1024:
-            self._spawn(self.send(ctx, sender,
-                                   ChatAcknowledgement(acknowledged_msg_id=msg.msg_id)))
+            self._spawn(self.send(ctx, sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id)))
         session = str(ctx.session) if ctx.session is not None else None
         op = control_of(msg)
         if op is not None:  # an asker asks for a resend or a cancel
-            work = self.desk.control(sender, op, self._outgoing,
-                                     functools.partial(self.send, ctx, sender))
+            work = self.desk.control(
+                sender, op, self._outgoing, functools.partial(self.send, ctx, sender)
+            )
             if work is not None:
                 self._spawn(work)
             return
@@ -306,9 +356,16 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             ctx.logger.debug(f"question {conv} from {sender} seen before; not answered again")
             return
         request = ChatRequest(
-            sender=sender, message=msg, session=session, tagged=is_tagged_request(msg),
-            opens_session=opens_session(msg), channels=requested_channels(msg),
-            storage=getattr(ctx, "storage", None), logger=ctx.logger, ctx=ctx)
+            sender=sender,
+            message=msg,
+            session=session,
+            tagged=is_tagged_request(msg),
+            opens_session=opens_session(msg),
+            channels=requested_channels(msg),
+            storage=getattr(ctx, "storage", None),
+            logger=ctx.logger,
+            ctx=ctx,
+        )
         if request.tagged:  # the asker restores order by seq: its lane may pipeline
             pipeline_from(ctx, sender)
         refusal = self.caps.over_cap(request)
@@ -353,10 +410,13 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         if not kept or self._told_withheld:
             return
         self._told_withheld = True
-        LOG.info("%s asked for %s, which this agent wrote but does not share: "
-                 "StreamingChat(..., channels={%s}) shares it with peers that ask",
-                 request.sender[:24], ", ".join(sorted(kept)),
-                 ", ".join(repr(c) for c in sorted(kept)))
+        LOG.info(
+            "%s asked for %s, which this agent wrote but does not share: "
+            "StreamingChat(..., channels={%s}) shares it with peers that ask",
+            request.sender[:24],
+            ", ".join(sorted(kept)),
+            ", ".join(repr(c) for c in sorted(kept)),
+        )
 
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
@@ -373,18 +433,25 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     def _outgoing_for(self, ctx: Context, request: ChatRequest) -> Outgoing:
         """The pump of one reply: its encoder, and the plugin's send, lane and registries."""
         conversation = str(request.message.msg_id)
-        encoder = ChatEncoder(conversation, tagged=request.tagged,
-                              channels=channels_for(self.channels, request),
-                              session=request.opens_session, chunker=self.chunker)
+        encoder = ChatEncoder(
+            conversation,
+            tagged=request.tagged,
+            channels=channels_for(self.channels, request),
+            session=request.opens_session,
+            chunker=self.chunker,
+        )
         peer = request.sender
 
         async def send(chat: ChatMessage) -> tuple[bool, str]:
             return await self.send(ctx, peer, chat)
 
         answer = Assembler()
-        watch = telemetry.reply_started(str(getattr(ctx.agent, "name", "") or "agent"),
-                                        peer=peer, conversation=conversation,
-                                        question=request.message)
+        watch = telemetry.reply_started(
+            str(getattr(ctx.agent, "name", "") or "agent"),
+            peer=peer,
+            conversation=conversation,
+            question=request.message,
+        )
 
         def tap(msg: Any) -> None:
             answer.feed(msg)
@@ -404,13 +471,23 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 encoder.session = True
 
         out = Outgoing(
-            peer, conversation, encoder, respond=respond, send=send, limits=self._limits,
+            peer,
+            conversation,
+            encoder,
+            respond=respond,
+            send=send,
+            limits=self._limits,
             # A peer without tag support gets one reply at a time, ends included.
             serial=None if request.tagged else self._serial_lock(peer),
-            in_flight=self._in_flight, on_finished=self._finished,
-            delivery=self.desk.policy, peer_acks=self.desk.peer_acks(peer, request.tagged),
-            replay=self.desk.buffer_for(peer, conversation), keepalive=request.tagged,
-            on_produced=self._produced, tap=tap)
+            in_flight=self._in_flight,
+            on_finished=self._finished,
+            delivery=self.desk.policy,
+            peer_acks=self.desk.peer_acks(peer, request.tagged),
+            replay=self.desk.buffer_for(peer, conversation),
+            keepalive=request.tagged,
+            on_produced=self._produced,
+            tap=tap,
+        )
         out.telemetry = (watch, answer)
         return out
 
@@ -421,12 +498,14 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             if len(self._refusals_waiting) < WAITING_REFUSALS * self.caps.max_refusals:
                 self._refusals_waiting.append((ctx, request, refusal))  # answered in turn
                 return None
-            self._dropped_log.warning("request from %s dropped (%s; too many refusals being "
-                                      "sent and waiting)", sender[:80], refusal.code)
+            self._dropped_log.warning(
+                "request from %s dropped (%s; too many refusals being sent and waiting)",
+                sender[:80],
+                refusal.code,
+            )
             return None
         conversation = str(request.message.msg_id)
-        encoder = ChatEncoder(conversation, tagged=request.tagged,
-                              session=request.opens_session)
+        encoder = ChatEncoder(conversation, tagged=request.tagged, session=request.opens_session)
 
         async def send(chat: ChatMessage) -> tuple[bool, str]:
             return await self.send(ctx, sender, chat)
@@ -439,13 +518,21 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         def done(out: Outgoing) -> None:
             self.caps.refused(sender)
             while self._refusals_waiting and self.caps.may_refuse(
-                    self._refusals_waiting[0][1].sender):
+                self._refusals_waiting[0][1].sender
+            ):
                 self.caps.refused(self._refusals_waiting[0][1].sender)  # _refuse counts it
                 self._refuse(*self._refusals_waiting.popleft())
 
         limits = PumpLimits(max_failures=1, drain_timeout=self._limits.drain_timeout)
-        out = Outgoing(sender, conversation, encoder, respond=respond, send=send,
-                       limits=limits, on_finished=done)
+        out = Outgoing(
+            sender,
+            conversation,
+            encoder,
+            respond=respond,
+            send=send,
+            limits=limits,
+            on_finished=done,
+        )
         out.start()
         return out
 
@@ -458,23 +545,42 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         if out.telemetry is not None:
             watch, answer = out.telemetry
             ka = out.keepalive
-            watch.end(out.status or "completed", chat_messages=out.sent,
-                      resends=out.redelivery.resends, keepalives=ka.sent if ka else 0,
-                      repairs=out.repairs, answer=answer.transcript.text)
+            watch.end(
+                out.status or "completed",
+                chat_messages=out.sent,
+                resends=out.redelivery.resends,
+                keepalives=ka.sent if ka else 0,
+                repairs=out.repairs,
+                answer=answer.transcript.text,
+            )
         self.desk.ended(out.peer, out.conversation)
         if self.on_reply_end is not None:
             try:
                 ka = out.keepalive
-                self.on_reply_end(ReplyStats(
-                    out.peer, out.conversation, out.status or "completed", out.sent, out.failed,
-                    out.peak_in_flight, clock() - out.started, out.redelivery.resends,
-                    out.duplicates, out.repairs, ka.sent if ka is not None else 0,
-                    out.at_risk()))
+                self.on_reply_end(
+                    ReplyStats(
+                        out.peer,
+                        out.conversation,
+                        out.status or "completed",
+                        out.sent,
+                        out.failed,
+                        out.peak_in_flight,
+                        clock() - out.started,
+                        out.redelivery.resends,
+                        out.duplicates,
+                        out.repairs,
+                        ka.sent if ka is not None else 0,
+                        out.at_risk(),
+                    )
+                )
             except Exception as exc:  # a bad callback must not break the agent
                 LOG.warning("on_reply_end failed: %s", describe(exc))
         lock = self._serial.get(out.peer)
-        if lock is not None and not lock.locked() and not any(
-                o.peer == out.peer for o in self._outgoing):
+        if (
+            lock is not None
+            and not lock.locked()
+            and not any(o.peer == out.peer for o in self._outgoing)
+        ):
             del self._serial[out.peer]
 
     def _bind(self, ctx: Context) -> None:
@@ -497,9 +603,12 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 def _chat_handler_of(protocol: Protocol) -> Callable[[Any, str, ChatMessage], Awaitable[None]]:
     """``protocol``'s ChatMessage handler; a ValueError saying what is wrong otherwise."""
     digest = Model.build_schema_digest(ChatMessage)
-    handler = protocol.signed_message_handlers.get(digest) or \
-        protocol.unsigned_message_handlers.get(digest)
+    handler = protocol.signed_message_handlers.get(
+        digest
+    ) or protocol.unsigned_message_handlers.get(digest)
     if handler is None:
-        raise ValueError(f"StreamingChat.from_protocol: protocol {protocol.name!r} has no "
-                         "@on_message(ChatMessage) handler")
+        raise ValueError(
+            f"StreamingChat.from_protocol: protocol {protocol.name!r} has no "
+            "@on_message(ChatMessage) handler"
+        )
     return cast(Callable[[Any, str, ChatMessage], Awaitable[None]], handler)

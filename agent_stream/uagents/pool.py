@@ -48,10 +48,12 @@ class EnvelopePoster:
         if session is None or session.closed or self._loop is not loop:
             trace = aiohttp.TraceConfig()
             trace.on_connection_create_end.append(self._opened)
-            connector = aiohttp.TCPConnector(limit=self.max_connections,
-                                             keepalive_timeout=self.keepalive)
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections, keepalive_timeout=self.keepalive
+            )
             session = self._session = aiohttp.ClientSession(
-                connector=connector, trace_configs=[trace])
+                connector=connector, trace_configs=[trace]
+            )
             self._loop = loop
         return session
 
@@ -67,20 +69,21 @@ class EnvelopePoster:
             sync: a query expecting an envelope in the answer (posted uagents' own way).
         """
         if sync:
-            return await send_exchange_envelope(envelope=envelope, endpoints=endpoints,
-                                                sync=True)
+            return await send_exchange_envelope(envelope=envelope, endpoints=endpoints, sync=True)
         data = envelope.model_dump_json()
         errors: list[str] = []
         for endpoint in endpoints:
             for attempt in (1, 2):
                 try:
-                    async with self._client().post(endpoint, data=data,
-                                                   headers=HEADERS) as resp:
+                    async with self._client().post(endpoint, data=data, headers=HEADERS) as resp:
                         if resp.status == 200:
-                            return MsgStatus(status=DeliveryStatus.DELIVERED,
-                                             detail="Message successfully delivered via HTTP",
-                                             destination=envelope.target, endpoint=endpoint,
-                                             session=envelope.session)
+                            return MsgStatus(
+                                status=DeliveryStatus.DELIVERED,
+                                detail="Message successfully delivered via HTTP",
+                                destination=envelope.target,
+                                endpoint=endpoint,
+                                session=envelope.session,
+                            )
                         errors.append(f"{resp.status}: {_detail(await resp.text())}")
                 except aiohttp.ServerDisconnectedError as exc:
                     if attempt == 1:  # a kept connection the peer closed: once more, afresh
@@ -91,12 +94,16 @@ class EnvelopePoster:
                 except Exception as exc:  # never let a transport error escape
                     errors.append(f"Failed to send message: {exc}")
                 break
-        LOG.debug("failed to deliver an envelope to %s @ %s: %s", envelope.target, endpoints,
-                  errors)
-        return MsgStatus(status=DeliveryStatus.FAILED,
-                         detail="Message delivery failed" + (f": {errors[-1]}" if errors
-                                                             else ""),
-                         destination=envelope.target, endpoint="", session=envelope.session)
+        LOG.debug(
+            "failed to deliver an envelope to %s @ %s: %s", envelope.target, endpoints, errors
+        )
+        return MsgStatus(
+            status=DeliveryStatus.FAILED,
+            detail="Message delivery failed" + (f": {errors[-1]}" if errors else ""),
+            destination=envelope.target,
+            endpoint="",
+            session=envelope.session,
+        )
 
     async def close(self) -> None:
         """Close the pool's connections (a later post opens new ones)."""

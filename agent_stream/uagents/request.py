@@ -19,6 +19,7 @@ from agent_stream.writer import StreamWriter
 
 __all__ = ["ChannelPolicy", "ChatRequest", "ReplyStats", "Responder", "Turn", "invoke"]
 
+
 @dataclass(frozen=True)
 class ChatRequest:
     """A request a responder answers.
@@ -89,8 +90,10 @@ class ReplyStats:
     at_risk: float = 0.0
 
 
-Responder = (Callable[[ChatRequest, StreamWriter], Awaitable[None]]
-             | Callable[[ChatRequest], AsyncIterator[str]])
+Responder = (
+    Callable[[ChatRequest, StreamWriter], Awaitable[None]]
+    | Callable[[ChatRequest], AsyncIterator[str]]
+)
 ChannelPolicy = Collection[str] | Callable[[ChatRequest], Collection[str] | None] | None
 
 
@@ -106,8 +109,8 @@ def channels_for(policy: ChannelPolicy, request: ChatRequest) -> Collection[str]
 async def invoke(responder: Responder, request: ChatRequest, out: StreamWriter) -> None:
     """Run ``responder`` on ``request``: an async function writes to ``out``; an async generator
     function's pieces become one text message in a block ``llm``."""
-    if inspect.isasyncgenfunction(responder) or inspect.isasyncgenfunction(
-            getattr(responder, "__call__", None)):  # noqa: B004
+    call = getattr(responder, "__call__", None)  # noqa: B004 (an object's async-generator method)
+    if inspect.isasyncgenfunction(responder) or inspect.isasyncgenfunction(call):
         gen: AsyncIterator[str] = responder(request)  # type: ignore[call-arg,assignment]
         async with out.block("llm") as b, b.message("text") as m:
             async for piece in gen:

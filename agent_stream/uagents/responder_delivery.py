@@ -79,8 +79,9 @@ class ResponderDelivery:
         self.replay.end((peer, conversation), clock())
 
     # -- delivery ops -----------------------------------------------------------------------------
-    def control(self, sender: str, op: dict[str, str], replies: Iterable[Outgoing],
-                send: Send) -> Awaitable[None] | None:
+    def control(
+        self, sender: str, op: dict[str, str], replies: Iterable[Outgoing], send: Send
+    ) -> Awaitable[None] | None:
         """Handle an asker's ``resend``/``cancel``; returns the resend work to run, if any."""
         conv = op.get("conversation", "")
         out = next((o for o in replies if o.peer == sender and o.conversation == conv), None)
@@ -89,16 +90,18 @@ class ResponderDelivery:
                 self.cancels += 1
                 LOG.info("reply to %s cancelled by its asker", sender[:80])
             else:
-                LOG.debug("cancel from %s for unknown or finished conversation %r ignored",
-                          sender[:80], conv[:80])
+                LOG.debug(
+                    "cancel from %s for unknown or finished conversation %r ignored",
+                    sender[:80],
+                    conv[:80],
+                )
             return None
         if op.get("op") != OP_RESEND:
             return None
         lo = seq_number(op.get("from"))
         buf = self.replay.get((sender, conv), clock())
         if lo is None or buf is None:
-            LOG.debug("resend from %s for conversation %r: nothing kept", sender[:80],
-                      conv[:80])
+            LOG.debug("resend from %s for conversation %r: nothing kept", sender[:80], conv[:80])
             return None
         chats = buf.covering(lo, seq_number(op.get("to")))
         if not chats:
@@ -108,12 +111,12 @@ class ResponderDelivery:
             return out.resend(chats)
         return _send_all(chats, send)
 
-    def session_cancels(self, sender: str, msg: ChatMessage,
-                        replies: Iterable[Outgoing]) -> bool:
+    def session_cancels(self, sender: str, msg: ChatMessage, replies: Iterable[Outgoing]) -> bool:
         """An EndSessionContent without text from ``sender``: cancel its open replies; True
         when it was such a message (it is not a question)."""
         if not any(isinstance(i, EndSessionContent) for i in msg.content) or any(
-                isinstance(i, TextContent) and i.text for i in msg.content):
+            isinstance(i, TextContent) and i.text for i in msg.content
+        ):
             return False
         for out in list(replies):
             if out.peer == sender and out.cancel():

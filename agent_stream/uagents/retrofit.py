@@ -39,4 +39,5 @@ def check_include(agent: Any, protocol: Protocol) -> None:
         "To stream the replies of an existing chat handler, include "
         "StreamingChat.from_protocol(your_chat_protocol) instead of your chat protocol (not "
         "both); an agent without a chat handler of its own includes StreamingChat(respond) "
-        "alone.")
+        "alone."
+    )

@@ -70,19 +70,19 @@ class SessionLimits:
     idle_expiry: float = 3600.0
 
     def __post_init__(self) -> None:
-        for name in ("max_turns", "max_session_bytes", "max_sessions_per_sender",
-                     "max_sessions"):
+        for name in ("max_turns", "max_session_bytes", "max_sessions_per_sender", "max_sessions"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"SessionLimits.{name} must be an integer >= 1, got {value!r}")
         if not 0 < self.idle_expiry < float("inf"):
-            raise ValueError(f"SessionLimits.idle_expiry must be a positive number of seconds, "
-                             f"got {self.idle_expiry!r}")
+            raise ValueError(
+                f"SessionLimits.idle_expiry must be a positive number of seconds, "
+                f"got {self.idle_expiry!r}"
+            )
 
     def bound(self) -> int:
         """Bytes of turns a store may hold in all: what the memory store's size stays under."""
-        per_session = (self.max_session_bytes + self.max_turns * TURN_OVERHEAD
-                       + SESSION_OVERHEAD)
+        per_session = self.max_session_bytes + self.max_turns * TURN_OVERHEAD + SESSION_OVERHEAD
         return self.max_sessions * per_session
 
 
@@ -121,9 +121,14 @@ class _Warn:
         self._log = RateLimitedLog(LOG, 5, 10.0)
 
     def trimmed(self, key: SessionKey, dropped: int, limits: SessionLimits) -> None:
-        self._log.warning("session %s of %s: %d oldest turns forgotten (at most %d turns, "
-                          "%d bytes per session)", key[1][:36], key[0][:24], dropped,
-                          limits.max_turns, limits.max_session_bytes)
+        self._log.warning(
+            "session %s of %s: %d oldest turns forgotten (at most %d turns, %d bytes per session)",
+            key[1][:36],
+            key[0][:24],
+            dropped,
+            limits.max_turns,
+            limits.max_session_bytes,
+        )
 
     def evicted(self, key: SessionKey, why: str) -> None:
         self._log.warning("session %s of %s forgotten: %s", key[1][:36], key[0][:24], why)
@@ -149,8 +154,9 @@ class _Session:
 class MemorySessionStore:
     """Sessions in this process's memory (the default store), within :class:`SessionLimits`."""
 
-    def __init__(self, limits: SessionLimits | None = None, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, limits: SessionLimits | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.limits = limits or SessionLimits()
         self._clock = clock
         self._sessions: OrderedDict[SessionKey, _Session] = OrderedDict()  # LRU first
@@ -197,8 +203,9 @@ class MemorySessionStore:
             oldest = next(k for k in self._sessions if k[0] == new[0])
             self._sessions.pop(oldest)
             self._release(oldest[0])
-            self._warn.evicted(oldest, f"over {limits.max_sessions_per_sender} sessions of one "
-                                       "sender")
+            self._warn.evicted(
+                oldest, f"over {limits.max_sessions_per_sender} sessions of one sender"
+            )
         while len(self._sessions) > limits.max_sessions:
             oldest, _ = self._sessions.popitem(last=False)
             self._release(oldest[0])
@@ -234,15 +241,19 @@ class SqliteSessionStore:
     """Sessions in an SQLite file (WAL): they outlive the agent's process, a turn is stored whole
     or not at all. Calls run in a worker thread, one at a time."""
 
-    def __init__(self, path: str | Path, limits: SessionLimits | None = None, *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        limits: SessionLimits | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.limits = limits or SessionLimits()
         self.path = Path(path)
         self._clock = clock
         self._lock = asyncio.Lock()
         self._warn = _Warn()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False,
-                                   isolation_level=None)
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
@@ -253,8 +264,9 @@ class SqliteSessionStore:
 
     async def load(self, key: SessionKey) -> tuple[Turn, ...]:
         def work() -> tuple[Turn, ...]:
-            row = self._db.execute("SELECT used, turns FROM sessions WHERE sender=? AND "
-                                   "session=?", key).fetchone()
+            row = self._db.execute(
+                "SELECT used, turns FROM sessions WHERE sender=? AND session=?", key
+            ).fetchone()
             if row is None or self._clock() - row[0] >= self.limits.idle_expiry:
                 return ()
             return tuple(_turns_from_json(row[1]))
@@ -270,13 +282,17 @@ class SqliteSessionStore:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute("DELETE FROM sessions WHERE used < ?", (now - limits.idle_expiry,))
-                row = db.execute("SELECT turns FROM sessions WHERE sender=? AND session=?",
-                                 key).fetchone()
+                row = db.execute(
+                    "SELECT turns FROM sessions WHERE sender=? AND session=?", key
+                ).fetchone()
                 kept = _turns_from_json(row[0]) if row is not None else []
                 kept.extend(turns)
                 dropped = _trim(kept, limits)
-                db.execute("INSERT OR REPLACE INTO sessions (sender, session, used, turns) "
-                           "VALUES (?, ?, ?, ?)", (*key, now, _turns_to_json(kept)))
+                db.execute(
+                    "INSERT OR REPLACE INTO sessions (sender, session, used, turns) "
+                    "VALUES (?, ?, ?, ?)",
+                    (*key, now, _turns_to_json(kept)),
+                )
                 evicted = self._evict(db, key)
                 db.execute("COMMIT")
             except BaseException:
@@ -293,18 +309,24 @@ class SqliteSessionStore:
     def _evict(self, db: sqlite3.Connection, key: SessionKey) -> list[SessionKey]:
         limits = self.limits
         gone: list[SessionKey] = []
-        rows = db.execute("SELECT sender, session FROM sessions WHERE sender=? ORDER BY used "
-                          "DESC LIMIT -1 OFFSET ?", (key[0], limits.max_sessions_per_sender))
+        rows = db.execute(
+            "SELECT sender, session FROM sessions WHERE sender=? ORDER BY used "
+            "DESC LIMIT -1 OFFSET ?",
+            (key[0], limits.max_sessions_per_sender),
+        )
         gone.extend((r[0], r[1]) for r in rows.fetchall())
-        rows = db.execute("SELECT sender, session FROM sessions ORDER BY used DESC LIMIT -1 "
-                          "OFFSET ?", (limits.max_sessions,))
+        rows = db.execute(
+            "SELECT sender, session FROM sessions ORDER BY used DESC LIMIT -1 OFFSET ?",
+            (limits.max_sessions,),
+        )
         gone.extend((r[0], r[1]) for r in rows.fetchall() if (r[0], r[1]) not in gone)
         db.executemany("DELETE FROM sessions WHERE sender=? AND session=?", gone)
         return gone
 
     async def forget(self, key: SessionKey) -> None:
-        await self._run(lambda: self._db.execute(
-            "DELETE FROM sessions WHERE sender=? AND session=?", key))
+        await self._run(
+            lambda: self._db.execute("DELETE FROM sessions WHERE sender=? AND session=?", key)
+        )
 
     async def close(self) -> None:
         await self._run(self._db.close)
@@ -314,13 +336,20 @@ class RedisSessionStore:
     """Sessions in Redis (the server the gateway's resume store may share): one JSON value per
     session, written in a WATCH/MULTI transaction; idle expiry is the key's TTL."""
 
-    def __init__(self, url: str, limits: SessionLimits | None = None, *,
-                 prefix: str = "agent_stream:sessions") -> None:
+    def __init__(
+        self,
+        url: str,
+        limits: SessionLimits | None = None,
+        *,
+        prefix: str = "agent_stream:sessions",
+    ) -> None:
         try:
             import redis.asyncio as aioredis
         except ImportError:  # pragma: no cover - the gateway extra brings it
-            raise ImportError("--sessions redis://... needs the redis package: "
-                              "pip install 'agent-stream[gateway]'") from None
+            raise ImportError(
+                "--sessions redis://... needs the redis package: "
+                "pip install 'agent-stream[gateway]'"
+            ) from None
         self.limits = limits or SessionLimits()
         self._redis = aioredis.from_url(url)
         self._prefix = prefix
@@ -372,8 +401,9 @@ class RedisSessionStore:
         cutoff = time.time() - limits.idle_expiry
         for index in (self._index(sender), self._index()):
             await self._redis.zremrangebyscore(index, "-inf", cutoff)
-        over_sender = await self._redis.zrange(self._index(sender), 0,
-                                               -limits.max_sessions_per_sender - 1)
+        over_sender = await self._redis.zrange(
+            self._index(sender), 0, -limits.max_sessions_per_sender - 1
+        )
         over_all = await self._redis.zrange(self._index(), 0, -limits.max_sessions - 1)
         for member in {*over_sender, *over_all}:
             old = tuple(json.loads(member))
@@ -400,7 +430,7 @@ def open_store(spec: str, limits: SessionLimits | None = None) -> SessionStore:
     if spec == "memory":
         return MemorySessionStore(limits)
     if spec.startswith("sqlite:"):
-        path = spec[len("sqlite:"):]
+        path = spec[len("sqlite:") :]
         if not path:
             raise ValueError("--sessions sqlite:PATH needs a file path")
         parent = Path(path).expanduser().resolve().parent
@@ -412,5 +442,6 @@ def open_store(spec: str, limits: SessionLimits | None = None) -> SessionStore:
             raise ValueError(f"--sessions {spec}: {exc}") from None
     if spec.startswith(("redis://", "rediss://", "unix://")):
         return RedisSessionStore(spec, limits)
-    raise ValueError(f"unknown session store {spec!r}: expected memory, sqlite:PATH or "
-                     "redis://HOST:PORT/DB")
+    raise ValueError(
+        f"unknown session store {spec!r}: expected memory, sqlite:PATH or redis://HOST:PORT/DB"
+    )

@@ -35,8 +35,15 @@ from agent_stream.uagents.hardening import Protection
 from agent_stream.uagents.outgoing import PumpLimits
 from agent_stream.uagents.sessions import SessionLimits
 
-__all__ = ["ChatSettings", "DeliveryPolicy", "HistoryLimits", "Protection", "PumpLimits",
-           "ReplyLimits", "SessionLimits"]
+__all__ = [
+    "ChatSettings",
+    "DeliveryPolicy",
+    "HistoryLimits",
+    "Protection",
+    "PumpLimits",
+    "ReplyLimits",
+    "SessionLimits",
+]
 
 
 @dataclass(frozen=True)
@@ -69,8 +76,7 @@ class ReplyLimits:
         if self.max_question_bytes is not None:
             _at_least_one("max_question_bytes", self.max_question_bytes)
         if not isinstance(self.trusted, Mapping):
-            raise ValueError(f"trusted must map addresses to replies at once, got "
-                             f"{self.trusted!r}")
+            raise ValueError(f"trusted must map addresses to replies at once, got {self.trusted!r}")
         for address, replies in self.trusted.items():
             if not isinstance(address, str) or not address:
                 raise ValueError(f"trusted: {address!r} is not an agent address")

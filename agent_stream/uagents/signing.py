@@ -40,8 +40,16 @@ try:
 except ImportError:  # pragma: no cover - coincurve is a dependency; kept optional at run time
     coincurve = None
 
-__all__ = ["AVAILABLE", "MAX_KEYS", "FastEnvelope", "FastIdentity", "bech32_decode",
-           "bech32_encode", "speed_up", "verify_digest"]
+__all__ = [
+    "AVAILABLE",
+    "MAX_KEYS",
+    "FastEnvelope",
+    "FastIdentity",
+    "bech32_decode",
+    "bech32_encode",
+    "speed_up",
+    "verify_digest",
+]
 
 #: Whether libsecp256k1 (``coincurve``) is installed.
 AVAILABLE = coincurve is not None
@@ -123,7 +131,7 @@ def bech32_decode(value: str, hrp: str) -> bytes | None:
     """
     if not isinstance(value, str) or not value.startswith(hrp + "1"):
         return None
-    body = value[len(hrp) + 1:]
+    body = value[len(hrp) + 1 :]
     if len(body) < 7 or len(hrp) > 82 or "1" in body:
         return None
     get = _VALUE.get
@@ -223,8 +231,9 @@ class FastIdentity(Identity):  # type: ignore[misc]
         """
         if isinstance(identity, FastIdentity):
             return identity
-        key = ecdsa.SigningKey.from_string(bytes.fromhex(identity.private_key),
-                                           curve=ecdsa.SECP256k1, hashfunc=hashlib.sha256)
+        key = ecdsa.SigningKey.from_string(
+            bytes.fromhex(identity.private_key), curve=ecdsa.SECP256k1, hashfunc=hashlib.sha256
+        )
         return cls(key)
 
     def sign_digest(self, digest: bytes) -> str:

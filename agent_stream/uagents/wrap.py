@@ -50,8 +50,13 @@ class _CapturingContext:
 
     async def send(self, destination: str, message: Model, timeout: int = 30) -> Any:
         def status(detail: str) -> MsgStatus:
-            return MsgStatus(status=DeliveryStatus.DELIVERED, detail=detail,
-                             destination=destination, endpoint="", session=None)
+            return MsgStatus(
+                status=DeliveryStatus.DELIVERED,
+                detail=detail,
+                destination=destination,
+                endpoint="",
+                session=None,
+            )
 
         if destination == self._asker and isinstance(message, ChatAcknowledgement):
             return status("acknowledged by the streaming plugin")
@@ -70,13 +75,20 @@ class _CapturingContext:
                     continue
             return status("streamed by the plugin")
         ok, detail = await self._forward(self._ctx, destination, message)
-        return MsgStatus(status=DeliveryStatus.DELIVERED if ok else DeliveryStatus.FAILED,
-                         detail=detail, destination=destination, endpoint="", session=None)
+        return MsgStatus(
+            status=DeliveryStatus.DELIVERED if ok else DeliveryStatus.FAILED,
+            detail=detail,
+            destination=destination,
+            endpoint="",
+            session=None,
+        )
 
 
 def wrap_chat_handler(
     handler: Callable[[Any, str, ChatMessage], Awaitable[None]],
-    plugin: StreamingChat | None = None, *, label: str | None = None,
+    plugin: StreamingChat | None = None,
+    *,
+    label: str | None = None,
 ) -> Callable[[ChatRequest, StreamWriter], Awaitable[None]]:
     """A responder from an existing, non-streaming chat handler ``(ctx, sender, msg)``.
 

@@ -103,8 +103,9 @@ def save_svg(raw: str, path: Path, title: str, head: int = 0, tail: int = 0) -> 
     if head and len(lines) > head + tail + 1:
         cut = len(lines) - head - tail
         lines = [*lines[:head], f"\x1b[2m  ... ({cut} more lines)\x1b[0m", *lines[-tail:]]
-    console = Console(record=True, width=WIDTH, file=io.StringIO(), force_terminal=True,
-                      color_system="truecolor")
+    console = Console(
+        record=True, width=WIDTH, file=io.StringIO(), force_terminal=True, color_system="truecolor"
+    )
     console.print(Text.from_ansi("\n".join(lines)))
     console.save_svg(str(path), title=title)
 
@@ -113,8 +114,14 @@ def in_terminal(args: list[str], env: dict[str, str], timeout: float = 120.0) ->
     """Everything ``agent-stream ARGS`` writes to a WIDTH-column pseudo-terminal."""
     import pexpect
 
-    child = pexpect.spawn(sys.executable, ["-m", "agent_stream", *args], env=env,
-                          dimensions=(HEIGHT, WIDTH), encoding="utf-8", timeout=timeout)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agent_stream", *args],
+        env=env,
+        dimensions=(HEIGHT, WIDTH),
+        encoding="utf-8",
+        timeout=timeout,
+    )
     child.expect(pexpect.EOF)
     child.close()
     return str(child.before)
@@ -144,23 +151,62 @@ def main() -> int:
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     work = Path(tempfile.mkdtemp(prefix="agent-stream-images-"))
-    env = dict(os.environ, AGENT_STREAM_DIRECTORY=str(work / "agents.json"),
-               PYTHONUNBUFFERED="1", TERM="xterm-256color", COLUMNS=str(WIDTH),
-               LINES=str(HEIGHT), NO_PROXY="127.0.0.1,localhost")
+    env = dict(
+        os.environ,
+        AGENT_STREAM_DIRECTORY=str(work / "agents.json"),
+        PYTHONUNBUFFERED="1",
+        TERM="xterm-256color",
+        COLUMNS=str(WIDTH),
+        LINES=str(HEIGHT),
+        NO_PROXY="127.0.0.1,localhost",
+    )
     started: list[subprocess.Popen[bytes]] = []
     try:
         port, gw_port = free_port(), free_port()
         log = open(work / "serve.log", "wb")  # noqa: SIM115 (closed with the process)
-        started.append(subprocess.Popen(
-            [sys.executable, "-m", "agent_stream", "serve", "--port", str(port), "--name",
-             "llm", "--rate", "40", "--reasoning", "--seed", "the pictures' own agent seed"],
-            env=env, stdout=log, stderr=log, cwd=work))
-        wait_for("agent-stream serve",
-                 lambda: b"ask it:" in (work / "serve.log").read_bytes())
+        started.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "agent_stream",
+                    "serve",
+                    "--port",
+                    str(port),
+                    "--name",
+                    "llm",
+                    "--rate",
+                    "40",
+                    "--reasoning",
+                    "--seed",
+                    "the pictures' own agent seed",
+                ],
+                env=env,
+                stdout=log,
+                stderr=log,
+                cwd=work,
+            )
+        )
+        wait_for("agent-stream serve", lambda: b"ask it:" in (work / "serve.log").read_bytes())
         gw_log = open(work / "gateway.log", "wb")  # noqa: SIM115
-        started.append(subprocess.Popen(
-            [sys.executable, "-m", "agent_stream", "gateway", "--port", str(gw_port),
-             "--agent", "llm"], env=env, stdout=gw_log, stderr=gw_log, cwd=work))
+        started.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "agent_stream",
+                    "gateway",
+                    "--port",
+                    str(gw_port),
+                    "--agent",
+                    "llm",
+                ],
+                env=env,
+                stdout=gw_log,
+                stderr=gw_log,
+                cwd=work,
+            )
+        )
         url = f"http://127.0.0.1:{gw_port}"
         wait_for("agent-stream gateway", lambda: answers(url + "/healthz"))
 
@@ -178,10 +224,16 @@ def main() -> int:
 
         print("gateway-page.png: the gateway's page in headless chromium")
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu",
-                                              "--no-first-run",
-                                              "--disable-background-networking"])
+            browser = p.chromium.launch(
+                executable_path=chromium,
+                headless=True,
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                ],
+            )
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(url + "/")
             page.wait_for_selector("#agent option[value='llm']", state="attached")

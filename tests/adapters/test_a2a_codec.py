@@ -37,16 +37,23 @@ def check_rules(events: list[Any]) -> None:
         created.add(aid)
         if e.last_chunk:
             last.add(aid)
-            assert e.append or len([x for x in events if isinstance(x, TaskArtifactUpdateEvent)
-                                    and x.artifact.artifact_id == aid]) == 1, \
-                "a last chunk that replaces the artifact"
+            assert (
+                e.append
+                or len(
+                    [
+                        x
+                        for x in events
+                        if isinstance(x, TaskArtifactUpdateEvent) and x.artifact.artifact_id == aid
+                    ]
+                )
+                == 1
+            ), "a last chunk that replaces the artifact"
     assert isinstance(events[-1], TaskStatusUpdateEvent) and events[-1].final
 
 
 def summary(msgs: list[Message]) -> list[tuple[Any, ...]]:
     t = assemble(msgs)
-    return [(m.message_id, m.thread_id, m.block_id, m.type, m.props, m.status)
-            for m in t.messages]
+    return [(m.message_id, m.thread_id, m.block_id, m.type, m.props, m.status) for m in t.messages]
 
 
 @pytest.mark.parametrize("name", list(corpus()))
@@ -56,15 +63,19 @@ def test_corpus_round_trip(name: str) -> None:
     events = [e for m in msgs for e in enc.feed(m)] + enc.close()
     check_rules(events)
     dec = A2ADecoder()
-    back = [m for line in "".join(frame_sse(e) for e in events).splitlines()
-            for m in dec.feed_line(line)] + dec.close()
+    back = [
+        m
+        for line in "".join(frame_sse(e) for e in events).splitlines()
+        for m in dec.feed_line(line)
+    ] + dec.close()
     want, got = summary(msgs), summary(back)
     if name == "rewrites_retypes":  # a text artifact carries the text, not other props
         want[1][4].pop("message")
     assert got == want
     assert assemble(back).status == assemble(msgs).status
-    assert [b.to_dict() for b in assemble(back).blocks] == \
-        [b.to_dict() for b in assemble(msgs).blocks]
+    assert [b.to_dict() for b in assemble(back).blocks] == [
+        b.to_dict() for b in assemble(msgs).blocks
+    ]
 
 
 async def test_the_sdk_task_manager_builds_the_same_artifacts(caplog: Any) -> None:
@@ -75,8 +86,10 @@ async def test_the_sdk_task_manager_builds_the_same_artifacts(caplog: Any) -> No
         await mgr.process(e)
     task = mgr.get_task_or_raise()
     assert task.status.state == TaskState.completed
-    arts = {a.artifact_id: "".join(p.root.text for p in a.parts)  # type: ignore[union-attr]
-            for a in task.artifacts or []}
+    arts = {
+        a.artifact_id: "".join(p.root.text for p in a.parts)  # type: ignore[union-attr]
+        for a in task.artifacts or []
+    }
     assert arts == {"T1:M1": "Sunny in Paris.", "T2:M1": "Markets are up.", "M2": "Both done."}
     assert task.metadata and task.metadata["agent_stream"]["data"]["usage"]["total_tokens"] == 21
     assert not caplog.records
@@ -84,24 +97,40 @@ async def test_the_sdk_task_manager_builds_the_same_artifacts(caplog: Any) -> No
 
 def test_tool_call_waits_for_its_name_and_deltas_are_data_parts() -> None:
     enc = A2AEncoder()
-    enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": '{"a":'},
-                     delta=True))
-    assert enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": "1"},
-                            delta=True)) == []
-    (first,) = enc.feed(Message(type="tool_call", message_id="M1",
-                                props={"name": "f", "id": "c1"}, delta=True,
-                                delta_action="merge"))
+    enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": '{"a":'}, delta=True))
+    assert (
+        enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": "1"}, delta=True))
+        == []
+    )
+    (first,) = enc.feed(
+        Message(
+            type="tool_call",
+            message_id="M1",
+            props={"name": "f", "id": "c1"},
+            delta=True,
+            delta_action="merge",
+        )
+    )
     assert first.artifact.parts[0].root.data == {"arguments": '{"a":1', "name": "f", "id": "c1"}
-    (more,) = enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": "}"},
-                               delta=True))
+    (more,) = enc.feed(
+        Message(type="tool_call", message_id="M1", props={"arguments": "}"}, delta=True)
+    )
     assert more.append and more.artifact.parts[0].root.data == {"arguments": "}"}
 
 
 def test_rewrite_replaces_the_artifact_whole() -> None:
     enc = A2AEncoder()
     enc.feed(text("Hello", message_id="M1"))
-    (e,) = enc.feed(Message(type="text", message_id="M1", props={"content": "Bye"},
-                            delta=True, delta_action="replace", delta_path="content"))
+    (e,) = enc.feed(
+        Message(
+            type="text",
+            message_id="M1",
+            props={"content": "Bye"},
+            delta=True,
+            delta_action="replace",
+            delta_path="content",
+        )
+    )
     assert not e.append and e.artifact.parts[0].root.text == "Bye"
 
 
@@ -130,32 +159,61 @@ def test_cut_stream_fails_as_incomplete_with_a_warning() -> None:
 
 def test_decoder_drops_append_for_unknown_artifact() -> None:
     dec = A2ADecoder()
-    dec.feed({"result": {"kind": "task", "id": "t", "contextId": "c",
-                         "status": {"state": "working"}}})
-    out = dec.feed({"result": {"kind": "artifact-update", "taskId": "t", "contextId": "c",
-                               "append": True,
-                               "artifact": {"artifactId": "x", "parts": [
-                                   {"kind": "text", "text": "hi"}]}}})
+    dec.feed(
+        {"result": {"kind": "task", "id": "t", "contextId": "c", "status": {"state": "working"}}}
+    )
+    out = dec.feed(
+        {
+            "result": {
+                "kind": "artifact-update",
+                "taskId": "t",
+                "contextId": "c",
+                "append": True,
+                "artifact": {"artifactId": "x", "parts": [{"kind": "text", "text": "hi"}]},
+            }
+        }
+    )
     assert out == [] and [w.code for w in dec.drain_warnings()] == ["unknown_artifact"]
 
 
 def test_decoder_reads_a_foreign_server() -> None:
     dec = A2ADecoder()
     out: list[Message] = []
-    for ev in [{"kind": "task", "id": "t", "contextId": "c", "status": {"state": "submitted"}},
-               {"kind": "artifact-update", "taskId": "t", "contextId": "c",
-                "artifact": {"artifactId": "a1", "parts": [{"kind": "text", "text": "He"}]}},
-               {"kind": "artifact-update", "taskId": "t", "contextId": "c", "append": True,
-                "lastChunk": True,
-                "artifact": {"artifactId": "a1", "parts": [{"kind": "text", "text": "y"}]}},
-               {"kind": "status-update", "taskId": "t", "contextId": "c", "final": True,
-                "status": {"state": "failed", "message": {
-                    "kind": "message", "messageId": "m", "role": "agent",
-                    "parts": [{"kind": "text", "text": "boom"}]}}}]:
+    for ev in [
+        {"kind": "task", "id": "t", "contextId": "c", "status": {"state": "submitted"}},
+        {
+            "kind": "artifact-update",
+            "taskId": "t",
+            "contextId": "c",
+            "artifact": {"artifactId": "a1", "parts": [{"kind": "text", "text": "He"}]},
+        },
+        {
+            "kind": "artifact-update",
+            "taskId": "t",
+            "contextId": "c",
+            "append": True,
+            "lastChunk": True,
+            "artifact": {"artifactId": "a1", "parts": [{"kind": "text", "text": "y"}]},
+        },
+        {
+            "kind": "status-update",
+            "taskId": "t",
+            "contextId": "c",
+            "final": True,
+            "status": {
+                "state": "failed",
+                "message": {
+                    "kind": "message",
+                    "messageId": "m",
+                    "role": "agent",
+                    "parts": [{"kind": "text", "text": "boom"}],
+                },
+            },
+        },
+    ]:
         out += dec.feed(ev)
     t = assemble(out)
-    assert [(m.message_id, m.content, m.status) for m in t.messages] == [
-        ("a1", "Hey", "completed")]
+    assert [(m.message_id, m.content, m.status) for m in t.messages] == [("a1", "Hey", "completed")]
     assert t.status == "error" and t.stream_data["error"] == "boom"
 
 
@@ -182,14 +240,17 @@ def test_convert_then_decode_on_the_command_line() -> None:
     assert back.code == 0, back.err
     got = [Message.from_json(line) for line in back.out.decode().splitlines()]
     assert summary(got) == summary(msgs)
-    bad = run(["decode", "--from", "a2a"], b"data: {\"result\": {\"kind\": \"nope\"}}\n")
+    bad = run(["decode", "--from", "a2a"], b'data: {"result": {"kind": "nope"}}\n')
     assert bad.code == 2 and "line 1: not an A2A streaming event" in bad.err
 
 
 @pytest.mark.parametrize("argv", [["convert", "--to", "a2a"], ["decode", "--from", "a2a"]])
 def test_without_a2a_sdk_the_commands_name_the_extra(
-        argv: list[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    argv: list[str],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import sys
 
     from agent_stream.cli import main
@@ -207,13 +268,24 @@ def test_without_a2a_sdk_the_commands_name_the_extra(
 
 def test_decoder_reads_a_plain_message_reply_and_a_jsonrpc_error() -> None:
     dec = A2ADecoder()
-    out = dec.feed({"jsonrpc": "2.0", "id": 1, "result": {
-        "kind": "message", "messageId": "r1", "role": "agent",
-        "parts": [{"kind": "text", "text": "just this"}]}})
+    out = dec.feed(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "kind": "message",
+                "messageId": "r1",
+                "role": "agent",
+                "parts": [{"kind": "text", "text": "just this"}],
+            },
+        }
+    )
     t = assemble(out)
     assert [(m.content, m.status) for m in t.messages] == [("just this", "completed")]
     assert t.status == "completed"
-    err = A2ADecoder().feed({"jsonrpc": "2.0", "id": 1,
-                             "error": {"code": -32001, "message": "Task not found"}})
-    assert assemble(err).status == "error" and \
-        assemble(err).stream_data["error"] == "Task not found"
+    err = A2ADecoder().feed(
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "Task not found"}}
+    )
+    assert (
+        assemble(err).status == "error" and assemble(err).stream_data["error"] == "Task not found"
+    )

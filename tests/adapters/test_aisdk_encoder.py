@@ -16,10 +16,26 @@ from agent_stream.adapters.aisdk import DONE, HEADERS, AISDKEncoder, encode_mess
 from agent_stream.assemble import assemble
 from agent_stream.message import Message, text, tool_call
 
-CHUNK_TYPES = {"start", "finish", "abort", "error", "start-step", "finish-step", "text-start",
-               "text-delta", "text-end", "reasoning-start", "reasoning-delta", "reasoning-end",
-               "tool-input-start", "tool-input-delta", "tool-input-available",
-               "tool-input-error", "tool-output-available", "file"}
+CHUNK_TYPES = {
+    "start",
+    "finish",
+    "abort",
+    "error",
+    "start-step",
+    "finish-step",
+    "text-start",
+    "text-delta",
+    "text-end",
+    "reasoning-start",
+    "reasoning-delta",
+    "reasoning-end",
+    "tool-input-start",
+    "tool-input-delta",
+    "tool-input-available",
+    "tool-input-error",
+    "tool-output-available",
+    "file",
+}
 
 
 class UIReader:
@@ -66,20 +82,31 @@ class UIReader:
         elif t == "tool-input-start":
             assert isinstance(c["toolName"], str) and c["toolName"]
             self.partial[c["toolCallId"]] = ""
-            self.parts.append({"type": "dynamic-tool", "toolCallId": c["toolCallId"],
-                               "toolName": c["toolName"], "state": "input-streaming",
-                               "providerExecuted": c.get("providerExecuted")})
+            self.parts.append(
+                {
+                    "type": "dynamic-tool",
+                    "toolCallId": c["toolCallId"],
+                    "toolName": c["toolName"],
+                    "state": "input-streaming",
+                    "providerExecuted": c.get("providerExecuted"),
+                }
+            )
         elif t == "tool-input-delta":
             assert c["toolCallId"] in self.partial, "tool-input-delta before its start"
             self.partial[c["toolCallId"]] += c["inputTextDelta"]
         elif t in ("tool-input-available", "tool-input-error"):
             p = self.tool(c["toolCallId"])
-            p.update(state="input-available" if t == "tool-input-available" else "output-error",
-                     input=c["input"], toolName=c["toolName"])
+            p.update(
+                state="input-available" if t == "tool-input-available" else "output-error",
+                input=c["input"],
+                toolName=c["toolName"],
+            )
         elif t == "tool-output-available":
             self.tool(c["toolCallId"]).update(state="output-available", output=c["output"])
         elif t.startswith("data-"):
-            same = [p for p in self.parts if p["type"] == t and "id" in c and p.get("id") == c["id"]]
+            same = [
+                p for p in self.parts if p["type"] == t and "id" in c and p.get("id") == c["id"]
+            ]
             if c.get("transient"):
                 pass
             elif same:
@@ -93,8 +120,9 @@ class UIReader:
             self.parts.append({"type": "step-start"})
             self.step_open = True
         elif t == "finish-step":
-            assert not any(p["state"] == "input-streaming" for p in self.parts
-                           if p["type"] == "dynamic-tool"), "finish-step with a tool open"
+            assert not any(
+                p["state"] == "input-streaming" for p in self.parts if p["type"] == "dynamic-tool"
+            ), "finish-step with a tool open"
             assert not self.text and not self.reasoning, "finish-step forgets open text"
             self.step_open = False
         elif t == "error":
@@ -154,38 +182,64 @@ def test_corpus_reads_back_as_the_transcript(name: str) -> None:
     elif t.status == "error":
         assert r.finish == "error" and r.errors == [t.stream_data["error"]]
     else:  # cut: not completed, and said so
-        assert r.finish is None and r.errors and [w.code for w in enc.drain_warnings()] == \
-            ["incomplete"]
+        assert (
+            r.finish is None
+            and r.errors
+            and [w.code for w in enc.drain_warnings()] == ["incomplete"]
+        )
 
 
 def test_usage_rides_on_finish_and_is_never_invented() -> None:
     msgs = corpus()["parallel_threads"]
     r = read(encode_messages(msgs))
-    assert r.metadata == {"usage": {"prompt_tokens": 12, "completion_tokens": 9,
-                                    "total_tokens": 21}}
+    assert r.metadata == {
+        "usage": {"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21}
+    }
     assert read(encode_messages(corpus()["late_tool_names"])).metadata is None
 
 
 def test_agent_tools_are_provider_executed_with_their_output() -> None:
     r = read(encode_messages(corpus()["tools_only"]))
     (call,) = [p for p in r.parts if p["type"] == "dynamic-tool"]
-    assert call == {"type": "dynamic-tool", "toolCallId": "call_w", "toolName": "get_weather",
-                    "state": "output-available", "providerExecuted": True,
-                    "input": {"city": "Paris"}, "output": "18°C, clear"}
+    assert call == {
+        "type": "dynamic-tool",
+        "toolCallId": "call_w",
+        "toolName": "get_weather",
+        "state": "output-available",
+        "providerExecuted": True,
+        "input": {"city": "Paris"},
+        "output": "18°C, clear",
+    }
     assert [p["data"] for p in r.parts if p["type"] == "data-loading"] == [
-        {"message": "Calling get_weather", "done": True}]
+        {"message": "Calling get_weather", "done": True}
+    ]
 
 
 def test_no_tool_call_before_its_name() -> None:
     enc = AISDKEncoder()
-    out = enc.feed(Message(type="tool_call", message_id="M1", props={"arguments": '{"a":'},
-                           delta=True))
+    out = enc.feed(
+        Message(type="tool_call", message_id="M1", props={"arguments": '{"a":'}, delta=True)
+    )
     assert [c["type"] for c in out] == ["start"]
-    out = enc.feed(Message(type="tool_call", message_id="M1", props={"name": "f", "id": "c1"},
-                           delta=True, delta_action="merge"))
-    assert out == [{"type": "tool-input-start", "toolCallId": "c1", "toolName": "f",
-                    "providerExecuted": True, "dynamic": True},
-                   {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": '{"a":'}]
+    out = enc.feed(
+        Message(
+            type="tool_call",
+            message_id="M1",
+            props={"name": "f", "id": "c1"},
+            delta=True,
+            delta_action="merge",
+        )
+    )
+    assert out == [
+        {
+            "type": "tool-input-start",
+            "toolCallId": "c1",
+            "toolName": "f",
+            "providerExecuted": True,
+            "dynamic": True,
+        },
+        {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": '{"a":'},
+    ]
 
 
 def test_a_call_that_never_gets_a_name_is_named_tool_with_a_warning() -> None:
@@ -199,8 +253,16 @@ def test_a_call_that_never_gets_a_name_is_named_tool_with_a_warning() -> None:
 def test_a_name_changed_after_sending_is_warned_about() -> None:
     enc = AISDKEncoder()
     enc.feed(tool_call("c1", "f", "{}", message_id="M1"))
-    enc.feed(Message(type="tool_call", message_id="M1", props={"name": "g"}, delta=True,
-                     delta_path="name", delta_action="replace"))
+    enc.feed(
+        Message(
+            type="tool_call",
+            message_id="M1",
+            props={"name": "g"},
+            delta=True,
+            delta_path="name",
+            delta_action="replace",
+        )
+    )
     assert [w.code for w in enc.drain_warnings()] == ["rewrite"]
 
 
@@ -216,8 +278,11 @@ def test_close_with_a_status_ends_as_told() -> None:
     enc = AISDKEncoder()
     enc.feed(text("a", message_id="M1"))
     out = enc.close(status="error", error="boom")
-    assert out[-3:] == [{"type": "error", "errorText": "boom"},
-                        {"type": "finish", "finishReason": "error"}, DONE]
+    assert out[-3:] == [
+        {"type": "error", "errorText": "boom"},
+        {"type": "finish", "finishReason": "error"},
+        DONE,
+    ]
     assert enc.finished and enc.close() == [] and enc.feed(text("b")) == []
 
 
@@ -229,8 +294,9 @@ def test_any_stream_is_one_the_sdk_accepts(msgs: list[Message], ended: bool) -> 
     chunks += enc.close(status="completed" if ended else None)
     r = read(chunks)
     assert r.done
-    ids = [c["toolCallId"] for c in chunks if isinstance(c, dict) and
-           c["type"] == "tool-input-start"]
+    ids = [
+        c["toolCallId"] for c in chunks if isinstance(c, dict) and c["type"] == "tool-input-start"
+    ]
     assert len(ids) == len(set(ids)), "a tool call id started twice"
 
 
@@ -240,8 +306,11 @@ def test_convert_on_the_command_line() -> None:
     msgs = corpus()["cut_stream"]
     r = run(["convert", "--to", "aisdk"], "".join(m.to_json() + "\n" for m in msgs).encode())
     assert r.code == 0
-    chunks = [DONE if ln == "data: [DONE]" else json.loads(ln[6:])
-              for ln in r.out.decode().split("\n\n") if ln]
+    chunks = [
+        DONE if ln == "data: [DONE]" else json.loads(ln[6:])
+        for ln in r.out.decode().split("\n\n")
+        if ln
+    ]
     assert read(chunks).errors == ["the stream ended before it was complete"]
     assert "warning: incomplete" in r.err
 
@@ -251,8 +320,10 @@ async def test_routing_by_accept_writes_the_ui_stream() -> None:
 
     assert format_for("aisdk") == "aisdk" and content_type("aisdk") == "text/event-stream"
     sent: list[str] = []
-    async with writer_for("aisdk", sent.append, request_id="r1", message_id="m1") as out, \
-            out.message("text") as m:
+    async with (
+        writer_for("aisdk", sent.append, request_id="r1", message_id="m1") as out,
+        out.message("text") as m,
+    ):
         await m.append("héllo")
     chunks = [DONE if s == "data: [DONE]\n\n" else json.loads(s[6:]) for s in sent]
     r = read(chunks)
@@ -262,5 +333,7 @@ async def test_routing_by_accept_writes_the_ui_stream() -> None:
     sink = sink_for("aisdk", cut.append)
     await sink(text("a", message_id="M1"))
     await sink.close()  # no stream_end: not completed
-    assert cut[-2:] == ['data: {"type":"error","errorText":"the stream ended before it was '
-                        'complete"}\n\n', "data: [DONE]\n\n"]
+    assert cut[-2:] == [
+        'data: {"type":"error","errorText":"the stream ended before it was complete"}\n\n',
+        "data: [DONE]\n\n",
+    ]

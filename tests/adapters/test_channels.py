@@ -49,8 +49,11 @@ class Client:
         c, t, d = ev["channel"], ev["type"], ev["data"]
         key = (c, d.get("thread_id"), d.get("message_id"))
         assert self.final is None, "nothing after stream.end"
-        assert key not in self.ended or (t == "message.end" and d["status"] == "retyped") or \
-            c in ("status", "error"), f"{t} after message.end for {key}"
+        assert (
+            key not in self.ended
+            or (t == "message.end" and d["status"] == "retyped")
+            or c in ("status", "error")
+        ), f"{t} after message.end for {key}"
         if t.endswith(".delta") and c in ("text", "reasoning"):
             self.text[key] = self.text.get(key, "") + d["content"]
         elif t.endswith(".snapshot"):
@@ -123,11 +126,11 @@ def test_default_policy_drops_reasoning_and_a_client_rebuilds_the_rest() -> None
     assert not [e for e in events if e["channel"] == "reasoning"]
     c = client_of(events)
     t = assemble(msgs)
-    texts = {(m.thread_id, m.message_id): m.props["content"] for m in t.messages
-             if m.type == "text"}
+    texts = {
+        (m.thread_id, m.message_id): m.props["content"] for m in t.messages if m.type == "text"
+    }
     assert {(k[1], k[2]): v for k, v in c.text.items() if k[0] == "text"} == texts
-    assert c.tools == {"call_1": {"name": "search", "args": '{"q": "x"}',
-                                  "done": '{"q": "x"}'}}
+    assert c.tools == {"call_1": {"name": "search", "args": '{"q": "x"}', "done": '{"q": "x"}'}}
     [table] = [m for m in t.messages if m.type == "table"]
     assert table.props == {"rows": [{"a": 2}]}
     assert c.structured == {table.message_id: table.props}
@@ -150,38 +153,63 @@ def test_a_named_channel_list_is_all_the_recipient_gets_plus_errors_and_the_end(
 
 
 def test_rewrites_are_snapshots_so_the_client_text_is_exact() -> None:
-    msgs = [Message(type="text", message_id="M1", delta=True, props={"content": "draft"}),
-            Message(type="text", message_id="M1", delta=True, delta_path="content",
-                    delta_action="replace", props={"content": "final"}),
-            Message(type="text", message_id="M1", delta=True, props={"content": "!"})]
+    msgs = [
+        Message(type="text", message_id="M1", delta=True, props={"content": "draft"}),
+        Message(
+            type="text",
+            message_id="M1",
+            delta=True,
+            delta_path="content",
+            delta_action="replace",
+            props={"content": "final"},
+        ),
+        Message(type="text", message_id="M1", delta=True, props={"content": "!"}),
+    ]
     events = lines(msgs)
-    assert [e["type"] for e in events] == ["message.delta", "message.snapshot", "message.delta",
-                                           "message.end", "stream.end"]
+    assert [e["type"] for e in events] == [
+        "message.delta",
+        "message.snapshot",
+        "message.delta",
+        "message.end",
+        "stream.end",
+    ]
     assert client_of(events).text == {("text", None, "M1"): "final!"}
 
 
 def test_a_type_change_moves_the_message_to_its_new_channel() -> None:
-    msgs = [Message(type="text", message_id="M1", delta=True, props={"content": "Let me"}),
-            Message(type="thinking", message_id="M1", type_change=True),
-            Message(type="thinking", message_id="M1", delta=True, props={"content": " see"})]
+    msgs = [
+        Message(type="text", message_id="M1", delta=True, props={"content": "Let me"}),
+        Message(type="thinking", message_id="M1", type_change=True),
+        Message(type="thinking", message_id="M1", delta=True, props={"content": " see"}),
+    ]
     events = lines(msgs, channels="text,reasoning")
     assert [(e["channel"], e["type"]) for e in events] == [
-        ("text", "message.delta"), ("text", "message.end"), ("reasoning", "thinking.snapshot"),
-        ("reasoning", "thinking.delta"), ("reasoning", "message.end"), ("status", "stream.end")]
+        ("text", "message.delta"),
+        ("text", "message.end"),
+        ("reasoning", "thinking.snapshot"),
+        ("reasoning", "thinking.delta"),
+        ("reasoning", "message.end"),
+        ("status", "stream.end"),
+    ]
     assert events[1]["data"]["status"] == "retyped" and events[1]["data"]["type"] == "thinking"
     assert client_of(events).text[("reasoning", None, "M1")] == "Let me see"
 
 
 def test_close_ends_open_messages_then_sends_stream_end_once() -> None:
     enc = ChannelsEncoder()
-    out = enc.feed(text("hi", message_id="M1")) + enc.feed(tool_call("c", "f", "{}",
-                                                                     message_id="M2"))
+    out = enc.feed(text("hi", message_id="M1")) + enc.feed(
+        tool_call("c", "f", "{}", message_id="M2")
+    )
     out += enc.close(status="error", error="lost")
     assert enc.close() == [] and enc.feed(text("x")) == []
     assert [(e["channel"], e["type"]) for e in out] == [
-        ("text", "message.snapshot"), ("tool", "tool_call.started"),
-        ("tool", "tool_call.arguments.delta"), ("text", "message.end"), ("tool", "message.end"),
-        ("status", "stream.end")]
+        ("text", "message.snapshot"),
+        ("tool", "tool_call.started"),
+        ("tool", "tool_call.arguments.delta"),
+        ("text", "message.end"),
+        ("tool", "message.end"),
+        ("status", "stream.end"),
+    ]
     assert out[-1]["data"] == {"status": "error", "error": "lost"}
     assert out[3]["data"]["status"] == "error"
 
@@ -189,9 +217,12 @@ def test_close_ends_open_messages_then_sends_stream_end_once() -> None:
 def test_a_whole_message_without_message_id_has_no_message_end() -> None:
     events = lines([text("hello"), tool_call("c9", "f", '{"a":1}')])
     assert [(e["channel"], e["type"]) for e in events] == [
-        ("text", "message.snapshot"), ("tool", "tool_call.started"),
-        ("tool", "tool_call.arguments.delta"), ("tool", "tool_call.completed"),
-        ("status", "stream.end")]
+        ("text", "message.snapshot"),
+        ("tool", "tool_call.started"),
+        ("tool", "tool_call.arguments.delta"),
+        ("tool", "tool_call.completed"),
+        ("status", "stream.end"),
+    ]
 
 
 def test_unknown_channels_are_refused() -> None:
@@ -207,17 +238,23 @@ def test_unknown_channels_are_refused() -> None:
 
 
 def test_hidden_reasoning_revealed_by_a_type_change_arrives_whole() -> None:
-    msgs = [Message(type="thinking", message_id="M1", delta=True, props={"content": "It is "}),
-            Message(type="text", message_id="M1", type_change=True),
-            Message(type="text", message_id="M1", delta=True, props={"content": "42."})]
+    msgs = [
+        Message(type="thinking", message_id="M1", delta=True, props={"content": "It is "}),
+        Message(type="text", message_id="M1", type_change=True),
+        Message(type="text", message_id="M1", delta=True, props={"content": "42."}),
+    ]
     events = lines(msgs)
     assert [(e["channel"], e["type"]) for e in events] == [
-        ("text", "message.snapshot"), ("text", "message.delta"), ("text", "message.end"),
-        ("status", "stream.end")]
+        ("text", "message.snapshot"),
+        ("text", "message.delta"),
+        ("text", "message.end"),
+        ("status", "stream.end"),
+    ]
     assert client_of(events).text == {("text", None, "M1"): "It is 42."}
 
 
 # -- tools and endings (issue 12) -----------------------------------------------------------------
+
 
 def _run(msgs: list[Message]) -> tuple[list[dict[str, Any]], list[str]]:
     enc = ChannelsEncoder("text,tool,status")
@@ -227,35 +264,54 @@ def _run(msgs: list[Message]) -> tuple[list[dict[str, Any]], list[str]]:
 
 def test_tool_call_started_waits_for_the_name_and_completed_carries_a_later_one() -> None:
     base: dict[str, Any] = {"type": "tool_call", "message_id": "M1", "delta": True}
-    msgs = [Message(props={"arguments": '{"n":'}, **base),
-            Message(props={"id": "call_c", "name": "count"}, delta_action="merge", **base),
-            Message(props={"arguments": " 3}"}, **base),
-            Message(props={"name": "count_to"}, delta_path="name", delta_action="set", **base),
-            event("stream_end", {})]
+    msgs = [
+        Message(props={"arguments": '{"n":'}, **base),
+        Message(props={"id": "call_c", "name": "count"}, delta_action="merge", **base),
+        Message(props={"arguments": " 3}"}, **base),
+        Message(props={"name": "count_to"}, delta_path="name", delta_action="set", **base),
+        event("stream_end", {}),
+    ]
     events, codes = _run(msgs)
     tool = [(e["type"], e["data"]) for e in events if e["channel"] == "tool"]
-    assert tool[0] == ("tool_call.started",
-                       {"message_id": "M1", "tool_call_id": "call_c", "name": "count"})
+    assert tool[0] == (
+        "tool_call.started",
+        {"message_id": "M1", "tool_call_id": "call_c", "name": "count"},
+    )
     assert tool[1][1]["delta"] == '{"n":' and tool[2][1]["delta"] == " 3}"
     assert tool[3][0] == "tool_call.completed" and tool[3][1]["name"] == "count_to"
     assert codes == []  # the late name is carried by tool_call.completed
 
 
 def test_a_nameless_call_is_named_tool_and_a_late_id_is_warned_about() -> None:
-    events, codes = _run([Message(type="tool_call", message_id="M1", delta=True,
-                                  props={"arguments": "{}"}), event("stream_end", {})])
+    events, codes = _run(
+        [
+            Message(type="tool_call", message_id="M1", delta=True, props={"arguments": "{}"}),
+            event("stream_end", {}),
+        ]
+    )
     assert client_of(events).tools == {"call_M1": {"name": "tool", "args": "{}", "done": "{}"}}
     assert codes == ["late_tool_name"]
-    _, codes = _run([tool_call(None, "f", "{}", message_id="M1"),
-                     Message(type="tool_call", message_id="M1", delta=True, delta_path="id",
-                             delta_action="set", props={"id": "call_real"}),
-                     event("stream_end", {})])
+    _, codes = _run(
+        [
+            tool_call(None, "f", "{}", message_id="M1"),
+            Message(
+                type="tool_call",
+                message_id="M1",
+                delta=True,
+                delta_path="id",
+                delta_action="set",
+                props={"id": "call_real"},
+            ),
+            event("stream_end", {}),
+        ]
+    )
     assert codes == ["late_tool_id"]
 
 
 def test_a_stream_without_stream_end_ends_incomplete() -> None:
-    events, codes = _run([text("Starting", message_id="M1"),
-                          tool_call("call_a", "lookup", '{"a":', message_id="M2")])
+    events, codes = _run(
+        [text("Starting", message_id="M1"), tool_call("call_a", "lookup", '{"a":', message_id="M2")]
+    )
     c = client_of(events)
     assert c.final is not None and c.final["status"] == "incomplete" and c.final["error"]
     assert c.ended == {("text", None, "M1"): "incomplete", ("tool", None, "M2"): "incomplete"}
@@ -271,17 +327,22 @@ from strategies import any_message, tool_message  # noqa: E402
 
 
 @settings(max_examples=150, deadline=None)
-@given(msgs=st.lists(st.one_of(any_message(), tool_message()), max_size=20),
-       chosen=st.sets(st.sampled_from(CHANNELS)))
+@given(
+    msgs=st.lists(st.one_of(any_message(), tool_message()), max_size=20),
+    chosen=st.sets(st.sampled_from(CHANNELS)),
+)
 def test_any_message_stream_gives_well_formed_events_within_the_policy(
-        msgs: list[Message], chosen: set[str]) -> None:
+    msgs: list[Message], chosen: set[str]
+) -> None:
     events = lines(msgs, channels=sorted(chosen))
     assert sum(e["type"] == "stream.end" for e in events) == 1
     allowed = chosen | {"error"}
     for e in events[:-1]:
         assert e["channel"] in allowed
-    errors_in = sum(m.type == "error" for m in msgs[:next(
-        (i for i, m in enumerate(msgs) if m.event == "stream_end"), len(msgs))])
+    errors_in = sum(
+        m.type == "error"
+        for m in msgs[: next((i for i, m in enumerate(msgs) if m.event == "stream_end"), len(msgs))]
+    )
     assert sum(e["channel"] == "error" for e in events) == errors_in
     ended: set[tuple[str, Any, Any]] = set()
     for e in events:

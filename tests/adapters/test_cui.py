@@ -35,12 +35,19 @@ def test_jsonl_lines_are_the_messages_themselves() -> None:
 
 
 def test_the_spec_example_keeps_its_exact_shape() -> None:
-    chunk = {"chunk_id": "C1", "message_id": "M1", "type": "text", "delta": True,
-             "props": {"content": "Hello"}}
+    chunk = {
+        "chunk_id": "C1",
+        "message_id": "M1",
+        "type": "text",
+        "delta": True,
+        "props": {"content": "Hello"},
+    }
     [item] = CUIEncoder().feed(Message.from_dict(chunk))
     line = frame_jsonl(item)
-    assert line == '{"type":"text","props":{"content":"Hello"},"chunk_id":"C1",' \
-                   '"message_id":"M1","delta":true}\n'
+    assert (
+        line == '{"type":"text","props":{"content":"Hello"},"chunk_id":"C1",'
+        '"message_id":"M1","delta":true}\n'
+    )
 
 
 def test_sse_events_carry_one_message_each() -> None:

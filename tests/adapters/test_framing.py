@@ -12,12 +12,15 @@ from agent_stream.adapters.framing import Encoder, Framed, frame_all, jsonl, run
 from agent_stream.adapters.routing import encoder_for, frame_for
 from agent_stream.message import Message, event, text, tool_call
 
-MSGS = [event("stream_start", {"request_id": "r1"}),
-        text("Hi ", message_id="M1"),
-        Message(type="text", message_id="M1", delta=True, props={"content": "there"}),
-        tool_call("c1", "f", "{}", message_id="M2"),
-        event("stream_end", {"status": "completed",
-                             "usage": {"prompt_tokens": 1, "completion_tokens": 2}})]
+MSGS = [
+    event("stream_start", {"request_id": "r1"}),
+    text("Hi ", message_id="M1"),
+    Message(type="text", message_id="M1", delta=True, props={"content": "there"}),
+    tool_call("c1", "f", "{}", message_id="M2"),
+    event(
+        "stream_end", {"status": "completed", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}
+    ),
+]
 
 
 def test_sse_and_jsonl_frames() -> None:

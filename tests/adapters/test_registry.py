@@ -17,13 +17,16 @@ from agent_stream.errors import WireError
 from agent_stream.message import Message, event, text, tool_call
 from agent_stream.writer import StreamWriter
 
-MSGS = [event("stream_start", {"request_id": "r1"}),
-        text("Hi ", message_id="M1"),
-        Message(type="text", message_id="M1", delta=True, props={"content": "there. "}),
-        tool_call("c1", "lookup", '{"q": "x"}', message_id="M2"),
-        Message(type="text", message_id="M3", props={"content": "Done."}),
-        event("stream_end", {"status": "completed",
-                             "usage": {"prompt_tokens": 1, "completion_tokens": 2}})]
+MSGS = [
+    event("stream_start", {"request_id": "r1"}),
+    text("Hi ", message_id="M1"),
+    Message(type="text", message_id="M1", delta=True, props={"content": "there. "}),
+    tool_call("c1", "lookup", '{"q": "x"}', message_id="M2"),
+    Message(type="text", message_id="M3", props={"content": "Done."}),
+    event(
+        "stream_end", {"status": "completed", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}
+    ),
+]
 
 
 def choices(command: str, dest: str) -> set[str]:
@@ -42,8 +45,14 @@ def test_the_command_line_and_routing_offer_exactly_the_registrys_wires() -> Non
     assert choices("decode", "source") == set(registry.decoders()) == {"chat", "openai", "a2a"}
     assert {format_for(n) for n in names} == names  # every name is an accept value
     assert set(ACCEPT.values()) <= names
-    assert ACCEPT == {"standard": "openai", "cui-web": "cui", "cui-native": "cui",
-                      "cui-desktop": "cui", "agui": "agui", "channels": "channels"}
+    assert ACCEPT == {
+        "standard": "openai",
+        "cui-web": "cui",
+        "cui-native": "cui",
+        "cui-desktop": "cui",
+        "agui": "agui",
+        "channels": "channels",
+    }
 
 
 @pytest.mark.parametrize("wire", registry.wires(), ids=lambda w: w.name)
@@ -78,8 +87,11 @@ async def test_routing_writes_what_convert_writes(name: str) -> None:
 async def test_writer_for_every_readable_wire_reads_back(name: str) -> None:
     """chat and a2a are routed by accept too (they were only the CLI's before)."""
     written: list[str] = []
-    async with writer_for(name, written.append, request_id="q1") as out, \
-            out.block("llm", label="A") as b, b.message("text") as m:
+    async with (
+        writer_for(name, written.append, request_id="q1") as out,
+        out.block("llm", label="A") as b,
+        b.message("text") as m,
+    ):
         await m.append("Hi ")
         await m.append("there.")
     decoder = registry.wire_named(name).make_decoder()
@@ -97,7 +109,8 @@ async def test_a_native_stream_closed_with_a_status_says_so_even_when_empty() ->
     sink = sink_for("cui-native", written.append)
     await sink.close(status="cancelled", error="stopped")
     assert [Message.from_json(x).props for x in written] == [
-        {"event": "stream_end", "data": {"status": "cancelled", "error": "stopped"}}]
+        {"event": "stream_end", "data": {"status": "cancelled", "error": "stopped"}}
+    ]
     quiet: list[str] = []
     await sink_for("cui-native", quiet.append).close()  # no status, nothing sent: nothing
     assert quiet == []

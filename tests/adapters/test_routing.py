@@ -28,8 +28,14 @@ from agent_stream.message import Message
 
 
 def test_the_routing_table() -> None:
-    assert ACCEPT == {"standard": "openai", "cui-web": "cui", "cui-native": "cui",
-                      "cui-desktop": "cui", "agui": "agui", "channels": "channels"}
+    assert ACCEPT == {
+        "standard": "openai",
+        "cui-web": "cui",
+        "cui-native": "cui",
+        "cui-desktop": "cui",
+        "agui": "agui",
+        "channels": "channels",
+    }
     assert format_for(None) == format_for("") == format_for("Standard") == "openai"
     assert format_for("agui") == "agui" and format_for("cui") == "cui"
     with pytest.raises(WireError, match="unknown accept"):
@@ -90,8 +96,9 @@ def parse(accept: str, written: list[str]) -> str:
     return "".join((m.props or {}).get("content", "") for m in msgs if m.type == "text")
 
 
-@pytest.mark.parametrize("accept", ["standard", "cui-web", "cui-native", "cui-desktop",
-                                    "agui", "channels"])
+@pytest.mark.parametrize(
+    "accept", ["standard", "cui-web", "cui-native", "cui-desktop", "agui", "channels"]
+)
 async def test_writer_for_streams_each_accept_in_its_own_wire(accept: str) -> None:
     written: list[str] = []
 

@@ -15,8 +15,14 @@ from agent_stream.message import Message, tool_call
 
 
 def args(s: str, action: str = "append") -> Message:
-    return Message(type="tool_call", message_id="M1", delta=True, delta_path="arguments",
-                   delta_action=action, props={"arguments": s})  # type: ignore[arg-type]
+    return Message(
+        type="tool_call",
+        message_id="M1",
+        delta=True,
+        delta_path="arguments",
+        delta_action=action,
+        props={"arguments": s},
+    )  # type: ignore[arg-type]
 
 
 def test_a_tool_call_sends_each_argument_fragment_once() -> None:
@@ -56,21 +62,42 @@ def test_before_the_start_a_rewrite_is_just_taken() -> None:
 
 def test_ids_and_names_follow_the_latest_chunk_until_the_start() -> None:
     tc = ToolCall()
-    tc.take(Message(type="tool_call", message_id="M1", delta=True, delta_path="id",
-                    delta_action="set", props={"id": "c1"}))
+    tc.take(
+        Message(
+            type="tool_call",
+            message_id="M1",
+            delta=True,
+            delta_path="id",
+            delta_action="set",
+            props={"id": "c1"},
+        )
+    )
     tc.take(Message(type="tool_call", message_id="M1", props={"id": "c2", "name": "f"}))
     assert (tc.call_id, tc.name) == ("c2", "f")
     tc.start()
-    tc.take(Message(type="tool_call", message_id="M1", delta=True, delta_path="name",
-                    delta_action="set", props={"name": "g"}))
+    tc.take(
+        Message(
+            type="tool_call",
+            message_id="M1",
+            delta=True,
+            delta_path="name",
+            delta_action="set",
+            props={"name": "g"},
+        )
+    )
     assert tc.name == "f"
 
 
 def test_id_fields_reads_only_the_paths_that_set_them() -> None:
     assert id_fields(tool_call("c", "f", "{}")) == {"id": "c", "name": "f"}
     assert id_fields(args("x")) == {}
-    named = Message(type="tool_call", message_id="M1", delta=True, delta_path="name",
-                    props={"name": "f", "id": "ignored"})
+    named = Message(
+        type="tool_call",
+        message_id="M1",
+        delta=True,
+        delta_path="name",
+        props={"name": "f", "id": "ignored"},
+    )
     assert id_fields(named) == {"name": "f"}
 
 

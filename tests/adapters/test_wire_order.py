@@ -16,8 +16,9 @@ from agent_stream.message import Message, text, thinking, tool_call
 
 
 def _result(call_id: str, content: str) -> Message:
-    return Message(type="tool_result", props={"call_id": call_id, "name": "get_weather",
-                                             "content": content})
+    return Message(
+        type="tool_result", props={"call_id": call_id, "name": "get_weather", "content": content}
+    )
 
 
 async def _agent(out: Any) -> None:
@@ -65,8 +66,10 @@ def _segments(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_openai_tool_lines_come_before_the_answer_that_follows_them() -> None:
     segs = _segments(_wire("standard"))
     assert segs == [
-        ("reasoning_content", 'Checking the weather.\n⚙ get_weather({"city":"Paris"})\n'
-                              "✓ get_weather → sunny\n"),
+        (
+            "reasoning_content",
+            'Checking the weather.\n⚙ get_weather({"city":"Paris"})\n✓ get_weather → sunny\n',
+        ),
         ("content", "It is sunny in Paris. "),
         ("reasoning_content", '⚙ get_weather({"city":"Lyon"})\n✓ get_weather → rain\n'),
         ("content", "Rain in Lyon."),
@@ -74,23 +77,39 @@ def test_openai_tool_lines_come_before_the_answer_that_follows_them() -> None:
 
 
 def test_agui_tool_call_ends_and_its_result_come_before_the_next_text() -> None:
-    kinds = [(e["type"], e.get("toolCallId") or e.get("messageId") or "")
-             for e in _wire("agui")]
+    kinds = [(e["type"], e.get("toolCallId") or e.get("messageId") or "") for e in _wire("agui")]
     seq = [k for k in kinds if k[0].startswith(("TOOL_CALL", "TEXT_MESSAGE_START"))]
     assert seq == [
-        ("TOOL_CALL_START", "call_1"), ("TOOL_CALL_ARGS", "call_1"), ("TOOL_CALL_END", "call_1"),
-        ("TOOL_CALL_RESULT", "call_1"), ("TEXT_MESSAGE_START", seq[4][1]),
-        ("TOOL_CALL_START", "call_2"), ("TOOL_CALL_ARGS", "call_2"), ("TOOL_CALL_END", "call_2"),
-        ("TOOL_CALL_RESULT", "call_2"), ("TEXT_MESSAGE_START", seq[9][1]),
+        ("TOOL_CALL_START", "call_1"),
+        ("TOOL_CALL_ARGS", "call_1"),
+        ("TOOL_CALL_END", "call_1"),
+        ("TOOL_CALL_RESULT", "call_1"),
+        ("TEXT_MESSAGE_START", seq[4][1]),
+        ("TOOL_CALL_START", "call_2"),
+        ("TOOL_CALL_ARGS", "call_2"),
+        ("TOOL_CALL_END", "call_2"),
+        ("TOOL_CALL_RESULT", "call_2"),
+        ("TEXT_MESSAGE_START", seq[9][1]),
     ]
 
 
 def test_aisdk_and_native_order_unchanged() -> None:
     items = _wire("aisdk")
-    order = [i["type"] for i in items if i["type"] in
-             ("reasoning-start", "tool-input-start", "tool-output-available", "text-start")]
-    assert order == ["reasoning-start", "tool-input-start", "tool-output-available",
-                     "text-start", "tool-input-start", "tool-output-available", "text-start"]
+    order = [
+        i["type"]
+        for i in items
+        if i["type"]
+        in ("reasoning-start", "tool-input-start", "tool-output-available", "text-start")
+    ]
+    assert order == [
+        "reasoning-start",
+        "tool-input-start",
+        "tool-output-available",
+        "text-start",
+        "tool-input-start",
+        "tool-output-available",
+        "text-start",
+    ]
 
 
 def test_text_interleaved_with_a_second_thread_keeps_each_threads_order() -> None:
@@ -106,8 +125,7 @@ def test_text_interleaved_with_a_second_thread_keeps_each_threads_order() -> Non
             await out.parallel(lambda t: worker(t, "Paris"), lambda t: worker(t, "Lyon"))
 
     asyncio.run(main())
-    items = [json.loads(ln[6:]) for ln in "".join(parts).splitlines()
-             if ln.startswith("data: {")]
+    items = [json.loads(ln[6:]) for ln in "".join(parts).splitlines() if ln.startswith("data: {")]
     seq: list[str] = []
     for it in items:
         for ch in it.get("choices", []):
@@ -128,17 +146,27 @@ def test_a_tool_line_is_not_held_behind_another_threads_unfinished_tool_line() -
         return Message(type="event", props={"event": name, "data": data}, thread_id=tid)
 
     def res(tid: str, sky: str) -> Message:
-        return Message(type="tool_result", message_id="M2", thread_id=tid,
-                       props={"call_id": f"c{tid}", "name": "w", "content": sky})
+        return Message(
+            type="tool_result",
+            message_id="M2",
+            thread_id=tid,
+            props={"call_id": f"c{tid}", "name": "w", "content": sky},
+        )
 
-    msgs = [ev("stream_start"),
-            tool_call(id="cT1", name="w", arguments="P", message_id="M1", thread_id="T1"),
-            tool_call(id="cT2", name="w", arguments="L", message_id="M1", thread_id="T2"),
-            res("T2", "rain"), res("T1", "sunny"),
-            text("Paris: sunny.", message_id="M3", thread_id="T1"),
-            ev("stream_end", status="completed")]
-    seq = [c.delta.get("content") or c.delta.get("reasoning_content")
-           for c in encode_messages(msgs) if getattr(c, "delta", None)]
+    msgs = [
+        ev("stream_start"),
+        tool_call(id="cT1", name="w", arguments="P", message_id="M1", thread_id="T1"),
+        tool_call(id="cT2", name="w", arguments="L", message_id="M1", thread_id="T2"),
+        res("T2", "rain"),
+        res("T1", "sunny"),
+        text("Paris: sunny.", message_id="M3", thread_id="T1"),
+        ev("stream_end", status="completed"),
+    ]
+    seq = [
+        c.delta.get("content") or c.delta.get("reasoning_content")
+        for c in encode_messages(msgs)
+        if getattr(c, "delta", None)
+    ]
     assert seq.index("✓ w → sunny\n") < seq.index("Paris: sunny."), seq
 
 
@@ -149,12 +177,15 @@ def test_chat_peer_gets_buffered_text_before_the_tool_call_written_after_it() ->
     from agent_stream.assemble import assemble
 
     enc = ChatStream()
-    msgs = [Message(type="event", props={"event": "stream_start", "data": {}}),
-            Message(type="text", message_id="M1", delta=True, props={"content": "Let me check"}),
-            tool_call(id="c1", name="get_weather", arguments="{}", message_id="M2"),
-            Message(type="event", props={"event": "stream_end", "data": {"status": "completed"}})]
-    lines = [frame_jsonl(c) for m in msgs for c in enc.feed(m)] + \
-        [frame_jsonl(c) for c in enc.close(status="completed")]
+    msgs = [
+        Message(type="event", props={"event": "stream_start", "data": {}}),
+        Message(type="text", message_id="M1", delta=True, props={"content": "Let me check"}),
+        tool_call(id="c1", name="get_weather", arguments="{}", message_id="M2"),
+        Message(type="event", props={"event": "stream_end", "data": {"status": "completed"}}),
+    ]
+    lines = [frame_jsonl(c) for m in msgs for c in enc.feed(m)] + [
+        frame_jsonl(c) for c in enc.close(status="completed")
+    ]
     dec = ChatLines()
     back = [m for ln in lines for m in dec.feed_line(ln)] + dec.close()
     assert [m.type for m in assemble(back).messages] == ["text", "tool_call"]
@@ -162,8 +193,7 @@ def test_chat_peer_gets_buffered_text_before_the_tool_call_written_after_it() ->
 
 # -- property: any single-thread mix of whole messages keeps its order on OpenAI and AG-UI -------
 
-_KINDS = st.lists(st.sampled_from(["text", "thinking", "call", "result"]), min_size=1,
-                  max_size=12)
+_KINDS = st.lists(st.sampled_from(["text", "thinking", "call", "result"]), min_size=1, max_size=12)
 
 
 def _stream(kinds: list[str], explicit: list[bool]) -> list[Message]:
@@ -181,24 +211,34 @@ def _stream(kinds: list[str], explicit: list[bool]) -> list[Message]:
                 elif k == "call":
                     await b.send(tool_call(id=f"c{i}", name=f"f{i}", arguments="{}"))
                 else:
-                    await b.send(Message(type="tool_result", props={
-                        "call_id": f"c{i}", "name": f"r{i}", "content": "ok"}))
+                    await b.send(
+                        Message(
+                            type="tool_result",
+                            props={"call_id": f"c{i}", "name": f"r{i}", "content": "ok"},
+                        )
+                    )
 
     return asyncio.run(collect(body))
 
 
 @settings(max_examples=60, deadline=None)
 @given(kinds=_KINDS, explicit=st.lists(st.booleans(), min_size=12, max_size=12))
-def test_any_mix_of_messages_in_one_thread_keeps_its_order(kinds: list[str],
-                                                           explicit: list[bool]) -> None:
+def test_any_mix_of_messages_in_one_thread_keeps_its_order(
+    kinds: list[str], explicit: list[bool]
+) -> None:
     from agent_stream.adapters.agui import encode_messages as agui
     from agent_stream.adapters.openai import encode_messages as openai
 
     msgs = _stream(kinds, explicit)
-    want = [f"<{k}{i}>" if k in ("text", "thinking") else f"f{i}(" if k == "call" else
-            f"r{i} →" for i, k in enumerate(kinds)]
-    pieces = [c.delta.get("content") or c.delta.get("reasoning_content") or ""
-              for c in openai(msgs) if getattr(c, "delta", None)]
+    want = [
+        f"<{k}{i}>" if k in ("text", "thinking") else f"f{i}(" if k == "call" else f"r{i} →"
+        for i, k in enumerate(kinds)
+    ]
+    pieces = [
+        c.delta.get("content") or c.delta.get("reasoning_content") or ""
+        for c in openai(msgs)
+        if getattr(c, "delta", None)
+    ]
     joined = "".join(pieces)
     at = [joined.find(w) for w in want]
     assert -1 not in at and at == sorted(at), (kinds, pieces)
@@ -215,6 +255,8 @@ def test_any_mix_of_messages_in_one_thread_keeps_its_order(kinds: list[str],
         elif t == "TOOL_CALL_RESULT":
             keys.append("r" + e.tool_call_id)
     got = [texts.get(k, k) for k in keys]
-    want_agui = [f"<{k}{i}>" if k in ("text", "thinking") else f"c{i}" if k == "call" else
-                 f"rc{i}" for i, k in enumerate(kinds)]
+    want_agui = [
+        f"<{k}{i}>" if k in ("text", "thinking") else f"c{i}" if k == "call" else f"rc{i}"
+        for i, k in enumerate(kinds)
+    ]
     assert got == want_agui, (kinds, got)

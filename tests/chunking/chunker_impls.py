@@ -35,8 +35,11 @@ def _stale(mod: ModuleType | None) -> str | None:
     if mod is None or mod.__file__ is None:
         return None
     built = Path(mod.__file__).stat().st_mtime
-    newer = [p.name for p in sorted(SOURCE.glob("*.pxd")) + sorted(SOURCE.glob("*.py"))
-             if p.stat().st_mtime > built and p.name != "__init__.py"]
+    newer = [
+        p.name
+        for p in sorted(SOURCE.glob("*.pxd")) + sorted(SOURCE.glob("*.py"))
+        if p.stat().st_mtime > built and p.name != "__init__.py"
+    ]
     return ", ".join(newer) or None
 
 

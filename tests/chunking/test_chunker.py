@@ -25,6 +25,7 @@ def _each_build(implementation: type[PURE], monkeypatch: pytest.MonkeyPatch) -> 
     """``TextChunker`` here is the interpreted one, then the compiled one."""
     monkeypatch.setitem(globals(), "TextChunker", implementation)
 
+
 CUT = "‖"  # marks where a chunk must end in the table below
 
 _TOKEN = re.compile(r" ?[^\W\d_]+| ?\d+| ?[^\s\w]|\s+|.", re.S)
@@ -128,10 +129,11 @@ TABLE: list[tuple[str, dict[str, object]]] = [
     ("ｺﾝﾆﾁﾊ｡‖ｻﾖｳﾅﾗ｡", {}),
     # sizes: tiny sentences merge up to min_chars; the first chunk comes early
     ("Hi. Ok. Sure. This sentence is long enough. ‖Next one.", {"min_chars": 30}),
-    ("Hi! ‖Ok. Sure. This one is long enough now. ‖End.",
-     {"min_chars": 30, "first_chars": 20}),
-    ("The quick brown fox ‖jumps over the lazy dog and runs far away. ‖Ok.",
-     {"min_chars": 30, "first_chars": 17}),
+    ("Hi! ‖Ok. Sure. This one is long enough now. ‖End.", {"min_chars": 30, "first_chars": 20}),
+    (
+        "The quick brown fox ‖jumps over the lazy dog and runs far away. ‖Ok.",
+        {"min_chars": 30, "first_chars": 17},
+    ),
     # max_chars forces a cut: clause, then word, then inside a word
     ("One long clause here, ‖and another long clause there", {"min_chars": 10, "max_chars": 30}),
     ("one two three four five ‖six seven eight", {"min_chars": 10, "max_chars": 25}),
@@ -188,7 +190,7 @@ def test_defaults() -> None:
 
 
 def test_every_chunk_is_at_most_max_chars() -> None:
-    text = ("word " * 50 + "x" * 130 + " 你好" * 40 + "\n```\n" + "code line\n" * 30 + "```\n")
+    text = "word " * 50 + "x" * 130 + " 你好" * 40 + "\n```\n" + "code line\n" * 30 + "```\n"
     for how in ("whole", "chars", "tokens"):
         got = feed_all(text, how, min_chars=10, max_chars=60)
         assert max(map(len, got)) <= 60
@@ -292,15 +294,26 @@ def test_a_steady_stream_is_cut_at_a_word_and_keeps_the_fresh_part() -> None:
     ch = TextChunker(max_delay=0.25, first_chars=None)
     out: list[str] = []
     t = 0.0
-    for tok in ["The", " model", " keeps", " talking", " about", " many", " things",
-                " without", " any", " pause"]:
+    for tok in [
+        "The",
+        " model",
+        " keeps",
+        " talking",
+        " about",
+        " many",
+        " things",
+        " without",
+        " any",
+        " pause",
+    ]:
         out += ch.feed(tok, t)
         t += 0.05
     # at t=0.25 the first token was due: everything up to the last word boundary went out
     assert out == ["The model keeps talking about "]
     assert ch.next_deadline == pytest.approx(0.25 + 0.25)
-    assert "".join(out) + ch.flush()[0] == ("The model keeps talking about many things without "
-                                            "any pause")
+    assert "".join(out) + ch.flush()[0] == (
+        "The model keeps talking about many things without any pause"
+    )
 
 
 def test_a_late_feed_also_applies_the_deadline() -> None:

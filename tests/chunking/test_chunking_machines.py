@@ -54,8 +54,9 @@ def test_delta_at_is_the_delta_holding_the_offset(deltas: list[str], data: st.Da
 
 @SETTINGS
 @given(
-    st.lists(st.tuples(st.text("ab", min_size=1, max_size=3), st.floats(0, 2)), min_size=1,
-             max_size=12),
+    st.lists(
+        st.tuples(st.text("ab", min_size=1, max_size=3), st.floats(0, 2)), min_size=1, max_size=12
+    ),
     st.floats(0, 3),
     st.data(),
 )
@@ -117,8 +118,28 @@ def test_scanner_waits_where_the_next_characters_decide() -> None:
     assert not sc.waiting and [p for _q, p, _k in sc.candidates] == [21]
 
 
-_ATOMS = ["Hi", " there", ".", " ", "\n", "\n\n", "`", "```", "~~~", "x.y", " Dr.", " Next",
-          "3.14", "|", "- ", "1. ", "。", "」", "と", "!"]
+_ATOMS = [
+    "Hi",
+    " there",
+    ".",
+    " ",
+    "\n",
+    "\n\n",
+    "`",
+    "```",
+    "~~~",
+    "x.y",
+    " Dr.",
+    " Next",
+    "3.14",
+    "|",
+    "- ",
+    "1. ",
+    "。",
+    "」",
+    "と",
+    "!",
+]
 
 
 @SETTINGS
@@ -134,7 +155,11 @@ def test_scanning_piece_by_piece_finds_what_scanning_at_once_finds(
     assert split.candidates == whole.candidates
     assert regions(split) == regions(whole)
     assert (split.scanned_to, split.line_start, split.fence, split.code_ticks) == (
-        whole.scanned_to, whole.line_start, whole.fence, whole.code_ticks)
+        whole.scanned_to,
+        whole.line_start,
+        whole.fence,
+        whole.code_ticks,
+    )
 
 
 # --------------------------------------------------------------------- feed's shortcuts
@@ -206,8 +231,10 @@ def test_a_sentence_end_confirmed_inside_one_delta_goes_at_once_around_min_chars
     """The shortcut's edge: with fewer than min_chars held nothing can go, with min_chars it can."""
     for length in range(5, 15):
         deltas = ["a" * length, ". Y", "es and more"]
-        fast, plain = TextChunker(min_chars=10, first_chars=None), PlainFeedChunker(min_chars=10,
-                                                                                first_chars=None)
+        fast, plain = (
+            TextChunker(min_chars=10, first_chars=None),
+            PlainFeedChunker(min_chars=10, first_chars=None),
+        )
         got = [fast.feed(d, 0.0) for d in deltas]
         assert got == [plain.feed(d, 0.0) for d in deltas]
         sentence = "a" * length + ". "

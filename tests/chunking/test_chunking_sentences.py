@@ -76,8 +76,11 @@ def test_the_first_characters_of_whitespace_and_cjk_are_as_the_boundary_search_a
 
 
 @MANY
-@given(_texts(" \n\t\u3000\u00a0\u2009aZ.。，」" + _CJK)
-       | _texts(_SPARSE + "a" * 60 + " 今", max_size=200), st.data())
+@given(
+    _texts(" \n\t\u3000\u00a0\u2009aZ.。，」" + _CJK)
+    | _texts(_SPARSE + "a" * 60 + " 今", max_size=200),
+    st.data(),
+)
 def test_last_word_boundary_is_the_last_space_or_cjk_pair(s: str, data: st.DataObject) -> None:
     a, z = _span(s, data)
     for rules in BUILDS:
@@ -85,9 +88,12 @@ def test_last_word_boundary_is_the_last_space_or_cjk_pair(s: str, data: st.DataO
 
 
 @MANY
-@given(_texts(",;:.…—–，、；：」』）”’\"')] \naZ今")
-       | _texts(_SPARSE * 3 + ",;:..)\"", max_size=200)
-       | _texts(_SPARSE * 3 + ",;:..…—，、今」 ", max_size=200), st.data())
+@given(
+    _texts(",;:.…—–，、；：」』）”’\"')] \naZ今")
+    | _texts(_SPARSE * 3 + ',;:..)"', max_size=200)
+    | _texts(_SPARSE * 3 + ",;:..…—，、今」 ", max_size=200),
+    st.data(),
+)
 def test_last_clause_boundary_is_the_last_mark_that_ends_a_clause(
     s: str, data: st.DataObject
 ) -> None:

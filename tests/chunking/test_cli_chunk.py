@@ -13,9 +13,37 @@ import pytest
 from agent_stream.chunking import TextChunker
 from agent_stream.cli import main
 
-DELTAS = ["Hello", " world", ".", " This", " is", " a", " test", " of", " the", " chunk",
-          " command", ",", " with", " 3", ".", "14", " and", " Dr", ".", " Smith", ".",
-          "\n\n", "今天", "天气", "很好", "。", "👍🏽", " Done", "."]
+DELTAS = [
+    "Hello",
+    " world",
+    ".",
+    " This",
+    " is",
+    " a",
+    " test",
+    " of",
+    " the",
+    " chunk",
+    " command",
+    ",",
+    " with",
+    " 3",
+    ".",
+    "14",
+    " and",
+    " Dr",
+    ".",
+    " Smith",
+    ".",
+    "\n\n",
+    "今天",
+    "天气",
+    "很好",
+    "。",
+    "👍🏽",
+    " Done",
+    ".",
+]
 TEXT = "".join(DELTAS)
 
 
@@ -34,8 +62,13 @@ def write(tmp_path: Path, content: str | bytes) -> Path:
 
 def cli(*args: str, stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-    return subprocess.run([sys.executable, "-m", "agent_stream", "chunk", *args], input=data,
-                          capture_output=True, check=False, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_stream", "chunk", *args],
+        input=data,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
 
 
 def expected(deltas: list[str], **options: int) -> list[str]:
@@ -64,8 +97,9 @@ def test_options_are_passed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert max(map(len, chunks)) <= 20 and "".join(chunks) == TEXT
 
 
-def test_stdin_in_process(monkeypatch: pytest.MonkeyPatch,
-                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_stdin_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(jsonl(DELTAS)))
     assert main(["chunk"]) == 0
     assert [json.loads(x) for x in capsys.readouterr().out.splitlines()] == expected(DELTAS)

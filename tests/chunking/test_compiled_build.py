@@ -46,19 +46,23 @@ def probe(pure_python: str | None, fake: bool = False) -> tuple[str, str, str]:
     if pure_python is not None:
         env["AGENT_STREAM_PURE_PYTHON"] = pure_python
     argv = [sys.executable, "-c", PROBE, *(["--fake"] if fake else [])]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT, env=env,
-                         timeout=60).stdout
+    out = subprocess.run(
+        argv, capture_output=True, text=True, check=True, cwd=ROOT, env=env, timeout=60
+    ).stdout
     implementation, module, loaded = out.strip().split("|")
     return implementation, module, loaded
 
 
-@pytest.mark.skipif(os.environ.get("AGENT_STREAM_REQUIRE_SPEEDUPS") != "1",
-                    reason="only with AGENT_STREAM_REQUIRE_SPEEDUPS=1 (make test sets it)")
+@pytest.mark.skipif(
+    os.environ.get("AGENT_STREAM_REQUIRE_SPEEDUPS") != "1",
+    reason="only with AGENT_STREAM_REQUIRE_SPEEDUPS=1 (make test sets it)",
+)
 def test_the_compiled_chunker_was_built_and_is_used_when_required() -> None:
     implementation, module, _ = probe(None)
     assert (implementation, module) == ("compiled", COMPILED), (
         "AGENT_STREAM_REQUIRE_SPEEDUPS=1 but agent_stream.chunking uses the interpreted chunker: "
-        "`make speedups` rebuilds it, `pip install -v -e .` shows why the build fell back")
+        "`make speedups` rebuilds it, `pip install -v -e .` shows why the build fell back"
+    )
     assert not STALE, f"the compiled chunker is older than {STALE}: `make speedups`"
 
 
@@ -106,14 +110,23 @@ def _copy_tree(tmp_path: Path) -> Path:
     dest = tmp_path / "project"
     (dest / "agent_stream").mkdir(parents=True)
     shutil.copy(ROOT / "hatch_build.py", dest)
-    shutil.copytree(ROOT / "agent_stream" / "chunking", dest / "agent_stream" / "chunking",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "agent_stream" / "chunking",
+        dest / "agent_stream" / "chunking",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     return dest
 
 
 def _build(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", BUILD, *args], cwd=project, text=True,
-                          capture_output=True, env={**os.environ, **env}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", BUILD, *args],
+        cwd=project,
+        text=True,
+        capture_output=True,
+        env={**os.environ, **env},
+        timeout=600,
+    )
 
 
 def test_without_cython_the_build_warns_in_one_line_and_removes_old_modules(
@@ -127,7 +140,8 @@ def test_without_cython_the_build_warns_in_one_line_and_removes_old_modules(
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
         "agent_stream: the compiled chunker was not built (Cython is not installed); "
-        "the interpreted one is used"]
+        "the interpreted one is used"
+    ]
     assert not old.exists()
     assert sorted(p.name for p in compiled.iterdir() if p.name != "__pycache__") == ["__init__.py"]
 

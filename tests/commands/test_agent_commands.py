@@ -75,8 +75,12 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize(("command", "argv", "value"), BAD_VALUES)
 def test_non_positive_durations_and_negative_rates_are_refused(
-        command: str, argv: list[str], value: str, directory: LocalDirectory,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    command: str,
+    argv: list[str],
+    value: str,
+    directory: LocalDirectory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with pytest.raises(SystemExit) as caught:
         main([*argv, value])
     assert caught.value.code == 2
@@ -86,16 +90,16 @@ def test_non_positive_durations_and_negative_rates_are_refused(
 
 
 def test_a_short_seed_is_refused_on_a_network_before_anything_is_sent(
-        directory: LocalDirectory, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve", "--network", "testnet", "--seed", "x", "--port",
-                 str(free_port())]) == 2
+    directory: LocalDirectory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--network", "testnet", "--seed", "x", "--port", str(free_port())]) == 2
     err = capsys.readouterr().err
     assert "refused on a network" in err and "the seed is 1 character long" in err
 
 
-def test_a_short_seed_is_warned_about_locally(directory: LocalDirectory,
-                                               capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_short_seed_is_warned_about_locally(
+    directory: LocalDirectory, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert main(["ask", "nobody", "--seed", "short", "q"]) == 2  # no such agent
     assert "agent-stream ask: warning: the seed is 5 characters long" in capsys.readouterr().err
     with socket.socket() as busy:  # serve stops at the busy port, gateway too
@@ -115,19 +119,23 @@ def test_a_short_seed_is_warned_about_locally(directory: LocalDirectory,
     assert "agent-stream serve: refused on a network" in capsys.readouterr().err
 
 
-def test_a_second_agent_of_a_running_name_says_so(directory: LocalDirectory, ready: str,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_agent_of_a_running_name_says_so(
+    directory: LocalDirectory, ready: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     directory.register(ADDR, ready, "llm")
     # (--mailbox without --network stops serve right after the check, before it starts)
-    assert main(["serve", "--name", "llm", "--seed", SEED, "--port", str(free_port()),
-                 "--mailbox"]) == 2
+    assert (
+        main(["serve", "--name", "llm", "--seed", SEED, "--port", str(free_port()), "--mailbox"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "warning: an agent named 'llm' is already running" in err and ADDR in err
     assert "`ask llm` is refused while both run" in err
 
 
 def test_asking_a_name_two_running_agents_share_names_both(
-        directory: LocalDirectory, ready: str, capsys: pytest.CaptureFixture[str]) -> None:
+    directory: LocalDirectory, ready: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     directory.register(ADDR, ready, "llm")
     directory.register(ADDR2, ready, "llm")
     assert main(["ask", "llm", "q"]) == 2
@@ -135,8 +143,7 @@ def test_asking_a_name_two_running_agents_share_names_both(
     assert "2 running agents are named 'llm'" in err and ADDR in err and ADDR2 in err
 
 
-def test_the_gateway_lists_both_agents_of_one_name(directory: LocalDirectory,
-                                                   ready: str) -> None:
+def test_the_gateway_lists_both_agents_of_one_name(directory: LocalDirectory, ready: str) -> None:
     from agent_stream.gateway.link import Agents
 
     directory.register(ADDR, ready, "llm")
@@ -158,19 +165,26 @@ def test_the_gateway_lists_both_agents_of_one_name(directory: LocalDirectory,
 def test_a_dead_endpoint_is_one_line_with_the_reason(tmp_path: Path) -> None:
     dead = f"http://127.0.0.1:{free_port()}/submit"
     env = dict(os.environ, AGENT_STREAM_DIRECTORY=str(tmp_path / "agents.json"))
-    done = subprocess.run([sys.executable, "-m", "agent_stream", "ask", ADDR, "--endpoint", dead,
-                           "q"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                          env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_stream", "ask", ADDR, "--endpoint", dead, "q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "not delivered" in lines[0] and "connect" in lines[0].lower()  # with the reason
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--rate", "-5"), ("--sub-timeout", "0"),
-                                             ("--sub-idle-timeout", "-1")])
-def test_team_members_refuse_the_same_values(flag: str, value: str,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--rate", "-5"), ("--sub-timeout", "0"), ("--sub-idle-timeout", "-1")]
+)
+def test_team_members_refuse_the_same_values(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from agent_stream.commands.team import build_parser
 
     with pytest.raises(SystemExit) as caught:

@@ -15,19 +15,39 @@ from cli_harness import COMMANDS, MARKERS, bad_line_numbers, check_run, prefix, 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-RICH = [json.dumps(d).encode() for d in [
-    {"type": "event", "props": {"event": "block_start", "data": {"block_id": "B1"}},
-     "block_id": "B1"},
-    {"type": "thinking", "message_id": "M2", "block_id": "B1", "props": {"content": "hmm"}},
-    {"type": "tool_call", "message_id": "M3", "block_id": "B1",
-     "props": {"id": "c1", "name": "f", "arguments": "{\"a\": 1}"}},
-    {"type": "event", "props": {"event": "message_end", "data": {"message_id": "M1",
-                                                                 "chunk_count": 5}}},
-    {"type": "event", "props": {"event": "block_end", "data": {"block_id": "B1"}},
-     "block_id": "B1"},
-    {"type": "event", "props": {"event": "stream_end", "data": {
-        "status": "completed", "usage": {"prompt_tokens": 1, "total_tokens": 2}}}},
-]]
+RICH = [
+    json.dumps(d).encode()
+    for d in [
+        {
+            "type": "event",
+            "props": {"event": "block_start", "data": {"block_id": "B1"}},
+            "block_id": "B1",
+        },
+        {"type": "thinking", "message_id": "M2", "block_id": "B1", "props": {"content": "hmm"}},
+        {
+            "type": "tool_call",
+            "message_id": "M3",
+            "block_id": "B1",
+            "props": {"id": "c1", "name": "f", "arguments": '{"a": 1}'},
+        },
+        {
+            "type": "event",
+            "props": {"event": "message_end", "data": {"message_id": "M1", "chunk_count": 5}},
+        },
+        {
+            "type": "event",
+            "props": {"event": "block_end", "data": {"block_id": "B1"}},
+            "block_id": "B1",
+        },
+        {
+            "type": "event",
+            "props": {
+                "event": "stream_end",
+                "data": {"status": "completed", "usage": {"prompt_tokens": 1, "total_tokens": 2}},
+            },
+        },
+    ]
+]
 
 
 def valid_lines(fmt: str) -> list[bytes]:
@@ -75,15 +95,16 @@ def mutated(draw: st.DrawFn, fmt: str) -> bytes:
             b[j] ^= draw(st.integers(1, 255))
             lines[i] = bytes(b)
         elif kind == "cut":
-            lines[i] = lines[i][:draw(st.integers(0, len(lines[i])))]
+            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))]
         elif kind == "dup":
             lines.insert(i, lines[i])
         elif kind == "nest":
             depth = draw(st.sampled_from([1, 10, 63, 64, 65, 1000]))
             lines[i] = b"[" * depth + lines[i] + b"]" * depth
         elif kind == "swap":
-            lines[i] = swap_type(lines[i], draw(st.integers(0, 50)),
-                                 draw(st.sampled_from(OTHER_VALUES)))
+            lines[i] = swap_type(
+                lines[i], draw(st.integers(0, 50)), draw(st.sampled_from(OTHER_VALUES))
+            )
         elif kind == "insert":
             lines.insert(i, draw(st.binary(max_size=40)))
         elif kind == "drop" and len(lines) > 1:
@@ -105,14 +126,18 @@ def check(command: str, data: bytes) -> None:
     assert named, r.err
     n = named[0]
     assert 1 <= n <= data.count(b"\n") + 1, r.err
-    before = run(COMMANDS[command], b"\n".join(data.split(b"\n")[:n - 1]) + b"\n")
+    before = run(COMMANDS[command], b"\n".join(data.split(b"\n")[: n - 1]) + b"\n")
     check_run(before, bad=None)
     if before.code == 0:  # what the lines before the bad one produce alone is not lost
         assert words(before.out) <= words(r.out), (before.out[-300:], r.out[-300:], r.err)
 
 
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

@@ -57,8 +57,10 @@ def test_output_is_flushed_before_every_read() -> None:
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_missing_file_or_a_directory_cannot_be_read_exit_2(command: str, tmp_path: Path) -> None:
-    for path, reason in ((tmp_path / "nope.jsonl", "No such file or directory"),
-                         (tmp_path, "Is a directory")):
+    for path, reason in (
+        (tmp_path / "nope.jsonl", "No such file or directory"),
+        (tmp_path, "Is a directory"),
+    ):
         r = run([*COMMANDS[command], str(path)], b"")
         assert (r.code, r.out) == (2, b"")
         assert r.err == f"agent-stream: cannot read {path}: {reason}\n"
@@ -93,8 +95,12 @@ def test_convert_to_chat_with_a_bad_line_6_writes_what_lines_1_to_5_carry() -> N
     alone = run(["convert", "--to", "chat"], b"\n".join(good) + b"\n")
     r = run(["convert", "--to", "chat"], b"\n".join([*good, b"{oops", TEXT % b"six"]) + b"\n")
     assert r.code == 2 and r.err.startswith("line 6: not JSON")
-    text = "".join(c["text"] for ln in r.out.splitlines() for c in json.loads(ln)["content"]
-                   if c["type"] == "text")
+    text = "".join(
+        c["text"]
+        for ln in r.out.splitlines()
+        for c in json.loads(ln)["content"]
+        if c["type"] == "text"
+    )
     assert text.startswith("one two three four five ") and "six" not in text
     assert "line 6: not JSON" in text  # then the wire's own error ending
     assert len(r.out) >= len(alone.out)
@@ -107,7 +113,8 @@ def test_assemble_prints_the_transcript_so_far_and_says_which_line_stopped_it() 
     assert json.loads(r.out)["messages"][0]["props"]["content"] == "Hello World "
     assert r.err.splitlines() == [
         "line 3: NaN is not JSON",
-        "agent-stream assemble: stopped at line 3; the transcript holds the lines before it"]
+        "agent-stream assemble: stopped at line 3; the transcript holds the lines before it",
+    ]
     r = run(["assemble", "--keep-going"], data)
     assert (r.code, r.err) == (0, "line 3: NaN is not JSON\n")
     assert json.loads(r.out)["messages"][0]["props"]["content"] == "Hello World again "
@@ -116,8 +123,10 @@ def test_assemble_prints_the_transcript_so_far_and_says_which_line_stopped_it() 
 def test_the_chunker_flushes_the_text_it_holds_before_the_error() -> None:
     r = run(["chunk"], b'"Hello, this is an unfinished"\n" sentence"\n[1]\n')
     assert r.code == 2 and r.err.startswith("line 3: expected a JSON string, got an array")
-    assert "".join(json.loads(x) for x in r.out.splitlines()) == \
-        "Hello, this is an unfinished sentence"
+    assert (
+        "".join(json.loads(x) for x in r.out.splitlines())
+        == "Hello, this is an unfinished sentence"
+    )
 
 
 def test_registry_is_what_convert_and_decode_offer() -> None:
@@ -130,38 +139,49 @@ def test_registry_is_what_convert_and_decode_offer() -> None:
 
 
 def test_choosing_a_format_imports_its_adapter_and_no_other() -> None:
-    code = ("import sys; from agent_stream.commands import formats; "
-            "assert 'agent_stream.adapters.agui' not in sys.modules; "
-            "formats.FORMATS['cui'].encoder(iter([]), None); "
-            "assert 'agent_stream.adapters.agui' not in sys.modules; "
-            "formats.FORMATS['agui'].encoder(iter([]), None); "
-            "assert 'agent_stream.adapters.agui' in sys.modules")
+    code = (
+        "import sys; from agent_stream.commands import formats; "
+        "assert 'agent_stream.adapters.agui' not in sys.modules; "
+        "formats.FORMATS['cui'].encoder(iter([]), None); "
+        "assert 'agent_stream.adapters.agui' not in sys.modules; "
+        "formats.FORMATS['agui'].encoder(iter([]), None); "
+        "assert 'agent_stream.adapters.agui' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 # -- the real process ---------------------------------------------------------------------------
-def test_a_100_mb_line_in_a_file_is_a_line_too_long_and_the_rest_still_read(
-        tmp_path: Path) -> None:
+def test_a_100_mb_line_in_a_file_is_a_line_too_long_and_the_rest_still_read(tmp_path: Path) -> None:
     f = tmp_path / "big.jsonl"
     with f.open("wb") as out:
         out.write(TEXT % b"before" + b"\n")
         out.write(b"a" * (100 * 1024 * 1024) + b"\n")
         out.write(TEXT % b"after" + b"\n")
-    r = subprocess.run([*AGENT_STREAM, "assemble", "--keep-going", str(f)], capture_output=True,
-                       timeout=120, check=False)
+    r = subprocess.run(
+        [*AGENT_STREAM, "assemble", "--keep-going", str(f)],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0
-    assert r.stderr.decode() == "line 2: line too long (over 16777216 bytes; see " \
-                                "--max-line-bytes)\n"
+    assert (
+        r.stderr.decode() == "line 2: line too long (over 16777216 bytes; see --max-line-bytes)\n"
+    )
     assert json.loads(r.stdout)["messages"][0]["props"]["content"] == "before after "
 
 
 def test_invalid_utf8_on_stdin_in_the_c_locale_is_a_bad_line_not_copied_through() -> None:
     good = b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"ok"}}]}'
     bad = b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"\xff"}}]}'
-    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0",
-           "PYTHONIOENCODING": "ascii"}
-    r = subprocess.run([*AGENT_STREAM, "decode", "--from", "openai"], input=good + b"\n" + bad,
-                       capture_output=True, timeout=60, check=False, env=env)
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii"}
+    r = subprocess.run(
+        [*AGENT_STREAM, "decode", "--from", "openai"],
+        input=good + b"\n" + bad,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
     assert r.returncode == 2
     assert r.stderr.decode().startswith("line 2: invalid UTF-8 at byte 59")
     assert b'"content":"ok"' in r.stdout and b"\xff" not in r.stdout
@@ -169,16 +189,25 @@ def test_invalid_utf8_on_stdin_in_the_c_locale_is_a_bad_line_not_copied_through(
 
 def test_non_ascii_output_is_utf8_whatever_the_locale() -> None:
     env = {**os.environ, "PYTHONIOENCODING": "ascii"}
-    r = subprocess.run([*AGENT_STREAM, "convert", "--to", "cui"],
-                       input=TEXT.replace(b"%s", "héllo 世界".encode()) + b"\n",
-                       capture_output=True, timeout=60, check=False, env=env)
+    r = subprocess.run(
+        [*AGENT_STREAM, "convert", "--to", "cui"],
+        input=TEXT.replace(b"%s", "héllo 世界".encode()) + b"\n",
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assert "héllo 世界".encode() in r.stdout
 
 
 def test_output_of_a_line_is_out_before_the_next_line_is_waited_for() -> None:
-    p = subprocess.Popen([*AGENT_STREAM, "convert", "--to", "cui"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [*AGENT_STREAM, "convert", "--to", "cui"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert p.stdin is not None and p.stdout is not None
         p.stdin.write(TEXT % b"first" + b"\n")

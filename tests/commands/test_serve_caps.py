@@ -30,13 +30,15 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]
 
 
 def serve_args(*extra: str) -> Any:
-    return build_parser().parse_args(["serve", "--no-directory", "--port", str(free_port()),
-                                      *extra])
+    return build_parser().parse_args(
+        ["serve", "--no-directory", "--port", str(free_port()), *extra]
+    )
 
 
 def test_max_replies_and_trusted_peers_reach_the_agent(built: list[Any]) -> None:
-    agent, chat, _ = build(serve_args("--max-replies", "700", "--trust", f"{ADDR}=500",
-                                      "--trust", ADDR2), SEED)
+    agent, chat, _ = build(
+        serve_args("--max-replies", "700", "--trust", f"{ADDR}=500", "--trust", ADDR2), SEED
+    )
     built.append(agent)
     caps = chat.settings.caps
     assert caps.max_replies == 700 and dict(caps.trusted) == {ADDR: 500, ADDR2: 700}
@@ -52,19 +54,25 @@ def test_without_trust_the_defaults_stay(built: list[Any]) -> None:
     assert guard is not None and guard.settings.trusted_senders == frozenset()
 
 
-@pytest.mark.parametrize("extra,said", [
-    (["--max-replies", "0"], "--max-replies must be at least 1"),
-    (["--trust", "not-an-address"], "is not an agent address"),
-    (["--trust", f"user1{'q' * 60}"], "is not an agent address"),
-    (["--trust", f"{ADDR}=0"], "N must be a positive integer"),
-    (["--trust", f"{ADDR}=lots"], "N must be a positive integer"),
-])
-def test_bad_values_are_refused_in_one_line(extra: list[str], said: str, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "extra,said",
+    [
+        (["--max-replies", "0"], "--max-replies must be at least 1"),
+        (["--trust", "not-an-address"], "is not an agent address"),
+        (["--trust", f"user1{'q' * 60}"], "is not an agent address"),
+        (["--trust", f"{ADDR}=0"], "N must be a positive integer"),
+        (["--trust", f"{ADDR}=lots"], "N must be a positive integer"),
+    ],
+)
+def test_bad_values_are_refused_in_one_line(
+    extra: list[str],
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_STREAM_DIRECTORY", str(tmp_path / "agents.json"))
-    code = main(["serve", "--seed", SEED, "--no-directory", "--port", str(free_port()),
-                 *extra])
+    code = main(["serve", "--seed", SEED, "--no-directory", "--port", str(free_port()), *extra])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and said in err[-1] and err[-1].startswith("agent-stream serve: ")

@@ -39,28 +39,43 @@ from agent_stream.uagents._compat import context_with_session
 PRODUCED = [0]
 
 
-async def ask_one(chat: StreamingChat, ctx: Any, to: str, req: dict[str, Any],
-                  agent: Any = None) -> dict[str, Any]:
+async def ask_one(
+    chat: StreamingChat, ctx: Any, to: str, req: dict[str, Any], agent: Any = None
+) -> dict[str, Any]:
     started = time.monotonic()
     text = req.get("text", "hello")
     # untagged: a plain question (no agent_stream tags), read until EndSessionContent
-    question: Any = text if req.get("tagged", True) else ChatMessage(
-        content=[StartSessionContent(), TextContent(text=text)])
+    question: Any = (
+        text
+        if req.get("tagged", True)
+        else ChatMessage(content=[StartSessionContent(), TextContent(text=text)])
+    )
     if not req.get("tagged", True) and agent is not None:
         # a plain peer's conversation is its envelope session: each question a new one, so
         # the responder does not answer it as a follow-up of the questions asked before
         ctx = context_with_session(agent, uuid.uuid4())
     try:
         if "resume" in req:  # the reply of an earlier question, again from its start
-            reply = await chat.resume(ctx, to, req["resume"], timeout=float(req.get("timeout", 60)),
-                                      idle_timeout=req.get("idle_timeout"))
+            reply = await chat.resume(
+                ctx,
+                to,
+                req["resume"],
+                timeout=float(req.get("timeout", 60)),
+                idle_timeout=req.get("idle_timeout"),
+            )
         else:
             # every question stands alone (an empty history of its own): the many asked in
             # this one session are not one conversation the responder would remember
-            reply = await chat.ask(ctx, to, question, settle=float(req.get("settle", 0.5)),
-                                   timeout=float(req.get("timeout", 60)),
-                                   idle_timeout=req.get("idle_timeout"), channels={"reasoning"},
-                                   history=())
+            reply = await chat.ask(
+                ctx,
+                to,
+                question,
+                settle=float(req.get("settle", 0.5)),
+                timeout=float(req.get("timeout", 60)),
+                idle_timeout=req.get("idle_timeout"),
+                channels={"reasoning"},
+                history=(),
+            )
     except DeliveryError as exc:
         return {"status": "undelivered", "completed": False, "detail": str(exc)}
     cancel_after = req.get("cancel_after")
@@ -75,21 +90,30 @@ async def ask_one(chat: StreamingChat, ctx: Any, to: str, req: dict[str, Any],
     confirm = None
     if cancelled_at is not None and reply.ended_at is not None:
         confirm = round(reply.ended_at - cancelled_at, 3)
-    return {"status": reply.status, "completed": reply.completed, "text": reply.text(),
-            "transcript": reply.transcript.to_dict(),
-            "seconds": round(time.monotonic() - started, 4),
-            "chat_messages": reply.chat_messages, "duplicates": reply.duplicates,
-            "gaps_repaired": reply.gaps_repaired, "repair_requests": reply.repair_requests,
-            "keepalives": reply.keepalives, "question_resends": reply.question_resends,
-            "at_risk": round(reply.at_risk, 3), "cancel_confirmed_after": confirm,
-            "conversation": reply.conversation,
-            "warnings": [str(w) for w in reply.warnings]}
+    return {
+        "status": reply.status,
+        "completed": reply.completed,
+        "text": reply.text(),
+        "transcript": reply.transcript.to_dict(),
+        "seconds": round(time.monotonic() - started, 4),
+        "chat_messages": reply.chat_messages,
+        "duplicates": reply.duplicates,
+        "gaps_repaired": reply.gaps_repaired,
+        "repair_requests": reply.repair_requests,
+        "keepalives": reply.keepalives,
+        "question_resends": reply.question_resends,
+        "at_risk": round(reply.at_risk, 3),
+        "cancel_confirmed_after": confirm,
+        "conversation": reply.conversation,
+        "warnings": [str(w) for w in reply.warnings],
+    }
 
 
 def asker(args: argparse.Namespace) -> None:
     chat = StreamingChat()
-    agent = local_agent(args.seed, args.port, name="asker", peers=parse_peers(args.peer),
-                        directory=None)
+    agent = local_agent(
+        args.seed, args.port, name="asker", peers=parse_peers(args.peer), directory=None
+    )
     agent.include(chat, publish_manifest=True)
     to = args.peer[0].split("=", 1)[0]
 
@@ -101,8 +125,9 @@ def asker(args: argparse.Namespace) -> None:
             if not line:
                 return
             req = json.loads(line)
-            replies = await asyncio.gather(*(ask_one(chat, ctx, to, req, agent)
-                                             for _ in range(int(req.get("count", 1)))))
+            replies = await asyncio.gather(
+                *(ask_one(chat, ctx, to, req, agent) for _ in range(int(req.get("count", 1))))
+            )
             print(json.dumps({"replies": replies}), flush=True)
 
     run_agent(agent, drive)
@@ -121,12 +146,14 @@ def responder(args: argparse.Namespace) -> None:
                 await asyncio.sleep(1 / args.rate if args.rate else 0)
 
     def ended(stats: Any) -> None:
-        print(json.dumps({"reply_end": dataclasses.asdict(stats), "tokens": PRODUCED[0]}),
-              flush=True)
+        print(
+            json.dumps({"reply_end": dataclasses.asdict(stats), "tokens": PRODUCED[0]}), flush=True
+        )
 
     chat = StreamingChat(respond, channels={"reasoning"}, on_reply_end=ended)
-    agent = local_agent(args.seed, args.port, name="responder", peers=parse_peers(args.peer),
-                        directory=None)
+    agent = local_agent(
+        args.seed, args.port, name="responder", peers=parse_peers(args.peer), directory=None
+    )
     agent.include(chat, publish_manifest=True)
 
     async def drive(ctx: Any) -> None:

@@ -68,15 +68,18 @@ class Link:
         return True
 
 
-def run_link(chats: list[ChatMessage], link: Link, policy: DeliveryPolicy,
-             repair: bool = True, limit: float = 400.0
-             ) -> tuple[list[Message], ChatDecoder, int]:
+def run_link(
+    chats: list[ChatMessage],
+    link: Link,
+    policy: DeliveryPolicy,
+    repair: bool = True,
+    limit: float = 400.0,
+) -> tuple[list[Message], ChatDecoder, int]:
     """Send ``chats`` over ``link``; returns what the receiver decoded, its decoder, and how
     many ChatMessages the sender gave up on (their redelivery budget ran out)."""
     conv = "C"
     dec = ChatDecoder(gap_timeout=10 * policy.within)
-    rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True,
-                                                 rng=random.Random(7))
+    rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True, rng=random.Random(7))
     buf: ReplayBuffer[ChatMessage] = ReplayBuffer(policy.replay_count, policy.replay_bytes)
     gr = GapRepair(policy)
     ka = Keepalive(policy.keepalive, 0.0)
@@ -99,10 +102,17 @@ def run_link(chats: list[ChatMessage], link: Link, policy: DeliveryPolicy,
     for _ in range(20000):
         if dec.finished("S", conv) or now > limit:
             break
-        wake = [t for t in (link.events[0][0] if link.events else None, rd.next_deadline,
-                            ka.next_deadline if len(rd) else None,
-                            gr.next_deadline(dec.gaps()) if repair else None,
-                            dec.next_deadline) if t is not None]
+        wake = [
+            t
+            for t in (
+                link.events[0][0] if link.events else None,
+                rd.next_deadline,
+                ka.next_deadline if len(rd) else None,
+                gr.next_deadline(dec.gaps()) if repair else None,
+                dec.next_deadline,
+            )
+            if t is not None
+        ]
         if not wake:
             break
         if min(wake) <= now and stuck > 100:
@@ -145,6 +155,6 @@ def coalesced(chats: list[ChatMessage], runs: list[int]) -> list[ChatMessage]:
     for n in itertools.cycle(runs or [1]):
         if i >= len(chats):
             break
-        out.append(coalesce(chats[i:i + n]))
+        out.append(coalesce(chats[i : i + n]))
         i += n
     return out

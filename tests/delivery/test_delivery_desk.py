@@ -84,8 +84,9 @@ def test_resend_from_the_replay_buffer_open_or_finished() -> None:
     for i, c in enumerate(chats, 1):
         buf.add(i, i, c, 100)
     r = FakeReply("asker", "conv")
-    work = desk.control("asker", op(control(OP_RESEND, "conv", **{"from": "2", "to": "3"})),
-                        [r], nothing)  # type: ignore[list-item]
+    work = desk.control(
+        "asker", op(control(OP_RESEND, "conv", **{"from": "2", "to": "3"})), [r], nothing
+    )  # type: ignore[list-item]
     assert work is not None
     asyncio.run(work)  # type: ignore[arg-type]
     assert r.resent == chats[1:3]
@@ -103,20 +104,26 @@ def test_resend_from_the_replay_buffer_open_or_finished() -> None:
 
 
 def _chats() -> list[ChatMessage]:
-    enc = ChatEncoder("C", tagged=True, chunker={"min_chars": 1, "max_chars": 5,
-                                                 "first_chars": None})
+    enc = ChatEncoder(
+        "C", tagged=True, chunker={"min_chars": 1, "max_chars": 5, "first_chars": None}
+    )
     out: list[ChatMessage] = []
     for i in range(8):
-        out += enc.feed(Message(type="text", props={"content": f"part {i}. "}, delta=True,
-                                message_id="M"), float(i))
+        out += enc.feed(
+            Message(type="text", props={"content": f"part {i}. "}, delta=True, message_id="M"),
+            float(i),
+        )
     return out + enc.close(9.0)
 
 
 @settings(max_examples=80, deadline=None)
-@given(order=st.permutations(range(len(_chats()))), missing=st.one_of(
-    st.none(), st.integers(0, len(_chats()) - 1)))
-def test_any_order_any_one_missing_is_whole_only_when_whole(order: list[int],
-                                                            missing: int | None) -> None:
+@given(
+    order=st.permutations(range(len(_chats()))),
+    missing=st.one_of(st.none(), st.integers(0, len(_chats()) - 1)),
+)
+def test_any_order_any_one_missing_is_whole_only_when_whole(
+    order: list[int], missing: int | None
+) -> None:
     chats = _chats()
     dec = ChatDecoder(gap_timeout=5.0)
     now = 0.0

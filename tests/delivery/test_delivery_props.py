@@ -28,8 +28,9 @@ from agent_stream.message import (
     lifecycle,
 )
 
-words = st.lists(st.sampled_from(["Hello", " world", ". ", "Dr. No", "\n\n", "中文", "😀", " x"]),
-                 max_size=12).map("".join)
+words = st.lists(
+    st.sampled_from(["Hello", " world", ". ", "Dr. No", "\n\n", "中文", "😀", " x"]), max_size=12
+).map("".join)
 
 
 @st.composite
@@ -39,33 +40,43 @@ def replies(draw: st.DrawFn) -> list[Message]:
     n = itertools.count(1)
     for b in range(draw(st.integers(1, 3))):
         bid = f"B{b}"
-        out.append(lifecycle(BLOCK_START, BlockStartData(block_id=bid, type="llm",
-                                                         label=draw(st.sampled_from(
-                                                             [None, "Thinking", "Answer"]))),
-                             block_id=bid))
+        out.append(
+            lifecycle(
+                BLOCK_START,
+                BlockStartData(
+                    block_id=bid,
+                    type="llm",
+                    label=draw(st.sampled_from([None, "Thinking", "Answer"])),
+                ),
+                block_id=bid,
+            )
+        )
         for _ in range(draw(st.integers(1, 3))):
             mid = f"M{next(n)}"
             typ = draw(st.sampled_from(["text", "text", "thinking", "tool_call"]))
             ids = {"message_id": mid, "block_id": bid}
             out.append(lifecycle(MESSAGE_START, MessageStartData(message_id=mid, type=typ), **ids))
             if typ == "tool_call":
-                out.append(Message(type=typ, props={"id": "c1", "name": "f", "arguments": "{}"},
-                                   **ids))
+                out.append(
+                    Message(type=typ, props={"id": "c1", "name": "f", "arguments": "{}"}, **ids)
+                )
                 count = 1
             else:
                 parts = draw(st.lists(words, min_size=1, max_size=6))
                 out += [Message(type=typ, props={"content": p}, delta=True, **ids) for p in parts]
                 count = len(parts)
-            out.append(lifecycle(MESSAGE_END, MessageEndData(message_id=mid, type=typ,
-                                                             chunk_count=count), **ids))
+            out.append(
+                lifecycle(
+                    MESSAGE_END, MessageEndData(message_id=mid, type=typ, chunk_count=count), **ids
+                )
+            )
         out.append(lifecycle(BLOCK_END, BlockEndData(block_id=bid), block_id=bid))
     out.append(lifecycle(STREAM_END, StreamEndData(status="completed")))
     return out
 
 
 def encode(msgs: list[Message], chunker: dict[str, Any] | None) -> list[Any]:
-    enc = ChatEncoder("C", tagged=True, channels={"reasoning"}, chunker=chunker,
-                      deterministic=True)
+    enc = ChatEncoder("C", tagged=True, channels={"reasoning"}, chunker=chunker, deterministic=True)
     chats: list[Any] = []
     now = 0.0
     for m in msgs:
@@ -94,13 +105,20 @@ POLICY = DeliveryPolicy(tries=6, within=60.0, max_delay=4.0)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(msgs=replies(), faults=st.lists(st.sampled_from(OUTCOMES), max_size=40),
-       delays=st.lists(st.floats(0, 0.6), min_size=1, max_size=12),
-       runs=st.lists(st.integers(1, 5), max_size=6),
-       chunker=st.sampled_from([None, {"min_chars": 1, "max_chars": 6, "first_chars": None}]))
+@given(
+    msgs=replies(),
+    faults=st.lists(st.sampled_from(OUTCOMES), max_size=40),
+    delays=st.lists(st.floats(0, 0.6), min_size=1, max_size=12),
+    runs=st.lists(st.integers(1, 5), max_size=6),
+    chunker=st.sampled_from([None, {"min_chars": 1, "max_chars": 6, "first_chars": None}]),
+)
 def test_lossy_link_with_repair_decodes_like_a_clean_run(
-        msgs: list[Message], faults: list[str], delays: list[float], runs: list[int],
-        chunker: dict[str, Any] | None) -> None:
+    msgs: list[Message],
+    faults: list[str],
+    delays: list[float],
+    runs: list[int],
+    chunker: dict[str, Any] | None,
+) -> None:
     chats = coalesced(encode(msgs, chunker), runs)
     want = clean(chats)
     out, dec, given_up = run_link(chats, Link(faults, delays), POLICY)
@@ -122,8 +140,9 @@ def test_repair_alone_fills_what_redelivery_gave_up(msgs: list[Message], lost: A
     replay buffer (a lost tail is learnt from the keepalive's ``high``)."""
     chats = encode(msgs, {"min_chars": 1, "max_chars": 6, "first_chars": None})
     faults = lost.draw(st.lists(st.sampled_from(["ok", "drop"]), max_size=len(chats)))
-    out, dec, _ = run_link(chats, Link(faults, [0.01]),
-                        DeliveryPolicy(tries=1, within=1.0, keepalive=0.5))
+    out, dec, _ = run_link(
+        chats, Link(faults, [0.01]), DeliveryPolicy(tries=1, within=1.0, keepalive=0.5)
+    )
     # with tries=1 the sender keeps nothing to resend, so keepalives stop: the tail may be
     # unknown; what matters is that nothing incomplete passes for whole
     if dec.whole("S", "C"):

@@ -15,8 +15,7 @@ from agent_stream.assemble import assemble
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits
 from agent_stream.writer import StreamWriter
 
-FAST = DeliveryPolicy(ack_timeout=0.05, retry_delay=0.02, max_delay=0.2, within=2.0,
-                      keepalive=0.1)
+FAST = DeliveryPolicy(ack_timeout=0.05, retry_delay=0.02, max_delay=0.2, within=2.0, keepalive=0.1)
 
 
 class Peer:
@@ -45,11 +44,24 @@ class Peer:
         return True, "delivered"
 
 
-def pump(peer: Peer, respond: object, replay: ReplayBuffer[ChatMessage] | None = None,
-         peer_acks: bool = True) -> Outgoing:
-    out = Outgoing("agent1peer", "conv", ChatEncoder("conv", tagged=True),
-                   respond=respond, send=peer, limits=PumpLimits(),  # type: ignore[arg-type]
-                   delivery=FAST, peer_acks=peer_acks, replay=replay, keepalive=True)
+def pump(
+    peer: Peer,
+    respond: object,
+    replay: ReplayBuffer[ChatMessage] | None = None,
+    peer_acks: bool = True,
+) -> Outgoing:
+    out = Outgoing(
+        "agent1peer",
+        "conv",
+        ChatEncoder("conv", tagged=True),
+        respond=respond,
+        send=peer,
+        limits=PumpLimits(),  # type: ignore[arg-type]
+        delivery=FAST,
+        peer_acks=peer_acks,
+        replay=replay,
+        keepalive=True,
+    )
     peer.out = out
     return out
 

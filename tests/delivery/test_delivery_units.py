@@ -133,8 +133,12 @@ def test_keepalive_and_idle_watch() -> None:
 
 def test_control_ops_round_trip() -> None:
     c = control(OP_RESEND, "conv", **{"from": "3"})
-    assert control_of(c) == {"agent_stream": "1", "op": OP_RESEND, "conversation": "conv",
-                             "from": "3"}
+    assert control_of(c) == {
+        "agent_stream": "1",
+        "op": OP_RESEND,
+        "conversation": "conv",
+        "from": "3",
+    }
     assert control_of(control(OP_CANCEL, "conv"))["op"] == OP_CANCEL  # type: ignore[index]
     assert control_of(control(OP_KEEPALIVE, "conv")) is None  # responder -> asker: decoded
     # a keepalive is decoded quietly and tells the decoder about a missing tail
@@ -146,15 +150,27 @@ def test_control_ops_round_trip() -> None:
 
 
 def _reply() -> list[ChatMessage]:
-    enc = ChatEncoder("C", tagged=True, chunker={"min_chars": 1, "max_chars": 4,
-                                                 "first_chars": None})
+    enc = ChatEncoder(
+        "C", tagged=True, chunker={"min_chars": 1, "max_chars": 4, "first_chars": None}
+    )
     chats: list[ChatMessage] = []
-    msgs = [lifecycle(BLOCK_START, BlockStartData(block_id="B", type="llm", label="Thinking"),
-                      block_id="B"),
-            *[Message(type="text", props={"content": f"word{i} "}, delta=True,
-                      message_id="M", block_id="B") for i in range(100)],
-            lifecycle(BLOCK_END, BlockEndData(block_id="B"), block_id="B"),
-            lifecycle(STREAM_END, StreamEndData(status="completed"))]
+    msgs = [
+        lifecycle(
+            BLOCK_START, BlockStartData(block_id="B", type="llm", label="Thinking"), block_id="B"
+        ),
+        *[
+            Message(
+                type="text",
+                props={"content": f"word{i} "},
+                delta=True,
+                message_id="M",
+                block_id="B",
+            )
+            for i in range(100)
+        ],
+        lifecycle(BLOCK_END, BlockEndData(block_id="B"), block_id="B"),
+        lifecycle(STREAM_END, StreamEndData(status="completed")),
+    ]
     for m in msgs:
         chats += enc.feed(m, 0.0)
     return chats + enc.close(0.0)

@@ -28,5 +28,6 @@ def gw_agents(gw_harness: Harness) -> dict[str, tuple[AgentProcess, str]]:
 @pytest.fixture(scope="session")
 def gateway(gw_harness: Harness, gw_agents: dict[str, tuple[AgentProcess, str]]) -> Gateway:
     """`agent-stream gateway --agent llm --agent echo --resume-window 3`."""
-    return start_gateway(gw_harness, "--agent", "llm", "--agent", "echo",
-                         "--resume-window", str(WINDOW))
+    return start_gateway(
+        gw_harness, "--agent", "llm", "--agent", "echo", "--resume-window", str(WINDOW)
+    )

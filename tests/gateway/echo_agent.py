@@ -24,7 +24,7 @@ async def respond(request: ChatRequest, out: StreamWriter) -> None:
     m = HEAD.match(text)
     if m:
         n, rate = int(m.group(1)), float(m.group(2) or 0)
-        text = text[m.end():]
+        text = text[m.end() :]
     produced = 0
     mark = (text.split() or ["-"])[0]
     async with out.block("llm", label="Echo") as b, b.message("text") as msg:
@@ -46,8 +46,12 @@ def main() -> int:
     args = p.parse_args()
     agent = local_agent(args.seed, args.port, name=args.name)
     # the gateway is one asker for every test: let it have many replies at once
-    agent.include(StreamingChat(respond, settings=ChatSettings().with_caps(max_replies_per_sender=64, max_replies=64)),
-                  publish_manifest=True)
+    agent.include(
+        StreamingChat(
+            respond, settings=ChatSettings().with_caps(max_replies_per_sender=64, max_replies=64)
+        ),
+        publish_manifest=True,
+    )
     print(f"address: {agent.address}", flush=True)
     print(f"endpoint: http://127.0.0.1:{args.port}/submit", flush=True)
     run_agent(agent)

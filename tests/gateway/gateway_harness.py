@@ -20,24 +20,47 @@ from agent_stream.uagents.local import free_port
 
 HERE = Path(__file__).resolve().parent
 
-__all__ = ["WINDOW", "AgentProcess", "Gateway", "Harness", "agui_body", "assert_echo_stopped",
-           "echo_agent", "echo_produced", "sse_events", "start_gateway"]
+__all__ = [
+    "WINDOW",
+    "AgentProcess",
+    "Gateway",
+    "Harness",
+    "agui_body",
+    "assert_echo_stopped",
+    "echo_agent",
+    "echo_produced",
+    "sse_events",
+    "start_gateway",
+]
 
 WINDOW = 3.0  # the shared gateway's resume window (short: the disconnect tests wait it out)
 
 
 def agui_body(question: str, run_id: str = "run-1", **extra: Any) -> dict[str, Any]:
     """A RunAgentInput asking ``question`` (``extra`` goes into forwardedProps)."""
-    return {"threadId": "thread-1", "runId": run_id, "state": {}, "tools": [], "context": [],
-            "forwardedProps": extra,
-            "messages": [{"id": "u1", "role": "user", "content": question}]}
+    return {
+        "threadId": "thread-1",
+        "runId": run_id,
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": extra,
+        "messages": [{"id": "u1", "role": "user", "content": question}],
+    }
 
 
 def echo_agent(h: Harness, name: str = "echo") -> tuple[AgentProcess, str]:
     """tests/gateway/echo_agent.py, listed in the directory: (process, address)."""
     port = free_port()
-    p = h.start(str(HERE / "echo_agent.py"), "--port", str(port), "--seed",
-                f"gateway echo {port} {time.time_ns()}", "--name", name)
+    p = h.start(
+        str(HERE / "echo_agent.py"),
+        "--port",
+        str(port),
+        "--seed",
+        f"gateway echo {port} {time.time_ns()}",
+        "--name",
+        name,
+    )
     address = p.wait_for("address:").split(":", 1)[1].strip()
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -49,13 +72,17 @@ def echo_agent(h: Harness, name: str = "echo") -> tuple[AgentProcess, str]:
 
 def echo_produced(proc: AgentProcess, mark: str) -> int:
     """Filler tokens the echo agent has produced so far for the question marked ``mark``."""
-    counts = [int(x.split()[1]) for x in proc.lines
-              if x.startswith("produced ") and x.split()[2:3] == [mark]]
+    counts = [
+        int(x.split()[1])
+        for x in proc.lines
+        if x.startswith("produced ") and x.split()[2:3] == [mark]
+    ]
     return max(counts, default=0)
 
 
-def assert_echo_stopped(proc: AgentProcess, mark: str, since: float, *, within: float = 1.0,
-                        watch: float = 1.5) -> None:
+def assert_echo_stopped(
+    proc: AgentProcess, mark: str, since: float, *, within: float = 1.0, watch: float = 1.5
+) -> None:
     """The echo agent stopped producing ``mark``'s reply within ``within`` s of ``since`` (a
     stop): from then on, for ``watch`` s, its count does not grow (at 50 tokens/s it would
     print 7 more lines)."""

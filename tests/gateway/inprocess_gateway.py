@@ -59,16 +59,25 @@ class GivenReplies:
         self.questions: list[tuple[str, str]] = []
         self.asked: list[dict[str, Any]] = []
 
-    async def ask(self, address: str, question: str, *, reasoning: bool = True,
-                  timeout: float = 120.0, history: Any = None, session: Any = None) -> Any:
+    async def ask(
+        self,
+        address: str,
+        question: str,
+        *,
+        reasoning: bool = True,
+        timeout: float = 120.0,
+        history: Any = None,
+        session: Any = None,
+    ) -> Any:
         self.questions.append((address, question))
         self.asked.append({"question": question, "history": history, "session": session})
         return _Reply(self.messages)
 
 
 @contextlib.asynccontextmanager
-async def serve_gateway(tmp: Path, names: Sequence[str], messages: Sequence[Message],
-                        **config: Any) -> AsyncIterator[tuple[str, GivenReplies]]:
+async def serve_gateway(
+    tmp: Path, names: Sequence[str], messages: Sequence[Message], **config: Any
+) -> AsyncIterator[tuple[str, GivenReplies]]:
     """(base URL, the link) of a gateway serving the agents ``names`` (listed in a local
     directory under ``tmp``), each answering ``messages``."""
     directory = LocalDirectory(tmp / "agents.json")
@@ -77,8 +86,16 @@ async def serve_gateway(tmp: Path, names: Sequence[str], messages: Sequence[Mess
     link = GivenReplies(messages)
     gw = Gateway(GatewayConfig(**config), Agents([], directory), link)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_app(gw), host="127.0.0.1", port=port,
-                                           log_config=None, access_log=False, lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(gw),
+            host="127.0.0.1",
+            port=port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+        )
+    )
     task = asyncio.create_task(server.serve())
     try:
         while not server.started:

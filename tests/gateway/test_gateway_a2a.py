@@ -26,8 +26,11 @@ def _message(text: str) -> Message:
 
 
 def _texts(task: Any) -> list[str]:
-    return ["".join(p.root.text for p in a.parts if hasattr(p.root, "text"))
-            for a in task.artifacts or [] if a.name == "text"]
+    return [
+        "".join(p.root.text for p in a.parts if hasattr(p.root, "text"))
+        for a in task.artifacts or []
+        if a.name == "text"
+    ]
 
 
 async def test_card_and_message_stream(gateway: Gateway) -> None:
@@ -47,8 +50,9 @@ async def test_card_and_message_stream(gateway: Gateway) -> None:
     assert texts and "Streaming agent output" in texts[-1]
 
 
-async def test_tasks_cancel_stops_a_running_task(gateway: Gateway,
-                                                 gw_agents: dict[str, Any]) -> None:
+async def test_tasks_cancel_stops_a_running_task(
+    gateway: Gateway, gw_agents: dict[str, Any]
+) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, f"{gateway.url}/a2a/echo").get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
@@ -85,20 +89,36 @@ def _reply(text: str) -> list[Any]:
     from agent_stream.message import event
     from agent_stream.message import text as text_msg
 
-    return [event("stream_start", {"request_id": "q"}), text_msg(text, message_id="M1"),
-            event("stream_end", {"status": "completed"})]
+    return [
+        event("stream_start", {"request_id": "q"}),
+        text_msg(text, message_id="M1"),
+        event("stream_end", {"status": "completed"}),
+    ]
 
 
 def _rpc(method: str, parts: list[dict[str, Any]], rid: Any = 7) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": method,
-            "params": {"message": {"role": "user", "messageId": str(uuid4()), "kind": "message",
-                                   "parts": parts}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": method,
+        "params": {
+            "message": {
+                "role": "user",
+                "messageId": str(uuid4()),
+                "kind": "message",
+                "parts": parts,
+            }
+        },
+    }
 
 
 async def test_the_root_card_is_the_one_agents_and_a_client_finds_it_unmodified(
-        tmp_path: Path) -> None:
-    async with serve_gateway(tmp_path, ["solo"], _reply("Hello from solo.")) as (url, link), \
-            httpx.AsyncClient(timeout=30) as http:
+    tmp_path: Path,
+) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], _reply("Hello from solo.")) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
         # the resolver's default path: /.well-known/agent-card.json at the domain root
         card = await A2ACardResolver(http, url).get_agent_card()
         assert card.name == "solo" and card.url == f"{url}/a2a/solo"
@@ -115,14 +135,15 @@ async def test_the_root_card_is_the_one_agents_and_a_client_finds_it_unmodified(
 
 
 async def test_the_root_card_is_the_default_agents(tmp_path: Path) -> None:
-    async with serve_gateway(tmp_path, ["a", "b"], _reply("x"), default_agent="b") as (url, _), \
-            httpx.AsyncClient(timeout=30) as http:
+    async with (
+        serve_gateway(tmp_path, ["a", "b"], _reply("x"), default_agent="b") as (url, _),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
         card = await A2ACardResolver(http, url).get_agent_card()
     assert card.name == "b" and card.url == f"{url}/a2a/b"
 
 
-async def test_the_root_card_of_several_agents_is_a_404_naming_each_card(
-        gateway: Gateway) -> None:
+async def test_the_root_card_of_several_agents_is_a_404_naming_each_card(gateway: Gateway) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         r = await http.get(f"{gateway.url}/.well-known/agent-card.json")
         assert r.status_code == 404 and r.headers["content-type"] == "application/json"
@@ -135,11 +156,14 @@ async def test_the_root_card_of_several_agents_is_a_404_naming_each_card(
 
 
 async def test_a_message_without_parts_is_invalid_params_not_an_empty_question(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     from a2a.client.errors import A2AClientJSONRPCError
 
-    async with serve_gateway(tmp_path, ["solo"], _reply("an answer")) as (url, link), \
-            httpx.AsyncClient(timeout=30) as http:
+    async with (
+        serve_gateway(tmp_path, ["solo"], _reply("an answer")) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
         for method in ("message/send", "message/stream"):
             r = await http.post(f"{url}/a2a/solo", json=_rpc(method, []))
             assert r.status_code == 200, r.text
@@ -157,20 +181,40 @@ async def test_a_message_without_parts_is_invalid_params_not_an_empty_question(
     assert link.questions == []  # nothing was asked
 
 
-@pytest.mark.parametrize(("parts", "named"), [
-    ([{"kind": "file", "file": {"uri": "https://example.com/a.pdf", "mimeType": "application/pdf"}}],
-     ["parts[0] (file)"]),
-    ([{"kind": "text", "text": "see the data"}, {"kind": "data", "data": {"rows": [1, 2]}}],
-     ["parts[1] (data)"]),
-    ([{"kind": "data", "data": {}}, {"kind": "text", "text": "and"},
-      {"kind": "file", "file": {"bytes": "aGk=", "name": "hi.txt"}}],
-     ["parts[0] (data)", "parts[2] (file)"]),
-    ([{"kind": "text", "text": "  "}], []),
-])
+@pytest.mark.parametrize(
+    ("parts", "named"),
+    [
+        (
+            [
+                {
+                    "kind": "file",
+                    "file": {"uri": "https://example.com/a.pdf", "mimeType": "application/pdf"},
+                }
+            ],
+            ["parts[0] (file)"],
+        ),
+        (
+            [{"kind": "text", "text": "see the data"}, {"kind": "data", "data": {"rows": [1, 2]}}],
+            ["parts[1] (data)"],
+        ),
+        (
+            [
+                {"kind": "data", "data": {}},
+                {"kind": "text", "text": "and"},
+                {"kind": "file", "file": {"bytes": "aGk=", "name": "hi.txt"}},
+            ],
+            ["parts[0] (data)", "parts[2] (file)"],
+        ),
+        ([{"kind": "text", "text": "  "}], []),
+    ],
+)
 async def test_parts_the_agent_cannot_take_are_refused_by_name(
-        tmp_path: Path, parts: list[dict[str, Any]], named: list[str]) -> None:
-    async with serve_gateway(tmp_path, ["solo"], _reply("an answer")) as (url, link), \
-            httpx.AsyncClient(timeout=30) as http:
+    tmp_path: Path, parts: list[dict[str, Any]], named: list[str]
+) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], _reply("an answer")) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
         for method in ("message/send", "message/stream"):
             r = await http.post(f"{url}/a2a/solo", json=_rpc(method, parts, rid="x1"))
             err = r.json()["error"]
@@ -182,24 +226,35 @@ async def test_parts_the_agent_cannot_take_are_refused_by_name(
 
 
 async def test_a_malformed_request_is_still_the_sdks_to_answer(tmp_path: Path) -> None:
-    async with serve_gateway(tmp_path, ["solo"], _reply("x")) as (url, link), \
-            httpx.AsyncClient(timeout=30) as http:
+    async with (
+        serve_gateway(tmp_path, ["solo"], _reply("x")) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
         r = await http.post(f"{url}/a2a/solo", content=b"{not json")
         assert r.json()["error"]["code"] == -32700
-        r = await http.post(f"{url}/a2a/solo", json={"jsonrpc": "2.0", "id": 1,
-                                                    "method": "message/send",
-                                                    "params": {"message": {"parts": "x"}}})
+        r = await http.post(
+            f"{url}/a2a/solo",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {"message": {"parts": "x"}},
+            },
+        )
         assert r.json()["error"]["code"] == -32602
-        r = await http.post(f"{url}/a2a/solo", json=_rpc("message/send",
-                                                         [{"kind": "text", "text": "fine"}]))
+        r = await http.post(
+            f"{url}/a2a/solo", json=_rpc("message/send", [{"kind": "text", "text": "fine"}])
+        )
         assert r.json()["result"]["status"]["state"] == "completed"
     assert link.questions == [(address_of("solo"), "fine")]
 
 
 async def test_gateway_default_agent_flag_names_the_root_card(
-        gw_harness: Harness, gw_agents: dict[str, Any]) -> None:
-    gw = await asyncio.to_thread(start_gateway, gw_harness, "--agent", "llm", "--agent", "echo",
-                                 "--default-agent", "echo")
+    gw_harness: Harness, gw_agents: dict[str, Any]
+) -> None:
+    gw = await asyncio.to_thread(
+        start_gateway, gw_harness, "--agent", "llm", "--agent", "echo", "--default-agent", "echo"
+    )
     try:
         async with httpx.AsyncClient(timeout=30) as http:
             card = await A2ACardResolver(http, gw.url).get_agent_card()
@@ -222,14 +277,16 @@ def _access_line(gw: Gateway, rid: str) -> str:
     return ""
 
 
-async def test_with_api_keys_the_root_card_stays_public_and_asking_does_not(
-        tmp_path: Path) -> None:
-    async with serve_gateway(tmp_path, ["solo"], _reply("x"), api_keys=["k1"]) as (url, link), \
-            httpx.AsyncClient(timeout=30) as http:
+async def test_with_api_keys_the_root_card_stays_public_and_asking_does_not(tmp_path: Path) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], _reply("x"), api_keys=["k1"]) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
         assert (await http.get(f"{url}/.well-known/agent-card.json")).json()["name"] == "solo"
         r = await http.post(f"{url}/a2a/solo", json=_rpc("message/send", []))
         assert r.status_code == 401 and r.json()["error"]["code"] == -32001
-        r = await http.post(f"{url}/a2a/solo", json=_rpc("message/send", []),
-                            headers={"authorization": "Bearer k1"})
+        r = await http.post(
+            f"{url}/a2a/solo", json=_rpc("message/send", []), headers={"authorization": "Bearer k1"}
+        )
         assert r.json()["error"]["code"] == -32602
     assert link.questions == []

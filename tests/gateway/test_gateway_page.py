@@ -15,17 +15,27 @@ from gateway_harness import Gateway, Harness, start_gateway
 pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if CHROMIUM is None:
-        pytest.skip("no chromium on this machine (Debian package chromium; `make test` "
-                    "installs it with apt-get)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright is not installed (the test extra)")
+        pytest.skip(
+            "no chromium on this machine (Debian package chromium; `make test` "
+            "installs it with apt-get)"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (the test extra)"
+    )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         try:
@@ -76,8 +86,9 @@ def test_page_builds_the_reply_live(page: Any) -> None:
     # reasoning: dimmed and collapsible
     reasoning = page.locator("details.reasoning").first
     assert "chat protocol" in reasoning.inner_text()
-    assert float(reasoning.evaluate("e => getComputedStyle(e.querySelector('.content'))"
-                                    ".opacity")) < 1
+    assert (
+        float(reasoning.evaluate("e => getComputedStyle(e.querySelector('.content')).opacity")) < 1
+    )
     reasoning.locator("summary").click()
     assert reasoning.evaluate("e => e.open") is False
     # tool calls became their results; progress lines finished
@@ -107,15 +118,17 @@ def test_tool_lines_show_in_the_order_they_came(page: Any) -> None:
     assert blocks.count() >= 1
     for i in range(blocks.count()):
         lines = blocks.nth(i).locator(".tool, .status").all_inner_texts()
-        kinds = ["call" if t.startswith("⚙") else "result" if "→" in t else "progress"
-                 for t in lines]
+        kinds = [
+            "call" if t.startswith("⚙") else "result" if "→" in t else "progress" for t in lines
+        ]
         assert kinds == ["call", "progress", "result"], lines
         assert not lines[0].endswith("…")  # the call is no longer running
     assert page.errors == []  # type: ignore[attr-defined]
 
 
 def test_no_empty_thinking_box_when_the_agent_shares_no_reasoning(
-        browser: Any, quiet_gateway: Gateway) -> None:
+    browser: Any, quiet_gateway: Gateway
+) -> None:
     ctx = browser.new_context()
     pg = ctx.new_page()
     try:
@@ -131,9 +144,11 @@ def test_no_empty_thinking_box_when_the_agent_shares_no_reasoning(
         ctx.close()
 
 
-HOSTILE = ('**bold** <script>window.__pwned = 1</script>'
-           '<img src=x onerror="window.__pwned = 2"> <a href="javascript:window.__pwned=3">x</a>'
-           '<svg onload="window.__pwned = 4"></svg> <iframe src="javascript:1"></iframe>')
+HOSTILE = (
+    "**bold** <script>window.__pwned = 1</script>"
+    '<img src=x onerror="window.__pwned = 2"> <a href="javascript:window.__pwned=3">x</a>'
+    '<svg onload="window.__pwned = 4"></svg> <iframe src="javascript:1"></iframe>'
+)
 
 
 def test_agent_text_cannot_inject_script(page: Any) -> None:
@@ -194,7 +209,8 @@ def test_the_page_is_a_conversation_that_survives_a_reload(page: Any) -> None:
 
 
 def test_a_hint_says_when_the_agent_withholds_its_reasoning(
-        browser: Any, quiet_gateway: Gateway, gateway: Gateway) -> None:
+    browser: Any, quiet_gateway: Gateway, gateway: Gateway
+) -> None:
     ctx = browser.new_context()
     pg = ctx.new_page()
     try:

@@ -27,13 +27,29 @@ REDIS = shutil.which("redis-server")
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if REDIS is None:
-        pytest.skip("redis-server is not installed (Debian package redis-server; `make test` "
-                    "installs it with apt-get)")
+        pytest.skip(
+            "redis-server is not installed (Debian package redis-server; `make test` "
+            "installs it with apt-get)"
+        )
     port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(workdir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            REDIS,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -85,8 +101,12 @@ async def test_redis_store_contract(redis_url: str) -> None:
 
 @pytest.fixture(scope="module")
 def pair(gw_harness: Harness, gw_agents: object, redis_url: str) -> Iterator[tuple[Gateway, ...]]:
-    gws = tuple(start_gateway(gw_harness, "--agent", "echo", "--resume-store", redis_url,
-                              "--resume-window", "5") for _ in range(2))
+    gws = tuple(
+        start_gateway(
+            gw_harness, "--agent", "echo", "--resume-store", redis_url, "--resume-window", "5"
+        )
+        for _ in range(2)
+    )
     yield gws
     for g in gws:
         g.proc.stop()
@@ -98,12 +118,13 @@ def test_resume_on_another_gateway(pair: tuple[Gateway, Gateway]) -> None:
     got = []
     buf = ""
     with httpx.Client(timeout=30) as c:
-        with c.stream("POST", one.url + "/agui",
-                      json=agui_body("[n=80 rate=40] shared", run_id="redis-run")) as r:
+        with c.stream(
+            "POST", one.url + "/agui", json=agui_body("[n=80 rate=40] shared", run_id="redis-run")
+        ) as r:
             rid = r.headers["x-reply-id"]
             for piece in r.iter_text():
                 buf += piece
-                got = sse_events(buf[:buf.rfind("\n\n") + 2])
+                got = sse_events(buf[: buf.rfind("\n\n") + 2])
                 if sum(e["data"]["type"] == "TEXT_MESSAGE_CONTENT" for e in got) >= 3:
                     break
         # the connection to gateway one is gone; gateway two picks the reply up
@@ -121,8 +142,10 @@ def test_resume_on_another_gateway(pair: tuple[Gateway, Gateway]) -> None:
 
 def test_stop_through_another_gateway(pair: tuple[Gateway, Gateway]) -> None:
     one, two = pair
-    with httpx.Client(timeout=30) as c, c.stream(
-            "GET", one.url + "/v1/stream", params={"q": "[n=1000 rate=50] far"}) as r:
+    with (
+        httpx.Client(timeout=30) as c,
+        c.stream("GET", one.url + "/v1/stream", params={"q": "[n=1000 rate=50] far"}) as r,
+    ):
         rid = r.headers["x-reply-id"]
         buf = ""
         stopped_at = None

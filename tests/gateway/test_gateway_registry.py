@@ -21,12 +21,14 @@ from agent_stream.message import Message, event, text, tool_call
 
 pytestmark = pytest.mark.integration
 
-MSGS = [event("stream_start", {"request_id": "r1"}),
-        Message(type="thinking", message_id="T1", props={"content": "Let me look."}),
-        tool_call("c1", "lookup", '{"q": "x"}', message_id="M2"),
-        text("Hi ", message_id="M1"),
-        Message(type="text", message_id="M1", delta=True, props={"content": "there."}),
-        event("stream_end", {"status": "completed"})]
+MSGS = [
+    event("stream_start", {"request_id": "r1"}),
+    Message(type="thinking", message_id="T1", props={"content": "Let me look."}),
+    tool_call("c1", "lookup", '{"q": "x"}', message_id="M2"),
+    text("Hi ", message_id="M1"),
+    Message(type="text", message_id="M1", delta=True, props={"content": "there."}),
+    event("stream_end", {"status": "completed"}),
+]
 
 
 def _convert_choices() -> set[str]:
@@ -44,11 +46,14 @@ def _routed(name: str) -> bool:
 
 
 async def test_every_way_in_offers_the_same_wires_and_the_gateway_writes_convert_bytes(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     names = registry.names()
     served: set[str] = set()
-    async with serve_gateway(tmp_path, ["solo"], MSGS) as (url, _), \
-            httpx.AsyncClient(base_url=url, timeout=30) as http:
+    async with (
+        serve_gateway(tmp_path, ["solo"], MSGS) as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
         for name in names:
             r = await http.get("/v1/stream", params={"q": "hi", "accept": name})
             if r.status_code != 200:
@@ -75,10 +80,13 @@ async def test_every_way_in_offers_the_same_wires_and_the_gateway_writes_convert
 async def test_the_native_stream_of_a_reply_stopped_at_once_still_ends(tmp_path: Path) -> None:
     """The native stream is the cui wire's own encoder: a reply that ends before its first
     Message still gets a stream_end saying how it ended."""
-    async with serve_gateway(tmp_path, ["solo"], []) as (url, _), \
-            httpx.AsyncClient(base_url=url, timeout=30) as http:
-        r = await http.get("/v1/stream", params={"q": "hi"},
-                           headers={"accept": "application/x-ndjson"})
+    async with (
+        serve_gateway(tmp_path, ["solo"], []) as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        r = await http.get(
+            "/v1/stream", params={"q": "hi"}, headers={"accept": "application/x-ndjson"}
+        )
     assert r.headers["content-type"].startswith("application/x-ndjson")
     [end] = [Message.from_json(x) for x in r.text.splitlines()]
     assert end.event == "stream_end" and (end.props or {})["data"]["status"] == "completed"

@@ -40,14 +40,21 @@ def _split(resumed: list[dict[str, Any]], cursor: str) -> tuple[list[Any], list[
 
 def test_agui_resume_at_every_kind_of_cut(gateway: Gateway) -> None:
     with gateway.client() as c:
-        r = c.post("/agui", json=agui_body("How do agents stream?", run_id="resume-agui",
-                                           agent="llm"))
+        r = c.post(
+            "/agui", json=agui_body("How do agents stream?", run_id="resume-agui", agent="llm")
+        )
         full = _events(r)
         kinds = [e["data"]["type"] for e in full]
-        cuts = sorted({kinds.index("TEXT_MESSAGE_CONTENT") + 2,  # mid-message
-                       kinds.index("TOOL_CALL_ARGS"),  # mid tool call
-                       kinds.index("REASONING_MESSAGE_CONTENT"),  # mid reasoning
-                       kinds.index("STEP_STARTED"), 0, len(full) - 2})
+        cuts = sorted(
+            {
+                kinds.index("TEXT_MESSAGE_CONTENT") + 2,  # mid-message
+                kinds.index("TOOL_CALL_ARGS"),  # mid tool call
+                kinds.index("REASONING_MESSAGE_CONTENT"),  # mid reasoning
+                kinds.index("STEP_STARTED"),
+                0,
+                len(full) - 2,
+            }
+        )
         # resume at every cut first (the shared gateway's window is short), check afterwards
         resumed = {}
         for k in cuts:
@@ -56,22 +63,31 @@ def test_agui_resume_at_every_kind_of_cut(gateway: Gateway) -> None:
             resumed[k] = _events(res)
         for k in cuts:
             preface, rest = _split(resumed[k], full[k]["id"])
-            assert rest == full[k + 1:], f"cut at {k}"
+            assert rest == full[k + 1 :], f"cut at {k}"
             assert all(p["type"].endswith(("START", "STARTED")) for p in preface)
             alone = preface + [e["data"] for e in rest]
             check_agui(alone)
             if node_available():
                 verdict = node_verify("agui", alone)
                 assert verdict["ok"], (k, verdict)
-            before = [e["data"] for e in full[:k + 1]]
-            assert agui_text(before) + agui_text([e["data"] for e in rest]) == \
-                agui_text([e["data"] for e in full])
+            before = [e["data"] for e in full[: k + 1]]
+            assert agui_text(before) + agui_text([e["data"] for e in rest]) == agui_text(
+                [e["data"] for e in full]
+            )
 
 
 def test_aisdk_resume_mid_message_read_by_ai(gateway: Gateway) -> None:
-    body = {"id": "chat-resume", "agent": "llm",
-            "messages": [{"id": "u1", "role": "user",
-                          "parts": [{"type": "text", "text": "How do agents stream?"}]}]}
+    body = {
+        "id": "chat-resume",
+        "agent": "llm",
+        "messages": [
+            {
+                "id": "u1",
+                "role": "user",
+                "parts": [{"type": "text", "text": "How do agents stream?"}],
+            }
+        ],
+    }
     with gateway.client() as c:
         r = c.post("/api/chat", json=body)
         full = _events(r)
@@ -84,19 +100,21 @@ def test_aisdk_resume_mid_message_read_by_ai(gateway: Gateway) -> None:
             resumed[k] = _events(res)
         for k in cuts:
             preface, rest = _split(resumed[k], full[k]["id"])
-            assert rest == full[k + 1:]
+            assert rest == full[k + 1 :]
             assert preface[0]["type"] == "start"
             alone = preface + [e["data"] for e in rest if e["data"] != "[DONE]"]
             if node_available():
                 verdict = node_verify("aisdk", alone)
                 assert verdict["ok"], verdict
-            before = [e["data"] for e in full[:k + 1]]
-            assert aisdk_text(before) + aisdk_text([e["data"] for e in rest]) == \
-                aisdk_text([e["data"] for e in full])
+            before = [e["data"] for e in full[: k + 1]]
+            assert aisdk_text(before) + aisdk_text([e["data"] for e in rest]) == aisdk_text(
+                [e["data"] for e in full]
+            )
 
 
-def _read_some(c: httpx.Client, method: str, url: str, n: int, **kw: Any
-               ) -> tuple[str, list[dict[str, Any]]]:
+def _read_some(
+    c: httpx.Client, method: str, url: str, n: int, **kw: Any
+) -> tuple[str, list[dict[str, Any]]]:
     """Open a stream, read ``n`` events, drop the connection: (reply id, events read)."""
     got: list[dict[str, Any]] = []
     buf = ""
@@ -118,8 +136,9 @@ def test_cut_mid_message_then_resume_live(gateway: Gateway) -> None:
     q = "[n=60 rate=40] live"
     expected = "live" + "".join(f" w{i}" for i in range(1, 61))
     with gateway.client() as c:
-        _, got = _read_some(c, "POST", "/agui", 6,
-                              json=agui_body(q, run_id="cut-live", agent="echo"))
+        _, got = _read_some(
+            c, "POST", "/agui", 6, json=agui_body(q, run_id="cut-live", agent="echo")
+        )
         assert any(e["data"]["type"] == "TEXT_MESSAGE_CONTENT" for e in got)
         time.sleep(0.3)
         res = c.post("/agui", headers={"last-event-id": got[-1]["id"]}, json={})
@@ -138,11 +157,13 @@ def _stats(c: httpx.Client, rid: str) -> dict[str, Any]:
 
 
 def test_disconnect_keeps_running_for_the_window_then_cancels(
-        gateway: Gateway, gw_agents: dict[str, Any]) -> None:
+    gateway: Gateway, gw_agents: dict[str, Any]
+) -> None:
     echo = gw_agents["echo"][0]
     with gateway.client() as c:
-        rid, got = _read_some(c, "GET", "/v1/stream", 4,
-                              params={"agent": "echo", "q": "[n=1000 rate=50] away"})
+        rid, got = _read_some(
+            c, "GET", "/v1/stream", 4, params={"agent": "echo", "q": "[n=1000 rate=50] away"}
+        )
         cut = time.monotonic()
         at_cut = echo_produced(echo, "away")
         time.sleep(WINDOW / 2)
@@ -165,8 +186,9 @@ def test_disconnect_keeps_running_for_the_window_then_cancels(
 
 def test_reconnect_within_window_completes(gateway: Gateway) -> None:
     with gateway.client() as c:
-        rid, got = _read_some(c, "GET", "/v1/stream", 4,
-                              params={"agent": "echo", "q": "[n=100 rate=50] back"})
+        rid, got = _read_some(
+            c, "GET", "/v1/stream", 4, params={"agent": "echo", "q": "[n=100 rate=50] back"}
+        )
         time.sleep(WINDOW / 2)
         res = c.get("/v1/stream", headers={"last-event-id": got[-1]["id"]})
         evs = [e["data"] for e in got] + [e["data"] for e in _events(res)]
@@ -175,9 +197,14 @@ def test_reconnect_within_window_completes(gateway: Gateway) -> None:
 
 
 def test_stop_cancels_at_once(gateway: Gateway, gw_agents: dict[str, Any]) -> None:
-    with gateway.client() as c, c.stream(
-            "POST", "/agui", json=agui_body("[n=1000 rate=50] halted by a stop",
-                                            run_id="stop-run", agent="echo")) as r:
+    with (
+        gateway.client() as c,
+        c.stream(
+            "POST",
+            "/agui",
+            json=agui_body("[n=1000 rate=50] halted by a stop", run_id="stop-run", agent="echo"),
+        ) as r,
+    ):
         buf = ""
         stopped_at = None
         for piece in r.iter_text():

@@ -18,9 +18,21 @@ ORIGIN = "http://app.example.test"
 def locked(gw_harness: Harness, gw_agents: object) -> Iterator[Gateway]:
     gw_harness.env["AGENT_STREAM_GATEWAY_KEYS"] = "env-key-1, env-key-2"
     try:
-        g = start_gateway(gw_harness, "--agent", "echo", "--api-key", "k-one",
-                          "--api-key", "k-two", "--cors-origin", ORIGIN,
-                          "--max-replies-per-key", "1", "--max-body-bytes", "4096")
+        g = start_gateway(
+            gw_harness,
+            "--agent",
+            "echo",
+            "--api-key",
+            "k-one",
+            "--api-key",
+            "k-two",
+            "--cors-origin",
+            ORIGIN,
+            "--max-replies-per-key",
+            "1",
+            "--max-body-bytes",
+            "4096",
+        )
     finally:
         gw_harness.env.pop("AGENT_STREAM_GATEWAY_KEYS", None)
     yield g
@@ -57,8 +69,10 @@ def test_keys_required_and_errors_in_each_format(locked: Gateway) -> None:
 
 
 def test_cors_only_for_listed_origins(locked: Gateway, gateway: Gateway) -> None:
-    pre = {"access-control-request-method": "POST",
-           "access-control-request-headers": "authorization,content-type"}
+    pre = {
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type",
+    }
     with httpx.Client(timeout=30) as c:
         ok = c.options(locked.url + "/api/chat", headers={"origin": ORIGIN, **pre})
         assert ok.status_code == 200
@@ -79,15 +93,20 @@ def test_body_cap_and_per_key_limit(locked: Gateway) -> None:
     with httpx.Client(base_url=locked.url, timeout=30) as c:
         r = c.post("/v1/stream", json={"question": "x" * 5000}, headers=one)
         assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
-        with c.stream("GET", "/v1/stream", params={"q": "[n=500 rate=50] hold"},
-                      headers=one) as first:
+        with c.stream(
+            "GET", "/v1/stream", params={"q": "[n=500 rate=50] hold"}, headers=one
+        ) as first:
             rid = first.headers["x-reply-id"]
             r = c.get("/v1/stream", params={"q": "second"}, headers=one)
             assert r.status_code == 429 and r.json()["error"]["code"] == "busy"
-            r = c.post("/v1/chat/completions", headers=one, json={
-                "model": "echo", "messages": [{"role": "user", "content": "third"}]})
+            r = c.post(
+                "/v1/chat/completions",
+                headers=one,
+                json={"model": "echo", "messages": [{"role": "user", "content": "third"}]},
+            )
             assert r.status_code == 429 and r.json()["error"]["type"] == "rate_limit_error"
-            r = c.get("/v1/stream", params={"q": "other key"},
-                      headers={"authorization": "Bearer k-two"})
+            r = c.get(
+                "/v1/stream", params={"q": "other key"}, headers={"authorization": "Bearer k-two"}
+            )
             assert r.status_code == 200
             assert c.delete(f"/v1/replies/{rid}", headers=one).json()["status"] == "cancelled"

@@ -35,8 +35,7 @@ QUESTION = "How do agents stream?"
 @pytest.fixture(scope="module")
 def slow(gw_harness: Harness) -> Iterator[tuple[AgentProcess, Gateway]]:
     """A slow `serve` (20 tokens/s, two replies at once per asker) and a gateway for it."""
-    p, _, _ = gw_harness.serve("--rate", "20", "--name", "slow",
-                               "--max-replies-per-sender", "2")
+    p, _, _ = gw_harness.serve("--rate", "20", "--name", "slow", "--max-replies-per-sender", "2")
     g = start_gateway(gw_harness, "--agent", "slow", "--resume-window", "30")
     yield p, g
     g.proc.stop()
@@ -60,8 +59,10 @@ class Reader:
     def _run(self) -> None:
         buf = ""
         try:
-            with httpx.Client(base_url=self.gw.url, timeout=60) as c, c.stream(
-                    "GET", "/v1/stream", params={"agent": "slow", "q": self.question}) as r:
+            with (
+                httpx.Client(base_url=self.gw.url, timeout=60) as c,
+                c.stream("GET", "/v1/stream", params={"agent": "slow", "q": self.question}) as r,
+            ):
                 self.status_code = r.status_code
                 self.reply_id = r.headers.get("x-reply-id")
                 self.started.set()
@@ -77,8 +78,11 @@ class Reader:
             self.started.set()
 
     def text(self) -> str:
-        return "".join(str((m.get("props") or {}).get("content") or "") for m in self.messages
-                       if m.get("type") == "text")
+        return "".join(
+            str((m.get("props") or {}).get("content") or "")
+            for m in self.messages
+            if m.get("type") == "text"
+        )
 
     def wait_for_text(self, chars: int, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
@@ -94,8 +98,7 @@ class Reader:
         return None
 
 
-def test_delete_stops_the_agent_not_only_the_stream(
-        slow: tuple[AgentProcess, Gateway]) -> None:
+def test_delete_stops_the_agent_not_only_the_stream(slow: tuple[AgentProcess, Gateway]) -> None:
     _, gw = slow
     stopped, running = Reader(gw, QUESTION), Reader(gw, QUESTION)
     for r in (stopped, running):
@@ -108,13 +111,15 @@ def test_delete_stops_the_agent_not_only_the_stream(
         d = c.delete(f"/v1/replies/{stopped.reply_id}")
     assert d.status_code == 200 and d.json()["status"] == "cancelled", d.text
     stopped.thread.join(5)
-    assert stopped.ended_at is not None and stopped.ended_at - at < 1.5, \
+    assert stopped.ended_at is not None and stopped.ended_at - at < 1.5, (
         f"the stopped stream ended {stopped.ended_at and stopped.ended_at - at} s after DELETE"
+    )
     end = stopped.end()
     assert end is not None and end["props"]["data"]["status"] == "cancelled", end
     # the agent's own stream_end (the gateway's stand-in has only status and error)
-    assert {"request_id", "duration_ms"} <= set(end["props"]["data"]), \
+    assert {"request_id", "duration_ms"} <= set(end["props"]["data"]), (
         f"the agent did not confirm the cancel: {end}"
+    )
 
     # the agent: the other reply goes on growing; the stopped one's slot is free at once
     text_then = len(running.text())

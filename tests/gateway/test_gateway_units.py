@@ -72,8 +72,7 @@ async def test_memory_store_read_is_live() -> None:
     assert got == ["1"] and not t.done()
     await s.append("r", ["2", end_entry("cancelled", "stop")])
     await asyncio.wait_for(t, 1)
-    assert got[:2] == ["1", "2"] and parse_end(got[2]) == {"status": "cancelled",
-                                                           "error": "stop"}
+    assert got[:2] == ["1", "2"] and parse_end(got[2]) == {"status": "cancelled", "error": "stop"}
 
 
 def test_cursor_parsing() -> None:
@@ -91,15 +90,21 @@ async def test_resume_preface_reopens_what_was_open() -> None:
     await s.append("r", [m.to_json() for m in msgs] + [end_entry("completed")])
     kinds = [e.type.value for e in full]
     k = kinds.index("TEXT_MESSAGE_CONTENT")  # mid-message
-    got = [(n, e) async for n, e in events(s, "r", "agui", {"thread_id": "t", "run_id": "run"},
-                                           after=k)]
+    got = [
+        (n, e)
+        async for n, e in events(s, "r", "agui", {"thread_id": "t", "run_id": "run"}, after=k)
+    ]
     preface = [e for n, e in got if n == k]
-    assert [e.type.value for e in preface] == ["RUN_STARTED", "STEP_STARTED",
-                                               "TEXT_MESSAGE_START"]
-    assert [e for n, e in got if n > k] == full[k + 1:]
+    assert [e.type.value for e in preface] == ["RUN_STARTED", "STEP_STARTED", "TEXT_MESSAGE_START"]
+    assert [e for n, e in got if n > k] == full[k + 1 :]
     r = Reopen("aisdk")
-    for c in ({"type": "start"}, {"type": "start-step"}, {"type": "text-start", "id": "a"},
-              {"type": "text-end", "id": "a"}, {"type": "reasoning-start", "id": "b"}):
+    for c in (
+        {"type": "start"},
+        {"type": "start-step"},
+        {"type": "text-start", "id": "a"},
+        {"type": "text-end", "id": "a"},
+        {"type": "reasoning-start", "id": "b"},
+    ):
         r.see(c)
     assert [c["type"] for c in r.preface()] == ["start", "start-step", "reasoning-start"]
     assert Reopen("standard").preface() == []
@@ -107,17 +112,37 @@ async def test_resume_preface_reopens_what_was_open() -> None:
 
 def test_questions_from_each_conversation() -> None:
     assert from_openai([{"role": "user", "content": "hi"}]) == Question("hi", ())
-    q = from_openai([{"role": "system", "content": "Be brief."},
-                     {"role": "user", "content": [{"type": "text", "text": "a"}]},
-                     {"role": "assistant", "content": "b"},
-                     {"role": "tool", "content": "left out", "tool_call_id": "t"},
-                     {"role": "developer", "content": "Cite."},
-                     {"role": "user", "content": "c"},
-                     {"role": "assistant", "content": "after the question: left out"}])
-    assert q == Question("c", (Turn("system", "Be brief."), Turn("user", "a"),
-                               Turn("assistant", "b"), Turn("system", "Cite.")))
-    assert from_aisdk([{"role": "user", "parts": [{"type": "text", "text": "x"},
-                                                  {"type": "file", "url": "u"}]}]).text == "x"
+    q = from_openai(
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "a"}]},
+            {"role": "assistant", "content": "b"},
+            {"role": "tool", "content": "left out", "tool_call_id": "t"},
+            {"role": "developer", "content": "Cite."},
+            {"role": "user", "content": "c"},
+            {"role": "assistant", "content": "after the question: left out"},
+        ]
+    )
+    assert q == Question(
+        "c",
+        (
+            Turn("system", "Be brief."),
+            Turn("user", "a"),
+            Turn("assistant", "b"),
+            Turn("system", "Cite."),
+        ),
+    )
+    assert (
+        from_aisdk(
+            [
+                {
+                    "role": "user",
+                    "parts": [{"type": "text", "text": "x"}, {"type": "file", "url": "u"}],
+                }
+            ]
+        ).text
+        == "x"
+    )
     for bad in ([], [{"role": "assistant", "content": "no question"}], "nope"):
         with pytest.raises(HTTPError):
             from_openai(bad)
@@ -132,20 +157,24 @@ def test_settings_are_safe_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     GatewayConfig(host="0.0.0.0", api_keys=["k"]).check()
     monkeypatch.setenv(KEYS_ENV, "a, b")
     assert GatewayConfig(host="0.0.0.0").keys() == ["a", "b"]
-    for bad in ({"cors_origins": ["*"]}, {"resume_store": "mysql://x"},
-                {"resume_window": 0}, {"max_replies_per_key": 0}):
+    for bad in (
+        {"cors_origins": ["*"]},
+        {"resume_store": "mysql://x"},
+        {"resume_window": 0},
+        {"max_replies_per_key": 0},
+    ):
         with pytest.raises(ValueError):
             GatewayConfig(**bad).check()  # type: ignore[arg-type]
 
 
 def test_without_the_extra_the_command_says_what_to_install(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from agent_stream.cli import main
 
     monkeypatch.setitem(sys.modules, "starlette", None)
     assert main(["gateway"]) == 2
     assert "pip install 'agent-stream[gateway]'" in capsys.readouterr().err
-
 
 
 async def test_keepalive_comments_during_silence() -> None:

@@ -42,8 +42,11 @@ def reference(gateway: Gateway) -> Any:
 def test_openai_sdk_streaming_with_usage(gateway: Gateway, reference: Any) -> None:
     client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused")
     stream = client.chat.completions.create(
-        model="llm", messages=[{"role": "user", "content": QUESTION}], stream=True,
-        stream_options={"include_usage": True})
+        model="llm",
+        messages=[{"role": "user", "content": QUESTION}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     text, reasoning, finish, usage = [], [], None, None
     for chunk in stream:
         if chunk.usage is not None:
@@ -63,13 +66,18 @@ def test_openai_sdk_not_streaming_and_models(gateway: Gateway, reference: Any) -
     models = {m.id for m in client.models.list()}
     assert {"llm", "echo"} <= models
     done = client.chat.completions.create(
-        model="llm", messages=[{"role": "system", "content": "Be brief."},
-                               {"role": "user", "content": QUESTION}])
+        model="llm",
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": QUESTION},
+        ],
+    )
     # a system prompt travels as history before the question: another reply script may answer
     assert done.object == "chat.completion" and done.choices[0].finish_reason == "stop"
     assert done.choices[0].message.content
     plain = client.chat.completions.create(
-        model="llm", messages=[{"role": "user", "content": QUESTION}])
+        model="llm", messages=[{"role": "user", "content": QUESTION}]
+    )
     assert plain.choices[0].message.content == reference.text()
     assert plain.usage is not None and plain.usage.total_tokens > 0
 
@@ -77,8 +85,7 @@ def test_openai_sdk_not_streaming_and_models(gateway: Gateway, reference: Any) -
 def test_openai_errors_are_openai_errors(gateway: Gateway) -> None:
     client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused", max_retries=0)
     with pytest.raises(openai.NotFoundError) as info:
-        client.chat.completions.create(model="nobody",
-                                       messages=[{"role": "user", "content": "hi"}])
+        client.chat.completions.create(model="nobody", messages=[{"role": "user", "content": "hi"}])
     assert info.value.code == "model_not_found"
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="llm", messages=[])
@@ -86,8 +93,9 @@ def test_openai_errors_are_openai_errors(gateway: Gateway) -> None:
 
 def test_agui_events_valid_ordered_lf(gateway: Gateway, reference: Any) -> None:
     with gateway.client() as c:
-        r = c.post("/agui", json=agui_body(QUESTION, agent="llm"),
-                   headers={"accept": "text/event-stream"})
+        r = c.post(
+            "/agui", json=agui_body(QUESTION, agent="llm"), headers={"accept": "text/event-stream"}
+        )
     assert r.status_code == 200 and "\r" not in r.text
     evs = sse_events(r.text)
     data = [e["data"] for e in evs]
@@ -96,16 +104,20 @@ def test_agui_events_valid_ordered_lf(gateway: Gateway, reference: Any) -> None:
     assert data[-1]["type"] == "RUN_FINISHED"
     assert agui_text(data) == reference.text()
     assert {"TOOL_CALL_START", "TOOL_CALL_RESULT", "REASONING_MESSAGE_CONTENT"} <= {
-        d["type"] for d in data}
+        d["type"] for d in data
+    }
     if node_available():
         verdict = node_verify("agui", data)
         assert verdict["ok"], verdict
 
 
 def test_aisdk_stream_and_resume_204(gateway: Gateway, reference: Any) -> None:
-    body = {"id": "chat-wires", "trigger": "submit-message", "agent": "llm",
-            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text",
-                                                                  "text": QUESTION}]}]}
+    body = {
+        "id": "chat-wires",
+        "trigger": "submit-message",
+        "agent": "llm",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": QUESTION}]}],
+    }
     with gateway.client() as c:
         r = c.post("/api/chat", json=body)
         assert r.status_code == 200
@@ -125,8 +137,11 @@ def test_aisdk_stream_and_resume_204(gateway: Gateway, reference: Any) -> None:
 
 def test_native_post_jsonl_and_accept_routing(gateway: Gateway, reference: Any) -> None:
     with gateway.client() as c:
-        r = c.post("/v1/stream", json={"agent": "llm", "question": QUESTION},
-                   headers={"accept": "application/x-ndjson"})
+        r = c.post(
+            "/v1/stream",
+            json={"agent": "llm", "question": QUESTION},
+            headers={"accept": "application/x-ndjson"},
+        )
         assert r.headers["content-type"].startswith("application/x-ndjson")
         a = Assembler()
         for line in r.text.splitlines():
@@ -138,8 +153,9 @@ def test_native_post_jsonl_and_accept_routing(gateway: Gateway, reference: Any) 
         check_agui(data)
         assert agui_text(data) == reference.text()
 
-        r = c.get("/v1/stream", params={"agent": "llm", "q": QUESTION},
-                  headers={"accept": "channels"})
+        r = c.get(
+            "/v1/stream", params={"agent": "llm", "q": QUESTION}, headers={"accept": "channels"}
+        )
         assert r.headers["content-type"].startswith("application/x-ndjson")
         lines = [json.loads(x) for x in r.text.splitlines()]
         assert lines and all(isinstance(x, dict) for x in lines)
@@ -158,8 +174,10 @@ def test_errors_json_in_each_format(gateway: Gateway) -> None:
         assert r.status_code == 400 and r.json()["type"] == "RUN_ERROR"
         r = c.post("/api/chat", content=big.encode())
         assert r.status_code == 413 and r.json()["type"] == "error"
-        r = c.post("/v1/chat/completions", json={"model": "llm", "messages": [
-            {"role": "user", "content": "q" * (70 * 1024)}]})
+        r = c.post(
+            "/v1/chat/completions",
+            json={"model": "llm", "messages": [{"role": "user", "content": "q" * (70 * 1024)}]},
+        )
         assert r.status_code == 413 and r.json()["error"]["code"] == "question_too_large"
         r = c.get("/v1/stream", params={"agent": "nobody", "q": "hi"})
         assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
@@ -181,8 +199,16 @@ def test_access_log_one_line_per_request(gateway: Gateway) -> None:
     lines = [x for x in gateway.proc.stderr.splitlines() if f"reply={rid}" in x]
     assert len(lines) == 1, lines
     line = lines[0]
-    for part in ("GET /v1/stream", "agent=echo", "format=native", "status=200", "bytes=",
-                 "chat_messages=", "ttfb_ms=", "ms="):
+    for part in (
+        "GET /v1/stream",
+        "agent=echo",
+        "format=native",
+        "status=200",
+        "bytes=",
+        "chat_messages=",
+        "ttfb_ms=",
+        "ms=",
+    ):
         assert part in line, line
 
 

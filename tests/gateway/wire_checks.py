@@ -71,17 +71,26 @@ def aisdk_text(chunks: list[Any], kind: str = "text-delta") -> str:
 
 
 def node_available() -> bool:
-    return shutil.which("node") is not None and (NODE_MODULES / "@ag-ui" / "client").is_dir() \
+    return (
+        shutil.which("node") is not None
+        and (NODE_MODULES / "@ag-ui" / "client").is_dir()
         and (NODE_MODULES / "ai").is_dir()
+    )
 
 
 def node_verify(kind: str, items: list[Any]) -> dict[str, Any]:
     """Run tests/gateway/verify_streams.mjs: ``agui`` events through verifyEvents, or ``aisdk``
     chunks through readUIMessageStream. Returns its JSON verdict."""
     script = Path(__file__).resolve().parent / "verify_streams.mjs"
-    proc = subprocess.run(["node", str(script), kind], input=json.dumps(items), text=True,
-                          capture_output=True, timeout=60, cwd=ROOT / "conformance",
-                          env={"NODE_PATH": str(NODE_MODULES), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        ["node", str(script), kind],
+        input=json.dumps(items),
+        text=True,
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT / "conformance",
+        env={"NODE_PATH": str(NODE_MODULES), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     verdict: dict[str, Any] = json.loads(proc.stdout)
     return verdict
@@ -91,10 +100,15 @@ def node_client(kind: str, url: str, question: str, agent: str) -> dict[str, Any
     """The real client over HTTP: ``agui-http`` (@ag-ui/client HttpAgent.runAgent, then
     verifyEvents) or ``aisdk-http`` (ai's DefaultChatTransport + readUIMessageStream)."""
     script = Path(__file__).resolve().parent / "verify_streams.mjs"
-    proc = subprocess.run(["node", str(script), kind, url],
-                          input=json.dumps({"question": question, "agent": agent}), text=True,
-                          capture_output=True, timeout=60, cwd=ROOT / "conformance",
-                          env={"NODE_PATH": str(NODE_MODULES), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        ["node", str(script), kind, url],
+        input=json.dumps({"question": question, "agent": agent}),
+        text=True,
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT / "conformance",
+        env={"NODE_PATH": str(NODE_MODULES), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     verdict: dict[str, Any] = json.loads(proc.stdout)
     return verdict

@@ -37,12 +37,17 @@ def address_of(seed: str) -> str:
 class AgentProcess:
     """A running process whose stdout is read line by line in the background."""
 
-    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str],
-                 stdin: bool = False) -> None:
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str], stdin: bool = False) -> None:
         self.cmd = cmd
-        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     stdin=subprocess.PIPE if stdin else subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        )
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
         self._err: list[str] = []
@@ -78,8 +83,10 @@ class AgentProcess:
             except queue.Empty:
                 line = None
             if line is None:
-                raise AssertionError(f"{self.cmd[:4]}: no line starting with {prefix!r} "
-                                     f"(exit {self.proc.poll()}); stderr:\n{self.stderr}")
+                raise AssertionError(
+                    f"{self.cmd[:4]}: no line starting with {prefix!r} "
+                    f"(exit {self.proc.poll()}); stderr:\n{self.stderr}"
+                )
             if line.startswith(prefix):
                 return line.rstrip("\n")
 
@@ -90,8 +97,10 @@ class AgentProcess:
         except queue.Empty:
             line = None
         if line is None:
-            raise AssertionError(f"{self.cmd[:4]}: no line within {timeout} s "
-                                 f"(exit {self.proc.poll()}); stderr:\n{self.stderr[-3000:]}")
+            raise AssertionError(
+                f"{self.cmd[:4]}: no line within {timeout} s "
+                f"(exit {self.proc.poll()}); stderr:\n{self.stderr[-3000:]}"
+            )
         return line.rstrip("\n")
 
     def request(self, obj: Any, timeout: float = 60.0) -> Any:
@@ -157,13 +166,24 @@ class Harness:
         self.procs.append(p)
         return p
 
-    def asker(self, to: str, endpoint: str, seed: str | None = None
-              ) -> tuple[AgentProcess, str, str]:
+    def asker(
+        self, to: str, endpoint: str, seed: str | None = None
+    ) -> tuple[AgentProcess, str, str]:
         """tests/peers/asker_agent.py asking ``to``: (process, its address, its endpoint)."""
         port = free_port()
         seed = seed or f"integration asker {port} {time.time_ns()}"
-        p = self.start(str(PEERS / "asker_agent.py"), "--port", str(port), "--seed", seed,
-                       "--to", to, "--to-endpoint", endpoint, stdin=True)
+        p = self.start(
+            str(PEERS / "asker_agent.py"),
+            "--port",
+            str(port),
+            "--seed",
+            seed,
+            "--to",
+            to,
+            "--to-endpoint",
+            endpoint,
+            stdin=True,
+        )
         line = p.next_line(30)
         while not line.startswith("READY "):
             line = p.next_line(30)
@@ -195,8 +215,9 @@ class Harness:
 
     def plain(self, role: str, *args: str, seed: str, port: int) -> AgentProcess:
         """tests/peers/plain_agent.py (uagents alone)."""
-        return self.start(str(PEERS / "plain_agent.py"), role, "--port", str(port),
-                          "--seed", seed, *args)
+        return self.start(
+            str(PEERS / "plain_agent.py"), role, "--port", str(port), "--seed", seed, *args
+        )
 
     def list_in_directory(self, address: str, endpoint: str, pid: int) -> None:
         """Add an agent that does not use agent_stream to the local directory."""

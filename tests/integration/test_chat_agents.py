@@ -34,20 +34,33 @@ def by_key(messages: list[dict[str, Any]]) -> dict[tuple[Any, Any], dict[str, An
     return {(m["thread_id"], m["message_id"]): m for m in messages}
 
 
-def ask_json(harness: Harness, address: str, endpoint: str, question: str,
-             *extra: str) -> tuple[int, dict[str, Any], str]:
+def ask_json(
+    harness: Harness, address: str, endpoint: str, question: str, *extra: str
+) -> tuple[int, dict[str, Any], str]:
     p = harness.cli("ask", address, "--endpoint", endpoint, "--json", *extra, question)
     code, out, err = p.finish(timeout=60)
     return code, (json.loads(out) if out.strip() else {}), err
 
 
-def plain_ask(harness: Harness, address: str, endpoint: str, question: str,
-              quiet: float = 5.0) -> dict[str, Any]:
+def plain_ask(
+    harness: Harness, address: str, endpoint: str, question: str, quiet: float = 5.0
+) -> dict[str, Any]:
     """tests/peers/plain_agent.py asks; its JSON summary of what it read."""
     port = free_port()
     seed = f"plain asker {port}"
-    p = harness.plain("ask", "--to", address, "--to-endpoint", endpoint, "--question", question,
-                      "--quiet", str(quiet), seed=seed, port=port)
+    p = harness.plain(
+        "ask",
+        "--to",
+        address,
+        "--to-endpoint",
+        endpoint,
+        "--question",
+        question,
+        "--quiet",
+        str(quiet),
+        seed=seed,
+        port=port,
+    )
     # The agent it asks must find it: list it in the local directory, as a local agent would,
     # before it gets to ask (it starts in well over a tenth of a second).
     harness.list_in_directory(address_of(seed), f"http://127.0.0.1:{port}/submit", p.proc.pid)
@@ -59,7 +72,8 @@ def plain_ask(harness: Harness, address: str, endpoint: str, question: str,
 
 # -- serve / ask ---------------------------------------------------------------------------------
 def test_serve_prints_address_and_local_endpoint_and_lists_itself(
-        harness: Harness, llm: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     _, address, endpoint = llm
     assert address.startswith("agent1") and len(address) > 60
     assert endpoint.startswith("http://127.0.0.1:") and endpoint.endswith("/submit")
@@ -67,7 +81,8 @@ def test_serve_prints_address_and_local_endpoint_and_lists_itself(
 
 
 def test_full_reply_is_streamed_and_rebuilt_exactly(
-        harness: Harness, llm: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     _, address, endpoint = llm
     code, got, err = ask_json(harness, address, endpoint, QUESTION)
     assert code == 0, err
@@ -76,18 +91,25 @@ def test_full_reply_is_streamed_and_rebuilt_exactly(
     assert got_msgs.keys() == want_msgs.keys()
     for key, w in want_msgs.items():
         g = got_msgs[key]
-        assert (g["type"], g["props"], g["block_id"], g["status"]) == \
-            (w["type"], w["props"], w["block_id"], w["status"]), key
-    assert {b["block_id"]: (b["type"], b["label"], b["status"]) for b in got["blocks"]} == \
-        {b["block_id"]: (b["type"], b["label"], b["status"]) for b in want["blocks"]}
-    assert {t["thread_id"]: (t["label"], t["status"]) for t in got["threads"]} == \
-        {t["thread_id"]: (t["label"], t["status"]) for t in want["threads"]}
+        assert (g["type"], g["props"], g["block_id"], g["status"]) == (
+            w["type"],
+            w["props"],
+            w["block_id"],
+            w["status"],
+        ), key
+    assert {b["block_id"]: (b["type"], b["label"], b["status"]) for b in got["blocks"]} == {
+        b["block_id"]: (b["type"], b["label"], b["status"]) for b in want["blocks"]
+    }
+    assert {t["thread_id"]: (t["label"], t["status"]) for t in got["threads"]} == {
+        t["thread_id"]: (t["label"], t["status"]) for t in want["threads"]
+    }
     # reasoning was shared because ask asked for it and serve runs with --reasoning
     assert any(m["type"] == "thinking" for m in got["messages"])
 
 
 def test_ask_renders_the_reply_live_without_a_terminal(
-        harness: Harness, llm: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     _, address, endpoint = llm
     p = harness.cli("ask", address, "--endpoint", endpoint, QUESTION)
     code, out, err = p.finish(timeout=60)
@@ -102,7 +124,8 @@ def test_ask_renders_the_reply_live_without_a_terminal(
 
 
 def test_ask_finds_a_local_agent_by_name_without_its_address(
-        harness: Harness, llm: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     p = harness.cli("ask", "llm", "--json", "--no-reasoning", QUESTION)
     code, out, err = p.finish(timeout=60)
     assert code == 0, err
@@ -110,8 +133,7 @@ def test_ask_finds_a_local_agent_by_name_without_its_address(
     assert not any(m["type"] == "thinking" for m in got["messages"])  # not asked for
 
 
-def test_flow_control_bounds_unacknowledged_messages_and_still_completes(
-        harness: Harness) -> None:
+def test_flow_control_bounds_unacknowledged_messages_and_still_completes(harness: Harness) -> None:
     _, address, endpoint = harness.serve("--rate", "0", "--max-in-flight", "1")
     code, got, err = ask_json(harness, address, endpoint, QUESTION)
     assert code == 0, err
@@ -124,7 +146,8 @@ def text_of(d: dict[str, Any]) -> str:
 
 # -- a peer without agent_stream -----------------------------------------------------------------
 def test_plain_uagents_peer_reads_the_clean_answer_and_sees_every_stream_end(
-        harness: Harness, llm: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     _, address, endpoint = llm
     seen = plain_ask(harness, address, endpoint, QUESTION)
     want = replay_transcript(QUESTION)
@@ -138,16 +161,31 @@ def test_plain_uagents_peer_reads_the_clean_answer_and_sees_every_stream_end(
 
 
 def test_our_decoder_reads_a_one_message_per_token_stream_from_a_plain_agent(
-        harness: Harness) -> None:
+    harness: Harness,
+) -> None:
     server_port, ask_port = free_port(), free_port()
     ask_seed = f"asker of plain {ask_port}"
-    plain = harness.plain("per-token", "--peer",
-                          f"{address_of(ask_seed)}=http://127.0.0.1:{ask_port}/submit",
-                          seed=f"plain per-token {server_port}", port=server_port)
+    plain = harness.plain(
+        "per-token",
+        "--peer",
+        f"{address_of(ask_seed)}=http://127.0.0.1:{ask_port}/submit",
+        seed=f"plain per-token {server_port}",
+        port=server_port,
+    )
     address = plain.wait_for("READY").split()[1]
-    p = harness.cli("ask", address, "--endpoint", f"http://127.0.0.1:{server_port}/submit",
-                    "--port", str(ask_port), "--seed", ask_seed, "--json", "--no-directory",
-                    "Tell me")
+    p = harness.cli(
+        "ask",
+        address,
+        "--endpoint",
+        f"http://127.0.0.1:{server_port}/submit",
+        "--port",
+        str(ask_port),
+        "--seed",
+        ask_seed,
+        "--json",
+        "--no-directory",
+        "Tell me",
+    )
     code, out, err = p.finish(timeout=60)
     assert code == 0, err
     got = json.loads(out)
@@ -167,13 +205,15 @@ def test_our_decoder_reads_a_one_message_per_token_stream_from_a_plain_agent(
 @pytest.fixture(scope="module")
 def failing(harness: Harness) -> tuple[AgentProcess, str, str]:
     port = free_port()
-    p = harness.start(str(PEERS / "failing_agent.py"), "--port", str(port),
-                      "--seed", f"failing agent {port}")
+    p = harness.start(
+        str(PEERS / "failing_agent.py"), "--port", str(port), "--seed", f"failing agent {port}"
+    )
     return p, p.wait_for("address:").split()[1], p.wait_for("endpoint:").split()[1]
 
 
 def test_a_responder_that_raises_midway_ends_its_streams_and_delivers_an_error(
-        harness: Harness, failing: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, failing: tuple[AgentProcess, str, str]
+) -> None:
     _, address, endpoint = failing
     code, got, err = ask_json(harness, address, endpoint, "anything")
     assert code == 1 and "did not complete (status error)" in err
@@ -189,7 +229,8 @@ def test_a_responder_that_raises_midway_ends_its_streams_and_delivers_an_error(
 
 
 def test_a_plain_peer_sees_every_stream_ended_and_a_readable_error(
-        harness: Harness, failing: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, failing: tuple[AgentProcess, str, str]
+) -> None:
     _, address, endpoint = failing
     seen = plain_ask(harness, address, endpoint, "anything")
     assert seen["starts"] and sorted(seen["starts"]) == sorted(seen["ends"])

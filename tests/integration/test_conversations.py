@@ -34,8 +34,15 @@ def ask(h: Harness, *args: str) -> tuple[int, str, str]:
 def history_agent(h: Harness, name: str = "history") -> tuple[AgentProcess, str]:
     """tests/peers/history_agent.py, listed in the directory: (process, address)."""
     port = free_port()
-    p = h.start(str(PEERS / "history_agent.py"), "--port", str(port), "--seed",
-                f"history agent {port} {time.time_ns()}", "--name", name)
+    p = h.start(
+        str(PEERS / "history_agent.py"),
+        "--port",
+        str(port),
+        "--seed",
+        f"history agent {port} {time.time_ns()}",
+        "--name",
+        name,
+    )
     address = p.wait_for("address:").split(":", 1)[1].strip()
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -52,8 +59,9 @@ def history_in(text: str) -> list[dict[str, str]]:
     return turns
 
 
-def test_three_turns_through_ask_session(harness: Harness,
-                                         llm: tuple[AgentProcess, str, str]) -> None:
+def test_three_turns_through_ask_session(
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     session = str(uuid.uuid4())
     code, out, err = ask(harness, "llm", "--session", session, "--json", Q1)
     assert code == 0, err
@@ -68,8 +76,10 @@ def test_three_turns_through_ask_session(harness: Harness,
 
     code, out, err = ask(harness, "llm", "--session", session, Q3)
     assert code == 0, err
-    assert (f"Earlier in this conversation you asked first: “{Q1}”, and just before this: "
-            f"“{Q2}” (2 questions so far).") in out
+    assert (
+        f"Earlier in this conversation you asked first: “{Q1}”, and just before this: "
+        f"“{Q2}” (2 questions so far)."
+    ) in out
 
     # an id the agent has not seen starts a new conversation; so does no --session at all
     code, out, err = ask(harness, "llm", "--session", str(uuid.uuid4()), Q3)
@@ -79,13 +89,21 @@ def test_three_turns_through_ask_session(harness: Harness,
     assert uuid.UUID(fresh["session"]).version == 4 and fresh["session"] != session
     assert "Earlier in this conversation" not in out
     # memory is per asker: another identity (--seed) in the same session starts afresh
-    code, out, err = ask(harness, "llm", "--session", session, "--seed",
-                         "another client seed, long enough to be a real one", Q3)
+    code, out, err = ask(
+        harness,
+        "llm",
+        "--session",
+        session,
+        "--seed",
+        "another client seed, long enough to be a real one",
+        Q3,
+    )
     assert code == 0 and "Earlier in this conversation" not in out
 
 
-def test_the_client_identity_is_kept_private(harness: Harness,
-                                             llm: tuple[AgentProcess, str, str]) -> None:
+def test_the_client_identity_is_kept_private(
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     code, _, err = ask(harness, "llm", "hello")
     assert code == 0, err
     seed_file = harness.workdir / "client" / "seed"
@@ -96,16 +114,18 @@ def test_the_client_identity_is_kept_private(harness: Harness,
     try:
         code, _, err = ask(harness, "llm", "hello")
         assert code == 2 and "open to group or others" in err, err
-        code, _, err = ask(harness, "llm", "--seed", "an explicit client seed for this test run",
-                           "hello")
+        code, _, err = ask(
+            harness, "llm", "--seed", "an explicit client seed for this test run", "hello"
+        )
         assert code == 0, err  # --seed does not need the stored one
     finally:
         seed_file.chmod(0o600)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-def test_a_kill_9_restart_keeps_the_conversation(harness: Harness, kind: str,
-                                                 request: pytest.FixtureRequest) -> None:
+def test_a_kill_9_restart_keeps_the_conversation(
+    harness: Harness, kind: str, request: pytest.FixtureRequest
+) -> None:
     if kind == "sqlite":
         spec = f"sqlite:{harness.workdir / 'sessions.db'}"
     else:
@@ -126,16 +146,20 @@ def test_a_kill_9_restart_keeps_the_conversation(harness: Harness, kind: str,
     assert f"you asked first: “{Q1}”, and just before this: “{Q2}”" in out
 
 
-def test_bad_session_values_are_refused(harness: Harness,
-                                        llm: tuple[AgentProcess, str, str]) -> None:
+def test_bad_session_values_are_refused(
+    harness: Harness, llm: tuple[AgentProcess, str, str]
+) -> None:
     for bad in ("nope", str(uuid.uuid1()), ""):
         code, _, err = ask(harness, "llm", "--session", bad, "q")
         assert code == 2 and "--session" in err, err
-    for bad, says in (("bogus", "unknown session store"),
-                      ("sqlite:", "needs a file path"),
-                      (f"sqlite:{harness.workdir / 'no' / 'such' / 'dir.db'}", "does not exist")):
-        code, _, err = harness.cli("serve", "--port", str(free_port()), "--name", "bad",
-                                   "--sessions", bad).finish(30)
+    for bad, says in (
+        ("bogus", "unknown session store"),
+        ("sqlite:", "needs a file path"),
+        (f"sqlite:{harness.workdir / 'no' / 'such' / 'dir.db'}", "does not exist"),
+    ):
+        code, _, err = harness.cli(
+            "serve", "--port", str(free_port()), "--name", "bad", "--sessions", bad
+        ).finish(30)
         assert code == 2, err
         assert len(err.splitlines()) == 1 and says in err, err
 
@@ -143,9 +167,15 @@ def test_bad_session_values_are_refused(harness: Harness,
 def _chat(harness: Harness, *args: str) -> Any:
     pexpect = pytest.importorskip("pexpect")
     env = dict(harness.env, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color")
-    child = pexpect.spawn(sys.executable, ["-m", "agent_stream", "chat", *args],
-                          cwd=str(harness.workdir), env=env, encoding="utf-8", timeout=30,
-                          dimensions=(50, 220))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agent_stream", "chat", *args],
+        cwd=str(harness.workdir),
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 220),
+    )
     return child
 
 
@@ -212,10 +242,18 @@ class _RecordingModel(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        for delta, finish in (({"role": "assistant", "content": "Answer "}, None),
-                              ({"content": str(len(self.seen))}, None), ({}, "stop")):
-            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        for delta, finish in (
+            ({"role": "assistant", "content": "Answer "}, None),
+            ({"content": str(len(self.seen))}, None),
+            ({}, "stop"),
+        ):
+            chunk = {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
 
@@ -227,8 +265,14 @@ def test_serve_gives_an_openai_model_the_conversation(harness: Harness) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _RecordingModel)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        harness.serve("--model", "openai", "--base-url",
-                      f"http://127.0.0.1:{server.server_address[1]}/v1", "--name", "oai")
+        harness.serve(
+            "--model",
+            "openai",
+            "--base-url",
+            f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "--name",
+            "oai",
+        )
         session = str(uuid.uuid4())
         for q in ("first", "second"):
             code, _, err = ask(harness, "oai", "--session", session, q)
@@ -238,5 +282,9 @@ def test_serve_gives_an_openai_model_the_conversation(harness: Harness) -> None:
         server.server_close()
     assert _RecordingModel.seen == [
         [{"role": "user", "content": "first"}],
-        [{"role": "user", "content": "first"}, {"role": "assistant", "content": "Answer 1"},
-         {"role": "user", "content": "second"}]]
+        [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "Answer 1"},
+            {"role": "user", "content": "second"},
+        ],
+    ]

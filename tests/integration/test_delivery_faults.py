@@ -29,8 +29,13 @@ class Pair:
     """A responder (``serve`` or delivery_peers.py responder) and a delivery_peers.py asker,
     each reaching the other through a FaultProxy: ``to_responder``, ``to_asker``."""
 
-    def __init__(self, harness: Harness, serve: list[str] | None = None,
-                 responder: list[str] | None = None, stack: list[Any] | None = None) -> None:
+    def __init__(
+        self,
+        harness: Harness,
+        serve: list[str] | None = None,
+        responder: list[str] | None = None,
+        stack: list[Any] | None = None,
+    ) -> None:
         r_port, a_port = free_port(), free_port()
         stamp = time.time_ns()
         r_seed, a_seed = f"delivery responder {stamp}", f"delivery asker {stamp}"
@@ -42,24 +47,51 @@ class Pair:
         self.to_asker.start()
         peer = f"{self.a_addr}={self.to_asker.url}"
         if serve is not None:
-            self.responder = harness.cli("serve", "--port", str(r_port), "--seed", r_seed,
-                                         "--no-directory", "--peer", peer, *serve)
+            self.responder = harness.cli(
+                "serve",
+                "--port",
+                str(r_port),
+                "--seed",
+                r_seed,
+                "--no-directory",
+                "--peer",
+                peer,
+                *serve,
+            )
         else:
-            self.responder = harness.start(str(PEERS), "responder", "--port", str(r_port),
-                                           "--seed", r_seed, "--peer", peer,
-                                           *(responder or []), stdin=True)
+            self.responder = harness.start(
+                str(PEERS),
+                "responder",
+                "--port",
+                str(r_port),
+                "--seed",
+                r_seed,
+                "--peer",
+                peer,
+                *(responder or []),
+                stdin=True,
+            )
         assert wait_until(lambda: not port_open_failed(r_port), 20)
         self.start_asker()
 
     def start_asker(self) -> None:
         self.asker = self.harness.start(
-            str(PEERS), "asker", "--port", str(self.a_port), "--seed", self.a_seed, "--peer",
-            f"{self.r_addr}={self.to_responder.url}", stdin=True)
+            str(PEERS),
+            "asker",
+            "--port",
+            str(self.a_port),
+            "--seed",
+            self.a_seed,
+            "--peer",
+            f"{self.r_addr}={self.to_responder.url}",
+            stdin=True,
+        )
         self.asker.wait_for("READY", 30)
 
     def ask(self, timeout: float = 90.0, **req: Any) -> list[dict[str, Any]]:
-        replies: list[dict[str, Any]] = self.asker.request({"text": QUESTION, **req},
-                                                          timeout)["replies"]
+        replies: list[dict[str, Any]] = self.asker.request({"text": QUESTION, **req}, timeout)[
+            "replies"
+        ]
         return replies
 
     def faults(self, **rates: float) -> None:
@@ -85,18 +117,24 @@ def pairs(harness: Harness) -> Iterator[list[Pair]]:
 
 def shape(transcript: dict[str, Any]) -> Any:
     """Text and hierarchy of a transcript: what must not change under faults."""
+
     def walk(x: Any) -> Any:
         if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()
-                    if k not in ("duration_ms", "timestamp", "started_at", "ended_at")}
+            return {
+                k: walk(v)
+                for k, v in x.items()
+                if k not in ("duration_ms", "timestamp", "started_at", "ended_at")
+            }
         if isinstance(x, list):
             return [walk(v) for v in x]
         return x
+
     return walk(transcript)
 
 
 def test_fifty_replies_through_faults_in_both_directions_equal_a_clean_run(
-        harness: Harness, pairs: list[Pair]) -> None:
+    harness: Harness, pairs: list[Pair]
+) -> None:
     pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
     pairs.append(pair)
     (clean,) = pair.ask()
@@ -130,6 +168,7 @@ def first_only(pred: Any) -> Any:
             hit.append(index)
             return DROP
         return None
+
     rule.hit = hit  # type: ignore[attr-defined]
     return rule
 
@@ -144,7 +183,8 @@ def envelope_payload(envelope: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("which", ["question", "first", "last"])
 def test_a_silent_drop_of_the_question_or_first_or_last_chat_message_is_recovered(
-        harness: Harness, pairs: list[Pair], which: str) -> None:
+    harness: Harness, pairs: list[Pair], which: str
+) -> None:
     pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
     pairs.append(pair)
     (clean,) = pair.ask()
@@ -163,11 +203,13 @@ def test_a_silent_drop_of_the_question_or_first_or_last_chat_message_is_recovere
         assert r["question_resends"] >= 1
 
 
-def test_a_killed_responder_is_lost_within_the_idle_timeout(harness: Harness,
-                                                           tmp_path: Path) -> None:
+def test_a_killed_responder_is_lost_within_the_idle_timeout(
+    harness: Harness, tmp_path: Path
+) -> None:
     serve, address, endpoint = harness.serve("--rate", "20")
-    ask = harness.cli("ask", address, "--endpoint", endpoint, "--json", "--idle-timeout", "5",
-                      QUESTION)
+    ask = harness.cli(
+        "ask", address, "--endpoint", endpoint, "--json", "--idle-timeout", "5", QUESTION
+    )
     time.sleep(7.0)  # the reply is streaming (20 tokens/s: it takes a minute)
     serve.proc.kill()
     killed = time.monotonic()
@@ -226,13 +268,36 @@ def test_sigint_in_ask_cancels_the_reply_and_exits_130(harness: Harness) -> None
     r_seed = f"sigint responder {stamp}"
     ask_port = free_port()
     ask_seed = f"sigint asker {stamp}"
-    responder = harness.start(str(PEERS), "responder", "--port", str(port), "--seed", r_seed,
-                              "--peer", f"{address_of(ask_seed)}=http://127.0.0.1:{ask_port}"
-                              "/submit", "--tokens", "2000", "--rate", "50", stdin=True)
+    responder = harness.start(
+        str(PEERS),
+        "responder",
+        "--port",
+        str(port),
+        "--seed",
+        r_seed,
+        "--peer",
+        f"{address_of(ask_seed)}=http://127.0.0.1:{ask_port}/submit",
+        "--tokens",
+        "2000",
+        "--rate",
+        "50",
+        stdin=True,
+    )
     responder.wait_for("READY", 30)
-    ask = harness.cli("ask", address_of(r_seed), "--endpoint",
-                      f"http://127.0.0.1:{port}/submit", "--no-directory", "--port",
-                      str(ask_port), "--seed", ask_seed, "--json", "-v", QUESTION)
+    ask = harness.cli(
+        "ask",
+        address_of(r_seed),
+        "--endpoint",
+        f"http://127.0.0.1:{port}/submit",
+        "--no-directory",
+        "--port",
+        str(ask_port),
+        "--seed",
+        ask_seed,
+        "--json",
+        "-v",
+        QUESTION,
+    )
     time.sleep(4.0)
     ask.proc.send_signal(2)
     sent = time.monotonic()
@@ -258,15 +323,15 @@ def test_a_cancel_from_a_third_sender_does_nothing(harness: Harness, pairs: list
 
     pair.to_responder.rule = sniff
     result: dict[str, Any] = {}
-    asking = threading.Thread(
-        target=lambda: result.update(r=pair.ask()[0]), daemon=True)
+    asking = threading.Thread(target=lambda: result.update(r=pair.ask()[0]), daemon=True)
     asking.start()
     assert wait_until(lambda: bool(seen), 20)
     time.sleep(1.0)
     stranger = Identity.from_seed(f"stranger {time.time_ns()}", 0)
     cancel = control(OP_CANCEL, seen[0]).json()
-    target = pair.to_responder.url.replace(str(pair.to_responder.port),
-                                           str(pair.to_responder.target_port))
+    target = pair.to_responder.url.replace(
+        str(pair.to_responder.port), str(pair.to_responder.target_port)
+    )
     assert post(target, envelope(pair.r_addr, CHAT, cancel, identity=stranger)) == 200
     asking.join(60)
     r = result["r"]
@@ -290,14 +355,36 @@ def test_ask_exits_1_when_one_chat_message_never_arrives(harness: Harness) -> No
             doomed.append(msg_id)
         return DROP if msg_id == doomed[0] else None
 
-    with FaultProxy(f"http://127.0.0.1:{r_port}/submit") as to_serve, \
-            FaultProxy(f"http://127.0.0.1:{a_port}/submit", rule=lose_first) as to_ask:
-        serve = harness.cli("serve", "--port", str(r_port), "--seed", r_seed, "--rate", "0",
-                            "--no-directory", "--peer", f"{address_of(a_seed)}={to_ask.url}")
+    with (
+        FaultProxy(f"http://127.0.0.1:{r_port}/submit") as to_serve,
+        FaultProxy(f"http://127.0.0.1:{a_port}/submit", rule=lose_first) as to_ask,
+    ):
+        serve = harness.cli(
+            "serve",
+            "--port",
+            str(r_port),
+            "--seed",
+            r_seed,
+            "--rate",
+            "0",
+            "--no-directory",
+            "--peer",
+            f"{address_of(a_seed)}={to_ask.url}",
+        )
         assert wait_until(lambda: not port_open_failed(r_port), 20)
-        ask = harness.cli("ask", address_of(r_seed), "--endpoint", to_serve.url,
-                          "--no-directory", "--port", str(a_port), "--seed", a_seed, "--json",
-                          QUESTION)
+        ask = harness.cli(
+            "ask",
+            address_of(r_seed),
+            "--endpoint",
+            to_serve.url,
+            "--no-directory",
+            "--port",
+            str(a_port),
+            "--seed",
+            a_seed,
+            "--json",
+            QUESTION,
+        )
         code, _, err = ask.finish(timeout=60)
         serve.stop()
     assert code == 1, err
@@ -306,7 +393,8 @@ def test_ask_exits_1_when_one_chat_message_never_arrives(harness: Harness) -> No
 
 
 def test_an_asker_that_lost_its_state_gets_the_reply_again_from_seq_1(
-        harness: Harness, pairs: list[Pair]) -> None:
+    harness: Harness, pairs: list[Pair]
+) -> None:
     pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
     pairs.append(pair)
     (first,) = pair.ask()

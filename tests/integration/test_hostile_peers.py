@@ -40,13 +40,15 @@ def asker(harness: Harness, served: tuple[AgentProcess, str, str]) -> AgentProce
 
 
 def ask(asker: AgentProcess, text: str = "How do agents stream?", **kw: Any) -> dict[str, Any]:
-    replies: list[dict[str, Any]] = asker.request({"text": text, "timeout": 20, **kw},
-                                                  timeout=60)["replies"]
+    replies: list[dict[str, Any]] = asker.request({"text": text, "timeout": 20, **kw}, timeout=60)[
+        "replies"
+    ]
     return replies[0] if len(replies) == 1 else {"all": replies}
 
 
 def test_malformed_payloads_signed_and_unsigned_never_silence_serve(
-        served: tuple[AgentProcess, str, str], asker: AgentProcess) -> None:
+    served: tuple[AgentProcess, str, str], asker: AgentProcess
+) -> None:
     proc, address, endpoint = served
     for i, (name, digest, payload) in enumerate(FORMS):
         for signed in (True, False):
@@ -60,13 +62,15 @@ def test_malformed_payloads_signed_and_unsigned_never_silence_serve(
 
 
 def test_broken_envelopes_are_refused_without_a_server_error(
-        served: tuple[AgentProcess, str, str], asker: AgentProcess) -> None:
+    served: tuple[AgentProcess, str, str], asker: AgentProcess
+) -> None:
     proc, address, endpoint = served
     for i, (name, kw) in enumerate(HTTP_FORMS):
         for signed in (True, False):
             identity = Identity.from_seed(f"broken {i}", 0) if signed else None
-            status = post(endpoint, envelope(address, CHAT, valid_question(), identity=identity,
-                                             **kw))
+            status = post(
+                endpoint, envelope(address, CHAT, valid_question(), identity=identity, **kw)
+            )
             assert status in (200, 400), (name, signed, status)
             assert ask(asker)["completed"], name
     huge = envelope(address, CHAT, valid_question("x" * 5_000_000))
@@ -83,8 +87,18 @@ def test_malformed_payloads_do_not_stop_a_running_ask(harness: Harness) -> None:
     port = free_port()
     seed = f"hostile target ask {port}"
     me = address_of(seed)
-    p = harness.cli("ask", address, "--endpoint", endpoint, "--json", "--port", str(port),
-                    "--seed", seed, QUESTION)
+    p = harness.cli(
+        "ask",
+        address,
+        "--endpoint",
+        endpoint,
+        "--json",
+        "--port",
+        str(port),
+        "--seed",
+        seed,
+        QUESTION,
+    )
     deadline = time.monotonic() + 20
     while me not in harness.directory_entries() or port_open_failed(port):  # it runs
         assert time.monotonic() < deadline, p.stderr
@@ -98,10 +112,12 @@ def test_malformed_payloads_do_not_stop_a_running_ask(harness: Harness) -> None:
             assert post(mine, envelope(me, digest, payload, identity=identity)) == 200, name
     code, out, err = p.finish(timeout=60)
     assert code == 0, err
+
     def contents(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         # (threads' message numbers depend on which parallel tool finishes first)
-        return sorted((m["type"], m["status"], json.dumps(m["props"], sort_keys=True))
-                      for m in messages)
+        return sorted(
+            (m["type"], m["status"], json.dumps(m["props"], sort_keys=True)) for m in messages
+        )
 
     got = json.loads(out)["messages"]
     want = replay_transcript(QUESTION).to_dict()["messages"]
@@ -113,8 +129,10 @@ def announced_status(endpoint: str, length: int) -> int:
     """The status a POST announcing ``length`` bytes gets before any byte of its body is sent."""
     host, port = endpoint.split("//")[1].split("/")[0].split(":")
     with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(f"POST /submit HTTP/1.1\r\nHost: {host}\r\ncontent-type: application/json\r\n"
-                  f"content-length: {length}\r\n\r\n".encode())
+        s.sendall(
+            f"POST /submit HTTP/1.1\r\nHost: {host}\r\ncontent-type: application/json\r\n"
+            f"content-length: {length}\r\n\r\n".encode()
+        )
         return int(s.recv(200).split()[1])
 
 
@@ -183,19 +201,27 @@ def bad_peers() -> Iterator[tuple[Hanging, Failing]]:
 
 
 def test_a_hanging_peer_and_a_failing_peer_do_not_delay_a_healthy_one(
-        harness: Harness, bad_peers: tuple[Hanging, Failing]) -> None:
+    harness: Harness, bad_peers: tuple[Hanging, Failing]
+) -> None:
     hanging, failing = bad_peers
     slow_id, failing_id = Identity.from_seed("hanging peer", 0), Identity.from_seed("500 peer", 0)
     _, address, endpoint = harness.serve(
-        "--rate", "0", "--peer", f"{slow_id.address}={hanging.url}",
-        "--peer", f"{failing_id.address}={failing.url}")
+        "--rate",
+        "0",
+        "--peer",
+        f"{slow_id.address}={hanging.url}",
+        "--peer",
+        f"{failing_id.address}={failing.url}",
+    )
     healthy = harness.asker(address, endpoint)[0]
     ask(healthy)  # warm up
     alone = statistics.median(ask(healthy)["seconds"] for _ in range(5))
     for identity in (slow_id, failing_id):
         for i in range(3):
-            assert post(endpoint, envelope(address, CHAT, valid_question(f"q{i}"),
-                                           identity=identity)) == 200
+            assert (
+                post(endpoint, envelope(address, CHAT, valid_question(f"q{i}"), identity=identity))
+                == 200
+            )
     time.sleep(0.3)  # the agent is now sending to both
     during = [ask(healthy)["seconds"] for _ in range(5)]
     assert hanging.held and failing.posts >= 1  # both were really tried
@@ -204,8 +230,7 @@ def test_a_hanging_peer_and_a_failing_peer_do_not_delay_a_healthy_one(
 
 
 # -- caps ---------------------------------------------------------------------------------------------
-def test_each_cap_is_answered_with_a_readable_error(
-        harness: Harness, asker: AgentProcess) -> None:
+def test_each_cap_is_answered_with_a_readable_error(harness: Harness, asker: AgentProcess) -> None:
     big = ask(asker, "x", repeat=2_000_000)
     assert big["status"] == "error" and big["error_code"] == "question_too_large"
     assert "at most 65536 bytes" in big["error"]
@@ -217,23 +242,30 @@ def test_each_cap_is_answered_with_a_readable_error(
     assert codes == ["None"] * 4 + ["busy"] * 3, flood
     assert all(r["completed"] and r["text_chars"] > 0 for r in flood if r["error_code"] is None)
     refused = ask(small, "y" * 200)
-    assert refused["error_code"] == "question_too_large" and "at most 100 bytes" in \
-        refused["error"]
+    assert refused["error_code"] == "question_too_large" and "at most 100 bytes" in refused["error"]
     assert ask(small, "short")["completed"]
 
 
 # -- the local directory ------------------------------------------------------------------------------
 def test_ask_by_name_skips_entries_that_must_not_be_used(
-        harness: Harness, served: tuple[AgentProcess, str, str]) -> None:
+    harness: Harness, served: tuple[AgentProcess, str, str]
+) -> None:
     address = served[1]
     data = json.loads(harness.directory.read_text())
     name = data["agents"][address]["name"]
     impostors = {
-        address_of("impostor far future"): {"endpoint": f"http://127.0.0.1:{free_port()}/submit",
-                                            "name": name, "pid": 1,
-                                            "started": time.time() + 10**9},
-        address_of("impostor silent"): {"endpoint": f"http://127.0.0.1:{free_port()}/submit",
-                                        "name": name, "pid": 1, "started": time.time() + 1},
+        address_of("impostor far future"): {
+            "endpoint": f"http://127.0.0.1:{free_port()}/submit",
+            "name": name,
+            "pid": 1,
+            "started": time.time() + 10**9,
+        },
+        address_of("impostor silent"): {
+            "endpoint": f"http://127.0.0.1:{free_port()}/submit",
+            "name": name,
+            "pid": 1,
+            "started": time.time() + 1,
+        },
     }
     data["agents"].update(impostors)
     harness.directory.write_text(json.dumps(data))
@@ -244,11 +276,14 @@ def test_ask_by_name_skips_entries_that_must_not_be_used(
 
 
 def test_signed_envelopes_from_a_crowd_of_new_senders_are_admitted_at_a_bounded_rate(
-        served: tuple[AgentProcess, str, str], asker: AgentProcess) -> None:
+    served: tuple[AgentProcess, str, str], asker: AgentProcess
+) -> None:
     """Verifying a signature costs ~4 ms: past the new-sender budget, 429 before verifying."""
     _, address, endpoint = served
-    bodies = [envelope(address, CHAT, valid_question(f"q{i}"), identity=Identity.generate())
-              for i in range(150)]
+    bodies = [
+        envelope(address, CHAT, valid_question(f"q{i}"), identity=Identity.generate())
+        for i in range(150)
+    ]
     ask(asker)  # the healthy peer is a verified, known sender by now
     statuses = [post(endpoint, b) for b in bodies]
     assert statuses.count(429) >= 50 and set(statuses) <= {200, 429}

@@ -27,12 +27,24 @@ CID = "chatcmpl-rec1"
 REQUESTS = web.AppKey("requests", list)
 
 
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None,
-          usage: dict[str, int] | None = None, choices: bool = True) -> dict[str, Any]:
-    c: dict[str, Any] = {"id": CID, "object": "chat.completion.chunk", "created": 1700000000,
-                         "model": "rec", "system_fingerprint": "fp_1"}
-    c["choices"] = [{"index": 0, "delta": delta or {}, "logprobs": None,
-                     "finish_reason": finish}] if choices else []
+def chunk(
+    delta: dict[str, Any] | None = None,
+    finish: str | None = None,
+    usage: dict[str, int] | None = None,
+    choices: bool = True,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "id": CID,
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "rec",
+        "system_fingerprint": "fp_1",
+    }
+    c["choices"] = (
+        [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}]
+        if choices
+        else []
+    )
     if usage is not None:
         c["usage"] = usage
     return c
@@ -43,41 +55,92 @@ USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 SCRIPTS: dict[str, list[Any]] = {
     "text": [
         chunk({"role": "assistant", "content": "", "refusal": None}),
-        chunk({"content": "Hello"}), chunk({"content": ", wor"}), chunk({"content": "ld!"}),
-        chunk(finish="stop"), chunk(choices=False, usage=USAGE), "[DONE]",
+        chunk({"content": "Hello"}),
+        chunk({"content": ", wor"}),
+        chunk({"content": "ld!"}),
+        chunk(finish="stop"),
+        chunk(choices=False, usage=USAGE),
+        "[DONE]",
     ],
     "reasoning": [
         chunk({"role": "assistant", "content": None, "reasoning_content": ""}),
-        chunk({"reasoning_content": "The user "}), chunk({"reasoning_content": "greets me."}),
-        chunk({"content": "Hi "}), chunk({"content": "there."}),
-        chunk(finish="stop"), "[DONE]",
+        chunk({"reasoning_content": "The user "}),
+        chunk({"reasoning_content": "greets me."}),
+        chunk({"content": "Hi "}),
+        chunk({"content": "there."}),
+        chunk(finish="stop"),
+        "[DONE]",
     ],
     "tools": [
         chunk({"role": "assistant", "content": None}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                               "function": {"name": "get_weather", "arguments": ""}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": "}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": "\"Paris\"}"}}]}),
-        chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
-                               "function": {"name": "get_news", "arguments": ""}}]}),
-        chunk({"tool_calls": [{"index": 1, "function": {"arguments": "{\"topic\": \"ai\"}"}}]}),
-        chunk(finish="tool_calls"), chunk(choices=False, usage=USAGE), "[DONE]",
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": ""},
+                    }
+                ]
+            }
+        ),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 1,
+                        "id": "call_b",
+                        "type": "function",
+                        "function": {"name": "get_news", "arguments": ""},
+                    }
+                ]
+            }
+        ),
+        chunk({"tool_calls": [{"index": 1, "function": {"arguments": '{"topic": "ai"}'}}]}),
+        chunk(finish="tool_calls"),
+        chunk(choices=False, usage=USAGE),
+        "[DONE]",
     ],
     "tools-index0": [
         chunk({"role": "assistant"}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                               "function": {"name": "f", "arguments": "{\"x\":"}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": '{"x":'},
+                    }
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_b", "type": "function",
-                               "function": {"name": "g", "arguments": "{\"y\":"}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_b",
+                        "type": "function",
+                        "function": {"name": "g", "arguments": '{"y":'},
+                    }
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": "2}"}}]}),
-        chunk(finish="tool_calls"), "[DONE]",
+        chunk(finish="tool_calls"),
+        "[DONE]",
     ],
-    "cut": [chunk({"role": "assistant", "content": "Partial "}), chunk({"content": "answ"}),
-            "CUT"],
+    "cut": [chunk({"role": "assistant", "content": "Partial "}), chunk({"content": "answ"}), "CUT"],
     "malformed": [chunk({"content": "Before "}), "RAW:data: {not json\n\n"],
-    "inband-error": [chunk({"content": "Start "}),
-                     {"error": {"message": "the model is overloaded", "code": "overloaded"}}],
+    "inband-error": [
+        chunk({"content": "Start "}),
+        {"error": {"message": "the model is overloaded", "code": "overloaded"}},
+    ],
     "stall": [chunk({"content": "Slow "}), "STALL"],
     "no-finish": [chunk({"content": "Never "}), chunk({"content": "finished"})],
 }
@@ -88,8 +151,9 @@ async def handler(request: web.Request) -> web.StreamResponse:
     request.app[REQUESTS].append(body)
     name = body.get("model")
     if name == "http-500":
-        return web.json_response({"error": {"message": "internal failure", "type": "server"}},
-                                 status=500)
+        return web.json_response(
+            {"error": {"message": "internal failure", "type": "server"}}, status=500
+        )
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
     for item in SCRIPTS[name]:
@@ -132,8 +196,14 @@ async def run(base: str, name: str, **kw: Any) -> list[Message]:
     async def sink(m: Message) -> None:
         out.append(m)
 
-    model = OpenAIModel(base_url=base, api_key="test", model=name, max_retries=0,
-                        timeout=kw.pop("timeout", 10.0), **kw)
+    model = OpenAIModel(
+        base_url=base,
+        api_key="test",
+        model=name,
+        max_retries=0,
+        timeout=kw.pop("timeout", 10.0),
+        **kw,
+    )
     async with StreamWriter(sink) as w:
         await model("hi", w)
     return out
@@ -164,7 +234,9 @@ async def test_reasoning_content_is_a_thinking_message_before_the_text(server):
     base, _ = server
     t = assemble(await run(base, "reasoning"))
     assert [(m.type, m.props["content"]) for m in t.messages] == [
-        ("thinking", "The user greets me."), ("text", "Hi there.")]
+        ("thinking", "The user greets me."),
+        ("text", "Hi there."),
+    ]
     assert len({m.message_id for m in t.messages}) == 2
     assert all(m.status == "completed" for m in t.messages)
 
@@ -174,8 +246,8 @@ async def test_parallel_tool_calls_become_one_message_each_with_full_arguments(s
     t = assemble(await run(base, "tools"))
     calls = [m.props for m in t.messages]
     assert calls == [
-        {"id": "call_a", "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"},
-        {"id": "call_b", "name": "get_news", "arguments": "{\"topic\": \"ai\"}"},
+        {"id": "call_a", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {"id": "call_b", "name": "get_news", "arguments": '{"topic": "ai"}'},
     ]
     assert t.stream_data["finish_reason"] == "tool_calls"
     assert all(json.loads(c["arguments"]) for c in calls)
@@ -185,17 +257,23 @@ async def test_tool_calls_reusing_index_zero_are_kept_apart_by_id(server):
     base, _ = server
     t = assemble(await run(base, "tools-index0"))
     assert [(m.props["id"], m.props["name"], m.props["arguments"]) for m in t.messages] == [
-        ("call_a", "f", "{\"x\":1}"), ("call_b", "g", "{\"y\":2}")]
+        ("call_a", "f", '{"x":1}'),
+        ("call_b", "g", '{"y":2}'),
+    ]
 
 
-@pytest.mark.parametrize("name, code, keeps", [
-    ("cut", "connection_lost", "Partial answ"),
-    ("malformed", "malformed_chunk", "Before "),
-    ("inband-error", "overloaded", "Start "),
-    ("no-finish", "incomplete", "Never finished"),
-])
+@pytest.mark.parametrize(
+    "name, code, keeps",
+    [
+        ("cut", "connection_lost", "Partial answ"),
+        ("malformed", "malformed_chunk", "Before "),
+        ("inband-error", "overloaded", "Start "),
+        ("no-finish", "incomplete", "Never finished"),
+    ],
+)
 async def test_a_failure_mid_stream_keeps_the_text_and_ends_with_a_readable_error(
-        server, name, code, keeps):
+    server, name, code, keeps
+):
     base, _ = server
     msgs = await run(base, name)
     t = assemble(msgs)
@@ -234,16 +312,16 @@ async def test_no_server_listening_is_a_connection_error():
     assert "Could not connect" in err["message"]
 
 
-async def test_raise_errors_raises_after_the_error_message_and_ends_the_stream_with_error(
-        server):
+async def test_raise_errors_raises_after_the_error_message_and_ends_the_stream_with_error(server):
     base, _ = server
     out: list[Message] = []
 
     async def sink(m: Message) -> None:
         out.append(m)
 
-    model = OpenAIModel(base_url=base, api_key="k", model="http-500", max_retries=0,
-                        raise_errors=True)
+    model = OpenAIModel(
+        base_url=base, api_key="k", model="http-500", max_retries=0, raise_errors=True
+    )
     with pytest.raises(ModelError):
         async with StreamWriter(sink) as w:
             await model("hi", w)

@@ -30,13 +30,31 @@ MEMBERS: dict[str, tuple[str, ...]] = {
     "researcher": ("--rate", "0"),
     "chef": ("--rate", "0"),
     "coder": ("--rate", "0"),
-    "planner": ("--rate", "0", "--relay", "researcher", "--parallel", f"chef={CHEF_Q}",
-                "--parallel", f"coder={CODER_Q}"),
+    "planner": (
+        "--rate",
+        "0",
+        "--relay",
+        "researcher",
+        "--parallel",
+        f"chef={CHEF_Q}",
+        "--parallel",
+        f"coder={CODER_Q}",
+    ),
     "director": ("--rate", "0", "--relay", "planner"),
     "failer": ("--rate", "0", "--tokens", "200", "--fail-after", "40"),
     "slow": ("--rate", "40", "--tokens", "2000"),
-    "boss": ("--rate", "0", "--relay", "failer", "--relay", "slow", "--sub-timeout", "8",
-             "--sub-idle-timeout", "3"),
+    "boss": (
+        "--rate",
+        "0",
+        "--relay",
+        "failer",
+        "--relay",
+        "slow",
+        "--sub-timeout",
+        "8",
+        "--sub-idle-timeout",
+        "3",
+    ),
     "slow2": ("--rate", "40", "--tokens", "2000"),
     "manager": ("--rate", "0", "--relay", "slow2", "--sub-timeout", "30"),
     "ping": ("--rate", "0", "--relay", "pong"),
@@ -52,8 +70,11 @@ def replay_transcript(question: str, reasoning: bool = True) -> Transcript:
     msgs = asyncio.run(collect(lambda out: model(question, out)))
     if not reasoning:
         thinking = {m.message_id for m in msgs if m.type == "thinking"}
-        msgs = [m for m in msgs if m.message_id not in thinking
-                and (m.event_data.get("message_id") not in thinking)]
+        msgs = [
+            m
+            for m in msgs
+            if m.message_id not in thinking and (m.event_data.get("message_id") not in thinking)
+        ]
     return assemble(msgs)
 
 
@@ -62,10 +83,20 @@ def team(harness: Harness) -> Iterator[dict[str, tuple[AgentProcess, str]]]:
     procs: dict[str, AgentProcess] = {}
     for name, extra in MEMBERS.items():
         port = free_port()
-        procs[name] = harness.start("-m", "agent_stream.commands.team", "--name", name, "--port",
-                                    str(port), "--seed", f"relay {name} {port}", *extra)
-    out = {name: (p, p.wait_for("address:", 60).split(":", 1)[1].strip())
-           for name, p in procs.items()}
+        procs[name] = harness.start(
+            "-m",
+            "agent_stream.commands.team",
+            "--name",
+            name,
+            "--port",
+            str(port),
+            "--seed",
+            f"relay {name} {port}",
+            *extra,
+        )
+    out = {
+        name: (p, p.wait_for("address:", 60).split(":", 1)[1].strip()) for name, p in procs.items()
+    }
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         listed = {e.get("name") for e in harness.directory_entries().values()}
@@ -77,12 +108,22 @@ def team(harness: Harness) -> Iterator[dict[str, tuple[AgentProcess, str]]]:
     yield out
 
 
-def ask(harness: Harness, to: str, question: str = Q, *extra: str,
-        timeout: float = 60) -> dict[str, Any]:
+def ask(
+    harness: Harness, to: str, question: str = Q, *extra: str, timeout: float = 60
+) -> dict[str, Any]:
     port = free_port()
-    p = harness.start(str(PEERS / "relay_asker.py"), "--port", str(port), "--seed",
-                      f"relay asker {port} {time.time_ns()}", "--to", to, "--question",
-                      question, *extra)
+    p = harness.start(
+        str(PEERS / "relay_asker.py"),
+        "--port",
+        str(port),
+        "--seed",
+        f"relay asker {port} {time.time_ns()}",
+        "--to",
+        to,
+        "--question",
+        question,
+        *extra,
+    )
     code, out, err = p.finish(timeout=timeout)
     assert code == 0, err
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
@@ -102,13 +143,17 @@ def stats(p: AgentProcess) -> list[dict[str, Any]]:
 
 def errors_in(msgs: list[Message], root: str) -> list[dict[str, Any]]:
     blocks, _ = subtree(msgs, root)
-    return [m.props for m in assemble(msgs).messages if m.type == "error" and m.block_id in blocks
-            and m.props is not None]
+    return [
+        m.props
+        for m in assemble(msgs).messages
+        if m.type == "error" and m.block_id in blocks and m.props is not None
+    ]
 
 
 # -- two and three hops ----------------------------------------------------------------------------
 def test_two_hops_relay_every_sub_agent_live_into_its_block(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     r = ask(harness, "planner", Q, "--reasoning")
     msgs = r["msgs"]
     assert r["status"] == "completed" and r["completed"], r["warnings"]
@@ -119,8 +164,9 @@ def test_two_hops_relay_every_sub_agent_live_into_its_block(
         data = dict(relay_blocks(msgs))[root]
         assert data["agent"] == team[name][1] and data["label"] == name.capitalize()
         assert_placed(replay_transcript(question), msgs, root)
-        assert any(m.type == "thinking" for m in whole.messages
-                   if m.block_id in subtree(msgs, root)[0])
+        assert any(
+            m.type == "thinking" for m in whole.messages if m.block_id in subtree(msgs, root)[0]
+        )
     # the two specialists ran in threads of the planner, labelled by name
     labels = {t.label for t in whole.threads}
     assert {"chef", "coder"} <= labels
@@ -130,7 +176,8 @@ def test_two_hops_relay_every_sub_agent_live_into_its_block(
 
 
 def test_two_hops_without_reasoning_withholds_every_hops_thinking(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     r = ask(harness, "planner", Q)
     msgs = r["msgs"]
     assert r["completed"]
@@ -139,7 +186,8 @@ def test_two_hops_without_reasoning_withholds_every_hops_thinking(
 
 
 def test_three_hops_nest_the_planner_and_its_sub_agents(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     two = ask(harness, "planner", Q, "--reasoning")
     three = ask(harness, "director", Q, "--reasoning")
     msgs = three["msgs"]
@@ -158,10 +206,20 @@ def test_three_hops_nest_the_planner_and_its_sub_agents(
 
 # -- errors, a killed sub-agent, cancel --------------------------------------------------------------
 def test_sub_agent_error_and_killed_sub_agent_end_their_blocks_and_the_caller_goes_on(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     port = free_port()
-    p = harness.start(str(PEERS / "relay_asker.py"), "--port", str(port), "--seed",
-                      f"relay asker kill {port}", "--to", "boss", "--question", Q)
+    p = harness.start(
+        str(PEERS / "relay_asker.py"),
+        "--port",
+        str(port),
+        "--seed",
+        f"relay asker kill {port}",
+        "--to",
+        "boss",
+        "--question",
+        Q,
+    )
     slow = team["slow"][0]
     deadline = time.monotonic() + 30
     while not stats(team["failer"][0]) and time.monotonic() < deadline:
@@ -186,13 +244,17 @@ def test_sub_agent_error_and_killed_sub_agent_end_their_blocks_and_the_caller_go
     assert all(m.status != "streaming" for m in whole.messages)
     assert "failer could not answer (error)" in whole.text()
     assert "slow could not answer" in whole.text()
-    slow_text = "".join(m.content for m in whole.messages if m.type == "text"
-                        and m.block_id in subtree(msgs, slow_root)[0])
+    slow_text = "".join(
+        m.content
+        for m in whole.messages
+        if m.type == "text" and m.block_id in subtree(msgs, slow_root)[0]
+    )
     assert slow_text  # what came before the kill was relayed live
 
 
 def test_a_hop_adds_one_send_not_a_buffered_wait(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     # slow2 streams 40 tokens/s: a chunker re-buffering at the manager would hold each chunk
     # for up to its max_delay (0.5 s); a relay passes it on at once
     direct = [ask(harness, "slow2", Q, "--cancel-after", "1.2")["first_text"] for _ in "ab"]
@@ -201,34 +263,59 @@ def test_a_hop_adds_one_send_not_a_buffered_wait(
 
 
 def test_cancel_from_the_end_client_travels_down_every_hop(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     manager, slow2 = team["manager"][0], team["slow2"][0]
     before_m, before_s = len(stats(manager)), len(stats(slow2))
     port = free_port()
-    p = harness.start(str(PEERS / "relay_asker.py"), "--port", str(port), "--seed",
-                      f"relay asker cancel {port}", "--to", "manager", "--question", Q,
-                      "--cancel-after", "1.5", "--linger", "6")
+    p = harness.start(
+        str(PEERS / "relay_asker.py"),
+        "--port",
+        str(port),
+        "--seed",
+        f"relay asker cancel {port}",
+        "--to",
+        "manager",
+        "--question",
+        Q,
+        "--cancel-after",
+        "1.5",
+        "--linger",
+        "6",
+    )
     r = json.loads(p.next_line(30))
     assert r["status"] == "cancelled" and r["first_text"] is not None
     deadline = time.monotonic() + 3
-    while (len(stats(manager)) == before_m or len(stats(slow2)) == before_s) \
-            and time.monotonic() < deadline:
+    while (
+        len(stats(manager)) == before_m or len(stats(slow2)) == before_s
+    ) and time.monotonic() < deadline:
         time.sleep(0.05)
     p.stop()  # the client stayed up: the manager stopped because it was told, not unreachable
     if len(stats(manager)) == before_m:
-        pytest.xfail("the manager streamed on: reply.cancel() does not travel upstream yet "
-                     "(issue 11)")
+        pytest.xfail(
+            "the manager streamed on: reply.cancel() does not travel upstream yet (issue 11)"
+        )
     assert [s["status"] for s in stats(manager)[before_m:]] == ["cancelled"]
     assert [s["status"] for s in stats(slow2)[before_s:]] == ["cancelled"]
 
 
 def test_cancelling_the_caller_mid_relay_cancels_the_relay(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     manager = team["manager"][0]
     before = len(stats(manager))
     port = free_port()
-    p = harness.start(str(PEERS / "relay_asker.py"), "--port", str(port), "--seed",
-                      f"relay asker stop {port}", "--to", "manager", "--question", Q)
+    p = harness.start(
+        str(PEERS / "relay_asker.py"),
+        "--port",
+        str(port),
+        "--seed",
+        f"relay asker stop {port}",
+        "--to",
+        "manager",
+        "--question",
+        Q,
+    )
     time.sleep(2.5)  # the manager is relaying slow2 (2,000 tokens at 40/s)
     manager.stop()  # SIGTERM: its replies in flight are cancelled, their ends sent
     code, out, err = p.finish(timeout=30)
@@ -241,11 +328,13 @@ def test_cancelling_the_caller_mid_relay_cancels_the_relay(
     assert whole.block(root).status == "cancelled"  # type: ignore[union-attr]
     assert all(m.status in ("cancelled", "completed") for m in whole.messages)
     assert [s["status"] for s in stats(manager)][before:] == ["cancelled"] * (
-        len(stats(manager)) - before) and len(stats(manager)) > before
+        len(stats(manager)) - before
+    ) and len(stats(manager)) > before
 
 
 def test_a_plain_chat_agent_without_agent_stream_is_relayed_too(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     from agents_harness import address_of
 
     tokens = [f"Plain token {i}. " for i in range(40)]
@@ -253,14 +342,33 @@ def test_a_plain_chat_agent_without_agent_stream_is_relayed_too(
     token_file.write_text(json.dumps(tokens))
     boss_port, plain_port = free_port(), free_port()
     boss_seed, plain_seed = f"relay plainboss {boss_port}", f"relay plain {plain_port}"
-    boss = harness.start("-m", "agent_stream.commands.team", "--name", "plainboss", "--port",
-                         str(boss_port), "--seed", boss_seed, "--rate", "0", "--relay", "plain")
-    plain = harness.plain("per-token", "--tokens", str(token_file), "--peer",
-                          f"{address_of(boss_seed)}=http://127.0.0.1:{boss_port}/submit",
-                          seed=plain_seed, port=plain_port)
+    boss = harness.start(
+        "-m",
+        "agent_stream.commands.team",
+        "--name",
+        "plainboss",
+        "--port",
+        str(boss_port),
+        "--seed",
+        boss_seed,
+        "--rate",
+        "0",
+        "--relay",
+        "plain",
+    )
+    plain = harness.plain(
+        "per-token",
+        "--tokens",
+        str(token_file),
+        "--peer",
+        f"{address_of(boss_seed)}=http://127.0.0.1:{boss_port}/submit",
+        seed=plain_seed,
+        port=plain_port,
+    )
     plain.wait_for("READY")
-    harness.list_in_directory(address_of(plain_seed), f"http://127.0.0.1:{plain_port}/submit",
-                              plain.proc.pid)
+    harness.list_in_directory(
+        address_of(plain_seed), f"http://127.0.0.1:{plain_port}/submit", plain.proc.pid
+    )
     boss.wait_for("endpoint:")
     deadline = time.monotonic() + 20
     while "plainboss" not in {e.get("name") for e in harness.directory_entries().values()}:
@@ -273,14 +381,16 @@ def test_a_plain_chat_agent_without_agent_stream_is_relayed_too(
     root = root_of(msgs, "plain")
     assert whole.block(root).status == "completed"  # type: ignore[union-attr]
     blocks, _ = subtree(msgs, root)
-    relayed = "".join(m.content for m in whole.messages if m.type == "text"
-                      and m.block_id in blocks)
+    relayed = "".join(
+        m.content for m in whole.messages if m.type == "text" and m.block_id in blocks
+    )
     assert relayed == "".join(tokens)
 
 
 # -- loops and the hop limit -------------------------------------------------------------------------
 def test_a_loop_is_answered_with_an_error_instead_of_recursing(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     r = ask(harness, "ping", "Ping?", timeout=30)
     msgs = r["msgs"]
     whole = assemble(msgs)
@@ -294,7 +404,8 @@ def test_a_loop_is_answered_with_an_error_instead_of_recursing(
 
 
 def test_the_hop_limit_travels_in_the_tags(
-        harness: Harness, team: dict[str, tuple[AgentProcess, str]]) -> None:
+    harness: Harness, team: dict[str, tuple[AgentProcess, str]]
+) -> None:
     r = ask(harness, "director", Q, "--max-hops", "2")
     msgs = r["msgs"]
     whole = assemble(msgs)

@@ -33,7 +33,7 @@ def test_demo_team_relays_three_sub_agents(harness: Harness) -> None:
         assert isinstance(b["duration_ms"], int)
         assert b["parent_block_id"] is None  # the planner relays at the top of its stream
     by_id = {b["block_id"]: b for b in t["blocks"]}
-    nested = [b for b in t["blocks"] if b["parent_block_id"] in
-              {r["block_id"] for r in relays.values()}]
+    nested = [
+        b for b in t["blocks"] if b["parent_block_id"] in {r["block_id"] for r in relays.values()}
+    ]
     assert {by_id[b["parent_block_id"]]["agent_name"] for b in nested} == set(relays)
-

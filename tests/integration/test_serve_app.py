@@ -11,13 +11,11 @@ from agents_harness import ROOT, Harness
 pytestmark = pytest.mark.integration
 
 
-def test_a_langgraph_graph_is_served_and_streams_its_tool_call_and_answer(
-        harness: Harness) -> None:
+def test_a_langgraph_graph_is_served_and_streams_its_tool_call_and_answer(harness: Harness) -> None:
     example = str(ROOT / "examples" / "langgraph_agent.py") + ":graph"
     server, _address, _endpoint = harness.serve("--app", example, "--name", "graph-app")
     try:
-        asked = harness.cli("ask", "graph-app", "--json", "--timeout", "60",
-                            "Weather in Paris?")
+        asked = harness.cli("ask", "graph-app", "--json", "--timeout", "60", "Weather in Paris?")
         code, out, err = asked.finish(90)
         assert code == 0, err
         transcript = json.loads(out)
@@ -32,16 +30,20 @@ def test_a_langgraph_graph_is_served_and_streams_its_tool_call_and_answer(
 EXAMPLE = str(ROOT / "examples" / "langgraph_agent.py")
 
 
-@pytest.mark.parametrize(("spec", "extra", "said"), [
-    (EXAMPLE + ":graph", ["--model", "openai"], "cannot be given with --model"),
-    ("no/such/file.py:graph", [], "no such file"),
-    (EXAMPLE + ":nothing_here", [], "has no attribute"),
-    (EXAMPLE + ":os", [], "module"),  # a module, not an agent: named
-    ("no_such_module_anywhere:app", [], "no_such_module_anywhere"),
-    ("no_colon_here", [], "MODULE:ATTR"),
-])
-def test_a_wrong_app_is_one_line_and_exit_2(harness: Harness, spec: str, extra: list[str],
-                                            said: str) -> None:
+@pytest.mark.parametrize(
+    ("spec", "extra", "said"),
+    [
+        (EXAMPLE + ":graph", ["--model", "openai"], "cannot be given with --model"),
+        ("no/such/file.py:graph", [], "no such file"),
+        (EXAMPLE + ":nothing_here", [], "has no attribute"),
+        (EXAMPLE + ":os", [], "module"),  # a module, not an agent: named
+        ("no_such_module_anywhere:app", [], "no_such_module_anywhere"),
+        ("no_colon_here", [], "MODULE:ATTR"),
+    ],
+)
+def test_a_wrong_app_is_one_line_and_exit_2(
+    harness: Harness, spec: str, extra: list[str], said: str
+) -> None:
     proc = harness.cli("serve", "--app", spec, "--no-directory", *extra)
     code, out, err = proc.finish(60)
     assert code == 2, (out, err)

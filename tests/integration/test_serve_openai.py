@@ -19,17 +19,25 @@ pytestmark = pytest.mark.integration
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> str:
-    body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000,
-            "model": "rec", "choices": [{"index": 0, "delta": delta or {}, "logprobs": None,
-                                         "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "rec",
+        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(body)}\n\n"
 
 
 REPLY = [
     chunk({"role": "assistant", "content": None, "reasoning_content": ""}),
-    chunk({"reasoning_content": "The user "}), chunk({"reasoning_content": "greets me."}),
-    chunk({"content": "Hello! "}), chunk({"content": "Streams end. "}),
-    chunk({"content": "Always."}), chunk(finish="stop"), "data: [DONE]\n\n",
+    chunk({"reasoning_content": "The user "}),
+    chunk({"reasoning_content": "greets me."}),
+    chunk({"content": "Hello! "}),
+    chunk({"content": "Streams end. "}),
+    chunk({"content": "Always."}),
+    chunk(finish="stop"),
+    "data: [DONE]\n\n",
 ]
 
 
@@ -69,15 +77,15 @@ def model_url() -> Iterator[str]:
 
 
 def ask(harness: Harness, model_url: str, model_name: str) -> tuple[int, dict[str, Any], str]:
-    _, address, endpoint = harness.serve("--model", "openai", "--base-url", model_url,
-                                         "--model-name", model_name, "--reasoning")
+    _, address, endpoint = harness.serve(
+        "--model", "openai", "--base-url", model_url, "--model-name", model_name, "--reasoning"
+    )
     p = harness.cli("ask", address, "--endpoint", endpoint, "--json", "hi")
     code, out, err = p.finish(timeout=60)
     return code, (json.loads(out) if out.strip() else {}), err
 
 
-def test_serve_streams_a_real_models_reasoning_and_answer(harness: Harness,
-                                                          model_url: str) -> None:
+def test_serve_streams_a_real_models_reasoning_and_answer(harness: Harness, model_url: str) -> None:
     code, got, err = ask(harness, model_url, "rec")
     assert code == 0, err
     by_type = {m["type"]: m for m in got["messages"]}
@@ -86,8 +94,7 @@ def test_serve_streams_a_real_models_reasoning_and_answer(harness: Harness,
     assert {m["status"] for m in got["messages"]} == {"completed"}
 
 
-def test_a_failing_model_reaches_the_asker_as_an_error(harness: Harness,
-                                                       model_url: str) -> None:
+def test_a_failing_model_reaches_the_asker_as_an_error(harness: Harness, model_url: str) -> None:
     code, got, _ = ask(harness, model_url, "broken")
     assert code == 1, json.dumps(got)
     errors = [m for m in got["messages"] if m["type"] == "error"]

@@ -18,8 +18,17 @@ def test_a_relay_to_a_name_two_agents_share_is_refused_naming_both(harness: Harn
     for extra in (("--rate", "0"), ("--rate", "0"), ("--rate", "0", "--relay", "twin")):
         name = "boss" if "--relay" in extra else "twin"
         port = free_port()
-        p = harness.start("-m", "agent_stream.commands.team", "--name", name, "--port",
-                          str(port), "--seed", f"shared name {name} {port}", *extra)
+        p = harness.start(
+            "-m",
+            "agent_stream.commands.team",
+            "--name",
+            name,
+            "--port",
+            str(port),
+            "--seed",
+            f"shared name {name} {port}",
+            *extra,
+        )
         addresses.append(p.wait_for("address:", 60).split(":", 1)[1].strip())
     deadline = time.monotonic() + 30
     while [e.get("name") for e in harness.directory_entries().values()].count("twin") < 2:

@@ -20,16 +20,18 @@ from terminal_screen import screen
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_in_terminal(argv: list[str], cols: int, rows: int, cwd: Path,
-                    timeout: float = 240.0) -> tuple[int, str]:
+def run_in_terminal(
+    argv: list[str], cols: int, rows: int, cwd: Path, timeout: float = 240.0
+) -> tuple[int, str]:
     """Run ``argv`` with a pseudo-terminal of ``cols`` x ``rows`` as its stdio; (status, all it
     wrote)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
     env.update(TERM="xterm-256color", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
-                            close_fds=True)
+    proc = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, close_fds=True
+    )
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -55,8 +57,12 @@ def run_in_terminal(argv: list[str], cols: int, rows: int, cwd: Path,
 
 
 def test_demo_team_draws_markdown_and_keeps_parallel_agents_apart(tmp_path: Path) -> None:
-    status, raw = run_in_terminal([sys.executable, "-m", "agent_stream", "demo", "--team",
-                                   "--rate", "0"], cols=60, rows=40, cwd=tmp_path)
+    status, raw = run_in_terminal(
+        [sys.executable, "-m", "agent_stream", "demo", "--team", "--rate", "0"],
+        cols=60,
+        rows=40,
+        cwd=tmp_path,
+    )
     assert status == 0, raw[-2000:]
     shown = screen(raw)
     text = "\n".join(shown)
@@ -71,8 +77,13 @@ def test_demo_team_draws_markdown_and_keeps_parallel_agents_apart(tmp_path: Path
     assert len(shown) > 100
     assert all(len(ln) <= 60 for ln in shown), [ln for ln in shown if len(ln) > 60]
     # The same demo into a pipe (plain text, lines left whole) has every word there is.
-    plain = subprocess.run([sys.executable, "-m", "agent_stream", "demo", "--team", "--rate",
-                            "0"], capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    plain = subprocess.run(
+        [sys.executable, "-m", "agent_stream", "demo", "--team", "--rate", "0"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
     assert plain.returncode == 0, plain.stderr
     said = set(re.findall(r"[A-Za-z]{2,}", plain.stdout))
     asked = next(i for i, ln in enumerate(shown) if ln.startswith("The client asks"))

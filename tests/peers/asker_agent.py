@@ -24,20 +24,29 @@ from agent_stream.uagents import (
 )
 
 
-async def ask_one(chat: StreamingChat, ctx: Any, to: str, text: str,
-                  timeout: float) -> dict[str, Any]:
+async def ask_one(
+    chat: StreamingChat, ctx: Any, to: str, text: str, timeout: float
+) -> dict[str, Any]:
     started = time.monotonic()
     try:
         reply = await chat.ask(ctx, to, text, timeout=timeout)
     except DeliveryError as exc:
-        return {"status": "undelivered", "completed": False, "detail": str(exc),
-                "seconds": time.monotonic() - started}
+        return {
+            "status": "undelivered",
+            "completed": False,
+            "detail": str(exc),
+            "seconds": time.monotonic() - started,
+        }
     await reply
     errors = [m for m in reply.transcript.messages if m.type == "error"]
-    return {"status": reply.status, "completed": reply.completed,
-            "seconds": round(time.monotonic() - started, 4), "text_chars": len(reply.text()),
-            "error_code": (errors[0].props or {}).get("code") if errors else None,
-            "error": (errors[0].props or {}).get("message") if errors else None}
+    return {
+        "status": reply.status,
+        "completed": reply.completed,
+        "seconds": round(time.monotonic() - started, 4),
+        "text_chars": len(reply.text()),
+        "error_code": (errors[0].props or {}).get("code") if errors else None,
+        "error": (errors[0].props or {}).get("message") if errors else None,
+    }
 
 
 def main() -> int:
@@ -48,8 +57,13 @@ def main() -> int:
     p.add_argument("--to-endpoint", required=True)
     args = p.parse_args()
     chat = StreamingChat()
-    agent = local_agent(args.seed, args.port, name="asker",
-                        peers={args.to: args.to_endpoint}, directory=LocalDirectory())
+    agent = local_agent(
+        args.seed,
+        args.port,
+        name="asker",
+        peers={args.to: args.to_endpoint},
+        directory=LocalDirectory(),
+    )
     agent.include(chat, publish_manifest=True)
 
     async def drive(ctx: Any) -> None:
@@ -61,9 +75,12 @@ def main() -> int:
                 return
             req = json.loads(line)
             text = req["text"] * int(req.get("repeat", 1))
-            replies = await asyncio.gather(*(
-                ask_one(chat, ctx, args.to, text, float(req.get("timeout", 20)))
-                for _ in range(int(req.get("count", 1)))))
+            replies = await asyncio.gather(
+                *(
+                    ask_one(chat, ctx, args.to, text, float(req.get("timeout", 20)))
+                    for _ in range(int(req.get("count", 1)))
+                )
+            )
             print(json.dumps({"replies": replies}), flush=True)
 
     run_agent(agent, drive)

@@ -17,8 +17,9 @@ from agent_stream.writer import StreamWriter
 async def respond(request: ChatRequest, out: StreamWriter) -> None:
     turns = [{"role": t.role, "text": t.text} for t in request.history]
     async with out.block("llm", label="History") as b, b.message("text") as msg:
-        await msg.append(f"history: {json.dumps(turns, ensure_ascii=False)}\n\n"
-                         f"question: {request.text}")
+        await msg.append(
+            f"history: {json.dumps(turns, ensure_ascii=False)}\n\nquestion: {request.text}"
+        )
         if request.text.startswith("slow"):
             try:
                 for i in range(1000):
@@ -36,8 +37,12 @@ def main() -> int:
     p.add_argument("--name", default="history")
     args = p.parse_args()
     agent = local_agent(args.seed, args.port, name=args.name)
-    agent.include(StreamingChat(respond, settings=ChatSettings().with_caps(
-        max_replies_per_sender=64, max_replies=64)), publish_manifest=True)
+    agent.include(
+        StreamingChat(
+            respond, settings=ChatSettings().with_caps(max_replies_per_sender=64, max_replies=64)
+        ),
+        publish_manifest=True,
+    )
     print(f"address: {agent.address}", flush=True)
     print(f"endpoint: http://127.0.0.1:{args.port}/submit", flush=True)
     run_agent(agent)

@@ -84,10 +84,15 @@ def tokens_of(text: str) -> list[str]:
 
 def build_agent(args: argparse.Namespace, peers: dict[str, str]) -> Agent:
     return Agent(
-        name=f"plain-{args.role}", seed=args.seed, port=args.port,
+        name=f"plain-{args.role}",
+        seed=args.seed,
+        port=args.port,
         endpoint=[f"http://127.0.0.1:{args.port}/submit"],
-        resolve=RulesBasedResolver(peers), registration_policy=_NoRegistration(),
-        enable_agent_inspector=False, report_events=False, mark_inactive_on_shutdown=False,
+        resolve=RulesBasedResolver(peers),
+        registration_policy=_NoRegistration(),
+        enable_agent_inspector=False,
+        report_events=False,
+        mark_inactive_on_shutdown=False,
         log_level=logging.WARNING,
     )
 
@@ -101,9 +106,18 @@ async def main(args: argparse.Namespace) -> dict[str, Any] | None:
     agent = build_agent(args, peers)
     proto = Protocol(spec=chat_protocol_spec)
     tasks: set[asyncio.Task[None]] = set()
-    summary: dict[str, Any] = {"text": "", "chat_messages": 0, "starts": [], "ends": [],
-                               "ends_before_start": [], "metadata_items": 0, "acks": 0,
-                               "session_ended": False, "first_text_s": None, "last_s": None}
+    summary: dict[str, Any] = {
+        "text": "",
+        "chat_messages": 0,
+        "starts": [],
+        "ends": [],
+        "ends_before_start": [],
+        "metadata_items": 0,
+        "acks": 0,
+        "session_ended": False,
+        "first_text_s": None,
+        "last_s": None,
+    }
     state: dict[str, Any] = {"t0": None, "last": time.monotonic(), "done": asyncio.Event()}
     if args.tokens:
         with open(args.tokens, encoding="utf-8") as fh:
@@ -113,8 +127,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any] | None:
 
     @proto.on_message(ChatMessage)
     async def on_chat(ctx: Context, sender: str, msg: ChatMessage) -> None:
-        await ctx.send(sender, ChatAcknowledgement(
-            timestamp=datetime.now(timezone.utc), acknowledged_msg_id=msg.msg_id))
+        await ctx.send(
+            sender,
+            ChatAcknowledgement(
+                timestamp=datetime.now(timezone.utc), acknowledged_msg_id=msg.msg_id
+            ),
+        )
         if args.role == "per-token":
             t = asyncio.create_task(stream_per_token(ctx, sender))
             tasks.add(t)
@@ -165,8 +183,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any] | None:
             deadline = state["t0"] + args.timeout
             while not state["done"].is_set():
                 now = time.monotonic()
-                if now >= deadline or (summary["chat_messages"]
-                                       and now - state["last"] >= args.quiet):
+                if now >= deadline or (
+                    summary["chat_messages"] and now - state["last"] >= args.quiet
+                ):
                     break
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(state["done"].wait(), 0.05)
@@ -189,8 +208,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("role", choices=("ask", "per-token"))
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--seed", required=True)
-    p.add_argument("--peer", action="append", default=[], metavar="ADDRESS=URL",
-                   help="a peer's endpoint (repeatable)")
+    p.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="ADDRESS=URL",
+        help="a peer's endpoint (repeatable)",
+    )
     p.add_argument("--to", help="ask: the address to ask")
     p.add_argument("--to-endpoint", help="ask: its endpoint")
     p.add_argument("--question", default="Tell me about streaming.")

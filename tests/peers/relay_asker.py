@@ -27,8 +27,12 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--cancel-after", type=float, default=None)
     p.add_argument("--max-hops", type=int, default=None, help="the hop limit to send")
-    p.add_argument("--linger", type=float, default=0.0,
-                   help="seconds to stay up after printing (late traffic is dropped)")
+    p.add_argument(
+        "--linger",
+        type=float,
+        default=0.0,
+        help="seconds to stay up after printing (late traffic is dropped)",
+    )
     args = p.parse_args()
     found = LocalDirectory().find(args.to)
     if found is None:
@@ -41,21 +45,33 @@ def main() -> int:
 
     async def ask(ctx: Any) -> dict[str, Any]:
         channels = {"reasoning"} if args.reasoning else set()
-        question = ChatMessage(content=[
-            StartSessionContent(), request_tags(channels, max_hops=args.max_hops),
-            TextContent(text=args.question)])
+        question = ChatMessage(
+            content=[
+                StartSessionContent(),
+                request_tags(channels, max_hops=args.max_hops),
+                TextContent(text=args.question),
+            ]
+        )
         reply = await chat.ask(ctx, address, question, timeout=args.timeout)
         if args.cancel_after is not None:
             asyncio.get_running_loop().call_later(args.cancel_after, reply.cancel)
         await reply.wait()
         await asyncio.sleep(0.3 if args.cancel_after is not None else 0)
         t0 = reply.asked_at
-        print(json.dumps({
-            "status": reply.status, "completed": reply.completed,
-            "first_text": None if reply.first_text_at is None else reply.first_text_at - t0,
-            "seconds": (reply.ended_at or t0) - t0, "chat_messages": reply.chat_messages,
-            "messages": [m.to_dict() for m in reply.messages],
-            "warnings": [str(w) for w in reply.warnings]}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "status": reply.status,
+                    "completed": reply.completed,
+                    "first_text": None if reply.first_text_at is None else reply.first_text_at - t0,
+                    "seconds": (reply.ended_at or t0) - t0,
+                    "chat_messages": reply.chat_messages,
+                    "messages": [m.to_dict() for m in reply.messages],
+                    "warnings": [str(w) for w in reply.warnings],
+                }
+            ),
+            flush=True,
+        )
         await asyncio.sleep(args.linger)
         return {}
 

@@ -13,15 +13,20 @@ from agent_stream.uagents.request import ChatRequest, Turn
 from agent_stream.writer import StreamWriter, collect
 
 
-def request(text: str, history: tuple[tuple[str, str], ...] = (),
-            session: str | None = None) -> ChatRequest:
-    return ChatRequest(sender="agent1qtest", message=ChatMessage([TextContent(text=text)]),
-                       session=session,
-                       history=tuple(Turn(r, t) for r, t in history))  # type: ignore[arg-type]
+def request(
+    text: str, history: tuple[tuple[str, str], ...] = (), session: str | None = None
+) -> ChatRequest:
+    return ChatRequest(
+        sender="agent1qtest",
+        message=ChatMessage([TextContent(text=text)]),
+        session=session,
+        history=tuple(Turn(r, t) for r, t in history),
+    )  # type: ignore[arg-type]
 
 
-async def run(responder: Callable[[Any, StreamWriter], Awaitable[None]],
-              req: ChatRequest) -> tuple[list[Message], Transcript]:
+async def run(
+    responder: Callable[[Any, StreamWriter], Awaitable[None]], req: ChatRequest
+) -> tuple[list[Message], Transcript]:
     msgs = await collect(lambda out: responder(req, out))
     return msgs, assemble(msgs)
 

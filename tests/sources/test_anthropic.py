@@ -24,10 +24,21 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[SSEServer]:
         yield s
 
 
-TWO = [Script(anthropic_frames(thinking="I should look it up", tool=(
-    "toolu_1", "get_weather", '{"city": "Paris"}'), input_tokens=30, output_tokens=11)),
-    Script(anthropic_frames(text="It is sunny in Paris.", input_tokens=55,
-                            output_tokens=8, msg_id="msg_2"))]
+TWO = [
+    Script(
+        anthropic_frames(
+            thinking="I should look it up",
+            tool=("toolu_1", "get_weather", '{"city": "Paris"}'),
+            input_tokens=30,
+            output_tokens=11,
+        )
+    ),
+    Script(
+        anthropic_frames(
+            text="It is sunny in Paris.", input_tokens=55, output_tokens=8, msg_id="msg_2"
+        )
+    ),
+]
 
 
 @pytest.mark.parametrize("server", [TWO], indirect=True)
@@ -40,8 +51,10 @@ async def test_transcript_equals_what_the_sdk_accumulates(server: SSEServer) -> 
         # its convenience events (text, thinking, input_json...) beside the raw ones
         for _ in range(2):
             async with client.messages.stream(
-                    model="claude-test", max_tokens=100,
-                    messages=[{"role": "user", "content": req.text}]) as s:
+                model="claude-test",
+                max_tokens=100,
+                messages=[{"role": "user", "content": req.text}],
+            ) as s:
                 async for ev in s:
                     yield ev
                 finals.append(await s.get_final_message())
@@ -66,32 +79,44 @@ async def test_transcript_equals_what_the_sdk_accumulates(server: SSEServer) -> 
     assert len(deltas) > 1
 
 
-@pytest.mark.parametrize("server", [[Script(anthropic_frames(text="one two three"))]],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server", [[Script(anthropic_frames(text="one two three"))]], indirect=True
+)
 async def test_raw_create_stream_and_request_reaches_the_callable(server: SSEServer) -> None:
     client = anthropic.AsyncAnthropic(base_url=server.url, api_key="x")
 
     async def ask(req: Any) -> Any:
         history = [{"role": tr.role, "content": tr.text} for tr in req.history]
         return await client.messages.create(
-            model="claude-test", max_tokens=100, stream=True,
-            messages=[*history, {"role": "user", "content": req.text}])
+            model="claude-test",
+            max_tokens=100,
+            stream=True,
+            messages=[*history, {"role": "user", "content": req.text}],
+        )
 
-    _, t = await run(responder(ask), request("and now?", history=(
-        ("user", "hi"), ("assistant", "hello"))))
+    _, t = await run(
+        responder(ask), request("and now?", history=(("user", "hi"), ("assistant", "hello")))
+    )
     assert t.text() == "one two three"
-    assert server.requests[0]["messages"][:2] == [{"role": "user", "content": "hi"},
-                                                  {"role": "assistant", "content": "hello"}]
+    assert server.requests[0]["messages"][:2] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
 
 
-@pytest.mark.parametrize("server", [[Script(anthropic_frames(text="a b c d e f"),
-                                            cut_after=5)]], indirect=True)
+@pytest.mark.parametrize(
+    "server", [[Script(anthropic_frames(text="a b c d e f"), cut_after=5)]], indirect=True
+)
 async def test_connection_lost_mid_stream_is_an_error(server: SSEServer) -> None:
     client = anthropic.AsyncAnthropic(base_url=server.url, api_key="x", max_retries=0)
 
     async def ask(req: Any) -> Any:
-        return await client.messages.create(model="claude-test", max_tokens=10, stream=True,
-                                            messages=[{"role": "user", "content": req.text}])
+        return await client.messages.create(
+            model="claude-test",
+            max_tokens=10,
+            stream=True,
+            messages=[{"role": "user", "content": req.text}],
+        )
 
     msgs, t = await run(responder(ask), request("q"))
     assert stream_end(msgs)["status"] == "error"
@@ -102,13 +127,18 @@ async def test_connection_lost_mid_stream_is_an_error(server: SSEServer) -> None
 async def test_error_event_and_redacted_thinking() -> None:
     events = [
         {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 3}}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "redacted_thinking", "data": "ENCRYPTED"}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "redacted_thinking", "data": "ENCRYPTED"},
+        },
         {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "text",
-                                                                       "text": ""}},
-        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta",
-                                                               "text": "partial"}},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "text_delta", "text": "partial"},
+        },
         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
     ]
 
@@ -125,14 +155,19 @@ async def test_error_event_and_redacted_thinking() -> None:
     assert stream_end(msgs)["status"] == "error"
 
 
-@pytest.mark.parametrize("server", [[Script(anthropic_frames(text=" ".join(["w"] * 200)),
-                                            delay=0.02)]], indirect=True)
+@pytest.mark.parametrize(
+    "server", [[Script(anthropic_frames(text=" ".join(["w"] * 200)), delay=0.02)]], indirect=True
+)
 async def test_cancel_closes_the_model_stream(server: SSEServer) -> None:
     client = anthropic.AsyncAnthropic(base_url=server.url, api_key="x")
 
     async def ask(req: Any) -> Any:
-        return await client.messages.create(model="claude-test", max_tokens=10, stream=True,
-                                            messages=[{"role": "user", "content": req.text}])
+        return await client.messages.create(
+            model="claude-test",
+            max_tokens=10,
+            stream=True,
+            messages=[{"role": "user", "content": req.text}],
+        )
 
     got: list[Any] = []
 
@@ -158,17 +193,31 @@ async def test_cancel_closes_the_model_stream(server: SSEServer) -> None:
 async def test_citations_stay_on_their_text() -> None:
     async def ask(req: Any) -> AsyncIterator[dict[str, Any]]:
         yield {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 1}}}
-        yield {"type": "content_block_start", "index": 0,
-               "content_block": {"type": "text", "text": ""}}
-        yield {"type": "content_block_delta", "index": 0,
-               "delta": {"type": "text_delta", "text": "Paris"}}
+        yield {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": ""},
+        }
+        yield {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "Paris"},
+        }
         for c in ("x", "y"):
-            yield {"type": "content_block_delta", "index": 0, "delta": {
-                "type": "citations_delta",
-                "citation": {"cited_text": c, "type": "char_location"}}}
+            yield {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {
+                    "type": "citations_delta",
+                    "citation": {"cited_text": c, "type": "char_location"},
+                },
+            }
         yield {"type": "content_block_stop", "index": 0}
-        yield {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-               "usage": {"output_tokens": 2}}
+        yield {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 2},
+        }
         yield {"type": "message_stop"}
 
     msgs, t = await run(responder(ask), request("q"))
@@ -180,24 +229,50 @@ async def test_citations_stay_on_their_text() -> None:
 
 async def test_cached_input_counts_and_a_plain_list_is_a_stream() -> None:
     events = [
-        {"type": "message_start", "message": {"model": "m", "usage": {
-            "input_tokens": 5, "cache_read_input_tokens": 100,
-            "cache_creation_input_tokens": 20, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
-                                                                       "text": "hi"}},
+        {
+            "type": "message_start",
+            "message": {
+                "model": "m",
+                "usage": {
+                    "input_tokens": 5,
+                    "cache_read_input_tokens": 100,
+                    "cache_creation_input_tokens": 20,
+                    "output_tokens": 1,
+                },
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": "hi"},
+        },
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-         "usage": {"output_tokens": 3}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 3},
+        },
         {"type": "message_stop"},
     ]
     msgs, t = await run(responder(lambda req: events), request("q"))
     assert t.text() == "hi"
-    assert stream_end(msgs)["usage"] == {"prompt_tokens": 125, "completion_tokens": 3,
-                                         "total_tokens": 128}
+    assert stream_end(msgs)["usage"] == {
+        "prompt_tokens": 125,
+        "completion_tokens": 3,
+        "total_tokens": 128,
+    }
 
 
-@pytest.mark.parametrize("server", [[Script(anthropic_frames(thinking="hmm", text="Hi there.")),
-                                     Script(anthropic_frames(text="Again."))]], indirect=True)
+@pytest.mark.parametrize(
+    "server",
+    [
+        [
+            Script(anthropic_frames(thinking="hmm", text="Hi there.")),
+            Script(anthropic_frames(text="Again.")),
+        ]
+    ],
+    indirect=True,
+)
 async def test_over_real_agents_with_history(server: SSEServer) -> None:
     from inprocess_agents import Pair
 
@@ -208,8 +283,11 @@ async def test_over_real_agents_with_history(server: SSEServer) -> None:
     async def ask(req: Any) -> Any:
         history = [{"role": tr.role, "content": tr.text} for tr in req.history]
         return await client.messages.create(
-            model="claude-test", max_tokens=100, stream=True,
-            messages=[*history, {"role": "user", "content": req.text}])
+            model="claude-test",
+            max_tokens=100,
+            stream=True,
+            messages=[*history, {"role": "user", "content": req.text}],
+        )
 
     pair = Pair()
     try:
@@ -225,7 +303,9 @@ async def test_over_real_agents_with_history(server: SSEServer) -> None:
         t = await asyncio.wait_for(reply.wait(), 20)
         assert t.text() == "Again."
         assert server.requests[1]["messages"] == [
-            {"role": "user", "content": "hello"}, {"role": "assistant", "content": "Hi there."},
-            {"role": "user", "content": "again"}]
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "Hi there."},
+            {"role": "user", "content": "again"},
+        ]
     finally:
         await pair.close()

@@ -10,7 +10,7 @@ import pytest
 from agent_stream.commands.app_loader import AppLoadError, load_app
 from agent_stream.sources import responder_for
 
-GRAPH = '''
+GRAPH = """
 from langgraph.graph import START, MessagesState, StateGraph
 from langchain_core.messages import AIMessage
 
@@ -28,7 +28,7 @@ class Holder:
 
 async def stream(request):
     yield {"type": "message_start", "message": {"model": "m"}}
-'''
+"""
 
 
 @pytest.fixture
@@ -38,7 +38,8 @@ def app_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "broken.py").write_text("import nowhere_to_be_found\n", encoding="utf-8")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "agent_file.py").write_text(
-        "from myapp import graph as g2\n", encoding="utf-8")
+        "from myapp import graph as g2\n", encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     for name in ("myapp", "broken"):
@@ -55,16 +56,19 @@ def test_module_and_file_specs_load_the_graph(app_dir: Path) -> None:
     assert callable(load_app("myapp:stream"))
 
 
-@pytest.mark.parametrize(("spec", "says"), [
-    ("myapp", "MODULE:ATTR"),
-    ("myapp:", "MODULE:ATTR"),
-    ("nosuchmodule:graph", "no module named 'nosuchmodule'"),
-    ("broken:x", "importing 'broken' failed: ModuleNotFoundError"),
-    ("missing.py:graph", "no such file"),
-    ("myapp:nothing", "has no attribute 'nothing'"),
-    ("myapp:not_an_agent", "is a str ('a string')"),
-    ("myapp:Holder", "is the class"),
-])
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("myapp", "MODULE:ATTR"),
+        ("myapp:", "MODULE:ATTR"),
+        ("nosuchmodule:graph", "no module named 'nosuchmodule'"),
+        ("broken:x", "importing 'broken' failed: ModuleNotFoundError"),
+        ("missing.py:graph", "no such file"),
+        ("myapp:nothing", "has no attribute 'nothing'"),
+        ("myapp:not_an_agent", "is a str ('a string')"),
+        ("myapp:Holder", "is the class"),
+    ],
+)
 def test_bad_specs_are_one_line_errors(app_dir: Path, spec: str, says: str) -> None:
     with pytest.raises(AppLoadError) as info:
         load_app(spec)

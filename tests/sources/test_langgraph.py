@@ -51,13 +51,22 @@ def get_weather(city: str) -> str:
 
 
 def weather_graph(sub_live: list[bool] | None = None, checkpointer: Any = None) -> Any:
-    model = ToolFake(responses=[
-        AIMessage(content="", tool_calls=[
-            {"id": "c1", "name": "get_weather", "args": {"city": "Paris"}},
-            {"id": "c2", "name": "get_weather", "args": {"city": "Rome"}}],
-            usage_metadata={"input_tokens": 10, "output_tokens": 4, "total_tokens": 14}),
-        AIMessage(content="Sunny in both.",
-                  usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35})])
+    model = ToolFake(
+        responses=[
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {"id": "c1", "name": "get_weather", "args": {"city": "Paris"}},
+                    {"id": "c2", "name": "get_weather", "args": {"city": "Rome"}},
+                ],
+                usage_metadata={"input_tokens": 10, "output_tokens": 4, "total_tokens": 14},
+            ),
+            AIMessage(
+                content="Sunny in both.",
+                usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35},
+            ),
+        ]
+    )
     helper_model = GenericFakeChatModel(messages=iter(["The research says it is summer"]))
 
     async def helper(state: MessagesState) -> dict[str, Any]:
@@ -91,13 +100,17 @@ async def test_transcript_equals_the_graphs_final_state() -> None:
     tools = [m for m in final if m.type == "tool"]
     assert t.text() == "".join(str(m.content) for m in ais)
     calls = of_type(t, "tool_call")
-    assert [(c.props["id"], c.props["name"], json.loads(c.props["arguments"])) for c in calls] \
-        == [(c["id"], c["name"], c["args"]) for c in ais[1].tool_calls]
+    assert [(c.props["id"], c.props["name"], json.loads(c.props["arguments"])) for c in calls] == [
+        (c["id"], c["name"], c["args"]) for c in ais[1].tool_calls
+    ]
     results = of_type(t, "tool_result")
-    assert [(r.props["call_id"], r.props["name"], r.props["content"]) for r in results] == \
-        [(m.tool_call_id, m.name, m.content) for m in tools]
+    assert [(r.props["call_id"], r.props["name"], r.props["content"]) for r in results] == [
+        (m.tool_call_id, m.name, m.content) for m in tools
+    ]
     assert [m.props["message"] for m in of_type(t, "loading")] == [
-        "Looking up Paris", "Looking up Rome"]
+        "Looking up Paris",
+        "Looking up Rome",
+    ]
     starts = block_starts(msgs)
     agent = next(b for b in starts if b["type"] == "agent")
     assert agent["label"] == agent["agent_name"] == "research"
@@ -105,10 +118,12 @@ async def test_transcript_equals_the_graphs_final_state() -> None:
     assert (inner["type"], inner["label"]) == ("llm", "helper")
     assert [b["label"] for b in starts if b["type"] == "llm"] == ["helper", "agent", "agent"]
     usage = stream_end(msgs)["usage"]
-    assert usage["prompt_tokens"] == sum(m.usage_metadata["input_tokens"] for m in ais
-                                         if m.usage_metadata)
-    assert usage["total_tokens"] == sum(m.usage_metadata["total_tokens"] for m in ais
-                                        if m.usage_metadata)
+    assert usage["prompt_tokens"] == sum(
+        m.usage_metadata["input_tokens"] for m in ais if m.usage_metadata
+    )
+    assert usage["total_tokens"] == sum(
+        m.usage_metadata["total_tokens"] for m in ais if m.usage_metadata
+    )
     assert stream_end(msgs)["status"] == "completed"
 
 
@@ -135,11 +150,16 @@ async def test_history_reaches_the_messages_state() -> None:
     g = StateGraph(MessagesState)
     g.add_node("agent", agent)
     g.add_edge(START, "agent")
-    _, t = await run(responder(g.compile()), request("What did I say?", history=(
-        ("user", "hi"), ("assistant", "hello"))))
+    _, t = await run(
+        responder(g.compile()),
+        request("What did I say?", history=(("user", "hi"), ("assistant", "hello"))),
+    )
     assert t.text() == "You said hi."
     assert [(m.type, m.content) for m in SEEN[0]] == [
-        ("human", "hi"), ("ai", "hello"), ("human", "What did I say?")]
+        ("human", "hi"),
+        ("ai", "hello"),
+        ("human", "What did I say?"),
+    ]
 
 
 async def test_three_turns_remember_through_the_checkpointer() -> None:
@@ -232,8 +252,7 @@ async def test_over_real_agents() -> None:
 
     pair = Pair()
     try:
-        server = pair.add("langgraph source server", StreamingChat(responder_for(
-            weather_graph())))
+        server = pair.add("langgraph source server", StreamingChat(responder_for(weather_graph())))
         client_chat = StreamingChat()
         client = pair.add("langgraph source client", client_chat)
         reply = await client_chat.ask(client._build_context(), server.address, "Weather?")
@@ -241,39 +260,52 @@ async def test_over_real_agents() -> None:
         assert reply.completed
         assert t.text() == "The research says it is summerSunny in both."
         assert [b.label for b in t.blocks if b.type == "agent"] == ["research"]
-        assert [m.props["name"] for m in t.messages if m.type == "tool_result"] == \
-            ["get_weather", "get_weather"]
+        assert [m.props["name"] for m in t.messages if m.type == "tool_result"] == [
+            "get_weather",
+            "get_weather",
+        ]
     finally:
         await pair.close()
-
-
 
 
 class StreamingToolModel(GenericFakeChatModel):
     """A chat model streaming reasoning, text and two parallel tool calls chunk by chunk, usage on
     its last chunk: the shapes a real provider's LangChain integration streams."""
 
-    async def _astream(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                       **kw: Any) -> Any:
+    async def _astream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Any:
         from langchain_core.messages import AIMessageChunk
         from langchain_core.outputs import ChatGenerationChunk
 
         if any(m.type == "tool" for m in messages):
             parts: list[AIMessageChunk] = [AIMessageChunk(content=w) for w in ("Both ", "sunny.")]
-            parts[-1].usage_metadata = {"input_tokens": 50, "output_tokens": 2,
-                                        "total_tokens": 52}
+            parts[-1].usage_metadata = {"input_tokens": 50, "output_tokens": 2, "total_tokens": 52}
         else:
             parts = [
                 AIMessageChunk(content=[{"type": "reasoning", "reasoning": "Two cities, "}]),
                 AIMessageChunk(content=[{"type": "reasoning", "reasoning": "two calls."}]),
-                AIMessageChunk(content="", tool_call_chunks=[
-                    {"index": 0, "id": "c1", "name": "get_weather", "args": '{"city":'}]),
-                AIMessageChunk(content="", tool_call_chunks=[
-                    {"index": 1, "id": "c2", "name": "get_weather", "args": '{"city": "Rome"}'}]),
-                AIMessageChunk(content="", tool_call_chunks=[
-                    {"index": 0, "id": None, "name": None, "args": ' "Paris"}'}]),
-                AIMessageChunk(content="", usage_metadata={
-                    "input_tokens": 20, "output_tokens": 9, "total_tokens": 29})]
+                AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[
+                        {"index": 0, "id": "c1", "name": "get_weather", "args": '{"city":'}
+                    ],
+                ),
+                AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[
+                        {"index": 1, "id": "c2", "name": "get_weather", "args": '{"city": "Rome"}'}
+                    ],
+                ),
+                AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[{"index": 0, "id": None, "name": None, "args": ' "Paris"}'}],
+                ),
+                AIMessageChunk(
+                    content="",
+                    usage_metadata={"input_tokens": 20, "output_tokens": 9, "total_tokens": 29},
+                ),
+            ]
         for p in parts:
             p.id = f"run-{len(messages)}"  # one id per model call
             chunk = ChatGenerationChunk(message=p)
@@ -303,11 +335,13 @@ async def test_streamed_parallel_tool_calls_reasoning_and_usage() -> None:
     ais = [m for m in final if m.type == "ai"]
     assert contents(t, "thinking") == ["Two cities, two calls."]
     calls = of_type(t, "tool_call")
-    assert [(c.props["id"], json.loads(c.props["arguments"])) for c in calls] == \
-        [(c["id"], c["args"]) for c in ais[0].tool_calls]
+    assert [(c.props["id"], json.loads(c.props["arguments"])) for c in calls] == [
+        (c["id"], c["args"]) for c in ais[0].tool_calls
+    ]
     # the first call's arguments streamed in two deltas, interleaved with the second call
-    first_args = [m for m in msgs if m.type == "tool_call" and m.delta
-                  and m.message_id == calls[0].message_id]
+    first_args = [
+        m for m in msgs if m.type == "tool_call" and m.delta and m.message_id == calls[0].message_id
+    ]
     assert [m.props["arguments"] for m in first_args] == [' "Paris"}']
     assert t.text() == "Both sunny."
     u = stream_end(msgs)["usage"]
@@ -317,8 +351,16 @@ async def test_streamed_parallel_tool_calls_reasoning_and_usage() -> None:
 async def test_what_is_not_mapped_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     async def odd(state: MessagesState) -> dict[str, Any]:
         get_stream_writer()({"step": 1, "of": 3})  # not a progress line: an event message
-        return {"messages": [AIMessage(content=[{"type": "image_url", "image_url": "x"},
-                                                {"type": "text", "text": "done"}])]}
+        return {
+            "messages": [
+                AIMessage(
+                    content=[
+                        {"type": "image_url", "image_url": "x"},
+                        {"type": "text", "text": "done"},
+                    ]
+                )
+            ]
+        }
 
     g = StateGraph(MessagesState)
     g.add_node("odd", odd)
@@ -345,8 +387,10 @@ async def test_interrupt_and_resume_over_real_agents() -> None:
     g.add_edge(START, "approve")
     pair = Pair()
     try:
-        server = pair.add("langgraph hitl server", StreamingChat(responder_for(
-            g.compile(checkpointer=InMemorySaver()))))
+        server = pair.add(
+            "langgraph hitl server",
+            StreamingChat(responder_for(g.compile(checkpointer=InMemorySaver()))),
+        )
         client_chat = StreamingChat()
         client = pair.add("langgraph hitl client", client_chat)
         ctx = client._build_context()  # one context: one session, one LangGraph thread
@@ -354,7 +398,8 @@ async def test_interrupt_and_resume_over_real_agents() -> None:
         t = await asyncio.wait_for(reply.wait(), 20)
         assert reply.completed
         assert [m.props["content"] for m in t.messages if m.type == "user_input"] == [
-            "Send the email to Bob?"]
+            "Send the email to Bob?"
+        ]
         reply = await client_chat.ask(ctx, server.address, "yes")
         t = await asyncio.wait_for(reply.wait(), 20)
         assert reply.completed and t.text() == "Done: you said yes."
@@ -376,6 +421,8 @@ async def test_parallel_interrupts_are_all_asked_and_all_resumed() -> None:
     graph = g.compile(checkpointer=InMemorySaver())
     _, t = await run(responder(graph), request("go", session="fan"))
     assert sorted(m.props["content"] for m in of_type(t, "user_input")) == [
-        "Approve A?", "Approve B?"]
+        "Approve A?",
+        "Approve B?",
+    ]
     _, t = await run(responder(graph), request("ok", session="fan"))
     assert sorted(contents(t, "text")) == ["A: ok. ", "B: ok. "]

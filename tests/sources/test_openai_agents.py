@@ -37,8 +37,10 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[SSEServer]:
 
 
 def model(srv: SSEServer) -> OpenAIChatCompletionsModel:
-    return OpenAIChatCompletionsModel(model="gpt-test", openai_client=AsyncOpenAI(
-        base_url=srv.url + "/v1", api_key="x", max_retries=0))
+    return OpenAIChatCompletionsModel(
+        model="gpt-test",
+        openai_client=AsyncOpenAI(base_url=srv.url + "/v1", api_key="x", max_retries=0),
+    )
 
 
 @function_tool
@@ -48,9 +50,15 @@ def get_weather(city: str) -> str:
 
 
 WEATHER = [
-    chat_frames(calls=(("call_1", "get_weather", '{"city": "Paris"}'),
-                       ("call_2", "get_weather", '{"city": "Rome"}')), usage=(12, 6)),
-    chat_frames(text="Sunny in both.", usage=(40, 4))]
+    chat_frames(
+        calls=(
+            ("call_1", "get_weather", '{"city": "Paris"}'),
+            ("call_2", "get_weather", '{"city": "Rome"}'),
+        ),
+        usage=(12, 6),
+    ),
+    chat_frames(text="Sunny in both.", usage=(40, 4)),
+]
 
 
 @pytest.mark.parametrize("server", [WEATHER * 2], indirect=True)
@@ -63,29 +71,43 @@ async def test_transcript_equals_the_run_result(server: SSEServer) -> None:
     calls = [i.raw_item for i in result.new_items if type(i).__name__ == "ToolCallItem"]
     outputs = [i for i in result.new_items if type(i).__name__ == "ToolCallOutputItem"]
     assert t.text() == result.final_output
-    assert [(c.props["id"], c.props["name"], json.loads(c.props["arguments"]))
-            for c in of_type(t, "tool_call")] == \
-        [(c.call_id, c.name, json.loads(c.arguments)) for c in calls]
-    assert [(r.props["call_id"], r.props["name"], r.props["content"])
-            for r in of_type(t, "tool_result")] == \
-        [(o.raw_item["call_id"], "get_weather", o.output) for o in outputs]
+    assert [
+        (c.props["id"], c.props["name"], json.loads(c.props["arguments"]))
+        for c in of_type(t, "tool_call")
+    ] == [(c.call_id, c.name, json.loads(c.arguments)) for c in calls]
+    assert [
+        (r.props["call_id"], r.props["name"], r.props["content"]) for r in of_type(t, "tool_result")
+    ] == [(o.raw_item["call_id"], "get_weather", o.output) for o in outputs]
     assert [b["label"] for b in block_starts(msgs)] == ["weather", "weather"]
     u = stream_end(msgs)["usage"]
     usage = result.context_wrapper.usage
-    assert (u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]) == \
-        (usage.input_tokens, usage.output_tokens, usage.total_tokens)
+    assert (u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]) == (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.total_tokens,
+    )
 
 
-@pytest.mark.parametrize("server", [[
-    chat_frames(calls=(("call_h", "transfer_to_french", "{}"),)),
-    chat_frames(text="Bonjour, il fait beau.")]], indirect=True)
+@pytest.mark.parametrize(
+    "server",
+    [
+        [
+            chat_frames(calls=(("call_h", "transfer_to_french", "{}"),)),
+            chat_frames(text="Bonjour, il fait beau."),
+        ]
+    ],
+    indirect=True,
+)
 async def test_handoff_is_a_nested_agent_block(server: SSEServer) -> None:
     french = Agent(name="french", model=model(server))
     triage = Agent(name="triage", model=model(server), handoffs=[french])
     msgs, t = await run(responder(triage), request("Bonjour?"))
     starts = block_starts(msgs)
     assert [(b["type"], b["label"]) for b in starts] == [
-        ("llm", "triage"), ("agent", "french"), ("llm", "french")]
+        ("llm", "triage"),
+        ("agent", "french"),
+        ("llm", "french"),
+    ]
     assert starts[1]["agent_name"] == "french"
     assert starts[1]["parent_block_id"] == starts[0]["block_id"]
     assert starts[2]["parent_block_id"] == starts[1]["block_id"]
@@ -94,17 +116,23 @@ async def test_handoff_is_a_nested_agent_block(server: SSEServer) -> None:
     assert handoff.props["call_id"] == "call_h" and handoff.props["name"] == "transfer_to_french"
 
 
-NESTED = [chat_frames(calls=(("call_r", "research", '{"input": "tides"}'),)),
-          Script(chat_frames(text="High tide at six, low tide at noon.").frames, delay=0.05,
-                 done_line=True),
-          chat_frames(text="Tides: six and noon.")]
+NESTED = [
+    chat_frames(calls=(("call_r", "research", '{"input": "tides"}'),)),
+    Script(
+        chat_frames(text="High tide at six, low tide at noon.").frames, delay=0.05, done_line=True
+    ),
+    chat_frames(text="Tides: six and noon."),
+]
 
 
 @pytest.mark.parametrize("server", [NESTED], indirect=True)
 async def test_agent_as_tool_streams_live_in_its_block(server: SSEServer) -> None:
     researcher = Agent(name="researcher", model=model(server))
-    lead = Agent(name="lead", model=model(server), tools=[researcher.as_tool(
-        "research", "Research a topic", on_stream=nested_events)])
+    lead = Agent(
+        name="lead",
+        model=model(server),
+        tools=[researcher.as_tool("research", "Research a topic", on_stream=nested_events)],
+    )
     first_text: list[float] = []
 
     async def sink(m: Message) -> None:
@@ -118,37 +146,48 @@ async def test_agent_as_tool_streams_live_in_its_block(server: SSEServer) -> Non
     assert first_text[0] < server.finished[1]  # before the sub-agent's model had finished
     starts = block_starts(got)
     assert [(b["type"], b["label"]) for b in starts] == [
-        ("llm", "lead"), ("agent", "researcher"), ("llm", "researcher"), ("llm", "lead")]
+        ("llm", "lead"),
+        ("agent", "researcher"),
+        ("llm", "researcher"),
+        ("llm", "lead"),
+    ]
     assert starts[1]["parent_block_id"] == starts[0]["block_id"]
     types = [m.type for m in got if not m.event]
     assert types.index("tool_result") > types.index("text")  # the sub-agent's text first
     ends = [m.event_data["block_id"] for m in got if m.event == "block_end"]
     result_at = next(i for i, m in enumerate(got) if m.type == "tool_result")
-    agent_end_at = next(i for i, m in enumerate(got) if m.event == "block_end"
-                        and m.event_data["block_id"] == starts[1]["block_id"])
+    agent_end_at = next(
+        i
+        for i, m in enumerate(got)
+        if m.event == "block_end" and m.event_data["block_id"] == starts[1]["block_id"]
+    )
     assert agent_end_at < result_at and starts[1]["block_id"] in ends
 
 
 @pytest.mark.parametrize("server", [[chat_frames(text="I remember.")]], indirect=True)
 async def test_history_reaches_the_input_list(server: SSEServer) -> None:
     agent = Agent(name="a", model=model(server))
-    _, t = await run(responder(agent), request("and?", history=(("user", "my name is Ann"),
-                                                                ("assistant", "Hi Ann"))))
+    _, t = await run(
+        responder(agent),
+        request("and?", history=(("user", "my name is Ann"), ("assistant", "Hi Ann"))),
+    )
     assert t.text() == "I remember."
     sent = [(m["role"], m["content"]) for m in server.requests[0]["messages"]]
     assert sent[-3:] == [("user", "my name is Ann"), ("assistant", "Hi Ann"), ("user", "and?")]
 
 
-@pytest.mark.parametrize("server", [[Script(chat_frames(text="a b c d e f g").frames,
-                                            cut_after=3)]], indirect=True)
+@pytest.mark.parametrize(
+    "server", [[Script(chat_frames(text="a b c d e f g").frames, cut_after=3)]], indirect=True
+)
 async def test_connection_cut_mid_stream_is_an_error(server: SSEServer) -> None:
     msgs, t = await run(responder(Agent(name="a", model=model(server))), request("q"))
     assert stream_end(msgs)["status"] == "error" and of_type(t, "error")
     assert t.text() == "a b c "
 
 
-@pytest.mark.parametrize("server", [[chat_frames(calls=(("call_s", "slow", "{}"),))]],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server", [[chat_frames(calls=(("call_s", "slow", "{}"),))]], indirect=True
+)
 async def test_cancel_reaches_the_tool(server: SSEServer) -> None:
     started, cancelled = asyncio.Event(), asyncio.Event()
 
@@ -170,8 +209,7 @@ async def test_cancel_reaches_the_tool(server: SSEServer) -> None:
 
     async def body() -> None:
         async with StreamWriter(sink) as out:
-            await responder(Agent(name="a", model=model(server), tools=[slow]))(
-                request("q"), out)
+            await responder(Agent(name="a", model=model(server), tools=[slow]))(request("q"), out)
 
     task = asyncio.create_task(body())
     await asyncio.wait_for(started.wait(), 5)
@@ -198,13 +236,16 @@ async def test_over_real_agents(server: SSEServer) -> None:
         t = await asyncio.wait_for(reply.wait(), 20)
         assert reply.completed and t.text() == "Sunny in both."
         assert [m.props["content"] for m in t.messages if m.type == "tool_result"] == [
-            "sunny in Paris", "sunny in Rome"]
+            "sunny in Paris",
+            "sunny in Rome",
+        ]
     finally:
         await pair.close()
 
 
-@pytest.mark.parametrize("server", [[chat_frames(text=f"answer {i}") for i in range(3)]],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server", [[chat_frames(text=f"answer {i}") for i in range(3)]], indirect=True
+)
 async def test_three_turns_remember_over_real_agents(server: SSEServer) -> None:
     from inprocess_agents import Pair
 
@@ -212,8 +253,10 @@ async def test_three_turns_remember_over_real_agents(server: SSEServer) -> None:
 
     pair = Pair()
     try:
-        srv = pair.add("agents sdk memory server", StreamingChat(responder_for(
-            Agent(name="a", model=model(server)))))
+        srv = pair.add(
+            "agents sdk memory server",
+            StreamingChat(responder_for(Agent(name="a", model=model(server)))),
+        )
         client_chat = StreamingChat()
         client = pair.add("agents sdk memory client", client_chat)
         ctx = client._build_context()  # one context: one session
@@ -221,18 +264,25 @@ async def test_three_turns_remember_over_real_agents(server: SSEServer) -> None:
             reply = await client_chat.ask(ctx, srv.address, q)
             await asyncio.wait_for(reply.wait(), 20)
         sent = [(m["role"], m["content"]) for m in server.requests[2]["messages"]]
-        assert sent == [("user", "one"), ("assistant", "answer 0"), ("user", "two"),
-                        ("assistant", "answer 1"), ("user", "three")]
+        assert sent == [
+            ("user", "one"),
+            ("assistant", "answer 0"),
+            ("user", "two"),
+            ("assistant", "answer 1"),
+            ("user", "three"),
+        ]
     finally:
         await pair.close()
 
 
 @pytest.mark.parametrize("server", [NESTED], indirect=True)
-async def test_agent_tool_without_on_stream_is_reported(server: SSEServer,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+async def test_agent_tool_without_on_stream_is_reported(
+    server: SSEServer, caplog: pytest.LogCaptureFixture
+) -> None:
     researcher = Agent(name="researcher", model=model(server))
-    lead = Agent(name="lead", model=model(server), tools=[researcher.as_tool(
-        "research", "Research a topic")])
+    lead = Agent(
+        name="lead", model=model(server), tools=[researcher.as_tool("research", "Research a topic")]
+    )
     with caplog.at_level("WARNING", logger="agent_stream.sources"):
         _, t = await run(responder(lead), request("Tides?"))
     assert t.text() == "Tides: six and noon."

@@ -23,18 +23,28 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[SSEServer]:
         yield s
 
 
-@pytest.mark.parametrize("server", [[
-    Script(responses_frames(reasoning="Need the weather", call=("call_9", "get_weather",
-                                                                '{"city": "Paris"}'))),
-    Script(responses_frames(text="Sunny in Paris.", usage=(40, 5)))]], indirect=True)
+@pytest.mark.parametrize(
+    "server",
+    [
+        [
+            Script(
+                responses_frames(
+                    reasoning="Need the weather",
+                    call=("call_9", "get_weather", '{"city": "Paris"}'),
+                )
+            ),
+            Script(responses_frames(text="Sunny in Paris.", usage=(40, 5))),
+        ]
+    ],
+    indirect=True,
+)
 async def test_transcript_equals_the_final_responses(server: SSEServer) -> None:
     client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x")
     finals: list[Any] = []
 
     async def ask(req: Any) -> AsyncIterator[Any]:
         for _ in range(2):
-            stream = await client.responses.create(model="gpt-test", input=req.text,
-                                                   stream=True)
+            stream = await client.responses.create(model="gpt-test", input=req.text, stream=True)
             async for ev in stream:
                 if ev.type == "response.completed":
                     finals.append(ev.response)
@@ -67,8 +77,10 @@ async def test_responder_module_and_failed_response(server: SSEServer) -> None:
     async def failing(req: Any) -> AsyncIterator[dict[str, Any]]:
         yield {"type": "response.created", "response": {"model": "m"}}
         yield {"type": "response.output_text.delta", "item_id": "i", "delta": "half"}
-        yield {"type": "response.failed", "response": {"error": {"code": "server_error",
-                                                                 "message": "boom"}}}
+        yield {
+            "type": "response.failed",
+            "response": {"error": {"code": "server_error", "message": "boom"}},
+        }
 
     msgs, t = await run(responder(failing), request("q"))
     assert t.text() == "half" and stream_end(msgs)["status"] == "error"
@@ -84,17 +96,28 @@ async def test_chat_completion_and_litellm_shaped_chunks() -> None:
             return self.d
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "llama",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "llama",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
 
     async def ask(req: Any) -> AsyncIterator[Any]:
         yield LiteLLMChunk(chunk({"role": "assistant", "reasoning_content": "hmm"}))
         yield LiteLLMChunk(chunk({"content": "Hello "}))
         yield LiteLLMChunk(chunk({"content": "there"}, "stop"))
-        yield LiteLLMChunk({"id": "c1", "object": "chat.completion.chunk", "created": 1,
-                            "model": "llama", "choices": [],
-                            "usage": {"prompt_tokens": 4, "completion_tokens": 3,
-                                      "total_tokens": 7}})
+        yield LiteLLMChunk(
+            {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "llama",
+                "choices": [],
+                "usage": {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7},
+            }
+        )
 
     msgs, t = await run(responder_for(ask), request("q"))
     assert t.text() == "Hello there" and contents(t, "thinking") == ["hmm"]
@@ -118,8 +141,9 @@ def test_unknown_app_is_a_type_error() -> None:
         responder_for(dict)
 
 
-@pytest.mark.parametrize("server", [[Script(responses_frames(reasoning="Think", text="Done."))]],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server", [[Script(responses_frames(reasoning="Think", text="Done."))]], indirect=True
+)
 async def test_over_real_agents_reasoning_shared_when_asked(server: SSEServer) -> None:
     import asyncio
 
@@ -134,12 +158,14 @@ async def test_over_real_agents_reasoning_shared_when_asked(server: SSEServer) -
 
     pair = Pair()
     try:
-        srv = pair.add("responses source server",
-                       StreamingChat(responder_for(ask), channels={"reasoning"}))
+        srv = pair.add(
+            "responses source server", StreamingChat(responder_for(ask), channels={"reasoning"})
+        )
         client_chat = StreamingChat()
         asker = pair.add("responses source client", client_chat)
-        reply = await client_chat.ask(asker._build_context(), srv.address, "go",
-                                      channels={"reasoning"})
+        reply = await client_chat.ask(
+            asker._build_context(), srv.address, "go", channels={"reasoning"}
+        )
         t = await asyncio.wait_for(reply.wait(), 20)
         assert reply.completed and t.text() == "Done."
         assert contents(t, "thinking") == ["Think"]

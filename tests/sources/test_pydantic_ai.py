@@ -34,10 +34,12 @@ def weather_agent(sub_done: list[bool] | None = None) -> Agent[None, str]:
     async def stream_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
         if len(messages) == 1:
             yield {0: DeltaThinkingPart(content="I need the weather")}
-            yield {1: DeltaToolCall(name="get_weather", json_args='{"city":',
-                                    tool_call_id="c1")}
-            yield {2: DeltaToolCall(name="get_weather", json_args='{"city": "Rome"}',
-                                    tool_call_id="c2")}
+            yield {1: DeltaToolCall(name="get_weather", json_args='{"city":', tool_call_id="c1")}
+            yield {
+                2: DeltaToolCall(
+                    name="get_weather", json_args='{"city": "Rome"}', tool_call_id="c2"
+                )
+            }
             yield {1: DeltaToolCall(json_args=' "Paris"}')}
         else:
             for w in ("Sunny ", "in ", "both."):
@@ -67,21 +69,23 @@ async def test_transcript_equals_the_run_result() -> None:
     assert contents(t, "thinking") == [p.content for p in parts if p.part_kind == "thinking"]
     assert t.text() == "it is summer everywhere" * 2 + result.output  # sub-agents first
     calls = [p for p in parts if p.part_kind == "tool-call"]
-    assert [(c.props["id"], c.props["name"], json.loads(c.props["arguments"]))
-            for c in of_type(t, "tool_call")] == \
-        [(p.tool_call_id, p.tool_name, p.args_as_dict()) for p in calls]
-    returns = [p for m in result.all_messages() for p in m.parts
-               if p.part_kind == "tool-return"]
-    assert [(r.props["call_id"], r.props["content"]) for r in of_type(t, "tool_result")] == \
-        [(p.tool_call_id, p.content) for p in returns]
+    assert [
+        (c.props["id"], c.props["name"], json.loads(c.props["arguments"]))
+        for c in of_type(t, "tool_call")
+    ] == [(p.tool_call_id, p.tool_name, p.args_as_dict()) for p in calls]
+    returns = [p for m in result.all_messages() for p in m.parts if p.part_kind == "tool-return"]
+    assert [(r.props["call_id"], r.props["content"]) for r in of_type(t, "tool_result")] == [
+        (p.tool_call_id, p.content) for p in returns
+    ]
     subs = [b for b in block_starts(msgs) if b["type"] == "agent"]
     assert [(b["label"], b["agent_name"]) for b in subs] == [("helper", "helper")] * 2
     first_llm = block_starts(msgs)[0]
     assert all(b["parent_block_id"] == first_llm["block_id"] for b in subs)
     # usage: the run's own (its model requests) plus the sub-agents' runs
     u = stream_end(msgs)["usage"]
-    sub_usage = (await Agent(TestModel(custom_output_text="it is summer everywhere")).run(
-        "season in Paris?")).usage
+    sub_usage = (
+        await Agent(TestModel(custom_output_text="it is summer everywhere")).run("season in Paris?")
+    ).usage
     assert u["prompt_tokens"] == result.usage.input_tokens + 2 * sub_usage.input_tokens
     assert u["completion_tokens"] == result.usage.output_tokens + 2 * sub_usage.output_tokens
 
@@ -107,12 +111,16 @@ async def test_history_reaches_message_history() -> None:
         yield "ok"
 
     agent = Agent(FunctionModel(stream_function=stream_fn))
-    _, t = await run(responder(agent), request("third", history=(
-        ("user", "first"), ("assistant", "second"))))
+    _, t = await run(
+        responder(agent), request("third", history=(("user", "first"), ("assistant", "second")))
+    )
     assert t.text() == "ok"
     kinds = [(type(m).__name__, m.parts[0].content) for m in seen[0]]
-    assert kinds == [("ModelRequest", "first"), ("ModelResponse", "second"),
-                     ("ModelRequest", "third")]
+    assert kinds == [
+        ("ModelRequest", "first"),
+        ("ModelResponse", "second"),
+        ("ModelRequest", "third"),
+    ]
 
 
 async def test_model_error_mid_stream() -> None:
@@ -120,8 +128,7 @@ async def test_model_error_mid_stream() -> None:
         yield "partial "
         raise RuntimeError("the model fell over")
 
-    msgs, t = await run(responder(Agent(FunctionModel(stream_function=stream_fn))),
-                        request("q"))
+    msgs, t = await run(responder(Agent(FunctionModel(stream_function=stream_fn))), request("q"))
     assert t.text() == "partial " and stream_end(msgs)["status"] == "error"
     assert "the model fell over" in of_type(t, "error")[0].props["message"]
 
@@ -165,8 +172,9 @@ async def test_over_real_agents() -> None:
 
     pair = Pair()
     try:
-        server = pair.add("pydantic-ai source server",
-                          StreamingChat(responder_for(weather_agent())))
+        server = pair.add(
+            "pydantic-ai source server", StreamingChat(responder_for(weather_agent()))
+        )
         client_chat = StreamingChat()
         client = pair.add("pydantic-ai source client", client_chat)
         reply = await client_chat.ask(client._build_context(), server.address, "Weather?")
@@ -183,14 +191,20 @@ async def test_three_turns_remember_over_real_agents() -> None:
     from agent_stream.uagents import StreamingChat
 
     async def recall(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
-        said = [p.content for m in messages for p in m.parts
-                if getattr(p, "part_kind", "") == "user-prompt"]
+        said = [
+            p.content
+            for m in messages
+            for p in m.parts
+            if getattr(p, "part_kind", "") == "user-prompt"
+        ]
         yield " | ".join(str(s) for s in said)
 
     pair = Pair()
     try:
-        server = pair.add("pydantic-ai memory server", StreamingChat(responder_for(
-            Agent(FunctionModel(stream_function=recall)))))
+        server = pair.add(
+            "pydantic-ai memory server",
+            StreamingChat(responder_for(Agent(FunctionModel(stream_function=recall)))),
+        )
         client_chat = StreamingChat()
         client = pair.add("pydantic-ai memory client", client_chat)
         ctx = client._build_context()  # one context: one session

@@ -44,19 +44,19 @@ class Watching(GivenReplies):
         return await super().ask(address, question, **kw)
 
 
-async def test_the_gateway_continues_an_incoming_traceparent(
-        spans: Spans, tmp_path: Path) -> None:
+async def test_the_gateway_continues_an_incoming_traceparent(spans: Spans, tmp_path: Path) -> None:
     async with serve_gateway(tmp_path, ["llm"], [text("Hello.")]) as (base, link):
         watching = Watching()
         link.ask = watching.ask
         async with httpx.AsyncClient(base_url=base, timeout=10) as c:
-            r = await c.post("/v1/chat/completions", json=BODY,
-                             headers={"traceparent": TP, "tracestate": "k=v"})
+            r = await c.post(
+                "/v1/chat/completions", json=BODY, headers={"traceparent": TP, "tracestate": "k=v"}
+            )
     assert r.status_code == 200 and "Hello." in r.text
     (span,) = [s for s in spans.all() if s.kind == SpanKind.SERVER]
     assert span.name == "POST /v1/chat/completions"
-    assert span.context.trace_id == 0x4bf92f3577b34da6a3ce929d0e0e4736
-    assert span.parent is not None and span.parent.span_id == 0x00f067aa0ba902b7
+    assert span.context.trace_id == 0x4BF92F3577B34DA6A3CE929D0E0E4736
+    assert span.parent is not None and span.parent.span_id == 0x00F067AA0BA902B7
     assert dict(span.attributes or {})["http.response.status_code"] == 200
     # the question the request asked is a child of the request's span
     (parent,) = watching.parents
@@ -64,15 +64,19 @@ async def test_the_gateway_continues_an_incoming_traceparent(
 
 
 async def test_a_malformed_http_traceparent_starts_a_new_trace_and_is_answered(
-        spans: Spans, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    spans: Spans, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from agent_stream.telemetry import spans as spans_module
 
     spans_module._warned_at[0] = 0.0
     with caplog.at_level(logging.WARNING, logger="agent_stream.telemetry"):
-        async with serve_gateway(tmp_path, ["llm"], [text("Hello.")]) as (base, _), \
-                httpx.AsyncClient(base_url=base, timeout=10) as c:
-            r = await c.post("/v1/chat/completions", json=BODY,
-                             headers={"traceparent": "00-zz-bad-01"})
+        async with (
+            serve_gateway(tmp_path, ["llm"], [text("Hello.")]) as (base, _),
+            httpx.AsyncClient(base_url=base, timeout=10) as c,
+        ):
+            r = await c.post(
+                "/v1/chat/completions", json=BODY, headers={"traceparent": "00-zz-bad-01"}
+            )
             plain = await c.post("/v1/chat/completions", json=BODY)
     assert r.status_code == 200 and "Hello." in r.text and plain.status_code == 200
     first, second = [s for s in spans.all() if s.kind == SpanKind.SERVER]
@@ -86,7 +90,8 @@ def parse(body: str) -> dict[str, Any]:
 
 
 async def test_metrics_endpoints_are_read_by_prometheus_clients_parser(
-        tmp_path: Path, pair: Pair) -> None:
+    tmp_path: Path, pair: Pair
+) -> None:
     telemetry._reset_for_tests()
     telemetry.configure(enabled=False)  # metrics need no tracing and no variable
     telemetry.METRICS.reset()
@@ -102,22 +107,29 @@ async def test_metrics_endpoints_are_read_by_prometheus_clients_parser(
         reply = await client_chat.ask(client._build_context(), server.address, "hi")
         await asyncio.wait_for(reply.wait(), 10)
     for _ in range(100):
-        if telemetry.METRICS.value("agent_stream_replies_total", side="responder",
-                                   status="completed") >= 3:
+        if (
+            telemetry.METRICS.value(
+                "agent_stream_replies_total", side="responder", status="completed"
+            )
+            >= 3
+        ):
             break
         await asyncio.sleep(0.02)
-    async with serve_gateway(tmp_path, ["llm"], [text("Hello.")]) as (base, _), \
-            httpx.AsyncClient(base_url=base, timeout=10) as c:
+    async with (
+        serve_gateway(tmp_path, ["llm"], [text("Hello.")]) as (base, _),
+        httpx.AsyncClient(base_url=base, timeout=10) as c,
+    ):
         r = await c.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     fams = parse(r.text)
     ttft = fams["agent_stream_time_to_first_text_seconds"]
     assert ttft.type == "histogram"
-    counts = {s.labels["side"]: s.value for s in ttft.samples
-              if s.name.endswith("_count")}
+    counts = {s.labels["side"]: s.value for s in ttft.samples if s.name.endswith("_count")}
     assert counts == {"responder": 3, "asker": 3}
-    replies = {(s.labels["side"], s.labels["status"]): s.value
-               for s in fams["agent_stream_replies"].samples}
+    replies = {
+        (s.labels["side"], s.labels["status"]): s.value
+        for s in fams["agent_stream_replies"].samples
+    }
     assert replies == {("responder", "completed"): 3, ("asker", "completed"): 3}
     assert "agent_stream_replies_in_flight" in fams
     assert "agent_stream_reply_duration_seconds" in fams
@@ -172,11 +184,16 @@ def test_metrics_are_also_opentelemetry_instruments_when_a_meter_provider_is_set
         w.end("completed", chat_messages=2, resends=1, keepalives=0, repairs=0)
         data = reader.get_metrics_data()
         assert data is not None
-        got = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics
-               for m in sm.metrics}
-        assert {"agent_stream.refusals", "agent_stream.time_to_first_text",
-                "agent_stream.reply_duration", "agent_stream.replies_in_flight",
-                "agent_stream.resends"} <= set(got)
+        got = {
+            m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+        }
+        assert {
+            "agent_stream.refusals",
+            "agent_stream.time_to_first_text",
+            "agent_stream.reply_duration",
+            "agent_stream.replies_in_flight",
+            "agent_stream.resends",
+        } <= set(got)
         assert got["agent_stream.time_to_first_text"].unit == "s"
         (point,) = got["agent_stream.refusals"].data.data_points
         assert point.value == 1 and dict(point.attributes) == {"code": "busy"}

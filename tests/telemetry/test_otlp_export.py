@@ -44,8 +44,10 @@ class Receiver:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if self.path != "/v1/traces" or self.headers.get(
-                        "Content-Type") != "application/x-protobuf":
+                if (
+                    self.path != "/v1/traces"
+                    or self.headers.get("Content-Type") != "application/x-protobuf"
+                ):
                     outer.bad.append(f"{self.path} {self.headers.get('Content-Type')}")
                     self.send_response(404)
                     self.end_headers()
@@ -73,11 +75,17 @@ class Receiver:
             for ss in rs.scope_spans:
                 for s in ss.spans:
                     with self.lock:
-                        self.spans.append({
-                            "service": attrs.get("service.name"), "name": s.name,
-                            "trace": s.trace_id.hex(), "id": s.span_id.hex(),
-                            "parent": s.parent_span_id.hex() or None, "kind": s.kind,
-                            "attrs": {a.key: a.value for a in s.attributes}})
+                        self.spans.append(
+                            {
+                                "service": attrs.get("service.name"),
+                                "name": s.name,
+                                "trace": s.trace_id.hex(),
+                                "id": s.span_id.hex(),
+                                "parent": s.parent_span_id.hex() or None,
+                                "kind": s.kind,
+                                "attrs": {a.key: a.value for a in s.attributes},
+                            }
+                        )
 
     def close(self) -> None:
         self.server.shutdown()
@@ -94,20 +102,38 @@ def receiver() -> Iterator[Receiver]:
 
 
 def test_one_trace_follows_a_question_through_every_relaying_agent(
-        tmp_path: Path, receiver: Receiver) -> None:
+    tmp_path: Path, receiver: Receiver
+) -> None:
     h = Harness(tmp_path)
     h.env = {k: v for k, v in h.env.items() if not k.startswith("OTEL_")}
-    h.env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
-                  "OTEL_BSP_SCHEDULE_DELAY": "60000"})  # only the flush at shutdown exports
+    h.env.update(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+            "OTEL_BSP_SCHEDULE_DELAY": "60000",
+        }
+    )  # only the flush at shutdown exports
     try:
-        members = {"researcher": (), "planner": ("--relay", "researcher"),
-                   "director": ("--relay", "planner")}
+        members = {
+            "researcher": (),
+            "planner": ("--relay", "researcher"),
+            "director": ("--relay", "planner"),
+        }
         procs = {}
         for name, extra in members.items():
             port = free_port()
-            procs[name] = h.start("-m", "agent_stream.commands.team", "--name", name, "--port",
-                                  str(port), "--seed", f"otel e2e {name} {port} {time.time_ns()}",
-                                  "--rate", "0", *extra)
+            procs[name] = h.start(
+                "-m",
+                "agent_stream.commands.team",
+                "--name",
+                name,
+                "--port",
+                str(port),
+                "--seed",
+                f"otel e2e {name} {port} {time.time_ns()}",
+                "--rate",
+                "0",
+                *extra,
+            )
         for p in procs.values():
             p.wait_for("address:", 60)
         deadline = time.monotonic() + 30
@@ -115,9 +141,17 @@ def test_one_trace_follows_a_question_through_every_relaying_agent(
             assert time.monotonic() < deadline, "the team did not list itself"
             time.sleep(0.05)
         port = free_port()
-        asker = h.start(str(PEERS / "relay_asker.py"), "--port", str(port), "--seed",
-                        f"otel e2e asker {port} {time.time_ns()}", "--to", "director",
-                        "--question", "How should agents stream?")
+        asker = h.start(
+            str(PEERS / "relay_asker.py"),
+            "--port",
+            str(port),
+            "--seed",
+            f"otel e2e asker {port} {time.time_ns()}",
+            "--to",
+            "director",
+            "--question",
+            "How should agents stream?",
+        )
         code, out, err = asker.finish(timeout=60)
         assert code == 0, err
         assert json.loads(out.strip().splitlines()[-1])["status"] == "completed"
@@ -130,8 +164,9 @@ def test_one_trace_follows_a_question_through_every_relaying_agent(
     by_service: dict[str, list[dict[str, Any]]] = {}
     for s in spans:
         by_service.setdefault(s["service"], []).append(s)
-    assert set(by_service) >= {"relay-asker", "director", "planner", "researcher"}, \
-        sorted(by_service)
+    assert set(by_service) >= {"relay-asker", "director", "planner", "researcher"}, sorted(
+        by_service
+    )
     traces = {s["trace"] for s in spans}
     assert len(traces) == 1, traces  # one question, one trace
     by_id = {s["id"]: s for s in spans}
@@ -158,31 +193,56 @@ def test_one_trace_follows_a_question_through_every_relaying_agent(
     assert server_span("researcher")["attrs"]["gen_ai.agent.name"].string_value == "researcher"
     # no content by default
     for s in spans:
-        assert not {"gen_ai.input.messages", "gen_ai.output.messages",
-                    "gen_ai.tool.call.arguments"} & set(s["attrs"])
+        assert not {
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.call.arguments",
+        } & set(s["attrs"])
 
 
 def test_the_gateway_continues_an_http_traceparent_to_the_agent_it_asks(
-        tmp_path: Path, receiver: Receiver) -> None:
+    tmp_path: Path, receiver: Receiver
+) -> None:
     import httpx
 
     h = Harness(tmp_path)
     h.env = {k: v for k, v in h.env.items() if not k.startswith("OTEL_")}
-    h.env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
-                  "OTEL_BSP_SCHEDULE_DELAY": "60000"})
+    h.env.update(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+            "OTEL_BSP_SCHEDULE_DELAY": "60000",
+        }
+    )
     trace_id, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     try:
         port = free_port()
-        agent = h.start("-m", "agent_stream.commands.team", "--name", "researcher", "--port",
-                        str(port), "--seed", f"otel gw {port} {time.time_ns()}", "--rate", "0")
+        agent = h.start(
+            "-m",
+            "agent_stream.commands.team",
+            "--name",
+            "researcher",
+            "--port",
+            str(port),
+            "--seed",
+            f"otel gw {port} {time.time_ns()}",
+            "--rate",
+            "0",
+        )
         agent.wait_for("address:", 60)
         gport = free_port()
         gateway = h.cli("gateway", "--port", str(gport), "--agent", "researcher")
         url = gateway.wait_for("gateway:", 60).split(" ", 1)[1].strip().rstrip("/")
-        body = {"model": "researcher", "stream": False,
-                "messages": [{"role": "user", "content": "How should agents stream?"}]}
-        r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60,
-                       headers={"traceparent": f"00-{trace_id}-{parent}-01"})
+        body = {
+            "model": "researcher",
+            "stream": False,
+            "messages": [{"role": "user", "content": "How should agents stream?"}],
+        }
+        r = httpx.post(
+            url + "/v1/chat/completions",
+            json=body,
+            timeout=60,
+            headers={"traceparent": f"00-{trace_id}-{parent}-01"},
+        )
         assert r.status_code == 200, r.text
         gateway.stop()
         agent.stop()
@@ -216,8 +276,11 @@ def test_serve_metrics_port_is_read_by_prometheus_clients_parser(tmp_path: Path)
                 break
             time.sleep(0.05)
         fams = {f.name: f for f in text_string_to_metric_families(text)}
-        counts = [s.value for s in fams["agent_stream_time_to_first_text_seconds"].samples
-                  if s.name.endswith("_count") and s.labels.get("side") == "responder"]
+        counts = [
+            s.value
+            for s in fams["agent_stream_time_to_first_text_seconds"].samples
+            if s.name.endswith("_count") and s.labels.get("side") == "responder"
+        ]
         assert counts == [1]
         bad = h.cli("serve", "--port", str(free_port()), "--metrics-port", "nope")
         code, _out, err = bad.finish(timeout=30)

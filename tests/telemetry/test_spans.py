@@ -53,7 +53,8 @@ async def ask(pair: Pair, server: Any, question: str | ChatMessage) -> Any:
 
 
 async def test_reply_span_tree_with_genai_attributes_and_no_content(
-        spans: Spans, pair: Pair) -> None:
+    spans: Spans, pair: Pair
+) -> None:
     server = pair.add("telemetry server 1", StreamingChat(model_and_tool), name="answerer")
     reply = await ask(pair, server, SECRET)
     assert reply.completed
@@ -89,7 +90,8 @@ async def test_reply_span_tree_with_genai_attributes_and_no_content(
 
 
 async def test_content_is_recorded_only_with_the_genai_switch(
-        spans: Spans, pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+    spans: Spans, pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(telemetry.CAPTURE_ENV, "true")
     telemetry.configure(tracer_provider=spans.provider)
     server = pair.add("telemetry server 2", StreamingChat(model_and_tool), name="answerer")
@@ -102,29 +104,44 @@ async def test_content_is_recorded_only_with_the_genai_switch(
     assert SECRET in str(attrs(tool)["gen_ai.tool.call.arguments"])
 
 
-@pytest.mark.parametrize("bad", [
-    "garbage",
-    "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # all-zero trace id
-    "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  # all-zero span id
-    "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # version ff
-    "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  # upper case
-    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
-    "",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "garbage",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # all-zero trace id
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  # all-zero span id
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # version ff
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  # upper case
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        "",
+    ],
+)
 async def test_a_malformed_traceparent_from_a_peer_starts_a_new_trace(
-        spans: Spans, pair: Pair, caplog: pytest.LogCaptureFixture, bad: str) -> None:
+    spans: Spans, pair: Pair, caplog: pytest.LogCaptureFixture, bad: str
+) -> None:
     from agent_stream.telemetry import spans as spans_module
 
     spans_module._warned_at[0] = 0.0
-    server = pair.add(f"telemetry server bad {bad[:8]}", StreamingChat(model_and_tool),
-                      name="answerer")
+    server = pair.add(
+        f"telemetry server bad {bad[:8]}", StreamingChat(model_and_tool), name="answerer"
+    )
     client = pair.add(f"telemetry raw client {bad[:8]}", StreamingChat())
-    question = ChatMessage(content=[
-        MetadataContent(metadata={"agent_stream": "1", "accept": "tags", "traceparent": bad,
-                                  "tracestate": "a=b",
-                                  # a peer cannot set attributes of our spans
-                                  "gen_ai.agent.name": "evil", "service.name": "evil"}),
-        TextContent(text="hi")])
+    question = ChatMessage(
+        content=[
+            MetadataContent(
+                metadata={
+                    "agent_stream": "1",
+                    "accept": "tags",
+                    "traceparent": bad,
+                    "tracestate": "a=b",
+                    # a peer cannot set attributes of our spans
+                    "gen_ai.agent.name": "evil",
+                    "service.name": "evil",
+                }
+            ),
+            TextContent(text="hi"),
+        ]
+    )
     with caplog.at_level(logging.WARNING, logger="agent_stream.telemetry"):
         await client._build_context().send(server.address, question)
         (root,) = await wait_for_spans(spans, "invoke_agent answerer")
@@ -136,30 +153,42 @@ async def test_a_malformed_traceparent_from_a_peer_starts_a_new_trace(
 
 
 async def test_a_well_formed_traceparent_is_continued_with_its_tracestate(
-        spans: Spans, pair: Pair) -> None:
+    spans: Spans, pair: Pair
+) -> None:
     server = pair.add("telemetry server tp", StreamingChat(model_and_tool), name="answerer")
     client = pair.add("telemetry raw client tp", StreamingChat())
     tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-    question = ChatMessage(content=[
-        MetadataContent(metadata={"agent_stream": "1", "accept": "tags", "traceparent": tp,
-                                  "tracestate": "vendor=abc,other=1"}),
-        TextContent(text="hi")])
+    question = ChatMessage(
+        content=[
+            MetadataContent(
+                metadata={
+                    "agent_stream": "1",
+                    "accept": "tags",
+                    "traceparent": tp,
+                    "tracestate": "vendor=abc,other=1",
+                }
+            ),
+            TextContent(text="hi"),
+        ]
+    )
     await client._build_context().send(server.address, question)
     (root,) = await wait_for_spans(spans, "invoke_agent answerer")
-    assert root.context.trace_id == 0x4bf92f3577b34da6a3ce929d0e0e4736
-    assert root.parent is not None and root.parent.span_id == 0x00f067aa0ba902b7
+    assert root.context.trace_id == 0x4BF92F3577B34DA6A3CE929D0E0E4736
+    assert root.parent is not None and root.parent.span_id == 0x00F067AA0BA902B7
     assert root.context.trace_state.get("vendor") == "abc"
 
 
 async def test_a_relay_hop_continues_the_callers_trace_under_its_block(
-        spans: Spans, pair: Pair) -> None:
+    spans: Spans, pair: Pair
+) -> None:
     leaf = pair.add("telemetry leaf agent", StreamingChat(model_and_tool), name="leaf")
     planner_chat: StreamingChat
 
     async def plan(request: ChatRequest, out: StreamWriter) -> None:
         async with out.block("plan", label="Plan") as b:
-            await b.relay(delegate(planner_chat, request, leaf.address, "sub question"),
-                          name="leaf")
+            await b.relay(
+                delegate(planner_chat, request, leaf.address, "sub question"), name="leaf"
+            )
             await b.text("done")
 
     planner_chat = StreamingChat(plan)
@@ -167,8 +196,9 @@ async def test_a_relay_hop_continues_the_callers_trace_under_its_block(
     reply = await ask(pair, planner, "top question")
     assert reply.completed
     await wait_for_spans(spans, "invoke_agent planner")
-    (leaf_root,) = [s for s in await wait_for_spans(spans, "invoke_agent leaf")
-                    if s.kind == SpanKind.SERVER]
+    (leaf_root,) = [
+        s for s in await wait_for_spans(spans, "invoke_agent leaf") if s.kind == SpanKind.SERVER
+    ]
     (plan_block,) = spans.named("plan Plan")
     by_id = {s.context.span_id: s for s in spans.all()}
     assert len({s.context.trace_id for s in spans.all()}) == 1

@@ -40,8 +40,14 @@ print(json.dumps({"tracing": telemetry.tracing(),
 def run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     clean.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=clean, cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=clean,
+        cwd=ROOT,
+        timeout=60,
+    )
 
 
 def last_json(out: str) -> dict[str, object]:
@@ -63,10 +69,13 @@ def test_without_the_extra_a_configured_environment_says_how_to_install_it() -> 
     assert "pip install 'agent-stream[otel]'" in p.stderr
 
 
-@pytest.mark.parametrize("env", [{"OTEL_TRACES_EXPORTER": "none",
-                                  "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
-                                 {"OTEL_SDK_DISABLED": "true",
-                                  "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+        {"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+    ],
+)
 def test_the_sdks_own_switches_turn_it_off(env: dict[str, str]) -> None:
     p = run(REPLY, **env)
     assert p.returncode == 0, p.stderr
@@ -81,7 +90,7 @@ def console_spans(out: str) -> list[dict[str, object]]:
         if line == "}":
             spans.append(json.loads("\n".join(buf)))
             buf = []
-        elif line.startswith("{\"tracing\""):
+        elif line.startswith('{"tracing"'):
             buf = []
     return spans
 
@@ -101,21 +110,43 @@ def test_service_name_is_the_agents_unless_the_variables_name_one() -> None:
 
 def test_traceparent_parsing() -> None:
     tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-    assert parse_traceparent(tp) == (0x4bf92f3577b34da6a3ce929d0e0e4736, 0x00f067aa0ba902b7, 1)
+    assert parse_traceparent(tp) == (0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B7, 1)
     assert format_traceparent(*parse_traceparent(tp)) == tp  # type: ignore[misc]
     # a later version: its first four fields are read, more may follow
     assert parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-x") == (
-        0x4bf92f3577b34da6a3ce929d0e0e4736, 0x00f067aa0ba902b7, 0)
-    for bad in (None, 5, "", "00", tp + "-", tp[:-1], tp.upper(), " " + tp, tp + "\n",
-                "0x-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", "a" * 10000):
+        0x4BF92F3577B34DA6A3CE929D0E0E4736,
+        0x00F067AA0BA902B7,
+        0,
+    )
+    for bad in (
+        None,
+        5,
+        "",
+        "00",
+        tp + "-",
+        tp[:-1],
+        tp.upper(),
+        " " + tp,
+        tp + "\n",
+        "0x-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",
+        "a" * 10000,
+    ):
         assert parse_traceparent(bad) is None, bad
 
 
 def test_tracestate_parsing() -> None:
     assert parse_tracestate("a=1,b@v=2 , c=x y") == [("a", "1"), ("b@v", "2"), ("c", "x y")]
-    for bad in ("a", "A=1", "a=1,a=2", "a=,b=1", "a=1=2", "a=" + "x" * 600,
-                ",".join(f"k{i}=v" for i in range(33)), "a=b\x00"):
+    for bad in (
+        "a",
+        "A=1",
+        "a=1,a=2",
+        "a=,b=1",
+        "a=1=2",
+        "a=" + "x" * 600,
+        ",".join(f"k{i}=v" for i in range(33)),
+        "a=b\x00",
+    ):
         assert parse_tracestate(bad) is None, bad
 
 
@@ -125,6 +156,7 @@ def test_trace_headers_come_only_from_agent_stream_tags() -> None:
             self.metadata = md
 
     assert trace_headers_of([Item({"traceparent": "x"})]) == (None, None)  # not our tag
-    assert trace_headers_of([Item({"agent_stream": "1", "traceparent": "x", "tracestate": "a=1"})]
-                            ) == ("x", "a=1")
+    assert trace_headers_of(
+        [Item({"agent_stream": "1", "traceparent": "x", "tracestate": "a=1"})]
+    ) == ("x", "a=1")
     assert trace_headers_of([Item({"agent_stream": "1"})]) == (None, None)

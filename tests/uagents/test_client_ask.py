@@ -37,8 +37,9 @@ async def test_an_ask_stopped_while_the_question_is_on_its_way_tells_the_respond
         return True, ""
 
     client = ChatClient()
-    asking = asyncio.create_task(ask_with(sender, types.SimpleNamespace(), PEER, "hello?",
-                                          client, channels={"reasoning"}))
+    asking = asyncio.create_task(
+        ask_with(sender, types.SimpleNamespace(), PEER, "hello?", client, channels={"reasoning"})
+    )
     await asyncio.wait_for(question_posted.wait(), 5)
     asking.cancel()
     with contextlib.suppress(asyncio.CancelledError):

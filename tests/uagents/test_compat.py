@@ -28,8 +28,7 @@ VERSION = version("uagents")
 
 
 def named(internal: str) -> Any:
-    return pytest.raises(UagentsCompatError,
-                         match=re.escape(f"uagents {VERSION}: {internal}"))
+    return pytest.raises(UagentsCompatError, match=re.escape(f"uagents {VERSION}: {internal}"))
 
 
 CLASS_INTERNALS: list[tuple[str, Any, str]] = [
@@ -82,23 +81,32 @@ CHANGED_INTERNALS: list[tuple[str, Any, str, Any]] = [
     ("Agent._build_context passing _identity", Agent, "_build_context", lambda self: None),
     ("Envelope.sign using sign_digest", Envelope, "sign", _signs_another_way),
     ("ASGIServer.__call__ using Envelope", ASGIServer, "__call__", _no_envelope),
-    ("InternalContext._session", uagents.context.InternalContext, "session",
-     property(lambda self: None)),
+    (
+        "InternalContext._session",
+        uagents.context.InternalContext,
+        "session",
+        property(lambda self: None),
+    ),
 ]
 
 
 def test_the_installed_uagents_passes_and_every_internal_has_a_test_here(agent: Agent) -> None:
     _compat.check()
     _compat.check_agent(agent)
-    tested = {c[0] for c in CLASS_INTERNALS} | {a[0] for a in AGENT_INTERNALS} | {
-        c[0] for c in CHANGED_INTERNALS}
+    tested = (
+        {c[0] for c in CLASS_INTERNALS}
+        | {a[0] for a in AGENT_INTERNALS}
+        | {c[0] for c in CHANGED_INTERNALS}
+    )
     assert tested | {"asyncio.Queue._queue"} == set(_compat.INTERNALS)
 
 
-@pytest.mark.parametrize("internal,owner,attr", CLASS_INTERNALS,
-                         ids=[f"{c[0]}:{c[2]}" for c in CLASS_INTERNALS])
-def test_a_missing_class_internal_is_named(monkeypatch: pytest.MonkeyPatch, agent: Agent,
-                                           internal: str, owner: Any, attr: str) -> None:
+@pytest.mark.parametrize(
+    "internal,owner,attr", CLASS_INTERNALS, ids=[f"{c[0]}:{c[2]}" for c in CLASS_INTERNALS]
+)
+def test_a_missing_class_internal_is_named(
+    monkeypatch: pytest.MonkeyPatch, agent: Agent, internal: str, owner: Any, attr: str
+) -> None:
     monkeypatch.delattr(owner, attr)
     with named(internal):
         _compat.check()
@@ -106,11 +114,17 @@ def test_a_missing_class_internal_is_named(monkeypatch: pytest.MonkeyPatch, agen
         protect(agent)
 
 
-@pytest.mark.parametrize("internal,owner,attr,stand_in", CHANGED_INTERNALS,
-                         ids=[c[0] for c in CHANGED_INTERNALS])
+@pytest.mark.parametrize(
+    "internal,owner,attr,stand_in", CHANGED_INTERNALS, ids=[c[0] for c in CHANGED_INTERNALS]
+)
 def test_a_function_that_no_longer_uses_an_internal_is_named(
-        monkeypatch: pytest.MonkeyPatch, agent: Agent, internal: str, owner: Any, attr: str,
-        stand_in: Any) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+    agent: Agent,
+    internal: str,
+    owner: Any,
+    attr: str,
+    stand_in: Any,
+) -> None:
     monkeypatch.setattr(owner, attr, stand_in)
     with named(internal):
         _compat.check()
@@ -119,15 +133,17 @@ def test_a_function_that_no_longer_uses_an_internal_is_named(
 
 
 def test_an_init_that_no_longer_queries_the_ledger_this_way_is_named(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     original = Agent.__init__
 
     def renamed(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
 
     monkeypatch.setattr(Agent, "__init__", renamed)
-    monkeypatch.setattr(_compat, "agent_init_without_ledger",
-                        _compat.agent_init_without_ledger.__wrapped__)
+    monkeypatch.setattr(
+        _compat, "agent_init_without_ledger", _compat.agent_init_without_ledger.__wrapped__
+    )
     with named("Agent.__init__ calling get_almanac_contract"):
         _compat.check()
     with named("Agent.__init__ using get_almanac_contract"):
@@ -154,8 +170,13 @@ def test_a_missing_agent_internal_is_named(internal: str, attr: str) -> None:
     port = free_port()
     built = local_agent("compat missing attribute seed", port, directory=None)
     try:
-        agent.__dict__.update({k: v for k, v in vars(built).items()
-                               if k not in (attr, "handle_message", "_agent_stream_guard")})
+        agent.__dict__.update(
+            {
+                k: v
+                for k, v in vars(built).items()
+                if k not in (attr, "handle_message", "_agent_stream_guard")
+            }
+        )
         with named(internal):
             _compat.check_agent(agent)
         with named(internal):
@@ -175,8 +196,9 @@ def test_a_queue_without_its_items_is_named(agent: Agent) -> None:
         _compat.check_agent(fresh)
 
 
-def test_a_local_agent_checks_again_when_it_starts(monkeypatch: pytest.MonkeyPatch,
-                                                   agent: Agent) -> None:
+def test_a_local_agent_checks_again_when_it_starts(
+    monkeypatch: pytest.MonkeyPatch, agent: Agent
+) -> None:
     del agent.__dict__["_models"]
     with named("Agent._models"):
         agent.setup()

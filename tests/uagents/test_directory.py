@@ -121,8 +121,9 @@ def test_a_dead_pid_is_ignored_and_pruned(tmp_path: Path, endpoint: Endpoint) ->
     assert list(json.loads(d.path.read_text())["agents"]) == [ADDR2]
 
 
-def test_an_endpoint_that_does_not_answer_is_not_used(tmp_path: Path, endpoint: Endpoint,
-                                                      hanging: str) -> None:
+def test_an_endpoint_that_does_not_answer_is_not_used(
+    tmp_path: Path, endpoint: Endpoint, hanging: str
+) -> None:
     d = LocalDirectory(tmp_path / "agents.json", probe_timeout=0.3)
     d.register(ADDR, f"http://127.0.0.1:{free_port()}/submit", "refused")
     d.register(ADDR2, hanging, "hangs")
@@ -139,8 +140,9 @@ def test_an_endpoint_that_does_not_answer_is_not_used(tmp_path: Path, endpoint: 
         other.close()
 
 
-def test_newest_answering_entry_of_a_name_wins(tmp_path: Path, endpoint: Endpoint,
-                                               hanging: str) -> None:
+def test_newest_answering_entry_of_a_name_wins(
+    tmp_path: Path, endpoint: Endpoint, hanging: str
+) -> None:
     d = LocalDirectory(tmp_path / "agents.json", probe_timeout=0.3)
     d.register(ADDR, endpoint.url, "llm")
     time.sleep(0.01)
@@ -152,8 +154,12 @@ def test_pid_1_with_a_far_future_start_does_not_win(tmp_path: Path, endpoint: En
     d = LocalDirectory(tmp_path / "agents.json")
     d.register(ADDR, endpoint.url, "llm")
     data = json.loads(d.path.read_text())
-    data["agents"][ADDR2] = {"endpoint": f"http://127.0.0.1:{free_port()}/submit",
-                             "name": "llm", "pid": 1, "started": time.time() + 10**9}
+    data["agents"][ADDR2] = {
+        "endpoint": f"http://127.0.0.1:{free_port()}/submit",
+        "name": "llm",
+        "pid": 1,
+        "started": time.time() + 10**9,
+    }
     d.path.write_text(json.dumps(data))
     assert d.find("llm") == (ADDR, endpoint.url)
     assert ADDR2 not in d.entries()
@@ -195,9 +201,13 @@ def test_a_corrupt_file_and_concurrent_writers(tmp_path: Path) -> None:
     d.path.write_text("{not json")
     assert d.entries() == {}
     addrs = [f"{ADDR[:-4]}{i:04d}" for i in range(12)]
-    threads = [threading.Thread(target=LocalDirectory(d.path).register,
-                                args=(a, f"http://127.0.0.1:{i + 1}/submit", None))
-               for i, a in enumerate(addrs)]
+    threads = [
+        threading.Thread(
+            target=LocalDirectory(d.path).register,
+            args=(a, f"http://127.0.0.1:{i + 1}/submit", None),
+        )
+        for i, a in enumerate(addrs)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -205,8 +215,9 @@ def test_a_corrupt_file_and_concurrent_writers(tmp_path: Path) -> None:
     assert set(d.entries()) == set(addrs)
 
 
-def test_default_directory_follows_the_environment(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_directory_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGENT_STREAM_DIRECTORY", str(tmp_path / "x.json"))
     assert LocalDirectory().path == tmp_path / "x.json"
     monkeypatch.delenv("AGENT_STREAM_DIRECTORY")
@@ -215,7 +226,8 @@ def test_default_directory_follows_the_environment(tmp_path: Path,
 
 
 async def test_resolver_static_peers_first_then_answering_directory_entries(
-        tmp_path: Path, endpoint: Endpoint, hanging: str) -> None:
+    tmp_path: Path, endpoint: Endpoint, hanging: str
+) -> None:
     d = LocalDirectory(tmp_path / "agents.json", probe_timeout=0.3)
     d.register(ADDR, endpoint.url)
     d.register(ADDR2, hanging)
@@ -228,7 +240,8 @@ async def test_resolver_static_peers_first_then_answering_directory_entries(
 
 
 async def test_resolver_with_a_refused_directory_resolves_nothing_and_does_not_raise(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     d = LocalDirectory(tmp_path / "agents.json")
     d.register(ADDR, "http://127.0.0.1:1/submit")
     tmp_path.chmod(0o777)
@@ -238,9 +251,9 @@ async def test_resolver_with_a_refused_directory_resolves_nothing_and_does_not_r
         tmp_path.chmod(0o700)
 
 
-def test_ask_says_why_a_refused_directory_is_not_used(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ask_says_why_a_refused_directory_is_not_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agent_stream.cli import main
 
     open_dir = tmp_path / "open"
@@ -251,8 +264,7 @@ def test_ask_says_why_a_refused_directory_is_not_used(tmp_path: Path,
     assert "writable by others" in capsys.readouterr().err
 
 
-def test_two_answering_agents_of_one_name_are_ambiguous(tmp_path: Path,
-                                                         endpoint: Endpoint) -> None:
+def test_two_answering_agents_of_one_name_are_ambiguous(tmp_path: Path, endpoint: Endpoint) -> None:
     from agent_stream.uagents.directory import AmbiguousName
 
     d = LocalDirectory(tmp_path / "agents.json")

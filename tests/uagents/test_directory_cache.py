@@ -30,8 +30,9 @@ def endpoint() -> Iterator[Endpoint]:
         e.close()
 
 
-async def test_lookups_parse_the_file_once_until_it_changes(tmp_path: Path,
-                                                            endpoint: Endpoint) -> None:
+async def test_lookups_parse_the_file_once_until_it_changes(
+    tmp_path: Path, endpoint: Endpoint
+) -> None:
     directory = LocalDirectory(tmp_path / "agents.json")
     directory.register(ADDR, endpoint.url, name="one")
     resolver = LocalResolver(directory=directory)
@@ -46,7 +47,8 @@ async def test_lookups_parse_the_file_once_until_it_changes(tmp_path: Path,
 
 
 async def test_a_dead_process_entry_is_not_used_though_the_file_did_not_change(
-        tmp_path: Path, endpoint: Endpoint) -> None:
+    tmp_path: Path, endpoint: Endpoint
+) -> None:
     directory = LocalDirectory(tmp_path / "agents.json")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -63,7 +65,8 @@ async def test_a_dead_process_entry_is_not_used_though_the_file_did_not_change(
 
 
 async def test_a_file_made_untrusted_is_refused_though_it_was_parsed(
-        tmp_path: Path, endpoint: Endpoint, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, endpoint: Endpoint, caplog: pytest.LogCaptureFixture
+) -> None:
     directory = LocalDirectory(tmp_path / "agents.json")
     directory.register(ADDR, endpoint.url)
     resolver = LocalResolver(directory=directory)
@@ -132,8 +135,7 @@ async def test_a_delivery_counts_as_an_answer_for_probe_ttl(tmp_path: Path) -> N
         endpoint.close()
 
 
-async def test_a_local_agents_lanes_tell_its_directory_what_they_delivered(
-        tmp_path: Path) -> None:
+async def test_a_local_agents_lanes_tell_its_directory_what_they_delivered(tmp_path: Path) -> None:
     from agent_stream.uagents import local_agent
     from agent_stream.uagents.lanes import PeerDispenser
     from agent_stream.uagents.local import free_port

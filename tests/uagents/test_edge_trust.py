@@ -31,8 +31,14 @@ async def test_a_trusted_sender_has_its_own_rate(pair: Pair) -> None:
     trusted = Identity.from_seed("edge trusted gateway seed", 0)
     other = Identity.from_seed("edge ordinary sender seed", 0)
     server = pair.add("edge trusting server", StreamingChat())
-    protect(server, Protection(guard=GuardSettings(
-        sender_envelopes_per_second=2.0, trusted_senders=frozenset({trusted.address}))))
+    protect(
+        server,
+        Protection(
+            guard=GuardSettings(
+                sender_envelopes_per_second=2.0, trusted_senders=frozenset({trusted.address})
+            )
+        ),
+    )
     pair.tasks.add(asyncio.create_task(server.start_server()))
     assert await server.listening() and server.local_port is not None
     endpoint = endpoint_for(server.local_port)
@@ -50,8 +56,7 @@ async def test_a_trusted_sender_has_its_own_rate(pair: Pair) -> None:
     assert theirs[0] == 200 and theirs.count(429) >= 10  # a burst of 4, then 2 a second
 
 
-async def test_an_agent_answering_our_question_is_admitted_at_the_trusted_rate(
-        pair: Pair) -> None:
+async def test_an_agent_answering_our_question_is_admitted_at_the_trusted_rate(pair: Pair) -> None:
     """An asker (a gateway) takes the replies it asked for at the trusted rate, without naming
     the agents beforehand; another sender keeps the per-sender rate."""
 

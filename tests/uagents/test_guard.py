@@ -59,8 +59,9 @@ async def pair() -> AsyncIterator[Pair]:
         await p.close()
 
 
-async def answered(pair: Pair, server: Agent, text: str = "still there?",
-                   timeout: float = 5.0) -> bool:
+async def answered(
+    pair: Pair, server: Agent, text: str = "still there?", timeout: float = 5.0
+) -> bool:
     chat = StreamingChat()
     client = pair.add(f"guard asker {len(pair.agents)}", chat)
     reply = await chat.ask(client._build_context(), server.address, text, timeout=timeout)
@@ -77,10 +78,17 @@ def guard(agent: Agent) -> AgentGuard:
 def unprotected(pair: Pair, seed: str, chat: Protocol) -> LocalAgent:
     """A local agent (no internet) that nobody protected, run like Pair's agents."""
     port = free_port()
-    agent = LocalAgent(name=None, seed=seed, port=port, endpoint=[endpoint_for(port)],
-                       registration_policy=NoRegistration(), enable_agent_inspector=False,
-                       report_events=False, mark_inactive_on_shutdown=False,
-                       loop=asyncio.get_running_loop())
+    agent = LocalAgent(
+        name=None,
+        seed=seed,
+        port=port,
+        endpoint=[endpoint_for(port)],
+        registration_policy=NoRegistration(),
+        enable_agent_inspector=False,
+        report_events=False,
+        mark_inactive_on_shutdown=False,
+        loop=asyncio.get_running_loop(),
+    )
     agent.local_port = port
     agent.include(chat, publish_manifest=True)
     before = asyncio.all_tasks()
@@ -100,8 +108,7 @@ async def test_without_the_guard_one_malformed_payload_silences_the_agent(pair: 
     assert not await answered(pair, server, timeout=1.0)
 
 
-async def test_protecting_a_running_agent_guards_its_inbox_and_its_http_edge(
-        pair: Pair) -> None:
+async def test_protecting_a_running_agent_guards_its_inbox_and_its_http_edge(pair: Pair) -> None:
     """protect() on an agent already running and serving HTTP: the inbox guard is in place,
     and so are the edge caps, from the next request on (uvicorn keeps serving the same
     object; only its class changed)."""
@@ -110,8 +117,12 @@ async def test_protecting_a_running_agent_guards_its_inbox_and_its_http_edge(
     pair.tasks.add(serving)
     assert await server.listening() and server.local_port is not None
     endpoint = endpoint_for(server.local_port)
-    big = envelope(server.address, CHAT, valid_question("x" * 4000),
-                   identity=Identity.from_seed("late protect big sender", 0))
+    big = envelope(
+        server.address,
+        CHAT,
+        valid_question("x" * 4000),
+        identity=Identity.from_seed("late protect big sender", 0),
+    )
     loop = asyncio.get_running_loop()
     assert await loop.run_in_executor(None, post, endpoint, big) == 200
     protect(server, Protection(guard=GuardSettings(max_envelope_bytes=2000)))
@@ -126,7 +137,8 @@ async def test_protecting_a_running_agent_guards_its_inbox_and_its_http_edge(
 
 @pytest.mark.parametrize("name,digest,payload", FORMS, ids=[f[0] for f in FORMS])
 async def test_after_a_malformed_payload_the_agent_answers_the_next_question(
-        pair: Pair, name: str, digest: str, payload: str) -> None:
+    pair: Pair, name: str, digest: str, payload: str
+) -> None:
     server = pair.add("guarded server", StreamingChat(respond))
     assert is_protected(server)
     attacker = Attacker(pair, f"guarded attacker {name}")
@@ -136,11 +148,13 @@ async def test_after_a_malformed_payload_the_agent_answers_the_next_question(
     if name != "unknown schema digest":  # uagents answers those with no error either
         await asyncio.sleep(0.05)
         assert attacker.errors and attacker.errors[0].startswith(
-            "Message does not conform to expected schema:")
+            "Message does not conform to expected schema:"
+        )
 
 
 async def test_a_flood_is_logged_in_a_few_lines_and_answered_at_a_bounded_rate(
-        pair: Pair, caplog: pytest.LogCaptureFixture) -> None:
+    pair: Pair, caplog: pytest.LogCaptureFixture
+) -> None:
     server = pair.add("flooded server", StreamingChat(respond))
     attacker = Attacker(pair, "flooding attacker")
     caplog.set_level(logging.WARNING, logger="agent_stream.uagents.guard")
@@ -166,9 +180,13 @@ async def test_valid_payloads_of_every_protocol_pass_unchanged(pair: Pair) -> No
     proto.on_message(ErrorMessage)(on_error)
     server = pair.add("two protocol server", StreamingChat(respond))
     server.include(proto)
-    await dispatcher.dispatch_msg("agent1sender", server.address,
-                                  ErrorMessage.build_schema_digest(ErrorMessage),
-                                  ErrorMessage(error="é \u2028 ok").json(), uuid.uuid4())
+    await dispatcher.dispatch_msg(
+        "agent1sender",
+        server.address,
+        ErrorMessage.build_schema_digest(ErrorMessage),
+        ErrorMessage(error="é \u2028 ok").json(),
+        uuid.uuid4(),
+    )
     await asyncio.sleep(0.05)
     assert [m.error for m in got] == ["é \u2028 ok"]
     assert guard(server).stats["dropped"] == 0
@@ -197,8 +215,9 @@ async def test_protect_is_idempotent_and_per_agent(pair: Pair) -> None:
     assert protect(server) is server
     assert guard(server) is first and server.handle_message == handle
     assert first.settings == GuardSettings()
-    protect(server, Protection(guard=GuardSettings(max_queued=1),
-                               lanes=LaneLimits(post_timeout=1.0)))  # new limits, same guard
+    protect(
+        server, Protection(guard=GuardSettings(max_queued=1), lanes=LaneLimits(post_timeout=1.0))
+    )  # new limits, same guard
     assert guard(server) is first and first.settings.max_queued == 1
     assert isinstance(server._dispenser, PeerDispenser)
     assert server._dispenser.limits.post_timeout == 1.0
@@ -209,7 +228,8 @@ async def test_protect_is_idempotent_and_per_agent(pair: Pair) -> None:
 
 
 def test_the_rate_limited_log_counts_what_it_did_not_write(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     log = RateLimitedLog(logging.getLogger("test.ratelimit"), burst=2, period=0.05)
     caplog.set_level(logging.WARNING, logger="test.ratelimit")
     written = [log.warning("line %d", i) for i in range(10)]
@@ -233,8 +253,13 @@ async def test_checking_a_payload_never_takes_long(pair: Pair) -> None:
     bad = {"type": "end-stream", "stream_id": "0" * 32}
 
     def payload(items: list[dict[str, str]]) -> str:
-        return json.dumps({"timestamp": "2026-01-01T00:00:00+00:00",
-                           "msg_id": str(uuid.uuid4()), "content": items})
+        return json.dumps(
+            {
+                "timestamp": "2026-01-01T00:00:00+00:00",
+                "msg_id": str(uuid.uuid4()),
+                "content": items,
+            }
+        )
 
     cases = {
         "many bad items": (payload([bad] * cap), False),

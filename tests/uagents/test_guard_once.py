@@ -22,19 +22,46 @@ from agent_stream.writer import StreamWriter
 
 MISSING = object()
 U4 = str(uuid.uuid4())
-TIMESTAMPS = ["2026-01-01T00:00:00+00:00", "2026-01-01", "", None, 0, 1.5e9, "soon", {"a": 1},
-              [1], True]
-MSG_IDS = [U4, str(uuid.uuid1()), str(uuid.uuid5(uuid.NAMESPACE_DNS, "x")), "", None, 0,
-           "not-a-uuid", 7, U4.upper(), False]
-ITEMS = [{"type": "text", "text": "hi"}, {"type": "text", "text": 3}, {"type": "text"},
-         {"type": "metadata", "metadata": {"a": "b"}}, {"type": "metadata", "metadata": {"a": None}},
-         {"type": "metadata", "metadata": {"a": 1}}, {"type": "start-session"},
-         {"type": "end-session"}, {"type": "start-stream", "stream_id": U4},
-         {"type": "start-stream", "stream_id": str(uuid.uuid1())},
-         {"type": "end-stream", "stream_id": "x"},
-         {"type": "resource", "resource_id": U4, "resource": {"uri": "u", "metadata": {}}},
-         {"type": "resource", "resource_id": U4, "resource": []},
-         {"type": "text", "text": "x", "extra": 1}]
+TIMESTAMPS = [
+    "2026-01-01T00:00:00+00:00",
+    "2026-01-01",
+    "",
+    None,
+    0,
+    1.5e9,
+    "soon",
+    {"a": 1},
+    [1],
+    True,
+]
+MSG_IDS = [
+    U4,
+    str(uuid.uuid1()),
+    str(uuid.uuid5(uuid.NAMESPACE_DNS, "x")),
+    "",
+    None,
+    0,
+    "not-a-uuid",
+    7,
+    U4.upper(),
+    False,
+]
+ITEMS = [
+    {"type": "text", "text": "hi"},
+    {"type": "text", "text": 3},
+    {"type": "text"},
+    {"type": "metadata", "metadata": {"a": "b"}},
+    {"type": "metadata", "metadata": {"a": None}},
+    {"type": "metadata", "metadata": {"a": 1}},
+    {"type": "start-session"},
+    {"type": "end-session"},
+    {"type": "start-stream", "stream_id": U4},
+    {"type": "start-stream", "stream_id": str(uuid.uuid1())},
+    {"type": "end-stream", "stream_id": "x"},
+    {"type": "resource", "resource_id": U4, "resource": {"uri": "u", "metadata": {}}},
+    {"type": "resource", "resource_id": U4, "resource": []},
+    {"type": "text", "text": "x", "extra": 1},
+]
 
 
 async def respond(request: ChatRequest, out: StreamWriter) -> None:

@@ -84,14 +84,20 @@ def hanging() -> Iterator[str]:
 
 
 def envelope(target: str, payload: str, digest: str = CHAT) -> Envelope:
-    env = Envelope(version=1, sender="agent1" + "s" * 59, target=target, session=uuid.uuid4(),
-                   schema_digest=digest)
+    env = Envelope(
+        version=1,
+        sender="agent1" + "s" * 59,
+        target=target,
+        session=uuid.uuid4(),
+        schema_digest=digest,
+    )
     env.encode_payload(payload)
     return env
 
 
-def post(d: PeerDispenser, target: str, url: str, payload: str,
-         digest: str = CHAT) -> asyncio.Future[Any]:
+def post(
+    d: PeerDispenser, target: str, url: str, payload: str, digest: str = CHAT
+) -> asyncio.Future[Any]:
     fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     d.add_envelope(envelope(target, payload, digest), [url], fut)
     return fut
@@ -115,8 +121,9 @@ async def test_other_protocols_keep_the_stock_uagents_sending(sink: Sink, hangin
     d2 = PeerDispenser()
     runner = asyncio.create_task(d2.run())
     try:
-        assert (await post(d2, A, sink.url, "stock", digest="model:other")).status \
-            == DeliveryStatus.DELIVERED
+        assert (
+            await post(d2, A, sink.url, "stock", digest="model:other")
+        ).status == DeliveryStatus.DELIVERED
         assert sink.got == ["stock"]
     finally:
         runner.cancel()
@@ -180,11 +187,19 @@ async def pair() -> AsyncIterator[Pair]:
 
 async def test_streaming_chat_gives_an_agent_built_elsewhere_its_lanes(pair: Pair) -> None:
     port = free_port()
-    plain = LocalAgent(name="built elsewhere", seed="lanes test plain agent", port=port,
-                  endpoint=[f"http://127.0.0.1:{port}/submit"], resolve=LocalResolver(),
-                  registration_policy=NoRegistration(), enable_agent_inspector=False,
-                  report_events=False, mark_inactive_on_shutdown=False,
-                  publish_agent_details=False, loop=asyncio.get_running_loop())
+    plain = LocalAgent(
+        name="built elsewhere",
+        seed="lanes test plain agent",
+        port=port,
+        endpoint=[f"http://127.0.0.1:{port}/submit"],
+        resolve=LocalResolver(),
+        registration_policy=NoRegistration(),
+        enable_agent_inspector=False,
+        report_events=False,
+        mark_inactive_on_shutdown=False,
+        publish_agent_details=False,
+        loop=asyncio.get_running_loop(),
+    )
 
     async def respond(request: Any, out: Any) -> None:
         await out.text("Hello.")
@@ -204,17 +219,24 @@ async def test_streaming_chat_gives_an_agent_built_elsewhere_its_lanes(pair: Pai
 
 
 async def test_protecting_a_running_agent_keeps_its_other_protocols_on_its_own_dispenser(
-        pair: Pair, sink: Sink) -> None:
+    pair: Pair, sink: Sink
+) -> None:
     """protect() on a running agent: sends of other protocols still go through the dispenser
     uagents started (nothing is stranded in a queue nobody serves), chat sends go to lanes."""
     peer = Identity.from_seed("lanes test sink peer", 0).address
     port = free_port()
-    agent = LocalAgent(name="late", seed="lanes test late protect", port=port,
-                       endpoint=[f"http://127.0.0.1:{port}/submit"],
-                       resolve=LocalResolver({peer: sink.url}),
-                       registration_policy=NoRegistration(), enable_agent_inspector=False,
-                       report_events=False, mark_inactive_on_shutdown=False,
-                       loop=asyncio.get_running_loop())
+    agent = LocalAgent(
+        name="late",
+        seed="lanes test late protect",
+        port=port,
+        endpoint=[f"http://127.0.0.1:{port}/submit"],
+        resolve=LocalResolver({peer: sink.url}),
+        registration_policy=NoRegistration(),
+        enable_agent_inspector=False,
+        report_events=False,
+        mark_inactive_on_shutdown=False,
+        loop=asyncio.get_running_loop(),
+    )
     pair.agents.append(agent)
     stock = agent._dispenser
     before = asyncio.all_tasks()

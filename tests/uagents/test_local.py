@@ -47,10 +47,16 @@ async def test_a_local_agent_is_offline_on_its_own_instance() -> None:
 
     port = free_port()
     try:
-        agent = LocalAgent(name="offline", seed="local agent offline test", port=port,
-                           endpoint=[f"http://127.0.0.1:{port}/submit"],
-                           registration_policy=NoRegistration(), enable_agent_inspector=False,
-                           report_events=False, loop=asyncio.get_running_loop())
+        agent = LocalAgent(
+            name="offline",
+            seed="local agent offline test",
+            port=port,
+            endpoint=[f"http://127.0.0.1:{port}/submit"],
+            registration_policy=NoRegistration(),
+            enable_agent_inspector=False,
+            report_events=False,
+            loop=asyncio.get_running_loop(),
+        )
         await agent._update_agent_status(True)  # uagents calls it at start and stop
     finally:
         watching = False
@@ -78,8 +84,10 @@ def test_local_agent_is_configured_for_loopback_and_requires_a_seed() -> None:
 
 
 def test_parse_peer() -> None:
-    assert parse_peer(f"{ADDR}=http://127.0.0.1:8000/submit") == \
-        (ADDR, "http://127.0.0.1:8000/submit")
+    assert parse_peer(f"{ADDR}=http://127.0.0.1:8000/submit") == (
+        ADDR,
+        "http://127.0.0.1:8000/submit",
+    )
     for bad in ("nothing", f"{ADDR}=", "=http://x", f"{ADDR}=ftp://x", "notanaddress=http://x"):
         with pytest.raises(ValueError):
             parse_peer(bad)
@@ -87,8 +95,7 @@ def test_parse_peer() -> None:
 
 def test_network_agent_options_are_plain_uagents_options() -> None:
     kw = network_agent_options("s", network="testnet", mailbox=True, port=8001, name="llm")
-    assert kw == {"name": "llm", "seed": "s", "network": "testnet", "mailbox": True,
-                  "port": 8001}
+    assert kw == {"name": "llm", "seed": "s", "network": "testnet", "mailbox": True, "port": 8001}
     with pytest.raises(ValueError):
         network_agent_options("s", network="moon")
 
@@ -100,8 +107,9 @@ def test_network_agent_is_protected_beside_local_agents(monkeypatch: pytest.Monk
 
     local = local_agent("local beside a networked one", free_port(), directory=None)
     reached: list[str] = []
-    monkeypatch.setattr(uagents.agent, "get_almanac_contract",
-                        lambda network="testnet": reached.append(network))
+    monkeypatch.setattr(
+        uagents.agent, "get_almanac_contract", lambda network="testnet": reached.append(network)
+    )
     agent = network_agent("networked beside a local one", network="testnet", port=free_port())
     try:
         assert reached == ["testnet"]  # a stock Agent does query the ledger
@@ -113,7 +121,8 @@ def test_network_agent_is_protected_beside_local_agents(monkeypatch: pytest.Monk
 
 
 async def test_serve_network_mailbox_is_configured_up_to_the_network(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """`serve --network testnet --mailbox` builds a networked agent; the ledger query, the
     manifest post and every socket are intercepted where they would reach the network."""
     reached: list[str] = []
@@ -136,8 +145,9 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
     monkeypatch.setattr(uagents.agent.Agent, "publish_manifest", manifest)
     from agent_stream.cli import build_parser
 
-    args = build_parser().parse_args(["serve", "--port", "8002", "--rate", "0",
-                                      "--network", "testnet", "--mailbox"])
+    args = build_parser().parse_args(
+        ["serve", "--port", "8002", "--rate", "0", "--network", "testnet", "--mailbox"]
+    )
     try:
         agent, chat, where = serve.build(args, "network test seed")
         import asyncio
@@ -164,12 +174,14 @@ def test_serve_seed_comes_from_the_flag_or_environment(monkeypatch: pytest.Monke
     assert serve.seed_from(argparse.Namespace(seed=None)) == ("from env", False)
     monkeypatch.delenv("AGENT_STREAM_SEED")
     seed, throwaway = serve.seed_from(argparse.Namespace(seed=None))
-    assert throwaway and len(seed) == 64 and seed != serve.seed_from(
-        argparse.Namespace(seed=None))[0]
+    assert (
+        throwaway and len(seed) == 64 and seed != serve.seed_from(argparse.Namespace(seed=None))[0]
+    )
 
 
-def test_cli_errors_exit_2_without_starting_anything(tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_errors_exit_2_without_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from agent_stream.cli import main
 
     env = dict(os.environ, AGENT_STREAM_DIRECTORY=str(tmp_path / "empty.json"))
@@ -178,8 +190,7 @@ def test_cli_errors_exit_2_without_starting_anything(tmp_path: Path,
     try:
         assert main(["ask", ADDR, "question"]) == 2
         assert "no endpoint" in capsys.readouterr().err
-        assert main(["ask", "not-an-address", "--endpoint", "http://127.0.0.1:1/submit",
-                     "q"]) == 2
+        assert main(["ask", "not-an-address", "--endpoint", "http://127.0.0.1:1/submit", "q"]) == 2
         assert main(["serve", "--mailbox", "--seed", "x", "--port", str(free_port())]) == 2
         assert "--network" in capsys.readouterr().err
         with socket.socket() as busy:
@@ -187,8 +198,10 @@ def test_cli_errors_exit_2_without_starting_anything(tmp_path: Path,
             busy.listen()
             port = str(busy.getsockname()[1])
             assert main(["serve", "--port", port, "--seed", "x"]) == 2
-            assert main(["ask", ADDR, "--endpoint", "http://127.0.0.1:1/submit",
-                         "--port", port, "q"]) == 2
+            assert (
+                main(["ask", ADDR, "--endpoint", "http://127.0.0.1:1/submit", "--port", port, "q"])
+                == 2
+            )
             assert capsys.readouterr().err.count("in use") == 2
     finally:
         os.environ.clear()
@@ -199,8 +212,9 @@ def test_serve_wires_the_openai_source_lazily() -> None:
     from agent_stream.sources.openai import OpenAIModel
     from agent_stream.sources.replay import ReplayModel
 
-    ns = argparse.Namespace(model="openai", base_url="http://127.0.0.1:9/v1",
-                            model_name="tiny", rate=60.0)
+    ns = argparse.Namespace(
+        model="openai", base_url="http://127.0.0.1:9/v1", model_name="tiny", rate=60.0
+    )
     model = serve.make_model(ns)
     assert isinstance(model, OpenAIModel)
     assert (model.base_url, model.model) == ("http://127.0.0.1:9/v1", "tiny")
@@ -213,9 +227,13 @@ def test_serve_wires_the_openai_source_lazily() -> None:
 def test_serve_refuses_a_cap_below_one(flag: str, tmp_path: Any) -> None:
     import subprocess
 
-    done = subprocess.run([sys.executable, "-m", "agent_stream", "serve", flag, "0",
-                           "--port", "1"], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_stream", "serve", flag, "0", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     assert f"{flag} must be at least 1" in done.stderr
     assert "Traceback" not in done.stderr

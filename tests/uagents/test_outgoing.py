@@ -44,14 +44,27 @@ class Wire:
         return assemble(msgs + dec.close())
 
 
-def pump(respond: Callable[[StreamWriter], Awaitable[None]], wire: Wire, *,
-         conversation: str = "conv", finished: list[Outgoing] | None = None,
-         serial: asyncio.Lock | None = None, in_flight: dict[str, Outgoing] | None = None,
-         **limits: float | int | None) -> Outgoing:
-    return Outgoing(PEER, conversation, ChatEncoder(conversation, tagged=True),
-                    respond=respond, send=wire, limits=PumpLimits(**limits),  # type: ignore[arg-type]
-                    serial=serial, in_flight=in_flight,
-                    on_finished=finished.append if finished is not None else None)
+def pump(
+    respond: Callable[[StreamWriter], Awaitable[None]],
+    wire: Wire,
+    *,
+    conversation: str = "conv",
+    finished: list[Outgoing] | None = None,
+    serial: asyncio.Lock | None = None,
+    in_flight: dict[str, Outgoing] | None = None,
+    **limits: float | int | None,
+) -> Outgoing:
+    return Outgoing(
+        PEER,
+        conversation,
+        ChatEncoder(conversation, tagged=True),
+        respond=respond,
+        send=wire,
+        limits=PumpLimits(**limits),  # type: ignore[arg-type]
+        serial=serial,
+        in_flight=in_flight,
+        on_finished=finished.append if finished is not None else None,
+    )
 
 
 async def sentences(out: StreamWriter) -> None:
@@ -98,8 +111,7 @@ async def test_after_max_failures_the_reply_is_abandoned_and_the_responder_stopp
             stopped.set()
 
     wire, finished = Wire(fail=True), []  # type: ignore[var-annotated]
-    out = pump(endless, wire, finished=finished, max_failures=2, max_coalesce=1,
-               drain_timeout=0.5)
+    out = pump(endless, wire, finished=finished, max_failures=2, max_coalesce=1, drain_timeout=0.5)
     task = out.start()
     await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 5)
     assert stopped.is_set() and out.dead and out.status == "cancelled"
@@ -114,8 +126,7 @@ async def test_flow_control_waits_for_acknowledgements() -> None:
             await out.text(f"Part {i}.")
 
     wire = Wire()
-    out = pump(respond, wire, in_flight=registry, max_in_flight=1, max_coalesce=1,
-               ack_timeout=5.0)
+    out = pump(respond, wire, in_flight=registry, max_in_flight=1, max_coalesce=1, ack_timeout=5.0)
     task = out.start()
     for _ in range(200):  # acknowledge each ChatMessage as it arrives, the way a peer does
         await asyncio.sleep(0.005)
@@ -137,8 +148,7 @@ async def test_a_peer_that_never_acknowledges_turns_flow_control_off() -> None:
             await out.text(f"Part {i}.")
 
     wire = Wire()
-    out = pump(respond, wire, in_flight=registry, max_in_flight=1, max_coalesce=1,
-               ack_timeout=0.05)
+    out = pump(respond, wire, in_flight=registry, max_in_flight=1, max_coalesce=1, ack_timeout=0.05)
     await asyncio.wait_for(out.start(), 5)
     assert out.peak_in_flight > 1
     assert not registry  # what was never acknowledged leaves the registry with the reply
@@ -205,6 +215,7 @@ async def test_replies_sharing_a_lane_run_one_after_the_other() -> None:
             await out.text(f"{name}.")
             await asyncio.sleep(0.05)
             order.append(f"{name} end")
+
         return run
 
     wire = Wire()

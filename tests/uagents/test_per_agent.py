@@ -26,12 +26,25 @@ from uagents_core.contrib.protocols.chat import (
 )
 from uagents_core.identity import Identity
 
-MODULES = ("uagents.agent", "uagents.asgi", "uagents.communication", "uagents.dispatch",
-           "uagents.context", "uagents.network", "uagents_core.identity")
+MODULES = (
+    "uagents.agent",
+    "uagents.asgi",
+    "uagents.communication",
+    "uagents.dispatch",
+    "uagents.context",
+    "uagents.network",
+    "uagents_core.identity",
+)
 
 # What uagents' own inbox task dies of (an unknown top-level key: a TypeError it does not catch).
-MALFORMED = json.dumps({"timestamp": "2026-01-01T00:00:00+00:00", "msg_id": str(uuid.uuid4()),
-                        "content": [{"type": "text", "text": "hi"}], "evil": 1})
+MALFORMED = json.dumps(
+    {
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "msg_id": str(uuid.uuid4()),
+        "content": [{"type": "text", "text": "hi"}],
+        "evil": 1,
+    }
+)
 
 
 def snapshot() -> dict[str, Any]:
@@ -48,8 +61,11 @@ def snapshot() -> dict[str, Any]:
 
 
 def changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return sorted(k for k in before.keys() | after.keys()
-                  if k not in before or k not in after or before[k] is not after[k])
+    return sorted(
+        k
+        for k in before.keys() | after.keys()
+        if k not in before or k not in after or before[k] is not after[k]
+    )
 
 
 CHILD = """
@@ -82,15 +98,21 @@ def test_importing_and_protecting_changes_nothing_of_uagents(tmp_path: Any) -> N
     build a StreamingChat and a local agent, protect a stock Agent, and compare."""
     tests = str(__import__("pathlib").Path(__file__).parent.parent)
     code = CHILD.format(tests=tests)
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120,
-                          env={"PYTHONPATH": f"{tests}:{tests}/uagents", "PATH": ""})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": f"{tests}:{tests}/uagents", "PATH": ""},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "CHANGED []" in done.stdout, done.stdout
 
 
-def test_a_stock_agent_and_a_protected_agent_in_one_process(tmp_path: Any,
-                                                            monkeypatch: Any) -> None:
+def test_a_stock_agent_and_a_protected_agent_in_one_process(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
     from agent_stream.uagents import ChatRequest, StreamingChat, local_agent, protect, run_agent
     from agent_stream.uagents.hardening import guard_of
     from agent_stream.uagents.local import endpoint_for, free_port
@@ -119,16 +141,20 @@ def test_a_stock_agent_and_a_protected_agent_in_one_process(tmp_path: Any,
             loop = asyncio.get_running_loop()
             hostile = Identity.from_seed("per agent hostile peer", 0)
             result["status"] = await loop.run_in_executor(
-                None, post, endpoint_for(port),
-                envelope(server.address, CHAT, MALFORMED, identity=hostile))
+                None,
+                post,
+                endpoint_for(port),
+                envelope(server.address, CHAT, MALFORMED, identity=hostile),
+            )
             chat = StreamingChat()
             client = local_agent("per agent asking client", free_port(), directory=None)
             client.include(chat, publish_manifest=True)
             client.start_message_dispenser()
             client.start_message_receivers()
             try:
-                reply = await chat.ask(client._build_context(), server.address, "still there?",
-                                       timeout=10)
+                reply = await chat.ask(
+                    client._build_context(), server.address, "still there?", timeout=10
+                )
                 await reply.wait(11)
                 result["reply"] = (reply.completed, reply.text())
             finally:
@@ -161,18 +187,31 @@ def test_a_stock_agent_and_a_protected_agent_in_one_process(tmp_path: Any,
 
         proto.on_message(ChatMessage)(on_chat)
         proto.on_message(ChatAcknowledgement)(on_ack)
-        stock = Agent(name="stock", seed="per agent stock agent seed", port=free_port(),
-                      enable_agent_inspector=False, loop=asyncio.get_running_loop())
-        protect(Agent(name="other", seed="per agent another protected agent", port=free_port(),
-                      enable_agent_inspector=False, loop=asyncio.get_running_loop()))
+        stock = Agent(
+            name="stock",
+            seed="per agent stock agent seed",
+            port=free_port(),
+            enable_agent_inspector=False,
+            loop=asyncio.get_running_loop(),
+        )
+        protect(
+            Agent(
+                name="other",
+                seed="per agent another protected agent",
+                port=free_port(),
+                enable_agent_inspector=False,
+                loop=asyncio.get_running_loop(),
+            )
+        )
         stock.include(proto)
         assert "handle_message" not in vars(stock)
         assert type(stock._server) is ASGIServer and type(stock._dispenser) is Dispenser
         before_tasks = asyncio.all_tasks()
         stock.start_message_receivers()
         (inbox,) = asyncio.all_tasks() - before_tasks
-        await dispatcher.dispatch_msg("agent1x", stock.address, CHAT, valid_question("fine"),
-                                      uuid.uuid4())
+        await dispatcher.dispatch_msg(
+            "agent1x", stock.address, CHAT, valid_question("fine"), uuid.uuid4()
+        )
         await asyncio.sleep(0.05)
         assert got == ["fine"]
         await dispatcher.dispatch_msg("agent1x", stock.address, CHAT, MALFORMED, uuid.uuid4())

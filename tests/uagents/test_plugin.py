@@ -43,8 +43,9 @@ async def pair() -> AsyncIterator[Pair]:
         await p.close()
 
 
-async def ask(pair: Pair, server_chat: StreamingChat, question: str = "q",
-              **kw: Any) -> tuple[Any, StreamingChat]:
+async def ask(
+    pair: Pair, server_chat: StreamingChat, question: str = "q", **kw: Any
+) -> tuple[Any, StreamingChat]:
     n = len(pair.agents)
     server = pair.add(f"plugin test server {n}", server_chat)
     client_chat = StreamingChat()
@@ -73,8 +74,11 @@ async def test_flow_control_keeps_at_most_n_unacknowledged(pair: Pair) -> None:
                 await b.text(f"Part {i}.")
             await asyncio.sleep(0.01)
 
-    chat = StreamingChat(respond, settings=ChatSettings().with_pump(max_in_flight=1, max_coalesce=1),
-                         on_reply_end=stats.append)
+    chat = StreamingChat(
+        respond,
+        settings=ChatSettings().with_pump(max_in_flight=1, max_coalesce=1),
+        on_reply_end=stats.append,
+    )
     reply, _ = await ask(pair, chat)
     assert reply.completed
     assert reply.text() == "".join(f"Part {i}." for i in range(6))
@@ -91,8 +95,12 @@ async def test_without_flow_control_messages_pile_up_in_flight(pair: Pair) -> No
         for i in range(6):
             await out.text(f"Part {i}.")
 
-    reply, _ = await ask(pair, StreamingChat(respond, settings=ChatSettings().with_pump(max_coalesce=1),
-                                          on_reply_end=stats.append))
+    reply, _ = await ask(
+        pair,
+        StreamingChat(
+            respond, settings=ChatSettings().with_pump(max_coalesce=1), on_reply_end=stats.append
+        ),
+    )
     await _reply_ended(stats)
     assert reply.completed and stats[0].peak_in_flight > 1
 

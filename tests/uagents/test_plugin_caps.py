@@ -57,7 +57,10 @@ async def asker(pair: Pair, name: str) -> tuple[StreamingChat, Any]:
 async def test_a_question_over_the_size_cap_gets_an_error_reply(pair: Pair) -> None:
     gate = Gate()
     gate.open.set()
-    server = pair.add("caps size server", StreamingChat(gate, settings=ChatSettings().with_caps(max_question_bytes=1000)))
+    server = pair.add(
+        "caps size server",
+        StreamingChat(gate, settings=ChatSettings().with_caps(max_question_bytes=1000)),
+    )
     chat, ctx = await asker(pair, "size")
     big = await chat.ask(ctx, server.address, "é" * 600, timeout=5)  # 1,200 bytes
     await big.wait(6)
@@ -74,7 +77,10 @@ async def test_a_question_over_the_size_cap_gets_an_error_reply(pair: Pair) -> N
 
 async def test_over_the_per_sender_cap_a_question_gets_busy_and_others_go_on(pair: Pair) -> None:
     gate = Gate()
-    server = pair.add("caps sender server", StreamingChat(gate, settings=ChatSettings().with_caps(max_replies_per_sender=2)))
+    server = pair.add(
+        "caps sender server",
+        StreamingChat(gate, settings=ChatSettings().with_caps(max_replies_per_sender=2)),
+    )
     chat, ctx = await asker(pair, "flooder")
     first = [await chat.ask(ctx, server.address, f"q{i}", timeout=5) for i in range(2)]
     while len(gate.asked) < 2:
@@ -96,7 +102,9 @@ async def test_over_the_per_sender_cap_a_question_gets_busy_and_others_go_on(pai
 
 async def test_over_the_total_cap_a_new_sender_gets_busy(pair: Pair) -> None:
     gate = Gate()
-    server = pair.add("caps total server", StreamingChat(gate, settings=ChatSettings().with_caps(max_replies=2)))
+    server = pair.add(
+        "caps total server", StreamingChat(gate, settings=ChatSettings().with_caps(max_replies=2))
+    )
     open_replies = []
     for name in ("a", "b"):
         chat, ctx = await asker(pair, f"total {name}")
@@ -116,7 +124,10 @@ async def test_over_the_total_cap_a_new_sender_gets_busy(pair: Pair) -> None:
 
 async def test_a_plain_peer_reads_the_refusal_as_text(pair: Pair) -> None:
     """A peer written with uagents alone (no tags) gets "Error (code): ..." as TextContent."""
-    server = pair.add("caps plain server", StreamingChat(Gate(), settings=ChatSettings().with_caps(max_question_bytes=10)))
+    server = pair.add(
+        "caps plain server",
+        StreamingChat(Gate(), settings=ChatSettings().with_caps(max_question_bytes=10)),
+    )
     texts: list[str] = []
     proto = Protocol(spec=chat_protocol_spec)
 
@@ -129,8 +140,9 @@ async def test_a_plain_peer_reads_the_refusal_as_text(pair: Pair) -> None:
     proto.on_message(ChatMessage)(on_chat)
     proto.on_message(ChatAcknowledgement)(on_ack)
     plain = pair.add("caps plain peer", proto)
-    await plain._build_context().send(server.address, ChatMessage(
-        content=[TextContent(text="a question longer than ten bytes")]))
+    await plain._build_context().send(
+        server.address, ChatMessage(content=[TextContent(text="a question longer than ten bytes")])
+    )
     for _ in range(200):
         if "".join(texts):
             break

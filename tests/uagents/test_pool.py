@@ -59,8 +59,9 @@ class Recorder:
             self.got.append(env.decode_payload())
         finally:
             self.in_flight -= 1
-        return web.json_response({} if self.status == 200 else {"detail": "nope"},
-                                 status=self.status)
+        return web.json_response(
+            {} if self.status == 200 else {"detail": "nope"}, status=self.status
+        )
 
 
 @pytest_asyncio.fixture
@@ -80,8 +81,13 @@ async def served() -> AsyncIterator[tuple[Recorder, str, Any]]:
 
 
 def envelope(payload: str, target: str = A) -> Envelope:
-    env = Envelope(version=1, sender="agent1" + "s" * 59, target=target, session=uuid.uuid4(),
-                   schema_digest=CHAT)
+    env = Envelope(
+        version=1,
+        sender="agent1" + "s" * 59,
+        target=target,
+        session=uuid.uuid4(),
+        schema_digest=CHAT,
+    )
     env.encode_payload(payload)
     return env
 
@@ -92,8 +98,7 @@ def post(d: PeerDispenser, url: str, payload: str) -> asyncio.Future[Any]:
     return fut
 
 
-async def test_one_connection_carries_a_peers_envelopes(
-        served: tuple[Recorder, str, Any]) -> None:
+async def test_one_connection_carries_a_peers_envelopes(served: tuple[Recorder, str, Any]) -> None:
     rec, url, _ = served
     d = PeerDispenser()
     try:
@@ -106,7 +111,8 @@ async def test_one_connection_carries_a_peers_envelopes(
 
 
 async def test_without_keep_alive_each_envelope_opens_a_connection(
-        served: tuple[Recorder, str, Any]) -> None:
+    served: tuple[Recorder, str, Any],
+) -> None:
     rec, url, _ = served
     d = PeerDispenser(LaneLimits(keep_alive=False))
     try:
@@ -118,7 +124,8 @@ async def test_without_keep_alive_each_envelope_opens_a_connection(
 
 
 async def test_a_kept_connection_the_server_closed_is_replaced(
-        served: tuple[Recorder, str, Any]) -> None:
+    served: tuple[Recorder, str, Any],
+) -> None:
     rec, url, runner = served
     poster = EnvelopePoster(keepalive=30.0)
     try:
@@ -133,7 +140,8 @@ async def test_a_kept_connection_the_server_closed_is_replaced(
 
 
 async def test_a_refusal_and_a_dead_endpoint_fail_with_their_reason(
-        served: tuple[Recorder, str, Any]) -> None:
+    served: tuple[Recorder, str, Any],
+) -> None:
     rec, url, _ = served
     rec.status = 429
     poster = EnvelopePoster()
@@ -150,7 +158,8 @@ async def test_a_refusal_and_a_dead_endpoint_fail_with_their_reason(
 
 
 async def test_a_pipelined_peer_gets_a_window_of_envelopes_at_once_a_plain_one_one(
-        served: tuple[Recorder, str, Any]) -> None:
+    served: tuple[Recorder, str, Any],
+) -> None:
     rec, url, _ = served
     rec.delay = 0.2
     d = PeerDispenser(LaneLimits(window=4))
@@ -186,6 +195,7 @@ async def pair() -> AsyncIterator[Pair]:
 async def test_a_streaming_agent_pipelines_to_a_tagged_asker_only(pair: Pair) -> None:
     """The plugin marks a peer whose question is tagged (an agent_stream asker) for pipelining;
     a plain chat agent's question leaves its lane one at a time."""
+
     async def respond(request: ChatRequest, out: StreamWriter) -> None:
         await out.text("hi")
 
@@ -202,8 +212,9 @@ async def test_a_streaming_agent_pipelines_to_a_tagged_asker_only(pair: Pair) ->
     assert isinstance(client_lanes, PeerDispenser)
     assert client_lanes.pipelined(server.address)  # its replies were tagged: acks pipelined
     plain = pair.add("plain asker of the pipelining test", plain_chat())
-    await _compat.build_context(plain).send(server.address, ChatMessage(
-        content=[TextContent(text="hello")]))
+    await _compat.build_context(plain).send(
+        server.address, ChatMessage(content=[TextContent(text="hello")])
+    )
     await asyncio.sleep(0.3)
     assert not dispenser.pipelined(plain.address)
 
@@ -245,7 +256,8 @@ async def test_real_agents_over_http_share_one_kept_connection(pair: Pair) -> No
 
 
 async def test_a_pipelined_peer_may_have_more_envelopes_waiting(
-        served: tuple[Recorder, str, Any]) -> None:
+    served: tuple[Recorder, str, Any],
+) -> None:
     _, url, _ = served
     d = PeerDispenser(LaneLimits(max_queued=2, max_queued_pipelined=6))
     try:
@@ -259,8 +271,7 @@ async def test_a_pipelined_peer_may_have_more_envelopes_waiting(
         await d.drain(1)
 
 
-async def test_a_delivery_is_reported_with_its_endpoint(
-        served: tuple[Recorder, str, Any]) -> None:
+async def test_a_delivery_is_reported_with_its_endpoint(served: tuple[Recorder, str, Any]) -> None:
     rec, url, _ = served
     d = PeerDispenser()
     seen: list[tuple[str, str]] = []

@@ -39,13 +39,24 @@ def fetch_style_protocols() -> tuple[Protocol, Protocol]:
 
     @chat_proto.on_message(ChatMessage)
     async def handle_message(ctx: Context, sender: str, msg: ChatMessage) -> None:
-        await ctx.send(sender, ChatAcknowledgement(timestamp=datetime.now(timezone.utc),
-                                                   acknowledged_msg_id=msg.msg_id))
+        await ctx.send(
+            sender,
+            ChatAcknowledgement(
+                timestamp=datetime.now(timezone.utc), acknowledged_msg_id=msg.msg_id
+            ),
+        )
         text = "".join(i.text for i in msg.content if isinstance(i, TextContent))
-        await ctx.send(sender, ChatMessage(
-            timestamp=datetime.now(timezone.utc), msg_id=uuid4(),
-            content=[TextContent(type="text", text=f"You said: {text}"),
-                     EndSessionContent(type="end-session")]))
+        await ctx.send(
+            sender,
+            ChatMessage(
+                timestamp=datetime.now(timezone.utc),
+                msg_id=uuid4(),
+                content=[
+                    TextContent(type="text", text=f"You said: {text}"),
+                    EndSessionContent(type="end-session"),
+                ],
+            ),
+        )
 
     @chat_proto.on_message(ChatAcknowledgement)
     async def handle_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
@@ -105,8 +116,9 @@ async def test_an_existing_chat_agent_streams_and_keeps_its_other_protocols(pair
         return None
 
     plain = pair.add("retrofit plain peer", plain_proto)
-    await plain._build_context().send(server.address, ChatMessage(
-        content=[TextContent(type="text", text="hi")]))
+    await plain._build_context().send(
+        server.address, ChatMessage(content=[TextContent(type="text", text="hi")])
+    )
     await _until(lambda: any(isinstance(i, EndSessionContent) for m in got for i in m.content))
     text = "".join(i.text for m in got for i in m.content if isinstance(i, TextContent))
     assert text == "You said: hi"

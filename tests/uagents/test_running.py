@@ -62,9 +62,14 @@ class Agents:
         (tmp / "agent.py").write_text(AGENT)
 
     def start(self, name: str, port: int, seed: str, *extra: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, str(self.tmp / "agent.py"), name, str(port),
-                                 seed, *extra], cwd=self.tmp, env=self.env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, str(self.tmp / "agent.py"), name, str(port), seed, *extra],
+            cwd=self.tmp,
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.procs.append(proc)
         return proc
 
@@ -107,7 +112,8 @@ def test_a_busy_port_is_one_line_exit_1_and_never_listed(agents: Agents) -> None
     assert second.returncode == 1
     assert err.strip().splitlines() == [
         f"ERROR: port {port} on 127.0.0.1 is in use: agent 'second' cannot serve there "
-        "(choose another port)"]
+        "(choose another port)"
+    ]
     assert "Traceback" not in err and "Event loop is closed" not in err
     # Only the agent that serves the port is listed, and asking by name reaches it.
     assert [e["name"] for e in raw_entries(agents.book).values()] == ["first"]
@@ -131,8 +137,7 @@ def test_an_agent_says_its_name_address_and_endpoint_once_it_serves(agents: Agen
 
 
 def test_the_entry_goes_when_the_main_routine_fails(agents: Agents) -> None:
-    proc = agents.start("crasher", free_port(), "the crasher agent's seed, long enough",
-                        "crash")
+    proc = agents.start("crasher", free_port(), "the crasher agent's seed, long enough", "crash")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "the main routine failed" in err
     assert raw_entries(agents.book) == {}
@@ -164,8 +169,9 @@ def test_a_short_seed_is_warned_about_by_the_builder(tmp_path: Path) -> None:
         weak = local_agent("x", free_port(), directory=LocalDirectory(tmp_path / "a.json"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", WeakSeedWarning)
-        ok = local_agent("sixteen chars ok", free_port(),
-                         directory=LocalDirectory(tmp_path / "a.json"))
+        ok = local_agent(
+            "sixteen chars ok", free_port(), directory=LocalDirectory(tmp_path / "a.json")
+        )
     for a in (weak, ok):
         dispatcher.unregister(a.address, a)
 

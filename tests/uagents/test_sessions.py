@@ -61,7 +61,8 @@ async def test_turns_come_back_in_order_and_forget_forgets() -> None:
 
 
 async def test_past_the_per_session_caps_the_oldest_turns_go_with_a_warning(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     store = MemorySessionStore(SessionLimits(max_turns=4, max_session_bytes=10_000))
     for n in range(5):
         await store.append((A, "s"), pair_of(n))
@@ -109,15 +110,18 @@ def test_bad_limits_are_refused() -> None:
         open_store("sqlite:/no/such/dir/here.db")
 
 
-LIMITS = SessionLimits(max_turns=8, max_session_bytes=2048, max_sessions_per_sender=3,
-                       max_sessions=64)
+LIMITS = SessionLimits(
+    max_turns=8, max_session_bytes=2048, max_sessions_per_sender=3, max_sessions=64
+)
 
 
 def _held(store: MemorySessionStore, turns: list[tuple[int, int, int]]) -> int:
     async def flood() -> None:
         for sender, session, size in turns:
-            await store.append((f"agent1q{sender:060d}", f"{session:036d}"),
-                               [Turn("user", "q" * size), Turn("assistant", "a" * size)])
+            await store.append(
+                (f"agent1q{sender:060d}", f"{session:036d}"),
+                [Turn("user", "q" * size), Turn("assistant", "a" * size)],
+            )
 
     logging.getLogger("agent_stream.uagents").disabled = True
     try:
@@ -131,10 +135,16 @@ def _held(store: MemorySessionStore, turns: list[tuple[int, int, int]]) -> int:
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 6), st.integers(0, 1500)),
-                min_size=200, max_size=600))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 400), st.integers(0, 6), st.integers(0, 1500)),
+        min_size=200,
+        max_size=600,
+    )
+)
 def test_a_flood_of_senders_and_sessions_stays_under_the_bound(
-        turns: list[tuple[int, int, int]]) -> None:
+    turns: list[tuple[int, int, int]],
+) -> None:
     store = MemorySessionStore(LIMITS)
     assert _held(store, turns) <= LIMITS.bound()
     assert store.sessions <= LIMITS.max_sessions
@@ -143,9 +153,14 @@ def test_a_flood_of_senders_and_sessions_stays_under_the_bound(
 def test_the_measurement_sees_memory_the_caps_would_have_refused() -> None:
     """Control: with caps out of reach the same kind of flood holds more than the bound, so the
     test above measures something real."""
-    loose = MemorySessionStore(SessionLimits(max_turns=10_000, max_session_bytes=10**9,
-                                             max_sessions_per_sender=10_000,
-                                             max_sessions=100_000))
+    loose = MemorySessionStore(
+        SessionLimits(
+            max_turns=10_000,
+            max_session_bytes=10**9,
+            max_sessions_per_sender=10_000,
+            max_sessions=100_000,
+        )
+    )
     flood = [(s, k, 1500) for s in range(200) for k in range(4)]
     assert _held(loose, flood) > LIMITS.bound()
 
@@ -244,8 +259,12 @@ async def test_a_responder_sees_the_sessions_earlier_turns(pair: Pair) -> None:
         await reply
         assert reply.completed
     assert seen[0] == ()
-    assert seen[2] == (Turn("user", "first"), Turn("assistant", "Answer to first."),
-                       Turn("user", "second"), Turn("assistant", "Answer to second."))
+    assert seen[2] == (
+        Turn("user", "first"),
+        Turn("assistant", "Answer to first."),
+        Turn("user", "second"),
+        Turn("assistant", "Answer to second."),
+    )
     other = await asker_chat.ask(asker._build_context(), server.address, "fresh", timeout=10)
     await other
     assert seen[3] == ()  # a new session remembers nothing
@@ -273,14 +292,22 @@ async def test_end_session_forgets_and_client_history_wins(pair: Pair) -> None:
     assert store.sessions == 0
 
     sent = (Turn("system", "Be brief."), Turn("user", "hi"), Turn("assistant", "hello"))
-    question = ChatMessage(content=[request_tags(history=history_to_json(sent)),
-                                    TextContent(type="text", text="and now?")])
+    question = ChatMessage(
+        content=[
+            request_tags(history=history_to_json(sent)),
+            TextContent(type="text", text="and now?"),
+        ]
+    )
     await (await asker_chat.ask(ctx, server.address, question, timeout=10))
     assert seen[-1] == sent
     assert store.sessions == 0  # the client keeps its history itself: nothing stored
 
-    bad = ChatMessage(content=[request_tags(history='[{"role": "wizard", "text": 1}]'),
-                               TextContent(type="text", text="still answered?")])
+    bad = ChatMessage(
+        content=[
+            request_tags(history='[{"role": "wizard", "text": 1}]'),
+            TextContent(type="text", text="still answered?"),
+        ]
+    )
     reply = await asker_chat.ask(ctx, server.address, bad, timeout=10)
     await reply
     assert reply.completed and seen[-1] == ()  # bad history ignored, question answered
@@ -298,8 +325,9 @@ async def test_a_failing_store_does_not_stop_the_answer(pair: Pair) -> None:
         await out.text("fine")
 
     settings_ = ChatSettings()
-    server = pair.add("sessions broken store", StreamingChat(respond, settings=settings_,
-                                                             sessions=Broken()))
+    server = pair.add(
+        "sessions broken store", StreamingChat(respond, settings=settings_, sessions=Broken())
+    )
     asker_chat = StreamingChat()
     asker = pair.add("sessions broken asker", asker_chat)
     reply = await asker_chat.ask(asker._build_context(), server.address, "q", timeout=10)

@@ -85,12 +85,13 @@ def test_bech32_encodes_as_the_reference_does(hrp: str, data: bytes) -> None:
 
 @given(st.binary(min_size=1, max_size=80), st.data())
 def test_bech32_decodes_only_what_the_reference_decodes_the_same_way(
-        data: bytes, draw: st.DataObject) -> None:
+    data: bytes, draw: st.DataObject
+) -> None:
     text = reference_encode("sig", data)
     assert bech32_decode(text, "sig") == data
     i = draw.draw(st.integers(0, len(text) - 1))
     c = draw.draw(st.sampled_from("qpzry9x8gf2tvdw0s3jn54khce6mua7lQPZ1bio!é "))
-    mutated = text[:i] + c + text[i + 1:]
+    mutated = text[:i] + c + text[i + 1 :]
     ours = bech32_decode(mutated, "sig")
     if ours is not None:  # never accepts what the reference refuses or reads otherwise
         assert reference_decode(mutated) == ("sig", ours)
@@ -141,11 +142,19 @@ def forgeries(identity: Identity, digest: bytes, sig: str, draw: st.DataObject) 
     i = draw.draw(st.integers(0, len(sig) - 1))
     return [
         bech32_encode("sig", bytes(raw)),  # one bit of r or s changed, valid bech32
-        sig[:i] + ("q" if sig[i] != "q" else "p") + sig[i + 1:],  # a broken checksum
-        sig_of(0, s), sig_of(r, 0), sig_of(N, s), sig_of(r, N), sig_of(r + N, s, 33),
+        sig[:i] + ("q" if sig[i] != "q" else "p") + sig[i + 1 :],  # a broken checksum
+        sig_of(0, s),
+        sig_of(r, 0),
+        sig_of(N, s),
+        sig_of(r, N),
+        sig_of(r + N, s, 33),
         sig_of(r, s, 33),  # 66 bytes
         bech32_encode("sig", raw[:63]),  # 63 bytes
-        bech32_encode("sog", bytes(raw)), sig.upper(), "", "sig1", "not a signature",
+        bech32_encode("sog", bytes(raw)),
+        sig.upper(),
+        "",
+        "sig1",
+        "not a signature",
         Identity.from_seed("someone else", 0).sign_digest(digest),
     ]
 
@@ -153,24 +162,33 @@ def forgeries(identity: Identity, digest: bytes, sig: str, draw: st.DataObject) 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(SEEDS, DIGESTS, st.data())
 def test_forged_and_malformed_signatures_are_refused_as_uagents_refuses_them(
-        seed: str, digest: bytes, draw: st.DataObject) -> None:
+    seed: str, digest: bytes, draw: st.DataObject
+) -> None:
     identity = Identity.from_seed(seed, 0)
     sig = identity.sign_digest(digest)
     for forged in forgeries(identity, digest, sig, draw):
         assert we_verify(identity.address, digest, forged) == uagents_verifies(
-            identity.address, digest, forged), forged
+            identity.address, digest, forged
+        ), forged
     other = hashlib.sha256(digest).digest()
     assert not we_verify(identity.address, other, sig)
     assert we_verify(identity.address, digest, sig.upper()) == uagents_verifies(
-        identity.address, digest, sig.upper())
+        identity.address, digest, sig.upper()
+    )
 
 
-@pytest.mark.parametrize("address", [
-    "agent1" + "q" * 58, "agent1qfoo", "user1qqqqq", "",
-    bech32_encode("agent", b"\x02" + b"\xff" * 32),  # not a point of the curve
-    bech32_encode("agent", b"\x04" + b"\x01" * 64),
-    bech32_encode("agnt", b"\x02" + b"\x01" * 32),
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "agent1" + "q" * 58,
+        "agent1qfoo",
+        "user1qqqqq",
+        "",
+        bech32_encode("agent", b"\x02" + b"\xff" * 32),  # not a point of the curve
+        bech32_encode("agent", b"\x04" + b"\x01" * 64),
+        bech32_encode("agnt", b"\x02" + b"\x01" * 32),
+    ],
+)
 def test_a_malformed_sender_address_is_refused(address: str) -> None:
     identity = Identity.from_seed("address test", 0)
     digest = hashlib.sha256(b"x").digest()
@@ -201,8 +219,15 @@ def test_without_coincurve_it_is_uagents_own_path(monkeypatch: pytest.MonkeyPatc
 
 def test_a_fast_envelope_signs_and_verifies_like_uagents() -> None:
     stock = Identity.from_seed("envelope signer", 0)
-    env = Envelope(version=1, sender=stock.address, target=stock.address,
-                   session=uuid.uuid4(), schema_digest=CHAT, expires=123, nonce=7)
+    env = Envelope(
+        version=1,
+        sender=stock.address,
+        target=stock.address,
+        session=uuid.uuid4(),
+        schema_digest=CHAT,
+        expires=123,
+        nonce=7,
+    )
     env.encode_payload(valid_question())
     env.sign(FastIdentity.of(stock))
     assert env.verify()  # uagents' own verification
@@ -234,8 +259,7 @@ async def serving(pair: Pair, seed: str) -> tuple[Any, str]:
     return server, endpoint_for(server.local_port)
 
 
-async def test_a_protected_agent_signs_with_libsecp256k1_and_keeps_its_address(
-        pair: Pair) -> None:
+async def test_a_protected_agent_signs_with_libsecp256k1_and_keeps_its_address(pair: Pair) -> None:
     agent = pair.add("fast signer agent")
     identity = _compat.identity_of(agent)
     assert isinstance(identity, FastIdentity)
@@ -245,7 +269,8 @@ async def test_a_protected_agent_signs_with_libsecp256k1_and_keeps_its_address(
 
 
 async def test_the_http_edge_accepts_stock_and_fast_signatures_and_refuses_forged_ones(
-        pair: Pair) -> None:
+    pair: Pair,
+) -> None:
     server, endpoint = await serving(pair, "fast verifying server")
     loop = asyncio.get_running_loop()
 
@@ -263,10 +288,13 @@ async def test_the_http_edge_accepts_stock_and_fast_signatures_and_refuses_forge
     assert highs >= 1
     fast = FastIdentity.of(Identity.from_seed("fast sender", 0))
     assert await status(envelope(server.address, CHAT, valid_question(), identity=fast)) == 200
-    assert await status(envelope(server.address, CHAT, valid_question(), identity=stock,
-                                 tamper=True)) == 400
+    assert (
+        await status(envelope(server.address, CHAT, valid_question(), identity=stock, tamper=True))
+        == 400
+    )
     forged = Envelope.model_validate_json(
-        envelope(server.address, CHAT, valid_question(), identity=stock))
+        envelope(server.address, CHAT, valid_question(), identity=stock)
+    )
     r, s = rs(forged.signature or "")
     forged.signature = sig_of(r, (s + 1) % N)
     assert await status(forged.model_dump_json().encode()) == 400

@@ -28,14 +28,14 @@ async def test_a_trusted_peer_has_its_own_cap_and_others_keep_theirs(pair: Pair)
     gate = Gate()
     gateway_chat, gateway_ctx = await asker(pair, "trusted gateway")
     other_chat, other_ctx = await asker(pair, "ordinary peer")
-    limits = ReplyLimits(max_replies_per_sender=1, max_replies=7,
-                         trusted={gateway_ctx.agent.address: 6})
-    server = pair.add("trusting server", StreamingChat(
-        gate, settings=ChatSettings(caps=limits)))
-    many = [await gateway_chat.ask(gateway_ctx, server.address, f"g{i}", timeout=10)
-            for i in range(7)]
-    mine = [await other_chat.ask(other_ctx, server.address, f"o{i}", timeout=10)
-            for i in range(2)]
+    limits = ReplyLimits(
+        max_replies_per_sender=1, max_replies=7, trusted={gateway_ctx.agent.address: 6}
+    )
+    server = pair.add("trusting server", StreamingChat(gate, settings=ChatSettings(caps=limits)))
+    many = [
+        await gateway_chat.ask(gateway_ctx, server.address, f"g{i}", timeout=10) for i in range(7)
+    ]
+    mine = [await other_chat.ask(other_ctx, server.address, f"o{i}", timeout=10) for i in range(2)]
     await asyncio.wait_for(mine[1].wait(), 5)
     assert error_of(mine[1])["code"] == "busy"  # one at a time for an ordinary peer
     await asyncio.wait_for(many[6].wait(), 5)
@@ -51,8 +51,15 @@ async def test_a_trusted_peer_has_its_own_cap_and_others_keep_theirs(pair: Pair)
 async def test_the_total_cap_bounds_a_trusted_peer_too(pair: Pair) -> None:
     gate = Gate()
     chat, ctx = await asker(pair, "trusted but bounded")
-    server = pair.add("bounded trusting server", StreamingChat(gate, settings=ChatSettings(
-        caps=ReplyLimits(max_replies=3, trusted={ctx.agent.address: 100}))))
+    server = pair.add(
+        "bounded trusting server",
+        StreamingChat(
+            gate,
+            settings=ChatSettings(
+                caps=ReplyLimits(max_replies=3, trusted={ctx.agent.address: 100})
+            ),
+        ),
+    )
     replies = [await chat.ask(ctx, server.address, f"q{i}", timeout=10) for i in range(4)]
     await asyncio.wait_for(replies[3].wait(), 5)
     assert error_of(replies[3])["code"] == "busy" and "(3)" in error_of(replies[3])["message"]
@@ -75,14 +82,13 @@ def test_bad_trusted_limits_are_refused(trusted: object) -> None:
         ReplyLimits(trusted=trusted)  # type: ignore[arg-type]
 
 
-
-
-async def test_a_burst_over_the_refusal_budget_is_answered_in_turn_not_dropped(
-        pair: Pair) -> None:
+async def test_a_burst_over_the_refusal_budget_is_answered_in_turn_not_dropped(pair: Pair) -> None:
     gate = Gate()
     chat, ctx = await asker(pair, "bursty asker")
-    server = pair.add("refusing in turn server", StreamingChat(gate, settings=ChatSettings(
-        caps=ReplyLimits(max_replies=1, max_refusals=4))))  # one refusal at a time to a peer
+    server = pair.add(
+        "refusing in turn server",
+        StreamingChat(gate, settings=ChatSettings(caps=ReplyLimits(max_replies=1, max_refusals=4))),
+    )  # one refusal at a time to a peer
     replies = [await chat.ask(ctx, server.address, f"q{i}", timeout=10) for i in range(10)]
     for r in replies[1:]:
         await asyncio.wait_for(r.wait(), 8)

@@ -45,7 +45,8 @@ async def pair() -> AsyncIterator[Pair]:
 
 
 async def test_the_asker_and_the_author_learn_why_reasoning_is_missing(
-        pair: Pair, caplog: pytest.LogCaptureFixture) -> None:
+    pair: Pair, caplog: pytest.LogCaptureFixture
+) -> None:
     async def respond(request: ChatRequest, out: StreamWriter) -> None:
         await think_then_answer(out)
 
@@ -54,8 +55,9 @@ async def test_the_asker_and_the_author_learn_why_reasoning_is_missing(
     asker = pair.add("withheld asking agent", asker_chat)
     with caplog.at_level(logging.INFO, logger="agent_stream.uagents"):
         for _ in range(2):
-            reply = await asker_chat.ask(asker._build_context(), server.address, "why?",
-                                         channels={"reasoning"}, timeout=10)
+            reply = await asker_chat.ask(
+                asker._build_context(), server.address, "why?", channels={"reasoning"}, timeout=10
+            )
             transcript = await reply
             assert reply.completed and transcript.text() == "Answer."
             assert transcript.withheld == ["reasoning"]

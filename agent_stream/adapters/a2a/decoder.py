@@ -40,8 +40,9 @@ try:
 except ImportError as _exc:  # the optional extra is not installed
     from agent_stream.errors import MissingDependency
 
-    raise MissingDependency("the A2A format needs the 'a2a-sdk' package: "
-                            "pip install 'agent-stream[a2a]'") from _exc
+    raise MissingDependency(
+        "the A2A format needs the 'a2a-sdk' package: pip install 'agent-stream[a2a]'"
+    ) from _exc
 
 from agent_stream import jsontext
 from agent_stream.adapters._tracking import Warnings
@@ -63,8 +64,9 @@ from agent_stream.message import (
 
 __all__ = ["A2ADecoder"]
 
-_EVENT: TypeAdapter[Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage] = \
+_EVENT: TypeAdapter[Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage] = (
     TypeAdapter(Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage)
+)
 _STATUS = {TaskState.completed: "completed", TaskState.canceled: "cancelled"}
 
 
@@ -120,16 +122,14 @@ class A2ADecoder(Warnings):
             self._started = True
             data = _meta(event).get("data") if isinstance(event, Task) else None
             data = data if isinstance(data, dict) else None
-            out.append(Message(type=EVENT, props={"event": STREAM_START,
-                                                  "data": dict(data or {})}))
+            out.append(Message(type=EVENT, props={"event": STREAM_START, "data": dict(data or {})}))
         if isinstance(event, TaskStatusUpdateEvent):
             out += self._status(event)
         elif isinstance(event, TaskArtifactUpdateEvent):
             out += self._artifact(event)
         elif isinstance(event, A2AMessage):
             text = "".join(p.root.text for p in event.parts if isinstance(p.root, TextPart))
-            out.append(Message(type=TEXT, props={"content": text},
-                               message_id=event.message_id))
+            out.append(Message(type=TEXT, props={"content": text}, message_id=event.message_id))
             out += self._stream_end("completed", None)
         return out
 
@@ -152,8 +152,9 @@ class A2ADecoder(Warnings):
         return []
 
     # -- status -------------------------------------------------------------------------------
-    def _stream_end(self, status: str, error: str | None, data: dict[str, Any] | None = None
-                    ) -> list[Message]:
+    def _stream_end(
+        self, status: str, error: str | None, data: dict[str, Any] | None = None
+    ) -> list[Message]:
         self.ended = True
         d = dict(data or {})
         d["status"] = status
@@ -164,29 +165,36 @@ class A2ADecoder(Warnings):
     def _status(self, ev: TaskStatusUpdateEvent) -> list[Message]:
         meta = _meta(ev)
         message = ev.status.message
-        text = "".join(p.root.text for p in (message.parts if message else [])
-                       if isinstance(p.root, TextPart))
+        text = "".join(
+            p.root.text for p in (message.parts if message else []) if isinstance(p.root, TextPart)
+        )
         if ev.final:
             data = meta.get("data") if meta.get("event") == STREAM_END else None
             data = data if isinstance(data, dict) else {}
             if data.get("status") == "incomplete":
                 self.ended = True
-                self._warn(WarningCode.INCOMPLETE,
-                           "the A2A task failed as incomplete: the stream was cut")
+                self._warn(
+                    WarningCode.INCOMPLETE, "the A2A task failed as incomplete: the stream was cut"
+                )
                 return []
             status = _STATUS.get(ev.status.state, "error")
             return self._stream_end(status, text or None, data)
         name = meta.get("event")
         if isinstance(name, str):
-            ids = {k: meta[k] for k in ("thread_id", "block_id", "message_id")
-                   if isinstance(meta.get(k), str)}
+            ids = {
+                k: meta[k]
+                for k in ("thread_id", "block_id", "message_id")
+                if isinstance(meta.get(k), str)
+            }
             if name in LIFECYCLE_EVENTS:
                 data = meta.get("data")
-                return [Message(type=EVENT, props={"event": name, "data": dict(data or {})},
-                                **ids)]
+                return [Message(type=EVENT, props={"event": name, "data": dict(data or {})}, **ids)]
             props = meta.get("props")
-            return [Message(type=EVENT, props=props if isinstance(props, dict) else
-                            {"event": name}, **ids)]
+            return [
+                Message(
+                    type=EVENT, props=props if isinstance(props, dict) else {"event": name}, **ids
+                )
+            ]
         if message is None:
             return []
         mmeta = _meta(message)
@@ -194,8 +202,15 @@ class A2ADecoder(Warnings):
         props = mmeta.get("props")
         if not isinstance(props, dict):
             props = {"message": text}
-        return [Message(type=type_, props=props, message_id=_str(mmeta, "message_id"),
-                        thread_id=_str(mmeta, "thread_id"), block_id=_str(mmeta, "block_id"))]
+        return [
+            Message(
+                type=type_,
+                props=props,
+                message_id=_str(mmeta, "message_id"),
+                thread_id=_str(mmeta, "thread_id"),
+                block_id=_str(mmeta, "block_id"),
+            )
+        ]
 
     # -- artifacts ----------------------------------------------------------------------------
     def _artifact(self, ev: TaskArtifactUpdateEvent) -> list[Message]:
@@ -205,8 +220,10 @@ class A2ADecoder(Warnings):
         out: list[Message] = []
         if ev.append:
             if st is None:
-                self._warn(WarningCode.UNKNOWN_ARTIFACT,
-                           f"append for artifact {aid!r} never created; dropped")
+                self._warn(
+                    WarningCode.UNKNOWN_ARTIFACT,
+                    f"append for artifact {aid!r} never created; dropped",
+                )
                 return out
             for p in art.parts:
                 out += self._part(st, p, first=False)
@@ -215,9 +232,12 @@ class A2ADecoder(Warnings):
             first = art.parts[0].root if art.parts else None
             type_ = _str(meta, "type") or _guess(first)
             if st is None or st.type != type_:
-                st = self._arts[aid] = _Art(_str(meta, "message_id") or aid,
-                                            _str(meta, "thread_id"), _str(meta, "block_id"),
-                                            type_)
+                st = self._arts[aid] = _Art(
+                    _str(meta, "message_id") or aid,
+                    _str(meta, "thread_id"),
+                    _str(meta, "block_id"),
+                    type_,
+                )
             props = meta.get("props")
             if isinstance(props, dict) and isinstance(first, FilePart):
                 out.append(self._msg(st, props, delta=False))
@@ -226,17 +246,30 @@ class A2ADecoder(Warnings):
                     out += self._part(st, p, first=i == 0)
         if ev.last_chunk and _meta(art).get("status") in (None, "completed"):
             # a last chunk marked otherwise (a cut stream) closes the artifact, not the message
-            out.append(lifecycle(MESSAGE_END, MessageEndData(
-                message_id=st.mid, type=st.type, thread_id=st.tid),
-                thread_id=st.tid, block_id=st.bid))
+            out.append(
+                lifecycle(
+                    MESSAGE_END,
+                    MessageEndData(message_id=st.mid, type=st.type, thread_id=st.tid),
+                    thread_id=st.tid,
+                    block_id=st.bid,
+                )
+            )
         return out
 
-    def _msg(self, st: _Art, props: dict[str, Any], *, delta: bool,
-             meta: dict[str, Any] | None = None) -> Message:
+    def _msg(
+        self, st: _Art, props: dict[str, Any], *, delta: bool, meta: dict[str, Any] | None = None
+    ) -> Message:
         m = meta or {}
-        return Message(type=st.type, props=props, message_id=st.mid, thread_id=st.tid,
-                       block_id=st.bid, delta=delta, delta_action=m.get("delta_action"),
-                       delta_path=m.get("delta_path"))
+        return Message(
+            type=st.type,
+            props=props,
+            message_id=st.mid,
+            thread_id=st.tid,
+            block_id=st.bid,
+            delta=delta,
+            delta_action=m.get("delta_action"),
+            delta_path=m.get("delta_path"),
+        )
 
     def _part(self, st: _Art, part: Part, *, first: bool) -> list[Message]:
         p = part.root

@@ -52,8 +52,9 @@ try:
 except ImportError as _exc:  # the optional extra is not installed
     from agent_stream.errors import MissingDependency
 
-    raise MissingDependency("the A2A format needs the 'a2a-sdk' package: "
-                            "pip install 'agent-stream[a2a]'") from _exc
+    raise MissingDependency(
+        "the A2A format needs the 'a2a-sdk' package: pip install 'agent-stream[a2a]'"
+    ) from _exc
 
 from agent_stream import merge
 from agent_stream.adapters._tracking import (
@@ -94,10 +95,18 @@ INCOMPLETE_TEXT = "the stream ended before it was complete"
 Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 _TEXT, _DATA, _FILE, _STATUS = "text", "data", "file", "status"
 _MEDIA = (IMAGE, AUDIO, VIDEO)
-_SHOWN = {TEXT: "content", REFUSAL: "content", THINKING: "content", LOADING: "message",
-          ERROR: "message"}
-_FINAL = {"completed": TaskState.completed, "error": TaskState.failed,
-          "cancelled": TaskState.canceled}
+_SHOWN = {
+    TEXT: "content",
+    REFUSAL: "content",
+    THINKING: "content",
+    LOADING: "message",
+    ERROR: "message",
+}
+_FINAL = {
+    "completed": TaskState.completed,
+    "error": TaskState.failed,
+    "cancelled": TaskState.canceled,
+}
 
 
 def _kind(type_: str) -> str:
@@ -159,26 +168,46 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         rid = ev.request_id if ev is not None else None
         self.task_id = self.task_id or (f"task-{rid}" if rid else "task-agent-stream")
         self.context_id = self.context_id or "agent-stream"
-        out.append(Task(id=self.task_id, context_id=self.context_id,
-                        status=TaskStatus(state=TaskState.submitted),
-                        metadata={KEY: {"event": STREAM_START, "data": dict(data)}}))
+        out.append(
+            Task(
+                id=self.task_id,
+                context_id=self.context_id,
+                status=TaskStatus(state=TaskState.submitted),
+                metadata={KEY: {"event": STREAM_START, "data": dict(data)}},
+            )
+        )
         out.append(self._status(TaskState.working))
 
-    def _status(self, state: TaskState, message: A2AMessage | None = None,
-                meta: dict[str, Any] | None = None, final: bool = False) -> TaskStatusUpdateEvent:
-        return TaskStatusUpdateEvent(task_id=self.task_id or "", context_id=self.context_id or "",
-                                     status=TaskStatus(state=state, message=message),
-                                     final=final, metadata={KEY: meta} if meta else None)
+    def _status(
+        self,
+        state: TaskState,
+        message: A2AMessage | None = None,
+        meta: dict[str, Any] | None = None,
+        final: bool = False,
+    ) -> TaskStatusUpdateEvent:
+        return TaskStatusUpdateEvent(
+            task_id=self.task_id or "",
+            context_id=self.context_id or "",
+            status=TaskStatus(state=state, message=message),
+            final=final,
+            metadata={KEY: meta} if meta else None,
+        )
 
-    def _final(self, out: list[Event], state: TaskState, text: str | None,
-               data: Mapping[str, Any]) -> None:
+    def _final(
+        self, out: list[Event], state: TaskState, text: str | None, data: Mapping[str, Any]
+    ) -> None:
         message = None
         if text:
-            message = A2AMessage(role=Role.agent, message_id=f"{self.task_id}-final",
-                                 parts=[_text_part(text)], task_id=self.task_id,
-                                 context_id=self.context_id)
-        out.append(self._status(state, message, {"event": STREAM_END, "data": dict(data)},
-                                final=True))
+            message = A2AMessage(
+                role=Role.agent,
+                message_id=f"{self.task_id}-final",
+                parts=[_text_part(text)],
+                task_id=self.task_id,
+                context_id=self.context_id,
+            )
+        out.append(
+            self._status(state, message, {"event": STREAM_END, "data": dict(data)}, final=True)
+        )
         self.finished = True
 
     def _end(self, out: list[Event], data: Mapping[str, Any]) -> None:
@@ -189,8 +218,9 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
             elif not st.sent and st.kind == _DATA and st.data:
                 self._send_whole(st, out, last=False)  # a held tool call, shown unfinished
             # an unfinished message gets no lastChunk
-        state = _FINAL.get(status, TaskState.failed) if isinstance(status, str) else \
-            TaskState.failed
+        state = (
+            _FINAL.get(status, TaskState.failed) if isinstance(status, str) else TaskState.failed
+        )
         err = data.get("error")
         text = err if isinstance(err, str) and err else None
         if state == TaskState.failed and text is None:
@@ -237,8 +267,17 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
             meta["block_id"] = st.block_id
         return meta
 
-    def _artifact(self, st: _Artifact, parts: list[Part], out: list[Event], *, append: bool,
-                  last: bool = False, props: bool = False, status: str | None = None) -> None:
+    def _artifact(
+        self,
+        st: _Artifact,
+        parts: list[Part],
+        out: list[Event],
+        *,
+        append: bool,
+        last: bool = False,
+        props: bool = False,
+        status: str | None = None,
+    ) -> None:
         meta: dict[str, Any] | None = None
         if not append:
             meta = self._meta(st)
@@ -246,11 +285,21 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
                 meta["props"] = merge.copy_json(st.data)
         if status is not None:  # how the message ended, when not completed
             meta = {**(meta or {}), "status": status}
-        art = Artifact(artifact_id=st.wid, parts=parts, name=None if append else st.type,
-                       metadata={KEY: meta} if meta else None)
-        out.append(TaskArtifactUpdateEvent(task_id=self.task_id or "",
-                                           context_id=self.context_id or "", artifact=art,
-                                           append=append or None, last_chunk=last or None))
+        art = Artifact(
+            artifact_id=st.wid,
+            parts=parts,
+            name=None if append else st.type,
+            metadata={KEY: meta} if meta else None,
+        )
+        out.append(
+            TaskArtifactUpdateEvent(
+                task_id=self.task_id or "",
+                context_id=self.context_id or "",
+                artifact=art,
+                append=append or None,
+                last_chunk=last or None,
+            )
+        )
         st.sent = True
 
     def _retype(self, st: _Artifact, msg: Message, out: list[Event]) -> _Artifact:
@@ -274,7 +323,7 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
             op, s = ch
             cur = st.text.value()
             if op == APPEND or (st.sent and s.startswith(cur)):
-                ext = s if op == APPEND else s[len(cur):]
+                ext = s if op == APPEND else s[len(cur) :]
                 if ext:
                     st.text.append(ext)
                     self._artifact(st, [_text_part(ext)], out, append=st.sent)
@@ -293,14 +342,21 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
             self._send_whole(st, out, last=False)
         elif st.type == TOOL_CALL and not st.sent and not isinstance(st.data.get("name"), str):
             return  # held until the name is known
-        elif not st.sent or not msg.delta or (msg.delta_path is None and
-                                              msg.delta_action in ("replace", "set")):
+        elif (
+            not st.sent
+            or not msg.delta
+            or (msg.delta_path is None and msg.delta_action in ("replace", "set"))
+        ):
             self._send_whole(st, out, last=False)
         else:
-            meta = {k: v for k, v in (("delta_action", msg.delta_action),
-                                      ("delta_path", msg.delta_path)) if v}
-            part = DataPart(data=merge.copy_json(msg.props or {}),
-                            metadata={KEY: meta} if meta else None)
+            meta = {
+                k: v
+                for k, v in (("delta_action", msg.delta_action), ("delta_path", msg.delta_path))
+                if v
+            }
+            part = DataPart(
+                data=merge.copy_json(msg.props or {}), metadata={KEY: meta} if meta else None
+            )
             self._artifact(st, [Part(root=part)], out, append=True)
 
     def _send_whole(self, st: _Artifact, out: list[Event], *, last: bool) -> None:
@@ -309,15 +365,24 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
             if not isinstance(url, str) or not url:
                 return
             alt = st.data.get("alt")
-            part = Part(root=FilePart(file=FileWithUri(
-                uri=url, mime_type=media_type(st.type, st.data),
-                name=alt if isinstance(alt, str) else None)))
+            part = Part(
+                root=FilePart(
+                    file=FileWithUri(
+                        uri=url,
+                        mime_type=media_type(st.type, st.data),
+                        name=alt if isinstance(alt, str) else None,
+                    )
+                )
+            )
         elif st.kind == _TEXT:
             part = _text_part(st.text.value())
         else:
             if st.type == TOOL_CALL and not isinstance(st.data.get("name"), str):
-                self._warn(WarningCode.LATE_TOOL_NAME,
-                           "tool call sent without a name (none arrived)", key=st.key)
+                self._warn(
+                    WarningCode.LATE_TOOL_NAME,
+                    "tool call sent without a name (none arrived)",
+                    key=st.key,
+                )
             part = Part(root=DataPart(data=merge.copy_json(st.data)))
         self._artifact(st, [part], out, append=False, last=last, props=st.kind == _FILE)
 
@@ -325,10 +390,14 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         st.status_n += 1
         text = st.data.get(_SHOWN.get(st.type, "message"))
         meta = {**self._meta(st), "props": merge.copy_json(st.data)}
-        message = A2AMessage(role=Role.agent, message_id=f"{st.wid}#{st.status_n}",
-                             parts=[_text_part(text if isinstance(text, str) else "")],
-                             metadata={KEY: meta}, task_id=self.task_id,
-                             context_id=self.context_id)
+        message = A2AMessage(
+            role=Role.agent,
+            message_id=f"{st.wid}#{st.status_n}",
+            parts=[_text_part(text if isinstance(text, str) else "")],
+            metadata={KEY: meta},
+            task_id=self.task_id,
+            context_id=self.context_id,
+        )
         out.append(self._status(TaskState.working, message))
         st.sent = True
 
@@ -345,8 +414,13 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
 
 def frame_sse(event: Event, rpc_id: str | int = 1) -> str:
     """One event as the SSE text of a JSON-RPC ``message/stream`` response (id ``rpc_id``)."""
-    return "data: " + SendStreamingMessageSuccessResponse(id=rpc_id, result=event) \
-        .model_dump_json(exclude_none=True) + "\n\n"
+    return (
+        "data: "
+        + SendStreamingMessageSuccessResponse(id=rpc_id, result=event).model_dump_json(
+            exclude_none=True
+        )
+        + "\n\n"
+    )
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:

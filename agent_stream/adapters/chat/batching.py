@@ -33,8 +33,14 @@ class Batcher:
     timestamp. ``clock``: the UTC time stamped on ChatMessages otherwise.
     """
 
-    def __init__(self, conversation: str, meta_delay: float, *, deterministic: bool = False,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        conversation: str,
+        meta_delay: float,
+        *,
+        deterministic: bool = False,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.conversation = conversation
         self.meta_delay = meta_delay
         self._deterministic = deterministic
@@ -90,9 +96,17 @@ class Batcher:
         if self.session_end:
             self.session_end = False
             if first:
-                content.append(MetadataContent.construct(type="metadata", metadata={
-                    TAG_KEY: PROTOCOL_VERSION, "op": OP_END, "seq": str(self._seq),
-                    "conversation": self.conversation}))
+                content.append(
+                    MetadataContent.construct(
+                        type="metadata",
+                        metadata={
+                            TAG_KEY: PROTOCOL_VERSION,
+                            "op": OP_END,
+                            "seq": str(self._seq),
+                            "conversation": self.conversation,
+                        },
+                    )
+                )
             content.append(EndSessionContent.construct(type="end-session"))
         return content
 

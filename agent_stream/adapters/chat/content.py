@@ -26,8 +26,13 @@ __all__ = ["ContentPolicy"]
 class ContentPolicy:
     """Decides what each content Message becomes, and routes the groups it makes."""
 
-    def __init__(self, withheld_types: frozenset[str], chunking: MessageChunking,
-                 plain: PlainRenderer, route: Callable[[Group], None]) -> None:
+    def __init__(
+        self,
+        withheld_types: frozenset[str],
+        chunking: MessageChunking,
+        plain: PlainRenderer,
+        route: Callable[[Group], None],
+    ) -> None:
         self.withheld_types = withheld_types
         self.withheld_seen: set[str] = set()  # types of Messages actually withheld
         self._chunking = chunking
@@ -41,10 +46,17 @@ class ContentPolicy:
             self.withheld_seen.add(mtype)
             return
         props = msg.props
-        if (mtype in STREAM_TYPES and not msg.delta and not msg.type_change and props
-                and len(props) == 1 and isinstance(props.get("content"), str)):
-            group = Group(ids_meta(msg, OP_TEXT), [self._plain.text_item(props["content"])],
-                          needs_turn=True)
+        if (
+            mtype in STREAM_TYPES
+            and not msg.delta
+            and not msg.type_change
+            and props
+            and len(props) == 1
+            and isinstance(props.get("content"), str)
+        ):
+            group = Group(
+                ids_meta(msg, OP_TEXT), [self._plain.text_item(props["content"])], needs_turn=True
+            )
             self._route(group)
             return
         group = Group(message_meta(msg), [])
@@ -62,8 +74,14 @@ class ContentPolicy:
             # withheld -> visible: start afresh as a whole message (withheld content stays so)
             u.withheld = False
             props = msg.props if (msg.props is not None and not msg.delta) else {}
-            msg = Message(type=new_type, props=props, message_id=msg.message_id,
-                          thread_id=msg.thread_id, block_id=msg.block_id, metadata=msg.metadata)
+            msg = Message(
+                type=new_type,
+                props=props,
+                message_id=msg.message_id,
+                thread_id=msg.thread_id,
+                block_id=msg.block_id,
+                metadata=msg.metadata,
+            )
         if new_type != u.type and u.chunker is not None:
             # what is buffered goes out as what it was written as
             self._chunking.flush(u)
@@ -92,9 +110,19 @@ class ContentPolicy:
         # dropped; the stream ends; the decoder learns the new type; the rest is withheld.
         u.type = new_type
         u.withheld = True
-        group = Group(message_meta(Message(
-            type=new_type, type_change=True, message_id=msg.message_id,
-            thread_id=msg.thread_id, block_id=msg.block_id)), [], owner=u.key)
+        group = Group(
+            message_meta(
+                Message(
+                    type=new_type,
+                    type_change=True,
+                    message_id=msg.message_id,
+                    thread_id=msg.thread_id,
+                    block_id=msg.block_id,
+                )
+            ),
+            [],
+            owner=u.key,
+        )
         if u.open:
             self._chunking.end_item(u, group)
         self._chunking.drop(u)
@@ -104,16 +132,26 @@ class ContentPolicy:
     def _whole_text(self, u: MessageState, msg: Message) -> bool:
         """Send a whole text no plain peer has seen text of as one TextContent; True if sent."""
         whole = msg.props
-        if (msg.delta or msg.type_change or u.shown or not whole or len(whole) != 1
-                or not isinstance(whole.get("content"), str)):
+        if (
+            msg.delta
+            or msg.type_change
+            or u.shown
+            or not whole
+            or len(whole) != 1
+            or not isinstance(whole.get("content"), str)
+        ):
             return False
         self._chunking.flush(u)
         if u.shown:
             return False
         u.shown = u.has_content = True
         u.wire_chunks += 1
-        group = Group(ids_meta(msg, OP_TEXT), [self._plain.text_item(whole["content"])],
-                      owner=u.key, needs_turn=True)
+        group = Group(
+            ids_meta(msg, OP_TEXT),
+            [self._plain.text_item(whole["content"])],
+            owner=u.key,
+            needs_turn=True,
+        )
         self._chunking.emit(u, group)
         return True
 

@@ -45,16 +45,28 @@ class ChatDecoder:
     for at most ``gap_timeout`` seconds; then the gap is reported and decoding goes on.
     """
 
-    def __init__(self, *, limits: DecoderLimits | None = None,
-                 reorder_window: int | None = None, gap_timeout: float | None = None,
-                 idle_timeout: float | None = None, max_open_streams: int | None = None,
-                 max_stream_bytes: int | None = None,
-                 max_message_bytes: int | None = None) -> None:
-        given: dict[str, Any] = {"reorder_window": reorder_window, "gap_timeout": gap_timeout,
-                 "idle_timeout": idle_timeout, "max_open_streams": max_open_streams,
-                 "max_stream_bytes": max_stream_bytes, "max_message_bytes": max_message_bytes}
-        self.limits = replace(limits or DecoderLimits(),
-                              **{k: v for k, v in given.items() if v is not None})
+    def __init__(
+        self,
+        *,
+        limits: DecoderLimits | None = None,
+        reorder_window: int | None = None,
+        gap_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_open_streams: int | None = None,
+        max_stream_bytes: int | None = None,
+        max_message_bytes: int | None = None,
+    ) -> None:
+        given: dict[str, Any] = {
+            "reorder_window": reorder_window,
+            "gap_timeout": gap_timeout,
+            "idle_timeout": idle_timeout,
+            "max_open_streams": max_open_streams,
+            "max_stream_bytes": max_stream_bytes,
+            "max_message_bytes": max_message_bytes,
+        }
+        self.limits = replace(
+            limits or DecoderLimits(), **{k: v for k, v in given.items() if v is not None}
+        )
         self._warnings = WarningQueue(self.limits.max_warnings)
         self._state = DecoderState(self.limits, self._warnings)
         self._streams = StreamDecoder(self._state)
@@ -68,8 +80,11 @@ class ChatDecoder:
         limits = self.limits
         size = estimated_size(chat)
         if size > limits.max_chat_bytes:
-            self._warnings.add("chat_too_large", f"ChatMessage of ~{size} bytes exceeds "
-                               f"max_chat_bytes={limits.max_chat_bytes}; dropped")
+            self._warnings.add(
+                "chat_too_large",
+                f"ChatMessage of ~{size} bytes exceeds "
+                f"max_chat_bytes={limits.max_chat_bytes}; dropped",
+            )
             return out
         sender = state.sender_key(sender)
         peer = state.peer(sender)
@@ -83,8 +98,10 @@ class ChatDecoder:
             return out
         conv_id = head.get("conversation", "")
         if len(conv_id) > limits.max_id_chars:
-            self._warnings.add("bad_metadata", f"conversation longer than max_id_chars="
-                               f"{limits.max_id_chars}; ChatMessage dropped")
+            self._warnings.add(
+                "bad_metadata",
+                f"conversation longer than max_id_chars={limits.max_id_chars}; ChatMessage dropped",
+            )
             return out
         seq = seq_number(head.get("seq"))
         if seq is None:
@@ -95,9 +112,17 @@ class ChatDecoder:
         if conv is None or (conv.finished and seq == 1 and not conv.order.held):
             # new, or a new reply reusing the conversation id
             conv = state.conversation(peer, conv_id, fresh=True)
-        conv.order.offer(chat, seq, last, size, now, limits.reorder_window,
-                         limits.max_seq_ahead, self._decoder(peer, conv_id, now, out),
-                         self._warnings)
+        conv.order.offer(
+            chat,
+            seq,
+            last,
+            size,
+            now,
+            limits.reorder_window,
+            limits.max_seq_ahead,
+            self._decoder(peer, conv_id, now, out),
+            self._warnings,
+        )
         return out
 
     def poll(self, now: float) -> list[Message]:
@@ -111,9 +136,12 @@ class ChatDecoder:
                     order.skip_gap(now, self._decoder(peer, conv_id, now, out), self._warnings)
             for stream in list(peer.streams.values()):
                 if now - stream.last >= limits.idle_timeout:
-                    self._warnings.add("stream_timeout", f"no text for {limits.idle_timeout:g}"
-                                       " s; stream closed as error", stream.message_id,
-                                       stream.thread_id)
+                    self._warnings.add(
+                        "stream_timeout",
+                        f"no text for {limits.idle_timeout:g} s; stream closed as error",
+                        stream.message_id,
+                        stream.thread_id,
+                    )
                     self._state.close_stream(peer, stream.stream_id)
                     out.append(self._streams.end_event(stream, "error", error="idle timeout"))
         return out
@@ -124,8 +152,7 @@ class ChatDecoder:
         for peer in self._state.peers.values():
             for conv_id, conv in list(peer.conversations.items()):
                 while conv.order.held:
-                    conv.order.skip_gap(0.0, self._decoder(peer, conv_id, 0.0, out),
-                                        self._warnings)
+                    conv.order.skip_gap(0.0, self._decoder(peer, conv_id, 0.0, out), self._warnings)
         return out
 
     @property
@@ -235,8 +262,9 @@ class ChatDecoder:
         """UTF-8 bytes per logical message."""
         return self.limits.max_message_bytes
 
-    def _decoder(self, peer: PeerState, conv_id: str, now: float,
-                 out: list[Message]) -> Callable[[ChatMessage], None]:
+    def _decoder(
+        self, peer: PeerState, conv_id: str, now: float, out: list[Message]
+    ) -> Callable[[ChatMessage], None]:
         return lambda chat: self._tagged.decode(peer, conv_id, chat, now, out)
 
 

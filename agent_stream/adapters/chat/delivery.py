@@ -76,8 +76,17 @@ class DeliveryPolicy:
     def __post_init__(self) -> None:
         if self.tries < 1:
             raise ValueError(f"tries must be >= 1, got {self.tries}")
-        for name in ("within", "retry_delay", "ack_timeout", "max_delay", "keepalive",
-                     "idle_timeout", "repair_after", "repair_every", "replay_linger"):
+        for name in (
+            "within",
+            "retry_delay",
+            "ack_timeout",
+            "max_delay",
+            "keepalive",
+            "idle_timeout",
+            "repair_after",
+            "repair_every",
+            "replay_linger",
+        ):
             value = getattr(self, name)
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value!r}")
@@ -111,8 +120,13 @@ class Redelivery(Generic[K, T]):
     acknowledged).
     """
 
-    def __init__(self, policy: DeliveryPolicy | None = None, *, peer_acks: bool = False,
-                 rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        policy: DeliveryPolicy | None = None,
+        *,
+        peer_acks: bool = False,
+        rng: random.Random | None = None,
+    ) -> None:
         self.policy = policy or DeliveryPolicy()
         self.peer_acks = peer_acks
         self._rng = rng or random.Random()
@@ -151,8 +165,7 @@ class Redelivery(Generic[K, T]):
             entry.due = now + p.wait(p.ack_timeout, entry.tries, self._rng)
         else:
             entry.due = None  # sent once, as to a peer that never acknowledges
-        if entry.due is not None and (entry.tries >= p.tries
-                                      or entry.due > entry.first + p.within):
+        if entry.due is not None and (entry.tries >= p.tries or entry.due > entry.first + p.within):
             # the budget is spent after this try: wait for its ack, then give up
             entry.due = min(entry.due, entry.first + p.within)
 
@@ -245,8 +258,9 @@ class ReplayBuffer(Generic[T]):
             self.bytes -= old[2]
         self._items[first] = (last, item, size)
         self.bytes += size
-        while len(self._items) > 1 and (len(self._items) > self.max_count
-                                        or self.bytes > self.max_bytes):
+        while len(self._items) > 1 and (
+            len(self._items) > self.max_count or self.bytes > self.max_bytes
+        ):
             _, (_, _, s) = self._items.popitem(last=False)
             self.bytes -= s
             self.dropped += 1
@@ -254,8 +268,9 @@ class ReplayBuffer(Generic[T]):
     def covering(self, lo: int, hi: int | None = None) -> list[T]:
         """The kept items overlapping ``lo``..``hi`` (None: to the end), in order."""
         top = hi if hi is not None else float("inf")
-        return [item for first, (last, item, _) in self._items.items()
-                if last >= lo and first <= top]
+        return [
+            item for first, (last, item, _) in self._items.items() if last >= lo and first <= top
+        ]
 
     def holds(self, seq: int) -> bool:
         """Whether sequence number ``seq`` can be sent again."""
@@ -328,8 +343,9 @@ class GapRepair:
         self.requested = 0
         self.repaired = 0
 
-    def due(self, gaps: Iterable[Gap], now: float,
-            skipped: dict[tuple[str, str], int] | None = None) -> list[Gap]:
+    def due(
+        self, gaps: Iterable[Gap], now: float, skipped: dict[tuple[str, str], int] | None = None
+    ) -> list[Gap]:
         """The gaps to ask for now, out of the receiver's open ``gaps``; ``skipped``: gaps
         given up so far per (sender, conversation), for conversations with no gap open now."""
         p = self.policy
@@ -357,8 +373,9 @@ class GapRepair:
         """No gap is open any more; ``skipped``: gaps given up per (sender, conversation)."""
         self._close({}, skipped)
 
-    def _close(self, open_keys: dict[tuple[str, str, int], Gap],
-               gaps_skipped: dict[tuple[str, str], int]) -> None:
+    def _close(
+        self, open_keys: dict[tuple[str, str, int], Gap], gaps_skipped: dict[tuple[str, str], int]
+    ) -> None:
         for key in [k for k in self._asked if k not in open_keys]:
             _, skipped_then = self._asked.pop(key)
             if gaps_skipped.get((key[0], key[1]), skipped_then) == skipped_then:

@@ -55,16 +55,24 @@ class ChatEncoder:
     once; poll at :attr:`next_deadline` for them to go on time).
     """
 
-    def __init__(self, conversation: str, *, tagged: bool = False,
-                 channels: Collection[str] | None = None, session: bool = False,
-                 chunker: dict[str, Any] | None = None, meta_delay: float = 0.1,
-                 deterministic: bool = False,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        conversation: str,
+        *,
+        tagged: bool = False,
+        channels: Collection[str] | None = None,
+        session: bool = False,
+        chunker: dict[str, Any] | None = None,
+        meta_delay: float = 0.1,
+        deterministic: bool = False,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         from agent_stream.chunking import TextChunker
 
         if not 0 <= meta_delay < float("inf"):
-            raise ValueError(f"ChatEncoder: meta_delay must be a finite number >= 0, "
-                             f"got {meta_delay!r}")
+            raise ValueError(
+                f"ChatEncoder: meta_delay must be a finite number >= 0, got {meta_delay!r}"
+            )
         self.conversation = conversation
         self.meta_delay = meta_delay
         self.tagged = tagged
@@ -76,14 +84,17 @@ class ChatEncoder:
         chunker_opts = {**CHAT_CHUNKER_DEFAULTS, **opts}
         TextChunker(**chunker_opts)  # validate options now (ChunkerConfigError)
         withheld_types = frozenset(
-            t for t, ch in CHANNEL_OF_TYPE.items() if ch not in self.channels)
+            t for t, ch in CHANNEL_OF_TYPE.items() if ch not in self.channels
+        )
         self._batcher = Batcher(conversation, meta_delay, deterministic=deterministic, clock=clock)
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
-        self._chunking = MessageChunking(conversation, chunker_opts, self._plain,
-                                         self._plain_order.route)
-        self._policy = ContentPolicy(withheld_types, self._chunking, self._plain,
-                                     self._plain_order.route)
+        self._chunking = MessageChunking(
+            conversation, chunker_opts, self._plain, self._plain_order.route
+        )
+        self._policy = ContentPolicy(
+            withheld_types, self._chunking, self._plain, self._plain_order.route
+        )
         self._messages: dict[MessageKey, MessageState] = {}
         self._seen_chunk_ids: set[str] = set()
         self._finished = False
@@ -130,8 +141,13 @@ class ChatEncoder:
             if u.block_id is None and msg.block_id is not None:
                 u.block_id = msg.block_id
             chunker = u.chunker  # set only while the message's appends are buffered
-            if (chunker is not None and msg.delta and not msg.type_change
-                    and msg.delta_action is None and msg.delta_path is None):
+            if (
+                chunker is not None
+                and msg.delta
+                and not msg.type_change
+                and msg.delta_action is None
+                and msg.delta_path is None
+            ):
                 props = msg.props
                 if props is not None and len(props) == 1:
                     piece = props.get("content")
@@ -154,8 +170,12 @@ class ChatEncoder:
         """A new message of a thread: the text its earlier messages' chunkers hold goes first,
         so the peer gets the thread's messages in the order they were written."""
         for u in list(self._chunking.live.values()):
-            if u.key[0] == thread_id and u.key != key and u.chunker is not None \
-                    and u.chunker.buffered:
+            if (
+                u.key[0] == thread_id
+                and u.key != key
+                and u.chunker is not None
+                and u.chunker.buffered
+            ):
                 self._chunking.flush(u)
 
     def poll(self, now: float) -> list[ChatMessage]:
@@ -163,8 +183,11 @@ class ChatEncoder:
         ``meta_delay``."""
         for u in list(self._chunking.live.values()):
             chunker = u.chunker
-            if (chunker is not None and chunker.next_deadline is not None
-                    and chunker.next_deadline <= now):
+            if (
+                chunker is not None
+                and chunker.next_deadline is not None
+                and chunker.next_deadline <= now
+            ):
                 for chunk in chunker.poll(now):
                     self._chunking.chunk(u, chunk)
         return self._batcher.pack(now)
@@ -184,8 +207,9 @@ class ChatEncoder:
         self._chunking.flush(u)
         return self._batcher.pack(now)
 
-    def close(self, now: float, *, status: str = "completed",
-              error: str | None = None) -> list[ChatMessage]:
+    def close(
+        self, now: float, *, status: str = "completed", error: str | None = None
+    ) -> list[ChatMessage]:
         """End every open stream and, unless the Messages ended the reply, send stream_end.
 
         Idempotent: after the final stream_end it returns nothing (unless Messages were fed
@@ -228,8 +252,9 @@ class ChatEncoder:
         u = self._messages.get(key)
         typ = data.get("type") or TEXT
         if u is None:
-            u = self._messages[key] = MessageState(key, typ if isinstance(typ, str) else TEXT,
-                                                   msg.block_id)
+            u = self._messages[key] = MessageState(
+                key, typ if isinstance(typ, str) else TEXT, msg.block_id
+            )
         if u.withheld or (not u.sent and u.type in self._policy.withheld_types):
             u.withheld = True
             self._policy.withheld_seen.add(u.type)
@@ -244,8 +269,11 @@ class ChatEncoder:
         data = msg.event_data
         message_id = data.get("message_id") or msg.message_id
         thread_id = data.get("thread_id") or msg.thread_id
-        u = (self._messages.pop((thread_id, message_id), None)
-             if isinstance(message_id, str) else None)
+        u = (
+            self._messages.pop((thread_id, message_id), None)
+            if isinstance(message_id, str)
+            else None
+        )
         if u is None:
             self._plain_order.route(Group(message_meta(msg), []))
             return
@@ -279,8 +307,11 @@ class ChatEncoder:
         data = msg.event_data
         items: list[Any] = []
         if data.get("status") == "error" and not self._plain.shown_error:
-            items.append(TextContent.construct(type="text", text=self._plain.line(
-                error_line(data.get("error")))))
+            items.append(
+                TextContent.construct(
+                    type="text", text=self._plain.line(error_line(data.get("error")))
+                )
+            )
         self._plain_order.route(Group(message_meta(msg), items, needs_turn=True))
         self._finished = True
         self._batcher.session_end = self.session

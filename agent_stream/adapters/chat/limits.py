@@ -67,21 +67,28 @@ class DecoderLimits:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if (not isinstance(value, (int, float)) or value != value or value < 0
-                    or (f.name.startswith("max_") and value < 1)):
+            if (
+                not isinstance(value, (int, float))
+                or value != value
+                or value < 0
+                or (f.name.startswith("max_") and value < 1)
+            ):
                 raise ValueError(f"ChatDecoder: {f.name} must be positive, got {value!r}")
 
     def state_bound(self) -> int:
         """Bytes the decoder's whole state stays under with these caps (64-bit CPython)."""
         id_cost = 64 + 4 * self.max_id_chars
-        return (self.max_senders * (_SENDER_COST - _ID + id_cost)
-                + self.max_seen_ids_total * _SEEN_ID_COST
-                + self.max_refused_total * _REFUSED_COST
-                + self.max_open_streams_total * (_STREAM_COST - 6 * _ID + 6 * id_cost)
-                + self.max_conversations_total * (_CONVERSATION_COST - _ID + id_cost)
-                + self.max_tracked_total * _TRACKED_COST
-                + self.max_held_total * _HELD_COST + self.max_held_bytes
-                + self.max_warnings * _WARNING_COST)
+        return (
+            self.max_senders * (_SENDER_COST - _ID + id_cost)
+            + self.max_seen_ids_total * _SEEN_ID_COST
+            + self.max_refused_total * _REFUSED_COST
+            + self.max_open_streams_total * (_STREAM_COST - 6 * _ID + 6 * id_cost)
+            + self.max_conversations_total * (_CONVERSATION_COST - _ID + id_cost)
+            + self.max_tracked_total * _TRACKED_COST
+            + self.max_held_total * _HELD_COST
+            + self.max_held_bytes
+            + self.max_warnings * _WARNING_COST
+        )
 
 
 _DETAIL_CHARS = 600
@@ -96,8 +103,15 @@ class WarningQueue:
         self._dropped = 0
         self._pending_codes: set[str] = set()  # codes added with ``once``, not yet drained
 
-    def add(self, code: str, detail: str, message_id: str | None = None,
-            thread_id: str | None = None, *, once: bool = False) -> None:
+    def add(
+        self,
+        code: str,
+        detail: str,
+        message_id: str | None = None,
+        thread_id: str | None = None,
+        *,
+        once: bool = False,
+    ) -> None:
         """Queue a warning (``once``: unless one with this code waits already)."""
         if once:
             if code in self._pending_codes:
@@ -107,15 +121,20 @@ class WarningQueue:
             detail = detail[:_DETAIL_CHARS] + "..."
         if len(self._queue) == self.size:
             self._dropped += 1
-        self._queue.append(StreamWarning(code, detail, message_id=message_id,
-                                         thread_id=thread_id))
+        self._queue.append(StreamWarning(code, detail, message_id=message_id, thread_id=thread_id))
 
     def drain_warnings(self) -> list[StreamWarning]:
         """The warnings queued since the last call (first, a count of those dropped, if any)."""
         out = list(self._queue)
         if self._dropped:
-            out.insert(0, StreamWarning("warnings_dropped", f"{self._dropped} older warning(s) "
-                                        f"dropped: more than max_warnings={self.size} waited"))
+            out.insert(
+                0,
+                StreamWarning(
+                    "warnings_dropped",
+                    f"{self._dropped} older warning(s) "
+                    f"dropped: more than max_warnings={self.size} waited",
+                ),
+            )
         self._queue.clear()
         self._dropped = 0
         self._pending_codes.clear()

@@ -49,9 +49,13 @@ class ChatStream:
 
     def close(self, *, status: str | None = None, error: str | None = None) -> list[Any]:
         if status is None and not self.encoder.finished:
-            self._warnings.append(StreamWarning(
-                WarningCode.INCOMPLETE, "the stream ended without stream_end; the chat peer "
-                "gets stream_end with status error"))
+            self._warnings.append(
+                StreamWarning(
+                    WarningCode.INCOMPLETE,
+                    "the stream ended without stream_end; the chat peer "
+                    "gets stream_end with status error",
+                )
+            )
             status, error = "error", error or self.INCOMPLETE_TEXT
         return self.encoder.close(NOW, status=status or "error", error=error)
 
@@ -105,8 +109,12 @@ def _kind(v: Any) -> str:
 
 
 # Content fields uagents (pydantic v1) would coerce from a number: they must be strings.
-_CHAT_STRINGS = {"text": ("text",), "start-stream": ("stream_id",),
-                 "end-stream": ("stream_id",), "resource": ("resource_id",)}
+_CHAT_STRINGS = {
+    "text": ("text",),
+    "start-stream": ("stream_id",),
+    "end-stream": ("stream_id",),
+    "resource": ("resource_id",),
+}
 _CHAT_JSON_KEYS = ("props", "message_metadata")  # agent_stream metadata values holding JSON
 
 

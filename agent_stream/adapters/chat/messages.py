@@ -132,8 +132,13 @@ class MessageChunking:
     """Buffers each message's appends and turns its chunks into groups, opening and ending its
     chat stream; ``route`` takes each group in the order it is made."""
 
-    def __init__(self, conversation: str, chunker_opts: dict[str, Any],
-                 renderer: PlainRenderer, route: Callable[[Group], None]) -> None:
+    def __init__(
+        self,
+        conversation: str,
+        chunker_opts: dict[str, Any],
+        renderer: PlainRenderer,
+        route: Callable[[Group], None],
+    ) -> None:
         from agent_stream.chunking import TextChunker
 
         self.conversation = conversation

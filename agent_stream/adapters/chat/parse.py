@@ -62,8 +62,7 @@ def _json(data: str | bytes) -> Any:
     raise WireError(reason)
 
 
-def parse_chat(data: str | bytes | dict[str, Any], *,
-               max_bytes: int | None = None) -> ChatMessage:
+def parse_chat(data: str | bytes | dict[str, Any], *, max_bytes: int | None = None) -> ChatMessage:
     """A ChatMessage from its JSON (or decoded JSON), validated as uagents validates it.
 
     Raises WireError with a readable reason: more than ``max_bytes`` UTF-8 bytes of JSON
@@ -80,8 +79,11 @@ def parse_chat(data: str | bytes | dict[str, Any], *,
         raise WireError(f"a ChatMessage must be a JSON object, got {type(data).__name__}")
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
-        raise WireError("unknown field(s) " + ", ".join(repr(k) for k in unknown)
-                        + " (uagents rejects a ChatMessage with them)")
+        raise WireError(
+            "unknown field(s) "
+            + ", ".join(repr(k) for k in unknown)
+            + " (uagents rejects a ChatMessage with them)"
+        )
     if "content" not in data:
         raise WireError("missing field 'content'")
     content = data["content"]
@@ -100,22 +102,24 @@ def parse_chat(data: str | bytes | dict[str, Any], *,
 def _check_item(where: str, item: Any) -> None:
     """Raise WireError with a readable reason when content item ``item`` is not valid."""
     if not isinstance(item, dict):
-        raise WireError(f"{where}: a content item must be an object, "
-                        f"got {type(item).__name__}")
+        raise WireError(f"{where}: a content item must be an object, got {type(item).__name__}")
     kind = item.get("type")
     cls = _CONTENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise WireError(f"{where}: unknown content type {kind!r} (expected one of "
-                        + ", ".join(_CONTENT_TYPES) + ")")
+        raise WireError(
+            f"{where}: unknown content type {kind!r} (expected one of "
+            + ", ".join(_CONTENT_TYPES)
+            + ")"
+        )
     extra = [k for k in item if k not in cls.__fields__]
     if extra:
-        raise WireError(f"{where} ({kind}): unknown field(s) "
-                        + ", ".join(repr(k) for k in extra))
+        raise WireError(f"{where} ({kind}): unknown field(s) " + ", ".join(repr(k) for k in extra))
     try:
         cls.parse_obj(item)
     except _V1ValidationError as exc:
         raise WireError(f"{_v1_errors(exc, where)}") from None
     except TypeError as exc:
         m = _MISSING_ARG.search(str(exc))
-        raise WireError(f"{where} ({kind}): missing field(s) {m.group(1)}" if m
-                        else f"{where} ({kind}): {exc}") from None
+        raise WireError(
+            f"{where} ({kind}): missing field(s) {m.group(1)}" if m else f"{where} ({kind}): {exc}"
+        ) from None

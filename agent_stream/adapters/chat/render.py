@@ -102,8 +102,9 @@ class PlainRenderer:
         mtype = msg.type
         props = msg.props or {}
         if mtype == ERROR and not msg.delta:
-            group.items.append(self.text_item(self.line(error_line(props.get("message"),
-                                                                    props.get("code")))))
+            group.items.append(
+                self.text_item(self.line(error_line(props.get("message"), props.get("code"))))
+            )
             group.needs_turn = True
             self.shown_error = True
         elif mtype in MEDIA_TYPES and not msg.delta and isinstance(props.get("url"), str):
@@ -113,11 +114,20 @@ class PlainRenderer:
                 md["alt"] = alt
             self._resources += 1
             resource_id = uuid4_from("resource", self.conversation, str(self._resources))
-            group.items.append(ResourceContent.construct(
-                type="resource", resource_id=resource_id,
-                resource=Resource.construct(uri=props["url"], metadata=md)))
-        elif (mtype in STREAM_TYPES and (not msg.delta or msg.type_change) and u is not None
-              and not u.shown and isinstance(props.get("content"), str)):
+            group.items.append(
+                ResourceContent.construct(
+                    type="resource",
+                    resource_id=resource_id,
+                    resource=Resource.construct(uri=props["url"], metadata=md),
+                )
+            )
+        elif (
+            mtype in STREAM_TYPES
+            and (not msg.delta or msg.type_change)
+            and u is not None
+            and not u.shown
+            and isinstance(props.get("content"), str)
+        ):
             group.items.append(self.text_item(props["content"]))
             group.needs_turn = True
             u.shown = True

@@ -53,20 +53,30 @@ class HeldLedger:
 
     def shed(self, warnings: WarningQueue) -> None:
         """Drop the oldest held-back ChatMessages until both totals are kept."""
-        while self.entries and (len(self.entries) > self.max_count
-                                or self.bytes > self.max_bytes):
+        while self.entries and (len(self.entries) > self.max_count or self.bytes > self.max_bytes):
             window, seq = next(iter(self.entries))
             window.drop(seq)
-            warnings.add("held_dropped", f"more held-back ChatMessages than max_held_total="
-                         f"{self.max_count} or max_held_bytes={self.max_bytes}; ChatMessage "
-                         f"{seq} of conversation {window.conversation!r} was dropped")
+            warnings.add(
+                "held_dropped",
+                f"more held-back ChatMessages than max_held_total="
+                f"{self.max_count} or max_held_bytes={self.max_bytes}; ChatMessage "
+                f"{seq} of conversation {window.conversation!r} was dropped",
+            )
 
 
 class ReorderWindow:
     """Puts one conversation's tagged ChatMessages back in order for ``decode``."""
 
-    __slots__ = ("conversation", "expected", "gap_since", "held", "high", "high_since",
-                 "ledger", "skipped")
+    __slots__ = (
+        "conversation",
+        "expected",
+        "gap_since",
+        "held",
+        "high",
+        "high_since",
+        "ledger",
+        "skipped",
+    )
 
     def __init__(self, conversation: str, ledger: HeldLedger) -> None:
         self.conversation = conversation
@@ -93,18 +103,34 @@ class ReorderWindow:
             return self.expected, self.high, self.high_since
         return None
 
-    def offer(self, chat: ChatMessage, seq: int, last: int, cost: int, now: float,
-              window: int, max_ahead: int, decode: Decode, warnings: WarningQueue) -> None:
+    def offer(
+        self,
+        chat: ChatMessage,
+        seq: int,
+        last: int,
+        cost: int,
+        now: float,
+        window: int,
+        max_ahead: int,
+        decode: Decode,
+        warnings: WarningQueue,
+    ) -> None:
         """Decode ``chat`` (covering ``seq``..``last``, of estimated size ``cost``) in its
         turn, with any it releases."""
         if seq < self.expected:
-            warnings.add("late_chat_message", f"ChatMessage {seq} of conversation "
-                         f"{self.conversation!r} arrived after its gap was reported; dropped")
+            warnings.add(
+                "late_chat_message",
+                f"ChatMessage {seq} of conversation "
+                f"{self.conversation!r} arrived after its gap was reported; dropped",
+            )
             return
         if seq - self.expected > max_ahead:
-            warnings.add("seq_out_of_window", f"ChatMessage {seq} of conversation "
-                         f"{self.conversation!r} is more than max_seq_ahead={max_ahead} past "
-                         f"the expected {self.expected}; dropped")
+            warnings.add(
+                "seq_out_of_window",
+                f"ChatMessage {seq} of conversation "
+                f"{self.conversation!r} is more than max_seq_ahead={max_ahead} past "
+                f"the expected {self.expected}; dropped",
+            )
             return
         if seq > self.expected:
             if seq in self.held:
@@ -133,8 +159,11 @@ class ReorderWindow:
             self.expected = last + 1
         for stale in [k for k in held if k < self.expected]:  # covered by a coalesced one
             self.drop(stale)
-            warnings.add("late_chat_message", f"ChatMessage {stale} of conversation "
-                         f"{self.conversation!r} was already covered; dropped")
+            warnings.add(
+                "late_chat_message",
+                f"ChatMessage {stale} of conversation "
+                f"{self.conversation!r} was already covered; dropped",
+            )
         self.gap_since = now if held else None
 
     def skip_gap(self, now: float, decode: Decode, warnings: WarningQueue) -> None:
@@ -145,8 +174,11 @@ class ReorderWindow:
         first = min(self.held)
         expected = self.expected
         missing = f"{expected}" if first - 1 == expected else f"{expected}..{first - 1}"
-        warnings.add("gap", f"ChatMessage(s) {missing} of conversation {self.conversation!r} "
-                     "never arrived; going on without them")
+        warnings.add(
+            "gap",
+            f"ChatMessage(s) {missing} of conversation {self.conversation!r} "
+            "never arrived; going on without them",
+        )
         self.skipped += 1
         self.expected = first
         self.release(now, decode, warnings)

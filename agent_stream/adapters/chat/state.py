@@ -80,12 +80,13 @@ class DecoderState:
         self.limits = limits
         self.warnings = warnings
         self.peers: dict[str, PeerState] = {}  # least recently active first
-        self.seen: BoundedTable[None] = BoundedTable(limits.max_seen_ids,
-                                                   limits.max_seen_ids_total)
-        self.refused: BoundedTable[None] = BoundedTable(limits.max_refused_total,
-                                                      limits.max_refused_total)
-        self.message_bytes: BoundedTable[int] = BoundedTable(limits.max_tracked_messages,
-                                                           limits.max_tracked_total)
+        self.seen: BoundedTable[None] = BoundedTable(limits.max_seen_ids, limits.max_seen_ids_total)
+        self.refused: BoundedTable[None] = BoundedTable(
+            limits.max_refused_total, limits.max_refused_total
+        )
+        self.message_bytes: BoundedTable[int] = BoundedTable(
+            limits.max_tracked_messages, limits.max_tracked_total
+        )
         self.held = HeldLedger(limits.max_held_total, limits.max_held_bytes)
         self._streams: dict[tuple[str, str], None] = {}  # open streams, oldest first
         self._conversations: dict[tuple[str, str], None] = {}  # oldest first
@@ -107,9 +108,13 @@ class DecoderState:
             if len(peers) >= self.limits.max_senders:
                 oldest = next(iter(peers))
                 self.forget(oldest)
-                self.warnings.add("sender_shed", f"more than max_senders="
-                                  f"{self.limits.max_senders}; the least recently active "
-                                  "sender's state was dropped", once=True)
+                self.warnings.add(
+                    "sender_shed",
+                    f"more than max_senders="
+                    f"{self.limits.max_senders}; the least recently active "
+                    "sender's state was dropped",
+                    once=True,
+                )
         peers[sender] = peer
         return peer
 
@@ -133,10 +138,13 @@ class DecoderState:
         seen.put(sender, msg_id, None)
         if seen.shed != self._seen_shed:
             self._seen_shed = seen.shed
-            self.warnings.add("seen_ids_shed", f"more than max_seen_ids_total="
-                              f"{self.limits.max_seen_ids_total} msg_ids remembered; the "
-                              "oldest are forgotten (duplicates of them are not caught)",
-                              once=True)
+            self.warnings.add(
+                "seen_ids_shed",
+                f"more than max_seen_ids_total="
+                f"{self.limits.max_seen_ids_total} msg_ids remembered; the "
+                "oldest are forgotten (duplicates of them are not caught)",
+                once=True,
+            )
         return True
 
     # -- conversations ----------------------------------------------------------------------------
@@ -149,23 +157,29 @@ class DecoderState:
             self._drop_conversation(peer, conv)
         limits = self.limits
         if len(peer.conversations) >= limits.max_conversations:
-            self._shed_conversation(peer, next(iter(peer.conversations.values())),
-                                    f"more than max_conversations={limits.max_conversations}"
-                                    " from one sender")
+            self._shed_conversation(
+                peer,
+                next(iter(peer.conversations.values())),
+                f"more than max_conversations={limits.max_conversations} from one sender",
+            )
         if len(self._conversations) >= limits.max_conversations_total:
             sender, oldest = next(iter(self._conversations))
             victim = self.peers[sender]
-            self._shed_conversation(victim, victim.conversations[oldest],
-                                    "more than max_conversations_total="
-                                    f"{limits.max_conversations_total}")
+            self._shed_conversation(
+                victim,
+                victim.conversations[oldest],
+                f"more than max_conversations_total={limits.max_conversations_total}",
+            )
         conv = peer.conversations[conv_id] = Conversation(peer.sender, conv_id, self.held)
         self._conversations[conv.key] = None
         return conv
 
     def _shed_conversation(self, peer: PeerState, conv: Conversation, why: str) -> None:
         self._drop_conversation(peer, conv)
-        self.warnings.add("conversation_shed", f"{why}: the oldest conversation "
-                          f"({conv.key[1]!r}) was dropped with what it held back")
+        self.warnings.add(
+            "conversation_shed",
+            f"{why}: the oldest conversation ({conv.key[1]!r}) was dropped with what it held back",
+        )
 
     def _drop_conversation(self, peer: PeerState, conv: Conversation) -> None:
         peer.conversations.pop(conv.key[1], None)
@@ -182,9 +196,13 @@ class DecoderState:
             victim = self.peers[sender].streams[stream_id]
             self.close_stream(self.peers[sender], stream_id)
             self.refused.put(sender, stream_id, None)
-            self.warnings.add("stream_shed", f"more than max_open_streams_total={total} open; "
-                              f"the oldest (stream {stream_id}) was dropped",
-                              victim.message_id, victim.thread_id)
+            self.warnings.add(
+                "stream_shed",
+                f"more than max_open_streams_total={total} open; "
+                f"the oldest (stream {stream_id}) was dropped",
+                victim.message_id,
+                victim.thread_id,
+            )
         peer.streams[stream.stream_id] = stream
         self._streams[(peer.sender, stream.stream_id)] = None
 

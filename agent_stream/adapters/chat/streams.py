@@ -45,33 +45,64 @@ class StreamDecoder:
         return f"U{self._untagged_ids}"
 
     # -- streams --------------------------------------------------------------------------------
-    def start(self, peer: PeerState, stream_id: str, meta: dict[str, str] | None,
-              conversation: str | None, now: float, out: list[Message]) -> None:
+    def start(
+        self,
+        peer: PeerState,
+        stream_id: str,
+        meta: dict[str, str] | None,
+        conversation: str | None,
+        now: float,
+        out: list[Message],
+    ) -> None:
         """Open stream ``stream_id`` (described by ``meta`` when tagged)."""
         stream = peer.streams.get(stream_id)
         if stream is not None:
-            self._warnings.add("duplicate_stream_start", f"stream {stream_id} is already "
-                               "open; start ignored", stream.message_id, stream.thread_id)
+            self._warnings.add(
+                "duplicate_stream_start",
+                f"stream {stream_id} is already open; start ignored",
+                stream.message_id,
+                stream.thread_id,
+            )
             return
-        tagged_meta = meta if (meta is not None and meta.get("stream_id") == stream_id
-                               and meta.get("message_id")) else None
+        tagged_meta = (
+            meta
+            if (meta is not None and meta.get("stream_id") == stream_id and meta.get("message_id"))
+            else None
+        )
         if len(peer.streams) >= self.limits.max_open_streams:
             self._warnings.add(
-                "too_many_streams", f"more than max_open_streams={self.limits.max_open_streams}"
+                "too_many_streams",
+                f"more than max_open_streams={self.limits.max_open_streams}"
                 f" open; stream {stream_id} refused, its text dropped",
                 tagged_meta.get("message_id") if tagged_meta else None,
-                tagged_meta.get("thread_id") if tagged_meta else None)
+                tagged_meta.get("thread_id") if tagged_meta else None,
+            )
             self.state.refused.put(peer.sender, stream_id, None)
             return
         if tagged_meta is not None:
-            stream = OpenStream(stream_id, tagged_meta["message_id"], tagged_meta.get("thread_id"),
-                                tagged_meta.get("block_id"), tagged_meta.get("type") or TEXT,
-                                True, conversation, now)
+            stream = OpenStream(
+                stream_id,
+                tagged_meta["message_id"],
+                tagged_meta.get("thread_id"),
+                tagged_meta.get("block_id"),
+                tagged_meta.get("type") or TEXT,
+                True,
+                conversation,
+                now,
+            )
         else:
             stream = OpenStream(stream_id, self._next_id(), None, None, TEXT, False, None, now)
             stream.announced = True
-            out.append(Message(type=EVENT, props={"event": MESSAGE_START, "data": {
-                "message_id": stream.message_id, "type": TEXT}}, message_id=stream.message_id))
+            out.append(
+                Message(
+                    type=EVENT,
+                    props={
+                        "event": MESSAGE_START,
+                        "data": {"message_id": stream.message_id, "type": TEXT},
+                    },
+                    message_id=stream.message_id,
+                )
+            )
         self.state.refused.discard(peer.sender, stream_id)
         self.state.open_stream(peer, stream)
 
@@ -82,28 +113,43 @@ class StreamDecoder:
             if self.state.refused.has(peer.sender, stream_id):
                 self.state.refused.discard(peer.sender, stream_id)
                 return
-            self._warnings.add("unknown_stream_end",
-                               f"end of stream {stream_id} which is not open; ignored")
+            self._warnings.add(
+                "unknown_stream_end", f"end of stream {stream_id} which is not open; ignored"
+            )
             return
         if stream.announced:
             out.append(self.end_event(stream, "error" if stream.rejected else "completed"))
 
     def end_event(self, stream: OpenStream, status: str, error: str | None = None) -> Message:
         """The message_end of ``stream``'s message."""
-        data: dict[str, Any] = {"message_id": stream.message_id, "type": stream.type,
-                                "status": status}
+        data: dict[str, Any] = {
+            "message_id": stream.message_id,
+            "type": stream.type,
+            "status": status,
+        }
         if stream.thread_id:
             data["thread_id"] = stream.thread_id
         if not stream.tagged:
             data["chunk_count"] = stream.chunks
         if error:
             data["error"] = error
-        return Message(type=EVENT, props={"event": MESSAGE_END, "data": data},
-                       message_id=stream.message_id, thread_id=stream.thread_id,
-                       block_id=stream.block_id)
+        return Message(
+            type=EVENT,
+            props={"event": MESSAGE_END, "data": data},
+            message_id=stream.message_id,
+            thread_id=stream.thread_id,
+            block_id=stream.block_id,
+        )
 
-    def text(self, peer: PeerState, conv: Conversation | None, stream: OpenStream, text: str,
-             now: float, out: list[Message]) -> None:
+    def text(
+        self,
+        peer: PeerState,
+        conv: Conversation | None,
+        stream: OpenStream,
+        text: str,
+        now: float,
+        out: list[Message],
+    ) -> None:
         """Text of ``stream`` (counted against ``conv``'s message when tagged)."""
         stream.last = now
         if stream.rejected:
@@ -111,9 +157,13 @@ class StreamDecoder:
         n = utf8_size(text)
         if stream.bytes + n > self.limits.max_stream_bytes:
             stream.rejected = True
-            self._warnings.add("stream_too_large", f"stream exceeds max_stream_bytes="
-                               f"{self.limits.max_stream_bytes}; the rest of it is dropped",
-                               stream.message_id, stream.thread_id)
+            self._warnings.add(
+                "stream_too_large",
+                f"stream exceeds max_stream_bytes="
+                f"{self.limits.max_stream_bytes}; the rest of it is dropped",
+                stream.message_id,
+                stream.thread_id,
+            )
             return
         if conv is not None:
             counted = self.count(conv, (stream.thread_id, stream.message_id), n)
@@ -124,9 +174,16 @@ class StreamDecoder:
             return
         stream.bytes += n
         stream.chunks += 1
-        out.append(Message.model_construct(
-            type=stream.type, props={"content": text}, message_id=stream.message_id,
-            block_id=stream.block_id, thread_id=stream.thread_id, delta=True))
+        out.append(
+            Message.model_construct(
+                type=stream.type,
+                props={"content": text},
+                message_id=stream.message_id,
+                block_id=stream.block_id,
+                thread_id=stream.thread_id,
+                delta=True,
+            )
+        )
 
     def count(self, conv: Conversation, key: MessageKey | None, n: int) -> bool:
         """Add n bytes to a message's total (``key`` None: an event or a message without id,
@@ -134,8 +191,9 @@ class StreamDecoder:
         limit = self.limits.max_message_bytes
         if key is None:
             if n > limit:
-                self._warnings.add("message_too_large", f"message exceeds max_message_bytes="
-                                   f"{limit}; dropped")
+                self._warnings.add(
+                    "message_too_large", f"message exceeds max_message_bytes={limit}; dropped"
+                )
                 return False
             return self.count_reply(conv.size, n)
         table = self.state.message_bytes
@@ -145,8 +203,12 @@ class StreamDecoder:
             return False
         if before + n > limit:
             table.put(conv.key, slot, OVER)
-            self._warnings.add("message_too_large", f"message exceeds max_message_bytes="
-                               f"{limit}; the rest of it is dropped", key[1], key[0])
+            self._warnings.add(
+                "message_too_large",
+                f"message exceeds max_message_bytes={limit}; the rest of it is dropped",
+                key[1],
+                key[0],
+            )
             return False
         if not self.count_reply(conv.size, n):
             return False
@@ -159,15 +221,17 @@ class StreamDecoder:
             return False
         if size.bytes + n > self.limits.max_reply_bytes:
             size.over = True
-            self._warnings.add("reply_too_large", f"reply exceeds max_reply_bytes="
-                               f"{self.limits.max_reply_bytes}; the rest of it is dropped")
+            self._warnings.add(
+                "reply_too_large",
+                f"reply exceeds max_reply_bytes="
+                f"{self.limits.max_reply_bytes}; the rest of it is dropped",
+            )
             return False
         size.bytes += n
         return True
 
     # -- untagged -------------------------------------------------------------------------------
-    def untagged(self, peer: PeerState, chat: ChatMessage, now: float,
-                 out: list[Message]) -> None:
+    def untagged(self, peer: PeerState, chat: ChatMessage, now: float, out: list[Message]) -> None:
         """Decode a ChatMessage without the agent_stream tag."""
         for item in chat.content:
             try:
@@ -190,16 +254,30 @@ class StreamDecoder:
             return
         n = utf8_size(text)
         if n > self.limits.max_message_bytes:
-            self._warnings.add("message_too_large", f"text exceeds max_message_bytes="
-                               f"{self.limits.max_message_bytes}; dropped")
+            self._warnings.add(
+                "message_too_large",
+                f"text exceeds max_message_bytes={self.limits.max_message_bytes}; dropped",
+            )
             return
         if not self.count_reply(peer.untagged, n):
             return
         message_id = self._next_id()
         out.append(Message(type=TEXT, props={"content": text}, message_id=message_id))
-        out.append(Message(type=EVENT, props={"event": MESSAGE_END, "data": {
-            "message_id": message_id, "type": TEXT, "chunk_count": 1, "status": "completed"}},
-            message_id=message_id))
+        out.append(
+            Message(
+                type=EVENT,
+                props={
+                    "event": MESSAGE_END,
+                    "data": {
+                        "message_id": message_id,
+                        "type": TEXT,
+                        "chunk_count": 1,
+                        "status": "completed",
+                    },
+                },
+                message_id=message_id,
+            )
+        )
 
     def untagged_resource(self, item: ResourceContent, out: list[Message]) -> None:
         """A ResourceContent: a media message by its MIME type, else a ``resource`` message."""
@@ -213,10 +291,24 @@ class StreamDecoder:
                 props["format"] = mime.split("/", 1)[1]
             msg = Message(type=kind, props=props, message_id=message_id)
         else:
-            msg = Message(type="resource", props={"uri": res.uri,
-                                                  "metadata": dict(res.metadata)},
-                          message_id=message_id)
+            msg = Message(
+                type="resource",
+                props={"uri": res.uri, "metadata": dict(res.metadata)},
+                message_id=message_id,
+            )
         out.append(msg)
-        out.append(Message(type=EVENT, props={"event": MESSAGE_END, "data": {
-            "message_id": message_id, "type": msg.type, "chunk_count": 1,
-            "status": "completed"}}, message_id=message_id))
+        out.append(
+            Message(
+                type=EVENT,
+                props={
+                    "event": MESSAGE_END,
+                    "data": {
+                        "message_id": message_id,
+                        "type": msg.type,
+                        "chunk_count": 1,
+                        "status": "completed",
+                    },
+                },
+                message_id=message_id,
+            )
+        )

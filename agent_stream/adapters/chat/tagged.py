@@ -47,8 +47,9 @@ class TaggedDecoder:
         self._state = state
         self._warnings = state.warnings
 
-    def decode(self, peer: PeerState, conv_id: str, chat: ChatMessage, now: float,
-               out: list[Message]) -> None:
+    def decode(
+        self, peer: PeerState, conv_id: str, chat: ChatMessage, now: float, out: list[Message]
+    ) -> None:
         """Decode ``chat``, a tagged ChatMessage of conversation ``conv_id``, in its turn."""
         conv = self._state.conversation(peer, conv_id)
         streams = self._streams
@@ -87,8 +88,14 @@ class TaggedDecoder:
                         self._warnings.add("bad_metadata", f"unknown op {op!r}; group ignored")
                         op = _UNKNOWN_OP
                 elif isinstance(item, StartStreamContent):
-                    streams.start(peer, str(item.stream_id),
-                                  meta if op != _UNKNOWN_OP else None, conv_id, now, out)
+                    streams.start(
+                        peer,
+                        str(item.stream_id),
+                        meta if op != _UNKNOWN_OP else None,
+                        conv_id,
+                        now,
+                        out,
+                    )
                 elif isinstance(item, EndStreamContent):
                     streams.end(peer, str(item.stream_id), out)
                 elif isinstance(item, ResourceContent) and op is None:
@@ -104,46 +111,73 @@ class TaggedDecoder:
         for key in _ID_KEYS:
             value = md.get(key)
             if value is not None and len(value) > limit:
-                self._warnings.add("bad_metadata", f"{key} longer than max_id_chars={limit}; "
-                                   "group ignored")
+                self._warnings.add(
+                    "bad_metadata", f"{key} longer than max_id_chars={limit}; group ignored"
+                )
                 return False
         return True
 
-    def _chunk(self, peer: PeerState, conv: Conversation, meta: dict[str, str], text: str,
-               now: float, out: list[Message]) -> None:
+    def _chunk(
+        self,
+        peer: PeerState,
+        conv: Conversation,
+        meta: dict[str, str],
+        text: str,
+        now: float,
+        out: list[Message],
+    ) -> None:
         stream_id = meta.get("stream_id")
         stream = peer.streams.get(stream_id) if stream_id is not None else None
         if stream is None:
             if stream_id is not None and self._state.refused.has(peer.sender, stream_id):
                 return
-            self._warnings.add("stream_not_open", f"text for stream {stream_id} which is not "
-                               "open; dropped", meta.get("message_id"), meta.get("thread_id"))
+            self._warnings.add(
+                "stream_not_open",
+                f"text for stream {stream_id} which is not open; dropped",
+                meta.get("message_id"),
+                meta.get("thread_id"),
+            )
             return
         self._streams.text(peer, conv, stream, text, now, out)
 
-    def _text(self, conv: Conversation, meta: dict[str, str], text: str,
-              out: list[Message]) -> None:
+    def _text(
+        self, conv: Conversation, meta: dict[str, str], text: str, out: list[Message]
+    ) -> None:
         message_id = meta.get("message_id")
         thread_id = meta.get("thread_id")
         key = (thread_id, message_id) if message_id is not None else None
         if not self._streams.count(conv, key, utf8_size(text)):
             return
         try:
-            out.append(Message(type=meta.get("type") or TEXT, props={"content": text},
-                               message_id=message_id, thread_id=thread_id,
-                               block_id=meta.get("block_id")))
+            out.append(
+                Message(
+                    type=meta.get("type") or TEXT,
+                    props={"content": text},
+                    message_id=message_id,
+                    thread_id=thread_id,
+                    block_id=meta.get("block_id"),
+                )
+            )
         except _V2ValidationError as exc:
-            self._warnings.add("bad_metadata", f"text group: {exc.errors()[0]['msg']}",
-                               message_id, thread_id)
+            self._warnings.add(
+                "bad_metadata", f"text group: {exc.errors()[0]['msg']}", message_id, thread_id
+            )
 
-    def _message(self, peer: PeerState, conv_id: str, conv: Conversation, md: dict[str, str],
-                 out: list[Message]) -> None:
+    def _message(
+        self,
+        peer: PeerState,
+        conv_id: str,
+        conv: Conversation,
+        md: dict[str, str],
+        out: list[Message],
+    ) -> None:
         message_id = md.get("message_id")
         thread_id = md.get("thread_id")
         raw = md.get("props")
         # sized before it is parsed: events and messages without id are checked alone
-        key = (thread_id, message_id) if message_id is not None and md.get("type") != EVENT \
-            else None
+        key = (
+            (thread_id, message_id) if message_id is not None and md.get("type") != EVENT else None
+        )
         size = utf8_size(raw) if raw else 0
         mmd = md.get("message_metadata")
         if mmd:
@@ -154,8 +188,9 @@ class TaggedDecoder:
             msg = _message_of(md, raw)
         except (KeyError, ValueError, TypeError, _V2ValidationError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc).split("\n")[0]
-            self._warnings.add("bad_metadata", f"message group unreadable: {reason}",
-                               message_id, thread_id)
+            self._warnings.add(
+                "bad_metadata", f"message group unreadable: {reason}", message_id, thread_id
+            )
             return
         if msg.type == EVENT and msg.event == STREAM_END:
             conv.finished = True
@@ -164,8 +199,9 @@ class TaggedDecoder:
             for stream in left:
                 self._state.close_stream(peer, stream.stream_id)
             if left:
-                self._warnings.add("streams_left_open", f"{len(left)} stream(s) not ended "
-                                   "before stream_end")
+                self._warnings.add(
+                    "streams_left_open", f"{len(left)} stream(s) not ended before stream_end"
+                )
         out.append(msg)
 
 
@@ -176,9 +212,14 @@ def _message_of(md: dict[str, str], raw: str | None) -> Message:
         raise ValueError("props is not a JSON object")
     mmd = md.get("message_metadata")
     return Message(
-        type=md["type"], props=props, message_id=md.get("message_id"),
-        thread_id=md.get("thread_id"), block_id=md.get("block_id"),
-        delta=md.get("delta") == "true", delta_path=md.get("delta_path"),
+        type=md["type"],
+        props=props,
+        message_id=md.get("message_id"),
+        thread_id=md.get("thread_id"),
+        block_id=md.get("block_id"),
+        delta=md.get("delta") == "true",
+        delta_path=md.get("delta_path"),
         delta_action=md.get("delta_action"),  # type: ignore[arg-type]  # validated
         type_change=md.get("type_change") == "true",
-        metadata=Metadata.model_validate(jsontext.loads(mmd)) if mmd else None)
+        metadata=Metadata.model_validate(jsontext.loads(mmd)) if mmd else None,
+    )

@@ -105,8 +105,15 @@ class Group:
 
     __slots__ = ("closes", "items", "meta", "needs_turn", "opens", "owner")
 
-    def __init__(self, meta: dict[str, str], items: list[Any], owner: MessageKey | None = None,
-                 needs_turn: bool = False, opens: bool = False, closes: bool = False) -> None:
+    def __init__(
+        self,
+        meta: dict[str, str],
+        items: list[Any],
+        owner: MessageKey | None = None,
+        needs_turn: bool = False,
+        opens: bool = False,
+        closes: bool = False,
+    ) -> None:
         self.meta = meta
         self.items = items
         self.owner = owner
@@ -169,8 +176,13 @@ def stream_id_for(conversation: str, thread_id: str | None, message_id: str | No
 
 
 # -- request side ---------------------------------------------------------------------------------
-def request_tags(channels: Iterable[str] = (), *, chain: Sequence[str] = (),
-                 max_hops: int | None = None, history: str | None = None) -> MetadataContent:
+def request_tags(
+    channels: Iterable[str] = (),
+    *,
+    chain: Sequence[str] = (),
+    max_hops: int | None = None,
+    history: str | None = None,
+) -> MetadataContent:
     """The MetadataContent an asker adds to its request to declare it understands tags.
 
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
@@ -324,8 +336,9 @@ def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
                     if first_seq is None:
                         first_seq = md["seq"]
                     last_seq = md.get("seq_last", md["seq"])
-                    md = {k: v for k, v in md.items()
-                          if k not in ("seq", "seq_last", "conversation")}
+                    md = {
+                        k: v for k, v in md.items() if k not in ("seq", "seq_last", "conversation")
+                    }
                     conv = item.metadata.get("conversation")
                     if not content and conv is not None:
                         md["conversation"] = conv
@@ -341,5 +354,6 @@ def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
     # EndSessionContent (if any) stays last: it ends the reply
     ends = [i for i in content if isinstance(i, EndSessionContent)]
     content = [i for i in content if not isinstance(i, EndSessionContent)] + ends[-1:]
-    return ChatMessage.construct(timestamp=chats[-1].timestamp, msg_id=chats[0].msg_id,
-                                 content=content)
+    return ChatMessage.construct(
+        timestamp=chats[-1].timestamp, msg_id=chats[0].msg_id, content=content
+    )

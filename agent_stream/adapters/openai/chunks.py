@@ -8,8 +8,19 @@ from typing import Any
 
 from agent_stream.adapters.framing import dumps, sse
 
-__all__ = ["DONE", "FINISH_REASONS", "Chunk", "Done", "ErrorObject", "Head", "OpenAIItem",
-           "UsageChunk", "created_from", "frame_sse", "known_usage"]
+__all__ = [
+    "DONE",
+    "FINISH_REASONS",
+    "Chunk",
+    "Done",
+    "ErrorObject",
+    "Head",
+    "OpenAIItem",
+    "UsageChunk",
+    "created_from",
+    "frame_sse",
+    "known_usage",
+]
 
 FINISH_REASONS = frozenset(("stop", "length", "tool_calls", "content_filter", "function_call"))
 
@@ -27,8 +38,12 @@ class Head:
         self.prefix = dumps(head)[:-1] + ',"choices":[{"index":0,"delta":'
 
     def fields(self) -> dict[str, Any]:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                "model": self.model}
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+        }
 
 
 class Chunk:
@@ -36,21 +51,31 @@ class Chunk:
 
     __slots__ = ("delta", "finish_reason", "head")
 
-    def __init__(self, head: Head, delta: dict[str, Any], finish_reason: str | None = None
-                 ) -> None:
+    def __init__(self, head: Head, delta: dict[str, Any], finish_reason: str | None = None) -> None:
         self.head = head
         self.delta = delta
         self.finish_reason = finish_reason
 
     def data(self) -> dict[str, Any]:
-        return {**self.head.fields(),
-                "choices": [{"index": 0, "delta": self.delta, "logprobs": None,
-                             "finish_reason": self.finish_reason}]}
+        return {
+            **self.head.fields(),
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": self.delta,
+                    "logprobs": None,
+                    "finish_reason": self.finish_reason,
+                }
+            ],
+        }
 
     def json(self) -> str:
         f = self.finish_reason
-        tail = ',"logprobs":null,"finish_reason":null}]}' if f is None else \
-            ',"logprobs":null,"finish_reason":' + json.dumps(f) + "}]}"
+        tail = (
+            ',"logprobs":null,"finish_reason":null}]}'
+            if f is None
+            else ',"logprobs":null,"finish_reason":' + json.dumps(f) + "}]}"
+        )
         return self.head.prefix + dumps(self.delta) + tail
 
 
@@ -123,8 +148,12 @@ def known_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     None when it is not known (no usage chunk is better than invented zeros)."""
     if usage is None:
         return None
-    p, c, t = (usage.get(k) if isinstance(usage.get(k), int) and
-               not isinstance(usage.get(k), bool) else None for k in _TOKENS)
+    p, c, t = (
+        usage.get(k)
+        if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
+        else None
+        for k in _TOKENS
+    )
     if t is None and p is not None and c is not None:
         t = p + c
     elif p is None and c is not None and t is not None:

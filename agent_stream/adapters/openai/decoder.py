@@ -154,8 +154,10 @@ class OpenAIDecoder(Warnings):
             return []
         out: list[Message] = []
         if self.error is None and self.finish_reason is None and not done:
-            out += self.fail("the model stream ended before it finished (no finish_reason "
-                             "and no [DONE])", "incomplete")
+            out += self.fail(
+                "the model stream ended before it finished (no finish_reason and no [DONE])",
+                "incomplete",
+            )
             if self.finished:
                 return out
         self._close_all("completed" if self.error is None else "error", out)
@@ -181,16 +183,26 @@ class OpenAIDecoder(Warnings):
             props: dict[str, Any] = {"message": text}
             if code:
                 props["code"] = code
-            out.append(Message(type=ERROR, props=props, chunk_id=self.ids.chunk(),
-                               message_id=self.ids.message()))
+            out.append(
+                Message(
+                    type=ERROR,
+                    props=props,
+                    chunk_id=self.ids.chunk(),
+                    message_id=self.ids.message(),
+                )
+            )
         return out
 
     def end_data(self) -> StreamEndData:
         """stream_end's data as things stand (status, error, usage, finish_reason)."""
         usage = Usage(**self.usage) if self.usage else None
-        return StreamEndData(request_id=self.completion_id,
-                             status="error" if self.error is not None else "completed",
-                             error=self.error, usage=usage, finish_reason=self.finish_reason)
+        return StreamEndData(
+            request_id=self.completion_id,
+            status="error" if self.error is not None else "completed",
+            error=self.error,
+            usage=usage,
+            finish_reason=self.finish_reason,
+        )
 
     # -- internals ----------------------------------------------------------------------------
     def _end_event(self) -> Message:
@@ -209,8 +221,9 @@ class OpenAIDecoder(Warnings):
                 raise WireError(f"choices[].index must be an integer, got {index!r}")
             if not self._other_choices_warned:
                 self._other_choices_warned = True
-                self._warn(WarningCode.OTHER_CHOICE,
-                           f"choice {index} ignored: only choice 0 is decoded")
+                self._warn(
+                    WarningCode.OTHER_CHOICE, f"choice {index} ignored: only choice 0 is decoded"
+                )
             return None
         delta = choice.get("delta")
         if delta is None:
@@ -239,23 +252,33 @@ class OpenAIDecoder(Warnings):
             if fn is None:
                 fn = {}
             elif not isinstance(fn, Mapping):
-                raise WireError(f"tool_calls[].function must be an object, got "
-                                f"{type(fn).__name__}")
-            tool_calls.append((idx, _opt_str(tc, "id", "tool_calls[]"),
-                               _opt_str(fn, "name", "tool_calls[].function"),
-                               _opt_str(fn, "arguments", "tool_calls[].function")))
+                raise WireError(f"tool_calls[].function must be an object, got {type(fn).__name__}")
+            tool_calls.append(
+                (
+                    idx,
+                    _opt_str(tc, "id", "tool_calls[]"),
+                    _opt_str(fn, "name", "tool_calls[].function"),
+                    _opt_str(fn, "arguments", "tool_calls[].function"),
+                )
+            )
         finish = choice.get("finish_reason")
         if finish is not None and not isinstance(finish, str):
             raise WireError(f"finish_reason must be a string, got {type(finish).__name__}")
         return reasoning, content, refusal, tool_calls, finish
 
-    def _open(self, type_: str, out: list[Message], tool_call: dict[str, Any] | None = None
-              ) -> _DMsg:
+    def _open(
+        self, type_: str, out: list[Message], tool_call: dict[str, Any] | None = None
+    ) -> _DMsg:
         m = _DMsg(self.ids.message(), type_)
-        out.append(self._event(lifecycle(
-            MESSAGE_START, MessageStartData(message_id=m.message_id, type=type_,
-                                            tool_call=tool_call),
-            message_id=m.message_id)))
+        out.append(
+            self._event(
+                lifecycle(
+                    MESSAGE_START,
+                    MessageStartData(message_id=m.message_id, type=type_, tool_call=tool_call),
+                    message_id=m.message_id,
+                )
+            )
+        )
         return m
 
     def _close(self, m: _DMsg, status: str, out: list[Message]) -> None:
@@ -263,10 +286,21 @@ class OpenAIDecoder(Warnings):
             return
         m.closed = True
         extra = {"content": "".join(m.parts)} if m.type != TOOL_CALL else None
-        out.append(self._event(lifecycle(
-            MESSAGE_END, MessageEndData(message_id=m.message_id, type=m.type,
-                                        chunk_count=m.chunks, status=status, extra=extra),
-            message_id=m.message_id)))
+        out.append(
+            self._event(
+                lifecycle(
+                    MESSAGE_END,
+                    MessageEndData(
+                        message_id=m.message_id,
+                        type=m.type,
+                        chunk_count=m.chunks,
+                        status=status,
+                        extra=extra,
+                    ),
+                    message_id=m.message_id,
+                )
+            )
+        )
 
     def _close_all(self, status: str, out: list[Message]) -> None:
         if self._cur is not None:
@@ -284,11 +318,17 @@ class OpenAIDecoder(Warnings):
             m = self._cur = self._open(type_, out)
         m.chunks += 1
         m.parts.append(s)
-        out.append(Message(type=type_, props={"content": s}, delta=True,
-                           chunk_id=self.ids.chunk(), message_id=m.message_id))
+        out.append(
+            Message(
+                type=type_,
+                props={"content": s},
+                delta=True,
+                chunk_id=self.ids.chunk(),
+                message_id=m.message_id,
+            )
+        )
 
-    def _tool(self, tc: tuple[int, str | None, str | None, str | None],
-              out: list[Message]) -> None:
+    def _tool(self, tc: tuple[int, str | None, str | None, str | None], out: list[Message]) -> None:
         idx, call_id, name, args = tc
         t: _DMsg | None = None
         if call_id:
@@ -296,9 +336,12 @@ class OpenAIDecoder(Warnings):
         if t is None and not call_id:
             t = self._tools_by_index.get(idx)
         if t is not None and t.closed:
-            self._warn(WarningCode.LATE_FRAGMENT, f"tool call {t.call_id or idx} continued after "
-                       "it ended; its fragment starts a new tool_call message",
-                       key=(None, t.message_id))
+            self._warn(
+                WarningCode.LATE_FRAGMENT,
+                f"tool call {t.call_id or idx} continued after "
+                "it ended; its fragment starts a new tool_call message",
+                key=(None, t.message_id),
+            )
             t = None
         if t is None:
             if self._cur is not None:
@@ -317,38 +360,69 @@ class OpenAIDecoder(Warnings):
             t.chunks += 1
             if args:
                 t.parts.append(args)
-            out.append(Message(type=TOOL_CALL, props={"id": call_id, "name": name,
-                                                      "arguments": args or ""},
-                               chunk_id=self.ids.chunk(), message_id=t.message_id))
+            out.append(
+                Message(
+                    type=TOOL_CALL,
+                    props={"id": call_id, "name": name, "arguments": args or ""},
+                    chunk_id=self.ids.chunk(),
+                    message_id=t.message_id,
+                )
+            )
             return
         self._tools_by_index[idx] = t
         if call_id and t.call_id is None:
             t.call_id = call_id
             self._tools_by_id[call_id] = t
             t.chunks += 1
-            out.append(Message(type=TOOL_CALL, props={"id": call_id}, delta=True,
-                               delta_path="id", delta_action="set",
-                               chunk_id=self.ids.chunk(), message_id=t.message_id))
+            out.append(
+                Message(
+                    type=TOOL_CALL,
+                    props={"id": call_id},
+                    delta=True,
+                    delta_path="id",
+                    delta_action="set",
+                    chunk_id=self.ids.chunk(),
+                    message_id=t.message_id,
+                )
+            )
         if name and t.name is None:
             t.name = name
             t.chunks += 1
-            out.append(Message(type=TOOL_CALL, props={"name": t.name}, delta=True,
-                               delta_path="name", delta_action="set",
-                               chunk_id=self.ids.chunk(), message_id=t.message_id))
+            out.append(
+                Message(
+                    type=TOOL_CALL,
+                    props={"name": t.name},
+                    delta=True,
+                    delta_path="name",
+                    delta_action="set",
+                    chunk_id=self.ids.chunk(),
+                    message_id=t.message_id,
+                )
+            )
         if args:
             t.chunks += 1
             t.parts.append(args)
-            out.append(Message(type=TOOL_CALL, props={"arguments": args}, delta=True,
-                               delta_path="arguments", delta_action="append",
-                               chunk_id=self.ids.chunk(), message_id=t.message_id))
+            out.append(
+                Message(
+                    type=TOOL_CALL,
+                    props={"arguments": args},
+                    delta=True,
+                    delta_path="arguments",
+                    delta_action="append",
+                    chunk_id=self.ids.chunk(),
+                    message_id=t.message_id,
+                )
+            )
 
 
 def _error_text(err: Any) -> tuple[str, str | None]:
     if isinstance(err, Mapping):
         msg = err.get("message")
         code = err.get("code") or err.get("type")
-        return (msg if isinstance(msg, str) and msg else "the model server reported an error",
-                str(code) if code is not None else None)
+        return (
+            msg if isinstance(msg, str) and msg else "the model server reported an error",
+            str(code) if code is not None else None,
+        )
     return str(err), None
 
 

@@ -111,8 +111,9 @@ class _EMsg(Tracked):
 
     __slots__ = ("data", "field", "index", "live", "progress")
 
-    def __init__(self, key: Key, type_: str, block_id: str | None, field: str | None,
-                 progress: bool) -> None:
+    def __init__(
+        self, key: Key, type_: str, block_id: str | None, field: str | None, progress: bool
+    ) -> None:
         super().__init__(key, type_, block_id)
         self.field = field
         self.progress = progress  # a tool call or result shown as a line when it ends
@@ -145,17 +146,26 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
     stream_start (or first chunk) timestamp, else 0: the output depends only on the input.
     """
 
-    INCOMPLETE_WARNING = ("the stream ended without stream_end; an OpenAI client gets an error "
-                          "object (code incomplete), not a finish_reason")
+    INCOMPLETE_WARNING = (
+        "the stream ended without stream_end; an OpenAI client gets an error "
+        "object (code incomplete), not a finish_reason"
+    )
     SETTLES = True
 
-    def __init__(self, *, model: str = "agent-stream", completion_id: str | None = None,
-                 created: int | None = None, include_usage: bool = False,
-                 tool_calls: str = "agent") -> None:
+    def __init__(
+        self,
+        *,
+        model: str = "agent-stream",
+        completion_id: str | None = None,
+        created: int | None = None,
+        include_usage: bool = False,
+        tool_calls: str = "agent",
+    ) -> None:
         super().__init__()
         if tool_calls not in TOOL_POLICIES:
-            raise ValueError(f"tool_calls must be one of {', '.join(TOOL_POLICIES)}, "
-                             f"got {tool_calls!r}")
+            raise ValueError(
+                f"tool_calls must be one of {', '.join(TOOL_POLICIES)}, got {tool_calls!r}"
+            )
         self.tool_calls = tool_calls
         self._fields = _AGENT_FIELDS if tool_calls == "agent" else _FIELD_OF_TYPE
         self.model = model
@@ -165,7 +175,10 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
         self._head: Head | None = None
         self._role_sent = False
         self._queues: dict[str, deque[_EMsg]] = {
-            _C_CONTENT: deque(), _C_REASONING: deque(), _C_REFUSAL: deque()}
+            _C_CONTENT: deque(),
+            _C_REASONING: deque(),
+            _C_REFUSAL: deque(),
+        }
         self._tools = 0
         self._last_content: str | None = None
         self._reasoning_last = ""  # the last character sent in reasoning_content
@@ -179,8 +192,9 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
     def _error_msg(self, msg: Message, out: list[OpenAIItem]) -> None:
         p = msg.props or {}
         m, code = p.get("message"), p.get("code")
-        self._fail(out, m if isinstance(m, str) and m else "error",
-                   code if isinstance(code, str) else None)
+        self._fail(
+            out, m if isinstance(m, str) and m else "error", code if isinstance(code, str) else None
+        )
 
     def _incomplete(self, out: list[OpenAIItem], error: str | None) -> None:
         self._fail(out, error or INCOMPLETE_TEXT, "incomplete")
@@ -226,8 +240,11 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
         """The message changed type: it ends under its old field and goes on under the new."""
         old_value = st.text.value() if st.field != _C_TOOL and not st.progress else ""
         plain = (st.type, msg.type)
-        if st.field == self._fields.get(msg.type) and not _MEDIA.intersection(plain) and \
-                (self.tool_calls == "client" or not {TOOL_CALL, TOOL_RESULT} & set(plain)):
+        if (
+            st.field == self._fields.get(msg.type)
+            and not _MEDIA.intersection(plain)
+            and (self.tool_calls == "client" or not {TOOL_CALL, TOOL_RESULT} & set(plain))
+        ):
             st.type = msg.type
             return st
         self._end_msg(st, out)
@@ -350,16 +367,19 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
             return f"⚙ {st.tool.name}({st.tool.args.value()})\n"
         name = st.data.get("name")
         content = st.data.get("content")
-        shown = content if isinstance(content, str) else "" if content is None else \
-            dumps(content)
+        shown = content if isinstance(content, str) else "" if content is None else dumps(content)
         return f"✓ {name if isinstance(name, str) and name else 'tool'} → {shown}\n"
 
     def _tool_chunk(self, st: _EMsg, msg: Message, out: list[OpenAIItem]) -> None:
         self._last_content = _C_TOOL
         tc = st.tool
         if tc.take(msg) is not None:
-            self._warn(WarningCode.REWRITE, "tool call arguments rewritten after they were sent; "
-                       "an OpenAI client keeps the earlier ones", key=st.key)
+            self._warn(
+                WarningCode.REWRITE,
+                "tool call arguments rewritten after they were sent; "
+                "an OpenAI client keeps the earlier ones",
+                key=st.key,
+            )
         tc.warn_changed(self, st.key, _CLIENT)
         if st.index is None:
             if tc.ready:  # never a nameless first fragment: hold until the name arrives
@@ -367,20 +387,30 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
             return
         frag = tc.unsent()
         if frag:
-            self._emit(out, {"tool_calls": [{"index": st.index,
-                                             "function": {"arguments": frag}}]})
+            self._emit(out, {"tool_calls": [{"index": st.index, "function": {"arguments": frag}}]})
 
     def _tool_start(self, st: _EMsg, out: list[OpenAIItem]) -> None:
         st.index = self._tools
         self._tools += 1
         tc = st.tool
         if tc.call_id is None:
-            tc.call_id = f"call_{st.key[1]}" if st.key[0] is None else \
-                f"call_{st.key[0]}_{st.key[1]}"
+            tc.call_id = (
+                f"call_{st.key[1]}" if st.key[0] is None else f"call_{st.key[0]}_{st.key[1]}"
+            )
         args = tc.start()
-        self._emit(out, {"tool_calls": [{"index": st.index, "id": tc.call_id,
-                                         "type": "function",
-                                         "function": {"name": tc.name or "", "arguments": args}}]})
+        self._emit(
+            out,
+            {
+                "tool_calls": [
+                    {
+                        "index": st.index,
+                        "id": tc.call_id,
+                        "type": "function",
+                        "function": {"name": tc.name or "", "arguments": args},
+                    }
+                ]
+            },
+        )
 
     # -- the end ------------------------------------------------------------------------------
     def _flush_all(self, out: list[OpenAIItem]) -> None:
@@ -409,17 +439,26 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
         out.append(DONE)
         self.finished = True
 
-    def _finish(self, out: list[OpenAIItem], status: str, error: str | None,
-                finish_reason: str | None, usage: dict[str, Any] | None) -> None:
+    def _finish(
+        self,
+        out: list[OpenAIItem],
+        status: str,
+        error: str | None,
+        finish_reason: str | None,
+        usage: dict[str, Any] | None,
+    ) -> None:
         if status in ("error", "cancelled"):
-            text = error or ("the stream was cancelled" if status == "cancelled" else
-                             "the stream ended with an error")
+            text = error or (
+                "the stream was cancelled"
+                if status == "cancelled"
+                else "the stream ended with an error"
+            )
             self._fail(out, text, status)
             return
         self._flush_all(out)
-        if finish_reason not in FINISH_REASONS or (self.tool_calls == "agent" and
-                                                   finish_reason in ("tool_calls",
-                                                                     "function_call")):
+        if finish_reason not in FINISH_REASONS or (
+            self.tool_calls == "agent" and finish_reason in ("tool_calls", "function_call")
+        ):
             finish_reason = "tool_calls" if self._last_content == _C_TOOL else "stop"
         self._emit(out, {}, finish_reason)
         u = known_usage(usage) if self.include_usage else None
@@ -429,8 +468,9 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
         out.append(DONE)
         self.finished = True
 
-    def _emit(self, out: list[OpenAIItem], delta: dict[str, Any], finish: str | None = None
-              ) -> None:
+    def _emit(
+        self, out: list[OpenAIItem], delta: dict[str, Any], finish: str | None = None
+    ) -> None:
         r = delta.get(_C_REASONING)
         if r:
             self._reasoning_last = r[-1]

@@ -32,9 +32,30 @@ async def _body(out: StreamWriter) -> None:
             await m.append("private reasoning")
         await b.send(tool_call(id="c1", name="search", arguments='{"q":"x"}'))
         async with b.message() as m:
-            for tok in ["Hello", "there.", "This", "answer", "is", "long", "enough", "to", "be",
-                        "cut", "into", "a", "few", "sentence", "chunks.", "Here", "is",
-                        "another", "sentence.", "And", "the", "end."]:
+            for tok in [
+                "Hello",
+                "there.",
+                "This",
+                "answer",
+                "is",
+                "long",
+                "enough",
+                "to",
+                "be",
+                "cut",
+                "into",
+                "a",
+                "few",
+                "sentence",
+                "chunks.",
+                "Here",
+                "is",
+                "another",
+                "sentence.",
+                "And",
+                "the",
+                "end.",
+            ]:
                 await m.append(tok + " ")
 
     async def one(th: Any) -> None:
@@ -65,13 +86,16 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def _keyed(transcript: dict[str, Any]) -> dict[Any, Any]:
-    return {(m["thread_id"], m["message_id"]): (m["type"], m["props"], m["block_id"],
-                                                m["status"])
-            for m in transcript["messages"] if m["type"] != "thinking"}
+    return {
+        (m["thread_id"], m["message_id"]): (m["type"], m["props"], m["block_id"], m["status"])
+        for m in transcript["messages"]
+        if m["type"] != "thinking"
+    }
 
 
 def test_convert_writes_one_chat_message_a_line_as_uagents_serialises_it(
-        stream_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stream_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = cli(capsys, "convert", "--to", "chat", str(stream_file))
     assert code == 0, err
     lines = out.splitlines()
@@ -84,7 +108,8 @@ def test_convert_writes_one_chat_message_a_line_as_uagents_serialises_it(
 
 
 def test_convert_output_depends_only_on_input_and_conversation(
-        stream_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stream_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, a, _ = cli(capsys, "convert", "--to", "chat", str(stream_file))
     _, b, _ = cli(capsys, "convert", "--to", "chat", str(stream_file))
     _, c, _ = cli(capsys, "convert", "--to", "chat", "--conversation", "other", str(stream_file))
@@ -93,7 +118,8 @@ def test_convert_output_depends_only_on_input_and_conversation(
 
 
 def test_convert_sends_metadata_with_the_next_chat_message_and_the_rest_at_the_end(
-        stream_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stream_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = cli(capsys, "convert", "--to", "chat", str(stream_file))
     assert code == 0, err
     chats = [ChatMessage.parse_raw(line) for line in out.splitlines()]
@@ -101,13 +127,18 @@ def test_convert_sends_metadata_with_the_next_chat_message_and_the_rest_at_the_e
     assert all(any(isinstance(i, TextContent) for i in c.content) for c in chats[:-1])
     last = [i.metadata for i in chats[-1].content if isinstance(i, MetadataContent)]
     assert '"stream_end"' in last[-1]["props"]
-    events = [json.loads(md["props"]).get("event") for c in chats for i in c.content
-              if isinstance(i, MetadataContent) and "props" in (md := i.metadata)]
+    events = [
+        json.loads(md["props"]).get("event")
+        for c in chats
+        for i in c.content
+        if isinstance(i, MetadataContent) and "props" in (md := i.metadata)
+    ]
     assert events[0] == "stream_start" and events.count("stream_end") == 1
 
 
 def test_convert_decode_assemble_matches_assemble_of_the_input(
-        stream_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stream_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, chat_lines, err = cli(capsys, "convert", "--to", "chat", str(stream_file))
     assert code == 0, err
     chat_file = tmp_path / "chat.jsonl"
@@ -123,12 +154,13 @@ def test_convert_decode_assemble_matches_assemble_of_the_input(
 
 
 def test_a_cut_stream_converts_to_chat_that_decodes_as_an_error_ending(
-        stream_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stream_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Input without stream_end: the chat wire ends with stream_end status error (before, it
     only ended its chat streams, so the peer's transcript looked like a reply still going)."""
     cut = tmp_path / "cut.jsonl"
     lines = stream_file.read_text(encoding="utf-8").splitlines()
-    cut.write_text("".join(ln + "\n" for ln in lines[:len(lines) // 2]), encoding="utf-8")
+    cut.write_text("".join(ln + "\n" for ln in lines[: len(lines) // 2]), encoding="utf-8")
     code, chat_text, err = cli(capsys, "convert", "--to", "chat", str(cut))
     assert code == 0 and "incomplete" in err
     chat_file = tmp_path / "chat.jsonl"
@@ -146,13 +178,20 @@ def test_a_cut_stream_converts_to_chat_that_decodes_as_an_error_ending(
 
 
 def test_the_shell_pipeline_end_to_end(stream_file: Path) -> None:
-    cmd = " | ".join([
-        " ".join([*AGENT_STREAM, "convert", "--to", "chat", str(stream_file)]),
-        " ".join([*AGENT_STREAM, "decode", "--from", "chat"]),
-        " ".join([*AGENT_STREAM, "assemble"]),
-    ])
-    r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True,
-                       check=False, timeout=60)
+    cmd = " | ".join(
+        [
+            " ".join([*AGENT_STREAM, "convert", "--to", "chat", str(stream_file)]),
+            " ".join([*AGENT_STREAM, "decode", "--from", "chat"]),
+            " ".join([*AGENT_STREAM, "assemble"]),
+        ]
+    )
+    r = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     want = assemble(Message.from_json(line) for line in stream_file.read_text().splitlines())
     assert _keyed(json.loads(r.stdout)) == _keyed(want.to_dict())
@@ -162,14 +201,17 @@ BAD = [
     ("{not json", "not JSON"),
     ('{"content": [], "surprise": 1}', "unknown field(s) 'surprise'"),
     ('{"content": [{"type": "text", "text": "x", "extra": 1}]}', "unknown field(s) 'extra'"),
-    (f'{{"content": [{{"type": "end-stream", "stream_id": "{uuid.uuid1()}"}}]}}',
-     "uuid version 4 expected"),
+    (
+        f'{{"content": [{{"type": "end-stream", "stream_id": "{uuid.uuid1()}"}}]}}',
+        "uuid version 4 expected",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("line", "reason"), BAD)
 def test_decode_reports_a_bad_line_and_exits_2(
-        line: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = [ChatMessage(content=[TextContent(text="fine")]).json() for _ in range(2)]
     f = tmp_path / "in.jsonl"
     f.write_text(good[0] + "\n" + line + "\n" + good[1] + "\n", encoding="utf-8")
@@ -181,20 +223,25 @@ def test_decode_reports_a_bad_line_and_exits_2(
 
 
 def test_decode_keep_going_reports_skips_and_exits_0(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = [ChatMessage(content=[TextContent(text="fine")]).json() for _ in range(2)]
     f = tmp_path / "in.jsonl"
     f.write_text("\n".join([good[0], BAD[0][0], BAD[1][0], good[1]]) + "\n", encoding="utf-8")
     code, out, err = cli(capsys, "decode", "--from", "chat", "--keep-going", str(f))
     assert code == 0
     assert [line.split(":")[0] for line in err.splitlines()] == ["line 2", "line 3"]
-    texts = [m.props["content"] for m in map(Message.from_json, out.splitlines())
-             if m.type == "text" and m.props]
+    texts = [
+        m.props["content"]
+        for m in map(Message.from_json, out.splitlines())
+        if m.type == "text" and m.props
+    ]
     assert texts == ["fine", "fine"]
 
 
 def test_decode_warnings_in_valid_messages_leave_exit_status_0(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     sid = uuid.uuid4()
     start = ChatMessage(content=[StartStreamContent(stream_id=sid)]).json()
     f = tmp_path / "in.jsonl"
@@ -206,11 +253,18 @@ def test_decode_warnings_in_valid_messages_leave_exit_status_0(
 
 def test_decode_reads_standard_input_through_the_real_command() -> None:
     sid = uuid.uuid4()
-    lines = [ChatMessage(content=[StartStreamContent(stream_id=sid),
-                                  TextContent(text="Hi")]).json(),
-             ChatMessage(content=[TextContent(text=" there")]).json()]
-    r = subprocess.run([*AGENT_STREAM, "decode", "--from", "chat"], input="\n".join(lines),
-                       capture_output=True, text=True, check=False, timeout=60)
+    lines = [
+        ChatMessage(content=[StartStreamContent(stream_id=sid), TextContent(text="Hi")]).json(),
+        ChatMessage(content=[TextContent(text=" there")]).json(),
+    ]
+    r = subprocess.run(
+        [*AGENT_STREAM, "decode", "--from", "chat"],
+        input="\n".join(lines),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     t = assemble(Message.from_json(x) for x in r.stdout.splitlines())
     assert [m.props for m in t.messages] == [{"content": "Hi there"}]

@@ -42,12 +42,14 @@ def test_untagged_one_chat_message_per_token_is_one_message() -> None:
 
 def test_untagged_text_goes_to_the_most_recently_started_open_stream() -> None:
     s1, s2 = uuid.uuid4(), uuid.uuid4()
-    chats = [ChatMessage(content=[StartStreamContent(stream_id=s1), TextContent(text="a")]),
-             ChatMessage(content=[StartStreamContent(stream_id=s2), TextContent(text="b")]),
-             ChatMessage(content=[TextContent(text="c")]),
-             ChatMessage(content=[EndStreamContent(stream_id=s2)]),
-             ChatMessage(content=[TextContent(text="d")]),
-             ChatMessage(content=[EndStreamContent(stream_id=s1)])]
+    chats = [
+        ChatMessage(content=[StartStreamContent(stream_id=s1), TextContent(text="a")]),
+        ChatMessage(content=[StartStreamContent(stream_id=s2), TextContent(text="b")]),
+        ChatMessage(content=[TextContent(text="c")]),
+        ChatMessage(content=[EndStreamContent(stream_id=s2)]),
+        ChatMessage(content=[TextContent(text="d")]),
+        ChatMessage(content=[EndStreamContent(stream_id=s1)]),
+    ]
     decoded, warnings = decode(chats, sender="plain")
     assert warnings == []
     assert [m.props["content"] for m in assemble(decoded).messages] == ["ad", "bc"]
@@ -72,10 +74,16 @@ def test_tagged_faults_warn_and_the_conversation_goes_on() -> None:
     feed = [
         [tag_meta(op="chunk", stream_id=sid), TextContent(text="orphan")],  # stream not open
         [tag_meta(op="end", stream_id=sid), EndStreamContent(stream_id=uuid.UUID(sid))],  # unknown
-        [tag_meta(op="chunk", stream_id=sid, message_id="M1", type="text"),
-         StartStreamContent(stream_id=uuid.UUID(sid)), TextContent(text="ok ")],
-        [tag_meta(op="chunk", stream_id=sid, message_id="M1", type="text"),
-         StartStreamContent(stream_id=uuid.UUID(sid)), TextContent(text="still ok")],  # again
+        [
+            tag_meta(op="chunk", stream_id=sid, message_id="M1", type="text"),
+            StartStreamContent(stream_id=uuid.UUID(sid)),
+            TextContent(text="ok "),
+        ],
+        [
+            tag_meta(op="chunk", stream_id=sid, message_id="M1", type="text"),
+            StartStreamContent(stream_id=uuid.UUID(sid)),
+            TextContent(text="still ok"),
+        ],  # again
         [tag_meta(op="message", type="text", props="{not json")],
         [tag_meta(op="message", props="{}")],  # no type
         [tag_meta(op="bogus")],
@@ -84,8 +92,14 @@ def test_tagged_faults_warn_and_the_conversation_goes_on() -> None:
     for content in feed:
         out += dec.feed("a", ChatMessage(content=content), 0.0)
     codes = [w.code for w in dec.drain_warnings()]
-    assert codes == ["stream_not_open", "unknown_stream_end", "duplicate_stream_start",
-                     "bad_metadata", "bad_metadata", "bad_metadata"]
+    assert codes == [
+        "stream_not_open",
+        "unknown_stream_end",
+        "duplicate_stream_start",
+        "bad_metadata",
+        "bad_metadata",
+        "bad_metadata",
+    ]
     assert assemble(out).get(None, "M1").props == {"content": "ok still ok"}  # type: ignore[union-attr]
 
 
@@ -102,21 +116,30 @@ def test_max_open_streams_per_sender() -> None:
 def test_max_stream_bytes_drops_the_rest_and_marks_the_message_error() -> None:
     sid = uuid.uuid4()
     dec = ChatDecoder(max_stream_bytes=10)
-    out = dec.feed("a", ChatMessage(content=[StartStreamContent(stream_id=sid),
-                                             TextContent(text="12345"),
-                                             TextContent(text="67890"),
-                                             TextContent(text="overflow"),
-                                             TextContent(text="more"),
-                                             EndStreamContent(stream_id=sid)]), 0.0)
+    out = dec.feed(
+        "a",
+        ChatMessage(
+            content=[
+                StartStreamContent(stream_id=sid),
+                TextContent(text="12345"),
+                TextContent(text="67890"),
+                TextContent(text="overflow"),
+                TextContent(text="more"),
+                EndStreamContent(stream_id=sid),
+            ]
+        ),
+        0.0,
+    )
     assert [w.code for w in dec.drain_warnings()] == ["stream_too_large"]
     [m] = assemble(out).messages
     assert m.props == {"content": "1234567890"} and m.status == "error"
 
 
 def test_max_message_bytes_for_tagged_messages() -> None:
-    msgs = [M(type="table", props={"rows": ["x" * 50]}, message_id="M1"),
-            M(type="table", props={"rows": ["y"]}, delta=True, delta_path="rows",
-              message_id="M1")]
+    msgs = [
+        M(type="table", props={"rows": ["x" * 50]}, message_id="M1"),
+        M(type="table", props={"rows": ["y"]}, delta=True, delta_path="rows", message_id="M1"),
+    ]
     decoded, warnings = decode(encode(msgs), dec=ChatDecoder(max_message_bytes=40))
     assert [w.code for w in warnings] == ["message_too_large"]
     assert all(m.message_id != "M1" or m.type == "event" for m in decoded)
@@ -125,8 +148,11 @@ def test_max_message_bytes_for_tagged_messages() -> None:
 def test_idle_stream_is_closed_as_timed_out_by_poll() -> None:
     sid = uuid.uuid4()
     dec = ChatDecoder(idle_timeout=5.0)
-    out = dec.feed("a", ChatMessage(content=[StartStreamContent(stream_id=sid),
-                                             TextContent(text="partial")]), 0.0)
+    out = dec.feed(
+        "a",
+        ChatMessage(content=[StartStreamContent(stream_id=sid), TextContent(text="partial")]),
+        0.0,
+    )
     assert dec.next_deadline == 5.0
     assert dec.poll(4.9) == []
     out += dec.poll(5.0)

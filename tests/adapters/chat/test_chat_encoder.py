@@ -38,7 +38,8 @@ from agent_stream.writer import StreamWriter
 
 @pytest.mark.parametrize("tagged", [False, True])
 def test_writer_stream_round_trips_to_the_same_transcript_except_withheld_thinking(
-        tagged: bool) -> None:
+    tagged: bool,
+) -> None:
     msgs = run(hierarchical_reply)
     chats = encode(msgs, tagged=tagged)
     decoded, warnings = decode(via_json(chats))
@@ -100,8 +101,16 @@ def test_ids_travel_only_in_metadata() -> None:
         if isinstance(item, TextContent):
             assert "M3" not in item.text and "agent_stream" not in item.text
         else:
-            assert isinstance(item, (MetadataContent, StartStreamContent, EndStreamContent,
-                                     ResourceContent, EndSessionContent))
+            assert isinstance(
+                item,
+                (
+                    MetadataContent,
+                    StartStreamContent,
+                    EndStreamContent,
+                    ResourceContent,
+                    EndSessionContent,
+                ),
+            )
 
 
 def test_close_ends_open_streams_flushes_and_sends_stream_end_once() -> None:
@@ -135,8 +144,11 @@ def test_raising_responder_ends_its_streams_and_delivers_the_error() -> None:
     assert open_at_once(chats) == 1
     assert plain(chats) == "Partial answer. \n\nError: RuntimeError: model went away"
     last = chats[-1]
-    assert any("stream_end" in i.metadata.get("props", "") for i in last.content
-               if isinstance(i, MetadataContent))
+    assert any(
+        "stream_end" in i.metadata.get("props", "")
+        for i in last.content
+        if isinstance(i, MetadataContent)
+    )
     decoded, warnings = decode(chats)
     assert warnings == []
     assert view(assemble(decoded)) == view(assemble(msgs))
@@ -148,8 +160,11 @@ def test_session_reply_ends_with_end_session_and_stream_end() -> None:
     last = chats[-1].content
     assert isinstance(last[-1], EndSessionContent)
     assert sum(isinstance(i, EndSessionContent) for i in items(chats)) == 1
-    assert any('"stream_end"' in i.metadata.get("props", "") for i in last
-               if isinstance(i, MetadataContent))
+    assert any(
+        '"stream_end"' in i.metadata.get("props", "")
+        for i in last
+        if isinstance(i, MetadataContent)
+    )
 
 
 def test_end_streams_ends_streams_but_not_the_reply() -> None:
@@ -173,10 +188,12 @@ def test_message_end_chunk_count_is_rewritten_to_what_the_decoder_rebuilds() -> 
 def test_a_lost_chat_message_shows_as_incomplete() -> None:
     msgs = [delta(tok + " ", "M1") for tok in TOKENS] + [msg_end("M1", len(TOKENS))]
     chats = encode(msgs, chunker={"min_chars": 10, "max_chars": 60})
-    middle = [i for i, c in enumerate(chats)
-              if any(isinstance(x, TextContent) for x in c.content)
-              and not any(isinstance(x, (StartStreamContent, EndStreamContent))
-                          for x in c.content)]
+    middle = [
+        i
+        for i, c in enumerate(chats)
+        if any(isinstance(x, TextContent) for x in c.content)
+        and not any(isinstance(x, (StartStreamContent, EndStreamContent)) for x in c.content)
+    ]
     assert middle
     del chats[middle[0]]
     decoded, warnings = decode(chats, dec=ChatDecoder(reorder_window=0))

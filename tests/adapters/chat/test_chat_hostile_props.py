@@ -25,15 +25,41 @@ MiB = 2**20
 
 # Small caps, so that a few hundred ChatMessages go past every one of them.
 SMALL = DecoderLimits(
-    reorder_window=4, max_seq_ahead=16, max_senders=6, max_open_streams=3,
-    max_open_streams_total=8, max_conversations=3, max_conversations_total=8,
-    max_held_total=12, max_held_bytes=48 * 2**10, max_seen_ids=16, max_seen_ids_total=48,
-    max_refused_total=16, max_tracked_messages=8, max_tracked_total=24,
-    max_chat_bytes=24 * 2**10, max_message_bytes=8 * 2**10, max_stream_bytes=8 * 2**10,
-    max_reply_bytes=32 * 2**10, max_id_chars=48, max_warnings=32)
+    reorder_window=4,
+    max_seq_ahead=16,
+    max_senders=6,
+    max_open_streams=3,
+    max_open_streams_total=8,
+    max_conversations=3,
+    max_conversations_total=8,
+    max_held_total=12,
+    max_held_bytes=48 * 2**10,
+    max_seen_ids=16,
+    max_seen_ids_total=48,
+    max_refused_total=16,
+    max_tracked_messages=8,
+    max_tracked_total=24,
+    max_chat_bytes=24 * 2**10,
+    max_message_bytes=8 * 2**10,
+    max_stream_bytes=8 * 2**10,
+    max_reply_bytes=32 * 2**10,
+    max_id_chars=48,
+    max_warnings=32,
+)
 
-KINDS = ["untagged", "start", "end", "chunk", "text", "message", "event", "stream_end",
-         "bogus", "duplicate", "poll"]
+KINDS = [
+    "untagged",
+    "start",
+    "end",
+    "chunk",
+    "text",
+    "message",
+    "event",
+    "stream_end",
+    "bogus",
+    "duplicate",
+    "poll",
+]
 
 action = st.tuples(
     st.sampled_from(KINDS),
@@ -66,16 +92,26 @@ class Traffic:
         if kind in ("untagged", "duplicate"):
             items: list[Any] = [TextContent.construct(type="text", text=_text(size))]
         elif kind == "start":
-            items = [StartStreamContent.construct(type="start-stream", stream_id=stream_id),
-                     TextContent.construct(type="text", text=_text(size))]
+            items = [
+                StartStreamContent.construct(type="start-stream", stream_id=stream_id),
+                TextContent.construct(type="text", text=_text(size)),
+            ]
         elif kind == "end":
             items = [EndStreamContent.construct(type="end-stream", stream_id=stream_id)]
         else:
             items = self._tagged(kind, sender, index, seq_kind, size, id_len, stream_id)
         return ChatMessage.construct(timestamp=None, msg_id=msg_id, content=items)
 
-    def _tagged(self, kind: str, sender: int, index: int, seq_kind: str, size: int,
-                id_len: int, stream_id: uuid.UUID) -> list[Any]:
+    def _tagged(
+        self,
+        kind: str,
+        sender: int,
+        index: int,
+        seq_kind: str,
+        size: int,
+        id_len: int,
+        stream_id: uuid.UUID,
+    ) -> list[Any]:
         conv = f"conv{index}"
         key = (sender, index)
         seq = self.seqs.get(key, 0) + 1
@@ -94,17 +130,22 @@ class Traffic:
         items: list[Any] = []
         if kind == "chunk":
             md.update(op="chunk", stream_id=str(stream_id), message_id=mid, type="text")
-            items = [StartStreamContent.construct(type="start-stream", stream_id=stream_id),
-                     TextContent.construct(type="text", text=_text(size))]
+            items = [
+                StartStreamContent.construct(type="start-stream", stream_id=stream_id),
+                TextContent.construct(type="text", text=_text(size)),
+            ]
         elif kind == "text":
             md.update(op="text", message_id=mid, type="text")
             items = [TextContent.construct(type="text", text=_text(size))]
         elif kind == "message":
-            md.update(op="message", type="x" * min(id_len, 60), message_id=mid,
-                      props='{"content":"' + _text(size) + '"}')
+            md.update(
+                op="message",
+                type="x" * min(id_len, 60),
+                message_id=mid,
+                props='{"content":"' + _text(size) + '"}',
+            )
         elif kind == "event":
-            md.update(op="message", type="event", props='{"event":"e","data":"' + "x" * size
-                      + '"}')
+            md.update(op="message", type="event", props='{"event":"e","data":"' + "x" * size + '"}')
         elif kind == "stream_end":
             md.update(op="message", type="event", props='{"event":"stream_end","data":{}}')
         else:
@@ -138,11 +179,15 @@ def _run(actions: list[tuple[str, int, int, str, int, int]], limits: DecoderLimi
     return held
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.data_too_large])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(actions=st.lists(action, min_size=50, max_size=400))
 def test_hostile_traffic_from_many_senders_stays_under_the_state_bound(
-        actions: list[tuple[str, int, int, str, int, int]]) -> None:
+    actions: list[tuple[str, int, int, str, int, int]],
+) -> None:
     assert _run(actions, SMALL) <= SMALL.state_bound()
 
 
@@ -150,9 +195,15 @@ def test_the_small_limits_are_exceeded_by_uncapped_state() -> None:
     """The property can fail: the same kind of traffic, caps out of reach, holds more."""
     actions = [("ahead", s, c) for s in range(20) for c in range(10)]
     traffic_actions = [("text", s, c, "ahead", 6_000, 40) for _, s, c in actions]
-    loose = DecoderLimits(reorder_window=100, max_held_total=10**6, max_held_bytes=10**9,
-                          max_chat_bytes=10**6, max_senders=100, max_conversations=100,
-                          max_conversations_total=10**4)
+    loose = DecoderLimits(
+        reorder_window=100,
+        max_held_total=10**6,
+        max_held_bytes=10**9,
+        max_chat_bytes=10**6,
+        max_senders=100,
+        max_conversations=100,
+        max_conversations_total=10**4,
+    )
     assert _run(traffic_actions, loose) > SMALL.state_bound()
 
 
@@ -168,18 +219,40 @@ def _flood(limits: DecoderLimits) -> Iterator[tuple[str, ChatMessage]]:
     for n in range(limits.max_senders + 16):
         sender = f"sender-{n:05d}-" + "s" * 40
         stream_id = uuid.uuid4()
-        md = {TAG_KEY: "1", "conversation": f"{n}{long_id}"[:limits.max_id_chars],
-              "op": "chunk", "stream_id": str(stream_id), "message_id": long_id,
-              "thread_id": long_id, "block_id": long_id, "type": long_id}
-        yield sender, chat(md,  # no seq: decoded at once (a stream, a conversation)
-                           StartStreamContent.construct(type="start-stream", stream_id=stream_id),
-                           TextContent.construct(type="text", text="hi"))
+        md = {
+            TAG_KEY: "1",
+            "conversation": f"{n}{long_id}"[: limits.max_id_chars],
+            "op": "chunk",
+            "stream_id": str(stream_id),
+            "message_id": long_id,
+            "thread_id": long_id,
+            "block_id": long_id,
+            "type": long_id,
+        }
+        yield (
+            sender,
+            chat(
+                md,  # no seq: decoded at once (a stream, a conversation)
+                StartStreamContent.construct(type="start-stream", stream_id=stream_id),
+                TextContent.construct(type="text", text="hi"),
+            ),
+        )
         for k in range(2):  # byte counts of messages, remembered msg_ids
-            yield sender, chat(dict(md, op="text", message_id=f"T{n}-{k}"),
-                               TextContent.construct(type="text", text="t"))
+            yield (
+                sender,
+                chat(
+                    dict(md, op="text", message_id=f"T{n}-{k}"),
+                    TextContent.construct(type="text", text="t"),
+                ),
+            )
         for seq in (2, 3):  # held back for ever: 1 never comes
-            yield sender, chat(dict(md, seq=str(seq), op="text", message_id=f"H{n}"),
-                               TextContent.construct(type="text", text=held_text))
+            yield (
+                sender,
+                chat(
+                    dict(md, seq=str(seq), op="text", message_id=f"H{n}"),
+                    TextContent.construct(type="text", text=held_text),
+                ),
+            )
 
 
 def test_a_flood_at_the_default_limits_stays_under_the_documented_64_mib() -> None:

@@ -176,8 +176,10 @@ def test_reorder_window_bounds_what_one_conversation_holds() -> None:
 
 
 def test_a_seq_far_ahead_is_a_warning_not_the_new_base() -> None:
-    chats = encode([delta(f"word{i}. ", "M1") for i in range(8)] + [msg_end("M1", 8)],
-                   chunker={"min_chars": 1, "max_chars": 10, "first_chars": None})
+    chats = encode(
+        [delta(f"word{i}. ", "M1") for i in range(8)] + [msg_end("M1", 8)],
+        chunker={"min_chars": 1, "max_chars": 10, "first_chars": None},
+    )
     dec = ChatDecoder()
     dec.feed("a", chats[0], 0.0)
     hostile = tagged(str(_conversation(chats[0])), 10**17)
@@ -185,8 +187,11 @@ def test_a_seq_far_ahead_is_a_warning_not_the_new_base() -> None:
     assert codes(dec) == ["seq_out_of_window"]
     decoded, warnings = decode(chats[1:], sender="a", dec=dec)
     assert warnings == []
-    text = "".join(m.props["content"] for m in decoded  # type: ignore[index]
-                   if m.type == "text" and m.props)
+    text = "".join(
+        m.props["content"]
+        for m in decoded  # type: ignore[index]
+        if m.type == "text" and m.props
+    )
     assert text.endswith("word7. ")
 
 
@@ -238,10 +243,16 @@ def test_max_refused_total_bounds_the_remembered_refused_streams() -> None:
 def test_max_tracked_messages_bounds_the_per_message_byte_counts() -> None:
     dec = limited(max_tracked_messages=4, max_tracked_total=6)
     for seq in range(1, 11):
-        dec.feed("a", tagged("c1", seq, TextContent(text="x"), op="text",
-                             message_id=f"M{seq}", type="text"), 0.0)
-        dec.feed("b", tagged("c2", seq, TextContent(text="x"), op="text",
-                             message_id=f"M{seq}", type="text"), 0.0)
+        dec.feed(
+            "a",
+            tagged("c1", seq, TextContent(text="x"), op="text", message_id=f"M{seq}", type="text"),
+            0.0,
+        )
+        dec.feed(
+            "b",
+            tagged("c2", seq, TextContent(text="x"), op="text", message_id=f"M{seq}", type="text"),
+            0.0,
+        )
     assert len(dec._state.message_bytes) <= 6
     assert codes(dec) == []
 
@@ -266,11 +277,23 @@ def test_parse_chat_checks_max_bytes_before_parsing() -> None:
         parse_chat(bad_json, max_bytes=10_000)
 
 
-@pytest.mark.parametrize("meta", [
-    {"op": "message", "type": "event", "props": '{"event":"progress","data":"' + "x" * 500 + '"}'},
-    {"op": "message", "type": "tool_call", "props": '{"args":"' + "x" * 500 + '"}'},
-    {"op": "message", "type": "tool_call", "message_id": "M1", "props": '{"x":"' + "x" * 500 + '"}'},
-])
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {
+            "op": "message",
+            "type": "event",
+            "props": '{"event":"progress","data":"' + "x" * 500 + '"}',
+        },
+        {"op": "message", "type": "tool_call", "props": '{"args":"' + "x" * 500 + '"}'},
+        {
+            "op": "message",
+            "type": "tool_call",
+            "message_id": "M1",
+            "props": '{"x":"' + "x" * 500 + '"}',
+        },
+    ],
+)
 def test_max_message_bytes_applies_to_events_and_messages_without_id(meta: dict[str, str]) -> None:
     dec = ChatDecoder(max_message_bytes=400)
     assert dec.feed("a", tagged("c", 1, **meta), 0.0) == []
@@ -291,8 +314,9 @@ def test_max_message_bytes_is_checked_before_the_props_are_parsed() -> None:
 
 def test_max_reply_bytes_drops_the_rest_of_a_tagged_reply() -> None:
     msgs = [M(type="text", props={"content": "x" * 60}, message_id=f"M{i}") for i in range(5)]
-    decoded, warnings = decode(encode(msgs, tagged=True), dec=ChatDecoder(
-        limits=DecoderLimits(max_reply_bytes=150)))
+    decoded, warnings = decode(
+        encode(msgs, tagged=True), dec=ChatDecoder(limits=DecoderLimits(max_reply_bytes=150))
+    )
     assert [w.code for w in warnings] == ["reply_too_large"]
     assert [m.message_id for m in decoded if m.type == "text"] == ["M0", "M1"]
 
@@ -308,8 +332,11 @@ def test_max_reply_bytes_counts_everything_untagged_from_a_sender() -> None:
 
 def test_max_id_chars_ignores_a_group_with_a_longer_id() -> None:
     dec = limited(max_id_chars=16)
-    out = dec.feed("a", tagged("c", 1, TextContent(text="hi"), op="text", type="text",
-                               message_id="M" * 17), 0.0)
+    out = dec.feed(
+        "a",
+        tagged("c", 1, TextContent(text="hi"), op="text", type="text", message_id="M" * 17),
+        0.0,
+    )
     assert out == [] and codes(dec) == ["bad_metadata"]
     assert dec.feed("a", tagged("c" * 17, 1), 0.0) == []
     assert codes(dec) == ["bad_metadata"]

@@ -75,7 +75,8 @@ def test_time_based_release_through_poll_and_next_deadline() -> None:
 
 @pytest.mark.parametrize("tagged", [False, True])
 def test_shared_thinking_is_chunked_like_text_costs_few_chat_messages_and_rebuilds_exactly(
-        tagged: bool) -> None:
+    tagged: bool,
+) -> None:
     msgs = thinking_then_answer()
     n_deltas = sum(1 for m in msgs if m.type == "thinking")
     assert n_deltas > 40
@@ -109,12 +110,16 @@ def test_thinking_message_end_follows_its_chunks_with_the_rebuilt_chunk_count() 
 
 def test_a_lost_thinking_chunk_still_shows_as_incomplete() -> None:
     msgs = thinking_then_answer()
-    chats, _ = timed(msgs, tagged=True, channels={"reasoning"},
-                     chunker={"min_chars": 10, "max_chars": 60})
-    carrying = [i for i, c in enumerate(chats) if 0 < i < len(chats) - 1
-                and any(md.get("delta") == "true" and md.get("type") == "thinking"
-                        for md, _ in groups([c]))
-                and "message_end" not in c.json()]
+    chats, _ = timed(
+        msgs, tagged=True, channels={"reasoning"}, chunker={"min_chars": 10, "max_chars": 60}
+    )
+    carrying = [
+        i
+        for i, c in enumerate(chats)
+        if 0 < i < len(chats) - 1
+        and any(md.get("delta") == "true" and md.get("type") == "thinking" for md, _ in groups([c]))
+        and "message_end" not in c.json()
+    ]
     assert carrying
     del chats[carrying[0]]
     decoded, warnings = decode(chats, dec=ChatDecoder(reorder_window=0))
@@ -136,10 +141,20 @@ def test_string_appends_of_custom_types_are_merged_but_not_onto_other_content() 
     words = [w + " " for w in TOKENS]
     msgs = [delta(w, "M1", typ="draft") for w in words]
     msgs += [M(type="notes", props={"content": ["first"]}, message_id="M2")]
-    msgs += [M(type="notes", props={"content": [w]}, delta=True, message_id="M2")
-             for w in words[:3]]  # list items, one per delta (a string onto a list: DeltaError)
-    msgs += [M(type="draft", props={"content": "x"}, delta=True, delta_action="replace",
-               delta_path="content", message_id="M1"), delta("y", "M1", typ="draft")]
+    msgs += [
+        M(type="notes", props={"content": [w]}, delta=True, message_id="M2") for w in words[:3]
+    ]  # list items, one per delta (a string onto a list: DeltaError)
+    msgs += [
+        M(
+            type="draft",
+            props={"content": "x"},
+            delta=True,
+            delta_action="replace",
+            delta_path="content",
+            message_id="M1",
+        ),
+        delta("y", "M1", typ="draft"),
+    ]
     msgs += [msg_end("M1", len(words) + 2, typ="draft"), msg_end("M2", 4, typ="notes")]
     chats = encode(msgs, tagged=True)
     m1 = [md for md, _ in groups(chats) if md.get("message_id") == "M1" and "delta" in md]
@@ -150,8 +165,12 @@ def test_string_appends_of_custom_types_are_merged_but_not_onto_other_content() 
     decoded, warnings = decode(chats)
     assert warnings == []
     assert view(assemble(decoded)) == view(assemble(msgs))
-    assert assemble(decoded).get(None, "M2").props == {  # type: ignore[union-attr]
-        "content": ["first", *words[:3]]}
+    assert (
+        assemble(decoded).get(None, "M2").props
+        == {  # type: ignore[union-attr]
+            "content": ["first", *words[:3]]
+        }
+    )
     assert all(st.status == "completed" for st in assemble(decoded).messages)
 
 
@@ -163,7 +182,10 @@ def test_metadata_waits_and_rides_with_the_next_chat_message_in_order() -> None:
     [chat] = enc.feed(delta("Hello there. And", "M2"), 1.05)
     got = groups([chat])
     assert [json.loads(md.get("props", "{}")).get("event") or md["type"] for md, _ in got] == [
-        "stream_start", "tool_call", "text"]
+        "stream_start",
+        "tool_call",
+        "text",
+    ]
     md = next(i.metadata for i in chat.content if isinstance(i, MetadataContent))
     assert md["seq"] == "1"
     assert plain([chat]) == "Hello there. "
@@ -209,10 +231,13 @@ def test_waiting_metadata_goes_at_close_and_end_streams_with_stream_end_last() -
     assert [md["type"] for md, _ in groups([chat])] == ["tool_call", "event"]
 
 
-@pytest.mark.parametrize(("tagged", "channels"), [(False, None), (True, None),
-                                                  (False, {"reasoning"}), (True, {"reasoning"})])
+@pytest.mark.parametrize(
+    ("tagged", "channels"),
+    [(False, None), (True, None), (False, {"reasoning"}), (True, {"reasoning"})],
+)
 def test_waiting_never_reorders_groups_never_delays_content_and_lasts_meta_delay_at_most(
-        tagged: bool, channels: set[str] | None) -> None:
+    tagged: bool, channels: set[str] | None
+) -> None:
     msgs = run(hierarchical_reply) + thinking_then_answer()[1:]  # two replies' worth, one stream
     step = 1 / 150
     at_once, t0 = timed(msgs, step=step, tagged=tagged, channels=channels, meta_delay=0)
@@ -220,11 +245,14 @@ def test_waiting_never_reorders_groups_never_delays_content_and_lasts_meta_delay
     assert groups(batched) == groups(at_once)  # same groups, same order
     assert len(batched) < len(at_once)
     assert sum(map(is_meta_only, batched)) < sum(map(is_meta_only, at_once))
-    seqs = [next(i.metadata for i in c.content if isinstance(i, MetadataContent))["seq"]
-            for c in batched]
+    seqs = [
+        next(i.metadata for i in c.content if isinstance(i, MetadataContent))["seq"]
+        for c in batched
+    ]
     assert seqs == [str(n) for n in range(1, len(batched) + 1)]
-    for (md, its), made, sent in zip(groups(at_once), group_times(at_once, t0),
-                                     group_times(batched, t1), strict=True):
+    for (md, its), made, sent in zip(
+        groups(at_once), group_times(at_once, t0), group_times(batched, t1), strict=True
+    ):
         if its:
             assert sent == made, md  # content goes when it is ready
         else:

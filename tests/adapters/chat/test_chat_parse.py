@@ -12,20 +12,29 @@ from agent_stream.adapters.chat import parse_chat
 from agent_stream.errors import WireError
 
 
-@pytest.mark.parametrize(("line", "reason"), [
-    ("{not json", "not JSON"),
-    ("[]", "must be a JSON object"),
-    ('{"content": [], "extra": 1}', "unknown field(s) 'extra'"),
-    (f'{{"msg_id": "{uuid.uuid4()}"}}', "missing field 'content'"),
-    ('{"content": [{"type": "text", "text": "x", "stream_id": "y"}]}',
-     "content.0 (text): unknown field(s) 'stream_id'"),
-    (f'{{"content": [{{"type": "start-stream", "stream_id": "{uuid.uuid1()}"}}]}}',
-     "uuid version 4 expected"),
-    ('{"content": [{"type": "video-frame"}]}', "unknown content type 'video-frame'"),
-    ('{"content": [{"type": "metadata", "metadata": {"a": null}}]}',
-     "content.0.metadata.a: none is not an allowed value"),
-    ('{"content": [], "msg_id": "nope"}', "msg_id: value is not a valid uuid"),
-])
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("{not json", "not JSON"),
+        ("[]", "must be a JSON object"),
+        ('{"content": [], "extra": 1}', "unknown field(s) 'extra'"),
+        (f'{{"msg_id": "{uuid.uuid4()}"}}', "missing field 'content'"),
+        (
+            '{"content": [{"type": "text", "text": "x", "stream_id": "y"}]}',
+            "content.0 (text): unknown field(s) 'stream_id'",
+        ),
+        (
+            f'{{"content": [{{"type": "start-stream", "stream_id": "{uuid.uuid1()}"}}]}}',
+            "uuid version 4 expected",
+        ),
+        ('{"content": [{"type": "video-frame"}]}', "unknown content type 'video-frame'"),
+        (
+            '{"content": [{"type": "metadata", "metadata": {"a": null}}]}',
+            "content.0.metadata.a: none is not an allowed value",
+        ),
+        ('{"content": [], "msg_id": "nope"}', "msg_id: value is not a valid uuid"),
+    ],
+)
 def test_parse_chat_reports_what_uagents_would_reject(line: str, reason: str) -> None:
     with pytest.raises(WireError) as info:
         parse_chat(line)

@@ -68,15 +68,22 @@ def test_a_new_reply_reusing_the_conversation_id_starts_over() -> None:
     for word in ("First.", "Second."):
         chats = encode([text(word, message_id="M1")], close=True)  # seq 1, 2 each time
         out, warnings = decode(chats, dec=dec)
-        assert warnings == [] and [m.props for m in out if m.type == "text"] == [
-            {"content": word}]
+        assert warnings == [] and [m.props for m in out if m.type == "text"] == [{"content": word}]
 
 
 def test_hostile_sequence_numbers_do_not_raise() -> None:
     dec = ChatDecoder()
     for seq in ("²", "-1", "9" * 40, ""):
-        dec.feed("a", ChatMessage(content=[tag_meta(op="text", seq=seq, conversation="c",
-                                                type="text"), TextContent(text="x")]), 0.0)
+        dec.feed(
+            "a",
+            ChatMessage(
+                content=[
+                    tag_meta(op="text", seq=seq, conversation="c", type="text"),
+                    TextContent(text="x"),
+                ]
+            ),
+            0.0,
+        )
     assert dec.drain_warnings() == []
 
 

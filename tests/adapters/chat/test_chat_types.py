@@ -12,10 +12,12 @@ from agent_stream.writer import StreamWriter
 
 
 def test_tool_call_loading_action_and_events_travel_as_metadata_only() -> None:
-    msgs = [tool_call("c1", "search", '{"q":1}', message_id="M1"),
-            loading("working", message_id="M2"),
-            action("navigate", {"to": "/x"}, message_id="M3"),
-            M(type=EVENT, props={"event": "progress", "data": {"pct": 50}}, chunk_id="C9")]
+    msgs = [
+        tool_call("c1", "search", '{"q":1}', message_id="M1"),
+        loading("working", message_id="M2"),
+        action("navigate", {"to": "/x"}, message_id="M3"),
+        M(type=EVENT, props={"event": "progress", "data": {"pct": 50}}, chunk_id="C9"),
+    ]
     chats = encode(msgs)
     assert plain(chats) == ""
     assert not any(isinstance(i, (TextContent, StartStreamContent)) for i in items(chats))
@@ -23,7 +25,8 @@ def test_tool_call_loading_action_and_events_travel_as_metadata_only() -> None:
     assert warnings == []
     assert [m.to_dict() for m in decoded[:3]] == [m.to_dict() for m in msgs[:3]]
     assert [(m.type, m.props, m.status) for m in assemble(decoded).messages] == [
-        (m.type, m.props, m.status) for m in assemble(msgs).messages]
+        (m.type, m.props, m.status) for m in assemble(msgs).messages
+    ]
 
 
 def test_image_goes_as_resource_with_mime_type() -> None:
@@ -40,8 +43,10 @@ def test_image_goes_as_resource_with_mime_type() -> None:
 
 
 def test_error_is_a_readable_line_plus_error_metadata() -> None:
-    msgs = [text("Looking it up.", message_id="M1"),
-            error("upstream timed out", code="timeout", message_id="M2")]
+    msgs = [
+        text("Looking it up.", message_id="M1"),
+        error("upstream timed out", code="timeout", message_id="M2"),
+    ]
     chats = encode(msgs)
     assert plain(chats) == "Looking it up.\n\nError (timeout): upstream timed out"
     decoded, _ = decode(chats)
@@ -49,11 +54,19 @@ def test_error_is_a_readable_line_plus_error_metadata() -> None:
 
 
 def test_type_change_text_to_custom_after_text_was_sent() -> None:
-    msgs = [delta("Some text that was sent already. ", "M1"),
-            M(type="table", type_change=True, message_id="M1", props={"rows": []}),
-            M(type="table", delta=True, delta_path="rows", delta_action="append",
-              props={"rows": [{"a": 1}]}, message_id="M1"),
-            msg_end("M1", 3, typ="table")]
+    msgs = [
+        delta("Some text that was sent already. ", "M1"),
+        M(type="table", type_change=True, message_id="M1", props={"rows": []}),
+        M(
+            type="table",
+            delta=True,
+            delta_path="rows",
+            delta_action="append",
+            props={"rows": [{"a": 1}]},
+            message_id="M1",
+        ),
+        msg_end("M1", 3, typ="table"),
+    ]
     chats = encode(msgs)
     assert plain(chats) == "Some text that was sent already. "  # what a plain peer keeps
     assert open_at_once(chats) == 1  # the stream ended at the change
@@ -63,10 +76,12 @@ def test_type_change_text_to_custom_after_text_was_sent() -> None:
 
 
 def test_type_change_to_text_makes_the_content_visible() -> None:
-    msgs = [M(type="draft", props={"content": "Draft answer. "}, message_id="M1"),
-            M(type="text", type_change=True, message_id="M1",
-              props={"content": "Draft answer. "}),
-            delta("More.", "M1"), msg_end("M1", 3)]
+    msgs = [
+        M(type="draft", props={"content": "Draft answer. "}, message_id="M1"),
+        M(type="text", type_change=True, message_id="M1", props={"content": "Draft answer. "}),
+        delta("More.", "M1"),
+        msg_end("M1", 3),
+    ]
     chats = encode(msgs)
     assert plain(chats) == "Draft answer. More."
     decoded, _ = decode(chats)
@@ -74,9 +89,13 @@ def test_type_change_to_text_makes_the_content_visible() -> None:
 
 
 def test_type_change_text_to_thinking_ends_the_stream_and_withholds_the_rest() -> None:
-    msgs = [delta("Let me think. ", "M1"), delta("Okay, so", "M1"),
-            M(type="thinking", type_change=True, message_id="M1"),
-            delta("secret reasoning", "M1", typ="thinking"), msg_end("M1", 4, typ="thinking")]
+    msgs = [
+        delta("Let me think. ", "M1"),
+        delta("Okay, so", "M1"),
+        M(type="thinking", type_change=True, message_id="M1"),
+        delta("secret reasoning", "M1", typ="thinking"),
+        msg_end("M1", 4, typ="thinking"),
+    ]
     chats = encode(msgs, chunker={"min_chars": 5})
     assert plain(chats) == "Let me think. "  # sent before the change: a plain peer keeps it
     wire = "".join(c.json() for c in chats)
@@ -90,16 +109,22 @@ def test_type_change_text_to_thinking_ends_the_stream_and_withholds_the_rest() -
 
 
 def test_type_change_to_thinking_before_anything_was_sent_withholds_it_whole() -> None:
-    msgs = [delta("Let me think", "M1"), M(type="thinking", type_change=True, message_id="M1"),
-            msg_end("M1", 2, typ="thinking")]
+    msgs = [
+        delta("Let me think", "M1"),
+        M(type="thinking", type_change=True, message_id="M1"),
+        msg_end("M1", 2, typ="thinking"),
+    ]
     chats = encode(msgs)
     assert chats == [] or "M1" not in "".join(c.json() for c in chats)
 
 
 def test_type_change_thinking_to_text_starts_fresh_without_revealing_reasoning() -> None:
-    msgs = [delta("secret reasoning. ", "M1", typ="thinking"),
-            M(type="text", type_change=True, message_id="M1", props={"content": "Answer: "}),
-            delta("42.", "M1"), msg_end("M1", 3)]
+    msgs = [
+        delta("secret reasoning. ", "M1", typ="thinking"),
+        M(type="text", type_change=True, message_id="M1", props={"content": "Answer: "}),
+        delta("42.", "M1"),
+        msg_end("M1", 3),
+    ]
     chats = encode(msgs)
     assert "secret" not in "".join(c.json() for c in chats)
     assert plain(chats) == "Answer: 42."
@@ -117,12 +142,20 @@ def test_withheld_message_start_and_end_are_withheld_too() -> None:
 
 
 def test_non_append_text_deltas_and_replacements_round_trip() -> None:
-    msgs = [delta("Hello wrld. ", "M1"),
-            M(type="text", props={"content": "Hello world. "}, delta=True,
-              delta_action="replace", delta_path="content", message_id="M1"),
-            delta("Bye.", "M1"),
-            M(type="text", props={"content": "Whole", "lang": "en"}, message_id="M2"),
-            msg_end("M1", 3)]
+    msgs = [
+        delta("Hello wrld. ", "M1"),
+        M(
+            type="text",
+            props={"content": "Hello world. "},
+            delta=True,
+            delta_action="replace",
+            delta_path="content",
+            message_id="M1",
+        ),
+        delta("Bye.", "M1"),
+        M(type="text", props={"content": "Whole", "lang": "en"}, message_id="M2"),
+        msg_end("M1", 3),
+    ]
     decoded, warnings = decode(encode(msgs))
     assert warnings == []
     assert view(assemble(decoded)) == view(assemble(msgs))
@@ -140,7 +173,8 @@ def test_whole_text_without_ids_is_one_text_content() -> None:
     assert not any(isinstance(i, StartStreamContent) for i in items(chats))
     decoded, _ = decode(chats)
     assert [(m.type, m.props) for m in assemble(decoded).messages] == [
-        ("text", {"content": "Hi there."})]
+        ("text", {"content": "Hi there."})
+    ]
 
 
 def test_duplicate_chunk_ids_are_dropped_like_the_assembler_does() -> None:

@@ -29,8 +29,12 @@ def test_stream_ids_are_valid_uuid4_stable_and_distinct_per_thread_and_message()
     assert a == stream_id_for("conv", "T1", "M1")
     assert a.version == 4 and a.variant == uuid.RFC_4122
     StartStreamContent(stream_id=a)  # uagents accepts it
-    others = {stream_id_for("conv", "T2", "M1"), stream_id_for("conv", None, "M1"),
-              stream_id_for("conv", "T1", "M2"), stream_id_for("conv2", "T1", "M1")}
+    others = {
+        stream_id_for("conv", "T2", "M1"),
+        stream_id_for("conv", None, "M1"),
+        stream_id_for("conv", "T1", "M2"),
+        stream_id_for("conv2", "T1", "M1"),
+    }
     assert a not in others and len(others) == 4
 
 

@@ -43,8 +43,7 @@ async def handler(request: web.Request) -> web.StreamResponse:
     include = bool((req.get("stream_options") or {}).get("include_usage"))
     # a client that declares tools gets the agent's calls as tool_calls; others as progress
     policy = "client" if req.get("tools") else "agent"
-    sink = sink_for("standard", write, include_usage=include, model=req["model"],
-                    tool_calls=policy)
+    sink = sink_for("standard", write, include_usage=include, model=req["model"], tool_calls=policy)
 
     async def tee(m: Message) -> None:
         seen.append(m)
@@ -78,12 +77,22 @@ async def base() -> AsyncIterator[tuple[str, list[Message]]]:
 
 async def _read(url: str, **kw: Any) -> dict[str, Any]:
     """What AsyncOpenAI accumulates from one streamed reply."""
-    got: dict[str, Any] = {"content": "", "reasoning": "", "finish": [], "ids": set(),
-                           "usage": None, "tools": {}}
+    got: dict[str, Any] = {
+        "content": "",
+        "reasoning": "",
+        "finish": [],
+        "ids": set(),
+        "usage": None,
+        "tools": {},
+    }
     async with openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0) as client:
         stream = await client.chat.completions.create(
-            model="reply", messages=[{"role": "user", "content": "weather?"}], stream=True,
-            stream_options={"include_usage": True}, **kw)
+            model="reply",
+            messages=[{"role": "user", "content": "weather?"}],
+            stream=True,
+            stream_options={"include_usage": True},
+            **kw,
+        )
         async for chunk in stream:
             got["ids"].add(chunk.id)
             if chunk.usage is not None:
@@ -128,7 +137,8 @@ async def test_a_failed_stream_is_raised_by_the_client_after_the_text_it_sent(ba
     got = ""
     async with openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0) as client:
         stream = await client.chat.completions.create(
-            model="failing", messages=[{"role": "user", "content": "x"}], stream=True)
+            model="failing", messages=[{"role": "user", "content": "x"}], stream=True
+        )
         with pytest.raises(openai.APIError) as info:
             async for chunk in stream:
                 for c in chunk.choices:

@@ -20,18 +20,23 @@ from agent_stream.errors import WireError
 from agent_stream.message import ERROR, Message
 
 
-def ch(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any
-       ) -> dict[str, Any]:
-    c: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk",
-                         "created": 1, "model": "m",
-                         "choices": [{"index": 0, "delta": delta or {},
-                                      "finish_reason": finish}]}
+def ch(
+    delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
     c.update(extra)
     return c
 
 
-def tc(index: int, id: str | None = None, name: str | None = None,
-       args: str | None = None) -> dict[str, Any]:
+def tc(
+    index: int, id: str | None = None, name: str | None = None, args: str | None = None
+) -> dict[str, Any]:
     f: dict[str, Any] = {}
     if name is not None:
         f["name"] = name
@@ -48,52 +53,75 @@ def events(msgs: list[Message]) -> list[str]:
 
 
 def test_kinds_switch_to_new_messages_with_start_end_and_chunk_counts() -> None:
-    msgs = decode_chunks([
-        ch({"role": "assistant", "content": ""}),
-        ch({"reasoning_content": "think "}), ch({"reasoning_content": "more"}),
-        ch({"content": "Hel"}), ch({"content": "lo"}),
-        ch({"refusal": "no"}),
-        ch(finish="stop"),
-        {"id": "chatcmpl-1", "choices": [], "usage": {"prompt_tokens": 1,
-                                                       "completion_tokens": 2,
-                                                       "total_tokens": 3}},
-    ])
+    msgs = decode_chunks(
+        [
+            ch({"role": "assistant", "content": ""}),
+            ch({"reasoning_content": "think "}),
+            ch({"reasoning_content": "more"}),
+            ch({"content": "Hel"}),
+            ch({"content": "lo"}),
+            ch({"refusal": "no"}),
+            ch(finish="stop"),
+            {
+                "id": "chatcmpl-1",
+                "choices": [],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+            },
+        ]
+    )
     assert events(msgs) == [
         "stream_start",
-        "message_start", "thinking", "thinking", "message_end",
-        "message_start", "text", "text", "message_end",
-        "message_start", "refusal", "message_end",
-        "stream_end"]
+        "message_start",
+        "thinking",
+        "thinking",
+        "message_end",
+        "message_start",
+        "text",
+        "text",
+        "message_end",
+        "message_start",
+        "refusal",
+        "message_end",
+        "stream_end",
+    ]
     content = [m for m in msgs if not m.is_lifecycle]
     assert all(m.message_id for m in content)
     assert len({m.message_id for m in content}) == 3
     ends = [m.event_data for m in msgs if m.event == "message_end"]
     assert [(e["type"], e["chunk_count"], e["extra"]["content"]) for e in ends] == [
-        ("thinking", 2, "think more"), ("text", 2, "Hello"), ("refusal", 1, "no")]
+        ("thinking", 2, "think more"),
+        ("text", 2, "Hello"),
+        ("refusal", 1, "no"),
+    ]
     end = msgs[-1].event_data
     assert end["finish_reason"] == "stop" and end["status"] == "completed"
     assert end["usage"] == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
     assert msgs[0].event_data["request_id"] == "chatcmpl-1"
     t = assemble(msgs)
     assert [(m.type, m.props.get("content"), m.status) for m in t.messages] == [
-        ("thinking", "think more", "completed"), ("text", "Hello", "completed"),
-        ("refusal", "no", "completed")]
+        ("thinking", "think more", "completed"),
+        ("text", "Hello", "completed"),
+        ("refusal", "no", "completed"),
+    ]
     assert not t.warnings
 
 
 def test_parallel_tool_calls_are_merged_by_index_into_full_arguments() -> None:
-    msgs = decode_chunks([
-        ch({"tool_calls": [tc(0, "call_a", "get_weather", "")]}),
-        ch({"tool_calls": [tc(0, args='{"city": ')]}),
-        ch({"tool_calls": [tc(1, "call_b", "get_time", '{"tz"')]}),
-        ch({"tool_calls": [tc(0, args='"Paris"}')]}),  # interleaved with index 1
-        ch({"tool_calls": [tc(1, args=': "CET"}')]}),
-        ch(finish="tool_calls"),
-    ])
+    msgs = decode_chunks(
+        [
+            ch({"tool_calls": [tc(0, "call_a", "get_weather", "")]}),
+            ch({"tool_calls": [tc(0, args='{"city": ')]}),
+            ch({"tool_calls": [tc(1, "call_b", "get_time", '{"tz"')]}),
+            ch({"tool_calls": [tc(0, args='"Paris"}')]}),  # interleaved with index 1
+            ch({"tool_calls": [tc(1, args=': "CET"}')]}),
+            ch(finish="tool_calls"),
+        ]
+    )
     t = assemble(msgs)
     assert [m.props for m in t.messages] == [
         {"id": "call_a", "name": "get_weather", "arguments": '{"city": "Paris"}'},
-        {"id": "call_b", "name": "get_time", "arguments": '{"tz": "CET"}'}]
+        {"id": "call_b", "name": "get_time", "arguments": '{"tz": "CET"}'},
+    ]
     assert all(m.status == "completed" for m in t.messages)
     assert msgs[-1].event_data["finish_reason"] == "tool_calls"
     starts = [m.event_data for m in msgs if m.event == "message_start"]
@@ -101,38 +129,48 @@ def test_parallel_tool_calls_are_merged_by_index_into_full_arguments() -> None:
 
 
 def test_servers_reusing_index_zero_are_kept_apart_by_id() -> None:
-    msgs = decode_chunks([
-        ch({"tool_calls": [tc(0, "call_a", "f", '{"x":')]}),
-        ch({"tool_calls": [tc(0, args="1}")]}),
-        ch({"tool_calls": [tc(0, "call_b", "g", '{"y":')]}),
-        ch({"tool_calls": [tc(0, args="2}")]}),
-        ch(finish="tool_calls"),
-    ])
+    msgs = decode_chunks(
+        [
+            ch({"tool_calls": [tc(0, "call_a", "f", '{"x":')]}),
+            ch({"tool_calls": [tc(0, args="1}")]}),
+            ch({"tool_calls": [tc(0, "call_b", "g", '{"y":')]}),
+            ch({"tool_calls": [tc(0, args="2}")]}),
+            ch(finish="tool_calls"),
+        ]
+    )
     t = assemble(msgs)
     assert [(m.props["id"], m.props["arguments"]) for m in t.messages] == [
-        ("call_a", '{"x":1}'), ("call_b", '{"y":2}')]
+        ("call_a", '{"x":1}'),
+        ("call_b", '{"y":2}'),
+    ]
 
 
 def test_servers_sending_the_id_on_every_fragment_give_one_call() -> None:
-    t = assemble(decode_chunks([
-        ch({"tool_calls": [tc(0, "call_a", "f", '{"x"')]}),
-        ch({"tool_calls": [tc(0, "call_a", "f", ": 1}")]}),
-        ch(finish="tool_calls"),
-    ]))
-    assert [m.props for m in t.messages] == [{"id": "call_a", "name": "f",
-                                              "arguments": '{"x": 1}'}]
+    t = assemble(
+        decode_chunks(
+            [
+                ch({"tool_calls": [tc(0, "call_a", "f", '{"x"')]}),
+                ch({"tool_calls": [tc(0, "call_a", "f", ": 1}")]}),
+                ch(finish="tool_calls"),
+            ]
+        )
+    )
+    assert [m.props for m in t.messages] == [{"id": "call_a", "name": "f", "arguments": '{"x": 1}'}]
 
 
-@pytest.mark.parametrize("bad, says", [
-    ([1, 2], "JSON object"),
-    ({"choices": "x"}, "choices must be a list"),
-    ({"choices": [{"index": 0, "delta": "x"}]}, "delta must be an object"),
-    ({"choices": [{"index": 0, "delta": {"content": 5}}]}, "delta.content must be a string"),
-    ({"choices": [{"index": 0, "delta": {"tool_calls": {}}}]}, "tool_calls must be a list"),
-    ({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "a"}]}}]}, "index"),
-    ({"choices": [{"index": 0, "delta": {}, "finish_reason": 3}]}, "finish_reason"),
-    ({"choices": [], "usage": 7}, "usage must be an object"),
-])
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        ([1, 2], "JSON object"),
+        ({"choices": "x"}, "choices must be a list"),
+        ({"choices": [{"index": 0, "delta": "x"}]}, "delta must be an object"),
+        ({"choices": [{"index": 0, "delta": {"content": 5}}]}, "delta.content must be a string"),
+        ({"choices": [{"index": 0, "delta": {"tool_calls": {}}}]}, "tool_calls must be a list"),
+        ({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "a"}]}}]}, "index"),
+        ({"choices": [{"index": 0, "delta": {}, "finish_reason": 3}]}, "finish_reason"),
+        ({"choices": [], "usage": 7}, "usage must be an object"),
+    ],
+)
 def test_malformed_chunks_raise_wire_error_and_keep_the_state(bad: Any, says: str) -> None:
     dec = OpenAIDecoder()
     out = dec.feed(ch({"content": "Hi"}))
@@ -177,8 +215,12 @@ def test_an_error_chunk_ends_the_stream_with_a_readable_error() -> None:
 
 def test_other_choices_are_ignored_with_one_warning() -> None:
     dec = OpenAIDecoder()
-    two = {"choices": [{"index": 0, "delta": {"content": "a"}},
-                       {"index": 1, "delta": {"content": "b"}}]}
+    two = {
+        "choices": [
+            {"index": 0, "delta": {"content": "a"}},
+            {"index": 1, "delta": {"content": "b"}},
+        ]
+    }
     out = dec.feed(two) + dec.feed(two) + dec.close(done=True)
     assert assemble(out).text() == "aa"
     assert [w.code for w in dec.drain_warnings()] == ["other_choice"]
@@ -186,18 +228,23 @@ def test_other_choices_are_ignored_with_one_warning() -> None:
 
 def test_reasoning_field_name_used_by_some_servers_is_accepted() -> None:
     t = assemble(decode_chunks([ch({"reasoning": "r"}), ch({"content": "c"}, "stop")]))
-    assert [(m.type, m.props["content"]) for m in t.messages] == [("thinking", "r"),
-                                                                   ("text", "c")]
+    assert [(m.type, m.props["content"]) for m in t.messages] == [("thinking", "r"), ("text", "c")]
 
 
 def test_sse_lines_decode_and_bad_lines_raise() -> None:
     dec = OpenAISSEDecoder()
     out: list[Message] = []
-    for line in [": keep-alive", "event: message", "id: 1", "retry: 10", "",
-                 "data: " + json.dumps(ch({"content": "A"})),
-                 "data:" + json.dumps(ch({"content": "B"}, "stop")),
-                 json.dumps(ch({"content": ""})),
-                 "data: [DONE]"]:
+    for line in [
+        ": keep-alive",
+        "event: message",
+        "id: 1",
+        "retry: 10",
+        "",
+        "data: " + json.dumps(ch({"content": "A"})),
+        "data:" + json.dumps(ch({"content": "B"}, "stop")),
+        json.dumps(ch({"content": ""})),
+        "data: [DONE]",
+    ]:
         out += dec.feed_line(line)
     with pytest.raises(WireError, match="not JSON"):
         OpenAISSEDecoder().feed_line("data: {oops")
@@ -210,6 +257,7 @@ def test_sse_lines_decode_and_bad_lines_raise() -> None:
 
 
 # -- round trip: chunks -> Messages -> chunks ----------------------------------------------------
+
 
 def _accumulate(chunks: list[Any]) -> dict[str, Any]:
     view: dict[str, Any] = {"content": "", "reasoning": "", "refusal": "", "tools": []}
@@ -232,7 +280,7 @@ def _accumulate(chunks: list[Any]) -> dict[str, Any]:
     return view
 
 
-_piece = st.text(alphabet="xyé {}\":", min_size=1, max_size=5)
+_piece = st.text(alphabet='xyé {}":', min_size=1, max_size=5)
 _kind = st.sampled_from(["reasoning_content", "content", "refusal", "tool"])
 
 
@@ -258,6 +306,7 @@ def test_round_trip_keeps_text_reasoning_and_tool_calls(plan: list[Any]) -> None
     assert _accumulate(again) == _accumulate(chunks)
     # and decoding our own output again gives the same messages
     t1, t2 = assemble(msgs), assemble(decode_chunks([c for c in again if c != "[DONE]"]))
-    assert [(m.type, m.props, m.status) for m in t1.messages] == \
-        [(m.type, m.props, m.status) for m in t2.messages]
+    assert [(m.type, m.props, m.status) for m in t1.messages] == [
+        (m.type, m.props, m.status) for m in t2.messages
+    ]
     assert t1.stream_data["finish_reason"] == t2.stream_data["finish_reason"]

@@ -29,39 +29,58 @@ def run(msgs: list[Message], **kw: Any) -> tuple[dict[str, Any], list[str]]:
 def late_named() -> list[Message]:
     """Arguments first, then the id and name together (as the conformance corpus has it)."""
     base: dict[str, Any] = {"type": "tool_call", "message_id": "M1", "delta": True}
-    return [event("message_start", {"message_id": "M1", "type": "tool_call"}, message_id="M1"),
-            Message(props={"arguments": '{"n":'}, **base),
-            Message(props={"arguments": " 3}"}, **base),
-            Message(props={"id": "call_count", "name": "count"}, delta_action="merge", **base),
-            event("message_end", {"message_id": "M1"}, message_id="M1"),
-            text("Counted.", message_id="M2"), END]
+    return [
+        event("message_start", {"message_id": "M1", "type": "tool_call"}, message_id="M1"),
+        Message(props={"arguments": '{"n":'}, **base),
+        Message(props={"arguments": " 3}"}, **base),
+        Message(props={"id": "call_count", "name": "count"}, delta_action="merge", **base),
+        event("message_end", {"message_id": "M1"}, message_id="M1"),
+        text("Counted.", message_id="M2"),
+        END,
+    ]
 
 
 def result(call_id: str, name: str, content: Any, mid: str) -> Message:
-    return Message(type="tool_result", message_id=mid,
-                   props={"call_id": call_id, "name": name, "content": content})
+    return Message(
+        type="tool_result",
+        message_id=mid,
+        props={"call_id": call_id, "name": name, "content": content},
+    )
 
 
 # -- the tool policy ----------------------------------------------------------------------------
 
+
 def test_agent_tool_calls_and_results_are_progress_lines_in_reasoning() -> None:
-    msgs = [thinking("Looking it up.", message_id="M0"),
-            tool_call("call_w", "get_weather", '{"city":"Paris"}', message_id="M1"),
-            result("call_w", "get_weather", "18°C, clear", "M2"),
-            result("call_x", "stats", {"n": 2}, "M3"),
-            text("It is 18°C.", message_id="M4"), END]
+    msgs = [
+        thinking("Looking it up.", message_id="M0"),
+        tool_call("call_w", "get_weather", '{"city":"Paris"}', message_id="M1"),
+        result("call_w", "get_weather", "18°C, clear", "M2"),
+        result("call_x", "stats", {"n": 2}, "M3"),
+        text("It is 18°C.", message_id="M4"),
+        END,
+    ]
     view, codes = run(msgs)
-    assert view["reasoning"] == ('Looking it up.\n⚙ get_weather({"city":"Paris"})\n'
-                                 '✓ get_weather → 18°C, clear\n✓ stats → {"n":2}\n')
+    assert view["reasoning"] == (
+        'Looking it up.\n⚙ get_weather({"city":"Paris"})\n'
+        '✓ get_weather → 18°C, clear\n✓ stats → {"n":2}\n'
+    )
     assert view["tools"] == {} and view["finish"] == ["stop"] and codes == []
     assert view["content"] == "It is 18°C."
 
 
 def test_a_progress_line_waits_for_its_calls_end_so_a_rewrite_is_exact() -> None:
-    base: dict[str, Any] = {"type": "tool_call", "message_id": "M1", "delta": True,
-                            "delta_path": "arguments"}
-    msgs = [tool_call(None, "f", '{"a": 1}', message_id="M1"),
-            Message(props={"arguments": '{"b": 2}'}, delta_action="replace", **base), END]
+    base: dict[str, Any] = {
+        "type": "tool_call",
+        "message_id": "M1",
+        "delta": True,
+        "delta_path": "arguments",
+    }
+    msgs = [
+        tool_call(None, "f", '{"a": 1}', message_id="M1"),
+        Message(props={"arguments": '{"b": 2}'}, delta_action="replace", **base),
+        END,
+    ]
     view, codes = run(msgs)
     assert view["reasoning"] == '⚙ f({"b": 2})\n' and codes == []
 
@@ -76,12 +95,16 @@ def test_client_policy_keeps_tool_calls_and_an_unknown_policy_is_refused() -> No
 
 # -- late names and ids -------------------------------------------------------------------------
 
+
 def test_no_tool_call_fragment_goes_out_before_the_name_and_the_late_id_is_carried() -> None:
     items = encode_messages(late_named(), tool_calls="client")
-    frags = [tc for i in items if hasattr(i, "delta")
-             for tc in i.delta.get("tool_calls", [])]  # type: ignore[union-attr]
-    assert frags[0] == {"index": 0, "id": "call_count", "type": "function",
-                        "function": {"name": "count", "arguments": '{"n": 3}'}}
+    frags = [tc for i in items if hasattr(i, "delta") for tc in i.delta.get("tool_calls", [])]  # type: ignore[union-attr]
+    assert frags[0] == {
+        "index": 0,
+        "id": "call_count",
+        "type": "function",
+        "function": {"name": "count", "arguments": '{"n": 3}'},
+    }
     assert len(frags) == 1
     view, codes = run(late_named(), tool_calls="client")
     assert view["tools"] == {0: {"id": "call_count", "name": "count", "args": '{"n": 3}'}}
@@ -94,8 +117,10 @@ def test_late_names_in_the_agent_policy_name_the_progress_line() -> None:
 
 
 def test_a_call_that_ends_nameless_is_sent_as_tool_with_a_warning() -> None:
-    nameless = [Message(type="tool_call", message_id="M1", delta=True,
-                        props={"arguments": "{}"}), END]
+    nameless = [
+        Message(type="tool_call", message_id="M1", delta=True, props={"arguments": "{}"}),
+        END,
+    ]
     view, codes = run(nameless, tool_calls="client")
     assert view["tools"][0]["name"] == "tool" and codes == ["late_tool_name"]
     view, codes = run(nameless)
@@ -103,11 +128,26 @@ def test_a_call_that_ends_nameless_is_sent_as_tool_with_a_warning() -> None:
 
 
 def test_an_id_or_name_changed_after_the_first_fragment_is_warned_about() -> None:
-    msgs = [tool_call(None, "f", '{"a":', message_id="M1"),
-            Message(type="tool_call", message_id="M1", delta=True, delta_path="id",
-                    delta_action="set", props={"id": "call_real"}),
-            Message(type="tool_call", message_id="M1", delta=True, delta_path="name",
-                    delta_action="set", props={"name": "g"}), END]
+    msgs = [
+        tool_call(None, "f", '{"a":', message_id="M1"),
+        Message(
+            type="tool_call",
+            message_id="M1",
+            delta=True,
+            delta_path="id",
+            delta_action="set",
+            props={"id": "call_real"},
+        ),
+        Message(
+            type="tool_call",
+            message_id="M1",
+            delta=True,
+            delta_path="name",
+            delta_action="set",
+            props={"name": "g"},
+        ),
+        END,
+    ]
     view, codes = run(msgs, tool_calls="client")
     assert view["tools"][0]["id"] == "call_M1" and view["tools"][0]["name"] == "f"
     assert codes == ["late_tool_id", "late_tool_name"]
@@ -115,9 +155,12 @@ def test_an_id_or_name_changed_after_the_first_fragment_is_warned_about() -> Non
 
 # -- truthful endings ---------------------------------------------------------------------------
 
+
 def test_a_stream_closed_without_stream_end_is_an_incomplete_error_not_a_finish() -> None:
-    cut = [text("Starting the ans", message_id="M1"),
-           tool_call("call_a", "lookup", '{"a":', message_id="M2")]
+    cut = [
+        text("Starting the ans", message_id="M1"),
+        tool_call("call_a", "lookup", '{"a":', message_id="M2"),
+    ]
     for policy in ("agent", "client"):
         view, codes = run(cut, tool_calls=policy, include_usage=True)
         assert view["error"]["code"] == "incomplete" and "incomplete" in view["error"]["message"]
@@ -131,8 +174,9 @@ def test_usage_is_sent_only_when_known_and_never_as_invented_zeros() -> None:
     with_usage = event("stream_end", {"status": "completed", "usage": USAGE})
     view, _ = run([text("a", message_id="M1"), with_usage], include_usage=True)
     assert (view["usage"].prompt_tokens, view["usage"].total_tokens) == (3, 5)
-    partial = event("stream_end", {"status": "completed",
-                                   "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+    partial = event(
+        "stream_end", {"status": "completed", "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+    )
     view, _ = run([text("a", message_id="M1"), partial], include_usage=True)
     assert view["usage"].total_tokens == 5
     only_total = event("stream_end", {"status": "completed", "usage": {"total_tokens": 5}})
@@ -141,10 +185,13 @@ def test_usage_is_sent_only_when_known_and_never_as_invented_zeros() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(msgs=st.lists(st.one_of(any_message(), tool_message()), max_size=20),
-       policy=st.sampled_from(["agent", "client"]))
+@given(
+    msgs=st.lists(st.one_of(any_message(), tool_message()), max_size=20),
+    policy=st.sampled_from(["agent", "client"]),
+)
 def test_any_stream_in_either_policy_is_accepted_and_never_names_a_call_empty(
-        msgs: list[Message], policy: str) -> None:
+    msgs: list[Message], policy: str
+) -> None:
     view, _ = run(msgs, tool_calls=policy, include_usage=True)
     assert all(t["name"] for t in view["tools"].values())
     if policy == "agent":

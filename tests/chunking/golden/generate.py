@@ -45,20 +45,74 @@ SEED = 20261201
 SCRIPTS = 150
 # Where the sentence rules decide: a terminator and the word on either side of it.
 RULES = [
-    " Mr. Smith", " Dr. Chen", " Mrs. Jones", " No. 5", " No. The", " Inc. is", " Inc. The",
-    " etc. and", " etc. The", " e.g. The", " i.e. it", " J. Doe", " J. R. R. Tolkien", " U.S. The",
-    " U.S. market", " 3. Then", "\n1. Item", "\n a. Item", "\niv. Item", " a.m. Then", " p.m. it",
-    " vs. them", " Fig. 3", " approx. 12.5 kg", " 1,200.50 units", " v1.2.3 is", " end. The",
-    " end. the", " end! The", " end? the", " end.\nThe", " end.\n\nNext", " end.) The",
-    ' end." The', " end.'' It", " Wait... what", " Wait… The", " one.Two", " ok.Then.", " x.Com is",
-    " see example.com. Then", " at 98.6 degrees. It", "「分かった。」と言った。", "晴れです。明日",
-    "很好！我们", " Hello!\u3000Next", " Ph.D. students", " St. Louis", " Ave. The", " Jan. 5",
+    " Mr. Smith",
+    " Dr. Chen",
+    " Mrs. Jones",
+    " No. 5",
+    " No. The",
+    " Inc. is",
+    " Inc. The",
+    " etc. and",
+    " etc. The",
+    " e.g. The",
+    " i.e. it",
+    " J. Doe",
+    " J. R. R. Tolkien",
+    " U.S. The",
+    " U.S. market",
+    " 3. Then",
+    "\n1. Item",
+    "\n a. Item",
+    "\niv. Item",
+    " a.m. Then",
+    " p.m. it",
+    " vs. them",
+    " Fig. 3",
+    " approx. 12.5 kg",
+    " 1,200.50 units",
+    " v1.2.3 is",
+    " end. The",
+    " end. the",
+    " end! The",
+    " end? the",
+    " end.\nThe",
+    " end.\n\nNext",
+    " end.) The",
+    ' end." The',
+    " end.'' It",
+    " Wait... what",
+    " Wait… The",
+    " one.Two",
+    " ok.Then.",
+    " x.Com is",
+    " see example.com. Then",
+    " at 98.6 degrees. It",
+    "「分かった。」と言った。",
+    "晴れです。明日",
+    "很好！我们",
+    " Hello!\u3000Next",
+    " Ph.D. students",
+    " St. Louis",
+    " Ave. The",
+    " Jan. 5",
 ]
 MORE_CODE = ["`a. B`", "\n```", "````\n", "~~~~", " ``x`` ", "```\nx = 1.5. Y\n```\n"]
 # Single characters of every kind the rules look at, and a few they never should.
 ODD = list("abcXYZ019 .!?…‼⁇⁈⁉؟।॥。！？｡\n\t\r\"'”’»›)]}」』）*_([{「『（【“‘«‹,;:—–，、；：")
-ODD += ["\u00a0", "\u2028", "\u3000", "\u200d", "\u0301", "\ufe0f", "\U0001f3fd", "\U000e0067",
-        "\ud7ff", "\U0010fffd", "x" * 70, "y" * 150]
+ODD += [
+    "\u00a0",
+    "\u2028",
+    "\u3000",
+    "\u200d",
+    "\u0301",
+    "\ufe0f",
+    "\U0001f3fd",
+    "\U000e0067",
+    "\ud7ff",
+    "\U0010fffd",
+    "x" * 70,
+    "y" * 150,
+]
 GAPS = [0.0, 0.0, 0.001, 0.02, 0.02, 0.05, 0.1, 0.3, 1.0]
 
 
@@ -80,8 +134,12 @@ def _options(r: random.Random) -> dict[str, Any]:
     lo = r.randint(1, 60)
     hi = r.randint(lo, lo + 300)
     first = None if r.random() < 0.3 else r.randint(0, hi)
-    return {"min_chars": lo, "max_chars": hi, "first_chars": first,
-            "max_delay": r.choice([0.05, 0.25, 0.25, 1.0])}
+    return {
+        "min_chars": lo,
+        "max_chars": hi,
+        "first_chars": first,
+        "max_delay": r.choice([0.05, 0.25, 0.25, 1.0]),
+    }
 
 
 class Recorder:
@@ -117,8 +175,9 @@ def random_script(r: random.Random, n: int) -> dict[str, Any]:
         text = _text(r)
         cuts = sorted(r.randint(0, len(text)) for _ in range(r.randint(0, 80)))
         pieces = [text[a:b] for a, b in pairwise([0, *cuts, len(text)])]
-        times = list(accumulate(r.choice(GAPS) if r.random() < 0.8 else r.uniform(0, 2)
-                                for _ in pieces))
+        times = list(
+            accumulate(r.choice(GAPS) if r.random() < 0.8 else r.uniform(0, 2) for _ in pieces)
+        )
         if r.random() < 0.1:  # a clock that goes back
             i = r.randrange(len(times))
             times[i] = r.uniform(-1, times[-1] + 1)
@@ -168,8 +227,15 @@ def boundaries(r: random.Random) -> list[list[Any]]:
     for _ in range(3000):
         s = "".join(r.choice(chars) for _ in range(r.randint(0, 40)))
         a, z = r.randint(0, 45), min(r.randint(0, 45), len(s))
-        rows.append([s, a, z, sentences.last_clause_boundary(s, a, z),
-                     sentences.last_word_boundary(s, a, z)])
+        rows.append(
+            [
+                s,
+                a,
+                z,
+                sentences.last_clause_boundary(s, a, z),
+                sentences.last_word_boundary(s, a, z),
+            ]
+        )
     return rows
 
 
