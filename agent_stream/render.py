@@ -141,10 +141,12 @@ class LiveRenderer:
             call_id = props.get("call_id")
             if isinstance(call_id, str) and call_id:  # its call's line comes first
                 self._show_calls(lambda c: c.props.get("id") == call_id)
+            failed = props.get("is_error") is True
             self._line(
                 msg.thread_id,
-                f"✓ {props.get('name') or 'tool'} → {props.get('content', '')}",
-                "green",
+                f"{'✗' if failed else '✓'} {props.get('name') or 'tool'} → "
+                f"{props.get('content', '')}",
+                "red" if failed else "green",
             )
         elif mtype == "error":
             code = props.get("code")

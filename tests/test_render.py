@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
+import json
 import re
 
 from agent_stream.message import Message, error, event, text, tool_result
@@ -172,3 +174,25 @@ def test_calls_still_waiting_show_when_their_block_or_thread_ends() -> None:
     lines = render(msgs).splitlines()
     assert _tool_lines("\n".join(lines)) == ["⚙ f([1,2])", "[w] ⚙ g(x)"]
     assert lines.index("[w] ⚙ g(x)") < lines.index("after")
+
+
+def test_a_failed_tool_result_is_shown_as_failed() -> None:
+    async def body(w: StreamWriter) -> None:
+        async with w.block("llm") as b:
+            with contextlib.suppress(RuntimeError):
+                async with b.tool("get_weather", {"city": "Paris"}) as t:
+                    raise RuntimeError("the weather service is down")
+            async with b.tool("get_time", {}) as t:
+                t.result("noon")
+
+    msgs = asyncio.run(collect(body))
+    out = render(msgs)
+    assert any(line.startswith("✗ get_weather → ") for line in out.splitlines()), out
+    assert "✓ get_time → noon" in out.splitlines()
+    from agent_stream.adapters import OpenAIEncoder, run_encoder
+
+    wire = json.dumps(
+        [item.data() for item in run_encoder(OpenAIEncoder(), msgs) if hasattr(item, "data")],
+        ensure_ascii=False,
+    )
+    assert "✗ get_weather → " in wire and "✓ get_time → noon" in wire

@@ -19,7 +19,7 @@ Messages become UI message chunks, sent as SSE ``data: <json>`` lines ending ``d
   (``tool-input-error`` when the arguments are not JSON). Nothing is sent before the call's name
   is known; a call that ends nameless is named ``tool`` with a ``late_tool_name`` warning.
 - ``tool_result`` (props ``call_id``, ``name``, ``content``) for a call on the wire ->
-  ``tool-output-available`` (providerExecuted).
+  ``tool-output-available`` (providerExecuted), or ``tool-output-error`` for a failed one.
 - image, audio, video -> ``file`` (url, mediaType guessed from the url or format).
 - error Message -> ``error`` (errorText; the stream goes on: the part is not terminal).
 - anything else (loading, action, user_input, custom types, other tool results) ->
@@ -390,6 +390,18 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         if not target.done:
             self._end_msg(target, out)
         output = p["content"] if "content" in p else merge.copy_json(p)
+        if p.get("is_error") is True:  # a failed tool: the part's error state, with its text
+            text = output if isinstance(output, str) else dumps(output)
+            out.append(
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": cid,
+                    "errorText": text,
+                    "providerExecuted": True,
+                    "dynamic": True,
+                }
+            )
+            return True
         out.append(
             {
                 "type": "tool-output-available",

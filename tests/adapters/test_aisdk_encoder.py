@@ -337,3 +337,23 @@ async def test_routing_by_accept_writes_the_ui_stream() -> None:
         'data: {"type":"error","errorText":"the stream ended before it was complete"}\n\n',
         "data: [DONE]\n\n",
     ]
+
+
+def test_a_failed_tool_result_is_the_parts_error_state() -> None:
+    from agent_stream import tool_call, tool_result
+
+    enc = AISDKEncoder()
+    msgs = [
+        tool_call("c1", "get_weather", '{"city": "Paris"}', message_id="M1"),
+        tool_result(
+            "c1", "get_weather", "the weather service is down", is_error=True, message_id="M2"
+        ),
+        tool_call("c2", "get_time", "{}", message_id="M3"),
+        tool_result("c2", "get_time", "noon", message_id="M4"),
+    ]
+    chunks = [c for m in msgs for c in enc.feed(m)] + enc.close()
+    parts = {(c.get("type"), c.get("toolCallId")): c for c in chunks if isinstance(c, dict)}
+    failed = parts[("tool-output-error", "c1")]
+    assert failed["errorText"] == "the weather service is down"
+    assert ("tool-output-available", "c1") not in parts
+    assert parts[("tool-output-available", "c2")]["output"] == "noon"

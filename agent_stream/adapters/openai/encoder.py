@@ -9,7 +9,8 @@ reads.
 
 Tool calls, by ``tool_calls``: ``"agent"`` (the default) -- the agent's own calls already ran,
 so they are progress, not requests: each becomes a line ``⚙ name(arguments)`` in
-``reasoning_content`` when its message ends, each ``tool_result`` a line ``✓ name → content``,
+``reasoning_content`` when its message ends, each ``tool_result`` a line ``✓ name → content``
+(``✗`` for a failed one),
 never ``tool_calls``, and the finish_reason is never ``tool_calls``. ``"client"`` -- calls for
 the client to make: indexed ``tool_calls`` fragments, the first (index, id, type, name) only once
 the name is known (a call that ends nameless is named ``tool``, with a warning), and
@@ -361,14 +362,16 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
             self._bad_delta(msg, exc, "tool result delta not applied")
 
     def _progress_line(self, st: _EMsg) -> str:
-        """``⚙ name(arguments)`` for a tool call, ``✓ name → content`` for its result."""
+        """``⚙ name(arguments)`` for a tool call, ``✓ name → content`` for its result (``✗``
+        when it failed)."""
         if st.type == TOOL_CALL:
             st.tool.ensure_name(self, st.key)
             return f"⚙ {st.tool.name}({st.tool.args.value()})\n"
         name = st.data.get("name")
         content = st.data.get("content")
         shown = content if isinstance(content, str) else "" if content is None else dumps(content)
-        return f"✓ {name if isinstance(name, str) and name else 'tool'} → {shown}\n"
+        mark = "✗" if st.data.get("is_error") is True else "✓"  # a failed result says so
+        return f"{mark} {name if isinstance(name, str) and name else 'tool'} → {shown}\n"
 
     def _tool_chunk(self, st: _EMsg, msg: Message, out: list[OpenAIItem]) -> None:
         self._last_content = _C_TOOL
