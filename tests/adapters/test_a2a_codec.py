@@ -157,6 +157,30 @@ def test_cut_stream_fails_as_incomplete_with_a_warning() -> None:
     assert "incomplete" in [w.code for w in dec.drain_warnings()]
 
 
+@pytest.mark.parametrize(
+    ("status", "state"), [("error", TaskState.failed), ("cancelled", TaskState.canceled)]
+)
+def test_a_stream_ending_error_or_cancelled_closes_its_open_artifacts(
+    status: str, state: TaskState
+) -> None:
+    """Open artifacts get a last chunk marked with how the stream ended before the final
+    status; read back, the messages stay unfinished and the transcript ends as it did."""
+    enc = A2AEncoder()
+    out = enc.feed(Message(type="event", props={"event": "stream_start", "data": {}}))
+    out += enc.feed(text("Starting the ans", message_id="M1"))
+    out += enc.feed(
+        Message(type="event", props={"event": "stream_end", "data": {"status": status}})
+    )
+    out += enc.close()
+    lasts = [e for e in out if getattr(e, "last_chunk", None)]
+    assert [e.artifact.artifact_id for e in lasts] == ["M1"]
+    assert lasts[0].artifact.metadata == {"agent_stream": {"status": status}}
+    assert out[-1].final and out[-1].status.state == state
+    dec = A2ADecoder()
+    t = assemble([m for e in out for m in dec.feed(e)])
+    assert t.status == status and t.get(None, "M1").status != "completed"
+
+
 def test_decoder_drops_append_for_unknown_artifact() -> None:
     dec = A2ADecoder()
     dec.feed(

@@ -7,7 +7,7 @@ One reply = one Task:
   status message) or canceled; its metadata carries usage and finish_reason. Closed without
   stream_end: ``failed`` with the message "the stream ended before it was complete", a warning,
   and what was still open closed by an empty ``lastChunk`` whose metadata says ``status``
-  ``incomplete``.
+  ``incomplete`` (``error`` or ``cancelled`` when stream_end says so).
 - each message -> one Artifact (``artifactId`` the message id, ``thread:message`` in a thread),
   built with ``append``: the first event creates it, later ones append, the message's end
   appends an empty last chunk (``lastChunk``). text, refusal and thinking are TextParts; a
@@ -215,9 +215,15 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         for st in list(self._table.open.values()):
             if status == "completed":
                 self._end_msg(st, out)
-            elif not st.sent and st.kind == _DATA and st.data:
+                continue
+            if not st.sent and st.kind == _DATA and st.data:
                 self._send_whole(st, out, last=False)  # a held tool call, shown unfinished
-            # an unfinished message gets no lastChunk
+            if st.sent and st.kind != _STATUS:
+                # closed (lastChunk), marked with how the stream ended: a client waiting for
+                # its last chunk is not left hanging, and it does not look complete
+                mark = status if status in ("error", "cancelled") else "error"
+                self._artifact(st, [], out, append=True, last=True, status=mark)
+            self._ending(st)
         state = (
             _FINAL.get(status, TaskState.failed) if isinstance(status, str) else TaskState.failed
         )
