@@ -1,13 +1,12 @@
 """The Redis Streams resume store, against a real redis-server this test starts on 127.0.0.1:
 the store's contract, and two gateways sharing it, a client cut off from one resuming on the
-other. Skipped, saying why, only where redis-server is not installed (Debian package
+other (the ``redis_url`` fixture, tests/conftest.py). Skipped, saying why, only where
+redis-server is not installed (Debian package
 redis-server; `make test` installs it when missing)."""
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -17,55 +16,8 @@ from gateway_harness import Gateway, Harness, agui_body, sse_events, start_gatew
 from wire_checks import agui_text, check_agui
 
 from agent_stream.gateway.store import end_entry
-from agent_stream.uagents.local import free_port
 
 pytestmark = pytest.mark.integration
-
-REDIS = shutil.which("redis-server")
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if REDIS is None:
-        pytest.skip(
-            "redis-server is not installed (Debian package redis-server; `make test` "
-            "installs it with apt-get)"
-        )
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [
-            REDIS,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with __import__("socket").create_connection(("127.0.0.1", port), 0.2):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 async def test_redis_store_contract(redis_url: str) -> None:
