@@ -25,6 +25,8 @@ class Pair:
         self.tasks: set[asyncio.Task[Any]] = set()
 
     def add(self, seed: str, chat: Protocol | None = None, **options: Any) -> Agent:
+        if len(seed) < 16:  # a throwaway test seed, long enough not to be warned about
+            seed = f"{seed} (in-process test agent)"
         agent = local_agent(seed, free_port(), directory=None, **options)
         if chat is not None:
             agent.include(chat, publish_manifest=True)

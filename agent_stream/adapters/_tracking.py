@@ -9,7 +9,7 @@
 - ``TrackingEncoder``: feed/close, the dispatch of events, errors and content, a message's
   lookup, retype and end: each encoder writes only what its own wire does.
 
-This module is a little over 500 lines on purpose: it is the one place the encoders keep
+This module is over 500 lines on purpose: it is the one place the encoders keep
 what they track per message (tool calls, shown text, endings, order), so they cannot drift.
 """
 

@@ -34,7 +34,7 @@ it opened and every ``repair_every`` seconds while it stays open, and given up o
 every message in the Transcript completed (no chunk lost, none cut off) and, for a tagged reply,
 every ChatMessage of it was decoded (no gap given up).
 
-This module is a little over 500 lines on purpose: the Reply (what an asker holds) and the
+This module is over 500 lines on purpose: the Reply (what an asker holds) and the
 ChatClient (what routes incoming traffic to it) change together with every delivery rule.
 """
 

@@ -34,7 +34,7 @@ Example::
 Networked agents (Almanac registration, Agentverse mailbox) are ordinary uagents agents:
 :func:`network_agent` builds one, protected; it can run in the same process as local agents.
 
-This module is a little over 500 lines on purpose: building a local agent, serving it and
+This module is over 500 lines on purpose: building a local agent, serving it and
 listing it in the directory are one lifecycle, whose failure paths must clean up together.
 """
 

@@ -76,7 +76,7 @@ not answered again (:mod:`.responder_delivery`).
 
 This module is the only code in agent_stream that calls ``ctx.send``.
 
-This module is a little over 500 lines on purpose: the plugin's handlers and the reply pump's
+This module is over 500 lines on purpose: the plugin's handlers and the reply pump's
 wiring share one state (open replies, caps, delivery, memory) that only this class changes.
 """
 
