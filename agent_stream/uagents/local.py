@@ -139,6 +139,15 @@ def parse_peers(specs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
 
 
 # -- agents ----------------------------------------------------------------------------------------
+class NetworkAgent(Agent):  # type: ignore[misc]
+    """A networked Agent whose ``include`` refuses a second chat protocol with an error naming
+    the fix (:class:`~agent_stream.uagents.retrofit.ChatProtocolConflict`)."""
+
+    def include(self, protocol: Protocol, publish_manifest: bool = False) -> None:
+        check_include(self, protocol)
+        super().include(protocol, publish_manifest)
+
+
 class LocalAgent(Agent):  # type: ignore[misc]
     """An Agent for local running, with no internet: building it queries no ledger, starting
     and stopping it posts no status update, its server listens on 127.0.0.1 only, and
@@ -364,7 +373,7 @@ def network_agent(seed: str, **kwargs: Any) -> Agent:
     internet. Protected (:func:`~agent_stream.uagents.hardening.protect`).
     """
     warn_weak_seed(seed, "network_agent")
-    agent = Agent(**network_agent_options(seed, **kwargs))
+    agent = NetworkAgent(**network_agent_options(seed, **kwargs))
     protect(agent)
     return agent
 

@@ -14,9 +14,11 @@ import pytest
 import uagents.agent
 import uagents.asgi
 import uagents.network
+from uagents import Protocol
+from uagents_core.contrib.protocols.chat import chat_protocol_spec
 
 from agent_stream.commands import serve
-from agent_stream.uagents import StreamingChat, local_agent, network_agent
+from agent_stream.uagents import ChatProtocolConflict, StreamingChat, local_agent, network_agent
 from agent_stream.uagents.directory import LocalResolver
 from agent_stream.uagents.edge import AgentServer
 from agent_stream.uagents.local import (
@@ -112,8 +114,9 @@ def test_network_agent_is_protected_beside_local_agents(monkeypatch: pytest.Monk
     )
     agent = network_agent("networked beside a local one", network="testnet", port=free_port())
     try:
-        assert reached == ["testnet"]  # a stock Agent does query the ledger
-        assert type(agent) is uagents.agent.Agent and is_protected(agent)
+        assert reached == ["testnet"]  # it is built the uagents way: the ledger is queried
+        assert isinstance(agent, uagents.agent.Agent) and not isinstance(agent, LocalAgent)
+        assert is_protected(agent)
         assert is_protected(local)
     finally:
         for a in (agent, local):
@@ -163,6 +166,8 @@ async def test_serve_network_mailbox_is_configured_up_to_the_network(
         assert agent.mailbox_client is not None and where == "Agentverse mailbox"
         assert isinstance(chat, StreamingChat)
         assert chat.digest in agent.protocols
+        with pytest.raises(ChatProtocolConflict, match=r"StreamingChat\.from_protocol"):
+            agent.include(Protocol(spec=chat_protocol_spec))  # a second chat protocol
         assert not isinstance(agent._resolver, LocalResolver)  # the Almanac resolver
     finally:
         uagents.agent.dispatcher.unregister(agent.address, agent)
