@@ -216,7 +216,21 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         ``StreamingChat.from_protocol(proto)`` instead of ``proto``. The handler runs unchanged
         (see :func:`wrap_chat_handler`): what it sends the asker with ``ctx.send`` becomes the
         streamed reply, its EndSessionContent ends the session, its acknowledgements are left
-        to the plugin. ``label``: the label of the reply's block (default: the agent's name).
+        to the plugin.
+
+        Args:
+            protocol: the existing chat protocol whose ChatMessage handler answers.
+            label: the label of the reply's block (None: the agent's name).
+            settings: every limit, as for the class (None: the defaults).
+            channels: the channel policy, as for the class.
+            chunker: TextChunker options for the text it sends.
+            on_reply_end: called with a :class:`ReplyStats` when each reply is over.
+
+        Returns:
+            The plugin to include in the agent instead of ``protocol``.
+
+        Raises:
+            ValueError: ``protocol`` has no ChatMessage handler.
         """
         handler = _chat_handler_of(protocol)
         chat = cls(
@@ -248,13 +262,29 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     ) -> Reply:
         """Send ``question`` to ``destination``; returns its :class:`Reply` once delivered.
 
-        ``channels``: extra channels to ask for (e.g. ``{"reasoning"}``); ``session``: open a
-        session (StartSessionContent); ``history``: the conversation so far as this asker keeps
-        it (the responder's ``request.history`` instead of what it stored). An undelivered
-        question is retried for ``deliver_within`` seconds (a peer just started may not listen
-        yet), then DeliveryError is raised. The reply's ChatMessages are acknowledged and
-        decoded as they arrive. ``idle_timeout``: seconds of silence after which a tagged
-        reply is ``lost`` (default: the delivery policy's, 15 s).
+        An undelivered question is retried for ``deliver_within`` seconds (a peer just started may
+        not listen yet). The reply's ChatMessages are acknowledged and decoded as they arrive.
+
+        Args:
+            ctx: the handler's context (the agent that asks).
+            destination: the peer's address (or ``prefix://address``).
+            question: the question's text, or a ChatMessage sent as it is.
+            session: open a session (StartSessionContent) with the question.
+            channels: extra channels to ask for (e.g. ``{"reasoning"}``).
+            timeout: seconds the whole reply may take before it ends ``timeout``.
+            settle: seconds to wait for late messages after the reply's end.
+            decoder: the ChatDecoder that decodes the reply (None: a new one with default limits).
+            deliver_within: seconds during which an undelivered question is retried.
+            idle_timeout: seconds of silence after which a tagged reply is ``lost`` (None: the
+                delivery policy's, 15 s).
+            history: the conversation so far as this asker keeps it (the responder's
+                ``request.history`` instead of what it stored); None: the responder's own.
+
+        Returns:
+            The reply, streaming; iterate it or await ``reply.wait()``.
+
+        Raises:
+            DeliveryError: the question was not delivered within ``deliver_within`` seconds.
         """
         self._bind(ctx)
         # Questions, their control ops and acknowledgements depend on no order between them
@@ -288,8 +318,24 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         timeout: float = 120.0,
         idle_timeout: float | None = None,
     ) -> Reply:
-        """The reply of ``conversation`` (a question's msg_id) sent again from its start, for
-        an asker that lost its state (same address; see :func:`.client.resume_with`)."""
+        """The reply of ``conversation`` sent again from its start.
+
+        For an asker that lost its state (same address; see :func:`.client.resume_with`).
+
+        Args:
+            ctx: the handler's context (the agent that asks).
+            destination: the peer that was answering.
+            conversation: the question's msg_id.
+            timeout: seconds the whole reply may take.
+            idle_timeout: seconds of silence after which the reply is ``lost`` (None: the delivery
+                policy's).
+
+        Returns:
+            The reply, streaming again from its first message.
+
+        Raises:
+            DeliveryError: the resend request was not delivered.
+        """
         self._bind(ctx)
         return await resume_with(
             self.send,
@@ -392,8 +438,18 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
     # -- internals --------------------------------------------------------------------------------
     async def send(self, ctx: Context, destination: str, message: Model) -> tuple[bool, str]:
-        """Send ``message`` to ``destination`` the way the plugin does: ``ctx.send`` awaited,
-        never raising; returns (delivered?, detail). The one place agent_stream sends."""
+        """Send ``message`` to ``destination`` the way the plugin does.
+
+        ``ctx.send`` awaited, never raising: the one place agent_stream sends.
+
+        Args:
+            ctx: the context to send with.
+            destination: the peer's address.
+            message: the model to send.
+
+        Returns:
+            (delivered?, detail): whether it was delivered or sent, and the transport's detail.
+        """
         try:
             status = await ctx.send(destination, message, timeout=self.settings.send_timeout)
         except Exception as exc:  # never let a transport error escape into a handler
