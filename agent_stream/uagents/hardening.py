@@ -50,21 +50,36 @@ _ATTR = "_agent_stream_guard"  # where an agent keeps its AgentGuard (an attribu
 
 @dataclass(frozen=True)
 class Protection:
-    """How :func:`protect` protects an agent: the guard's limits (inbox and HTTP edge) and the
-    send lanes' bounds (``LaneLimits(every_protocol=True)`` puts every send in lanes)."""
+    """How :func:`protect` protects an agent.
+
+    The guard's limits (inbox and HTTP edge) and the send lanes' bounds
+    (``LaneLimits(every_protocol=True)`` puts every send in lanes).
+
+    Attributes:
+        guard: the inbox guard's and the HTTP edge's limits.
+        lanes: the bounds of the per-destination send lanes.
+    """
 
     guard: GuardSettings = field(default_factory=GuardSettings)
     lanes: LaneLimits = field(default_factory=LaneLimits)
 
 
 def guard_of(agent: Any) -> AgentGuard | None:
-    """The :class:`~.guard.AgentGuard` of a protected agent (its ``stats``), else None."""
+    """The :class:`~.guard.AgentGuard` of a protected agent (its ``stats``), else None.
+
+    Args:
+        agent: the agent (any object: None when it is not a protected agent).
+    """
     guard = getattr(agent, "__dict__", {}).get(_ATTR)
     return guard if isinstance(guard, AgentGuard) else None
 
 
 def is_protected(agent: Any) -> bool:
-    """Whether :func:`protect` was applied to ``agent``."""
+    """Whether :func:`protect` was applied to ``agent``.
+
+    Args:
+        agent: the agent to look at.
+    """
     return guard_of(agent) is not None
 
 

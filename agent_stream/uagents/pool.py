@@ -35,7 +35,12 @@ class EnvelopePoster:
     """Posts one agent's envelopes over a pool of kept-alive connections."""
 
     def __init__(self, max_connections: int = 256, keepalive: float = 4.0) -> None:
-        """``max_connections``: open at once in all; ``keepalive``: seconds an idle one stays."""
+        """Open no connection yet (the first post does).
+
+        Args:
+            max_connections: connections open at once, all destinations together.
+            keepalive: seconds an idle connection stays open.
+        """
         self.max_connections = max_connections
         self.keepalive = keepalive
         self._session: aiohttp.ClientSession | None = None

@@ -30,7 +30,15 @@ def _chat_digest() -> str:
 
 def check_include(agent: Any, protocol: Protocol) -> None:
     """Raise :class:`ChatProtocolConflict` when ``protocol`` would be ``agent``'s second chat
-    protocol."""
+    protocol.
+
+    Args:
+        agent: the agent the protocol is being included in.
+        protocol: the protocol about to be included.
+
+    Raises:
+        ChatProtocolConflict: ``agent`` already has a chat protocol and ``protocol`` is one.
+    """
     digest = _chat_digest()
     if protocol.digest != digest or digest not in agent.protocols:
         return

@@ -88,6 +88,12 @@ class ChatSettings:
     """Every setting of a :class:`~agent_stream.uagents.StreamingChat` (see the module doc).
 
     Attributes:
+        pump: how each reply is sent (buffering, coalescing, messages in flight).
+        caps: how many replies and how big a question this agent takes.
+        delivery: acknowledgements, resends, idle and cancel timeouts.
+        protection: the guard's limits and the send lanes' bounds.
+        sessions: how many conversation turns are kept, for whom and how long.
+        history: how much of the kept conversation a responder is given.
         send_timeout: seconds one ``ctx.send`` may take.
     """
 

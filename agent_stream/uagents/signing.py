@@ -216,7 +216,11 @@ def verify_digest(address: str, digest: bytes, signature: str) -> bool:
 
 
 class FastIdentity(Identity):  # type: ignore[misc]
-    """uagents' ``Identity`` (same key and address) signing digests with libsecp256k1."""
+    """uagents' ``Identity`` (same key and address) signing digests with libsecp256k1.
+
+    Args:
+        signing_key: the agent's secp256k1 key, as uagents' ``Identity`` takes it.
+    """
 
     def __init__(self, signing_key: ecdsa.SigningKey) -> None:
         super().__init__(signing_key)
@@ -237,7 +241,11 @@ class FastIdentity(Identity):  # type: ignore[misc]
         return cls(key)
 
     def sign_digest(self, digest: bytes) -> str:
-        """``bech32("sig", r || s)`` of ``digest``, as uagents' signer gives (low-s here)."""
+        """``bech32("sig", r || s)`` of ``digest``, as uagents' signer gives (low-s here).
+
+        Args:
+            digest: the 32-byte digest to sign (another length: signed by uagents' own signer).
+        """
         if self._fast is None or len(digest) != 32:
             return str(super().sign_digest(digest))
         return bech32_encode("sig", self._fast.sign_recoverable(digest, hasher=None)[:64])

@@ -95,8 +95,15 @@ def wrap_chat_handler(
     The handler runs in the reply's background task with a context whose ``send`` turns the
     ChatMessages it sends back to the asker into messages of the streamed reply (text as text
     messages, resources as image/audio/video, EndSessionContent ending the session); its
-    acknowledgements are dropped (the plugin acknowledges). Sends to other agents go out through
-    ``plugin`` when given. ``label``: the reply block's label (default: the agent's name).
+    acknowledgements are dropped (the plugin acknowledges).
+
+    Args:
+        handler: the chat handler, ``async (ctx, sender, msg) -> None``.
+        plugin: the plugin its sends to other agents go out through (None: such sends fail).
+        label: the reply block's label (None: the agent's name).
+
+    Returns:
+        A responder for :class:`StreamingChat`.
     """
 
     async def respond(request: ChatRequest, out: StreamWriter) -> None:
