@@ -18,7 +18,11 @@ __all__ = ["ReplyCaps", "question_bytes"]
 
 
 class ReplyCaps:
-    """Replies running per peer and in all, and error replies being sent, against their caps."""
+    """Replies running per peer and in all, and error replies being sent, against their caps.
+
+    Args:
+        limits: the caps (``ChatSettings.caps``).
+    """
 
     def __init__(self, limits: ReplyLimits) -> None:
         self.limits = limits
@@ -30,7 +34,14 @@ class ReplyCaps:
         self.refusing: dict[str, int] = {}  # peer -> error replies being sent to it
 
     def over_cap(self, request: ChatRequest) -> Refused | None:
-        """Why ``request`` is not given to the responder (None: it is)."""
+        """Why ``request`` is not given to the responder (None: it is).
+
+        Args:
+            request: the question, before its responder runs.
+
+        Returns:
+            The refusal to send the asker, or None.
+        """
         limit = self.max_question_bytes
         if limit is not None:
             size = question_bytes(request.message)
@@ -57,7 +68,11 @@ class ReplyCaps:
         return None
 
     def may_refuse(self, sender: str) -> bool:
-        """Whether an error reply may go to ``sender`` now (counted when it may)."""
+        """Whether an error reply may go to ``sender`` now (counted when it may).
+
+        Args:
+            sender: the peer to send the error reply to.
+        """
         mine = self.refusing.get(sender, 0)
         share = (
             self.max_refusals if sender in self.limits.trusted else max(1, self.max_refusals // 4)
@@ -68,15 +83,27 @@ class ReplyCaps:
         return True
 
     def refused(self, sender: str) -> None:
-        """An error reply to ``sender`` is over."""
+        """An error reply to ``sender`` is over.
+
+        Args:
+            sender: the peer the error reply went to.
+        """
         _release(self.refusing, sender)
 
     def took(self, sender: str) -> None:
-        """A reply to ``sender`` started."""
+        """A reply to ``sender`` started.
+
+        Args:
+            sender: the peer being answered.
+        """
         self.replies[sender] = self.replies.get(sender, 0) + 1
 
     def produced(self, sender: str) -> None:
-        """A responder answering ``sender`` is done: its slot is free."""
+        """A responder answering ``sender`` is done: its slot is free.
+
+        Args:
+            sender: the peer that was answered.
+        """
         _release(self.replies, sender)
 
 
@@ -91,7 +118,11 @@ def _release(counts: dict[str, int], key: str) -> None:
 def question_bytes(msg: ChatMessage) -> int:
     """The size of a question: the UTF-8 bytes of the strings its content items carry (text,
     metadata keys and values, resource ids, URIs and metadata; not the item types). The
-    history an asker sends in its tag is not counted: it has its own cap (HistoryLimits)."""
+    history an asker sends in its tag is not counted: it has its own cap (HistoryLimits).
+
+    Args:
+        msg: the question.
+    """
     total = 0
     for item in msg.content:
         fields = item.dict()

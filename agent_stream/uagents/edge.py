@@ -54,7 +54,11 @@ SendASGI = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class Edge:
-    """The admission state of one agent's HTTP edge (limits and counters: its guard's)."""
+    """The admission state of one agent's HTTP edge (limits and counters: its guard's).
+
+    Args:
+        guard: the agent's guard, whose settings and counters the edge uses.
+    """
 
     def __init__(self, guard: AgentGuard) -> None:
         self.guard = guard
@@ -68,7 +72,12 @@ class Edge:
         self._known: OrderedDict[str, tuple[float, TokenBucket]] = OrderedDict()
 
     def admit(self, sender: Any, signed: bool) -> bool:
-        """Whether an envelope from ``sender`` may be read on (see the module doc)."""
+        """Whether an envelope from ``sender`` may be read on (see the module doc).
+
+        Args:
+            sender: the envelope's sender (as read, not yet verified).
+            signed: whether the envelope carries a signature.
+        """
         if self._settings is not self.guard.settings:  # the guard was reconfigured
             self._reset()
         if not signed or not isinstance(sender, str) or sender.startswith("user"):
@@ -79,7 +88,11 @@ class Edge:
         return self._new.take()
 
     def verified(self, sender: str) -> None:
-        """Note that uagents accepted a signed envelope of ``sender``."""
+        """Note that uagents accepted a signed envelope of ``sender``.
+
+        Args:
+            sender: the verified sender's address.
+        """
         entry = self._known.pop(sender, None)
         bucket = entry[1] if entry is not None else TokenBucket(self._rate(sender))
         self._known[sender] = (time.monotonic(), bucket)
@@ -94,7 +107,11 @@ class Edge:
 
     def answering(self, sender: str) -> None:
         """Note that ``sender`` streams replies this agent asked for (tagged ones): its
-        envelopes are admitted at ``trusted_envelopes_per_second`` for the next 10 minutes."""
+        envelopes are admitted at ``trusted_envelopes_per_second`` for the next 10 minutes.
+
+        Args:
+            sender: the address of the peer answering this agent.
+        """
         self._answering[sender] = time.monotonic() + KNOWN_FOR
         self._answering.move_to_end(sender)
         while len(self._answering) > MAX_KNOWN:

@@ -67,6 +67,8 @@ class GuardSettings:
     sender_envelopes_per_second: float = 200.0  # signed envelopes of one verified sender
     # senders trusted with more (a gateway asking for many users): their own rate instead
     trusted_senders: frozenset[str] = frozenset()
+    # envelopes per second of each trusted sender, and of each peer streaming a reply this
+    # agent asked for
     trusted_envelopes_per_second: float = 10_000.0
     unsigned_per_second: float = 50.0  # unsigned envelopes, all senders together
     max_queued: int = 1024  # payloads waiting in one agent's inbox
@@ -81,7 +83,12 @@ class GuardSettings:
 
 
 def short(value: object, limit: int = 160) -> str:
-    """``value`` as one line of at most ``limit`` characters (whatever a peer put in it)."""
+    """``value`` as one line of at most ``limit`` characters (whatever a peer put in it).
+
+    Args:
+        value: anything; it is made a string.
+        limit: the most characters kept (then ``...``).
+    """
     text = " ".join(str(value).split())
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -113,6 +120,10 @@ class AgentGuard:
 
     ``stats``: ``dropped`` (payloads refused before the inbox), ``error_replies``
     (ErrorMessages delivered), ``http_refused`` (envelopes refused at the HTTP edge).
+
+    Args:
+        agent: the uagents agent it guards.
+        settings: its limits (None: the defaults).
     """
 
     def __init__(self, agent: Any, settings: GuardSettings | None = None) -> None:
@@ -124,14 +135,26 @@ class AgentGuard:
         self.configure(settings or GuardSettings())
 
     def configure(self, settings: GuardSettings) -> None:
-        """Use ``settings`` from now on (rate limits start afresh; counters are kept)."""
+        """Use ``settings`` from now on (rate limits start afresh; counters are kept).
+
+        Args:
+            settings: the new limits.
+        """
         self.settings = settings
         self.log = RateLimitedLog(LOG, settings.log_burst, settings.log_period)
         self._error_budget = TokenBucket(settings.error_rate, settings.error_rate)
 
     # -- the check ---------------------------------------------------------------------------------
     def check(self, schema_digest: str, message: Any) -> str | None:
-        """Why the agent must not queue ``message`` for ``schema_digest`` (None: it may)."""
+        """Why the agent must not queue ``message`` for ``schema_digest`` (None: it may).
+
+        Args:
+            schema_digest: the payload's model digest.
+            message: the payload (JSON text).
+
+        Returns:
+            The reason for refusing it, or None.
+        """
         model = _compat.models_of(self.agent).get(schema_digest)
         if model is None:
             return "no model for this schema digest"
@@ -189,14 +212,28 @@ class AgentGuard:
 
     # -- the agent's handle_message ----------------------------------------------------------------
     def wrap(self, handle: HandleMessage) -> HandleMessage:
-        """The guarded version of the agent's bound ``handle_message``."""
+        """The guarded version of the agent's bound ``handle_message``.
+
+        Args:
+            handle: the agent's own ``handle_message``, called for what the guard lets in.
+
+        Returns:
+            :meth:`handle_message`, bound to this guard.
+        """
         self._handle = handle
         return self.handle_message
 
     async def handle_message(
         self, sender: Any, schema_digest: str, message: Any, session: Any
     ) -> None:
-        """Queue the payload the way uagents does, unless :meth:`check` refuses it."""
+        """Queue the payload the way uagents does, unless :meth:`check` refuses it.
+
+        Args:
+            sender: the envelope's sender.
+            schema_digest: the payload's model digest.
+            message: the payload (JSON text).
+            session: the envelope's session.
+        """
         reason = self.check(schema_digest, message)
         if reason is None:
             assert self._handle is not None

@@ -122,8 +122,13 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
     """An agent's dispenser with one lane per destination (see the module doc)."""
 
     def __init__(self, limits: LaneLimits | None = None, *, stock: Dispenser | None = None) -> None:
-        """``stock``: where envelopes not for lanes go (None: this dispenser's own uagents
-        queue, which :meth:`run` serves the uagents way)."""
+        """Make the dispenser; no lane runs until an envelope comes.
+
+        Args:
+            limits: the lanes' bounds (None: the defaults).
+            stock: where envelopes not for lanes go (None: this dispenser's own uagents
+                queue, which :meth:`run` serves the uagents way).
+        """
         super().__init__()
         self.limits = limits or LaneLimits()
         self._stock = stock
@@ -148,6 +153,15 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         response_future: asyncio.Future[Any],
         sync: bool = False,
     ) -> None:
+        """Queue ``envelope`` in its destination's lane (a chat envelope), else for the stock.
+
+        Args:
+            envelope: the signed envelope to post.
+            endpoints: the destination's endpoints, tried in order.
+            response_future: set with the delivery status once posted (or failed).
+            sync: whether the sender waits for the destination's reply (passed to the stock
+                dispenser).
+        """
         if not self.limits.every_protocol and envelope.schema_digest not in CHAT_DIGESTS:
             if self._stock is not None:
                 self._stock.add_envelope(envelope, endpoints, response_future, sync)
@@ -189,14 +203,22 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
 
     def pipeline(self, peer: str) -> None:
         """Let up to ``window`` envelopes to ``peer`` be in flight at once: for a peer that
-        restores order itself (an agent_stream peer reading tagged replies by ``seq``)."""
+        restores order itself (an agent_stream peer reading tagged replies by ``seq``).
+
+        Args:
+            peer: the destination's address.
+        """
         self._pipelined[peer] = None
         self._pipelined.move_to_end(peer)
         while len(self._pipelined) > self.limits.max_lanes:
             self._pipelined.popitem(last=False)
 
     def pipelined(self, peer: str) -> bool:
-        """Whether envelopes to ``peer`` may be in flight together."""
+        """Whether envelopes to ``peer`` may be in flight together.
+
+        Args:
+            peer: the destination's address.
+        """
         return peer in self._pipelined
 
     def _window(self, target: str) -> int:
@@ -296,7 +318,11 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
 
     async def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for every lane to finish; cancel what is left; close
-        the kept connections."""
+        the kept connections.
+
+        Args:
+            timeout: seconds the lanes get.
+        """
         tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
         if not tasks:
             await self.poster.close()
@@ -315,6 +341,10 @@ def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
     Before the agent starts, it becomes the dispenser uagents runs. On a running agent,
     contexts built from then on use it: envelopes not for lanes go to the dispenser the agent
     runs, and a shutdown handler drains the lanes.
+
+    Args:
+        agent: the uagents agent.
+        limits: the lanes' bounds (None: the defaults; ignored when it has one already).
     """
     current = _compat.dispenser_of(agent)
     if isinstance(current, PeerDispenser):

@@ -26,7 +26,12 @@ LOG = logging.getLogger("agent_stream.uagents")
 
 
 class Memory:
-    """Conversation memory over ``store``, for one StreamingChat."""
+    """Conversation memory over ``store``, for one StreamingChat.
+
+    Args:
+        store: where the turns are kept.
+        limits: how much history is accepted from a client and given to a responder.
+    """
 
     def __init__(self, store: SessionStore, limits: HistoryLimits) -> None:
         self.store = store
@@ -35,7 +40,14 @@ class Memory:
 
     async def with_history(self, request: ChatRequest) -> ChatRequest:
         """``request`` with its history: the one its client sent, else the session's stored
-        turns (none without a session)."""
+        turns (none without a session).
+
+        Args:
+            request: the question as it arrived.
+
+        Returns:
+            A copy of ``request`` with ``history`` set.
+        """
         sent = sent_history(request.message)
         if sent is not None:
             try:
@@ -55,7 +67,12 @@ class Memory:
 
     async def remember(self, request: ChatRequest, answer: str) -> None:
         """Store the question and its answer as the session's next two turns (not when the
-        client keeps the history itself, or the question ended the session)."""
+        client keeps the history itself, or the question ended the session).
+
+        Args:
+            request: the question.
+            answer: the text of its answer.
+        """
         if request.session is None or request.client_history or ends_session(request.message):
             return
         try:
@@ -67,7 +84,11 @@ class Memory:
             LOG.warning("could not store a turn of session %s: %s", request.session, describe(exc))
 
     async def forget(self, key: SessionKey) -> None:
-        """Forget a session its peer ended."""
+        """Forget a session its peer ended.
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         try:
             await self.store.forget(key)
         except Exception as exc:

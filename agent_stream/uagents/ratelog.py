@@ -14,8 +14,12 @@ __all__ = ["RateLimitedLog", "TokenBucket"]
 
 
 class TokenBucket:
-    """``rate`` tokens per second, at most ``burst`` saved up (default ``2 * rate``); starts
-    full."""
+    """``rate`` tokens per second, at most ``burst`` saved up; starts full.
+
+    Args:
+        rate: tokens added per second.
+        burst: the most tokens saved up (None: ``2 * rate``).
+    """
 
     __slots__ = ("burst", "last", "rate", "tokens")
 
@@ -37,8 +41,15 @@ class TokenBucket:
 
 
 class RateLimitedLog:
-    """At most ``burst`` warning lines per ``period`` seconds; the next line after a quiet spell
-    says how many were not written."""
+    """At most ``burst`` warning lines per ``period`` seconds.
+
+    The next line after a quiet spell says how many were not written.
+
+    Args:
+        logger: where the lines go.
+        burst: lines written per period.
+        period: the period, in seconds.
+    """
 
     def __init__(self, logger: logging.Logger, burst: int, period: float) -> None:
         self.logger = logger
@@ -49,7 +60,12 @@ class RateLimitedLog:
         self.suppressed = 0
 
     def warning(self, msg: str, *args: object) -> bool:
-        """Log ``msg % args`` unless over the rate; True when written."""
+        """Log ``msg % args`` unless over the rate; True when written.
+
+        Args:
+            msg: the %-format string.
+            *args: its arguments.
+        """
         now = time.monotonic()
         if now - self._window_start >= self.period:
             self._window_start, self._lines = now, 0
