@@ -61,6 +61,16 @@ def test_every_settings_class_and_field_is_on_the_limits_page() -> None:
             assert f"| `{f.name}` |" in page, (name, f.name)
 
 
+def test_every_limits_row_says_what_it_bounds() -> None:
+    """No field of the limits page has an empty meaning cell: each settings field is
+    documented (an ``Attributes:`` line or a comment on or above it)."""
+    page = generated().render_limits()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert rows
+    empty = [row for row in rows if not row.rstrip().rstrip("|").rsplit("|", 1)[-1].strip()]
+    assert not empty, "limits rows without a meaning:\n" + "\n".join(empty)
+
+
 def test_a_field_documented_by_its_comment_has_that_meaning() -> None:
     gen = generated()
     from agent_stream.uagents import GuardSettings
