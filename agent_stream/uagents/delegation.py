@@ -44,8 +44,24 @@ def delegated_question(
     max_hops: int | None = None,
     session: bool = True,
 ) -> ChatMessage:
-    """The ChatMessage asking ``target`` ``question`` for ``request`` (answered by ``me``);
-    RelayRefused when the hop limit or a loop forbids it."""
+    """The ChatMessage asking ``target`` ``question`` for ``request`` (answered by ``me``).
+
+    Args:
+        request: the question this agent is answering.
+        me: this agent's address.
+        target: the address of the agent to ask.
+        question: the text to ask it.
+        channels: extra channels to ask for (None: those ``request`` asked for).
+        max_hops: this agent's hop limit (None: the default); the request's own limit, when
+            lower, wins.
+        session: open a session with ``target``.
+
+    Returns:
+        The question, its delegation chain and hop limit in its tag.
+
+    Raises:
+        RelayRefused: the hop limit or a loop forbids it.
+    """
     path = delegation_path(chain_of(request.message), request.sender)
     carried = max_hops_of(request.message)
     own = max_hops if max_hops is not None else DEFAULT_MAX_HOPS
@@ -73,8 +89,28 @@ async def delegate(
     session: bool = True,
     **ask: Any,
 ) -> Reply:
-    """``chat.ask`` of ``to`` on behalf of ``request`` (see the module doc); ``ask``: more
-    keyword arguments for it (``timeout``, ``deliver_within``...)."""
+    """``chat.ask`` of ``to`` on behalf of ``request`` (see the module doc).
+
+    Args:
+        chat: this agent's plugin.
+        request: the question this agent is answering.
+        to: the agent to ask (address or ``prefix://address``).
+        question: the text to ask it.
+        channels: extra channels to ask for (None: those the asker wants and this agent's
+            channel policy lets it pass on).
+        max_hops: this agent's hop limit (None: the default); the request's own limit, when
+            lower, wins.
+        session: open a session with ``to``.
+        **ask: more keyword arguments for :meth:`StreamingChat.ask` (``timeout``,
+            ``deliver_within``...).
+
+    Returns:
+        The delegate's reply, streaming.
+
+    Raises:
+        StreamError: ``request`` was not received by a StreamingChat.
+        RelayRefused: the hop limit or a loop forbids it.
+    """
     ctx = request.ctx
     me = getattr(getattr(ctx, "agent", None), "address", None)
     if ctx is None or not me:

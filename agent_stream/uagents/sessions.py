@@ -90,15 +90,28 @@ class SessionStore(Protocol):
     """Where conversation turns are kept. Implement it for another database."""
 
     async def load(self, key: SessionKey) -> tuple[Turn, ...]:
-        """The session's turns, oldest first (empty for an unknown or expired session)."""
+        """The session's turns, oldest first (empty for an unknown or expired session).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         ...
 
     async def append(self, key: SessionKey, turns: Sequence[Turn]) -> None:
-        """Add ``turns`` to the session: all of them or, on failure, none."""
+        """Add ``turns`` to the session: all of them or, on failure, none.
+
+        Args:
+            key: the session: (peer address, session id).
+            turns: the turns to add, oldest first.
+        """
         ...
 
     async def forget(self, key: SessionKey) -> None:
-        """Forget the session (its peer ended it)."""
+        """Forget the session (its peer ended it).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         ...
 
     async def close(self) -> None:
@@ -152,7 +165,12 @@ class _Session:
 
 
 class MemorySessionStore:
-    """Sessions in this process's memory (the default store), within :class:`SessionLimits`."""
+    """Sessions in this process's memory (the default store), within :class:`SessionLimits`.
+
+    Args:
+        limits: the sessions' bounds (None: the defaults).
+        clock: the time in seconds, for idle expiry (a test passes its own).
+    """
 
     def __init__(
         self, limits: SessionLimits | None = None, *, clock: Callable[[], float] = time.monotonic
@@ -169,11 +187,23 @@ class MemorySessionStore:
         return len(self._sessions)
 
     async def load(self, key: SessionKey) -> tuple[Turn, ...]:
+        """The session's turns, oldest first (empty for an unknown or expired session).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         self._expire(self._clock())
         session = self._sessions.get(key)
         return tuple(session.turns) if session is not None else ()
 
     async def append(self, key: SessionKey, turns: Sequence[Turn]) -> None:
+        """Add ``turns`` to the session, within the limits (the oldest turns, least recently used
+        sessions go).
+
+        Args:
+            key: the session: (peer address, session id).
+            turns: the turns to add, oldest first.
+        """
         now = self._clock()
         self._expire(now)
         session = self._sessions.get(key)
@@ -190,6 +220,11 @@ class MemorySessionStore:
         session.size = sum(t.size() for t in session.turns)
 
     async def forget(self, key: SessionKey) -> None:
+        """Forget the session (its peer ended it).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         if self._sessions.pop(key, None) is not None:
             self._release(key[0])
 
@@ -238,8 +273,16 @@ CREATE INDEX IF NOT EXISTS sessions_sender ON sessions (sender, used);
 
 
 class SqliteSessionStore:
-    """Sessions in an SQLite file (WAL): they outlive the agent's process, a turn is stored whole
-    or not at all. Calls run in a worker thread, one at a time."""
+    """Sessions in an SQLite file (WAL).
+
+    They outlive the agent's process; a turn is stored whole or not at all. Calls run in a
+    worker thread, one at a time.
+
+    Args:
+        path: the database file (created when missing).
+        limits: the sessions' bounds (None: the defaults).
+        clock: the wall-clock time in seconds, for idle expiry (a test passes its own).
+    """
 
     def __init__(
         self,
@@ -263,6 +306,12 @@ class SqliteSessionStore:
             return await asyncio.to_thread(fn)
 
     async def load(self, key: SessionKey) -> tuple[Turn, ...]:
+        """The session's turns, oldest first (empty for an unknown or expired session).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
+
         def work() -> tuple[Turn, ...]:
             row = self._db.execute(
                 "SELECT used, turns FROM sessions WHERE sender=? AND session=?", key
@@ -274,6 +323,12 @@ class SqliteSessionStore:
         return cast(tuple[Turn, ...], await self._run(work))
 
     async def append(self, key: SessionKey, turns: Sequence[Turn]) -> None:
+        """Add ``turns`` to the session, within the limits (oldest turns and sessions go first).
+
+        Args:
+            key: the session: (peer address, session id).
+            turns: the turns to add, oldest first.
+        """
         limits = self.limits
 
         def work() -> tuple[int, list[SessionKey]]:
@@ -324,6 +379,11 @@ class SqliteSessionStore:
         return gone
 
     async def forget(self, key: SessionKey) -> None:
+        """Forget the session (its peer ended it).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         await self._run(
             lambda: self._db.execute("DELETE FROM sessions WHERE sender=? AND session=?", key)
         )
@@ -333,8 +393,19 @@ class SqliteSessionStore:
 
 
 class RedisSessionStore:
-    """Sessions in Redis (the server the gateway's resume store may share): one JSON value per
-    session, written in a WATCH/MULTI transaction; idle expiry is the key's TTL."""
+    """Sessions in Redis (the server the gateway's resume store may share).
+
+    One JSON value per session, written in a WATCH/MULTI transaction; idle expiry is the key's
+    TTL.
+
+    Args:
+        url: the server's URL (``redis://...`` or ``rediss://...``).
+        limits: the sessions' bounds (None: the defaults).
+        prefix: the prefix of this store's keys.
+
+    Raises:
+        ImportError: the redis package is not installed.
+    """
 
     def __init__(
         self,
@@ -362,10 +433,21 @@ class RedisSessionStore:
         return f"{self._prefix}:by:{sender}" if sender else f"{self._prefix}:all"
 
     async def load(self, key: SessionKey) -> tuple[Turn, ...]:
+        """The session's turns, oldest first (empty for an unknown or expired session).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         raw = await self._redis.get(self._key(key))
         return tuple(_turns_from_json(raw)) if raw is not None else ()
 
     async def append(self, key: SessionKey, turns: Sequence[Turn]) -> None:
+        """Add ``turns`` to the session, within the limits (oldest turns and sessions go first).
+
+        Args:
+            key: the session: (peer address, session id).
+            turns: the turns to add, oldest first.
+        """
         from redis.exceptions import WatchError
 
         limits = self.limits
@@ -418,6 +500,11 @@ class RedisSessionStore:
             await pipe.execute()
 
     async def forget(self, key: SessionKey) -> None:
+        """Forget the session (its peer ended it).
+
+        Args:
+            key: the session: (peer address, session id).
+        """
         await self._forget_member(key, json.dumps(list(key)))
 
     async def close(self) -> None:
@@ -425,8 +512,18 @@ class RedisSessionStore:
 
 
 def open_store(spec: str, limits: SessionLimits | None = None) -> SessionStore:
-    """A store from its spec: ``memory``, ``sqlite:PATH`` or ``redis://...`` (``rediss://``);
-    ValueError naming the forms for anything else."""
+    """A store from its spec: ``memory``, ``sqlite:PATH`` or ``redis://...`` (``rediss://``).
+
+    Args:
+        spec: the store's spec, as ``--sessions`` takes it.
+        limits: the sessions' bounds (None: the defaults).
+
+    Returns:
+        The store.
+
+    Raises:
+        ValueError: ``spec`` is none of the forms, or its sqlite file's directory is missing.
+    """
     if spec == "memory":
         return MemorySessionStore(limits)
     if spec.startswith("sqlite:"):
