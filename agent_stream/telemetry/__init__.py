@@ -154,10 +154,21 @@ def tracer() -> Any:
 
 
 def reply_started(agent: str, *, peer: str, conversation: str, question: Any) -> ReplyObserver:
-    """A responder starts a reply to ``question`` (a ChatMessage from ``peer``): the watch
-    whose ``tap`` sees the reply's Messages, ``active()`` wraps the responder and ``end()``
+    """A responder starts a reply: the watch that records it.
+
+    Its ``tap`` sees the reply's Messages, ``active()`` wraps the responder and ``end()``
     records it. With tracing on it carries the reply's span (continuing the question's
-    ``traceparent``)."""
+    ``traceparent``).
+
+    Args:
+        agent: the answering agent's name (the service name when telemetry is configured here).
+        peer: the address of the agent that asked.
+        conversation: the conversation (session) id of the question.
+        question: the ChatMessage being answered (its tags may carry a ``traceparent``).
+
+    Returns:
+        The reply's observer: a :class:`ReplyObserver`, traced when tracing is on.
+    """
     if not _S.decided:
         configure(agent)
     if _S.tracer is None:
@@ -179,9 +190,15 @@ def reply_started(agent: str, *, peer: str, conversation: str, question: Any) ->
 
 
 def asking(reply: Any, agent: str | None = None) -> None:
-    """A question (``reply``, an :class:`agent_stream.uagents.Reply` not yet sent) is about to
-    go: its figures are recorded when it ends; with tracing on, a CLIENT span follows it and its
-    ``traceparent`` goes in the question's tags."""
+    """A question is about to go: its figures are recorded when its reply ends.
+
+    With tracing on, a CLIENT span follows it and its ``traceparent`` goes in the question's
+    tags.
+
+    Args:
+        reply: the :class:`agent_stream.uagents.Reply` of the question, not yet sent.
+        agent: the asking agent's name (None: unnamed; used if telemetry is configured here).
+    """
     if not _S.decided:
         configure(agent)
     if _S.tracer is None:
@@ -198,7 +215,11 @@ def asking(reply: Any, agent: str | None = None) -> None:
 
 
 def shutdown(timeout_millis: int = 5000) -> None:
-    """Flush and stop the providers made here (spans of a short run are not lost)."""
+    """Flush the providers made here, so that the spans of a short run are not lost.
+
+    Args:
+        timeout_millis: how long each provider may take to flush, in milliseconds.
+    """
     for p in (_S.provider, _S.meter_provider):
         if p is None:
             continue

@@ -36,7 +36,11 @@ TraceParent = tuple[int, int, int]  # trace id, parent span id, flags
 
 
 def parse_traceparent(value: Any) -> TraceParent | None:
-    """(trace id, span id, flags) of a W3C ``traceparent``; None when it is malformed."""
+    """(trace id, span id, flags) of a W3C ``traceparent``; None when it is malformed.
+
+    Args:
+        value: the header's value, of any type (a non-string is malformed).
+    """
     if not isinstance(value, str) or len(value) > 512:
         return None
     m = _TP.fullmatch(value)
@@ -54,7 +58,11 @@ def parse_traceparent(value: Any) -> TraceParent | None:
 
 
 def parse_tracestate(value: Any) -> list[tuple[str, str]] | None:
-    """The list members of a W3C ``tracestate``; None when it is malformed (then dropped)."""
+    """The list members of a W3C ``tracestate``; None when it is malformed (then dropped).
+
+    Args:
+        value: the header's value, of any type (a non-string is malformed).
+    """
     if not isinstance(value, str) or len(value) > 512:
         return None
     members: list[tuple[str, str]] = []
@@ -72,13 +80,24 @@ def parse_tracestate(value: Any) -> list[tuple[str, str]] | None:
 
 
 def format_traceparent(trace_id: int, span_id: int, flags: int) -> str:
-    """The ``traceparent`` naming span ``span_id`` of trace ``trace_id``."""
+    """The ``traceparent`` naming a span.
+
+    Args:
+        trace_id: the 128-bit trace id.
+        span_id: the 64-bit span id.
+        flags: the trace flags (its low byte is used).
+    """
     return f"00-{trace_id:032x}-{span_id:016x}-{flags & 0xFF:02x}"
 
 
 def trace_headers_of(content: Iterable[Any]) -> tuple[str | None, str | None]:
-    """The (traceparent, tracestate) strings a question's agent_stream tags carry (unchecked;
-    (None, None) when it carries none)."""
+    """The (traceparent, tracestate) strings a question's agent_stream tags carry.
+
+    They are not checked; (None, None) when the question carries none.
+
+    Args:
+        content: the question's content items.
+    """
     for item in content:
         md = getattr(item, "metadata", None)
         if isinstance(md, dict) and "agent_stream" in md and TRACEPARENT in md:

@@ -48,7 +48,11 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 class TraceMiddleware:
-    """ASGI middleware: a span per HTTP request (see the module doc)."""
+    """ASGI middleware: a span per HTTP request (see the module doc).
+
+    Args:
+        app: the ASGI application it wraps.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -159,7 +163,15 @@ class _Server6(http.server.ThreadingHTTPServer):
 
 
 def parse_metrics_address(value: str) -> tuple[str, int]:
-    """``[HOST:]PORT`` -> (host, port); host 127.0.0.1 unless given (ValueError when bad)."""
+    """The (host, port) of a metrics address.
+
+    Args:
+        value: ``[HOST:]PORT``; the host is 127.0.0.1 unless given, IPv6 hosts may be
+            bracketed.
+
+    Raises:
+        ValueError: the port is missing or outside 1..65535.
+    """
     host, sep, port = value.rpartition(":")
     if not sep:
         host = "127.0.0.1"
@@ -170,8 +182,18 @@ def parse_metrics_address(value: str) -> tuple[str, int]:
 
 
 def serve_metrics(host: str, port: int) -> http.server.ThreadingHTTPServer:
-    """Serve ``GET /metrics`` on ``host:port`` from a daemon thread (OSError when the port is
-    taken); ``shutdown()`` the server returned to stop it."""
+    """Serve ``GET /metrics`` from a daemon thread.
+
+    Args:
+        host: the address to listen on (IPv4 or IPv6).
+        port: the TCP port to listen on.
+
+    Returns:
+        The running server; call its ``shutdown()`` to stop it.
+
+    Raises:
+        OSError: the port is taken or the address cannot be bound.
+    """
     cls = _Server6 if ":" in host else http.server.ThreadingHTTPServer
     server = cls((host, port), _Handler)
     server.daemon_threads = True

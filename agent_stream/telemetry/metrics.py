@@ -132,7 +132,13 @@ class Metrics:
         self.families: dict[str, _Family] = {f.name: f for f in fams}
 
     def add(self, name: str, value: float = 1.0, **labels: str) -> None:
-        """Add ``value`` to counter or gauge ``name``."""
+        """Add to a counter or a gauge.
+
+        Args:
+            name: the counter's or gauge's name (one of ``families``).
+            value: what to add (negative to lower a gauge).
+            **labels: the series' labels.
+        """
         key = tuple(sorted(labels.items()))
         with self._lock:
             self.families[name].add(key, value)
@@ -140,7 +146,13 @@ class Metrics:
             self.mirror(name, value, labels)
 
     def observe(self, name: str, value: float, **labels: str) -> None:
-        """One observation of histogram ``name``."""
+        """One observation of a histogram.
+
+        Args:
+            name: the histogram's name (one of ``families``).
+            value: the observed value, in the histogram's unit.
+            **labels: the series' labels.
+        """
         key = tuple(sorted(labels.items()))
         with self._lock:
             self.families[name].observe(key, value)
@@ -148,7 +160,12 @@ class Metrics:
             self.mirror(name, value, labels)
 
     def value(self, name: str, **labels: str) -> float:
-        """A counter's or gauge's value (a histogram's count) for these labels."""
+        """A counter's or gauge's value (a histogram's count) for these labels.
+
+        Args:
+            name: the counter's, gauge's or histogram's name.
+            **labels: the series' labels.
+        """
         key = tuple(sorted(labels.items()))
         fam = self.families[name]
         with self._lock:
@@ -200,8 +217,14 @@ def prometheus_text() -> str:
 
 
 def otel_mirror(meter: Any) -> Callable[[str, float, dict[str, str]], None]:
-    """A ``Metrics.mirror`` recording into OpenTelemetry instruments made with ``meter``
-    (names with dots, e.g. ``agent_stream.time_to_first_text``; unit in ``unit``)."""
+    """A ``Metrics.mirror`` recording into OpenTelemetry instruments.
+
+    The instruments' names have dots (e.g. ``agent_stream.time_to_first_text``) and their
+    unit in ``unit``.
+
+    Args:
+        meter: the OpenTelemetry Meter that makes the instruments.
+    """
     instruments: dict[str, Any] = {}
     for fam in METRICS.families.values():
         name, unit = fam.name, "1"

@@ -21,7 +21,11 @@ ASKER = "asker"
 
 
 class ReplyObserver:
-    """One reply being streamed by this agent: time to first text, chunk sizes, usage."""
+    """One reply being streamed by this agent: time to first text, chunk sizes, usage.
+
+    Args:
+        agent: the answering agent's name.
+    """
 
     __slots__ = ("agent", "chunk_bytes", "chunks", "first_text", "started", "usage")
 
@@ -35,7 +39,11 @@ class ReplyObserver:
         METRICS.add("agent_stream_replies_in_flight", 1.0)
 
     def tap(self, msg: Any) -> None:
-        """One Message the responder wrote (the pump's ``tap``)."""
+        """One Message the responder wrote (the pump's ``tap``).
+
+        Args:
+            msg: the Message.
+        """
         kind = msg.type
         if kind == "text":
             content = (msg.props or {}).get("content")
@@ -50,7 +58,11 @@ class ReplyObserver:
             self.event(msg)
 
     def event(self, msg: Any) -> None:
-        """A lifecycle event: the stream_end's usage is kept."""
+        """A lifecycle event: the stream_end's usage is kept.
+
+        Args:
+            msg: the event Message.
+        """
         props = msg.props or {}
         if props.get("event") == "stream_end":
             data = props.get("data")
@@ -73,7 +85,17 @@ class ReplyObserver:
         repairs: int,
         answer: Callable[[], str] | None = None,
     ) -> None:
-        """The reply is over: its figures go to the metrics."""
+        """The reply is over: its figures go to the metrics.
+
+        Args:
+            status: how the reply ended (``completed``, ``error``, ``cancelled``...).
+            chat_messages: the ChatMessages the reply took on the wire.
+            resends: chunks sent again after a gap report.
+            keepalives: keepalive messages sent while the reply was quiet.
+            repairs: gaps the receiver reported and this side repaired.
+            answer: returns the reply's whole text, called only when it is recorded
+                (None: not recorded).
+        """
         METRICS.add("agent_stream_replies_in_flight", -1.0)
         side = RESPONDER
         METRICS.add("agent_stream_replies_total", 1.0, side=side, status=status)
@@ -101,7 +123,11 @@ class ReplyObserver:
 
 
 def ask_ended(reply: Any) -> None:
-    """An asker's reply is over: its delivery figures go to the metrics."""
+    """An asker's reply is over: its delivery figures go to the metrics.
+
+    Args:
+        reply: the :class:`agent_stream.uagents.Reply` that ended.
+    """
     status = str(reply.status or "completed")
     side = ASKER
     METRICS.add("agent_stream_replies_total", 1.0, side=side, status=status)
@@ -135,5 +161,9 @@ def ask_ended(reply: Any) -> None:
 
 
 def refused(code: str) -> None:
-    """A question was answered with an error (``busy``, ``question_too_large``...)."""
+    """A question was answered with an error: the refusals counter counts it.
+
+    Args:
+        code: the error's code (``busy``, ``question_too_large``...).
+    """
     METRICS.add("agent_stream_refusals_total", 1.0, code=code)

@@ -31,7 +31,15 @@ def _named_in_env() -> bool:
 
 
 def make_providers(service_name: str | None) -> tuple[Any, Any]:
-    """(TracerProvider, MeterProvider or None), the tracer provider set as the global one."""
+    """Make the providers from the ``OTEL_*`` environment; the tracer provider becomes global.
+
+    Args:
+        service_name: the ``service.name`` resource attribute, unless the environment names
+            one (None: none).
+
+    Returns:
+        (TracerProvider, MeterProvider or None).
+    """
     attrs = {} if _named_in_env() or not service_name else {"service.name": service_name}
     resource = Resource.create(attrs)
     provider = TracerProvider(resource=resource)

@@ -73,8 +73,17 @@ def _warn_once(exc: Exception) -> None:
 def incoming_context(
     traceparent: str | None, tracestate: str | None, where: str = "traceparent"
 ) -> Any:
-    """The OpenTelemetry Context to continue a remote trace in: the remote span's when
-    ``traceparent`` is well formed, else an empty one (a new trace)."""
+    """The OpenTelemetry Context to continue a remote trace in.
+
+    Args:
+        traceparent: the W3C ``traceparent`` received (None: none came).
+        tracestate: the W3C ``tracestate`` received with it (None: none).
+        where: what carried the header, named in the warning about a malformed one.
+
+    Returns:
+        The remote span's context when ``traceparent`` is well formed, else an empty one (a new
+        trace).
+    """
     if traceparent is None:
         return otel_context.Context()
     parsed = parse_traceparent(traceparent)
@@ -91,7 +100,14 @@ def incoming_context(
 
 
 def traceparent_of(span: Any) -> tuple[str, str | None]:
-    """(traceparent, tracestate) naming ``span``."""
+    """The W3C headers naming a span.
+
+    Args:
+        span: an OpenTelemetry span.
+
+    Returns:
+        (traceparent, tracestate), the tracestate None when the span has none.
+    """
     sc = span.get_span_context()
     state = sc.trace_state.to_header() if sc.trace_state else None
     return format_traceparent(sc.trace_id, sc.span_id, int(sc.trace_flags)), state or None
@@ -104,7 +120,16 @@ def _messages(role: str, text: str) -> str:
 
 
 class TracedReply(ReplyObserver):
-    """A :class:`ReplyObserver` with the reply's span and its blocks' spans."""
+    """A :class:`ReplyObserver` with the reply's span and its blocks' spans.
+
+    Args:
+        tracer: the OpenTelemetry Tracer the spans are made with.
+        agent: the answering agent's name.
+        peer: the address of the agent that asked.
+        conversation: the conversation (session) id of the question.
+        question: the ChatMessage being answered; its ``traceparent`` tag, if any, is the parent.
+        capture: whether the question's and the answer's text are recorded on the span.
+    """
 
     __slots__ = ("_asked", "_blocks", "_capture", "_relayed", "_tools", "_tracer", "span")
 
@@ -150,6 +175,11 @@ class TracedReply(ReplyObserver):
                 otel_context.detach(token)
 
     def tap(self, msg: Any) -> None:
+        """One Message the responder wrote: tool calls get spans of their own.
+
+        Args:
+            msg: the Message.
+        """
         try:
             kind = msg.type
             if kind == "tool_call":
@@ -166,6 +196,11 @@ class TracedReply(ReplyObserver):
             _warn_once(exc)
 
     def event(self, msg: Any) -> None:
+        """A lifecycle event: blocks get spans of their own, usage goes on the reply's span.
+
+        Args:
+            msg: the event Message.
+        """
         props = msg.props or {}
         name = props.get("event")
         data = props.get("data")
@@ -276,6 +311,17 @@ class TracedReply(ReplyObserver):
         repairs: int,
         answer: Callable[[], str] | None = None,
     ) -> None:
+        """The reply is over: its figures go to the metrics and its spans end.
+
+        Args:
+            status: how the reply ended (``completed``, ``error``, ``cancelled``...).
+            chat_messages: the ChatMessages the reply took on the wire.
+            resends: chunks sent again after a gap report.
+            keepalives: keepalive messages sent while the reply was quiet.
+            repairs: gaps the receiver reported and this side repaired.
+            answer: returns the reply's whole text, called only when it is recorded
+                (None: not recorded).
+        """
         super().end(
             status,
             chat_messages=chat_messages,
@@ -340,9 +386,16 @@ def _usage(span: Any, usage: dict[str, Any]) -> None:
 
 
 def asking(tracer: Any, reply: Any, agent: str | None) -> None:
-    """A question is about to be sent: its CLIENT span starts (child of the current span) and
-    its ``traceparent`` goes in the question's tags (a question without tags is left as it is);
-    the span ends with the reply's delivery figures."""
+    """A question is about to be sent: its CLIENT span starts, a child of the current span.
+
+    Its ``traceparent`` goes in the question's tags (a question without tags is left as it is);
+    the span ends with the reply's delivery figures.
+
+    Args:
+        tracer: the OpenTelemetry Tracer the span is made with.
+        reply: the :class:`agent_stream.uagents.Reply` of the question, not yet sent.
+        agent: the asking agent's name (None: unnamed).
+    """
     peer = str(reply.peer)
     attrs: dict[str, Any] = {
         OP: "invoke_agent",
