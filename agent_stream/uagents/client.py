@@ -102,6 +102,21 @@ class Reply:
     ``question_resends``, ``duplicates`` (ChatMessages received twice, dropped),
     ``gaps_repaired``, ``repair_requests``, ``keepalives`` received, ``at_risk`` (seconds a
     gap was open).
+
+    Args:
+        peer: the address asked.
+        question: the ChatMessage sent.
+        session: the envelope session of the question (None: none).
+        timeout: seconds the whole reply may take before it ends ``timeout``.
+        settle: seconds of quiet that end an untagged reply once something arrived.
+        decoder: the ChatDecoder of the reply (None: a new one whose gap timeout is the delivery
+            policy's ``within``).
+        idle_timeout: seconds of silence after which a tagged reply is ``lost`` (None: the
+            delivery policy's).
+        delivery: the delivery policy (None: the defaults).
+        send_control: sends a control op (resend, cancel) to the peer (None: no repair, and
+            :meth:`cancel` stops waiting at once).
+        cancel_grace: seconds to wait for the peer to confirm a cancel.
     """
 
     def __init__(
@@ -212,7 +227,14 @@ class Reply:
             await self._changed.wait()
 
     async def wait(self, timeout: float | None = None) -> Transcript:
-        """Wait for the end of the reply; returns the Transcript (also when not completed)."""
+        """Wait for the end of the reply; returns the Transcript (also when not completed).
+
+        Args:
+            timeout: seconds to wait (None: until the reply ends).
+
+        Raises:
+            asyncio.TimeoutError: ``timeout`` passed first (the reply goes on).
+        """
         await asyncio.wait_for(asyncio.shield(self._done), timeout)
         return self.transcript
 
@@ -233,7 +255,13 @@ class Reply:
     # -- fed by the plugin ------------------------------------------------------------------------
     def matches(self, sender: str, chat: ChatMessage, session: str | None) -> int:
         """How well an incoming ChatMessage belongs to this reply: 3 by its conversation tag,
-        2 by the envelope session, 1 by the sender alone, 0 not at all."""
+        2 by the envelope session, 1 by the sender alone, 0 not at all.
+
+        Args:
+            sender: the envelope's sender.
+            chat: the incoming ChatMessage.
+            session: the envelope's session (None: none).
+        """
         if sender != self.peer or self.done:
             return 0
         conv = conversation_of(chat)
@@ -244,7 +272,11 @@ class Reply:
         return 1
 
     def feed(self, chat: ChatMessage) -> None:
-        """One ChatMessage of the reply."""
+        """One ChatMessage of the reply.
+
+        Args:
+            chat: the ChatMessage, as received (duplicates and gaps are handled here).
+        """
         if self.done:
             return
         now = time.monotonic()
@@ -380,7 +412,14 @@ def build_question(
 ) -> ChatMessage:
     """The ChatMessage asking ``question``: the text, request_tags() (with ``history``, the
     conversation's JSON, when given), and StartSessionContent when ``session``. A ChatMessage
-    is sent as it is."""
+    is sent as it is.
+
+    Args:
+        question: the text, or a ChatMessage.
+        session: add StartSessionContent.
+        channels: extra channels to ask for in the request tags.
+        history: the conversation so far, JSON (None: the responder's own).
+    """
     if isinstance(question, ChatMessage):
         return question
     content: list[Any] = []
@@ -399,6 +438,10 @@ class ChatClient:
     for the tail of that reply (e.g. after a timeout) and dropped, not answered as a request;
     a tagged reply that no open question is waiting for is always dropped. This keeps two
     agents that both answer from answering each other's replies forever.
+
+    Args:
+        late_window: seconds after a peer's reply is over during which its untagged reply
+            traffic is dropped (see above).
     """
 
     def __init__(self, late_window: float = 10.0) -> None:
@@ -416,7 +459,13 @@ class ChatClient:
         """The Reply an incoming ChatMessage belongs to (None: it is a request).
 
         A tagged ChatMessage is looked up by (sender, conversation): constant time however
-        many replies are open. An untagged one is scored against that sender's open replies."""
+        many replies are open. An untagged one is scored against that sender's open replies.
+
+        Args:
+            sender: the envelope's sender.
+            chat: the incoming ChatMessage.
+            session: the envelope's session (None: none).
+        """
         conv = conversation_of(chat)
         if conv is not None:  # only a reply of this conversation can score (3)
             replies = self._by_conv.get((sender, conv))
@@ -466,7 +515,12 @@ class ChatClient:
         self._prune(reply.peer)
 
     def is_late(self, sender: str, chat: ChatMessage) -> bool:
-        """An incoming ChatMessage no question waits for that is reply traffic, not a request."""
+        """An incoming ChatMessage no question waits for that is reply traffic, not a request.
+
+        Args:
+            sender: the envelope's sender.
+            chat: the incoming ChatMessage.
+        """
         if conversation_of(chat) is not None:
             return True  # a tagged reply (requests carry tags, not a conversation)
         ended = self._ended.get(sender)
@@ -475,12 +529,26 @@ class ChatClient:
         return not (is_tagged_request(chat) or opens_session(chat))
 
     def acknowledged(self, sender: str, msg_id: str) -> bool:
+        """Mark the question ``msg_id`` to ``sender`` acknowledged.
+
+        Args:
+            sender: the peer that acknowledged.
+            msg_id: the acknowledged message's id.
+
+        Returns:
+            Whether an open question was acknowledged.
+        """
         for r in self._by_conv.get((sender, msg_id), ()):
             r.acknowledge()
             return True
         return False
 
     def add(self, reply: Reply) -> None:
+        """Register ``reply``: incoming ChatMessages are routed to it until it is over.
+
+        Args:
+            reply: the reply of a question just sent.
+        """
         self._by_peer.setdefault(reply.peer, []).append(reply)
         self._by_conv.setdefault((reply.peer, reply.conversation), []).append(reply)
         reply._done.add_done_callback(lambda _f: self._over(reply))
@@ -517,6 +585,29 @@ async def ask_with(
     An undelivered question is sent again every 0.1 s for up to ``deliver_within`` seconds;
     once delivered, it is sent again (same msg_id) until it is acknowledged or reply traffic
     arrives, with the policy's backoff and budget.
+
+    Args:
+        sender: sends a model, ``async (ctx, destination, msg) -> (delivered?, detail)``.
+        ctx: the context to send with.
+        destination: the peer's address (or ``prefix://address``).
+        question: the text, or a ChatMessage sent as it is.
+        client: the asking agent's open questions; the Reply is added to it.
+        session: open a session (StartSessionContent) with the question.
+        channels: extra channels to ask for (e.g. ``{"reasoning"}``).
+        timeout: seconds the whole reply may take before it ends ``timeout``.
+        settle: seconds of quiet that end an untagged reply once something arrived.
+        decoder: the ChatDecoder of the reply (None: a new one with default limits).
+        deliver_within: seconds during which an undelivered question is sent again.
+        idle_timeout: seconds of silence after which a tagged reply is ``lost`` (None: the
+            delivery policy's).
+        delivery: the delivery policy (resends, backoff; None: the defaults).
+        history: the conversation so far, JSON (None: the responder's own).
+
+    Returns:
+        The Reply, once the question was delivered.
+
+    Raises:
+        DeliveryError: the question was not delivered within ``deliver_within`` seconds.
     """
     chat = build_question(question, session=session, channels=channels, history=history)
     _, _, address = parse_identifier(destination)
@@ -573,7 +664,25 @@ async def resume_with(
     """Ask ``destination`` for the reply of ``conversation`` again, from sequence 1 (a
     ``resend`` op; the responder keeps a reply's ChatMessages a while after it ended). For an
     asker that lost its state: it must ask from the same address. The Reply is tagged from the
-    start, so silence for ``idle_timeout`` ends it as ``lost``."""
+    start, so silence for ``idle_timeout`` ends it as ``lost``.
+
+    Args:
+        sender: sends a model, ``async (ctx, destination, msg) -> (delivered?, detail)``.
+        ctx: the context to send with.
+        destination: the peer that was answering.
+        conversation: the question's msg_id.
+        client: the asking agent's open questions; the Reply is added to it.
+        timeout: seconds the whole reply may take.
+        idle_timeout: seconds of silence after which the reply is ``lost`` (None: the delivery
+            policy's).
+        delivery: the delivery policy (None: the defaults).
+
+    Returns:
+        The Reply, streaming again from its first message.
+
+    Raises:
+        DeliveryError: the resend request was not delivered.
+    """
     question = ChatMessage(msg_id=uuid.UUID(conversation), content=[])
     _, _, address = parse_identifier(destination)
 
