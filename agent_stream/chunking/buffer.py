@@ -64,7 +64,12 @@ class DeltaBuffer:
             self.text += new
 
     def slice(self, a: int, z: int) -> str:
-        """The text from absolute offset ``a`` to ``z``."""
+        """The text between two absolute offsets.
+
+        Args:
+            a: where it starts, counted from the start of the message.
+            z: where it ends (excluded).
+        """
         s0 = self.text_start
         return self.text[a - s0 : z - s0]
 
@@ -76,11 +81,20 @@ class DeltaBuffer:
         self.first_delta_start = self.start
 
     def arrival_at(self, offset: int) -> float:
-        """When the character at ``offset`` arrived."""
+        """When a character arrived, on the clock the deltas were fed with.
+
+        Args:
+            offset: the character's absolute offset.
+        """
         return self.arrivals[self.delta_at(offset)]
 
     def overdue_end(self, now: float, max_delay: float) -> int:
-        """The end of the last joined delta that has waited ``max_delay`` by ``now``, or -1."""
+        """The end of the last joined delta that has waited ``max_delay`` by ``now``, or -1.
+
+        Args:
+            now: the current time, in seconds on the deltas' clock.
+            max_delay: how long a delta may wait, in seconds.
+        """
         i = self.delta_at(self.start)
         arrivals = self.arrivals
         joined = self.joined
@@ -109,7 +123,11 @@ class DeltaBuffer:
         return self.first_delta_start + sum(map(len, self.deltas[i:e]))
 
     def delta_at(self, offset: int) -> int:
-        """Index of the joined delta holding ``offset`` (forgetting the ones before it)."""
+        """Index of the joined delta holding ``offset`` (forgetting the ones before it).
+
+        Args:
+            offset: an absolute offset in the unreleased text.
+        """
         deltas = self.deltas
         i = self.first_delta
         base = self.first_delta_start

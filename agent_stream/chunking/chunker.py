@@ -76,7 +76,20 @@ def _check_int(name: str, value: object, low: int) -> int:
 def check_options(
     min_chars: object, max_chars: object, max_delay: object, first_chars: object
 ) -> tuple[int, int, float, int | None]:
-    """The chunker's options, checked (``ChunkerConfigError`` names a bad one)."""
+    """The chunker's options, checked.
+
+    Args:
+        min_chars: a paragraph or sentence end releases a chunk once it is this long (>= 1).
+        max_chars: no chunk is longer (>= min_chars).
+        max_delay: how long text may wait, in seconds (> 0).
+        first_chars: the first chunk's early release length (0..max_chars, or None).
+
+    Returns:
+        (min_chars, max_chars, max_delay as a float, first_chars).
+
+    Raises:
+        ChunkerConfigError: an option is of the wrong type or out of range; it names it.
+    """
     low = _check_int("min_chars", min_chars, 1)
     high = _check_int("max_chars", max_chars, 1)
     if high < low:
@@ -98,14 +111,18 @@ def check_options(
 class TextChunker:
     """Buffers text deltas and releases chunks at natural boundaries, losslessly and on time.
 
-    ``min_chars``: a paragraph or sentence end releases a chunk once it is at least this long.
-    ``max_chars``: no chunk is longer. ``max_delay`` (seconds): no text waits longer than this after
-    it arrived, provided ``poll`` is called at ``next_deadline`` (text inside a fenced code block
-    that is still open and fits ``max_chars`` excepted). ``first_chars``: the first chunk of a
-    message is released at its first sentence end whatever its length, or at the first word
-    boundary once it holds this many characters; ``None`` treats it like the others.
+    Args:
+        min_chars: a paragraph or sentence end releases a chunk once it is at least this long.
+        max_chars: no chunk is longer.
+        max_delay: no text waits longer than this many seconds after it arrived, provided
+            ``poll`` is called at ``next_deadline`` (text inside a fenced code block that is
+            still open and fits ``max_chars`` excepted).
+        first_chars: the first chunk of a message is released at its first sentence end
+            whatever its length, or at the first word boundary once it holds this many
+            characters; ``None`` treats it like the others.
 
-    Invalid options raise ``ChunkerConfigError`` naming the option.
+    Raises:
+        ChunkerConfigError: an option is invalid; the error names it.
     """
 
     __slots__ = (
@@ -157,7 +174,15 @@ class TextChunker:
     # ------------------------------------------------------------------ public API
 
     def feed(self, delta: str, now: float) -> list[str]:
-        """Add a delta that arrived at ``now`` (seconds); return the chunks now complete."""
+        """Add a delta; return the chunks now complete.
+
+        Args:
+            delta: the text that arrived.
+            now: when it arrived, in seconds on any monotonic clock (the one ``poll`` is given).
+
+        Returns:
+            The chunks released, possibly none.
+        """
         self._deltas.append(delta)
         self._arrivals.append(now)
         held = self._held + len(delta)
@@ -204,7 +229,14 @@ class TextChunker:
         return self._advance(now)
 
     def poll(self, now: float) -> list[str]:
-        """Release what has waited ``max_delay``, cut at the best boundary available."""
+        """Release what has waited ``max_delay``, cut at the best boundary available.
+
+        Args:
+            now: the current time, in seconds on the clock ``feed`` was given.
+
+        Returns:
+            The chunks released, possibly none.
+        """
         if now < self._deadline:
             return []
         return self._advance(now)

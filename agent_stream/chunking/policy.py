@@ -33,7 +33,16 @@ _BACKTRACK = 16
 
 
 class CutPolicy:
-    """Decides the cuts of one message and makes them: chunks are appended to an output list."""
+    """Decides the cuts of one message and makes them: chunks are appended to an output list.
+
+    Args:
+        buffer: the message's unreleased text.
+        scanner: the boundaries found in it.
+        min_chars: a paragraph or sentence end releases a chunk once it is this long.
+        max_chars: no chunk is longer.
+        first_chars: the first chunk may go early once it holds this many characters
+            (None: the first chunk is cut like the others).
+    """
 
     __slots__ = ("buffer", "early_first", "first_chars", "max_chars", "min_chars", "scanner")
 
@@ -54,7 +63,11 @@ class CutPolicy:
         self.early_first = first_chars is not None
 
     def release(self, out: list[str]) -> None:
-        """Cut at sentence/paragraph ends (and early for a first chunk), then down to max_chars."""
+        """Cut at sentence/paragraph ends (and early for a first chunk), then down to max_chars.
+
+        Args:
+            out: where the released chunks are appended.
+        """
         buf = self.buffer
         mx = self.max_chars
         first_chars = self.first_chars
@@ -82,7 +95,13 @@ class CutPolicy:
             self.cut(c, out)
 
     def time_cut(self, now: float, max_delay: float, out: list[str]) -> None:
-        """Release what has waited max_delay: at the best boundary after the last overdue char."""
+        """Release what has waited max_delay: at the best boundary after the last overdue char.
+
+        Args:
+            now: the current time, in seconds on the deltas' clock.
+            max_delay: how long text may wait, in seconds.
+            out: where the released chunks are appended.
+        """
         buf = self.buffer
         sc = self.scanner
         b = buf.start
@@ -135,7 +154,12 @@ class CutPolicy:
         return c
 
     def cut(self, c: int, out: list[str]) -> None:
-        """Release the text up to ``c``."""
+        """Release the text up to an absolute offset.
+
+        Args:
+            c: where the chunk ends (the text scanned up to it first, as if it ended there).
+            out: where the chunk is appended.
+        """
         buf = self.buffer
         sc = self.scanner
         if c > sc.scanned_to:

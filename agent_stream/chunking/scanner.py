@@ -84,7 +84,12 @@ _SCAN_SEARCH = _SCAN_EVENT.search
 
 
 class CodeRegion:
-    """A code span or fenced block: text from ``start`` to ``end`` (``None`` while open)."""
+    """A code span or fenced block: text from ``start`` to ``end`` (``None`` while open).
+
+    Args:
+        start: its absolute offset.
+        fenced: a fenced block (else a code span).
+    """
 
     __slots__ = ("end", "fenced", "start")
 
@@ -100,6 +105,9 @@ class BoundaryScanner:
     Offsets are absolute (counted from the start of the message). ``candidates`` holds
     ``(reach, cut, kind)``: a chunk may end at ``cut``; ``reach`` is where the sentence with its
     closing quotes ends (a cut before ``reach`` would split it).
+
+    Args:
+        buffer: the message's unreleased text.
     """
 
     __slots__ = (
@@ -154,7 +162,13 @@ class BoundaryScanner:
         return len(tail) >= fence[1] and tail == fence[0] * len(tail)
 
     def add(self, reach: int, cut: int, kind: int) -> None:
-        """Note a boundary (one per cut position: the best kind wins)."""
+        """Note a boundary (one per cut position: the best kind wins).
+
+        Args:
+            reach: where the sentence with its closing quotes ends.
+            cut: where a chunk may end.
+            kind: the boundary's kind (``PARAGRAPH``, ``SENTENCE``...; lower is better).
+        """
         if cut <= self.buffer.start:
             return
         cands = self.candidates
@@ -166,7 +180,11 @@ class BoundaryScanner:
         cands.append((reach, cut, kind))
 
     def forget_before(self, cut: int) -> None:
-        """Drop what a cut at ``cut`` released: boundaries up to it, code regions ending by it."""
+        """Drop what a cut released: boundaries up to it, code regions ending by it.
+
+        Args:
+            cut: the absolute offset the cut released up to.
+        """
         cands = self.candidates
         if cands and cands[0][1] <= cut:
             i = 1
@@ -177,7 +195,12 @@ class BoundaryScanner:
             self.regions = [r for r in self.regions if r.end is None or r.end > cut]
 
     def scan(self, stop: int, final: bool) -> None:
-        """Analyse the text from ``scanned_to`` to ``stop`` (``final``: as if it ended there)."""
+        """Analyse the text from ``scanned_to`` to ``stop``.
+
+        Args:
+            stop: the absolute offset to analyse up to.
+            final: read the text as if it ended at ``stop`` (nothing more to wait for).
+        """
         buf = self.buffer
         s = buf.text
         s0 = buf.text_start

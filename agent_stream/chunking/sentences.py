@@ -200,7 +200,13 @@ _ENDS_BEFORE_CAPITAL = frozenset(
 
 
 def last_word_boundary(s: str, a: int, z: int) -> int:
-    """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1."""
+    """End of the last word boundary in s[a:z] (after a space, between CJK characters), or -1.
+
+    Args:
+        s: the text.
+        a: where the search starts.
+        z: where it ends (excluded).
+    """
     # The last few positions one by one (compiled, a loop in C: in prose the space is near, in
     # CJK the boundary is at the end), then the rest with ".*" (it backtracks from the end in C).
     e = min(z, len(s))
@@ -229,7 +235,13 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
 
 
 def last_clause_boundary(s: str, a: int, z: int) -> int:
-    """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1."""
+    """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1.
+
+    Args:
+        s: the text.
+        a: where the search starts.
+        z: where it ends (excluded).
+    """
     # The last few characters one by one (compiled, a loop in C), from the last back ...
     n = min(z, len(s))
     x = n
@@ -268,7 +280,12 @@ def last_clause_boundary(s: str, a: int, z: int) -> int:
 
 
 def glued(s: str, x: int) -> bool:
-    """True when s[x-1] and s[x] belong to one grapheme (or one CRLF) and must not be cut apart."""
+    """True when s[x-1] and s[x] belong to one grapheme (or one CRLF) and must not be cut apart.
+
+    Args:
+        s: the text.
+        x: the cut position looked at.
+    """
     if x <= 0 or x >= len(s):
         return False
     c, p = s[x], s[x - 1]
@@ -290,9 +307,18 @@ def ends_sentence(
 ) -> bool | None:
     """Does the terminator run s[run:run_end] end a sentence?
 
-    Closing quotes and brackets follow it up to ``closers_end``, whitespace up to ``space_end``;
-    the text known so far ends at ``end``; the line holding the run starts at ``line_start`` (-1
-    when it is no longer in ``s``). ``None``: the next word decides and has not fully arrived.
+    Args:
+        s: the text.
+        run: where the run of terminators starts.
+        run_end: where it ends.
+        closers_end: where the closing quotes and brackets after it end.
+        space_end: where the whitespace after those ends.
+        end: where the text known so far ends.
+        line_start: where the line holding the run starts (-1 when it is no longer in ``s``).
+
+    Returns:
+        Whether it ends a sentence; ``None`` when the next word decides and has not fully
+        arrived.
     """
     if (
         run_end == run + 1
@@ -349,7 +375,15 @@ def _glued_word_ends(s: str, run: int, run_end: int, closers_end: int, end: int)
 
 
 def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -> bool:
-    """Does a single dot at ``dot`` end a sentence? (Abbreviations, initials, list markers.)"""
+    """Does a single dot end a sentence? (Abbreviations, initials, list markers.)
+
+    Args:
+        s: the text.
+        dot: the dot's position.
+        following: the first character of the next word.
+        newline: whether a line break follows the dot.
+        line_start: where the dot's line starts (-1 when it is no longer in ``s``).
+    """
     lim = max(dot - _WORD_LOOKBACK, 0)
     t = s.rfind(" ", lim, dot) + 1 or lim  # the word before it starts after a space or a line break
     x = s.rfind("\n", t, dot)
