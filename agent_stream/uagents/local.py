@@ -110,17 +110,37 @@ class NoRegistration(AgentRegistrationPolicy):  # type: ignore[misc]
         endpoints: list[Any],
         metadata: dict[str, Any] | None = None,
     ) -> None:
+        """Register nowhere.
+
+        Args:
+            agent_identifier: the agent's address (unused).
+            identity: the agent's identity (unused).
+            protocols: the digests of its protocols (unused).
+            endpoints: its endpoints (unused).
+            metadata: its metadata (unused).
+        """
         return None
 
 
 # -- peers -----------------------------------------------------------------------------------------
 def endpoint_for(port: int) -> str:
-    """The local endpoint of an agent serving on ``port``: ``http://127.0.0.1:PORT/submit``."""
+    """The local endpoint of an agent serving on ``port``: ``http://127.0.0.1:PORT/submit``.
+
+    Args:
+        port: the agent's port on 127.0.0.1.
+    """
     return f"http://{LOCAL_HOST}:{port}/submit"
 
 
 def parse_peer(spec: str) -> tuple[str, str]:
-    """``"ADDRESS=URL"`` -> ``(address, url)``; ValueError saying what is wrong."""
+    """``"ADDRESS=URL"`` -> ``(address, url)``; ValueError saying what is wrong.
+
+    Args:
+        spec: ``ADDRESS=URL``, the URL http(s).
+
+    Raises:
+        ValueError: ``spec`` is not of that form.
+    """
     address, sep, url = spec.partition("=")
     address, url = address.strip(), url.strip()
     if not sep or not address or not url:
@@ -134,7 +154,14 @@ def parse_peer(spec: str) -> tuple[str, str]:
 
 
 def parse_peers(specs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
-    """Several ``ADDRESS=URL`` specs as a ``{address: url}`` dict."""
+    """Several ``ADDRESS=URL`` specs as a ``{address: url}`` dict.
+
+    Args:
+        specs: the specs (None: none).
+
+    Raises:
+        ValueError: a spec is not of the form ``ADDRESS=URL``.
+    """
     return dict(parse_peer(s) for s in specs or ())
 
 
@@ -144,6 +171,15 @@ class NetworkAgent(Agent):  # type: ignore[misc]
     the fix (:class:`~agent_stream.uagents.retrofit.ChatProtocolConflict`)."""
 
     def include(self, protocol: Protocol, publish_manifest: bool = False) -> None:
+        """uagents' ``include``, refusing a second chat protocol with an error naming the fix.
+
+        Args:
+            protocol: the protocol to include.
+            publish_manifest: publish its manifest to the Almanac.
+
+        Raises:
+            ChatProtocolConflict: ``protocol`` would be the agent's second chat protocol.
+        """
         check_include(self, protocol)
         super().include(protocol, publish_manifest)
 
@@ -173,16 +209,36 @@ class LocalAgent(Agent):  # type: ignore[misc]
         super().setup()
 
     async def publish_manifest(self, manifest: dict[str, Any]) -> None:
+        """Publish nothing: there is no Almanac offline.
+
+        Args:
+            manifest: the protocol manifest (ignored).
+        """
         return None
 
     def include(self, protocol: Protocol, publish_manifest: bool = False) -> None:
         """uagents' ``include``, refusing a second chat protocol with an error naming the fix
-        (:class:`~agent_stream.uagents.retrofit.ChatProtocolConflict`)."""
+        (:class:`~agent_stream.uagents.retrofit.ChatProtocolConflict`).
+
+        Args:
+            protocol: the protocol to include.
+            publish_manifest: passed to uagents (publishing does nothing here).
+
+        Raises:
+            ChatProtocolConflict: ``protocol`` would be the agent's second chat protocol.
+        """
         check_include(self, protocol)
         super().include(protocol, publish_manifest)
 
     async def listening(self, timeout: float = 10.0) -> bool:
-        """Wait until its HTTP server accepts connections (at most ``timeout`` seconds)."""
+        """Wait until its HTTP server accepts connections (at most ``timeout`` seconds).
+
+        Args:
+            timeout: seconds to wait at most.
+
+        Returns:
+            Whether it accepts connections (False: not within ``timeout``, or it has no port).
+        """
         if self.local_port is None:
             return False
         deadline = time.monotonic() + timeout
@@ -210,18 +266,34 @@ def local_agent(
     announce: bool = True,
     log_level: int | str = logging.WARNING,
     protection: Protection | None = None,
+    advertise: str | None = None,
     **options: Any,
 ) -> LocalAgent:
     """A uagents Agent that runs with no internet, serving on ``http://127.0.0.1:PORT/submit``.
 
-    ``seed`` is required (the address derives from it; without one uagents would write
-    ``private_keys.json`` into the current directory). ``peers``: static ``{address: endpoint}``.
-    ``directory``: the :class:`LocalDirectory` to resolve peers from (True: the default one,
-    False/None: static peers only); with ``announce`` the agent adds itself while it runs.
-    ``log_level``: the level of this agent's and uagents' loggers, whose output goes to stderr
-    (other loggers are left alone). Other keyword arguments go to
-    ``Agent`` (e.g. ``handle_messages_concurrently``). The agent is protected
-    (:func:`~agent_stream.uagents.hardening.protect`) with ``protection`` (None: the defaults).
+    The agent is protected (:func:`~agent_stream.uagents.hardening.protect`).
+
+    Args:
+        seed: the agent's seed, required: the address derives from it (without one uagents
+            would write ``private_keys.json`` into the current directory).
+        port: the 127.0.0.1 port it serves on.
+        name: the agent's name (None: uagents' default).
+        peers: static ``{address: endpoint}`` peers.
+        directory: the :class:`LocalDirectory` to resolve peers from (True: the default one,
+            False/None: static peers only).
+        announce: add the agent to the directory while it runs.
+        log_level: the level of this agent's and uagents' loggers, whose output goes to stderr
+            (other loggers are left alone).
+        protection: the guard's limits and lanes' bounds (None: the defaults).
+        advertise: the endpoint listed in the directory instead of its own (a load balancer in
+            front of several replicas of this agent; the agent still waits for its own to serve).
+        **options: more keyword arguments for ``Agent`` (e.g. ``handle_messages_concurrently``).
+
+    Returns:
+        The agent, not yet running (see :func:`run_agent`).
+
+    Raises:
+        ValueError: no seed.
     """
     if not seed:
         raise ValueError("local_agent: a seed is required")
@@ -250,7 +322,7 @@ def local_agent(
     # (uagents' own log_level argument would call logging.basicConfig for the whole process)
     quiet_logs(log_level, agent.name)
     if book is not None and announce:
-        listing = _Listing(book, agent.address, endpoint, name)
+        listing = _Listing(book, agent.address, endpoint, name, advertise)
         _LISTINGS[agent] = listing
         agent.on_event("startup")(listing.announce)
         agent.on_event("shutdown")(listing.withdraw)
@@ -276,8 +348,16 @@ class _Listing:
     """One agent's entry in the local directory: written once the agent's own server serves its
     endpoint, removed however the agent stops (shutdown handler, or :func:`run_agent`'s end)."""
 
-    def __init__(self, book: LocalDirectory, address: str, endpoint: str, name: str | None) -> None:
+    def __init__(
+        self,
+        book: LocalDirectory,
+        address: str,
+        endpoint: str,
+        name: str | None,
+        advertise: str | None = None,
+    ) -> None:
         self.book, self.address, self.endpoint, self.name = book, address, endpoint, name
+        self.advertised = advertise or endpoint
         self.listed = False
         self.unique = True  # no other running agent answers to this name
 
@@ -295,7 +375,7 @@ class _Listing:
                 await loop.run_in_executor(None, self.book.named, self.name) if self.name else []
             )
             await loop.run_in_executor(
-                None, self.book.register, self.address, self.endpoint, self.name
+                None, self.book.register, self.address, self.advertised, self.name
             )
             self.listed = True
         except DirectoryError as exc:  # run anyway, unlisted; say why
@@ -349,9 +429,22 @@ def network_agent_options(
 ) -> dict[str, Any]:
     """The ``Agent(...)`` keyword arguments of a networked agent (pure; nothing is contacted).
 
-    Almanac registration with uagents' default policy, ``network`` "testnet" or "mainnet";
-    ``mailbox=True`` receives through an Agentverse mailbox (no public endpoint needed);
-    ``endpoint``: a public URL of this agent's ``/submit`` instead.
+    Almanac registration with uagents' default policy.
+
+    Args:
+        seed: the agent's seed, required (its address derives from it).
+        network: "testnet" or "mainnet".
+        mailbox: receive through an Agentverse mailbox (no public endpoint needed).
+        port: the port its server listens on (None: uagents' default).
+        endpoint: a public URL of this agent's ``/submit``, instead of a mailbox.
+        name: the agent's name (None: uagents' default).
+        **options: more keyword arguments for ``Agent``.
+
+    Returns:
+        The keyword arguments.
+
+    Raises:
+        ValueError: no seed, or an unknown network.
     """
     if not seed:
         raise ValueError("network_agent: a seed is required")
@@ -371,6 +464,10 @@ def network_agent(seed: str, **kwargs: Any) -> Agent:
 
     Building it queries the Fetch ledger, and running it registers in the Almanac: it needs the
     internet. Protected (:func:`~agent_stream.uagents.hardening.protect`).
+
+    Args:
+        seed: the agent's seed, required (its address derives from it).
+        **kwargs: the other arguments of :func:`network_agent_options`.
     """
     warn_weak_seed(seed, "network_agent")
     agent = NetworkAgent(**network_agent_options(seed, **kwargs))
@@ -380,7 +477,12 @@ def network_agent(seed: str, **kwargs: Any) -> Agent:
 
 def quiet_logs(level: int | str = logging.WARNING, *agent_names: str) -> None:
     """Send uagents' loggers (which print to stdout) to stderr; set them and the loggers of
-    ``agent_names`` to ``level``. Other loggers are left alone."""
+    ``agent_names`` to ``level``. Other loggers are left alone.
+
+    Args:
+        level: the level to set.
+        *agent_names: the names of the agents' loggers to set too.
+    """
     for name in list(logging.Logger.manager.loggerDict):
         logger = logging.getLogger(name)
         for h in logger.handlers:
@@ -392,7 +494,11 @@ def quiet_logs(level: int | str = logging.WARNING, *agent_names: str) -> None:
 
 def port_free(port: int) -> bool:
     """Whether ``port`` on 127.0.0.1 can be listened on right now (as the agent's server binds:
-    connections of a server that stopped, still in TIME_WAIT, do not hold the port)."""
+    connections of a server that stopped, still in TIME_WAIT, do not hold the port).
+
+    Args:
+        port: the port on 127.0.0.1.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         if os.name == "posix":  # (on Windows the option would let two servers share a port)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -412,7 +518,12 @@ def free_port() -> int:
 
 # -- running ---------------------------------------------------------------------------------------
 class PortInUse(OSError):
-    """The port an agent is to serve on is held by another process (nothing was started)."""
+    """The port an agent is to serve on is held by another process (nothing was started).
+
+    Args:
+        port: the port (None: unknown).
+        name: the agent's name, for the message (None: not named).
+    """
 
     def __init__(self, port: int | None, name: str | None = None) -> None:
         who = f"agent {name!r}" if name else "the agent"
@@ -556,6 +667,18 @@ def run_agent(
 
     uagents' ``run_async`` cancels every other task on the loop when it ends; that is why the
     agent runs as the loop's main task here and nothing awaits it.
+
+    Args:
+        agent: the agent (a :func:`local_agent` is checked before anything starts).
+        main: run once the agent has started; its result is returned (its exception raised).
+        banner: print the agent's name, address and endpoint on stderr once it serves
+            (default: when there is no ``main``).
+
+    Returns:
+        What ``main`` returned (None without ``main``).
+
+    Raises:
+        SystemExit: the agent's port is in use (status 1).
     """
     try:
         return serve_agent(agent, main, banner=banner)

@@ -24,14 +24,23 @@ __all__ = ["ChannelPolicy", "ChatRequest", "ReplyStats", "Responder", "Turn", "i
 class ChatRequest:
     """A request a responder answers.
 
-    ``sender``: the asking agent's address; ``message``: its ChatMessage; ``session``: the
-    envelope session; ``tagged``: it declared agent_stream tag support; ``opens_session``: it
-    carried StartSessionContent; ``channels``: the extra channels it asked for; ``storage`` and
-    ``logger``: the agent's; ``history``: the session's earlier turns, oldest first, without
-    the current question (:class:`Turn`), ``client_history`` True when the asker sent it
-    itself rather than the agent remembering it; ``ctx``: the handler's uagents ``Context`` the
-    request came with (for the agent's address, name or its own sends). Sending the reply is
-    the plugin's job: write it to the StreamWriter.
+    Sending the reply is the plugin's job: write it to the StreamWriter.
+
+    Attributes:
+        sender: the asking agent's address.
+        message: its ChatMessage.
+        session: the envelope session (None: none).
+        tagged: it declared agent_stream tag support.
+        opens_session: it carried StartSessionContent.
+        channels: the extra channels it asked for.
+        storage: the agent's storage.
+        logger: the agent's logger.
+        ctx: the handler's uagents ``Context`` the request came with (for the agent's address,
+            name or its own sends).
+        history: the session's earlier turns, oldest first, without the current question
+            (:class:`Turn`).
+        client_history: True when the asker sent the history itself rather than the agent
+            remembering it.
     """
 
     sender: str
@@ -45,7 +54,7 @@ class ChatRequest:
     ctx: Any = field(default=None, repr=False, compare=False)
     history: tuple[Turn, ...] = ()
     client_history: bool = False
-    _ending: list[bool] = field(default_factory=list, repr=False, compare=False)
+    _ending: list[bool] = field(default_factory=list, repr=False, compare=False)  # end_session()
 
     @property
     def text(self) -> str:
@@ -68,12 +77,19 @@ class ChatRequest:
 class ReplyStats:
     """How one streamed reply went: given to ``on_reply_end`` when it is over.
 
-    ``chat_messages`` delivered, ``failed`` deliveries, ``peak_in_flight`` (most ChatMessages
-    unacknowledged at once), ``duration`` in seconds, ``status`` completed | error | cancelled.
-    Delivery: ``resends`` (ChatMessages sent again, unacknowledged), ``duplicates`` (the
-    question arriving again: acknowledged, not answered twice), ``gaps_repaired`` (repair
-    requests served from the replay buffer while the reply ran), ``keepalives`` sent,
-    ``at_risk`` (seconds during which some ChatMessage was possibly lost).
+    Attributes:
+        peer: the asker's address.
+        conversation: the question's msg_id.
+        status: completed | error | cancelled.
+        chat_messages: ChatMessages delivered.
+        failed: deliveries that failed.
+        peak_in_flight: most ChatMessages unacknowledged at once.
+        duration: seconds from the reply's start to its end.
+        resends: ChatMessages sent again, unacknowledged.
+        duplicates: the question arriving again (acknowledged, not answered twice).
+        gaps_repaired: repair requests served from the replay buffer while the reply ran.
+        keepalives: keepalives sent.
+        at_risk: seconds during which some ChatMessage was possibly lost.
     """
 
     peer: str
@@ -98,7 +114,13 @@ ChannelPolicy = Collection[str] | Callable[[ChatRequest], Collection[str] | None
 
 
 def channels_for(policy: ChannelPolicy, request: ChatRequest) -> Collection[str]:
-    """The channels ``request``'s recipient gets under ``policy``."""
+    """The channels ``request``'s recipient gets under ``policy``.
+
+    Args:
+        policy: the responder's channel policy (None: no extra channel; a collection: those
+            also asked for; a callable: what it returns for ``request``).
+        request: the request.
+    """
     if policy is None:
         return ()
     if callable(policy):
@@ -108,7 +130,13 @@ def channels_for(policy: ChannelPolicy, request: ChatRequest) -> Collection[str]
 
 async def invoke(responder: Responder, request: ChatRequest, out: StreamWriter) -> None:
     """Run ``responder`` on ``request``: an async function writes to ``out``; an async generator
-    function's pieces become one text message in a block ``llm``."""
+    function's pieces become one text message in a block ``llm``.
+
+    Args:
+        responder: the responder (an async function or an async generator function).
+        request: the request it answers.
+        out: the writer of the reply.
+    """
     call = getattr(responder, "__call__", None)  # noqa: B004 (an object's async-generator method)
     if inspect.isasyncgenfunction(responder) or inspect.isasyncgenfunction(call):
         gen: AsyncIterator[str] = responder(request)  # type: ignore[call-arg,assignment]
