@@ -152,9 +152,15 @@ class Message(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Any) -> Message:
-        """Validate a decoded JSON object; raises InvalidMessage saying what is wrong.
+        """Validate a decoded JSON object.
 
         Strict: a field of the wrong JSON type is an error, never coerced (``"delta": 1``).
+
+        Args:
+            data: the decoded JSON value (anything but an object is an error).
+
+        Raises:
+            InvalidMessage: it is not a valid Message; the error says what is wrong.
         """
         if not isinstance(data, Mapping):
             raise InvalidMessage(f"a Message must be a JSON object, got {type(data).__name__}")
@@ -165,8 +171,14 @@ class Message(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Message:
-        """Parse one Message from strict JSON text (``agent_stream.jsontext``); raises
-        InvalidMessage on bad JSON (nesting, NaN, huge numbers, lone surrogates) or fields."""
+        """Parse one Message from strict JSON text (``agent_stream.jsontext``).
+
+        Args:
+            text: the JSON text, as a string or UTF-8 bytes.
+
+        Raises:
+            InvalidMessage: bad JSON (nesting, NaN, huge numbers, lone surrogates) or fields.
+        """
         return cls.from_dict(jsontext.loads(text, InvalidMessage))
 
     # -- convenience --------------------------------------------------------------------------
@@ -321,7 +333,14 @@ PROPS_MODELS: dict[str, type[_Props]] = {
 
 
 def typed_props(msg: Message) -> _Props | None:
-    """The props of a built-in type as its model (None for custom types); InvalidMessage if bad."""
+    """The props of a built-in type as its model (None for custom types).
+
+    Args:
+        msg: the Message.
+
+    Raises:
+        InvalidMessage: the props do not fit the type's model.
+    """
     model = PROPS_MODELS.get(msg.type)
     if model is None:
         return None
@@ -337,28 +356,58 @@ def _msg(type_: str, props: _Props, ids: Mapping[str, Any]) -> Message:
 
 
 def text(content: str, **ids: Any) -> Message:
-    """A whole text message."""
+    """A whole text message.
+
+    Args:
+        content: the text.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(TEXT, TextProps(content=content), ids)
 
 
 def thinking(content: str, **ids: Any) -> Message:
-    """Model reasoning."""
+    """Model reasoning.
+
+    Args:
+        content: the reasoning text.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(THINKING, ThinkingProps(content=content), ids)
 
 
 def loading(message: str, done: bool | None = None, **ids: Any) -> Message:
-    """A progress indicator."""
+    """A progress indicator.
+
+    Args:
+        message: what is in progress.
+        done: True once it is over (None: not said).
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(LOADING, LoadingProps(message=message, done=done), ids)
 
 
 def progress(message: str, done: bool | None = None, **ids: Any) -> Message:
-    """A progress line: a ``loading`` message, ``done`` once the work it names is over
-    (``scope.progress(message)`` writes one, updates it and marks it done for you)."""
+    """A progress line: a ``loading`` message.
+
+    ``scope.progress(message)`` writes one, updates it and marks it done for you.
+
+    Args:
+        message: the work in progress.
+        done: True once the work it names is over (None: not said).
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return loading(message, done, **ids)
 
 
 def tool_call(id: str | None, name: str | None, arguments: str = "", **ids: Any) -> Message:
-    """A function/tool call; ``arguments`` is a JSON string."""
+    """A function/tool call.
+
+    Args:
+        id: the call's id, which its ``tool_result`` names.
+        name: the tool's name.
+        arguments: the arguments, as a JSON string (or a part of one in a delta).
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(TOOL_CALL, ToolCallProps(id=id, name=name, arguments=arguments), ids)
 
 
@@ -386,37 +435,75 @@ def tool_result(
 
 
 def error(message: str, code: str | None = None, details: Any = None, **ids: Any) -> Message:
-    """An error the user can read."""
+    """An error the user can read.
+
+    Args:
+        message: what went wrong, for the user.
+        code: a machine-readable code (``busy``, ``timeout``...).
+        details: any JSON value with more about it.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(ERROR, ErrorProps(message=message, code=code, details=details), ids)
 
 
 def image(url: str, alt: str | None = None, **kw: Any) -> Message:
-    """An image by URL (width, height, detail optional)."""
+    """An image by URL.
+
+    Args:
+        url: where the image is.
+        alt: its text alternative.
+        **kw: ``width``, ``height``, ``detail``, and Message ids (``message_id``...).
+    """
     ids, props = _split(kw)
     return _msg(IMAGE, ImageProps(url=url, alt=alt, **props), ids)
 
 
 def audio(url: str, **kw: Any) -> Message:
-    """An audio clip by URL (format, duration, transcript, autoplay, controls optional)."""
+    """An audio clip by URL.
+
+    Args:
+        url: where the clip is.
+        **kw: ``format``, ``duration``, ``transcript``, ``autoplay``, ``controls``, and
+            Message ids (``message_id``...).
+    """
     ids, props = _split(kw)
     return _msg(AUDIO, AudioProps(url=url, **props), ids)
 
 
 def video(url: str, **kw: Any) -> Message:
-    """A video by URL (format, duration, thumbnail, width, height, autoplay, controls, loop)."""
+    """A video by URL.
+
+    Args:
+        url: where the video is.
+        **kw: ``format``, ``duration``, ``thumbnail``, ``width``, ``height``, ``autoplay``,
+            ``controls``, ``loop``, and Message ids (``message_id``...).
+    """
     ids, props = _split(kw)
     return _msg(VIDEO, VideoProps(url=url, **props), ids)
 
 
 def action(name: str, payload: Any = None, **ids: Any) -> Message:
-    """A system command for the client (silent in plain-text wires)."""
+    """A system command for the client (silent in plain-text wires).
+
+    Args:
+        name: the command's name.
+        payload: its argument, any JSON value.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(ACTION, ActionProps(name=name, payload=payload), ids)
 
 
 def event(
     name: str, data: Mapping[str, Any] | None = None, message: str | None = None, **ids: Any
 ) -> Message:
-    """An event Message; lifecycle events are built by the writer."""
+    """An event Message; lifecycle events are built by the writer.
+
+    Args:
+        name: the event's name.
+        data: its data, a JSON object.
+        message: a line for people to read.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(
         EVENT,
         EventProps(event=name, message=message, data=dict(data) if data is not None else None),
@@ -427,7 +514,14 @@ def event(
 def user_input(
     content: str, role: str | None = None, name: str | None = None, **ids: Any
 ) -> Message:
-    """What the user typed."""
+    """What the user typed.
+
+    Args:
+        content: the text.
+        role: who wrote it (``user``...).
+        name: the writer's name.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return _msg(USER_INPUT, UserInputProps(content=content, role=role, name=name), ids)
 
 
@@ -528,7 +622,14 @@ EVENT_DATA_MODELS: dict[str, type[_EventData]] = {
 
 
 def event_data(msg: Message) -> _EventData | None:
-    """A lifecycle event's data as its model (None for other Messages); InvalidMessage if bad."""
+    """A lifecycle event's data as its model (None for other Messages).
+
+    Args:
+        msg: the Message.
+
+    Raises:
+        InvalidMessage: the data does not fit the event's model.
+    """
     name = msg.event
     model = EVENT_DATA_MODELS.get(name) if name else None
     if model is None:
@@ -544,9 +645,16 @@ _ADAPTERS: dict[tuple[type[BaseModel], str], TypeAdapter[Any]] = {}
 
 
 def field_type_errors(model: type[BaseModel], data: Mapping[str, Any], where: str) -> list[str]:
-    """``where.field: reason`` for each field of ``model`` present in ``data`` with the wrong
-    JSON type (strict: ``"5"`` is not an integer, ``12`` not a string). Absent fields and
-    fields ``model`` does not declare are not checked."""
+    """``where.field: reason`` for each field of ``model`` present in ``data`` with the wrong type.
+
+    Strict: ``"5"`` is not an integer, ``12`` not a string. Absent fields and fields ``model``
+    does not declare are not checked.
+
+    Args:
+        model: the pydantic model declaring the fields' types.
+        data: the decoded JSON object.
+        where: the object's path, the reports' prefix (``props``...).
+    """
     out: list[str] = []
     for name, value in data.items():
         field = model.model_fields.get(name) if isinstance(name, str) else None
@@ -570,6 +678,12 @@ def type_errors(msg: Message) -> list[str]:
     Only the fields present are checked, so delta chunks (which carry part of the props) pass.
     Typed values stay typed: a chunk_count of ``"lots"``, a usage figure of ``"5"`` or a text
     ``content`` of ``12`` is reported, not coerced.
+
+    Args:
+        msg: the Message.
+
+    Returns:
+        One ``path: reason`` line per wrong field; empty when all is well.
     """
     props = msg.props
     if not props:
@@ -585,5 +699,11 @@ def type_errors(msg: Message) -> list[str]:
 
 
 def lifecycle(name: str, data: _EventData, **ids: Any) -> Message:
-    """A lifecycle event Message carrying ``data``."""
+    """A lifecycle event Message.
+
+    Args:
+        name: the event's name (``stream_start``, ``block_end``...).
+        data: its data model.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
     return Message(type=EVENT, props={"event": name, "data": data.to_data()}, **ids)
