@@ -53,13 +53,23 @@ def clock() -> float:
 
 
 def describe(exc: BaseException) -> str:
-    """``Type: message`` (or the type alone when the message is empty)."""
+    """``Type: message`` (or the type alone when the message is empty).
+
+    Args:
+        exc: the exception.
+    """
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class Refused(Exception):
-    """Raised by a responder that will not answer: the reply is an ``error`` message with this
-    text and ``code``, then the streams end with status error (nothing is logged as a failure).
+    """Raised by a responder that will not answer.
+
+    The reply is an ``error`` message with this text and ``code``, then the streams end with
+    status error (nothing is logged as a failure).
+
+    Args:
+        text: what the asker is told.
+        code: the error's code.
     """
 
     def __init__(self, text: str, code: str = "refused") -> None:
@@ -69,14 +79,20 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class PumpLimits:
-    """``max_buffered``: ChatMessages queued before the responder waits; ``max_coalesce``: at
-    most this many queued ChatMessages sent as one, and only while their content items stay
-    within ``max_coalesce_items`` (the inbox guard refuses ChatMessages of over 1,024);
-    ``max_in_flight``: unacknowledged at a time (None: no limit); ``ack_timeout``: seconds
-    without an acknowledgement before the limit is given up; ``drain_timeout``: seconds to send
-    a cancelled reply's ends; ``max_failures``: consecutive failed deliveries, none ever
-    delivered, after which the reply is abandoned (a reached peer is abandoned when one
-    ChatMessage's redelivery budget runs out)."""
+    """How one reply is sent: its send queue, coalescing and acknowledgements.
+
+    Attributes:
+        max_buffered: ChatMessages queued before the responder waits.
+        max_coalesce: at most this many queued ChatMessages sent as one, and only while their
+            content items stay within ``max_coalesce_items`` (the inbox guard refuses
+            ChatMessages of over 1,024).
+        max_in_flight: ChatMessages unacknowledged at a time (None: no limit).
+        ack_timeout: seconds without an acknowledgement before that limit is given up.
+        drain_timeout: seconds to send a cancelled reply's ends.
+        max_failures: consecutive failed deliveries, none ever delivered, after which the reply
+            is abandoned (a reached peer is abandoned when one ChatMessage's redelivery budget
+            runs out).
+    """
 
     max_buffered: int = 256
     max_coalesce: int = 32
@@ -88,7 +104,27 @@ class PumpLimits:
 
 
 class Outgoing:
-    """One reply being streamed to one peer: encoder, send queue, sender and timer tasks."""
+    """One reply being streamed to one peer: encoder, send queue, sender and timer tasks.
+
+    Args:
+        peer: the asker's address.
+        conversation: the question's msg_id.
+        encoder: the reply's ChatEncoder.
+        respond: writes the reply into a StreamWriter.
+        send: delivers one ChatMessage to the peer, ``-> (delivered?, detail)``, never raising.
+        limits: the pump's limits.
+        serial: a lock held for the whole reply (a plain peer gets one reply at a time), or
+            None.
+        in_flight: the registry ``{msg_id: Outgoing}`` acknowledgements are routed through
+            (None: a registry of its own).
+        on_finished: called once when the reply is over.
+        delivery: the delivery policy (resends, keepalives; None: the defaults).
+        peer_acks: the peer is known to acknowledge (unacknowledged ChatMessages are resent).
+        replay: keeps what was sent, for repair requests (None: no repair).
+        keepalive: send keepalives when nothing else went for a while.
+        on_produced: called once the responder is done (delivery may go on a while).
+        tap: sees every Message the responder writes (e.g. to keep the answer).
+    """
 
     def __init__(
         self,
@@ -158,6 +194,13 @@ class Outgoing:
 
     # -- the writer's sink ------------------------------------------------------------------------
     async def sink(self, msg: Any) -> None:
+        """Take one Message the responder wrote: encode it and queue what it gives.
+
+        Waits while the send queue is over ``max_buffered``.
+
+        Args:
+            msg: the Message.
+        """
         if self._tap is not None:
             self._tap(msg)
         self._emit(self.encoder.feed(msg, clock()))
@@ -169,7 +212,12 @@ class Outgoing:
 
     async def flush(self, thread_id: str | None, message_id: str) -> None:
         """Send now the text the encoder holds for one message (the writer's ``flush``: a
-        relayed chunk goes on as it came, not re-buffered)."""
+        relayed chunk goes on as it came, not re-buffered).
+
+        Args:
+            thread_id: the message's thread (None: none).
+            message_id: the message's id.
+        """
         self._emit(self.encoder.flush(thread_id, message_id, clock()))
         if self.encoder.next_deadline != self._armed:
             self._wake_timer.set()
@@ -326,7 +374,11 @@ class Outgoing:
             self.task.cancel()
 
     async def resend(self, chats: list[ChatMessage]) -> None:
-        """Send ``chats`` again (a repair request), as they were."""
+        """Send ``chats`` again (a repair request), as they were.
+
+        Args:
+            chats: the ChatMessages, from the replay buffer.
+        """
         self.repairs += 1
         for chat in chats:
             await self._send(chat)
@@ -371,7 +423,11 @@ class Outgoing:
                 await asyncio.wait_for(self._acked.wait(), max(0.0, timeout))
 
     def acknowledged(self, key: str) -> None:
-        """The peer acknowledged the ChatMessage ``key`` (its msg_id)."""
+        """The peer acknowledged the ChatMessage ``key`` (its msg_id).
+
+        Args:
+            key: the acknowledged ChatMessage's msg_id.
+        """
         self.unacked.discard(key)
         if self.redelivery.acknowledged(key, clock()) or not self.redelivery.pending:
             self._wake_sender.set()
