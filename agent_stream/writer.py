@@ -106,7 +106,13 @@ class _Core:
 
 
 class Scope:
-    """Where content goes: the stream itself, a thread, or a block (possibly inside a thread)."""
+    """Where content goes: the stream itself, a thread, or a block (possibly inside a thread).
+
+    Args:
+        core: the stream it belongs to (scopes are made by a StreamWriter, not by hand).
+        thread_id: the thread its Messages go in (None: none).
+        block_id: the block its Messages go in (None: none).
+    """
 
     def __init__(self, core: _Core, thread_id: str | None, block_id: str | None) -> None:
         self._core = core
@@ -115,19 +121,35 @@ class Scope:
 
     # -- structure --------------------------------------------------------------------------
     def block(self, type: str = "mixed", label: str | None = None) -> BlockScope:
-        """A block (one LLM call, tool call, sub-task): block_start ... block_end; inside a
-        block, its block_start names that block as ``parent_block_id``."""
+        """A block (one LLM call, tool call, sub-task): block_start ... block_end.
+
+        Inside a block, its block_start names that block as ``parent_block_id``.
+
+        Args:
+            type: what the block is (``mixed``, ``llm``, ``tool``, ``agent``...).
+            label: a name for people to read.
+        """
         block = BlockScope(self._core, self.thread_id, type, label)
         if self.block_id is not None:
             block.start_data = {"parent_block_id": self.block_id}
         return block
 
     def thread(self, label: str | None = None, type: str | None = None) -> ThreadScope:
-        """A concurrent thread of output: thread_start ... thread_end, its own thread_id."""
+        """A concurrent thread of output: thread_start ... thread_end, its own thread_id.
+
+        Args:
+            label: a name for people to read.
+            type: what the thread is, free text (None: not said).
+        """
         return ThreadScope(self._core, self.block_id, label, type)
 
     def message(self, type: str = TEXT, props: Mapping[str, Any] | None = None) -> MessageHandle:
-        """A message written in deltas: message_start ... message_end."""
+        """A message written in deltas: message_start ... message_end.
+
+        Args:
+            type: the Message type (``text`` by default).
+            props: props sent as the first chunk (None: none).
+        """
         mid = self._core.ids.message()
         self._core.count(self.block_id, self.thread_id, mid)
         return MessageHandle(
@@ -141,6 +163,13 @@ class Scope:
 
         When one raises, the others are cancelled (their threads end ``cancelled``) and the
         first exception propagates.
+
+        Args:
+            *fns: the async functions, each given its thread.
+            labels: one thread label per function (None: each function's ``__name__``).
+
+        Raises:
+            StreamError: ``labels`` and ``fns`` differ in number.
         """
         if labels is not None and len(labels) != len(fns):
             raise StreamError(f"parallel: {len(fns)} functions but {len(labels)} labels")
@@ -169,7 +198,14 @@ class Scope:
 
     # -- whole messages -----------------------------------------------------------------------
     async def send(self, msg: Message) -> Message:
-        """Send a whole message in this scope; ids are filled in. Returns what was sent."""
+        """Send a whole message in this scope; ids are filled in.
+
+        Args:
+            msg: the Message (its own ids, when set, are kept).
+
+        Returns:
+            The Message as sent, with its ids.
+        """
         update: dict[str, Any] = {}
         if msg.message_id is None:
             mid = self._core.ids.message()
@@ -186,7 +222,14 @@ class Scope:
         return out
 
     async def text(self, content: str) -> Message:
-        """Send a whole text message."""
+        """Send a whole text message.
+
+        Args:
+            content: the text.
+
+        Returns:
+            The Message as sent, with its ids.
+        """
         return await self.send(_text(content))
 
     # -- tools and progress -----------------------------------------------------------------------
@@ -212,8 +255,13 @@ class Scope:
         return ToolCallScope(self, name, arguments, call_id=call_id)
 
     def progress(self, message: str) -> Progress:
-        """A progress line: ``async with b.progress("Searching…") as p: await p.update(...)``;
-        a ``loading`` message marked ``done`` when the body returns."""
+        """A progress line: ``async with b.progress("Searching…") as p: await p.update(...)``.
+
+        A ``loading`` message marked ``done`` when the body returns.
+
+        Args:
+            message: the work in progress.
+        """
         return Progress(self, message)
 
     # -- relay ------------------------------------------------------------------------------------
@@ -226,15 +274,11 @@ class Scope:
         name: str | None = None,
         agent: str | None = None,
     ) -> Transcript:
-        """Stream another agent's reply, live, into a block of this scope; returns its
-        final Transcript.
+        """Stream another agent's reply, live, into a block of this scope.
 
-        ``reply``: a :class:`~agent_stream.relay.Relayable` (e.g. the
-        :class:`~agent_stream.uagents.Reply` of ``chat.ask``) or an awaitable of one (the ask
-        itself). Its Messages are re-identified into this stream
-        (:class:`~agent_stream.relay.Reidentifier`) inside a new block (``type``, ``label``,
-        default ``name``) whose block_start data carries ``agent`` (the peer's address, else
-        ``agent``), ``agent_name`` (``name``) and ``parent_block_id`` (this scope's block).
+        The reply's Messages are re-identified into this stream
+        (:class:`~agent_stream.relay.Reidentifier`) inside a new block whose block_start data
+        carries ``agent``, ``agent_name`` and ``parent_block_id`` (this scope's block).
 
         When the sub-reply does not complete (error, timeout, lost, not delivered, refused),
         the relay block ends with status ``error`` (an ``error`` message says why unless the
@@ -242,6 +286,21 @@ class Scope:
         raised: catch it to go on. When this task is cancelled, the sub-reply is cancelled
         (``reply.cancel()``), what it left open ends ``cancelled``, and the cancellation
         propagates.
+
+        Args:
+            reply: a :class:`~agent_stream.relay.Relayable` (e.g. the
+                :class:`~agent_stream.uagents.Reply` of ``chat.ask``) or an awaitable of one
+                (the ask itself).
+            label: the block's label (None: ``name``).
+            type: the block's type.
+            name: the sub-agent's name, the block_start's ``agent_name``.
+            agent: the sub-agent's address for the block_start, when the reply has no peer.
+
+        Returns:
+            The sub-reply's final Transcript.
+
+        Raises:
+            RelayError: the sub-reply did not complete.
         """
         return await relay_into(self, reply, label=label, type=type, name=name, agent=agent)
 
@@ -254,7 +313,14 @@ class Scope:
 
 
 class BlockScope(Scope):
-    """``async with scope.block(...)``: block_start on enter, block_end on exit."""
+    """``async with scope.block(...)``: block_start on enter, block_end on exit.
+
+    Args:
+        core: the stream it belongs to (scopes are made by a StreamWriter, not by hand).
+        thread_id: the thread the block is in (None: none).
+        type: what the block is (``mixed``, ``llm``, ``tool``, ``agent``...).
+        label: a name for people to read.
+    """
 
     def __init__(self, core: _Core, thread_id: str | None, type: str, label: str | None) -> None:
         super().__init__(core, thread_id, core.ids.block())
@@ -319,7 +385,14 @@ class BlockScope(Scope):
 
 
 class ThreadScope(Scope):
-    """``async with scope.thread(...)``: thread_start on enter, thread_end on exit."""
+    """``async with scope.thread(...)``: thread_start on enter, thread_end on exit.
+
+    Args:
+        core: the stream it belongs to (scopes are made by a StreamWriter, not by hand).
+        block_id: the block the thread is in (None: none).
+        label: a name for people to read.
+        type: what the thread is, free text (None: not said).
+    """
 
     def __init__(
         self, core: _Core, block_id: str | None, label: str | None, type: str | None
@@ -361,7 +434,16 @@ class ThreadScope(Scope):
 
 
 class MessageHandle:
-    """One message written in deltas. ``async with``: message_start ... message_end."""
+    """One message written in deltas. ``async with``: message_start ... message_end.
+
+    Args:
+        core: the stream it belongs to (scopes are made by a StreamWriter, not by hand).
+        message_id: the message's id.
+        thread_id: the thread it is in (None: none).
+        block_id: the block it is in (None: none).
+        type: the Message type.
+        props: props sent as the first chunk (None: none).
+    """
 
     def __init__(
         self,
@@ -410,7 +492,11 @@ class MessageHandle:
         await self.end(_status_of(exc))
 
     async def end(self, status: str = "completed") -> None:
-        """Send message_end (once) with the chunk count and the full content."""
+        """Send message_end (once) with the chunk count and the full content.
+
+        Args:
+            status: how the message ended (``completed``, ``error``, ``cancelled``).
+        """
         if self._ended:
             return
         self._ended = True
@@ -466,7 +552,15 @@ class MessageHandle:
                 )
 
     async def append(self, value: Any, path: str | None = None) -> None:
-        """Append: text onto props.content (no path), or any value at ``path``."""
+        """Append: text onto props.content (no path), or any value at ``path``.
+
+        Args:
+            value: what to append (a string when there is no path).
+            path: where, a dotted path into the props (None: props.content).
+
+        Raises:
+            StreamError: no path and not a string, or the message has ended.
+        """
         if path is not None:
             await self._delta("append", path, value)
             return
@@ -509,19 +603,42 @@ class MessageHandle:
             await core.sink(msg)
 
     async def replace(self, value: Any, path: str | None = None) -> None:
-        """Replace the value at ``path`` (all props when no path; then ``value`` is a dict)."""
+        """Replace the value at ``path``.
+
+        Args:
+            value: the new value (a dict of props when there is no path).
+            path: where, a dotted path into the props (None: all the props).
+
+        Raises:
+            StreamError: no path and ``value`` is not a dict.
+        """
         await self._delta("replace", path, value)
 
     async def merge(self, value: Mapping[str, Any], path: str | None = None) -> None:
-        """Shallow-merge an object into the object at ``path`` (props when no path)."""
+        """Shallow-merge an object into the object at ``path``.
+
+        Args:
+            value: the keys and values to merge in.
+            path: where, a dotted path into the props (None: the props).
+        """
         await self._delta("merge", path, dict(value))
 
     async def set(self, value: Any, path: str) -> None:
-        """Set the value at ``path``."""
+        """Set the value at ``path``.
+
+        Args:
+            value: the new value.
+            path: where, a dotted path into the props.
+        """
         await self._delta("set", path, value)
 
     async def change_type(self, new_type: str, props: Mapping[str, Any] | None = None) -> None:
-        """Correct the message's type (type_change); props are replaced when given."""
+        """Correct the message's type (type_change).
+
+        Args:
+            new_type: the Message type it is.
+            props: props replacing the ones sent so far (None: they are kept).
+        """
         self.type = new_type
         self._proto = None
         await self._chunk(
@@ -551,11 +668,17 @@ class MessageHandle:
 class StreamWriter(Scope):
     """The whole stream: ``async with StreamWriter(sink) as out`` sends stream_start/stream_end.
 
-    ``sink`` is any async callable taking one Message; it is awaited for every Message, in order
-    per scope. ``stamp=True`` adds metadata (Unix-ns timestamp, sequence) to every chunk.
-    ``flush(thread_id, message_id)``: optional; awaited after each relayed chunk of a message
-    (see :meth:`Scope.relay`) so a sink that buffers text (a wire's chunker) sends it on now:
-    the sub-agent's chunk boundaries pass through a relay instead of being re-buffered.
+    Args:
+        sink: any async callable taking one Message; it is awaited for every Message, in
+            order per scope.
+        request_id: the stream_start's and stream_end's ``request_id``.
+        trace_id: the stream_start's ``trace_id``.
+        ids: makes the chunk, message, block and thread ids (None: a fresh IdGenerator).
+        stamp: add metadata (Unix-ns timestamp, sequence) to every chunk.
+        flush: ``flush(thread_id, message_id)``, awaited after each relayed chunk of a message
+            (see :meth:`Scope.relay`) so a sink that buffers text (a wire's chunker) sends it
+            on now: the sub-agent's chunk boundaries pass through a relay instead of being
+            re-buffered (None: nothing is awaited).
     """
 
     def __init__(
@@ -601,12 +724,22 @@ class StreamWriter(Scope):
         await self.end(status, error=err)
 
     def fail(self, error: str) -> None:
-        """Mark the stream failed: it ends with status error and ``error`` even if the body
-        returns normally (for failures already reported as an error Message)."""
+        """Mark the stream failed, for failures already reported as an error Message.
+
+        It then ends with status error even if the body returns normally.
+
+        Args:
+            error: the stream_end's ``error``.
+        """
         self.failure = error
 
     async def end(self, status: str = "completed", error: str | None = None) -> None:
-        """Send stream_end (once)."""
+        """Send stream_end (once).
+
+        Args:
+            status: how the stream ended (``completed``, ``error``, ``cancelled``).
+            error: what went wrong, when it did.
+        """
         if self._ended:
             return
         self._ended = True
@@ -628,7 +761,12 @@ class StreamWriter(Scope):
 
 
 async def collect(body: Callable[[StreamWriter], Awaitable[Any]], **kw: Any) -> list[Message]:
-    """Run ``body(out)`` inside a StreamWriter and return every Message it produced."""
+    """Run ``body(out)`` inside a StreamWriter and return every Message it produced.
+
+    Args:
+        body: the async function writing the stream.
+        **kw: the StreamWriter's keyword arguments (``request_id``, ``stamp``...).
+    """
     out: list[Message] = []
 
     async def sink(m: Message) -> None:
