@@ -56,7 +56,12 @@ class DirectoryError(PermissionError):
 
 
 class AmbiguousName(LookupError):
-    """Several running agents answer to one name; ``matches`` are their ``(address, endpoint)``."""
+    """Several running agents answer to one name.
+
+    Args:
+        name: the name asked for.
+        matches: the ``(address, endpoint)`` of each agent of that name.
+    """
 
     def __init__(self, name: str, matches: list[tuple[str, str]]) -> None:
         listed = "; ".join(f"{a} at {e}" for a, e in matches)
@@ -68,7 +73,11 @@ class AmbiguousName(LookupError):
 
 
 def bare(destination: str) -> str:
-    """The address in an agent identifier (``prefix://address``), else ``destination``."""
+    """The address in an agent identifier (``prefix://address``), else ``destination``.
+
+    Args:
+        destination: an address or an agent identifier.
+    """
     _, _, address = parse_identifier(destination)
     return address or destination
 
@@ -86,7 +95,11 @@ def default_directory_path() -> Path:
 
 
 def alive(pid: Any) -> bool:
-    """Whether process ``pid`` exists."""
+    """Whether process ``pid`` exists.
+
+    Args:
+        pid: the process id (anything else than a positive int: False).
+    """
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     if pid == os.getpid():
@@ -161,6 +174,11 @@ class LocalDirectory:
     Format: ``{"agents": {ADDRESS: {"endpoint": URL, "name": NAME, "pid": PID,
     "started": UNIX_TIME}}}``. Writers lock a sibling ``.lock`` file (POSIX) and replace the file
     atomically; readers never see a half-written file.
+
+    Args:
+        path: the directory file (None: the default path, see the module doc).
+        probe_timeout: seconds a readiness probe of an endpoint may take.
+        probe_ttl: seconds a positive answer is remembered.
     """
 
     def __init__(
@@ -224,7 +242,11 @@ class LocalDirectory:
 
     def entry(self, address: str) -> dict[str, Any] | None:
         """:meth:`entries`' entry for ``address`` (its process alive, ``started`` not in the
-        future), checking that one entry only."""
+        future), checking that one entry only.
+
+        Args:
+            address: the agent's address.
+        """
         entry = self._read().get(address)
         if entry is None or not alive(entry.get("pid")):
             return None
@@ -246,7 +268,12 @@ class LocalDirectory:
         }
 
     def answers(self, address: str, endpoint: str) -> bool:
-        """Whether ``endpoint`` serves ``address`` now (a blocking readiness probe)."""
+        """Whether ``endpoint`` serves ``address`` now (a blocking readiness probe).
+
+        Args:
+            address: the agent's address.
+            endpoint: its listed endpoint.
+        """
         if self._fresh(address, endpoint):
             return True
         target = _probe_request(endpoint)
@@ -266,7 +293,12 @@ class LocalDirectory:
 
     async def answers_async(self, address: str, endpoint: str) -> bool:
         """:meth:`answers` without blocking the event loop. Concurrent calls for one endpoint
-        share one probe (a crowd of sends after the positive answer expired asks once)."""
+        share one probe (a crowd of sends after the positive answer expired asks once).
+
+        Args:
+            address: the agent's address.
+            endpoint: its listed endpoint.
+        """
         if self._fresh(address, endpoint):
             return True
         if _probe_request(endpoint) is None:
@@ -281,7 +313,12 @@ class LocalDirectory:
 
     def delivered(self, address: str, endpoint: str) -> None:
         """An envelope to ``address`` was just accepted at ``endpoint`` (HTTP 200): as good an
-        answer as the readiness probe's, remembered ``probe_ttl`` the same way."""
+        answer as the readiness probe's, remembered ``probe_ttl`` the same way.
+
+        Args:
+            address: the destination's address.
+            endpoint: the endpoint that accepted it.
+        """
         self._remember(address, endpoint, True)
 
     async def _probe_async(self, address: str, endpoint: str) -> bool:
@@ -312,7 +349,11 @@ class LocalDirectory:
         return ok
 
     def lookup(self, destination: str) -> str | None:
-        """The endpoint of a running agent by address (or identifier) that answers, else None."""
+        """The endpoint of a running agent by address (or identifier) that answers, else None.
+
+        Args:
+            destination: the agent's address or identifier.
+        """
         address = bare(destination)
         entry = self.entries().get(address)
         if entry is None or not self.answers(address, entry["endpoint"]):
@@ -322,7 +363,15 @@ class LocalDirectory:
     def find(self, name_or_address: str) -> tuple[str, str] | None:
         """``(address, endpoint)`` of a running agent that answers, by address or by name.
 
-        Raises :class:`AmbiguousName` when several running agents of that name answer."""
+        Args:
+            name_or_address: the agent's address (or identifier), or its name.
+
+        Returns:
+            Its address and endpoint, or None when no running agent answers.
+
+        Raises:
+            AmbiguousName: several running agents of that name answer.
+        """
         entries = self.entries()
         address = bare(name_or_address)
         if address in entries:
@@ -335,7 +384,11 @@ class LocalDirectory:
 
     def named(self, name: str) -> list[tuple[str, str]]:
         """``(address, endpoint)`` of every running agent called ``name`` that answers, the
-        latest started first."""
+        latest started first.
+
+        Args:
+            name: the agents' name.
+        """
         named = sorted(
             (
                 (e.get("started", 0), a, e["endpoint"])
@@ -377,7 +430,14 @@ class LocalDirectory:
     def register(
         self, address: str, endpoint: str, name: str | None = None, pid: int | None = None
     ) -> None:
-        """Add (or refresh) this agent's entry; dead entries are pruned on the way."""
+        """Add (or refresh) this agent's entry; dead entries are pruned on the way.
+
+        Args:
+            address: the agent's address (or identifier).
+            endpoint: the URL it serves on.
+            name: its name (None: unnamed).
+            pid: the process serving it (None: this one).
+        """
         with self._locked():
             agents = self.entries()
             agents[bare(address)] = {
@@ -392,7 +452,12 @@ class LocalDirectory:
         """Remove an agent's entry (and dead ones; nothing happens when there is nothing to).
 
         With ``pid``, the entry goes only when that process wrote it (an agent of the same seed
-        in another process keeps its own)."""
+        in another process keeps its own).
+
+        Args:
+            address: the agent's address (or identifier).
+            pid: remove the entry only when this process wrote it (None: whoever did).
+        """
         with self._locked():
             agents = self.entries()
             entry = agents.get(bare(address))
@@ -412,7 +477,12 @@ class LocalDirectory:
 
 class LocalResolver(RulesBasedResolver):  # type: ignore[misc]
     """Resolves static peers first, then the local directory (read on every lookup, parsed
-    again when it changed; an entry only when its process is alive and its endpoint answers)."""
+    again when it changed; an entry only when its process is alive and its endpoint answers).
+
+    Args:
+        peers: static ``{address: endpoint}`` peers.
+        directory: the directory to look in after them (None: static peers only).
+    """
 
     def __init__(
         self, peers: Mapping[str, str] | None = None, directory: LocalDirectory | None = None
@@ -422,10 +492,23 @@ class LocalResolver(RulesBasedResolver):  # type: ignore[misc]
         self._warned = False
 
     def add_peer(self, address: str, endpoint: str) -> None:
-        """Add or replace a static peer."""
+        """Add or replace a static peer.
+
+        Args:
+            address: the peer's address (or identifier).
+            endpoint: its URL.
+        """
         self._rules[bare(address)] = endpoint
 
     async def resolve(self, destination: str) -> tuple[str | None, list[str]]:
+        """The endpoint of ``destination``: a static peer's, else the directory's.
+
+        Args:
+            destination: the address or identifier to resolve.
+
+        Returns:
+            ``(address, endpoints)``, or ``(None, [])`` when it is not found.
+        """
         address = bare(destination)
         found = self._rules.get(address)
         if found is None and self.directory is not None:

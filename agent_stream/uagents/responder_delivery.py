@@ -36,7 +36,11 @@ _MAX_QUESTIONS = 4096
 
 
 class ResponderDelivery:
-    """What a StreamingChat keeps for delivery across its replies (all bounded)."""
+    """What a StreamingChat keeps for delivery across its replies (all bounded).
+
+    Args:
+        policy: the delivery policy (None: the defaults).
+    """
 
     def __init__(self, policy: DeliveryPolicy | None = None) -> None:
         self.policy = policy or DeliveryPolicy()
@@ -48,19 +52,33 @@ class ResponderDelivery:
 
     # -- acknowledgements ---------------------------------------------------------------------
     def note_ack(self, sender: str) -> None:
-        """An acknowledgement came from ``sender``."""
+        """An acknowledgement came from ``sender``.
+
+        Args:
+            sender: the peer that acknowledged.
+        """
         self._acking.pop(sender, None)
         self._acking[sender] = None
         if len(self._acking) > _MAX_PEERS:
             self._acking.popitem(last=False)
 
     def peer_acks(self, peer: str, tagged: bool) -> bool:
-        """Whether silence from ``peer`` may be read as loss."""
+        """Whether silence from ``peer`` may be read as loss.
+
+        Args:
+            peer: the asker's address.
+            tagged: the asker's question was tagged (an agent_stream peer).
+        """
         return tagged or peer in self._acking
 
     # -- questions --------------------------------------------------------------------------------
     def seen_before(self, sender: str, msg: ChatMessage) -> bool:
-        """True when this question was already taken (remembers it otherwise)."""
+        """True when this question was already taken (remembers it otherwise).
+
+        Args:
+            sender: the asker's address.
+            msg: the question.
+        """
         key = (sender, str(msg.msg_id))
         if key in self._questions:
             return True
@@ -70,19 +88,36 @@ class ResponderDelivery:
         return False
 
     def buffer_for(self, peer: str, conversation: str) -> ReplayBuffer[ChatMessage]:
-        """A fresh replay buffer for a reply."""
+        """A fresh replay buffer for a reply.
+
+        Args:
+            peer: the asker's address.
+            conversation: the question's msg_id.
+        """
         self.replay.prune(clock())
         return self.replay.open((peer, conversation))
 
     def ended(self, peer: str, conversation: str) -> None:
-        """A reply ended: its buffer lingers."""
+        """A reply ended: its buffer lingers.
+
+        Args:
+            peer: the asker's address.
+            conversation: the question's msg_id.
+        """
         self.replay.end((peer, conversation), clock())
 
     # -- delivery ops -----------------------------------------------------------------------------
     def control(
         self, sender: str, op: dict[str, str], replies: Iterable[Outgoing], send: Send
     ) -> Awaitable[None] | None:
-        """Handle an asker's ``resend``/``cancel``; returns the resend work to run, if any."""
+        """Handle an asker's ``resend``/``cancel``; returns the resend work to run, if any.
+
+        Args:
+            sender: the asker's address.
+            op: the control op (``op``, ``conversation``, and for a resend ``from`` and ``to``).
+            replies: the replies being streamed.
+            send: delivers one ChatMessage to ``sender``.
+        """
         conv = op.get("conversation", "")
         out = next((o for o in replies if o.peer == sender and o.conversation == conv), None)
         if op.get("op") == OP_CANCEL:
@@ -113,7 +148,13 @@ class ResponderDelivery:
 
     def session_cancels(self, sender: str, msg: ChatMessage, replies: Iterable[Outgoing]) -> bool:
         """An EndSessionContent without text from ``sender``: cancel its open replies; True
-        when it was such a message (it is not a question)."""
+        when it was such a message (it is not a question).
+
+        Args:
+            sender: the peer's address.
+            msg: the incoming ChatMessage.
+            replies: the replies being streamed.
+        """
         if not any(isinstance(i, EndSessionContent) for i in msg.content) or any(
             isinstance(i, TextContent) and i.text for i in msg.content
         ):
