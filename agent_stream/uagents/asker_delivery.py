@@ -28,7 +28,17 @@ CANCEL = "cancelled"
 
 class AskerDelivery:
     """Delivery state of one reply to a question: what to ask for, when it is lost, figures
-    (``gaps_repaired``, ``repair_requests``, :meth:`at_risk`)."""
+    (``gaps_repaired``, ``repair_requests``, :meth:`at_risk`).
+
+    Args:
+        peer: the responder's address.
+        conversation: the question's msg_id.
+        decoder: the reply's decoder (its gaps are what is repaired).
+        policy: the delivery policy.
+        idle_timeout: seconds of silence after which the reply is lost (None: the policy's).
+        send: sends a control op to the responder (None: no repair, no cancel op).
+        cancel_grace: seconds to wait for the responder to confirm a cancel.
+    """
 
     def __init__(
         self,
@@ -63,7 +73,14 @@ class AskerDelivery:
         return True
 
     def deadlines(self, tagged: bool) -> list[float]:
-        """When :meth:`step` has something to do."""
+        """When :meth:`step` has something to do.
+
+        Args:
+            tagged: the reply is tagged (only a tagged reply is watched for silence and gaps).
+
+        Returns:
+            The ``time.monotonic()`` times, in no order.
+        """
         out = []
         if tagged:
             out.append(self.idle.deadline)
@@ -75,7 +92,12 @@ class AskerDelivery:
         return out
 
     def step(self, now: float, tagged: bool) -> str | None:
-        """Liveness, gap repair, the cancel grace; the status to end the reply with, if any."""
+        """Liveness, gap repair, the cancel grace; the status to end the reply with, if any.
+
+        Args:
+            now: the ``time.monotonic()`` time.
+            tagged: the reply is tagged (only a tagged reply is watched for silence and gaps).
+        """
         if self.cancel_at is not None and now >= self.cancel_at + self.cancel_grace:
             return CANCEL
         if not tagged:
@@ -101,7 +123,11 @@ class AskerDelivery:
         self.repair.due(self.decoder.gaps(self.peer), float("-inf"), self._skipped())
 
     def at_risk(self, now: float) -> float:
-        """Seconds during which a gap in the reply was open."""
+        """Seconds during which a gap in the reply was open.
+
+        Args:
+            now: the ``time.monotonic()`` time.
+        """
         extra = now - self._risk_since if self._risk_since is not None else 0.0
         return self._risk_total + extra
 
@@ -115,7 +141,11 @@ class AskerDelivery:
 
 
 def retrieved(task: asyncio.Future[Any]) -> None:
-    """Retrieve a task's outcome (sending never raises; nothing to log)."""
+    """Retrieve a task's outcome (sending never raises; nothing to log).
+
+    Args:
+        task: the finished task or future.
+    """
     if not task.cancelled():
         task.exception()
 
@@ -129,7 +159,15 @@ async def resend_question(
 ) -> None:
     """Send the question again while ``answered()`` is False (no acknowledgement, no reply
     traffic: a silently dropped question; the responder answers a msg_id once); calls
-    ``on_resend()`` for each time."""
+    ``on_resend()`` for each time.
+
+    Args:
+        send: delivers the question, ``-> (delivered?, detail)``.
+        chat: the question.
+        answered: whether it was acknowledged or reply traffic arrived.
+        policy: the delivery policy (backoff, tries, time budget).
+        on_resend: called before each resend.
+    """
     rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True)
     key = str(chat.msg_id)
     rd.sent(key, chat, True, time.monotonic())
