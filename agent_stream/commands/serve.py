@@ -21,6 +21,8 @@ EPILOG = """examples:
   agent-stream serve --model openai --base-url http://127.0.0.1:11434/v1 --model-name llama3.2
   agent-stream serve --sessions sqlite:chats.db        conversations survive a restart
   agent-stream serve --network testnet --mailbox       Almanac + Agentverse mailbox (needs internet)
+  agent-stream serve --port 8001 --fleet redis://127.0.0.1:6379/0 --endpoint http://127.0.0.1:8000/submit
+                                                       one replica of a fleet behind a load balancer
 
 Local mode (the default) needs no internet: the agent registers nowhere and finds peers from
 --peer entries and the local directory of running agents ($AGENT_STREAM_DIRECTORY, else
@@ -122,10 +124,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--sessions",
-        default="memory",
+        default=None,
         metavar="STORE",
-        help="where conversations are kept: memory (default), sqlite:PATH or "
-        "redis://HOST:PORT/DB (the last two survive a restart)",
+        help="where conversations are kept: memory (default; with --fleet, its Redis), "
+        "sqlite:PATH or redis://HOST:PORT/DB (the last two survive a restart)",
+    )
+    p.add_argument(
+        "--fleet",
+        default=None,
+        metavar="redis://HOST:PORT/DB",
+        help="serve this address with other replicas (same seed, behind a load balancer), "
+        "sharing question claims, replay buffers and cancel/resend routing in this Redis",
+    )
+    p.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="the endpoint to advertise (the load balancer's, for a fleet) instead of this "
+        "process's own",
     )
     p.add_argument(
         "--network",
@@ -228,12 +244,21 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
                 ),
             ),
         )
-    store = open_store(getattr(args, "sessions", "memory"), settings.sessions)
+    fleet_url = getattr(args, "fleet", None)
+    advertised = getattr(args, "endpoint", None)
+    fleet = None
+    if fleet_url:
+        from agent_stream.uagents.fleet import Fleet
+
+        fleet = Fleet(fleet_url, policy=settings.delivery)
+    spec = getattr(args, "sessions", None) or fleet_url or "memory"
+    store = open_store(spec, settings.sessions)
     chat = StreamingChat(
         respond,
         channels={"reasoning"} if args.reasoning else None,
         settings=settings,
         sessions=store,
+        fleet=fleet,
     )
     level = logging.INFO if args.verbose else logging.WARNING
     if args.network == "local":
@@ -249,6 +274,7 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
             peers=parse_peers(args.peer),
             directory=directory,
             log_level=level,
+            advertise=advertised,
         )
         where = endpoint_for(args.port)
     else:
@@ -257,20 +283,32 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
             network=args.network,
             mailbox=args.mailbox,
             port=args.port,
+            endpoint=advertised,
             name=args.name,
             log_level=level,
         )
         where = "Agentverse mailbox" if args.mailbox else f"port {args.port} (Almanac)"
     protect(agent, settings.protection)  # the limits of this command's options
     agent.include(chat, publish_manifest=True)
+    if fleet is not None:  # heartbeat and forwarding from the start, not the first message
+        agent.on_event("startup")(chat.join)
     return agent, chat, where
 
 
-def sessions_problem(spec: str) -> str | None:
+def fleet_problem(url: str | None, endpoint: str | None) -> str | None:
+    """What is wrong with ``--fleet`` / ``--endpoint``, before anything starts (None: nothing)."""
+    if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
+        return f"--fleet {url}: expected redis://HOST:PORT/DB"
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        return f"--endpoint {endpoint}: expected an http(s) URL"
+    return None
+
+
+def sessions_problem(spec: str | None) -> str | None:
     """What is wrong with a ``--sessions`` value, before anything starts (None: nothing)."""
     from pathlib import Path
 
-    if spec == "memory" or spec.startswith(("redis://", "rediss://", "unix://")):
+    if spec is None or spec == "memory" or spec.startswith(("redis://", "rediss://", "unix://")):
         return None
     if spec.startswith("sqlite:"):
         path = spec[len("sqlite:") :]
@@ -354,6 +392,10 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"agent-stream serve: --sessions {args.sessions}: {problem}", file=sys.stderr)
         return 2
+    problem = fleet_problem(args.fleet, args.endpoint)
+    if problem is not None:
+        print(f"agent-stream serve: {problem}", file=sys.stderr)
+        return 2
     if args.network == "local" and not port_free(args.port):
         print(
             f"agent-stream serve: port {args.port} on 127.0.0.1 is in use (--port P)",
@@ -392,9 +434,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"name: {args.name}", flush=True)
     print(f"address: {agent.address}", flush=True)
     print(f"endpoint: {where}", flush=True)
+    if args.endpoint:
+        print(f"advertised: {args.endpoint}", flush=True)
+    if _chat.fleet is not None:
+        print(f"replica: {_chat.fleet.replica}", flush=True)
     print(f"model: {model}", flush=True)
     if args.network == "local":
-        how = f"{args.name}" if not args.no_directory else f"{agent.address} --endpoint {where}"
+        reach = args.endpoint or where
+        how = f"{args.name}" if not args.no_directory else f"{agent.address} --endpoint {reach}"
         print(f'ask it:  agent-stream ask {how} "your question"', file=sys.stderr, flush=True)
     if args.metrics_port is not None:
         from agent_stream.telemetry.http import parse_metrics_address, serve_metrics

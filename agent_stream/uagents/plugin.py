@@ -115,6 +115,7 @@ from agent_stream.uagents import _compat
 from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.edge import answering_from
+from agent_stream.uagents.fleet import Fleet, Forwarded
 from agent_stream.uagents.hardening import is_protected, protect
 from agent_stream.uagents.lanes import pipeline_from
 from agent_stream.uagents.memory import Memory
@@ -154,6 +155,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         sessions: where conversation turns are kept (a
             :class:`~agent_stream.uagents.sessions.SessionStore`; default: in memory, within
             ``settings.sessions``).
+        fleet: this replica's :class:`~agent_stream.uagents.fleet.Fleet`, when several
+            processes serve this agent's address behind a load balancer (None: it is alone).
     """
 
     def __init__(
@@ -165,6 +168,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         chunker: Mapping[str, Any] | None = None,
         on_reply_end: Callable[[ReplyStats], None] | None = None,
         sessions: SessionStore | None = None,
+        fleet: Fleet | None = None,
     ) -> None:
         super().__init__(spec=chat_protocol_spec)
         self.settings = settings if settings is not None else ChatSettings()
@@ -189,6 +193,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         # refusals over max_refusals, answered as earlier ones end (a burst, not a flood)
         self._refusals_waiting: deque[tuple[Context, ChatRequest, Refused]] = deque()
         self.desk = ResponderDelivery(self.settings.delivery)
+        self.fleet = fleet
+        self._ctx: Context | None = None  # the latest, for ops another replica forwards
         pump = self.settings.pump
         self._limits = dataclasses.replace(
             pump,
@@ -348,6 +354,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             delivery=self.desk.policy,
         )
 
+    async def join(self, ctx: Context) -> None:
+        """Bind to the agent now rather than at its first message: protection, the shutdown
+        hook and, with a fleet, its heartbeat and subscription (a startup handler)."""
+        self._bind(ctx)
+
     async def shutdown(self) -> None:
         """End every reply in flight (cancelled; their streams end) and every open question.
 
@@ -361,6 +372,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         pending = [t for t in self._tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=1.0)
+        if self.fleet is not None:
+            await self.fleet.close()
 
     # -- handlers ---------------------------------------------------------------------------------
     async def _on_chat(self, ctx: Context, sender: str, msg: ChatMessage) -> None:
@@ -370,6 +383,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         session = str(ctx.session) if ctx.session is not None else None
         op = control_of(msg)
         if op is not None:  # an asker asks for a resend or a cancel
+            if self.fleet is not None and not self._holds(sender, op.get("conversation", "")):
+                # another replica holds it (forwarded), or held it (served from its mirror)
+                reply_to = functools.partial(self.send, ctx, sender)
+                self._spawn(self.fleet.route(sender, op, reply_to))
+                return
             work = self.desk.control(
                 sender, op, self._outgoing, functools.partial(self.send, ctx, sender)
             )
@@ -400,6 +418,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 if o.peer == sender and o.conversation == conv:
                     o.duplicates += 1
             ctx.logger.debug(f"question {conv} from {sender} seen before; not answered again")
+            return
+        if self.fleet is not None and not await self.fleet.claim(sender, str(msg.msg_id)):
+            ctx.logger.debug(f"question {msg.msg_id} from {sender} taken by another replica")
             return
         request = ChatRequest(
             sender=sender,
@@ -434,7 +455,31 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         if out is not None:
             out.acknowledged(key)
             return
-        self.client.acknowledged(sender, key)
+        if not self.client.acknowledged(sender, key) and self.fleet is not None:
+            self.fleet.forward_ack(sender, key)  # a ChatMessage another replica sent
+
+    def _on_forwarded(self, fwd: Forwarded) -> None:
+        """An acknowledgement or op another replica of this agent received for a reply here."""
+        if fwd.kind == "ack":
+            out = self._in_flight.get(fwd.key)
+            if out is not None and out.peer == fwd.sender:
+                del self._in_flight[fwd.key]
+                self.desk.note_ack(fwd.sender)
+                out.acknowledged(fwd.key)
+            return
+        ctx = self._ctx
+        if ctx is None:
+            return
+        send = functools.partial(self.send, ctx, fwd.sender)
+        work = self.desk.control(fwd.sender, dict(fwd.op), self._outgoing, send)
+        if work is not None:
+            self._spawn(work)
+
+    def _holds(self, sender: str, conversation: str) -> bool:
+        """Whether this replica has ``sender``'s reply ``conversation`` open or replayable."""
+        if any(o.peer == sender and o.conversation == conversation for o in self._outgoing):
+            return True
+        return self.desk.replay.get((sender, conversation), clock()) is not None
 
     # -- internals --------------------------------------------------------------------------------
     async def send(self, ctx: Context, destination: str, message: Model) -> tuple[bool, str]:
@@ -498,7 +543,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         )
         peer = request.sender
 
+        fleet = self.fleet
+
         async def send(chat: ChatMessage) -> tuple[bool, str]:
+            if fleet is not None:  # another replica can serve a resend if this one dies
+                fleet.mirror(peer, conversation, chat)
             return await self.send(ctx, peer, chat)
 
         answer = Assembler()
@@ -610,6 +659,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 answer=answer.transcript.text,
             )
         self.desk.ended(out.peer, out.conversation)
+        if self.fleet is not None:
+            self.fleet.mirror_ended(out.peer, out.conversation)
         if self.on_reply_end is not None:
             try:
                 ka = out.keepalive
@@ -642,11 +693,14 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     def _bind(self, ctx: Context) -> None:
         """Protect the agent this plugin serves (when it is not yet) and hook :meth:`shutdown`
         into its shutdown. The agent is found by its address among uagents' dispatch sinks."""
+        self._ctx = ctx
         address = ctx.agent.address
         agent = next((s for s in _compat.sinks_for(address) if isinstance(s, Agent)), None)
         if agent is None or id(agent) in self._bound:
             return
         self._bound.add(id(agent))
+        if self.fleet is not None:
+            self.fleet.start(address, self._on_forwarded)
         if not is_protected(agent):
             protect(agent, self.settings.protection)
 

@@ -1,0 +1,401 @@
+"""One agent address served by three `serve --fleet` replicas behind a real haproxy on 127.0.0.1.
+
+The replicas share a throwaway seed and a real redis-server; the asker (`agent-stream ask`) knows
+only haproxy's endpoint. haproxy's admin socket puts a replica in maintenance to choose where the
+asker's next envelopes land (it keeps serving what it holds: replies go straight to the asker).
+What is checked: a conversation's second turn, taken by another replica, sees the first; a cancel
+landing on a replica that does not hold the reply cancels it; a kill -9 mid-reply ends only that
+replica's reply `lost` (the others complete) and the conversation's next turn is answered with its
+history by a surviving replica. Plus the bad inputs of the fleet's pub/sub channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from agents_harness import AgentProcess, Harness, address_of, port_open_failed
+
+from agent_stream.uagents.fleet import MAX_MESSAGE_BYTES, Fleet, Forwarded, parse_forwarded
+from agent_stream.uagents.local import free_port
+
+pytestmark = pytest.mark.integration
+
+HAPROXY = shutil.which("haproxy") or next(
+    (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if os.access(p, os.X_OK)), None
+)
+Q1, Q2, Q3 = "How do agents stream?", "What about retries?", "One more thing"
+REPLICAS = 3
+
+
+def need_haproxy() -> str:
+    if HAPROXY is None:
+        if os.environ.get("CI"):
+            pytest.fail("haproxy is not installed (`make system-deps` installs it)")
+        pytest.skip("haproxy is not installed (Debian package haproxy; `make system-deps`)")
+    return HAPROXY
+
+
+class Haproxy:
+    """A real haproxy in front of the replicas, with an admin socket."""
+
+    def __init__(self, workdir: Path, backends: list[int]) -> None:
+        self.port = free_port()
+        self.sock = workdir / "haproxy.sock"
+        servers = "\n".join(
+            f"    server r{i} 127.0.0.1:{p} check inter 200ms fall 1 rise 1"
+            for i, p in enumerate(backends)
+        )
+        cfg = workdir / "haproxy.cfg"
+        cfg.write_text(
+            f"""global
+    maxconn 4096
+    stats socket {self.sock} mode 600 level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 60s
+    timeout server 60s
+    retries 3
+    option redispatch 1
+frontend agents
+    bind 127.0.0.1:{self.port}
+    default_backend fleet
+backend fleet
+    balance roundrobin
+{servers}
+"""
+        )
+        self.proc = subprocess.Popen(
+            [need_haproxy(), "-db", "-f", str(cfg)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 10
+        while port_open_failed(self.port) or not self.sock.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"haproxy did not start: {self.proc.stderr}")
+            time.sleep(0.05)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/submit"
+
+    def admin(self, command: str) -> str:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(str(self.sock))
+            s.sendall(command.encode() + b"\n")
+            out = b""
+            while chunk := s.recv(4096):
+                out += chunk
+        return out.decode()
+
+    def state(self, index: int, state: str) -> None:
+        out = self.admin(f"set server fleet/r{index} state {state}")
+        assert out.strip() == "", out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Fleet3:
+    """Three replicas, haproxy, the Redis they share."""
+
+    def __init__(self, h: Harness, redis_url: str) -> None:
+        self.h = h
+        self.seed = f"fleet test seed {uuid.uuid4()} {time.time_ns()}"
+        self.address = address_of(self.seed)
+        self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
+        ports = [free_port() for _ in range(REPLICAS)]
+        self.lb = Haproxy(h.workdir, ports)
+        self.replicas: list[AgentProcess] = []
+        self.ids: list[str] = []
+        for p in ports:
+            proc = h.cli(
+                "serve",
+                "--port",
+                str(p),
+                "--seed",
+                self.seed,
+                "--rate",
+                "40",
+                "--fleet",
+                redis_url,
+                "--endpoint",
+                self.lb.endpoint,
+            )
+            self.replicas.append(proc)
+        for proc, p in zip(self.replicas, ports, strict=True):
+            assert proc.wait_for("address:").split(":", 1)[1].strip() == self.address
+            self.ids.append(proc.wait_for("replica:").split(":", 1)[1].strip())
+            deadline = time.monotonic() + 15
+            while port_open_failed(p):
+                assert time.monotonic() < deadline, proc.stderr
+                time.sleep(0.05)
+        assert len(set(self.ids)) == REPLICAS
+        deadline = time.monotonic() + 10  # every replica has joined (heartbeat written)
+        while not all(self.redis.exists(self._key("replica", i)) for i in self.ids):
+            assert time.monotonic() < deadline, "replicas did not join the fleet"
+            time.sleep(0.05)
+
+    def _key(self, *parts: str) -> str:
+        return ":".join(("agent_stream:fleet", self.address, *parts))
+
+    def claims(self, asker: str) -> dict[str, str]:
+        """{question msg_id: the replica that took it} for ``asker``'s questions."""
+        prefix = self._key("q", asker, "")
+        return {
+            k[len(prefix) :]: str(self.redis.get(k))
+            for k in self.redis.scan_iter(match=prefix + "*", count=1000)
+        }
+
+    def wait_new_claim(self, asker: str, known: dict[str, str], timeout: float = 15) -> str:
+        """The replica index that took ``asker``'s next question."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            new = {k: v for k, v in self.claims(asker).items() if k not in known}
+            if new:
+                assert len(new) == 1, new
+                return str(self.ids.index(next(iter(new.values()))))
+            time.sleep(0.05)
+        raise AssertionError(f"no replica took the question of {asker}")
+
+    def ask(self, seed: str, session: str, question: str, *extra: str) -> AgentProcess:
+        return self.h.cli(
+            "ask",
+            self.address,
+            "--endpoint",
+            self.lb.endpoint,
+            "--seed",
+            seed,
+            "--session",
+            session,
+            "--json",
+            "--idle-timeout",
+            "4",
+            "--timeout",
+            "60",
+            question,
+            *extra,
+        )
+
+    def stop(self) -> None:
+        self.lb.stop()
+        for p in self.replicas:
+            p.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet(harness: Harness, redis_url: str) -> Iterator[Fleet3]:
+    need_haproxy()
+    f = Fleet3(harness, redis_url)
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+def answer_of(out: str) -> tuple[str, str]:
+    data = json.loads(out)
+    return data.get("status", ""), json.dumps(data, ensure_ascii=False)
+
+
+def test_next_turn_on_another_replica_sees_the_first(fleet: Fleet3) -> None:
+    seed, session = f"fleet asker {uuid.uuid4()}", str(uuid.uuid4())
+    asker = address_of(seed)
+    code, out, err = fleet.ask(seed, session, Q1).finish(60)
+    assert code == 0, err
+    first = fleet.wait_new_claim(asker, {})
+    known = fleet.claims(asker)
+    fleet.lb.state(int(first), "maint")  # the next turn cannot land there
+    try:
+        code, out, err = fleet.ask(seed, session, Q2).finish(60)
+    finally:
+        fleet.lb.state(int(first), "ready")
+    assert code == 0, err
+    second = fleet.wait_new_claim(asker, known)
+    assert second != first
+    status, text = answer_of(out)
+    assert status == "completed"
+    assert f"Earlier in this conversation you asked: “{Q1}”." in text
+
+
+def test_cancel_landing_on_another_replica_cancels_the_reply(fleet: Fleet3) -> None:
+    seed, session = f"fleet asker {uuid.uuid4()}", str(uuid.uuid4())
+    asker = address_of(seed)
+    p = fleet.ask(seed, session, Q1)
+    holder = int(fleet.wait_new_claim(asker, {}))
+    fleet.lb.state(holder, "maint")  # its acks and the cancel land on the other replicas
+    try:
+        time.sleep(1.0)  # a second of reply, acknowledged through the others
+        p.proc.terminate()  # ask's SIGTERM: it sends the cancel op and waits for the end
+        code, _out, err = p.finish(20)
+    finally:
+        fleet.lb.state(holder, "ready")
+    assert code == 130, err
+    assert "interrupted (status cancelled)" in err, err
+
+
+def test_kill_mid_reply_loses_only_that_replicas_reply(fleet: Fleet3) -> None:
+    seed, session = f"fleet asker {uuid.uuid4()}", str(uuid.uuid4())
+    asker = address_of(seed)
+    code, _out, err = fleet.ask(seed, session, Q1).finish(60)
+    assert code == 0, err
+    known = fleet.claims(asker)
+    doomed_ask = fleet.ask(seed, session, Q2)  # turn 2, on the replica to be killed
+    doomed = int(fleet.wait_new_claim(asker, known))
+    fleet.lb.state(doomed, "maint")  # the other questions land on the other replicas
+    others = []
+    for _ in range(2):
+        other_seed = f"fleet other {uuid.uuid4()}"
+        others.append((fleet.ask(other_seed, str(uuid.uuid4()), Q3), address_of(other_seed)))
+    holders = {int(fleet.wait_new_claim(a, {})) for _, a in others}
+    assert doomed not in holders
+    fleet.lb.state(doomed, "ready")  # the balancer finds it dead by itself
+    time.sleep(1.0)  # mid-reply (a reply takes ~10 s at 40 tokens/s)
+    fleet.replicas[doomed].proc.kill()
+    fleet.replicas[doomed].proc.wait(5)
+
+    code, out, err = doomed_ask.finish(60)
+    assert code == 1, err
+    assert answer_of(out)[0] == "lost", out
+    for p, _ in others:
+        code, out, err = p.finish(60)
+        assert code == 0, err
+        assert answer_of(out)[0] == "completed"
+
+    known = fleet.claims(asker)
+    code, out, err = fleet.ask(seed, session, Q3).finish(60)
+    assert code == 0, err
+    third = int(fleet.wait_new_claim(asker, known))
+    assert third != doomed
+    status, text = answer_of(out)
+    assert status == "completed"
+    # turn 2 was lost, so the history is turn 1
+    assert f"Earlier in this conversation you asked: “{Q1}”." in text
+
+
+# -- the pub/sub channel's bad inputs --------------------------------------------------------------
+ME = "replica-a"
+
+
+def _msg(**fields: object) -> bytes:
+    base: dict[str, object] = {"from": "replica-b", "to": "*", "kind": "ack", "sender": "agent1q"}
+    base.update(fields)
+    return json.dumps(base).encode()
+
+
+def test_parse_forwarded_accepts_acks_and_ops() -> None:
+    assert parse_forwarded(_msg(key="k1"), ME) == Forwarded("ack", "agent1q", key="k1")
+    op = {"op": "cancel", "conversation": "c1"}
+    got = parse_forwarded(_msg(kind="op", to=ME, op=op), ME)
+    assert got is not None and got.kind == "op" and dict(got.op) == op
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b"{" * 5000,
+        _msg(key="k", **{"from": ME}),  # its own
+        _msg(key="k", to="replica-c"),  # another replica's
+        _msg(key="k", to="unknown-replica-id-" + "x" * 100),
+        _msg(key=""),
+        _msg(key=7),
+        _msg(key="k" * 65),
+        _msg(key="k", sender=""),
+        _msg(key="k", sender="s" * 300),
+        _msg(key="k", kind="shutdown"),
+        _msg(kind="op", op={"op": "rm -rf", "conversation": "c"}),
+        _msg(kind="op", op={"op": "cancel"}),
+        _msg(kind="op", op={"op": "cancel", "conversation": "c", "x": "y" * 200}),
+        _msg(kind="op", op={"op": "cancel", "conversation": "c", "n": 1}),
+        _msg(kind="op", op={f"k{i}": "v" for i in range(20)}),
+        _msg(kind="op", op=["cancel"]),
+        _msg(kind="op", op={"op": "resend", "conversation": "c", "from": "0" * MAX_MESSAGE_BYTES}),
+        "ack".encode() * 2000,
+        None,
+        12,
+    ],
+)
+def test_parse_forwarded_refuses_bad_messages(data: object) -> None:
+    assert parse_forwarded(data, ME) is None
+
+
+def test_hostile_channel_traffic_does_not_stop_forwarding(redis_url: str) -> None:
+    """Garbage, huge and misaddressed messages on the channel are refused; a good one after
+    them still arrives; a huge op is not forwarded."""
+
+    async def main() -> None:
+        got: list[Forwarded] = []
+        a = Fleet(redis_url, replica="ra")
+        b = Fleet(redis_url, replica="rb")
+        address = f"agent1qtest{uuid.uuid4().hex}"
+        a.start(address, got.append)
+        b.start(address, lambda f: None)
+        try:
+            await asyncio.wait_for(a.subscribed.wait(), 5)
+            raw = redis.asyncio.Redis.from_url(redis_url)
+            channel = f"agent_stream:fleet:{address}:channel"
+            for data in (b"\xff\xfe", b"x" * 100_000, b'{"kind": "ack"}', b"[]" * 10):
+                await raw.publish(channel, data)
+            await raw.aclose()
+            sent = await b.route(
+                "agent1qasker", {"op": "cancel", "conversation": "c" * 10_000}, _no_send
+            )
+            assert sent == "ignored"
+            b.forward_ack("agent1qasker", "msg-1")
+            deadline = time.monotonic() + 5
+            while not got and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert got == [Forwarded("ack", "agent1qasker", key="msg-1")]
+            assert a.refused >= 4
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(main())
+
+
+def test_redis_down_degrades_to_acting_alone() -> None:
+    """With no Redis answering, a claim is taken locally (the question is answered) and a
+    resend finds nothing, each within the timeout."""
+
+    async def main() -> None:
+        f = Fleet(f"redis://127.0.0.1:{free_port()}/0", replica="alone", timeout=0.2)
+        f.start("agent1qdown", lambda _f: None)
+        try:
+            started = time.monotonic()
+            assert await f.claim("agent1qasker", "m1") is True
+            op = {"op": "resend", "conversation": "c", "from": "0"}
+            assert await f.route("agent1qasker", op, _no_send) == "ignored"
+            assert time.monotonic() - started < 2.0
+            assert f.degraded >= 1
+        finally:
+            await f.close()
+
+    asyncio.run(main())
+
+
+async def _no_send(_chat: object) -> None:
+    raise AssertionError("nothing should be sent")
