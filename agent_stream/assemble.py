@@ -45,7 +45,14 @@ Key = tuple[str | None, str]
 
 
 class MessageState:
-    """One logical message as assembled so far."""
+    """One logical message as assembled so far.
+
+    Args:
+        message_id: its id (None: a message without one).
+        thread_id: the thread it is in (None: none).
+        block_id: the block it is in (None: none).
+        type_: its Message type.
+    """
 
     __slots__ = (
         "_hot_parts",
@@ -103,7 +110,14 @@ class MessageState:
         self._hot_parts = []
 
     def apply(self, msg: Message) -> None:
-        """Merge one content chunk; DeltaError leaves the message as it was."""
+        """Merge one content chunk.
+
+        Args:
+            msg: the chunk (a whole message, a delta or a type change).
+
+        Raises:
+            DeltaError: the delta does not apply; the message is left as it was.
+        """
         if not msg.delta:
             self._cool()
             self._props = merge.copy_json(msg.props) if msg.props else {}
@@ -155,9 +169,22 @@ class MessageState:
 
 @dataclass
 class BlockState:
-    """One block: its block_start data (``parent_block_id``; for a relayed sub-agent's block
-    ``agent``, its address, and ``agent_name``) and block_end's (status, ``duration_ms``, and
-    for a relay the sub-reply's ``relay_status`` and ``usage``)."""
+    """One block: its block_start data and its block_end's.
+
+    Attributes:
+        block_id: the block's id.
+        type: what the block is (``llm``, ``tool``, ``agent``...), from block_start.
+        label: its name for people to read, from block_start.
+        status: ``streaming`` until block_end, then the status it ended with.
+        thread_ids: the threads started inside it, in order.
+        message_keys: its messages' (thread_id, message_id), in order.
+        duration_ms: how long it lasted, from block_end.
+        parent_block_id: the block it is nested in, from block_start.
+        agent: for a relayed sub-agent's block, the sub-agent's address.
+        agent_name: for a relayed sub-agent's block, its name.
+        relay_status: for a relay, how the sub-reply ended, from block_end.
+        usage: for a relay, the sub-reply's token usage, from block_end.
+    """
 
     block_id: str
     type: str | None = None
@@ -195,6 +222,18 @@ class BlockState:
 
 @dataclass
 class ThreadState:
+    """One thread: its thread_start data and its thread_end's.
+
+    Attributes:
+        thread_id: the thread's id.
+        type: what the thread is, from thread_start.
+        label: its name for people to read, from thread_start.
+        status: ``streaming`` until thread_end, then the status it ended with.
+        message_count: how many messages it holds.
+        parent_thread_id: the thread it was started in, from thread_start.
+        duration_ms: how long it lasted, from thread_end.
+    """
+
     thread_id: str
     type: str | None = None
     label: str | None = None
@@ -244,12 +283,28 @@ class Transcript:
         return self.status in (COMPLETED, "error", "cancelled")
 
     def get(self, thread_id: str | None, message_id: str) -> MessageState | None:
+        """One message, None when the stream has no such message.
+
+        Args:
+            thread_id: the thread it is in (None: none).
+            message_id: its id.
+        """
         return self._messages.get((thread_id, message_id))
 
     def block(self, block_id: str) -> BlockState | None:
+        """One block, None when the stream has no such block.
+
+        Args:
+            block_id: its id.
+        """
         return self._blocks.get(block_id)
 
     def thread(self, thread_id: str) -> ThreadState | None:
+        """One thread, None when the stream has no such thread.
+
+        Args:
+            thread_id: its id.
+        """
         return self._threads.get(thread_id)
 
     def text(self) -> str:
@@ -307,11 +362,28 @@ class Assembler:
         return self.transcript.warnings
 
     def feed_all(self, messages: Iterable[Message]) -> Transcript:
+        """Feed every Message, in order.
+
+        Args:
+            messages: the Messages, in arrival order.
+
+        Returns:
+            The transcript.
+        """
         for m in messages:
             self.feed(m)
         return self.transcript
 
     def feed(self, msg: Message) -> None:
+        """Feed one Message.
+
+        Args:
+            msg: the next Message of the stream.
+
+        Raises:
+            StreamError: a subclass naming the chunk and what is wrong; the transcript keeps
+                everything it had.
+        """
         t = self.transcript
         name = msg.event
         if name is not None and name in _HANDLERS:
@@ -572,12 +644,26 @@ _HANDLERS = {
 
 
 def assemble(messages: Iterable[Message]) -> Transcript:
-    """Assemble a whole stream at once."""
+    """Assemble a whole stream at once.
+
+    Args:
+        messages: the stream's Messages, in arrival order.
+
+    Raises:
+        StreamError: a subclass naming the chunk and what is wrong.
+    """
     return Assembler().feed_all(messages)
 
 
 def iter_text(transcript: Transcript) -> Iterator[tuple[Key, str]]:
-    """(thread_id, message_id) and content of each text message."""
+    """(thread_id, message_id) and content of each text message.
+
+    Args:
+        transcript: the assembled stream.
+
+    Yields:
+        ((thread_id, message_id), content), in order of first appearance.
+    """
     for key, st in transcript._messages.items():
         if st.type == TEXT:
             yield key, st.content
