@@ -80,8 +80,15 @@ Key = tuple[str | None, str]
 
 
 class RelayRefused(StreamError):
-    """A delegation that would exceed the hop limit (``code`` ``hop_limit``) or loop back to an
-    agent already in the chain (``loop``): it is not sent."""
+    """A delegation that would exceed the hop limit or loop back to an agent already in the chain.
+
+    It is not sent.
+
+    Args:
+        text: what was refused and why.
+        code: ``hop_limit`` or ``loop``.
+        peer: the agent that was not asked (None: unknown).
+    """
 
     def __init__(self, text: str, code: str, peer: str | None = None) -> None:
         super().__init__(text)
@@ -90,13 +97,17 @@ class RelayRefused(StreamError):
 
 
 class RelayError(StreamError):
-    """A relayed sub-reply did not complete. Raised by ``Scope.relay`` after the relay block
-    ended (status ``error``, or ``cancelled``).
+    """A relayed sub-reply did not complete.
 
-    ``status``: the sub-reply's end (``error``, ``cancelled``, ``timeout``, ``lost``,
-    ``undelivered``, or a refusal code: ``hop_limit``, ``loop``); ``peer``: the sub-agent's
-    address (None when unknown); ``transcript``: what arrived of it (None when nothing was
-    asked)."""
+    Raised by ``Scope.relay`` after the relay block ended (status ``error``, or ``cancelled``).
+
+    Args:
+        text: what went wrong.
+        status: the sub-reply's end (``error``, ``cancelled``, ``timeout``, ``lost``,
+            ``undelivered``, or a refusal code: ``hop_limit``, ``loop``).
+        peer: the sub-agent's address (None when unknown).
+        transcript: what arrived of the sub-reply (None when nothing was asked).
+    """
 
     def __init__(
         self, text: str, status: str, peer: str | None = None, transcript: Any = None
@@ -109,8 +120,12 @@ class RelayError(StreamError):
 
 # -- the chain ---------------------------------------------------------------------------------
 def delegation_path(chain: Sequence[str], sender: str | None) -> tuple[str, ...]:
-    """The askers of a request so far, origin first, ending with its ``sender``: the request's
-    ``chain`` tag, with the sender appended unless it is already last."""
+    """The askers of a request so far, origin first, ending with its sender.
+
+    Args:
+        chain: the request's ``chain`` tag (empty entries are dropped).
+        sender: the request's sender, appended unless it is already last (None: none).
+    """
     path = tuple(a for a in chain if a)
     if sender and (not path or path[-1] != sender):
         path += (sender,)
@@ -118,9 +133,20 @@ def delegation_path(chain: Sequence[str], sender: str | None) -> tuple[str, ...]
 
 
 def check_delegation(path: Sequence[str], me: str, target: str, max_hops: int) -> None:
-    """Raise :class:`RelayRefused` unless ``me`` (answering a request whose askers were
-    ``path``) may ask ``target``: the new request is hop ``len(path) + 1`` and must be within
-    ``max_hops``; neither ``me`` nor ``target`` may already be in the chain."""
+    """Check that an agent answering a request may ask another agent.
+
+    The new request is hop ``len(path) + 1`` and must be within ``max_hops``; neither ``me``
+    nor ``target`` may already be in the chain.
+
+    Args:
+        path: the askers of the request being answered, origin first.
+        me: this agent's address.
+        target: the address of the agent it would ask.
+        max_hops: the most hops a chain of requests may have.
+
+    Raises:
+        RelayRefused: ``loop`` or ``hop_limit``.
+    """
     if me in path:
         raise RelayRefused(
             f"delegation loop: {_short(me)} is already in the chain ({len(path)} hops)", "loop"
@@ -145,8 +171,12 @@ def _short(address: str | None) -> str | None:
 
 
 def end_status(status: str | None) -> str:
-    """The lifecycle status a relay ends with for a sub-reply status: ``completed`` and
-    ``cancelled`` as they are, anything else (error, timeout, lost, ...) ``error``."""
+    """The lifecycle status a relay ends with for a sub-reply status.
+
+    Args:
+        status: the sub-reply's status; ``completed`` and ``cancelled`` are kept, anything
+            else (error, timeout, lost, None...) gives ``error``.
+    """
     if status in ("completed", "cancelled"):
         return status
     return "error"
@@ -164,9 +194,13 @@ class _Open:
 class Reidentifier:
     """Maps one sub-reply's Messages into the caller's id space, under the relay block.
 
-    ``ids``: the caller's IdGenerator; ``block_id``/``thread_id``: the relay block and the
-    thread it is in (None: none). :meth:`feed` returns the Messages to emit (their chunk_id
-    empty); :meth:`close` the ends of what is still open.
+    :meth:`feed` returns the Messages to emit (their chunk_id empty); :meth:`close` the ends
+    of what is still open.
+
+    Args:
+        ids: the caller's IdGenerator.
+        block_id: the relay block.
+        thread_id: the thread the relay block is in (None: none).
     """
 
     def __init__(self, ids: IdGenerator, *, block_id: str, thread_id: str | None = None) -> None:
@@ -187,14 +221,28 @@ class Reidentifier:
 
     # -- id maps ----------------------------------------------------------------------------------
     def thread(self, sub: str | None) -> str | None:
-        """The caller's thread for a sub-reply thread (None: the relay's own thread)."""
+        """The caller's thread for a sub-reply thread.
+
+        Args:
+            sub: the sub-reply's thread id (None: the relay's own thread).
+        """
         return _mapped(self._threads, sub, self.ids.thread) if sub else self.thread_id
 
     def block(self, sub: str | None) -> str:
-        """The caller's block for a sub-reply block (None: the relay block)."""
+        """The caller's block for a sub-reply block.
+
+        Args:
+            sub: the sub-reply's block id (None: the relay block).
+        """
         return _mapped(self._blocks, sub, self.ids.block) if sub else self.block_id
 
     def message(self, sub_thread: str | None, sub_message: str) -> str:
+        """The caller's message id for a sub-reply message (made on first sight).
+
+        Args:
+            sub_thread: the sub-reply's thread id of the message (None: none).
+            sub_message: the sub-reply's message id.
+        """
         key = (sub_thread or None, sub_message)
         m = self._messages.get(key)
         if m is None:
@@ -203,7 +251,11 @@ class Reidentifier:
 
     # -- feeding ----------------------------------------------------------------------------------
     def feed(self, msg: Message) -> list[Message]:
-        """One Message of the sub-reply; the Messages to emit in the caller's stream."""
+        """One Message of the sub-reply; the Messages to emit in the caller's stream.
+
+        Args:
+            msg: the sub-reply's Message (a chunk seen before gives nothing).
+        """
         cid = msg.chunk_id
         if cid is not None:
             if cid in self._seen:
@@ -286,8 +338,11 @@ class Reidentifier:
         return [_event(msg, data, thread_id=thread, block_id=block)]
 
     def close(self, status: str) -> list[Message]:
-        """End what the sub-reply left open (messages, then blocks, then threads) with
-        ``status`` (a lifecycle status: completed | error | cancelled)."""
+        """End what the sub-reply left open: messages, then blocks, then threads.
+
+        Args:
+            status: the lifecycle status they end with (completed | error | cancelled).
+        """
         out: list[Message] = []
         for o in self._open_messages.values():
             out.append(
@@ -394,7 +449,13 @@ class RelayBlock(Protocol):
     async def _relay_emit(self, m: Message) -> None:
         """Emit a Message already in the stream's id space (counted, then flushed)."""
 
-    async def send(self, msg: Message) -> Message: ...
+    async def send(self, msg: Message) -> Message:
+        """Send a whole message in the block.
+
+        Args:
+            msg: the Message.
+        """
+        ...
 
     async def __aenter__(self) -> RelayBlock: ...
 
@@ -422,7 +483,19 @@ async def relay_into(
     name: str | None,
     agent: str | None,
 ) -> Transcript:
-    """Scope.relay (see there): relay ``source`` into a new block of ``scope``."""
+    """Scope.relay (see there): relay ``source`` into a new block of ``scope``.
+
+    Args:
+        scope: the scope the relay block is opened in.
+        source: the sub-reply, or an awaitable of it (the ask itself).
+        label: the block's label (None: ``name``, else the peer's short address).
+        type: the block's type.
+        name: the sub-agent's name, the block_start's ``agent_name``.
+        agent: the sub-agent's address for the block_start, when the reply has no peer.
+
+    Raises:
+        RelayError: the sub-reply did not complete.
+    """
     reply: Relayable | None = None
     failure: Exception | None = None
     if inspect.isawaitable(source):

@@ -291,7 +291,7 @@ class Scope:
             reply: a :class:`~agent_stream.relay.Relayable` (e.g. the
                 :class:`~agent_stream.uagents.Reply` of ``chat.ask``) or an awaitable of one
                 (the ask itself).
-            label: the block's label (None: ``name``).
+            label: the block's label (None: ``name``, else the peer's short address).
             type: the block's type.
             name: the sub-agent's name, the block_start's ``agent_name``.
             agent: the sub-agent's address for the block_start, when the reply has no peer.
