@@ -24,7 +24,20 @@ PREFIX = "agent-stream:gw:"
 
 
 class RedisStore:
-    """:class:`~agent_stream.gateway.store.ResumeStore` on a Redis server (``redis://...``)."""
+    """:class:`~agent_stream.gateway.store.ResumeStore` on a Redis server (``redis://...``).
+
+    Args:
+        url: the server's URL (``redis://...``).
+        window: seconds a log is kept after its reply ends.
+        lifetime: seconds any key lives after it is made (a bound on a process that dies
+            mid-reply).
+        max_entries: entries in one reply's log.
+        max_reply_bytes: bytes of one reply's log.
+        block_ms: milliseconds a live read waits on the server for new entries at a time.
+
+    Raises:
+        ImportError: the redis package is not installed.
+    """
 
     def __init__(
         self,
@@ -59,6 +72,12 @@ class RedisStore:
         return f"{PREFIX}meta:{rid}"
 
     async def create(self, reply_id: str, meta: dict[str, Any]) -> None:
+        """Open a log with its metadata (agent, format, encoder options, ...).
+
+        Args:
+            reply_id: the reply's id.
+            meta: the metadata, JSON-serialisable.
+        """
         ttl = math.ceil(self.lifetime)
         async with self.redis.pipeline(transaction=True) as p:
             p.hset(self._meta(reply_id), mapping={"meta": json.dumps(meta), "readers": 0})
@@ -67,10 +86,24 @@ class RedisStore:
         self._sizes[reply_id] = (0, 0)
 
     async def meta(self, reply_id: str) -> dict[str, Any] | None:
+        """The reply's metadata (None: unknown or expired).
+
+        Args:
+            reply_id: the reply's id.
+        """
         raw = await self.redis.hget(self._meta(reply_id), "meta")
         return json.loads(raw) if raw else None
 
     async def append(self, reply_id: str, entries: list[str]) -> None:
+        """Add entries (Message JSON, or the end entry last).
+
+        Args:
+            reply_id: the reply's id.
+            entries: the entries, in order.
+
+        Raises:
+            StoreFull: the log would go over its bounds.
+        """
         count, size = self._sizes.get(reply_id, (0, 0))
         count += len(entries)
         size += sum(len(e) for e in entries)
@@ -89,6 +122,15 @@ class RedisStore:
             await p.execute()
 
     async def read(self, reply_id: str, start: int = 0) -> AsyncIterator[str]:
+        """Entries from index ``start`` on, live until the end entry (included).
+
+        Args:
+            reply_id: the reply's id.
+            start: the index of the first entry to read.
+
+        Yields:
+            The entries, as they are appended.
+        """
         key = self._log(reply_id)
         last = "0-0"
         i = 0
@@ -109,15 +151,31 @@ class RedisStore:
                         return
 
     async def ended(self, reply_id: str) -> bool:
+        """Whether the log has its end entry (True for an unknown reply).
+
+        Args:
+            reply_id: the reply's id.
+        """
         tail = await self.redis.xrevrange(self._log(reply_id), count=1)
         if not tail:
             return not await self.redis.exists(self._meta(reply_id))
         return parse_end(tail[0][1].get("e", "")) is not None
 
     async def alias(self, name: str, reply_id: str) -> None:
+        """Let ``name`` (a run id, a chat id, a completion id) find the reply.
+
+        Args:
+            name: the alias.
+            reply_id: the reply's id.
+        """
         await self.redis.set(f"{PREFIX}alias:{name}", reply_id, ex=math.ceil(self.lifetime))
 
     async def resolve(self, name: str) -> str | None:
+        """The reply id of a reply id or of an alias (None: unknown).
+
+        Args:
+            name: a reply id or an alias.
+        """
         if await self.redis.exists(self._meta(name)):
             return name
         rid = await self.redis.get(f"{PREFIX}alias:{name}")
@@ -126,6 +184,12 @@ class RedisStore:
         return None
 
     async def readers(self, reply_id: str, change: int = 0) -> int:
+        """Add ``change`` to the count of attached readers (in every process); the count.
+
+        Args:
+            reply_id: the reply's id.
+            change: +1 a reader attached, -1 one left, 0 only ask.
+        """
         key = self._meta(reply_id)
         if change == 0:
             n = await self.redis.hget(key, "readers")
@@ -135,6 +199,12 @@ class RedisStore:
         return max(0, int(await self.redis.hincrby(key, "readers", change)))
 
     async def drop(self, reply_id: str, after: float) -> None:
+        """Forget the log ``after`` seconds from now.
+
+        Args:
+            reply_id: the reply's id.
+            after: seconds to keep it.
+        """
         ttl = max(1, math.ceil(after))
         async with self.redis.pipeline(transaction=False) as p:
             p.expire(self._log(reply_id), ttl)
@@ -143,7 +213,11 @@ class RedisStore:
         self._sizes.pop(reply_id, None)
 
     async def request_cancel(self, reply_id: str) -> None:
-        """Ask whichever gateway process runs the reply to stop it."""
+        """Ask whichever gateway process runs the reply to stop it.
+
+        Args:
+            reply_id: the reply's id.
+        """
         await self.redis.publish(f"{PREFIX}cancel", reply_id)
 
     async def cancel_requests(self) -> AsyncIterator[str]:

@@ -35,12 +35,21 @@ class StoreFull(RuntimeError):
 
 
 def end_entry(status: str, error: str | None = None) -> str:
-    """The last entry of a log."""
+    """The last entry of a log.
+
+    Args:
+        status: the reply's final status.
+        error: its error text (None: none).
+    """
     return json.dumps({END_KEY: {"status": status, "error": error}})
 
 
 def parse_end(entry: str) -> dict[str, Any] | None:
-    """The end entry's ``{"status", "error"}``, or None for a Message entry."""
+    """The end entry's ``{"status", "error"}``, or None for a Message entry.
+
+    Args:
+        entry: a log entry.
+    """
     if not entry.startswith('{"end"'):
         return None
     data = json.loads(entry)
@@ -52,31 +61,82 @@ class ResumeStore(Protocol):
     """Where reply logs live. One writer per reply; any number of readers, in any process."""
 
     async def create(self, reply_id: str, meta: dict[str, Any]) -> None:
-        """Open a log with its metadata (agent, format, encoder options, ...)."""
+        """Open a log with its metadata (agent, format, encoder options, ...).
+
+        Args:
+            reply_id: the reply's id.
+            meta: the metadata, JSON-serialisable.
+
+        Raises:
+            StoreFull: the store cannot take another reply.
+        """
 
     async def meta(self, reply_id: str) -> dict[str, Any] | None:
-        """The reply's metadata (None: unknown or expired)."""
+        """The reply's metadata (None: unknown or expired).
+
+        Args:
+            reply_id: the reply's id.
+        """
 
     async def append(self, reply_id: str, entries: list[str]) -> None:
-        """Add entries (Message JSON, or the end entry last)."""
+        """Add entries (Message JSON, or the end entry last).
+
+        Args:
+            reply_id: the reply's id.
+            entries: the entries, in order.
+
+        Raises:
+            StoreFull: the log would go over its bounds.
+        """
 
     def read(self, reply_id: str, start: int = 0) -> AsyncIterator[str]:
-        """Entries from index ``start`` on, live until the end entry (included)."""
+        """Entries from index ``start`` on, live until the end entry (included).
+
+        Args:
+            reply_id: the reply's id.
+            start: the index of the first entry to read.
+
+        Yields:
+            The entries, as they are appended.
+        """
 
     async def ended(self, reply_id: str) -> bool:
-        """Whether the log has its end entry (True for an unknown reply)."""
+        """Whether the log has its end entry (True for an unknown reply).
+
+        Args:
+            reply_id: the reply's id.
+        """
 
     async def alias(self, name: str, reply_id: str) -> None:
-        """Let ``name`` (a run id, a chat id, a completion id) find the reply."""
+        """Let ``name`` (a run id, a chat id, a completion id) find the reply.
+
+        Args:
+            name: the alias.
+            reply_id: the reply's id.
+        """
 
     async def resolve(self, name: str) -> str | None:
-        """The reply id of a reply id or of an alias (None: unknown)."""
+        """The reply id of a reply id or of an alias (None: unknown).
+
+        Args:
+            name: a reply id or an alias.
+        """
 
     async def readers(self, reply_id: str, change: int = 0) -> int:
-        """Add ``change`` to the count of attached readers (in every process); the count."""
+        """Add ``change`` to the count of attached readers (in every process); the count.
+
+        Args:
+            reply_id: the reply's id.
+            change: +1 a reader attached, -1 one left, 0 only ask.
+        """
 
     async def drop(self, reply_id: str, after: float) -> None:
-        """Forget the log ``after`` seconds from now."""
+        """Forget the log ``after`` seconds from now.
+
+        Args:
+            reply_id: the reply's id.
+            after: seconds to keep it.
+        """
 
     async def close(self) -> None:
         """Release connections."""
@@ -97,7 +157,13 @@ class _Log:
 
 
 class MemoryStore:
-    """The in-process store (the default): bounded, see the module docstring."""
+    """The in-process store (the default): bounded, see the module docstring.
+
+    Args:
+        max_entries: entries in one reply's log.
+        max_reply_bytes: bytes of one reply's log.
+        max_bytes: bytes of all logs together (past it the oldest finished logs are evicted).
+    """
 
     def __init__(
         self,
@@ -122,6 +188,15 @@ class MemoryStore:
         return len(self._logs)
 
     async def create(self, reply_id: str, meta: dict[str, Any]) -> None:
+        """Open a log with its metadata (agent, format, encoder options, ...).
+
+        Args:
+            reply_id: the reply's id.
+            meta: the metadata, JSON-serialisable.
+
+        Raises:
+            StoreFull: all logs together are at ``max_bytes`` and none can be evicted.
+        """
         self._expire()
         if self._bytes >= self.max_bytes:
             self._evict(self._bytes - self.max_bytes + 1)
@@ -130,10 +205,24 @@ class MemoryStore:
         self._logs[reply_id] = _Log(dict(meta))
 
     async def meta(self, reply_id: str) -> dict[str, Any] | None:
+        """The reply's metadata (None: unknown or expired).
+
+        Args:
+            reply_id: the reply's id.
+        """
         log = self._get(reply_id)
         return dict(log.meta) if log is not None else None
 
     async def append(self, reply_id: str, entries: list[str]) -> None:
+        """Add entries (Message JSON, or the end entry last).
+
+        Args:
+            reply_id: the reply's id.
+            entries: the entries, in order.
+
+        Raises:
+            StoreFull: the log would go over its bounds.
+        """
         log = self._logs.get(reply_id)
         if log is None or log.ended:
             return
@@ -157,6 +246,15 @@ class MemoryStore:
             self._evict(self._bytes - self.max_bytes)
 
     async def read(self, reply_id: str, start: int = 0) -> AsyncIterator[str]:
+        """Entries from index ``start`` on, live until the end entry (included).
+
+        Args:
+            reply_id: the reply's id.
+            start: the index of the first entry to read.
+
+        Yields:
+            The entries, as they are appended.
+        """
         log = self._get(reply_id)
         if log is None:
             return
@@ -170,16 +268,32 @@ class MemoryStore:
             await log.changed.wait()
 
     async def ended(self, reply_id: str) -> bool:
+        """Whether the log has its end entry (True for an unknown reply).
+
+        Args:
+            reply_id: the reply's id.
+        """
         log = self._get(reply_id)
         return log is None or log.ended
 
     async def alias(self, name: str, reply_id: str) -> None:
+        """Let ``name`` (a run id, a chat id, a completion id) find the reply.
+
+        Args:
+            name: the alias.
+            reply_id: the reply's id.
+        """
         log = self._logs.get(reply_id)
         if log is not None:
             self._aliases[name] = reply_id
             log.aliases.append(name)
 
     async def resolve(self, name: str) -> str | None:
+        """The reply id of a reply id or of an alias (None: unknown).
+
+        Args:
+            name: a reply id or an alias.
+        """
         self._expire()
         if name in self._logs:
             return name
@@ -187,6 +301,12 @@ class MemoryStore:
         return rid if rid is not None and rid in self._logs else None
 
     async def readers(self, reply_id: str, change: int = 0) -> int:
+        """Add ``change`` to the count of attached readers (in every process); the count.
+
+        Args:
+            reply_id: the reply's id.
+            change: +1 a reader attached, -1 one left, 0 only ask.
+        """
         log = self._logs.get(reply_id)
         if log is None:
             return 0
@@ -194,6 +314,12 @@ class MemoryStore:
         return log.readers
 
     async def drop(self, reply_id: str, after: float) -> None:
+        """Forget the log ``after`` seconds from now.
+
+        Args:
+            reply_id: the reply's id.
+            after: seconds to keep it.
+        """
         log = self._logs.get(reply_id)
         if log is not None:
             log.drop_at = time.monotonic() + after
