@@ -46,7 +46,23 @@ class AgentLink(Protocol):
         timeout: float = 120.0,
         history: Sequence[Turn] | None = None,
         session: uuid.UUID | None = None,
-    ) -> LinkedReply: ...
+    ) -> LinkedReply:
+        """Ask the agent at ``address`` ``question``; returns once it is delivered.
+
+        Args:
+            address: the agent's address.
+            question: the question's text.
+            reasoning: ask for the reasoning channel too.
+            timeout: seconds the whole reply may take.
+            history: the client's conversation so far (None: the agent's own memory).
+            session: the envelope session to ask in (None: a new one).
+
+        Returns:
+            The reply, streaming.
+
+        Raises:
+            DeliveryError: the question was not delivered.
+        """
 
 
 class ChatLink:
@@ -56,7 +72,12 @@ class ChatLink:
     context continued): the agent remembers turns per (sender, session), and every client of
     the gateway asks as the gateway's one address, so two clients never share a session.
     ``history``: the client's conversation so far, sent with the question (the agent uses it
-    instead of what it stored, and stores nothing)."""
+    instead of what it stored, and stores nothing).
+
+    Args:
+        chat: the gateway agent's StreamingChat.
+        agent: the gateway's agent, which asks.
+    """
 
     def __init__(self, chat: Any, agent: Any) -> None:
         self.chat = chat
@@ -72,6 +93,22 @@ class ChatLink:
         history: Sequence[Turn] | None = None,
         session: uuid.UUID | None = None,
     ) -> LinkedReply:
+        """Ask the agent at ``address`` ``question``; returns once it is delivered.
+
+        Args:
+            address: the agent's address.
+            question: the question's text.
+            reasoning: ask for the reasoning channel too.
+            timeout: seconds the whole reply may take.
+            history: the client's conversation so far (None: the agent's own memory).
+            session: the envelope session to ask in (None: a new one).
+
+        Returns:
+            The reply, streaming.
+
+        Raises:
+            DeliveryError: the question was not delivered.
+        """
         from agent_stream.uagents._compat import context_with_session
 
         ctx = context_with_session(self.agent, session or uuid.uuid4())
@@ -88,7 +125,13 @@ class ChatLink:
 
 @dataclass(frozen=True)
 class AgentRef:
-    """An agent a client may reach: ``name`` is what clients say (OpenAI ``model``)."""
+    """An agent a client may reach.
+
+    Attributes:
+        name: what clients say (OpenAI ``model``).
+        address: the agent's address.
+        endpoint: its endpoint (None: not known now).
+    """
 
     name: str
     address: str
@@ -97,7 +140,13 @@ class AgentRef:
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One ``--agent`` value: a directory name, or an address with or without its endpoint."""
+    """One ``--agent`` value: a directory name, or an address with or without its endpoint.
+
+    Attributes:
+        name: the directory name (None: given by address).
+        address: the address (None: given by name).
+        endpoint: the endpoint (None: looked up in the directory).
+    """
 
     name: str | None
     address: str | None
@@ -105,7 +154,14 @@ class AgentSpec:
 
 
 def parse_agent_spec(spec: str) -> AgentSpec:
-    """``NAME``, ``ADDRESS`` or ``ADDRESS=ENDPOINT``; ValueError saying what is wrong."""
+    """``NAME``, ``ADDRESS`` or ``ADDRESS=ENDPOINT``; ValueError saying what is wrong.
+
+    Args:
+        spec: ``NAME``, ``ADDRESS`` or ``ADDRESS=ENDPOINT``.
+
+    Raises:
+        ValueError: ``spec`` is none of these.
+    """
     from uagents_core.identity import parse_identifier
 
     from agent_stream.uagents.local import parse_peer
@@ -127,7 +183,13 @@ class Agents:
 
     Names and addresses without an endpoint are looked up in the local directory on each use
     (agents restart with new endpoints); ``exclude`` is the gateway's own address (gateways,
-    listed as ``gateway``, are never offered)."""
+    listed as ``gateway``, are never offered).
+
+    Args:
+        specs: the ``--agent`` values (empty: every agent in the directory).
+        directory: the local directory to look names and endpoints up in (None: none).
+        exclude: the gateway's own address, never offered.
+    """
 
     def __init__(
         self, specs: Sequence[AgentSpec], directory: Any = None, exclude: str | None = None
@@ -198,7 +260,11 @@ class Agents:
         return out
 
     def pick(self, name: str | None) -> AgentRef | None:
-        """The agent called ``name`` (a name or an address); no name: the first one."""
+        """The agent called ``name`` (a name or an address); no name: the first one.
+
+        Args:
+            name: a name or an address (None or empty: the first agent).
+        """
         agents = [a for a in self.listed() if a.address]
         if not name:
             return agents[0] if agents else None
@@ -208,7 +274,11 @@ class Agents:
         return None
 
     async def reachable(self, ref: AgentRef) -> bool:
-        """Whether ``ref`` answers now (static endpoints are trusted)."""
+        """Whether ``ref`` answers now (static endpoints are trusted).
+
+        Args:
+            ref: the agent.
+        """
         if ref.address in self.static_peers:
             return True
         if self.directory is None or ref.endpoint is None:

@@ -51,7 +51,25 @@ def new_reply_id() -> str:
 
 @dataclass
 class Run:
-    """One reply being produced here."""
+    """One reply being produced here.
+
+    Attributes:
+        id: the reply's id.
+        agent: the agent asked.
+        key: whom it counts against: the API key, or the client's address when no keys are set.
+        question: the question's text.
+        started: when it started (``time.monotonic()``).
+        reply: the agent's reply, once the question was delivered.
+        task: the task writing the reply into the store.
+        delivered: done once the question was delivered (or failed).
+        status: the reply's final status (None while it runs).
+        error: its error text (None: none).
+        cancel_reason: why it was cancelled (None: it was not).
+        first_text_at: when its first text came (``time.monotonic()``; None: none yet).
+        ended_at: when it ended (``time.monotonic()``; None: still running).
+        abandon: the timer cancelling it once no reader has been attached for ``window``
+            seconds.
+    """
 
     id: str
     agent: AgentRef
@@ -95,7 +113,16 @@ class Run:
 
 
 class Runs:
-    """Starts, tracks, stops and forgets runs."""
+    """Starts, tracks, stops and forgets runs.
+
+    Args:
+        link: how the agents are asked.
+        store: where the replies' logs are written.
+        window: seconds a run without readers goes on, and a finished log is kept.
+        max_per_key: runs at once per API key (or client address).
+        max_runs: runs at once in all.
+        timeout: seconds one reply may take.
+    """
 
     def __init__(
         self,
@@ -140,10 +167,29 @@ class Runs:
         history: tuple[Turn, ...] | None = None,
         session: uuid.UUID | None = None,
     ) -> Run:
-        """Create the log and ask; returns once the question is delivered (DeliveryError and
-        Busy/StoreFull are raised to the caller, nothing left behind). ``history``: the
-        client's conversation before the question; ``session``: the envelope session to ask
-        in (default: a new one)."""
+        """Create the log and ask; returns once the question is delivered.
+
+        Nothing is left behind when it raises.
+
+        Args:
+            key: whom the run counts against (API key or client address).
+            agent: the agent to ask.
+            question: the question's text.
+            meta: the log's metadata (format, encoder options, ...); the agent is added.
+            aliases: more names that find the reply (a run id, a chat id, a completion id).
+            reply_id: the reply's id (None: a new one).
+            reasoning: ask for the reasoning channel too.
+            history: the client's conversation before the question (None: the agent's own).
+            session: the envelope session to ask in (None: a new one).
+
+        Returns:
+            The run, its reply streaming into the store.
+
+        Raises:
+            Busy: over ``max_per_key`` or ``max_runs``.
+            StoreFull: the store cannot take another reply.
+            DeliveryError: the question was not delivered.
+        """
         self._check_limits(key)
         rid = reply_id or new_reply_id()
         run = Run(rid, agent, key, question, history=history, session=session)
@@ -237,11 +283,20 @@ class Runs:
         self.finished[run.id] = run
 
     def get(self, reply_id: str) -> Run | None:
-        """A run of this process, open or recently finished."""
+        """A run of this process, open or recently finished.
+
+        Args:
+            reply_id: the reply's id.
+        """
         return self.runs.get(reply_id) or self.finished.get(reply_id)
 
     async def cancel(self, reply_id: str, reason: str = "stopped by the client") -> bool:
-        """Stop a run now; False when it is not running here."""
+        """Stop a run now; False when it is not running here.
+
+        Args:
+            reply_id: the reply's id.
+            reason: the reply's error text.
+        """
         run = self.runs.get(reply_id)
         if run is None:
             return False
@@ -257,7 +312,11 @@ class Runs:
 
     # -- readers ----------------------------------------------------------------------------------
     async def attach(self, reply_id: str) -> None:
-        """A response starts reading the reply."""
+        """A response starts reading the reply.
+
+        Args:
+            reply_id: the reply's id.
+        """
         await self.store.readers(reply_id, +1)
         run = self.runs.get(reply_id)
         if run is not None and run.abandon is not None:
@@ -265,7 +324,11 @@ class Runs:
             run.abandon = None
 
     async def detach(self, reply_id: str) -> None:
-        """A response stopped reading (finished, or the client went away)."""
+        """A response stopped reading (finished, or the client went away).
+
+        Args:
+            reply_id: the reply's id.
+        """
         left = await self.store.readers(reply_id, -1)
         run = self.runs.get(reply_id)
         if left == 0 and run is not None and run.abandon is None:
