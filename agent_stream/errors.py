@@ -44,7 +44,16 @@ class MissingDependency(StreamError, ImportError):
 
 
 def require(module: str, extra: str, what: str) -> None:
-    """Raise MissingDependency unless ``module`` can be imported."""
+    """Check that an optional dependency can be imported.
+
+    Args:
+        module: the module's import name.
+        extra: the agent-stream extra that installs it (``pip install 'agent-stream[extra]'``).
+        what: what needs it, named in the error.
+
+    Raises:
+        MissingDependency: ``module`` cannot be found.
+    """
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
@@ -55,7 +64,15 @@ def require(module: str, extra: str, what: str) -> None:
 
 @dataclass(frozen=True)
 class StreamWarning:
-    """Something was wrong but the stream goes on (lost chunks, duplicates, unknown ids)."""
+    """Something was wrong but the stream goes on (lost chunks, duplicates, unknown ids).
+
+    Attributes:
+        code: what kind of trouble, one of :class:`WarningCode`.
+        detail: what happened, for people to read.
+        chunk_id: the chunk concerned, if any.
+        message_id: the message concerned, if any.
+        thread_id: the thread concerned, if any.
+    """
 
     code: str
     detail: str

@@ -34,6 +34,9 @@ def copy_json(v: Any) -> Any:
     """A deep copy of plain JSON data (strings and numbers are shared, being immutable).
 
     Iterative, so data of any depth is copied without recursion.
+
+    Args:
+        v: the JSON value (dicts, lists, strings, numbers, booleans, None).
     """
     if isinstance(v, dict):
         root: Any = {}
@@ -63,7 +66,14 @@ def copy_json(v: Any) -> Any:
 
 
 def split_path(path: str) -> list[str]:
-    """``"a.0.b"`` -> ``["a", "0", "b"]``; empty segments are an error."""
+    """``"a.0.b"`` -> ``["a", "0", "b"]``.
+
+    Args:
+        path: a dotted path.
+
+    Raises:
+        DeltaError: the path has an empty segment.
+    """
     segs = path.split(".")
     if any(s == "" for s in segs):
         raise DeltaError(f"delta_path {path!r} has an empty segment")
@@ -96,7 +106,15 @@ def _kind(v: Any) -> str:
 
 
 def read_path(root: Any, path: str) -> Any:
-    """The value at ``path`` in ``root``; DeltaError if it is not there."""
+    """The value at ``path`` in ``root``.
+
+    Args:
+        root: the JSON value to read.
+        path: a dotted path (list indices as numbers).
+
+    Raises:
+        DeltaError: nothing is at ``path``.
+    """
     cur = root
     for seg in split_path(path):
         if isinstance(cur, dict):
@@ -149,7 +167,16 @@ def _create(root: dict[str, Any], segs: list[str]) -> tuple[Any, Any]:
 
 
 def check_append(cur: Any, val: Any, where: str) -> None:
-    """Raise DeltaError if ``val`` cannot be appended onto ``cur`` (iterative: any depth)."""
+    """Check that ``val`` can be appended onto ``cur`` (iterative: any depth).
+
+    Args:
+        cur: the value appended onto.
+        val: the value appended.
+        where: the path of ``cur``, named in the error.
+
+    Raises:
+        DeltaError: the types do not append (a string onto a list...).
+    """
     stack = [(cur, val, where)]
     while stack:
         cur, val, where = stack.pop()
@@ -184,7 +211,12 @@ def _append_one(cur: Any, val: Any) -> Any:
 
 
 def do_append(cur: Any, val: Any) -> Any:
-    """Append (already checked); returns the new value (lists and objects change in place)."""
+    """Append (already checked); returns the new value (lists and objects change in place).
+
+    Args:
+        cur: the value appended onto.
+        val: the value appended (strings concatenate, lists extend, objects append per key).
+    """
     if not isinstance(cur, dict):
         return _append_one(cur, val)
     stack = [(cur, val)]
@@ -204,8 +236,15 @@ def apply(
 ) -> dict[str, Any]:
     """Apply one delta to ``props`` (changed in place when possible); returns the new props.
 
-    The delta's value is ``chunk_props`` read at ``path`` (the whole of it when there is none).
-    Raises DeltaError, leaving ``props`` unchanged, when the delta cannot be applied.
+    Args:
+        props: the message's props so far.
+        action: ``append``, ``replace``, ``set`` or ``merge``.
+        path: where, a dotted path (None: the props themselves).
+        chunk_props: the chunk's props; the delta's value is what they hold at ``path`` (the
+            whole of them when there is none).
+
+    Raises:
+        DeltaError: the delta cannot be applied; ``props`` is left unchanged.
     """
     if path is None:
         if action == "append":
@@ -244,7 +283,13 @@ def apply(
 
 
 def set_path(props: dict[str, Any], path: str, value: Any) -> None:
-    """Put ``value`` at ``path`` (creating missing objects)."""
+    """Put ``value`` at ``path`` (creating missing objects).
+
+    Args:
+        props: the props to change, in place.
+        path: a dotted path.
+        value: the value to put there.
+    """
     segs = split_path(path)
     container, key, _ = _locate(props, segs, path)
     if container is None:
@@ -253,7 +298,12 @@ def set_path(props: dict[str, Any], path: str, value: Any) -> None:
 
 
 def value_at(path: str, value: Any) -> dict[str, Any]:
-    """Chunk props that carry ``value`` at ``path`` (``rows.1.temp`` pads the list with None)."""
+    """Chunk props that carry ``value`` at ``path`` (``rows.1.temp`` pads the list with None).
+
+    Args:
+        path: a dotted path.
+        value: the value to carry.
+    """
     segs = split_path(path)
     out: Any = value
     for seg in reversed(segs):
@@ -282,6 +332,10 @@ def visible_change(msg: Message, field: str) -> tuple[int, str] | None:
     sets it; replace/set without a path replaces all props; merge without a path sets it when
     the value carries it. Anything else (other paths, non-string values) leaves it alone. Cheap:
     the common case (appending text) costs a dict lookup, and nothing is applied.
+
+    Args:
+        msg: the chunk.
+        field: the props field holding the string (``content``, ``message``, ``arguments``).
     """
     props = msg.props
     if not msg.delta:
