@@ -36,7 +36,15 @@ RETRY = {"retry-after": "2"}  # a refused client may try again this many seconds
 async def keepalive(source: AsyncIterator[str], every: float) -> AsyncIterator[str]:
     """``source``, with an SSE comment (``: keepalive``) after each ``every`` seconds of
     silence, so proxies and clients keep a slow reply's connection (a long tool call) open.
-    Pieces already waiting are joined into one write."""
+    Pieces already waiting are joined into one write.
+
+    Args:
+        source: the SSE text to forward.
+        every: seconds of silence before a keepalive comment.
+
+    Yields:
+        The pieces of ``source``, and keepalive comments between them.
+    """
     queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=64)
     failed: list[BaseException] = []
 
@@ -80,7 +88,14 @@ async def keepalive(source: AsyncIterator[str], every: float) -> AsyncIterator[s
 
 
 class Gateway:
-    """What every endpoint uses: settings, the agents, the runs and the resume store."""
+    """What every endpoint uses: settings, the agents, the runs and the resume store.
+
+    Args:
+        config: the gateway's settings.
+        agents: the agents it serves.
+        link: how it asks them.
+        store: where replies are kept for resuming (None: in memory).
+    """
 
     def __init__(
         self,
@@ -104,7 +119,14 @@ class Gateway:
     # -- asking -----------------------------------------------------------------------------------
     def agent(self, name: str | None) -> AgentRef:
         """The agent a request names (none named: the default agent, else the first one);
-        HTTPError 404 when there is none."""
+        HTTPError 404 when there is none.
+
+        Args:
+            name: the agent's name or address (None or empty: the default agent).
+
+        Raises:
+            HTTPError: 404, no such agent is reachable.
+        """
         name = name or self.config.default_agent
         ref = self.agents.pick(name)
         if ref is None:
@@ -128,10 +150,28 @@ class Gateway:
         sse: bool = True,
         history: tuple[Turn, ...] = (),
     ) -> Run:
-        """Ask: one run, its log created and the question delivered (HTTPError otherwise).
+        """Ask: one run, its log created and the question delivered.
 
-        ``history``: the client's messages before the question, sent with it (always, empty
-        too: the agent then keeps nothing of this question for the gateway's address)."""
+        Args:
+            request: the HTTP request (its state names the API key; the agent and reply id are
+                noted on it for the access log).
+            agent: the agent's name or address (None: the default agent).
+            question: the question's text.
+            fmt: the wire the client reads (an accept value, or ``native``).
+            options: the wire encoder's options.
+            aliases: more names that find the reply (a run id, a chat id, a completion id).
+            reply_id: the reply's id (None: a new one).
+            sse: for ``native``: SSE framing, else JSON lines.
+            history: the client's messages before the question, sent with it (always, empty too:
+                the agent then keeps nothing of this question for the gateway's address).
+
+        Returns:
+            The run, its reply streaming into the store.
+
+        Raises:
+            HTTPError: 404 no such agent, 413 the question is too large, 429 too many replies
+                at once, 503 the store is full or the agent busy, 502 the agent unreachable.
+        """
         ref = self.agent(agent)
         request.state.agent = ref.name
         size = len(question.encode("utf-8"))
@@ -186,8 +226,16 @@ class Gateway:
             raise HTTPError(413, "question_too_large", message)
 
     async def resume_target(self, request: Request) -> tuple[str, int, dict[str, Any]] | None:
-        """(reply id, cursor, metadata) when the request resumes (``Last-Event-ID`` header or
-        ``last_event_id`` query); HTTPError 404 when the reply is unknown or expired."""
+        """(reply id, cursor, metadata) when the request resumes, else None.
+
+        A request resumes with a ``Last-Event-ID`` header or a ``last_event_id`` query.
+
+        Args:
+            request: the HTTP request.
+
+        Raises:
+            HTTPError: 404, the reply is unknown or expired.
+        """
         raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
         cursor = parse_cursor(raw)
         if cursor is None:
@@ -215,7 +263,15 @@ class Gateway:
         sse: bool = True,
         headers: dict[str, str] | None = None,
     ) -> StreamingResponse:
-        """The reply's wire, live; a reader attached for as long as the response runs."""
+        """The reply's wire, live; a reader attached for as long as the response runs.
+
+        Args:
+            reply_id: the reply's id.
+            meta: the reply's metadata (its ``format`` and encoder ``options``).
+            after: the last event the client has (-1: from the start).
+            sse: for ``native``: SSE framing, else JSON lines.
+            headers: more response headers.
+        """
         fmt, options = str(meta["format"]), dict(meta.get("options") or {})
         wire, framing = wire_of(fmt, sse)
         source = framed(self.store, reply_id, fmt, options, after=after, sse=sse)

@@ -39,7 +39,14 @@ PUBLIC_PREFIXES = ("/static/",)
 
 
 class HTTPError(Exception):
-    """An error to answer in the client's format."""
+    """An error to answer in the client's format.
+
+    Args:
+        status: the HTTP status.
+        code: the error's code, for the client.
+        message: what the client is told.
+        headers: more response headers (e.g. ``Retry-After``).
+    """
 
     def __init__(
         self, status: int, code: str, message: str, headers: dict[str, str] | None = None
@@ -52,7 +59,11 @@ class HTTPError(Exception):
 
 
 def client_kind(path: str) -> str:
-    """Which client's error format a path speaks: openai, agui, aisdk, a2a or native."""
+    """Which client's error format a path speaks: openai, agui, aisdk, a2a or native.
+
+    Args:
+        path: the request's path.
+    """
     if path.startswith("/v1/chat/") or path == "/v1/models":
         return "openai"
     if path.startswith("/agui"):
@@ -77,7 +88,15 @@ _OPENAI_TYPES = {
 def error_response(
     kind: str, status: int, code: str, message: str, headers: dict[str, str] | None = None
 ) -> Response:
-    """A JSON error the client of ``kind`` understands."""
+    """A JSON error the client of ``kind`` understands.
+
+    Args:
+        kind: the client's kind (see :func:`client_kind`).
+        status: the HTTP status.
+        code: the error's code.
+        message: what the client is told.
+        headers: more response headers.
+    """
     body: dict[str, Any]
     if kind == "openai":
         body = {
@@ -105,7 +124,15 @@ def error_response(
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request's body, at most ``limit`` bytes (HTTPError 413 otherwise)."""
+    """The request's body, at most ``limit`` bytes (HTTPError 413 otherwise).
+
+    Args:
+        request: the HTTP request.
+        limit: the most bytes read.
+
+    Raises:
+        HTTPError: 413, the body is over ``limit``.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPError(413, "body_too_large", f"the request body is over {limit} bytes")
@@ -118,7 +145,15 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 async def read_json(request: Request, limit: int) -> Any:
-    """The request's JSON body, at most ``limit`` bytes (HTTPError 413 / 400 otherwise)."""
+    """The request's JSON body, at most ``limit`` bytes (HTTPError 413 / 400 otherwise).
+
+    Args:
+        request: the HTTP request.
+        limit: the most bytes read.
+
+    Raises:
+        HTTPError: 413, the body is over ``limit``; 400, it is not JSON.
+    """
     body = await read_body(request, limit)
     try:
         return json.loads(body or b"null")
@@ -127,7 +162,11 @@ async def read_json(request: Request, limit: int) -> Any:
 
 
 def bearer(scope: Scope) -> str | None:
-    """The Bearer token (or ``x-api-key``) of a request."""
+    """The Bearer token (or ``x-api-key``) of a request.
+
+    Args:
+        scope: the ASGI scope.
+    """
     for k, v in scope.get("headers", ()):
         if k == b"authorization":
             text = bytes(v).decode("latin-1")
@@ -140,7 +179,12 @@ def bearer(scope: Scope) -> str | None:
 
 class ApiKeys:
     """ASGI middleware: with keys set, every non-public path needs one (401 otherwise). Puts
-    ``scope["state"]["key"]``: the key, or the client's address when no keys are set."""
+    ``scope["state"]["key"]``: the key, or the client's address when no keys are set.
+
+    Args:
+        app: the ASGI app it guards.
+        keys: the API keys accepted (empty: none is needed).
+    """
 
     def __init__(self, app: ASGIApp, keys: Sequence[str]) -> None:
         self.app = app
@@ -185,7 +229,12 @@ class ApiKeys:
 
 class AccessLog:
     """ASGI middleware: one line per request when its response ends: method, path, agent,
-    format, status, bytes, ChatMessages, time to first byte, duration (and the reply id)."""
+    format, status, bytes, ChatMessages, time to first byte, duration (and the reply id).
+
+    Args:
+        app: the ASGI app it logs.
+        runs: the gateway's runs (for each reply's ChatMessages).
+    """
 
     def __init__(self, app: ASGIApp, runs: Any) -> None:
         self.app = app

@@ -28,7 +28,12 @@ NATIVE = "native"
 
 def wire_of(fmt: str, sse: bool = True) -> tuple[Wire, Framing]:
     """The wire and framing of ``fmt`` (an accept value, or ``native``); ``sse`` matters for
-    ``native`` only (every accept value has its own framing)."""
+    ``native`` only (every accept value has its own framing).
+
+    Args:
+        fmt: an accept value, or ``native``.
+        sse: for ``native``: SSE framing, else JSON lines.
+    """
     if fmt == NATIVE:
         return wire_for("cui", sse=sse)
     return wire_for(fmt)
@@ -38,7 +43,11 @@ Cursor = tuple[str, int]
 
 
 def parse_cursor(value: str | None) -> Cursor | None:
-    """``"<reply id>:<n>"`` -> (reply id, n); None when it is not one of ours."""
+    """``"<reply id>:<n>"`` -> (reply id, n); None when it is not one of ours.
+
+    Args:
+        value: a ``Last-Event-ID`` (None: none).
+    """
     if not value:
         return None
     rid, sep, n = value.strip().rpartition(":")
@@ -56,7 +65,11 @@ def _kind(obj: Any) -> str:
 
 
 class Reopen:
-    """Tracks the start/end pairs of AG-UI events or AI SDK chunks sent so far."""
+    """Tracks the start/end pairs of AG-UI events or AI SDK chunks sent so far.
+
+    Args:
+        fmt: the wire the client reads (an accept value, or ``native``).
+    """
 
     # start kind -> (end kinds, id field); None id: only one can be open (the run, a step)
     AGUI: ClassVar[dict[str, tuple[tuple[str, ...], str | None]]] = {
@@ -88,7 +101,11 @@ class Reopen:
         return str(v)
 
     def see(self, obj: Any) -> None:
-        """An event the client already has."""
+        """An event the client already has.
+
+        Args:
+            obj: the wire object (a dict or a model).
+        """
         k = _kind(obj)
         if k in self.pairs:
             self._open[(k, self._id(obj, self.pairs[k][1]))] = obj
@@ -107,7 +124,18 @@ async def events(
     store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any], after: int = -1
 ) -> AsyncIterator[tuple[int, Any]]:
     """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end; a
-    resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``."""
+    resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``.
+
+    Args:
+        store: the resume store.
+        reply_id: the reply's id.
+        fmt: the wire (an accept value, or ``native``).
+        options: the wire encoder's options.
+        after: the last event the client has (-1: from the start).
+
+    Yields:
+        (n, wire object) pairs.
+    """
     enc = encoder_for("cui" if fmt == NATIVE else fmt, **options)
     reopen = Reopen(fmt) if after >= 0 else None
     n = -1
@@ -141,7 +169,19 @@ async def framed(
     after: int = -1,
     sse: bool = True,
 ) -> AsyncIterator[str]:
-    """The reply's wire as text: SSE events with ``id: <reply id>:<n>``, or JSON lines."""
+    """The reply's wire as text: SSE events with ``id: <reply id>:<n>``, or JSON lines.
+
+    Args:
+        store: the resume store.
+        reply_id: the reply's id.
+        fmt: the wire (an accept value, or ``native``).
+        options: the wire encoder's options.
+        after: the last event the client has (-1: from the start).
+        sse: for ``native``: SSE framing, else JSON lines.
+
+    Yields:
+        The framed events.
+    """
     wire, framing = wire_of(fmt, sse)
     frame = wire.frame(framing)
     ids = framing == "sse"
