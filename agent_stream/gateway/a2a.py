@@ -19,6 +19,16 @@ task ends ``canceled``. A dropped ``message/stream`` connection does not cancel 
 A ``contextId`` is a conversation: every task of one context (for one caller) asks in the same
 envelope session, so the agent remembers the earlier tasks' questions and answers. The gateway
 keeps the last :data:`MAX_CONTEXTS` contexts per agent; an older one starts afresh.
+
+Human in the loop: a reply that asks the caller (a ``user_input`` message, e.g. a LangGraph
+``interrupt``) ends its task ``input-required``, the question as the status message. A
+``message/send`` or ``message/stream`` whose ``message.taskId`` names that task (its
+``contextId``, or none) is the answer: it is asked in the same envelope session (so LangGraph
+resumes with ``Command(resume=<its text>)``) and its stream continues the same task (``working``,
+new artifacts, then ``completed`` or another question). Any other ``taskId`` is refused before
+anything is asked: unknown or another caller's, ``-32001`` (task not found); finished, ``-32602``
+(terminal state, as a2a-sdk says it); working, or being answered already, ``-32602``; a
+``contextId`` other than the task's, ``-32602``.
 """
 
 from __future__ import annotations
@@ -26,8 +36,9 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -35,7 +46,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message as ASGIMessage
 
-from agent_stream.adapters import registry
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
 from agent_stream.gateway.middleware import read_body
@@ -51,7 +61,11 @@ SENDS = ("message/send", "message/stream")
 TASK_ALIAS = "a2a-task:"
 KEY_STATE = "agent_stream_key"  # the caller's key (or address), for the per-key reply limit
 MAX_CONTEXTS = 4096  # A2A contexts remembered per agent (each: its envelope session)
+MAX_TASKS = 4096  # tasks per agent whose caller (and question, when asking) is remembered
+FOLLOW_UP_STATE = "agent_stream_follow_up"  # the Waiting a checked follow-up answers
 Endpoint = Callable[[Request], Awaitable[Response]]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def _executor_base() -> type:
@@ -85,6 +99,37 @@ class ContextSessions:
         return found
 
 
+class Bounded(Generic[K, V]):
+    """A mapping keeping its ``limit`` most recently set entries."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: K) -> V | None:
+        return self._items.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.limit:
+            self._items.popitem(last=False)
+
+    def pop(self, key: K) -> V | None:
+        return self._items.pop(key, None)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A task that ended input-required: who may answer it, and the session to answer in."""
+
+    key: str
+    session: uuid.UUID
+
+
 class GatewayExecutor(_executor_base()):  # type: ignore[misc]
     """An A2A AgentExecutor asking one agent through the gateway's runs."""
 
@@ -92,25 +137,45 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         self.gw = gw
         self.agent = agent
         self.contexts = ContextSessions()
+        self.owners: Bounded[str, str] = Bounded(MAX_TASKS)  # task id -> its caller's key
+        self.waiting: Bounded[str, Waiting] = Bounded(MAX_TASKS)  # tasks asking their caller
 
     async def execute(self, context: Any, event_queue: Any) -> None:
         import asyncio
 
+        from a2a.types import Task, TaskState
+
+        from agent_stream.adapters.a2a import A2AEncoder
         from agent_stream.uagents import DeliveryError
 
         question = context.get_user_input()
         task_id, context_id = context.task_id, context.context_id
-        enc = registry.wire_named("a2a").make_encoder(task_id=task_id, context_id=context_id)
+        state = getattr(getattr(context, "call_context", None), "state", None) or {}
+        key = str(state.get(KEY_STATE, "a2a"))
+        answering = state.get(FOLLOW_UP_STATE)
+        # a follow-up (the handler let only the answer to a question through) continues the task
+        prior = context.current_task if isinstance(answering, Waiting) else None
+        enc = A2AEncoder(task_id=task_id, context_id=context_id, task=prior)
+        if isinstance(answering, Waiting):
+            session = answering.session
+        elif context_id:
+            session = self.contexts.session(key, str(context_id))
+        else:
+            session = uuid.uuid4()
+        self.owners.put(str(task_id), key)
         gw = self.gw
-        if len(question.encode("utf-8")) > gw.config.max_question_bytes:
-            for ev in enc.close(
-                status="error", error=f"the question is over {gw.config.max_question_bytes} bytes"
-            ):
+
+        async def emit(evs: list[Any]) -> None:
+            for ev in evs:
+                if isinstance(ev, Task) and prior is None and context.message is not None:
+                    ev.history = [context.message]  # a new task's history opens with the ask
                 await event_queue.enqueue_event(ev)
+
+        if len(question.encode("utf-8")) > gw.config.max_question_bytes:
+            too_long = f"the question is over {gw.config.max_question_bytes} bytes"
+            await emit(enc.close(status="error", error=too_long))
             return
         try:
-            call = getattr(context, "call_context", None)
-            key = str((getattr(call, "state", None) or {}).get(KEY_STATE, "a2a"))
             run = await gw.runs.start(
                 key=key,
                 agent=self.agent,
@@ -118,11 +183,10 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 meta={"format": "a2a", "options": {"task_id": task_id, "context_id": context_id}},
                 aliases=(TASK_ALIAS + str(task_id),),
                 reasoning=gw.config.reasoning,
-                session=self.contexts.session(key, str(context_id)) if context_id else None,
+                session=session,
             )
         except DeliveryError as exc:
-            for ev in enc.close(status="error", error=str(exc)):
-                await event_queue.enqueue_event(ev)
+            await emit(enc.close(status="error", error=str(exc)))
             return
         await gw.runs.attach(run.id)
         try:
@@ -133,20 +197,21 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                     if end is not None
                     else enc.feed(Message.from_json(entry))
                 )
-                for ev in evs:
-                    await event_queue.enqueue_event(ev)
+                await emit(evs)
                 if end is not None or enc.finished:
                     break
         except asyncio.CancelledError:
-            for ev in enc.close(status="cancelled"):
-                await event_queue.enqueue_event(ev)
+            await emit(enc.close(status="cancelled"))
             raise
         finally:
             await gw.runs.detach(run.id)
+        if enc.final_state == TaskState.input_required:
+            self.waiting.put(str(task_id), Waiting(key, session))
 
     async def cancel(self, context: Any, event_queue: Any) -> None:
         from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 
+        self.waiting.pop(str(context.task_id))
         rid = await self.gw.store.resolve(TASK_ALIAS + str(context.task_id))
         if rid is not None:
             await self.gw.runs.cancel(rid, reason="canceled by tasks/cancel")
@@ -158,6 +223,82 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 final=True,
             )
         )
+
+
+def _handler_base() -> type:
+    from a2a.server.request_handlers import DefaultRequestHandler
+
+    base: type = DefaultRequestHandler
+    return base
+
+
+class FollowUps(_handler_base()):  # type: ignore[misc]
+    """a2a-sdk's request handler, letting a message with a ``taskId`` through only when it
+    answers that task's question (its caller's, the task ``input-required``)."""
+
+    def __init__(self, executor: GatewayExecutor, task_store: Any) -> None:
+        super().__init__(agent_executor=executor, task_store=task_store)
+        self.executor = executor
+
+    async def on_message_send(self, params: Any, context: Any = None) -> Any:
+        await self.check_follow_up(params, context)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(self, params: Any, context: Any = None) -> AsyncIterator[Any]:
+        await self.check_follow_up(params, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    async def check_follow_up(self, params: Any, context: Any) -> None:
+        """Refuse (a2a-sdk ``ServerError``) a ``taskId`` that is not a question to this caller;
+        claim the question of one that is (a second answer to it is refused)."""
+        from a2a.types import InvalidParamsError, TaskNotFoundError, TaskState
+        from a2a.utils.errors import ServerError
+
+        message = params.message
+        tid = message.task_id
+        if not tid:  # check_message refused an empty one before
+            return
+        state = context.state if context is not None else {}
+        key = str(state.get(KEY_STATE, "a2a"))
+        task = await self.task_store.get(tid, context)
+        waiting = self.executor.waiting.get(tid)
+        owner = self.executor.owners.get(tid) or (waiting.key if waiting else None)
+        if task is None or owner != key:  # another caller's task is not theirs to see
+            raise ServerError(
+                error=TaskNotFoundError(
+                    message=f"Task {tid} not found: no task of yours has that id (a task is "
+                    "kept a limited time); send the message without taskId to start one"
+                )
+            )
+        if message.context_id is None:
+            message.context_id = task.context_id
+        elif message.context_id != task.context_id:
+            raise ServerError(
+                error=InvalidParamsError(
+                    message=f"Invalid params: task {tid} belongs to contextId "
+                    f"{task.context_id!r}, not {message.context_id!r}"
+                )
+            )
+        now = task.status.state
+        if now in (TaskState.completed, TaskState.canceled, TaskState.failed, TaskState.rejected):
+            raise ServerError(
+                error=InvalidParamsError(
+                    message=f"Task {tid} is in terminal state: {now.value}; it takes no more "
+                    "messages: send one without taskId (the same contextId keeps the "
+                    "conversation)"
+                )
+            )
+        if now != TaskState.input_required or waiting is None:
+            why = "answered already" if now == TaskState.input_required else now.value
+            raise ServerError(
+                error=InvalidParamsError(
+                    message=f"Task {tid} is {why}, not waiting for input: a message with its "
+                    "taskId is taken only while the task is input-required"
+                )
+            )
+        self.executor.waiting.pop(tid)
+        state[FOLLOW_UP_STATE] = waiting
 
 
 def _card(gw: Gateway, agent: AgentRef, url: str) -> Any:
@@ -201,12 +342,19 @@ class _Context(_context_base()):  # type: ignore[misc]
 
 def check_message(body: Any) -> tuple[str, list[str]] | None:
     """What is wrong with a ``message/send`` / ``message/stream`` request's parts for an agent
-    that takes text: (reason, the refused parts), or None when it is fine, or when it is not
-    such a request or too malformed to tell (a2a-sdk's own validation answers it)."""
+    that takes text, or with the task and context it names: (reason, the refused parts), or
+    None when it is fine, or when it is not such a request or too malformed to tell (a2a-sdk's
+    own validation answers it)."""
     if not isinstance(body, dict) or body.get("method") not in SENDS:
         return None
     params = body.get("params")
     message = params.get("message") if isinstance(params, dict) else None
+    for field in ("taskId", "contextId"):
+        value = message.get(field) if isinstance(message, dict) else None
+        if value is not None and not isinstance(value, str):
+            return f"{field} must be a string, not {type(value).__name__}", []
+        if isinstance(value, str) and not value.strip():
+            return f"{field} is empty: leave it out to start a new one", []
     parts = message.get("parts") if isinstance(message, dict) else None
     if not isinstance(parts, list):
         return None
@@ -265,7 +413,6 @@ class _Apps:
     def get(self, request: Request, agent: AgentRef, segment: str) -> tuple[Endpoint, Endpoint]:
         """The endpoints of ``agent``, served at ``/a2a/{segment}``."""
         from a2a.server.apps import A2AStarletteApplication
-        from a2a.server.request_handlers import DefaultRequestHandler
         from a2a.server.tasks import InMemoryTaskStore
 
         request.state.format = "a2a"
@@ -274,9 +421,7 @@ class _Apps:
         if key not in self._apps:
             base = str(request.base_url).rstrip("/")
             url = f"{base}/a2a/{quote(segment, safe='')}"
-            handler = DefaultRequestHandler(
-                agent_executor=GatewayExecutor(self.gw, agent), task_store=InMemoryTaskStore()
-            )
+            handler = FollowUps(GatewayExecutor(self.gw, agent), InMemoryTaskStore())
             app = A2AStarletteApplication(
                 agent_card=_card(self.gw, agent, url),
                 http_handler=handler,

@@ -7,6 +7,9 @@ deltas) and any other A2A server's stream as well as the wire allows:
   error with the status message's text, canceled -> cancelled; rejected and the rest -> error).
   A final ``failed`` marked ``incomplete`` (a cut stream) ends nothing: the transcript stays
   ``streaming``, with an ``incomplete`` warning.
+- a final ``input-required`` -> the agent's questions as ``user_input`` messages (the ones its
+  metadata lists as ``asks``, else one carrying the status message's text), then stream_end
+  completed: the reply is whole, it ends by asking.
 - an artifact -> one message: TextParts append to ``content`` (type from the metadata, else
   ``text``); a DataPart starts the props (``data``, else the metadata's type) and later ones are
   deltas; a FilePart is an image/audio/video by its mime type. ``append`` false for a known
@@ -57,6 +60,7 @@ from agent_stream.message import (
     STREAM_END,
     STREAM_START,
     TEXT,
+    USER_INPUT,
     Message,
     MessageEndData,
     lifecycle,
@@ -67,7 +71,11 @@ __all__ = ["A2ADecoder"]
 _EVENT: TypeAdapter[Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage] = (
     TypeAdapter(Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage)
 )
-_STATUS = {TaskState.completed: "completed", TaskState.canceled: "cancelled"}
+_STATUS = {
+    TaskState.completed: "completed",
+    TaskState.canceled: "cancelled",
+    TaskState.input_required: "completed",  # the reply is whole; it ends asking
+}
 
 
 def _meta(obj: Any) -> dict[str, Any]:
@@ -171,14 +179,17 @@ class A2ADecoder(Warnings):
         if ev.final:
             data = meta.get("data") if meta.get("event") == STREAM_END else None
             data = data if isinstance(data, dict) else {}
+            asks = self._asks(meta, ev.status.state, text)
             if data.get("status") == "incomplete":
                 self.ended = True
                 self._warn(
                     WarningCode.INCOMPLETE, "the A2A task failed as incomplete: the stream was cut"
                 )
-                return []
+                return asks
             status = _STATUS.get(ev.status.state, "error")
-            return self._stream_end(status, text or None, data)
+            if ev.status.state == TaskState.input_required:
+                text = ""  # the question, given back as user_input, is no error text
+            return asks + self._stream_end(status, text or None, data)
         name = meta.get("event")
         if isinstance(name, str):
             ids = {
@@ -211,6 +222,27 @@ class A2ADecoder(Warnings):
                 block_id=_str(mmeta, "block_id"),
             )
         ]
+
+    @staticmethod
+    def _asks(meta: dict[str, Any], state: TaskState, text: str) -> list[Message]:
+        """The agent's questions of a final status: those its metadata lists, else (another
+        server's ``input-required``) one carrying the status message's text."""
+        listed = meta.get("asks")
+        if isinstance(listed, list):
+            return [
+                Message(
+                    type=USER_INPUT,
+                    props=dict(a["props"]),
+                    message_id=_str(a, "message_id"),
+                    thread_id=_str(a, "thread_id"),
+                    block_id=_str(a, "block_id"),
+                )
+                for a in listed
+                if isinstance(a, dict) and isinstance(a.get("props"), dict)
+            ]
+        if state == TaskState.input_required and text:
+            return [Message(type=USER_INPUT, props={"content": text})]
+        return []
 
     # -- artifacts ----------------------------------------------------------------------------
     def _artifact(self, ev: TaskArtifactUpdateEvent) -> list[Message]:

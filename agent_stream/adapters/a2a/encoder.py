@@ -20,6 +20,16 @@ One reply = one Task:
 - loading, error Messages and other events -> ``working`` status updates (loading and error with
   a status message carrying their text); thread and block events -> status updates whose
   metadata names them.
+- ``user_input`` from the agent is a question for the asker (how a LangGraph ``interrupt``
+  arrives): held, not an artifact, and given in the final status. A stream that ends completed
+  after asking ends the task ``input-required`` (still ``final``), the status message the
+  question's text plus one DataPart per question (its props; ``value`` the parsed JSON when the
+  content is a JSON object or list); the final status metadata lists the questions (``asks``)
+  whatever the state, so ``A2ADecoder`` gives them back.
+- ``task``: the input-required Task a reply continues (a follow-up on its ``taskId``): the
+  stream opens with that Task (its history and artifacts, state ``working``) instead of a new
+  one, new artifact ids avoid its artifacts' ids, and the final status message ids are numbered
+  by the user turn.
 - every artifact and status message carries ``metadata.agent_stream``: type, message_id,
   thread_id, block_id (and props for status messages), so ``A2ADecoder`` reads the stream back.
 
@@ -29,6 +39,7 @@ counterpart inside one task, so they travel in that metadata. See docs/wires-ais
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -84,6 +95,7 @@ from agent_stream.message import (
     TEXT,
     THINKING,
     TOOL_CALL,
+    USER_INPUT,
     VIDEO,
     Message,
 )
@@ -93,7 +105,7 @@ __all__ = ["KEY", "A2AEncoder", "encode_messages", "frame_sse"]
 KEY = "agent_stream"  # the metadata key of everything agent_stream adds
 INCOMPLETE_TEXT = "the stream ended before it was complete"
 Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
-_TEXT, _DATA, _FILE, _STATUS = "text", "data", "file", "status"
+_TEXT, _DATA, _FILE, _STATUS, _ASK = "text", "data", "file", "status", "ask"
 _MEDIA = (IMAGE, AUDIO, VIDEO)
 _SHOWN = {
     TEXT: "content",
@@ -116,11 +128,32 @@ def _kind(type_: str) -> str:
         return _FILE
     if type_ in (LOADING, ERROR):
         return _STATUS
+    if type_ == USER_INPUT:
+        return _ASK
     return _DATA
 
 
 def _text_part(s: str) -> Part:
     return Part(root=TextPart(text=s))
+
+
+def _ask_data(props: Mapping[str, Any]) -> dict[str, Any]:
+    """A question's DataPart: its props, and ``value`` when its content is a JSON object or
+    list (an interrupt's structured value, as the agent gave it)."""
+    data: dict[str, Any] = merge.copy_json(dict(props))
+    content = props.get("content")
+    if isinstance(content, str) and content[:1] in ("{", "["):
+        try:
+            value = json.loads(content)
+        except ValueError:
+            return data
+        if isinstance(value, (dict, list)):
+            data["value"] = value
+    return data
+
+
+def _user_turns(task: Task) -> int:
+    return sum(1 for m in task.history or [] if m.role == Role.user)
 
 
 class _Artifact(Tracked):
@@ -141,11 +174,21 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
 
     INCOMPLETE_WARNING = "the stream ended without stream_end; the A2A task fails as incomplete"
 
-    def __init__(self, *, task_id: str | None = None, context_id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: Task | None = None,
+    ) -> None:
         super().__init__()
-        self.task_id = task_id
-        self.context_id = context_id
-        self._aids: set[str] = set()
+        self.continues = task
+        self.task_id = task_id or (task.id if task is not None else None)
+        self.context_id = context_id or (task.context_id if task is not None else None)
+        self._aids: set[str] = {a.artifact_id for a in (task.artifacts or [])} if task else set()
+        self._asks: list[_Artifact] = []
+        self._turn = _user_turns(task) if task is not None else 1
+        self.final_state: TaskState | None = None  # the state the task ended in (None: open)
 
     def _incomplete(self, out: list[Any], error: str | None) -> None:
         # Every open artifact is closed (lastChunk), marked incomplete: a client waiting for
@@ -158,6 +201,9 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
             self._ending(st)
         self._final(out, TaskState.failed, error or INCOMPLETE_TEXT, {"status": "incomplete"})
 
+    def _suffix(self) -> str:
+        return "" if self._turn <= 1 else f"-{self._turn}"
+
     def _end_stream(self, out: list[Any], status: str, error: str | None) -> None:
         self._end(out, {"status": status, "error": error})
 
@@ -168,14 +214,27 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         rid = ev.request_id if ev is not None else None
         self.task_id = self.task_id or (f"task-{rid}" if rid else "task-agent-stream")
         self.context_id = self.context_id or "agent-stream"
-        out.append(
-            Task(
-                id=self.task_id,
-                context_id=self.context_id,
-                status=TaskStatus(state=TaskState.submitted),
-                metadata={KEY: {"event": STREAM_START, "data": dict(data)}},
+        opening = {KEY: {"event": STREAM_START, "data": dict(data)}}
+        if self.continues is not None:  # the same task goes on, all it had kept
+            prior = self.continues
+            out.append(
+                prior.model_copy(
+                    deep=True,
+                    update={
+                        "status": TaskStatus(state=TaskState.working),
+                        "metadata": {**(prior.metadata or {}), **opening},
+                    },
+                )
             )
-        )
+        else:
+            out.append(
+                Task(
+                    id=self.task_id,
+                    context_id=self.context_id,
+                    status=TaskStatus(state=TaskState.submitted),
+                    metadata=opening,
+                )
+            )
         out.append(self._status(TaskState.working))
 
     def _status(
@@ -196,18 +255,35 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
     def _final(
         self, out: list[Event], state: TaskState, text: str | None, data: Mapping[str, Any]
     ) -> None:
+        asks = [a for a in self._asks if a.data]
+        meta: dict[str, Any] = {"event": STREAM_END, "data": dict(data)}
+        if asks:  # the questions, whatever the state: the decoder gives them back
+            meta["asks"] = [{**self._meta(a), "props": merge.copy_json(a.data)} for a in asks]
         message = None
-        if text:
+        if state == TaskState.completed and asks:
+            state = TaskState.input_required
+            contents = [a.data.get("content") for a in asks]
             message = A2AMessage(
                 role=Role.agent,
-                message_id=f"{self.task_id}-final",
+                message_id=f"{self.task_id}-input{self._suffix()}",
+                parts=[
+                    _text_part("\n\n".join(c for c in contents if isinstance(c, str))),
+                    *(Part(root=DataPart(data=_ask_data(a.data))) for a in asks),
+                ],
+                metadata={KEY: {"type": USER_INPUT}},
+                task_id=self.task_id,
+                context_id=self.context_id,
+            )
+        elif text:
+            message = A2AMessage(
+                role=Role.agent,
+                message_id=f"{self.task_id}-final{self._suffix()}",
                 parts=[_text_part(text)],
                 task_id=self.task_id,
                 context_id=self.context_id,
             )
-        out.append(
-            self._status(state, message, {"event": STREAM_END, "data": dict(data)}, final=True)
-        )
+        out.append(self._status(state, message, meta, final=True))
+        self.final_state = state
         self.finished = True
 
     def _end(self, out: list[Event], data: Mapping[str, Any]) -> None:
@@ -261,7 +337,10 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
     # -- messages -----------------------------------------------------------------------------
     def _new(self, key: Key, type_: str, block_id: str | None) -> _Artifact:
         aid = unique_id(scoped_id(key), self._aids)
-        return self._table.add(_Artifact(key, type_, aid, block_id))
+        st = self._table.add(_Artifact(key, type_, aid, block_id))
+        if st.kind == _ASK:
+            self._asks.append(st)
+        return st
 
     def _meta(self, st: _Artifact) -> dict[str, Any]:
         meta: dict[str, Any] = {"type": st.type}
@@ -310,6 +389,8 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
 
     def _retype(self, st: _Artifact, msg: Message, out: list[Event]) -> _Artifact:
         """A type change ends the old artifact; a new one (same message id) starts."""
+        if st in self._asks:  # no longer a question
+            self._asks.remove(st)
         old_text, old_props = st.text.value(), st.data
         new = self._replace(st, msg, out)
         if msg.props is None:  # type_change without props keeps them
@@ -342,6 +423,8 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
         except DeltaError as exc:
             self._bad_delta(msg, exc)
             return
+        if st.kind == _ASK:
+            return  # held for the final status
         if st.kind == _STATUS:
             self._status_msg(st, out)
         elif st.kind == _FILE:
@@ -410,7 +493,7 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
     def _end_msg(self, st: _Artifact, out: list[Event]) -> None:
         if not self._ending(st):
             return
-        if st.kind == _STATUS:
+        if st.kind in (_STATUS, _ASK):
             return
         if st.sent:
             self._artifact(st, [], out, append=True, last=True)

@@ -1,0 +1,330 @@
+"""Human in the loop over A2A: a LangGraph ``interrupt`` served by a real agent ends its task
+``input-required`` at the gateway's A2A endpoint, the interrupt's value as the question; a
+follow-up on the same ``taskId`` resumes the graph and continues the same task to
+``completed``, read by a2a-sdk's own client (message/stream and message/send) and tasks/get.
+Every other ``taskId`` (unknown, finished, working, answered already, another caller's, in
+another context) is refused with the JSON-RPC error a2a-sdk uses, nothing asked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import DataPart, Message, Part, Role, TaskQueryParams, TaskState, TextPart
+from gateway_harness import Harness, start_gateway
+from inprocess_gateway import GivenReplies, serve_gateway
+
+from agent_stream.message import event, text, user_input
+
+pytest.importorskip("langgraph")
+pytestmark = pytest.mark.integration
+
+GRAPH = """
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+
+async def draft(state: MessagesState) -> dict[str, Any]:
+    model = GenericFakeChatModel(messages=iter(["I drafted the email to Bob."]))
+    return {"messages": [await model.ainvoke(state["messages"])]}
+
+
+async def approve(state: MessagesState) -> dict[str, Any]:
+    answer = interrupt({"question": "Send the email to Bob?", "options": ["yes", "no"]})
+    return {"messages": [AIMessage(content=f"Sent: you said {answer}.")]}
+
+
+g = StateGraph(MessagesState)
+g.add_node("draft", draft)
+g.add_node("approve", approve)
+g.add_edge(START, "draft")
+g.add_edge("draft", "approve")
+graph = g.compile(checkpointer=InMemorySaver())
+"""
+
+
+def _message(words: str, task: Any = None, context_id: str | None = None) -> Message:
+    return Message(
+        role=Role.user,
+        message_id=str(uuid4()),
+        parts=[Part(root=TextPart(text=words))],
+        task_id=task.id if task is not None else None,
+        context_id=context_id or (task.context_id if task is not None else None),
+    )
+
+
+def _texts(task: Any) -> list[str]:
+    return [
+        "".join(p.root.text for p in a.parts if isinstance(p.root, TextPart))
+        for a in task.artifacts or []
+        if a.name == "text"
+    ]
+
+
+def _said(message: Any) -> str:
+    return "".join(p.root.text for p in message.parts if isinstance(p.root, TextPart))
+
+
+async def _send(client: Any, message: Message) -> tuple[Any, list[Any]]:
+    """The task a client ends up with, and every (task, update) item's task id and state."""
+    task, seen = None, []
+    async for item in client.send_message(message):
+        assert isinstance(item, tuple), item
+        task = item[0]
+        seen.append((task.id, task.status.state))
+    assert task is not None
+    return task, seen
+
+
+@pytest.fixture(scope="module")
+def hitl_gateway(gw_harness: Harness, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`serve --app hitl_graph.py:graph --name hitl` and a gateway in front of it."""
+    app = tmp_path_factory.mktemp("hitl") / "hitl_graph.py"
+    app.write_text(textwrap.dedent(GRAPH), encoding="utf-8")
+    server, _, _ = gw_harness.serve("--app", f"{app}:graph", "--name", "hitl")
+    gw = start_gateway(gw_harness, "--agent", "hitl")
+    try:
+        yield gw
+    finally:
+        gw.proc.stop()
+        server.stop()
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["message-stream", "message-send"])
+async def test_an_interrupt_asks_and_the_answer_on_the_same_task_resumes_it(
+    hitl_gateway: Any, streaming: bool
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, f"{hitl_gateway.url}/a2a/hitl").get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create(card)
+        asked, _ = await _send(client, _message("Email Bob that the demo moved to Friday."))
+        assert asked.status.state == TaskState.input_required
+        question = asked.status.message
+        assert question is not None and "Send the email to Bob?" in _said(question)
+        [data] = [p.root for p in question.parts if isinstance(p.root, DataPart)]
+        assert data.data["value"] == {
+            "question": "Send the email to Bob?",
+            "options": ["yes", "no"],
+        }
+        assert _texts(asked) == ["I drafted the email to Bob."]
+
+        done, seen = await _send(client, _message("yes", asked))
+        assert done.id == asked.id and done.context_id == asked.context_id
+        assert {tid for tid, _ in seen} == {asked.id}
+        if streaming:
+            assert (
+                seen[0][1] == TaskState.working and TaskState.submitted not in dict(seen).values()
+            )
+        assert done.status.state == TaskState.completed
+        # the same task: the draft it had, then the resumed run's answer
+        assert _texts(done) == ["I drafted the email to Bob.", "Sent: you said yes."]
+
+        got = await client.get_task(TaskQueryParams(id=asked.id))
+    assert got.status.state == TaskState.completed
+    assert _texts(got) == _texts(done)
+    history = [(m.role, _said(m)) for m in got.history or []]
+    assert history[0] == (Role.user, "Email Bob that the demo moved to Friday.")
+    assert (Role.user, "yes") in history
+    ask_at = next(i for i, (r, s) in enumerate(history) if "Send the email to Bob?" in s)
+    assert history[ask_at][0] == Role.agent and history.index((Role.user, "yes")) > ask_at
+
+
+async def test_a_finished_task_takes_no_follow_up(hitl_gateway: Any) -> None:
+    from a2a.client.errors import A2AClientJSONRPCError
+
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, f"{hitl_gateway.url}/a2a/hitl").get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        asked, _ = await _send(client, _message("Email Bob."))
+        done, _ = await _send(client, _message("no", asked))
+        assert done.status.state == TaskState.completed and "you said no" in _texts(done)[-1]
+        with pytest.raises(A2AClientJSONRPCError) as info:
+            await _send(client, _message("yes after all", done))
+    assert info.value.error.code == -32602
+    assert "terminal state: completed" in (info.value.error.message or "")
+
+
+# -- refusals, over the gateway's own app with given replies ------------------------------------
+ASKS = [
+    event("stream_start", {"request_id": "q"}),
+    text("Drafted.", message_id="M1"),
+    user_input("Send it?", message_id="M2"),
+    event("stream_end", {"status": "completed"}),
+]
+DONE = [
+    event("stream_start", {"request_id": "q"}),
+    text("Sent.", message_id="M1"),
+    event("stream_end", {"status": "completed"}),
+]
+
+
+class Gate:
+    """Holds the replies of a link at message ``at`` until ``open`` is set (a task stays in
+    ``submitted``/``input-required`` with ``at`` 0, ``working`` with ``at`` 1)."""
+
+    def __init__(self, link: GivenReplies) -> None:
+        self.at = 0
+        self.open = asyncio.Event()
+        self.open.set()
+        ask = link.ask
+
+        async def held_ask(address: str, question: str, **kw: Any) -> Any:
+            return _Held(await ask(address, question, **kw), self)
+
+        link.ask = held_ask  # type: ignore[method-assign]
+
+
+class _Held:
+    def __init__(self, reply: Any, gate: Gate) -> None:
+        self.reply, self.gate = reply, gate
+
+    @property
+    def status(self) -> str | None:
+        return self.reply.status  # type: ignore[no-any-return]
+
+    @property
+    def chat_messages(self) -> int:
+        return self.reply.chat_messages  # type: ignore[no-any-return]
+
+    def cancel(self) -> None:
+        self.reply.cancel()
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        n = 0
+        async for m in self.reply:
+            if n == self.gate.at:
+                await self.gate.open.wait()
+            n += 1
+            yield m
+
+
+def _rpc(method: str, words: str, task_id: Any = None, context_id: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "user",
+        "messageId": str(uuid4()),
+        "kind": "message",
+        "parts": [{"kind": "text", "text": words}],
+    }
+    if task_id is not None:
+        message["taskId"] = task_id
+    if context_id is not None:
+        message["contextId"] = context_id
+    return {"jsonrpc": "2.0", "id": 3, "method": method, "params": {"message": message}}
+
+
+async def _error(http: httpx.AsyncClient, url: str, body: dict[str, Any], **kw: Any) -> Any:
+    """The JSON-RPC error of ``body`` (message/stream answers it as one SSE event)."""
+    r = await http.post(url, json=body, **kw)
+    assert r.status_code == 200, r.text
+    if r.headers["content-type"].startswith("text/event-stream"):
+        [line] = [x for x in r.text.splitlines() if x.startswith("data:")]
+        reply = json.loads(line[5:])
+    else:
+        reply = r.json()
+    assert "result" not in reply and "Traceback" not in r.text, reply
+    return reply["error"]
+
+
+async def _ask(http: httpx.AsyncClient, url: str, **kw: Any) -> dict[str, Any]:
+    r = await http.post(url, json=_rpc("message/send", "email Bob"), **kw)
+    task: dict[str, Any] = r.json()["result"]
+    assert task["status"]["state"] == "input-required", task
+    assert task["status"]["message"]["parts"][0]["text"] == "Send it?"
+    return task
+
+
+@pytest.mark.parametrize("method", ["message/send", "message/stream"])
+async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
+    tmp_path: Path, method: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    keys = {"k1": {"authorization": "Bearer k1"}, "k2": {"authorization": "Bearer k2"}}
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS, api_keys=list(keys)) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        rpc = f"{url}/a2a/solo"
+        asked = await _ask(http, rpc, headers=keys["k1"])
+        tid, cid = asked["id"], asked["contextId"]
+        n = len(link.questions)
+        err = await _error(http, rpc, _rpc(method, "yes", "no-such-task"), headers=keys["k1"])
+        assert err["code"] == -32001 and "no-such-task" in err["message"]
+        # another caller's question: not found for them (its existence is not theirs to learn)
+        err = await _error(http, rpc, _rpc(method, "yes", tid, cid), headers=keys["k2"])
+        assert err["code"] == -32001 and "not found" in err["message"]
+        err = await _error(
+            http, rpc, _rpc(method, "yes", tid, "another-context"), headers=keys["k1"]
+        )
+        assert err["code"] == -32602 and "another-context" in err["message"]
+        assert len(link.questions) == n  # nothing was asked
+        # the question still waits for its caller's answer: given without contextId, it goes on
+        link.messages = DONE
+        r = await http.post(rpc, json=_rpc("message/send", "yes", tid), headers=keys["k1"])
+        done = r.json()["result"]
+        assert done["id"] == tid and done["status"]["state"] == "completed"
+        assert link.asked[-1]["session"] == link.asked[0]["session"]
+        assert link.questions[-1][1] == "yes"
+        err = await _error(http, rpc, _rpc(method, "again", tid, cid), headers=keys["k1"])
+        assert err["code"] == -32602 and "terminal state: completed" in err["message"]
+        for bad, says in (
+            (("", None), "taskId is empty"),
+            ((" ", None), "taskId is empty"),
+            ((42, None), "taskId must be a string, not int"),
+            (([tid], None), "taskId must be a string, not list"),
+            ((tid, {"id": cid}), "contextId must be a string, not dict"),
+        ):
+            err = await _error(http, rpc, _rpc(method, "yes", *bad), headers=keys["k1"])
+            assert err["code"] == -32602 and says in err["message"], (bad, err)
+    assert len(link.questions) == n + 1
+    # refused as the client's mistake, never as a failure of the gateway
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_working_or_answered_task_takes_no_second_message(tmp_path: Path) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        rpc = f"{url}/a2a/solo"
+        gate = Gate(link)
+        asked = await _ask(http, rpc)
+        tid = asked["id"]
+        # an answer is on its way (its reply not begun): a second answer is refused
+        gate.open.clear()
+        link.messages = DONE
+        first = asyncio.create_task(http.post(rpc, json=_rpc("message/send", "yes", tid)))
+        while len(link.questions) < 2:
+            await asyncio.sleep(0.01)
+        err = await _error(http, rpc, _rpc("message/stream", "no", tid))
+        assert err["code"] == -32602 and "answered already" in err["message"]
+        gate.open.set()
+        done = (await first).json()["result"]
+        assert done["status"]["state"] == "completed" and done["id"] == tid
+        # a task still working takes no message either
+        gate.at, link.messages = 1, ASKS
+        gate.open.clear()
+        async with http.stream("POST", rpc, json=_rpc("message/stream", "email Bob")) as r:
+            lines = r.aiter_lines()
+            line = await anext(lines)
+            while not line.startswith("data:"):
+                line = await anext(lines)
+            working = json.loads(line[5:])["result"]["id"]
+            err = await _error(http, rpc, _rpc("message/send", "yes", working))
+            assert err["code"] == -32602 and "working" in err["message"]
+            gate.open.set()
+            rest = [x async for x in lines if x.startswith("data:")]
+        assert json.loads(rest[-1][5:])["result"]["status"]["state"] == "input-required"
+    assert [q for _, q in link.questions] == ["email Bob", "yes", "email Bob"]
