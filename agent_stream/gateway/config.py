@@ -12,7 +12,11 @@ KEYS_ENV = "AGENT_STREAM_GATEWAY_KEYS"  # comma-separated API keys, added to --a
 
 
 def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` serves this machine only."""
+    """Whether binding ``host`` serves this machine only.
+
+    Args:
+        host: a host name or IP address.
+    """
     if host == "localhost":
         return True
     try:

@@ -29,7 +29,11 @@ CSP = (
 
 
 async def index(request: Request) -> Response:
-    """``GET /``: the page."""
+    """``GET /``: the page.
+
+    Args:
+        request: the HTTP request.
+    """
     request.state.format = "page"
     return FileResponse(
         STATIC / "index.html",
@@ -43,7 +47,11 @@ async def index(request: Request) -> Response:
 
 
 async def favicon(request: Request) -> Response:
-    """No icon (and no 404 in the browser's console)."""
+    """No icon (and no 404 in the browser's console).
+
+    Args:
+        request: the HTTP request.
+    """
     return Response(status_code=204)
 
 

@@ -22,15 +22,23 @@ __all__ = ["Question", "from_aisdk", "from_openai", "from_turns", "text_of"]
 
 @dataclass(frozen=True)
 class Question:
-    """What the gateway asks: ``text`` (the last user message) and ``history`` (the turns
-    before it, oldest first)."""
+    """What the gateway asks.
+
+    Attributes:
+        text: the last user message.
+        history: the turns before it, oldest first.
+    """
 
     text: str
     history: tuple[Turn, ...] = ()
 
 
 def text_of(content: Any) -> str:
-    """The text of a message's content: a string, or a list of parts (``text`` parts kept)."""
+    """The text of a message's content: a string, or a list of parts (``text`` parts kept).
+
+    Args:
+        content: a message's content (a string, a list of parts, or anything else: no text).
+    """
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -51,8 +59,14 @@ def text_of(content: Any) -> str:
 
 
 def from_turns(turns: Iterable[tuple[str, str]]) -> Question:
-    """(role, text) turns -> the question and its history (HTTPError 400 when there is no user
-    turn)."""
+    """(role, text) turns -> the question and its history.
+
+    Args:
+        turns: the (role, text) turns, oldest first (``developer`` is taken as ``system``).
+
+    Raises:
+        HTTPError: 400, there is no user turn.
+    """
     named = (("system" if r == "developer" else r, t) for r, t in turns)
     kept = [(r, t) for r, t in named if t.strip() and r in ROLES]
     last = max((i for i, (r, _) in enumerate(kept) if r == "user"), default=None)
@@ -87,10 +101,24 @@ def _aisdk_turn(m: dict[str, Any]) -> tuple[str, str]:
 
 
 def from_openai(messages: Any) -> Question:
-    """OpenAI ``messages`` -> the question and its history."""
+    """OpenAI ``messages`` -> the question and its history.
+
+    Args:
+        messages: the request's ``messages``.
+
+    Raises:
+        HTTPError: 400, they are not messages, or there is no user message.
+    """
     return _question(messages, _openai_turn)
 
 
 def from_aisdk(messages: Any) -> Question:
-    """AI SDK UI messages (``parts``) -> the question and its history."""
+    """AI SDK UI messages (``parts``) -> the question and its history.
+
+    Args:
+        messages: the request's ``messages``.
+
+    Raises:
+        HTTPError: 400, they are not messages, or there is no user message.
+    """
     return _question(messages, _aisdk_turn)

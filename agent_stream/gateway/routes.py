@@ -53,7 +53,11 @@ async def _resume(request: Request) -> Response | None:
 
 # -- OpenAI ---------------------------------------------------------------------------------------
 async def chat_completions(request: Request) -> Response:
-    """``POST /v1/chat/completions``: ``stream`` true (SSE) or false (one chat.completion)."""
+    """``POST /v1/chat/completions``: ``stream`` true (SSE) or false (one chat.completion).
+
+    Args:
+        request: the HTTP request.
+    """
     request.state.format = "openai"
     resumed = await _resume(request)
     if resumed is not None:
@@ -145,7 +149,11 @@ async def _completion(gw: Gateway, rid: str, options: dict[str, Any]) -> Respons
 
 
 async def models(request: Request) -> Response:
-    """``GET /v1/models``: the agents clients may name."""
+    """``GET /v1/models``: the agents clients may name.
+
+    Args:
+        request: the HTTP request.
+    """
     request.state.format = "openai"
     data = [
         {"id": a.name, "object": "model", "created": 0, "owned_by": a.address}
@@ -157,7 +165,11 @@ async def models(request: Request) -> Response:
 
 # -- AG-UI ----------------------------------------------------------------------------------------
 async def agui(request: Request) -> Response:
-    """``POST /agui``: a RunAgentInput in, AG-UI events out (SSE, ``\\n`` line ends)."""
+    """``POST /agui``: a RunAgentInput in, AG-UI events out (SSE, ``\\n`` line ends).
+
+    Args:
+        request: the HTTP request.
+    """
     from ag_ui.core import RunAgentInput
     from pydantic import ValidationError
 
@@ -190,7 +202,11 @@ async def agui(request: Request) -> Response:
 
 # -- AI SDK ---------------------------------------------------------------------------------------
 async def aisdk_chat(request: Request) -> Response:
-    """``POST /api/chat``: ``useChat``'s default transport; the UI message stream out."""
+    """``POST /api/chat``: ``useChat``'s default transport; the UI message stream out.
+
+    Args:
+        request: the HTTP request.
+    """
     request.state.format = "aisdk"
     resumed = await _resume(request)
     if resumed is not None:
@@ -218,7 +234,11 @@ async def aisdk_chat(request: Request) -> Response:
 
 async def aisdk_resume(request: Request) -> Response:
     """``GET /api/chat/{id}/stream``: the chat's running reply from its start (or after
-    ``Last-Event-ID``); 204 when no reply of that chat is running."""
+    ``Last-Event-ID``); 204 when no reply of that chat is running.
+
+    Args:
+        request: the HTTP request.
+    """
     request.state.format = "aisdk"
     resumed = await _resume(request)
     if resumed is not None:
@@ -265,7 +285,11 @@ def _accept(request: Request) -> tuple[str, bool]:
 
 async def native(request: Request) -> Response:
     """``GET /v1/stream?agent=&q=`` or ``POST /v1/stream {"agent", "question", "history"}``
-    (``history``: the conversation before the question, ``[{"role", "text"}, ...]``)."""
+    (``history``: the conversation before the question, ``[{"role", "text"}, ...]``).
+
+    Args:
+        request: the HTTP request.
+    """
     fmt, sse = _accept(request)
     request.state.format = fmt
     resumed = await _resume(request)
@@ -299,7 +323,14 @@ async def native(request: Request) -> Response:
 def history_of(raw: Any) -> tuple[Turn, ...]:
     """A native request's ``history`` (absent: none); HTTPError 400 when it is not a list of
     ``{"role": "user" | "assistant" | "system", "text": str}``. Its size is the agent's to
-    judge (an oversized one is ignored there, the question still answered)."""
+    judge (an oversized one is ignored there, the question still answered).
+
+    Args:
+        raw: the request's ``history`` value (None: absent).
+
+    Raises:
+        HTTPError: 400, it is not a list of such turns.
+    """
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -325,7 +356,11 @@ def history_of(raw: Any) -> tuple[Turn, ...]:
 async def reply_stop(request: Request) -> Response:
     """``DELETE /v1/replies/{id}``: stop a reply now (id: the reply id, an AG-UI run id, an AI
     SDK chat id or a chat.completion id). A reply another gateway process runs (a shared Redis
-    store) is stopped there: 202 ``cancelling``."""
+    store) is stopped there: 202 ``cancelling``.
+
+    Args:
+        request: the HTTP request.
+    """
     gw = _gw(request)
     name = request.path_params["id"]
     rid = None
@@ -350,7 +385,11 @@ async def reply_stop(request: Request) -> Response:
 
 
 async def reply_stats(request: Request) -> Response:
-    """``GET /v1/replies/{id}``: status, ChatMessages, time to first text, total."""
+    """``GET /v1/replies/{id}``: status, ChatMessages, time to first text, total.
+
+    Args:
+        request: the HTTP request.
+    """
     gw = _gw(request)
     rid = await gw.store.resolve(request.path_params["id"]) or request.path_params["id"]
     run = gw.runs.get(rid)
@@ -360,7 +399,11 @@ async def reply_stats(request: Request) -> Response:
 
 
 async def healthz(request: Request) -> Response:
-    """``GET /healthz``: alive, and how many replies are open."""
+    """``GET /healthz``: alive, and how many replies are open.
+
+    Args:
+        request: the HTTP request.
+    """
     gw = _gw(request)
     return JSONResponse(
         {
@@ -374,7 +417,11 @@ async def healthz(request: Request) -> Response:
 
 
 def routes(gw: Gateway) -> list[Route]:
-    """Every route of this module."""
+    """Every route of this module.
+
+    Args:
+        gw: the gateway the routes serve.
+    """
     return [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),

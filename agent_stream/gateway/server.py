@@ -25,7 +25,11 @@ GATEWAY_NAME = "gateway"
 
 
 def make_store(config: GatewayConfig) -> ResumeStore:
-    """The resume store ``--resume-store`` names."""
+    """The resume store ``--resume-store`` names.
+
+    Args:
+        config: the gateway's settings (``resume_store``, ``resume_window``).
+    """
     if config.resume_store == "memory":
         return MemoryStore()
     from agent_stream.gateway.redis_store import RedisStore
@@ -34,7 +38,12 @@ def make_store(config: GatewayConfig) -> ResumeStore:
 
 
 def port_available(host: str, port: int) -> bool:
-    """Whether ``host:port`` can be listened on now."""
+    """Whether ``host:port`` can be listened on now.
+
+    Args:
+        host: the host to bind.
+        port: the port.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -58,7 +67,14 @@ def _access_logging() -> None:
 def run_gateway(
     config: GatewayConfig, *, agent_port: int = 0, seed: str | None = None, verbose: bool = False
 ) -> int:
-    """Run until Ctrl-C / SIGTERM. Returns the exit status."""
+    """Run until Ctrl-C / SIGTERM. Returns the exit status.
+
+    Args:
+        config: the gateway's settings.
+        agent_port: the port of the gateway's own agent (0: a free one).
+        seed: the seed of the gateway's agent (None: a random one, a new address each run).
+        verbose: log at INFO rather than WARNING.
+    """
     import uvicorn
 
     from agent_stream.gateway.app import Gateway, build_app
