@@ -52,6 +52,14 @@ def _command_modules() -> list[ModuleType]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``agent-stream`` command.
+
+    Args:
+        argv: the command line without the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status (2: no command given, 130: interrupted).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

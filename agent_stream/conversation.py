@@ -60,15 +60,27 @@ class HistoryLimits:
 
 
 def history_to_json(turns: Iterable[Turn]) -> str:
-    """``turns`` as the JSON a question's tags carry."""
+    """Turns as the JSON a question's tags carry.
+
+    Args:
+        turns: the conversation's turns, oldest first.
+    """
     return json.dumps(
         [{"role": t.role, "text": t.text} for t in turns], ensure_ascii=False, separators=(",", ":")
     )
 
 
 def history_from_json(raw: Any, limits: HistoryLimits | None = None) -> tuple[Turn, ...]:
-    """The turns in ``raw`` (the tag's JSON text); ValueError saying why when it is not a list
-    of ``{"role", "text"}`` objects within ``limits``."""
+    """The turns in a question's history tag.
+
+    Args:
+        raw: the tag's JSON text.
+        limits: the bounds it must keep within (None: the defaults of HistoryLimits).
+
+    Raises:
+        ValueError: it is not a list of ``{"role", "text"}`` objects within ``limits``; the
+            error says why.
+    """
     limits = limits or HistoryLimits()
     if not isinstance(raw, str):
         raise ValueError("history is not a JSON string")

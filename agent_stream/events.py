@@ -25,7 +25,11 @@ __all__ = ["EventView", "view"]
 
 
 class EventView:
-    """The name and data of one event Message, read through typed properties."""
+    """The name and data of one event Message, read through typed properties.
+
+    Args:
+        msg: the event Message.
+    """
 
     __slots__ = ("data", "msg", "name")
 
@@ -123,5 +127,9 @@ class EventView:
 
 
 def view(msg: Message) -> EventView | None:
-    """The typed view of an event Message (None for any other Message)."""
+    """The typed view of an event Message (None for any other Message).
+
+    Args:
+        msg: the Message.
+    """
     return EventView(msg) if msg.type == EVENT else None

@@ -66,6 +66,10 @@ def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
 
     Linear and in C: escapes are dropped, strings cut out, the brackets kept, then innermost
     ``[]`` pairs removed once per level. Unbalanced text counts the opens left unclosed.
+
+    Args:
+        raw: the JSON text, UTF-8.
+        limit: the deepest nesting allowed.
     """
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
@@ -103,9 +107,16 @@ def _walk_strings(value: Any) -> bool:
 def loads(
     text: str | bytes, error: type[StreamError] = InvalidJSON, *, max_depth: int = MAX_DEPTH
 ) -> Any:
-    """The one JSON value in ``text``; ``error(reason)`` if it is not strict JSON.
+    """The one JSON value in ``text``, which must be strict JSON.
 
-    Never raises anything but ``error``: not RecursionError, ValueError or UnicodeError.
+    Args:
+        text: the JSON text, as a string or UTF-8 bytes.
+        error: the StreamError subclass raised when it is not strict JSON.
+        max_depth: the deepest nesting of arrays and objects allowed.
+
+    Raises:
+        StreamError: ``error(reason)``, and never anything else: not RecursionError,
+            ValueError or UnicodeError.
     """
     if isinstance(text, (bytes, bytearray)):
         raw = bytes(text)
@@ -140,5 +151,9 @@ def loads(
 
 
 def has_surrogate(s: str) -> bool:
-    """Whether ``s`` holds a lone surrogate (cannot be written as UTF-8)."""
+    """Whether ``s`` holds a lone surrogate (cannot be written as UTF-8).
+
+    Args:
+        s: the string.
+    """
     return _SURROGATE.search(s) is not None

@@ -53,8 +53,14 @@ class _Call:
 
 
 def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Console:
-    """A Console for live output: no markup or highlighting of content; lines are wrapped
-    between words on a terminal and left whole in a pipe or a file."""
+    """A Console for live output: no markup or highlighting of content.
+
+    Lines are wrapped between words on a terminal and left whole in a pipe or a file.
+
+    Args:
+        file: where to write (None: stdout).
+        color: force colours on (True) or off (False); None: colours on a terminal only.
+    """
     console = Console(
         file=file or sys.stdout,
         highlight=False,
@@ -69,8 +75,14 @@ def make_console(file: TextIO | None = None, *, color: bool | None = None) -> Co
 
 
 class LiveRenderer:
-    """Feed it Messages as they arrive; it prints them as they stream (plain text, appended:
-    the form for a pipe or a file)."""
+    """Feed it Messages as they arrive; it prints them as they stream.
+
+    Plain text, appended: the form for a pipe or a file.
+
+    Args:
+        console: where to print (None: :func:`make_console`, stdout).
+        reasoning: show the reasoning (dimmed).
+    """
 
     def __init__(self, console: Console | None = None, *, reasoning: bool = True) -> None:
         self.console = console or make_console()
@@ -111,7 +123,11 @@ class LiveRenderer:
 
     # -- feeding --------------------------------------------------------------------------------
     def feed(self, msg: Message) -> None:
-        """Render one Message."""
+        """Render one Message.
+
+        Args:
+            msg: the next Message of the stream.
+        """
         name = msg.event
         if msg.type == EVENT and name is not None:
             self._event(name, msg)
@@ -268,7 +284,12 @@ class LiveRenderer:
         return None
 
     def close(self, summary: str | None = None, *, ok: bool = True) -> None:
-        """End the output (a summary line in green, or red when not ``ok``)."""
+        """End the output, with a summary line.
+
+        Args:
+            summary: the last line (None: none).
+            ok: the summary in green, else in red.
+        """
         self._show_calls()  # a cut stream's calls: shown as far as they came
         self._newline()
         if summary:

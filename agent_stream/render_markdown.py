@@ -33,8 +33,15 @@ _NO_SOURCE = object()
 
 
 def finished_blocks(text: str) -> int:
-    """How much of ``text`` is whole markdown blocks: up to the last blank line that is outside
-    a code fence and follows some content (0: nothing is finished yet)."""
+    """How much of ``text`` is whole markdown blocks.
+
+    Args:
+        text: markdown, as much as has arrived.
+
+    Returns:
+        The offset of the end of the last blank line that is outside a code fence and follows
+        some content (0: nothing is finished yet).
+    """
     pos = cut = 0
     fence: str | None = None
     content = False
@@ -94,8 +101,14 @@ class _Markdown(Markdown):
 
 
 def newest_lines(text: str, limit: int) -> str:
-    """The last ``limit`` lines of markdown ``text``, under the opening line of the code fence
-    they are in, if any (so they still draw as code)."""
+    """The last lines of markdown, under the opening line of the code fence they are in, if any.
+
+    So they still draw as code.
+
+    Args:
+        text: markdown.
+        limit: how many lines to keep.
+    """
     lines = text.split("\n")
     if len(lines) <= limit:
         return text
@@ -121,8 +134,17 @@ class _Pending:
 
 
 class MarkdownRenderer(LiveRenderer):
-    """Feed it Messages as they arrive; it draws them on a terminal as markdown, live (see the
-    module doc). Call :meth:`close` at the end (it also stops the live region)."""
+    """Feed it Messages as they arrive; it draws them on a terminal as markdown, live.
+
+    See the module doc. Call :meth:`close` at the end (it also stops the live region).
+
+    Args:
+        console: where to draw (None: :func:`~agent_stream.render.make_console`, stdout).
+        reasoning: show the reasoning (dimmed).
+        refresh_per_second: how often the live region is redrawn at most.
+        auto_refresh: let the live region also redraw on its own timer, so that what arrived
+            just before a pause in the stream shows.
+    """
 
     def __init__(
         self,
@@ -256,7 +278,12 @@ class MarkdownRenderer(LiveRenderer):
             self._live = None
 
     def close(self, summary: str | None = None, *, ok: bool = True) -> None:
-        """Print what is pending, stop the live region, then the summary line."""
+        """Print what is pending, stop the live region, then the summary line.
+
+        Args:
+            summary: the last line (None: none).
+            ok: the summary in green, else in red.
+        """
         self.stop()
         if summary:
             self.console.rule(style="green" if ok else "red")

@@ -34,9 +34,18 @@ _UNSET: Any = object()
 
 
 class Progress:
-    """``async with scope.progress("Searching…") as p``: a ``loading`` message whose text
-    :meth:`update` replaces; it is marked ``done`` when the body returns and ends with the
-    body's status."""
+    """``async with scope.progress("Searching…") as p``: a ``loading`` message.
+
+    :meth:`update` replaces its text; it is marked ``done`` when the body returns and ends with
+    the body's status.
+
+    Args:
+        scope: the scope the message is written in.
+        message: the progress line's first text.
+
+    Raises:
+        StreamError: ``message`` is not a string.
+    """
 
     def __init__(self, scope: Scope, message: str) -> None:
         if not isinstance(message, str):
@@ -57,7 +66,11 @@ class Progress:
         return self
 
     async def update(self, message: str) -> None:
-        """Replace the progress line's text with ``message``."""
+        """Replace the progress line's text.
+
+        Args:
+            message: the new text.
+        """
         if not isinstance(message, str):
             raise StreamError(f"progress takes a string, got {type(message).__name__}")
         if self._handle is None:
@@ -78,8 +91,16 @@ class Progress:
 class ToolCallScope:
     """``async with scope.tool(name, arguments) as t``: see the module doc.
 
-    ``call_id``: the call's ``id`` (a fresh ``call_…`` when None), also the result's
-    ``call_id``; ``status``: completed | error | cancelled once the body ended.
+    ``status`` is completed | error | cancelled once the body ended.
+
+    Args:
+        scope: the scope the call is written in.
+        name: the tool's name (not empty).
+        arguments: its arguments: a mapping (sent as JSON), a JSON string, or None.
+        call_id: the call's ``id``, also the result's ``call_id`` (None: a fresh ``call_…``).
+
+    Raises:
+        StreamError: an empty name or call_id, or arguments that are not JSON.
     """
 
     def __init__(
@@ -107,7 +128,11 @@ class ToolCallScope:
         return self
 
     async def progress(self, message: str) -> None:
-        """Show (the first time) or update a progress line for this call."""
+        """Show (the first time) or update a progress line for this call.
+
+        Args:
+            message: the progress line's text.
+        """
         if self._progress is None:
             progress = Progress(self._scope, message)
             await progress.__aenter__()
@@ -116,7 +141,14 @@ class ToolCallScope:
             await self._progress.update(message)
 
     def result(self, content: Any) -> None:
-        """The call's result (a string or any JSON value), sent when the body returns."""
+        """The call's result, sent when the body returns.
+
+        Args:
+            content: a string or any JSON value.
+
+        Raises:
+            StreamError: ``content`` is not a JSON value.
+        """
         try:
             json.dumps(content, allow_nan=False)
         except (TypeError, ValueError) as exc:
