@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # "agent_stream" is its top-level modules only; every other entry includes its subpackages
 PACKAGES: list[str] = [
     # one line per package, added once its docstrings pass
+    "agent_stream",
     "agent_stream.chunking",
     "agent_stream.telemetry",
 ]

@@ -53,7 +53,13 @@ _MISSING: Any = object()
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
-    """``obj[name]`` for a mapping, else ``obj.name``: framework events come as either."""
+    """``obj[name]`` for a mapping, else ``obj.name``: framework events come as either.
+
+    Args:
+        obj: a mapping or an object.
+        name: the key or attribute.
+        default: what is returned when it has neither.
+    """
     if type(obj) is dict:  # the common cases first: isinstance against an ABC is slow
         return obj.get(name, default)
     value = getattr(obj, name, _MISSING)
@@ -65,7 +71,11 @@ def field(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def text_of(value: Any) -> Any:
-    """A tool's result as the transcript carries it: a string, or any JSON value as it is."""
+    """A tool's result as the transcript carries it: a string, or any JSON value as it is.
+
+    Args:
+        value: the tool's result (a pydantic model is dumped; anything else not JSON: its str).
+    """
     if value is None or isinstance(value, (str, int, float, bool, list, dict)):
         return value
     dump = getattr(value, "model_dump", None)
@@ -78,7 +88,11 @@ def text_of(value: Any) -> Any:
 
 
 class Emitter:
-    """Writes one framework run into ``out``; see the module doc."""
+    """Writes one framework run into ``out``; see the module doc.
+
+    Args:
+        out: the stream or scope the run writes into.
+    """
 
     def __init__(self, out: Scope) -> None:
         self.out = out
@@ -93,12 +107,21 @@ class Emitter:
 
     # -- structure ------------------------------------------------------------------------------
     def scope(self, block: Hashable | None) -> Scope:
-        """The open block under ``block``, else the stream (or scope) the run writes into."""
+        """The open block under ``block``, else the stream (or scope) the run writes into.
+
+        Args:
+            block: the block's key (None: the run's own scope).
+        """
         if block is None:
             return self.out
         return self.blocks.get(block) or self.out
 
     def block_id(self, block: Hashable | None) -> str | None:
+        """The id of the open block under ``block`` (None: no such block).
+
+        Args:
+            block: the block's key (None: none).
+        """
         b = self.blocks.get(block) if block is not None else None
         return b.block_id if b is not None else None
 
@@ -112,7 +135,19 @@ class Emitter:
         parent_id: str | None = None,
         data: Mapping[str, Any] | None = None,
     ) -> BlockScope:
-        """Start a block nested under the open block ``parent`` (a key) or ``parent_id``."""
+        """Start a block nested under the open block ``parent`` (a key) or ``parent_id``.
+
+        Args:
+            key: the caller's key for the block.
+            type: the block's type (e.g. ``agent``, ``llm``).
+            label: its label (None: none).
+            parent: the key of the open block it nests in (None: see ``parent_id``).
+            parent_id: the id of the block it nests in, when not opened here (None: the scope).
+            data: more fields of its start (None values dropped).
+
+        Returns:
+            The block (the open one when ``key`` is open already).
+        """
         if key in self.blocks:
             return self.blocks[key]
         block = self.out.block(type, label)
@@ -131,7 +166,12 @@ class Emitter:
         return block
 
     async def close_block(self, key: Hashable, status: str = "completed") -> None:
-        """End the block under ``key`` and every message still open in it."""
+        """End the block under ``key`` and every message still open in it.
+
+        Args:
+            key: the block's key (unknown: nothing happens).
+            status: the block's end status.
+        """
         block = self.blocks.pop(key, None)
         if block is None:
             return
@@ -143,6 +183,11 @@ class Emitter:
 
     # -- messages -------------------------------------------------------------------------------
     def has(self, key: Hashable) -> bool:
+        """Whether a message is open under ``key``.
+
+        Args:
+            key: the caller's key for the message (any hashable, e.g. an output index).
+        """
         return key in self.messages
 
     async def open(
@@ -152,6 +197,14 @@ class Emitter:
         block: Hashable | None,
         props: Mapping[str, Any] | None = None,
     ) -> MessageHandle:
+        """The message open under ``key``; opened as ``type`` in ``block`` when it is not.
+
+        Args:
+            key: the caller's key for the message (any hashable, e.g. an output index).
+            type: the message's type.
+            block: the key of the block it goes in (None: the run's own scope).
+            props: its starting props (None: none).
+        """
         h = self.messages.get(key)
         if h is None:
             h = self.scope(block).message(type, props)
@@ -160,7 +213,14 @@ class Emitter:
         return h
 
     async def append(self, key: Hashable, type: str, block: Hashable | None, delta: str) -> None:
-        """Append text to the message under ``key`` (opened as ``type`` in ``block``)."""
+        """Append text to the message under ``key`` (opened as ``type`` in ``block``).
+
+        Args:
+            key: the caller's key for the message (any hashable, e.g. an output index).
+            type: the message's type, when it is opened here.
+            block: the key of the block it goes in (None: the run's own scope).
+            delta: the text to append (empty: nothing happens).
+        """
         if not delta:
             return
         h = self.messages.get(key)
@@ -169,6 +229,12 @@ class Emitter:
         await h.append(delta)
 
     async def end_message(self, key: Hashable, status: str = "completed") -> None:
+        """End the message under ``key`` (nothing when none is open).
+
+        Args:
+            key: the caller's key for the message (any hashable, e.g. an output index).
+            status: its end status.
+        """
         h = self.messages.pop(key, None)
         if h is not None:
             with contextlib.suppress(StreamError):
@@ -182,7 +248,18 @@ class Emitter:
         name: str | None,
         arguments: str = "",
     ) -> MessageHandle:
-        """A ``tool_call`` message: id and name first, then its arguments as deltas."""
+        """A ``tool_call`` message: id and name first, then its arguments as deltas.
+
+        Args:
+            key: the caller's key for the message (any hashable, e.g. an output index).
+            block: the key of the block it goes in (None: the run's own scope).
+            call_id: the tool call's id (None: unknown).
+            name: the tool's name (None: unknown).
+            arguments: the arguments so far (JSON text).
+
+        Returns:
+            The open ``tool_call`` message (more arguments: :meth:`tool_args`).
+        """
         if call_id and name:
             self.tool_names[call_id] = name
         made_in = self.block_id(block)
@@ -198,6 +275,12 @@ class Emitter:
         return h
 
     async def tool_args(self, key: Hashable, delta: str) -> None:
+        """Append argument text to the open ``tool_call`` message under ``key``.
+
+        Args:
+            key: the caller's key for the message (any hashable, e.g. an output index).
+            delta: the arguments' next piece (JSON text).
+        """
         h = self.messages.get(key)
         if h is not None and delta:
             await h.append(delta, path="arguments")
@@ -210,6 +293,15 @@ class Emitter:
         content: Any,
         is_error: bool = False,
     ) -> None:
+        """Send a ``tool_result`` message.
+
+        Args:
+            block: the key of the block it goes in (None: the run's own scope).
+            call_id: the tool call's id (None: unknown).
+            name: the tool's name (None: the name its call gave).
+            content: the result (see :func:`text_of`).
+            is_error: the tool failed.
+        """
         if name is None and call_id:
             name = self.tool_names.get(call_id)
         await self.scope(block).send(
@@ -217,17 +309,35 @@ class Emitter:
         )
 
     async def progress(self, block: Hashable | None, text: str) -> None:
+        """Send a finished ``loading`` message saying ``text``.
+
+        Args:
+            block: the key of the block it goes in (None: the run's own scope).
+            text: what is going on.
+        """
         async with self.scope(block).message(LOADING, {"message": text}) as m:
             await m.merge({"done": True})
 
     async def send(self, block: Hashable | None, msg: Message) -> None:
+        """Send a whole message.
+
+        Args:
+            block: the key of the block it goes in (None: the run's own scope).
+            msg: the message.
+        """
         await self.scope(block).send(msg)
 
     # -- accounting -----------------------------------------------------------------------------
     def add_usage(
         self, prompt: int | None, completion: int | None, total: int | None = None
     ) -> None:
-        """Add one model call's final figures."""
+        """Add one model call's final figures.
+
+        Args:
+            prompt: the call's prompt tokens (None: 0).
+            completion: its completion tokens (None: 0).
+            total: its total tokens (None: prompt + completion).
+        """
         p, c = int(prompt or 0), int(completion or 0)
         u = self.usage
         u["prompt_tokens"] = u.get("prompt_tokens", 0) + p
@@ -235,20 +345,35 @@ class Emitter:
         u["total_tokens"] = u.get("total_tokens", 0) + (int(total) if total else p + c)
 
     def warn(self, kind: str, detail: str) -> None:
-        """Report, once per kind, something of the framework's output this source does not map."""
+        """Report, once per kind, something of the framework's output this source does not map.
+
+        Args:
+            kind: what was not mapped (e.g. an event type).
+            detail: more about it, for the log.
+        """
         if kind not in self._warned:
             self._warned.add(kind)
             log.warning("agent_stream source: %s not mapped (%s)", kind, detail)
 
     # -- ending ---------------------------------------------------------------------------------
     async def close_all(self, status: str) -> None:
+        """End every open message and block.
+
+        Args:
+            status: their end status.
+        """
         for key in list(self.messages):
             await self.end_message(key, status)
         for key in reversed(list(self.blocks)):
             await self.close_block(key, status)
 
     async def fail(self, text: str, code: str = "framework_error") -> None:
-        """End what is open with status error and add an ``error`` message the user can read."""
+        """End what is open with status error and add an ``error`` message the user can read.
+
+        Args:
+            text: what the user reads.
+            code: the error's code.
+        """
         await self.close_all("error")
         if self.failure is None:
             self.failure = text
@@ -265,7 +390,12 @@ class Emitter:
 
 
 async def drive(em: Emitter, run: Callable[[], Awaitable[None]]) -> None:
-    """Run ``run()`` (one framework run writing through ``em``) and end it properly."""
+    """Run ``run()`` (one framework run writing through ``em``) and end it properly.
+
+    Args:
+        em: the emitter the run writes through.
+        run: the run.
+    """
     try:
         await run()
     except asyncio.CancelledError:
@@ -279,7 +409,11 @@ async def drive(em: Emitter, run: Callable[[], Awaitable[None]]) -> None:
 
 
 async def resolve(value: Any) -> AsyncIterable[Any]:
-    """A stream given as is or as an awaitable of one (a plain iterable is read as one too)."""
+    """A stream given as is or as an awaitable of one (a plain iterable is read as one too).
+
+    Args:
+        value: a stream, an awaitable of one, or a plain iterable.
+    """
     if inspect.isawaitable(value):
         value = await value
     if not hasattr(value, "__aiter__") and hasattr(value, "__iter__"):
@@ -293,7 +427,11 @@ async def _aiter(items: Any) -> AsyncIterator[Any]:
 
 
 async def aclose(events: Any) -> None:
-    """Close a model's HTTP stream (the SDK's ``close``, a generator's ``aclose``)."""
+    """Close a model's HTTP stream (the SDK's ``close``, a generator's ``aclose``).
+
+    Args:
+        events: the model's stream.
+    """
     for name in ("close", "aclose"):
         fn = getattr(events, name, None)
         if callable(fn):
@@ -309,7 +447,12 @@ def mapped_responder(
 ) -> SourceResponder:
     """A responder that feeds each event of ``stream(request)`` to the mapper ``mapper_for``
     builds (an object with async ``feed(event)`` and ``close()``), closing the model's stream
-    whatever happens."""
+    whatever happens.
+
+    Args:
+        stream: the model's event stream for a request (or an awaitable of one).
+        mapper_for: builds the mapper writing through an Emitter.
+    """
 
     async def respond(request: Any, out: Any) -> None:
         em = Emitter(out)
