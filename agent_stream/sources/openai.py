@@ -35,7 +35,12 @@ MODEL_ENV = "OPENAI_MODEL"
 
 
 class ModelError(StreamError):
-    """The model server failed (raised only with ``raise_errors=True``)."""
+    """The model server failed (raised only with ``raise_errors=True``).
+
+    Args:
+        message: what failed.
+        code: the server's error code (None: none).
+    """
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
@@ -44,7 +49,14 @@ class ModelError(StreamError):
 
 @dataclass
 class ModelResult:
-    """How one call ended: finish_reason and usage as the server sent them, or the error."""
+    """How one call ended: finish_reason and usage as the server sent them, or the error.
+
+    Attributes:
+        finish_reason: the server's finish_reason (None: none came).
+        usage: the server's token usage (None: none came).
+        error: what failed (None: nothing).
+        code: the failure's code (None: none).
+    """
 
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
@@ -107,15 +119,28 @@ class _Feeder:
 class OpenAIModel:
     """An async callable ``(question, out) -> None`` streaming a chat completion into ``out``.
 
-    ``base_url``, ``api_key`` and ``model`` default to OPENAI_BASE_URL, OPENAI_API_KEY and
-    OPENAI_MODEL (then the package's default URL, the key ``"EMPTY"`` that local servers accept,
-    and ``gpt-4o-mini``). ``timeout`` bounds connecting and every wait for the next bytes;
-    ``max_retries`` is the package's retry count for failed requests (before anything streamed).
-    ``params`` go to ``chat.completions.create`` as they are (temperature, tools, ...).
-    With ``block=True`` the reply is one block ``llm`` labelled with the model name.
-    With ``raise_errors=True`` a failure raises ModelError after the error Message is written;
-    otherwise, when ``out`` is the StreamWriter itself, the stream is marked failed
-    (``StreamWriter.fail``) so it ends with status error.
+    When ``out`` is the StreamWriter itself, a failure marks the stream failed
+    (``StreamWriter.fail``)
+    so it ends with status error.
+
+    Args:
+        base_url: the server's URL (None: OPENAI_BASE_URL, then the openai package's default).
+        api_key: the API key (None: OPENAI_API_KEY, then ``"EMPTY"``, which local servers
+            accept).
+        model: the model's name (None: OPENAI_MODEL, then ``gpt-4o-mini``).
+        system: a system message put before the conversation (None: none).
+        timeout: seconds for connecting and for every wait for the next bytes.
+        max_retries: the openai package's retry count for failed requests (before anything
+            streamed).
+        include_usage: ask the server for token usage (``stream_options``).
+        block: write the reply as one block ``llm``.
+        block_label: that block's label (None: the model's name).
+        raise_errors: raise ModelError on a failure, after the error Message is written.
+        client: an ``openai.AsyncOpenAI`` client to use (None: one per call, closed after).
+        **params: passed to ``chat.completions.create`` as they are (temperature, tools, ...).
+
+    Raises:
+        MissingDependency: no ``client`` and the openai package is not installed.
     """
 
     def __init__(
@@ -160,7 +185,15 @@ class OpenAIModel:
         await self.stream(messages, out)
 
     async def stream(self, messages: Sequence[Mapping[str, Any]], out: Scope) -> ModelResult:
-        """Stream the completion of a whole conversation into ``out``; returns how it ended."""
+        """Stream the completion of a whole conversation into ``out``; returns how it ended.
+
+        Args:
+            messages: the whole conversation, OpenAI chat messages, sent as they are.
+            out: the scope the reply is written into.
+
+        Raises:
+            ModelError: the server failed and ``raise_errors`` is set.
+        """
         dec = OpenAIDecoder(stream_events=False)
         block: BlockScope | None = (
             out.block("llm", label=self.block_label or self.model) if self.block else None

@@ -59,7 +59,15 @@ def iter_tokens(text: str, window: int = WINDOW) -> Iterator[str]:
     """The tokens of ``text`` one by one, lazily; linear in the length of ``text``.
 
     The pre-tokeniser runs on ``window`` characters at a time (a run of one character class
-    longer than that is cut at the window's end), so no step takes long on a huge input."""
+    longer than that is cut at the window's end), so no step takes long on a huge input.
+
+    Args:
+        text: the text.
+        window: characters pre-tokenised at a time.
+
+    Yields:
+        The tokens, in order.
+    """
     pos, n = 0, len(text)
     while pos < n:
         end = min(n, pos + window)
@@ -90,12 +98,21 @@ def _pieces(piece: str) -> Iterator[str]:
 
 
 def tokenize(text: str) -> list[str]:
-    """Split ``text`` into BPE-sized tokens; ``"".join(tokenize(t)) == t``."""
+    """Split ``text`` into BPE-sized tokens; ``"".join(tokenize(t)) == t``.
+
+    Args:
+        text: the text.
+    """
     return list(iter_tokens(text))
 
 
 async def count_tokens(text: str, slice_size: int = 4096) -> int:
-    """``len(tokenize(text))``, letting the event loop run every ``slice_size`` tokens."""
+    """``len(tokenize(text))``, letting the event loop run every ``slice_size`` tokens.
+
+    Args:
+        text: the text.
+        slice_size: tokens counted between two yields to the event loop.
+    """
     n = 0
     for _ in iter_tokens(text):
         n += 1
@@ -106,7 +123,15 @@ async def count_tokens(text: str, slice_size: int = 4096) -> int:
 
 @dataclass(frozen=True)
 class ToolStep:
-    """One simulated tool call: its name, JSON arguments, progress line and result text."""
+    """One simulated tool call.
+
+    Attributes:
+        name: the tool's name.
+        arguments: its JSON arguments.
+        progress: its progress line.
+        result: its result text.
+        latency: its running time, relative to the model's ``tool_latency``.
+    """
 
     name: str
     arguments: dict[str, object]
@@ -117,7 +142,18 @@ class ToolStep:
 
 @dataclass(frozen=True)
 class ReplyScript:
-    """A bundled reply: reasoning, one tool step, two parallel tool steps, the answer."""
+    """A bundled reply: reasoning, one tool step, two parallel tool steps, the answer.
+
+    Attributes:
+        key: the script's name.
+        keywords: words of a question that pick it.
+        thinking: the reasoning text.
+        tool: the first tool step.
+        parallel: the two tool steps that run side by side.
+        answer: the answer text.
+        labels: the labels of the two parallel blocks ("": the tool's name).
+        extra: free-form texts of the script (the bundled ones have none).
+    """
 
     key: str
     keywords: tuple[str, ...]
@@ -308,7 +344,12 @@ PICK_CHARS = 65536  # keywords are looked for in the question's first 64 K chara
 
 def pick_reply(question: str, replies: Sequence[ReplyScript] = REPLIES) -> ReplyScript:
     """The bundled reply for ``question``: the most keywords matched (in its first
-    :data:`PICK_CHARS` characters), else a stable hash of the whole question."""
+    :data:`PICK_CHARS` characters), else a stable hash of the whole question.
+
+    Args:
+        question: the question.
+        replies: the scripts to pick from.
+    """
     words = question[:PICK_CHARS].lower()
     best, score = None, 0
     for r in replies:
@@ -323,9 +364,14 @@ def pick_reply(question: str, replies: Sequence[ReplyScript] = REPLIES) -> Reply
 class ReplayModel:
     """Streams a bundled reply into a writer scope at ``rate`` tokens per second.
 
-    ``rate=0``: as fast as possible (tool calls instant). ``tool_latency``: seconds a simulated
-    tool runs (scaled by each tool's relative latency; 0 when ``rate`` is 0). ``replies``: the
-    scripts to pick from (default :data:`REPLIES`).
+    Args:
+        rate: tokens per second (0: as fast as possible, tool calls instant).
+        tool_latency: seconds a simulated tool runs (scaled by each tool's relative latency;
+            0 when ``rate`` is 0).
+        replies: the scripts to pick from (default :data:`REPLIES`).
+
+    Raises:
+        ValueError: ``rate`` is negative, or ``replies`` is empty.
     """
 
     def __init__(
@@ -397,7 +443,11 @@ def _quote(text: str) -> str:
 
 def recall(history: Sequence[Turn]) -> str:
     """What the replay model says about the earlier questions of ``history`` ("" when none):
-    the first one and, when there are more, the one just before."""
+    the first one and, when there are more, the one just before.
+
+    Args:
+        history: the conversation's earlier turns, oldest first.
+    """
     asked = [t.text for t in history if t.role == "user"]
     if not asked:
         return ""
