@@ -44,7 +44,13 @@ CONTENT_TYPES: Mapping[Framing, str] = {"sse": "text/event-stream", "jsonl": "ap
 class LineDecoder(Protocol):
     """A wire read one line of text at a time (what ``decode --from`` drives)."""
 
-    def feed_line(self, line: str) -> list[Message]: ...
+    def feed_line(self, line: str) -> list[Message]:
+        """The Messages one line of the wire gives.
+
+        Args:
+            line: the line, without its line break.
+        """
+        ...
 
     def close(self) -> list[Message]: ...
 
@@ -55,7 +61,10 @@ class LineDecoder(Protocol):
 class Option:
     """An encoder option: its keyword, and the ``convert`` argument that sets it (if any).
 
-    ``blank_unset``: an empty string on the command line means "not given" (the default).
+    Attributes:
+        name: the encoder's keyword.
+        flag: the ``convert`` argument that sets it (None: none).
+        blank_unset: an empty string on the command line means "not given" (the default).
     """
 
     name: str
@@ -72,10 +81,17 @@ def _load(ref: str) -> Any:
 class Wire:
     """One wire: how to write it and, when it can be read back, how to read it.
 
-    ``encoder``, each of ``frames``' values and ``decoder`` are ``"module:attribute"``
-    references, imported on first use. ``frames`` maps each framing the wire can be written in
-    to its frame function; the first is the default. ``accept`` maps the spec's ``accept``
-    values for this wire to the framing each selects (None: the default).
+    Attributes:
+        name: the wire's name (an ``accept`` value too).
+        summary: one line saying what it is.
+        encoder: the encoder class, a ``"module:attribute"`` reference imported on first use.
+        frames: each framing the wire can be written in -> its frame function's
+            ``"module:attribute"``; the first is the default.
+        options: the options its encoder takes.
+        accept: the spec's ``accept`` values for this wire -> the framing each selects
+            (None: the default).
+        decoder: the decoder's ``"module:attribute"`` (None: it cannot be read back).
+        headers: HTTP headers a response in this wire carries.
     """
 
     name: str
@@ -97,7 +113,11 @@ class Wire:
         return frozenset(o.name for o in self.options)
 
     def content_type(self, framing: Framing | None = None) -> str:
-        """The HTTP content type of this wire in ``framing`` (default: the wire's)."""
+        """The HTTP content type of this wire.
+
+        Args:
+            framing: ``sse`` or ``jsonl`` (None: the wire's default).
+        """
         return CONTENT_TYPES[framing or self.framing]
 
     def make_encoder(self, **options: Any) -> Any:
@@ -113,7 +133,10 @@ class Wire:
         return factory(**{k: v for k, v in options.items() if v is not None})
 
     def frame(self, framing: Framing | None = None) -> Callable[[Any], str]:
-        """The function making one wire object into text, in ``framing`` (default: the wire's).
+        """The function making one wire object into text.
+
+        Args:
+            framing: ``sse`` or ``jsonl`` (None: the wire's default).
 
         Raises:
             WireError: the wire cannot be written in that framing.
@@ -224,7 +247,14 @@ def decoders() -> list[str]:
 
 
 def wire_named(name: str) -> Wire:
-    """The wire called ``name`` (WireError naming the known ones otherwise)."""
+    """The wire called ``name``.
+
+    Args:
+        name: the wire's name.
+
+    Raises:
+        WireError: no such wire; the message names the known ones.
+    """
     try:
         return _BY_NAME[name]
     except KeyError:
@@ -242,7 +272,11 @@ def accept_names() -> list[str]:
 
 
 def resolve(accept: str | None) -> tuple[Wire, Framing]:
-    """The wire and framing an ``accept`` value selects (None or "" means ``standard``).
+    """The wire and framing an ``accept`` value selects.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name, any case (None or "":
+            ``standard``).
 
     Raises:
         WireError: an unknown value (the message lists the known ones).

@@ -47,8 +47,16 @@ Write = Callable[[str], Any]  # sync (e.g. sys.stdout.write) or async (a respons
 
 
 def wire_for(accept: str | None, *, sse: bool | None = None) -> tuple[Wire, Framing]:
-    """The wire and framing for ``accept``; ``sse`` picks the framing of a wire written both
-    ways (cui; default: SSE for cui-web, JSON lines for the others), ignored for the rest."""
+    """The wire and framing for ``accept``.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+        sse: picks the framing of a wire written both ways (cui; None: SSE for cui-web, JSON
+            lines for the others); ignored for the rest.
+
+    Raises:
+        WireError: an unknown ``accept`` (the message lists the known ones).
+    """
     wire, framing = registry.resolve(accept)
     if sse is not None:
         wanted: Framing = "sse" if sse else "jsonl"
@@ -58,18 +66,37 @@ def wire_for(accept: str | None, *, sse: bool | None = None) -> tuple[Wire, Fram
 
 
 def format_for(accept: str | None) -> str:
-    """The wire's name for an ``accept`` value (None or "" means ``standard``)."""
+    """The wire's name for an ``accept`` value.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+
+    Raises:
+        WireError: an unknown ``accept``.
+    """
     return registry.resolve(accept)[0].name
 
 
 def content_type(accept: str | None, *, sse: bool | None = None) -> str:
-    """The HTTP content type of what the selected encoder writes."""
+    """The HTTP content type of what the selected encoder writes.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+        sse: the framing of a wire written both ways (cui): True SSE, False JSON lines
+            (None: its default).
+    """
     wire, framing = wire_for(accept, sse=sse)
     return wire.content_type(framing)
 
 
 def frame_for(accept: str | None = "standard", *, sse: bool | None = None) -> Callable[[Any], str]:
-    """How the wire objects of ``encoder_for(accept)`` become text (SSE, or JSON lines)."""
+    """How the wire objects of ``encoder_for(accept)`` become text (SSE, or JSON lines).
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+        sse: the framing of a wire written both ways (cui): True SSE, False JSON lines
+            (None: its default).
+    """
     wire, framing = wire_for(accept, sse=sse)
     return wire.frame(framing)
 
@@ -79,8 +106,15 @@ def encoder_for(accept: str | None = "standard", **options: Any) -> Encoder[Any]
 
     openai: model, include_usage, completion_id, created, tool_calls; cui: sse (a framing
     option, see ``frame_for``); agui: thread_id, run_id; channels: channels; aisdk:
-    message_id; a2a: task_id, context_id; chat: conversation. Unknown option names raise
-    TypeError.
+    message_id; a2a: task_id, context_id; chat: conversation.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+        **options: the encoder's options (above); None leaves one to its default.
+
+    Raises:
+        TypeError: an option no wire takes.
+        WireError: an unknown ``accept``.
     """
     unknown = set(options) - _ALL_OPTIONS
     if unknown:
@@ -97,6 +131,11 @@ class WireSink:
 
     ``close()`` ends the wire (finish chunk, RUN_FINISHED, stream.end ...) when the Messages did
     not; a StreamWriter's stream_end already does, so with ``writer_for`` it is a no-op.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+        write: takes each piece of wire text; a plain or an async function.
+        **options: the encoder's options (see :func:`encoder_for`) and ``sse``.
     """
 
     def __init__(self, accept: str | None, write: Write, **options: Any) -> None:
@@ -117,7 +156,12 @@ class WireSink:
             await self._put(text)
 
     async def close(self, *, status: str | None = None, error: str | None = None) -> None:
-        """End the wire if the Messages did not (no status: the stream was cut)."""
+        """End the wire if the Messages did not.
+
+        Args:
+            status: how the stream ended (None: it was cut).
+            error: what went wrong, when it did.
+        """
         for text in self.encoder.close(status=status, error=error):
             await self._put(text)
 
@@ -128,7 +172,13 @@ class WireSink:
 
 
 def sink_for(accept: str | None, write: Write, **options: Any) -> WireSink:
-    """A sink writing the wire selected by ``accept``."""
+    """A sink writing the wire selected by ``accept``.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+        write: takes each piece of wire text; a plain or an async function.
+        **options: the encoder's options (see :func:`encoder_for`) and ``sse``.
+    """
     return WireSink(accept, write, **options)
 
 
@@ -145,6 +195,13 @@ def writer_for(
     ``async with writer_for("standard", send) as out: ...`` streams OpenAI SSE through ``send``
     (a plain or an async function taking a string);
     the stream's end (also on error or cancellation) ends the wire.
+
+    Args:
+        accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).
+        write: takes each piece of wire text; a plain or an async function.
+        request_id: the stream's ``request_id``.
+        trace_id: the stream's ``trace_id``.
+        **options: the encoder's options (see :func:`encoder_for`) and ``sse``.
     """
     return StreamWriter(
         WireSink(accept, write, **options), request_id=request_id, trace_id=trace_id
