@@ -55,7 +55,12 @@ def _node(ns_part: str) -> str:
 
 
 class GraphStream:
-    """Maps ``astream(..., subgraphs=True)`` items into an :class:`Emitter`."""
+    """Maps ``astream(..., subgraphs=True)`` items into an :class:`Emitter`.
+
+    Args:
+        em: the emitter the graph's run writes through.
+        label: the label of the model's blocks (None: the node's name).
+    """
 
     def __init__(self, em: _Emitter, *, label: str | None = None) -> None:
         self.em = em
@@ -64,7 +69,11 @@ class GraphStream:
         self.interrupted: list[Any] = []
 
     async def agent_block(self, ns: tuple[str, ...]) -> Hashable | None:
-        """The agent block of namespace ``ns`` (opened, with its parents, when first seen)."""
+        """The agent block of namespace ``ns`` (opened, with its parents, when first seen).
+
+        Args:
+            ns: the subgraph namespace (empty: the top level, no block).
+        """
         if not ns:
             return None
         key = ("ns", ns)
@@ -75,6 +84,13 @@ class GraphStream:
         return key
 
     async def feed(self, ns: tuple[str, ...], mode: str, data: Any) -> None:
+        """Map one item of the stream.
+
+        Args:
+            ns: the subgraph namespace it comes from.
+            mode: the stream mode (``messages``, ``updates``, ...).
+            data: the item's payload.
+        """
         if mode == "messages":
             msg, meta = data
             await self._message(tuple(ns), msg, meta if isinstance(meta, Mapping) else {})
@@ -252,7 +268,14 @@ def _has_checkpointer(graph: Any) -> bool:
 async def build_input(
     graph: Any, request: Any, config: dict[str, Any], input_key: str = "messages"
 ) -> Any:
-    """What the graph is run with: a resume, the new question, or the history and question."""
+    """What the graph is run with: a resume, the new question, or the history and question.
+
+    Args:
+        graph: the compiled graph.
+        request: the request (its ``text`` and ``history``).
+        config: the run's config (its ``thread_id``, with a checkpointer, continues a thread).
+        input_key: the state key of the messages.
+    """
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
     from langgraph.types import Command
 

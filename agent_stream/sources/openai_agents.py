@@ -63,7 +63,13 @@ def _label(agent: Any) -> str | None:
 
 
 class AgentRun:
-    """Maps one run's stream events (a top-level run, or a nested agent-as-tool run)."""
+    """Maps one run's stream events (a top-level run, or a nested agent-as-tool run).
+
+    Args:
+        em: the emitter the run writes through.
+        parent: the key of the block it nests in (None: the reply's top level).
+        label: the label of its blocks (None: the agent's name).
+    """
 
     def __init__(
         self, em: _Emitter, *, parent: Hashable | None = None, label: str | None = None
@@ -79,6 +85,11 @@ class AgentRun:
         self._last_llm: str | None = None
 
     async def feed(self, ev: Any) -> None:
+        """Map one event of the run's stream.
+
+        Args:
+            ev: the Agents SDK stream event.
+        """
         t = _field(ev, "type")
         if t == "raw_response_event":
             await self.responses.feed(ev.data)
@@ -136,7 +147,13 @@ class AgentRun:
             em.warn(f"openai-agents item {name!r}", "a run item this source does not map")
 
     async def nested_event(self, agent: Any, call_id: str | None, ev: Any) -> None:
-        """One event of an agent run as a tool (see :func:`nested_events`)."""
+        """One event of an agent run as a tool (see :func:`nested_events`).
+
+        Args:
+            agent: the nested agent.
+            call_id: the id of the tool call that runs it (None: unknown).
+            ev: its stream event.
+        """
         key = call_id or f"anon-{id(agent)}"
         entry = self.nested.get(key)
         if entry is None:
@@ -155,6 +172,11 @@ class AgentRun:
         await entry[1].feed(ev)
 
     async def end_nested(self, call_id: str | None) -> None:
+        """End the block of the agent run as the tool call ``call_id``.
+
+        Args:
+            call_id: the tool call's id (None or unknown: nothing happens).
+        """
         entry = self.nested.pop(call_id or "", None)
         if entry is not None:
             await entry[1].close()
@@ -169,6 +191,9 @@ class AgentRun:
 async def nested_events(event: Any) -> None:
     """``Agent.as_tool(..., on_stream=nested_events)``: the nested agent's events stream live
     into the reply as a block ``agent`` (outside a run streamed by :func:`responder`, a no-op).
+
+    Args:
+        event: the ``on_stream`` event (the nested agent, its tool call and the stream event).
     """
     run = _CURRENT.get()
     if run is None:
@@ -179,7 +204,11 @@ async def nested_events(event: Any) -> None:
 
 def agent_tools_of(agent: Any) -> frozenset[str]:
     """The names of the tools made with ``Agent.as_tool`` reachable from ``agent`` (its tools,
-    its handoffs' agents, theirs)."""
+    its handoffs' agents, theirs).
+
+    Args:
+        agent: the Agents SDK agent.
+    """
     names: set[str] = set()
     seen: set[int] = set()
     todo = [agent]
@@ -198,7 +227,11 @@ def agent_tools_of(agent: Any) -> frozenset[str]:
 
 
 def input_of(request: Any) -> list[dict[str, str]]:
-    """``request.history`` and the question as an Agents SDK input list."""
+    """``request.history`` and the question as an Agents SDK input list.
+
+    Args:
+        request: the request (its ``text`` and ``history``).
+    """
     items = [{"role": t.role, "content": t.text} for t in getattr(request, "history", ()) or ()]
     items.append({"role": "user", "content": str(request.text)})
     return items

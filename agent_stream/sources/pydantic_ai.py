@@ -64,7 +64,13 @@ def _name(agent: Any) -> str | None:
 
 
 class AgentEvents:
-    """Maps one agent run's stream events into an :class:`Emitter`."""
+    """Maps one agent run's stream events into an :class:`Emitter`.
+
+    Args:
+        em: the emitter the run writes through.
+        label: the label of its model blocks (None: none).
+        parent: the key of the block it nests in (None: the reply's top level).
+    """
 
     def __init__(self, em: _Emitter, *, label: str | None, parent: Hashable | None = None) -> None:
         self.em = em
@@ -93,7 +99,11 @@ class AgentEvents:
         return ("part", self.block, index)
 
     async def feed(self, ev: Any) -> Any:
-        """Map one event; returns the run's result at its final event."""
+        """Map one event; returns the run's result at its final event.
+
+        Args:
+            ev: the pydantic-ai stream event.
+        """
         kind = getattr(ev, "event_kind", None)
         em = self.em
         if kind == "part_start":
@@ -178,7 +188,11 @@ def _args(args: Any) -> str:
 
 
 def history_of(request: Any) -> list[Any]:
-    """``request.history`` as pydantic-ai ``message_history``."""
+    """``request.history`` as pydantic-ai ``message_history``.
+
+    Args:
+        request: the request (its ``history``).
+    """
     from pydantic_ai.messages import (
         ModelRequest,
         ModelResponse,
@@ -215,6 +229,11 @@ async def run_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
 
     Its usage is added to the reply's unless ``usage=`` shares the caller's (then the caller's
     final usage already counts it).
+
+    Args:
+        agent: the pydantic-ai sub-agent.
+        prompt: its prompt.
+        **kwargs: more ``agent.run`` options (``deps``, ``usage``...).
     """
     run = _CURRENT.get()
     if run is None:
