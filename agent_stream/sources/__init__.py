@@ -52,8 +52,16 @@ def __getattr__(name: str) -> Any:
 
 
 def make_source(name: str, **options: Any) -> ModelSource:
-    """A model source by name: ``replay`` (options: rate, ...) or ``openai`` (base_url, api_key,
-    model, ...). The openai module is imported only when asked for."""
+    """A model source by name; the openai module is imported only when asked for.
+
+    Args:
+        name: ``replay`` or ``openai``.
+        **options: the source's options (replay: ``rate``, ...; openai: ``base_url``,
+            ``api_key``, ``model``, ...).
+
+    Raises:
+        ValueError: an unknown name.
+    """
     if name == "replay":
         from agent_stream.sources.replay import ReplayModel
 

@@ -47,7 +47,13 @@ _HELPER_EVENTS = frozenset({"text", "thinking", "signature", "input_json", "cita
 
 
 class AnthropicStream:
-    """Maps one or more Messages streams into an :class:`Emitter` (see the module doc)."""
+    """Maps one or more Messages streams into an :class:`Emitter` (see the module doc).
+
+    Args:
+        em: the emitter the streams write through.
+        label: the llm blocks' label (None: the model's name).
+        parent: the key of the block they nest under (None: the reply's top level).
+    """
 
     def __init__(self, em: _Emitter, *, label: str | None = None, parent: Any = None) -> None:
         self.em = em
@@ -63,7 +69,11 @@ class AnthropicStream:
         return ("anthropic", self._block, index)
 
     async def feed(self, ev: Any) -> None:
-        """Map one stream event."""
+        """Map one stream event.
+
+        Args:
+            ev: the Messages stream event (a dict or an SDK object).
+        """
         em = self.em
         plain = type(ev) is dict
         t = ev.get("type") if plain else getattr(ev, "type", None)

@@ -25,7 +25,11 @@ def _isinstance(app: Any, module: str, name: str) -> bool:
 
 
 def kind_of_app(app: Any) -> str | None:
-    """``langgraph``, ``pydantic-ai``, ``openai-agents``, ``callable`` or None."""
+    """``langgraph``, ``pydantic-ai``, ``openai-agents``, ``callable`` or None.
+
+    Args:
+        app: the framework object (a graph, an agent) or a callable.
+    """
     if _isinstance(app, "langgraph.pregel", "Pregel") or (
         _isinstance(app, "langgraph.pregel.main", "Pregel")
     ):
@@ -77,7 +81,11 @@ def responder_for(app: Any, **options: Any) -> SourceResponder:
 
 
 def describe(app: Any) -> str:
-    """``a <module>.<type>`` (``the class X`` for a class): what an app was found to be."""
+    """``a <module>.<type>`` (``the class X`` for a class): what an app was found to be.
+
+    Args:
+        app: the object.
+    """
     if inspect.isclass(app):
         return f"the class {app.__module__}.{app.__qualname__}"
     t = type(app)

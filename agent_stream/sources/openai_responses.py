@@ -49,8 +49,11 @@ _QUIET = frozenset(
 class ResponsesStream:
     """Maps Responses stream events into an :class:`Emitter` (see the module doc).
 
-    ``label``: the llm blocks' label (default the model); ``parent``: the key of the block they
-    nest under; ``data``: extra block_start data.
+    Args:
+        em: the emitter the stream writes through.
+        label: the llm blocks' label (None: the model's name).
+        parent: the key of the block they nest under (None: the reply's top level).
+        data: more block_start data of the llm blocks.
     """
 
     def __init__(
@@ -70,6 +73,11 @@ class ResponsesStream:
         self._args: set[Hashable] = set()
 
     async def open(self, model: Any = None) -> Hashable:
+        """The llm block of the current response (opened when none is).
+
+        Args:
+            model: the response's model (its block's ``model``, and its label without ``label``).
+        """
         if self.block is None:
             self._n += 1
             self.block = ("responses", id(self), self._n)
@@ -83,6 +91,11 @@ class ResponsesStream:
         return self.block
 
     async def close(self, status: str = "completed") -> None:
+        """End the current response's llm block (nothing when none is open).
+
+        Args:
+            status: the block's end status.
+        """
         if self.block is not None:
             await self.em.close_block(self.block, status)
             self.block = None
@@ -98,7 +111,11 @@ class ResponsesStream:
         )
 
     async def feed(self, ev: Any) -> None:
-        """Map one stream event."""
+        """Map one stream event.
+
+        Args:
+            ev: the Responses stream event.
+        """
         t = str(_field(ev, "type"))
         em = self.em
         if t == "response.output_text.delta":  # nearly every event: first

@@ -33,7 +33,11 @@ __all__ = ["ChatChunks", "kind_of", "responder"]
 
 
 def kind_of(event: Any) -> str | None:
-    """``anthropic``, ``responses`` or ``chat`` for a stream's first event; None if unknown."""
+    """``anthropic``, ``responses`` or ``chat`` for a stream's first event; None if unknown.
+
+    Args:
+        event: the stream's first event (a dict or an SDK object).
+    """
     t = field(event, "type")
     if isinstance(t, str):
         if t.startswith("response."):
@@ -66,7 +70,12 @@ def _as_dict(chunk: Any) -> dict[str, Any]:
 
 
 class ChatChunks:
-    """Chat-completion (and LiteLLM) chunks into one block ``llm`` per stream."""
+    """Chat-completion (and LiteLLM) chunks into one block ``llm`` per stream.
+
+    Args:
+        em: the emitter the chunks write through.
+        label: the block's label (None: the model's name).
+    """
 
     def __init__(self, em: Emitter, *, label: str | None = None) -> None:
         from agent_stream.adapters.openai import OpenAIDecoder
@@ -79,6 +88,11 @@ class ChatChunks:
         self._feeder: Any = None
 
     async def feed(self, chunk: Any) -> None:
+        """Map one chunk.
+
+        Args:
+            chunk: the chat-completion chunk (a dict or an SDK object).
+        """
         d = _as_dict(chunk)
         if self._feeder is None:
             block = await self.em.open_block(
