@@ -27,6 +27,7 @@ PACKAGES: list[str] = [
     "agent_stream",
     "agent_stream.chunking",
     "agent_stream.telemetry",
+    "agent_stream.sources",
 ]
 
 # parameters nobody documents: the receiver, and pass-through *args / **kwargs
