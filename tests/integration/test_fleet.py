@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,7 +130,8 @@ class Fleet3:
         self.lb = Haproxy(h.workdir, ports)
         self.replicas: list[AgentProcess] = []
         self.ids: list[str] = []
-        for p in ports:
+        self.metrics = [free_port() for _ in range(REPLICAS)]
+        for p, m in zip(ports, self.metrics, strict=True):
             proc = h.cli(
                 "serve",
                 "--port",
@@ -141,6 +144,8 @@ class Fleet3:
                 redis_url,
                 "--endpoint",
                 self.lb.endpoint,
+                "--metrics-port",
+                str(m),
             )
             self.replicas.append(proc)
         for proc, p in zip(self.replicas, ports, strict=True):
@@ -177,6 +182,23 @@ class Fleet3:
                 return str(self.ids.index(next(iter(new.values()))))
             time.sleep(0.05)
         raise AssertionError(f"no replica took the question of {asker}")
+
+    def metric(self, index: int, name: str, **labels: str) -> float:
+        """Replica ``index``'s ``name`` for the responder side with ``labels`` (its /metrics)."""
+        url = f"http://127.0.0.1:{self.metrics[index]}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            text = r.read().decode()
+        want = {"side": "responder", **labels}
+        total = 0.0
+        for found in re.finditer(r"^" + name + r"\{([^}]*)\} (\S+)$", text, re.M):
+            have = dict(re.findall(r'(\w+)="([^"]*)"', found.group(1)))
+            if all(have.get(k) == v for k, v in want.items()):
+                total += float(found.group(2))
+        return total
+
+    def replies(self, index: int, status: str) -> float:
+        """How many replies replica ``index`` ended with ``status``."""
+        return self.metric(index, "agent_stream_replies_total", status=status)
 
     def ask(self, seed: str, session: str, question: str, *extra: str) -> AgentProcess:
         return self.h.cli(
@@ -243,15 +265,24 @@ def test_cancel_landing_on_another_replica_cancels_the_reply(fleet: Fleet3) -> N
     asker = address_of(seed)
     p = fleet.ask(seed, session, Q1)
     holder = int(fleet.wait_new_claim(asker, {}))
+    before = fleet.replies(holder, "cancelled")
+    resent = fleet.metric(holder, "agent_stream_resends_total")
     fleet.lb.state(holder, "maint")  # its acks and the cancel land on the other replicas
     try:
-        time.sleep(1.0)  # a second of reply, acknowledged through the others
+        time.sleep(3.0)  # seconds of reply, acknowledged through the others
         p.proc.terminate()  # ask's SIGTERM: it sends the cancel op and waits for the end
         code, _out, err = p.finish(20)
     finally:
         fleet.lb.state(holder, "ready")
     assert code == 130, err
     assert "interrupted (status cancelled)" in err, err
+    # The holder itself ended the reply as cancelled (not abandoned when the asker left).
+    deadline = time.monotonic() + 10
+    while fleet.replies(holder, "cancelled") <= before:
+        assert time.monotonic() < deadline, "the holder did not cancel the reply"
+        time.sleep(0.1)
+    # Its ChatMessages' acknowledgements reached it through the others: nothing was resent.
+    assert fleet.metric(holder, "agent_stream_resends_total") == resent
 
 
 def test_kill_mid_reply_loses_only_that_replicas_reply(fleet: Fleet3) -> None:
@@ -333,7 +364,7 @@ def test_parse_forwarded_accepts_acks_and_ops() -> None:
         _msg(kind="op", op={f"k{i}": "v" for i in range(20)}),
         _msg(kind="op", op=["cancel"]),
         _msg(kind="op", op={"op": "resend", "conversation": "c", "from": "0" * MAX_MESSAGE_BYTES}),
-        "ack".encode() * 2000,
+        b"ack" * 2000,
         None,
         12,
     ],
