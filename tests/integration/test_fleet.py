@@ -430,3 +430,56 @@ def test_redis_down_degrades_to_acting_alone() -> None:
 
 async def _no_send(_chat: object) -> None:
     raise AssertionError("nothing should be sent")
+
+
+def test_resend_for_a_gone_replica_is_served_from_its_mirror(redis_url: str) -> None:
+    """While the holder lives, an op for its reply is forwarded to it; once it is gone, a
+    resend is served from the reply's mirror in Redis by another replica, in order."""
+    from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
+
+    def chat(seq: int) -> ChatMessage:
+        return ChatMessage(
+            content=[
+                MetadataContent(metadata={"agent_stream": "1", "seq": str(seq)}),
+                TextContent(text=f"part {seq}"),
+            ]
+        )
+
+    async def main() -> None:
+        address, asker = f"agent1qtest{uuid.uuid4().hex}", "agent1qasker"
+        ops: list[Forwarded] = []
+        a = Fleet(redis_url, replica="holder")
+        b = Fleet(redis_url, replica="other")
+        a.start(address, ops.append)
+        b.start(address, lambda f: None)
+        try:
+            await asyncio.wait_for(a.subscribed.wait(), 5)
+            assert await a.claim(asker, "conv1") is True
+            assert await b.claim(asker, "conv1") is False  # taken: not answered twice
+            for seq in range(3):
+                a.mirror(asker, "conv1", chat(seq))
+                a.mirror(asker, "conv1", chat(seq))  # sent again: written once
+            await asyncio.sleep(0.5)
+            assert await b.alive("holder") and not await b.alive("nobody")
+            cancel = {"op": "cancel", "conversation": "conv1"}
+            assert await b.route(asker, cancel, _no_send) == "forwarded"
+            deadline = time.monotonic() + 5
+            while not ops and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert ops == [Forwarded("op", asker, op=cancel)]
+        finally:
+            await a.close()  # the holder is gone (its liveness key with it)
+        sent: list[ChatMessage] = []
+
+        async def collect(c: ChatMessage) -> None:
+            sent.append(c)
+
+        try:
+            resend = {"op": "resend", "conversation": "conv1", "from": "1"}
+            assert await b.route(asker, resend, collect) == "replayed"
+            assert [c.text() for c in sent] == ["part 1", "part 2"]
+            assert await b.route(asker, cancel, _no_send) == "ignored"
+        finally:
+            await b.close()
+
+    asyncio.run(main())
