@@ -149,16 +149,23 @@ _CLIENT = "an AG-UI client"
 
 
 def frame_sse(event: BaseEvent) -> str:
-    """One event as the SSE text AG-UI clients read (``ag_ui.encoder.EventEncoder``)."""
+    """One event as the SSE text AG-UI clients read (``ag_ui.encoder.EventEncoder``).
+
+    Args:
+        event: the AG-UI event.
+    """
     return _FRAMER.encode(event)
 
 
 class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
     """Messages in, AG-UI events out (``ag_ui.core`` models; ``frame_sse`` gives their SSE).
 
-    ``thread_id`` is AG-UI's conversation id; ``run_id`` defaults to stream_start's request_id,
-    else ``run-1``. ``close()`` closes everything still open and sends RUN_FINISHED (or RUN_ERROR
-    for status error, or without a status: code ``incomplete``) unless the run already ended.
+    ``close()`` closes everything still open and sends RUN_FINISHED (or RUN_ERROR for status
+    error, or without a status: code ``incomplete``) unless the run already ended.
+
+    Args:
+        thread_id: AG-UI's conversation id.
+        run_id: the run's id (None: stream_start's request_id, else ``run-1``).
     """
 
     INCOMPLETE_WARNING = (
@@ -585,5 +592,10 @@ def _usage(usage: dict[str, Any] | None) -> list[TokenUsage] | None:
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[BaseEvent]:
-    """Encode a whole Message stream (``AGUIEncoder`` options) into events."""
+    """Encode a whole Message stream into events.
+
+    Args:
+        messages: the stream's Messages, in order.
+        **options: ``AGUIEncoder``'s options.
+    """
     return list(run_encoder(AGUIEncoder(**options), messages))

@@ -114,7 +114,12 @@ def _kind(type_: str) -> str:
 
 
 def media_type(type_: str, props: Mapping[str, Any]) -> str:
-    """The IANA media type of an image/audio/video Message: its format, its url, or ``type/*``."""
+    """The IANA media type of an image/audio/video Message: its format, its url, or ``type/*``.
+
+    Args:
+        type_: the Message type (``image``, ``audio``, ``video``).
+        props: its props (``format``, ``url``).
+    """
     major = _MEDIA.get(type_, "application")
     fmt = props.get("format")
     if isinstance(fmt, str) and fmt:
@@ -125,9 +130,16 @@ def media_type(type_: str, props: Mapping[str, Any]) -> str:
 
 
 class AISDKEncoder(TrackingEncoder[Tracked, Any]):
-    """Messages in, AI SDK UI message chunks out (dicts, and ``DONE`` last; ``frame_sse`` makes
-    them SSE text). ``close()`` ends a stream that had no stream_end as not completed: an
-    ``error`` part, no ``finish``. The output depends only on the input."""
+    """Messages in, AI SDK UI message chunks out.
+
+    Dicts, and ``DONE`` last; ``frame_sse`` makes them SSE text. ``close()`` ends a stream that
+    had no stream_end as not completed: an ``error`` part, no ``finish``. The output depends
+    only on the input.
+
+    Args:
+        message_id: the ``start`` chunk's ``messageId`` (None: ``msg-`` and stream_start's
+            request_id, else ``msg-agent-stream``).
+    """
 
     INCOMPLETE_WARNING = (
         "the stream ended without stream_end; an AI SDK client gets an error part, not a finish"
@@ -450,10 +462,19 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
 
 
 def frame_sse(item: Any) -> str:
-    """One chunk (or ``DONE``) as the SSE text the AI SDK reads."""
+    """One chunk (or ``DONE``) as the SSE text the AI SDK reads.
+
+    Args:
+        item: the chunk, or ``DONE``.
+    """
     return "data: " + (DONE if item == DONE else dumps(item)) + "\n\n"
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
-    """Encode a whole Message stream (``AISDKEncoder`` options)."""
+    """Encode a whole Message stream.
+
+    Args:
+        messages: the stream's Messages, in order.
+        **options: ``AISDKEncoder``'s options.
+    """
     return list(run_encoder(AISDKEncoder(**options), messages))

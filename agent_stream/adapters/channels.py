@@ -123,12 +123,26 @@ _CHUNK_EVENT_TYPE = {
 
 
 def channel_of(type_: str) -> str:
-    """The channel a message of this type goes on."""
+    """The channel a message of this type goes on.
+
+    Args:
+        type_: the Message type (an unknown one goes on ``structured``).
+    """
     return _CHANNEL_OF_TYPE.get(type_, "structured")
 
 
 def parse_channels(spec: str | Collection[str] | None) -> frozenset[str] | None:
-    """``"text,tool"`` or a collection -> a set of channel names (WireError for unknown ones)."""
+    """Channel names, read.
+
+    Args:
+        spec: ``"text,tool"`` or a collection of names (None: not given).
+
+    Returns:
+        The set of channel names, None when ``spec`` is None.
+
+    Raises:
+        WireError: an unknown channel name.
+    """
     if spec is None:
         return None
     names = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
@@ -152,7 +166,11 @@ class ChannelEvent(TypedDict):
 
 
 def frame_jsonl(event: ChannelEvent) -> str:
-    """One event as its JSON line."""
+    """One event as its JSON line.
+
+    Args:
+        event: the channel event.
+    """
     return jsonl(event)
 
 
@@ -172,10 +190,16 @@ class _CMsg(Tracked):
 class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
     """Messages in, multi-channel events out (``frame_jsonl`` gives their JSON lines).
 
-    ``channels``: the channels the recipient gets (names or ``"a,b"``); None means every channel
-    but reasoning. ``error`` is always included, and so is the final ``stream.end``. ``close()``
-    ends every open message and sends ``stream.end`` unless the stream already ended; without a
-    status, with status ``incomplete``.
+    ``close()`` ends every open message and sends ``stream.end`` unless the stream already
+    ended; without a status, with status ``incomplete``.
+
+    Args:
+        channels: the channels the recipient gets (names or ``"a,b"``); None means every
+            channel but reasoning. ``error`` is always included, and so is the final
+            ``stream.end``.
+
+    Raises:
+        WireError: an unknown channel name.
     """
 
     INCOMPLETE_WARNING = (
@@ -451,5 +475,10 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[ChannelEvent]:
-    """Encode a whole Message stream (``ChannelsEncoder`` options) into events."""
+    """Encode a whole Message stream into events.
+
+    Args:
+        messages: the stream's Messages, in order.
+        **options: ``ChannelsEncoder``'s options.
+    """
     return list(run_encoder(ChannelsEncoder(**options), messages))

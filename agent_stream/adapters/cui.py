@@ -22,12 +22,20 @@ __all__ = ["CUIEncoder", "encode_messages", "frame_jsonl", "frame_sse"]
 
 
 def frame_jsonl(msg: Message) -> str:
-    """The Message as one JSON line."""
+    """The Message as one JSON line.
+
+    Args:
+        msg: the Message.
+    """
     return msg.to_json() + "\n"
 
 
 def frame_sse(msg: Message) -> str:
-    """The Message as one Server-Sent Event."""
+    """The Message as one Server-Sent Event.
+
+    Args:
+        msg: the Message.
+    """
     return sse(msg.to_json())
 
 
@@ -43,7 +51,11 @@ class CUIEncoder(Warnings):
         self._sent = False
 
     def feed(self, msg: Message) -> list[Message]:
-        """The Message itself (nothing after the stream ended)."""
+        """The Message itself (nothing after the stream ended).
+
+        Args:
+            msg: the next Message of the stream.
+        """
         if self.finished:
             return []
         self._sent = True
@@ -52,10 +64,17 @@ class CUIEncoder(Warnings):
         return [msg]
 
     def close(self, *, status: str | None = None, error: str | None = None) -> list[Message]:
-        """The final stream_end, when the stream has not ended yet (idempotent). Without
-        ``status`` the Messages had no stream_end: it has status ``error`` and says the stream
-        is incomplete (with a warning); nothing at all when nothing was sent. With ``status``
-        it is sent even when no Message was (a reply cancelled before it began says so)."""
+        """The final stream_end, when the stream has not ended yet (idempotent).
+
+        Without ``status`` the Messages had no stream_end: it has status ``error`` and says the
+        stream is incomplete (with a warning); nothing at all when nothing was sent. With
+        ``status`` it is sent even when no Message was (a reply cancelled before it began says
+        so).
+
+        Args:
+            status: how the stream ended, as its stream_end says (None: it was cut).
+            error: what went wrong, when it did.
+        """
         if self.finished or (not self._sent and status is None):
             self.finished = True
             return []
@@ -79,5 +98,10 @@ class CUIEncoder(Warnings):
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Message]:
-    """Encode a whole Message stream (``CUIEncoder`` options)."""
+    """Encode a whole Message stream.
+
+    Args:
+        messages: the stream's Messages, in order.
+        **options: ``CUIEncoder``'s options.
+    """
     return list(run_encoder(CUIEncoder(**options), messages))

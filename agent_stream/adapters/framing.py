@@ -24,17 +24,29 @@ T = TypeVar("T")
 
 
 def dumps(obj: Any) -> str:
-    """Compact JSON, UTF-8 characters kept as they are (the form of every wire here)."""
+    """Compact JSON, UTF-8 characters kept as they are (the form of every wire here).
+
+    Args:
+        obj: a JSON value.
+    """
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def sse(data: str) -> str:
-    """One Server-Sent Event carrying ``data`` (one line)."""
+    """One Server-Sent Event.
+
+    Args:
+        data: its data, one line.
+    """
     return "data: " + data + "\n\n"
 
 
 def jsonl(obj: Any) -> str:
-    """One JSON line."""
+    """One JSON line.
+
+    Args:
+        obj: a JSON value.
+    """
     return dumps(obj) + "\n"
 
 
@@ -44,27 +56,58 @@ class Encoder(Protocol[T]):
     @property
     def finished(self) -> bool: ...
 
-    def feed(self, msg: Message) -> list[T]: ...
+    def feed(self, msg: Message) -> list[T]:
+        """The wire objects one Message makes.
 
-    def close(self, *, status: str | None = None, error: str | None = None) -> list[T]: ...
+        Args:
+            msg: the next Message of the stream.
+        """
+        ...
+
+    def close(self, *, status: str | None = None, error: str | None = None) -> list[T]:
+        """The wire objects that end what the Messages left open.
+
+        Args:
+            status: how the stream ended, as its stream_end says (None: it was cut).
+            error: what went wrong, when it did.
+        """
+        ...
 
     def drain_warnings(self) -> list[StreamWarning]: ...
 
 
 def run_encoder(enc: Encoder[T], messages: Iterable[Message]) -> Iterator[T]:
-    """Every wire object ``enc`` makes of ``messages``, then those of ``close()``."""
+    """Every wire object an encoder makes of the Messages, then those of its ``close()``.
+
+    Args:
+        enc: the encoder.
+        messages: the stream's Messages, in order.
+
+    Yields:
+        The wire objects, in order.
+    """
     for m in messages:
         yield from enc.feed(m)
     yield from enc.close()
 
 
 def frame_all(items: Iterable[T], frame: Callable[[T], str]) -> list[str]:
-    """The text of each wire object."""
+    """The text of each wire object.
+
+    Args:
+        items: the wire objects.
+        frame: makes one into text (``sse``, ``jsonl`` or a wire's own).
+    """
     return [frame(i) for i in items]
 
 
 class Framed:
-    """An encoder whose wire objects come out as text (what a socket or stdout is given)."""
+    """An encoder whose wire objects come out as text (what a socket or stdout is given).
+
+    Args:
+        encoder: the encoder of wire objects.
+        frame: makes one wire object into text.
+    """
 
     def __init__(self, encoder: Encoder[Any], frame: Callable[[Any], str]) -> None:
         self.encoder = encoder
@@ -75,10 +118,21 @@ class Framed:
         return self.encoder.finished
 
     def feed(self, msg: Message) -> list[str]:
+        """The text one Message makes.
+
+        Args:
+            msg: the next Message of the stream.
+        """
         frame = self.frame
         return [frame(i) for i in self.encoder.feed(msg)]
 
     def close(self, *, status: str | None = None, error: str | None = None) -> list[str]:
+        """The text that ends what the Messages left open.
+
+        Args:
+            status: how the stream ended, as its stream_end says (None: it was cut).
+            error: what went wrong, when it did.
+        """
         frame = self.frame
         return [frame(i) for i in self.encoder.close(status=status, error=error)]
 
@@ -90,9 +144,18 @@ _SSE_FIELDS = ("event", "id", "retry")
 
 
 def sse_payload(line: str) -> str | None:
-    """The data of one line of SSE text, read by a client: None for a line that carries none
-    (blank, a comment, an ``event:``/``id:``/``retry:`` field); a bare JSON object line is its own
-    data. Anything else raises WireError."""
+    """The data of one line of SSE text, read by a client.
+
+    Args:
+        line: one line of the stream.
+
+    Returns:
+        The data; None for a line that carries none (blank, a comment, an
+        ``event:``/``id:``/``retry:`` field); a bare JSON object line is its own data.
+
+    Raises:
+        WireError: anything else.
+    """
     s = line.strip()
     if not s or s.startswith(":"):
         return None

@@ -45,8 +45,17 @@ def json_patch(
 ) -> list[dict[str, Any]] | None:
     """The RFC 6902 patch that turns ``props`` into what the delta makes of it.
 
-    None means "send a snapshot" (all props replaced). Call it before applying the delta; it does
-    not check that the delta applies (``agent_stream.merge.apply`` does).
+    Call it before applying the delta; it does not check that the delta applies
+    (``agent_stream.merge.apply`` does).
+
+    Args:
+        props: the message's props before the delta.
+        action: the delta's action (``append``, ``replace``, ``set``, ``merge``).
+        path: the delta's path (None: the props themselves).
+        chunk_props: the delta chunk's props.
+
+    Returns:
+        The patch's operations; None means "send a snapshot" (all props replaced).
     """
     ops: list[dict[str, Any]] = []
     if path is None:

@@ -19,13 +19,26 @@ __all__ = ["Checked", "check_openai_line", "openai_lines"]
 
 
 class Checked:
-    """A line decoder whose every line passes ``check`` (raising WireError) first."""
+    """A line decoder whose every line passes a check first.
+
+    Args:
+        inner: the line decoder.
+        check: raises WireError for a line that is not right.
+    """
 
     def __init__(self, inner: LineDecoder, check: Callable[[str], None]) -> None:
         self.inner = inner
         self.check = check
 
     def feed_line(self, line: str) -> list[Message]:
+        """The Messages one line gives, once it passed the check.
+
+        Args:
+            line: the line, without its line break.
+
+        Raises:
+            WireError: the line fails the check.
+        """
         self.check(line)
         return self.inner.feed_line(line)
 
@@ -37,7 +50,14 @@ class Checked:
 
 
 def check_openai_line(line: str) -> None:
-    """A data line's payload is strict JSON, and its usage figures are integers."""
+    """Check that a data line's payload is strict JSON, and its usage figures are integers.
+
+    Args:
+        line: one line of OpenAI SSE.
+
+    Raises:
+        WireError: the line is not SSE, or its payload is not as it must be.
+    """
     payload = sse_payload(line)  # WireError for a line that is not SSE
     if payload is None or payload == "[DONE]":
         return
