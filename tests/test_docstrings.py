@@ -28,6 +28,7 @@ PACKAGES: list[str] = [
     "agent_stream.chunking",
     "agent_stream.telemetry",
     "agent_stream.sources",
+    "agent_stream.uagents",
 ]
 
 # parameters nobody documents: the receiver, and pass-through *args / **kwargs

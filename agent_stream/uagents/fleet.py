@@ -64,8 +64,12 @@ Send = Callable[[ChatMessage], Awaitable[object]]
 class Forwarded:
     """An acknowledgement or delivery op that reached another replica of this agent.
 
-    ``kind`` is ``"ack"`` (``key``: the acknowledged msg_id) or ``"op"`` (``op``: the asker's
-    ``resend``/``cancel`` op, string fields only)."""
+    Attributes:
+        kind: ``"ack"`` or ``"op"``.
+        sender: the asker's address.
+        key: for an ``ack``: the acknowledged msg_id.
+        op: for an ``op``: the asker's ``resend``/``cancel`` op, string fields only.
+    """
 
     kind: str
     sender: str
@@ -75,7 +79,12 @@ class Forwarded:
 
 def parse_forwarded(data: Any, me: str) -> Forwarded | None:
     """The Forwarded in a pub/sub message for replica ``me``; None when it is not one, is too
-    big, is malformed in any way, is this replica's own, or is addressed to another replica."""
+    big, is malformed in any way, is this replica's own, or is addressed to another replica.
+
+    Args:
+        data: the pub/sub message's payload.
+        me: this replica's id.
+    """
     if isinstance(data, str):
         data = data.encode("utf-8", "replace")
     if not isinstance(data, bytes | bytearray) or len(data) > MAX_MESSAGE_BYTES:
@@ -170,7 +179,12 @@ class Fleet:
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self, address: str, handler: Callable[[Forwarded], None]) -> None:
         """Join the fleet of ``address``: heartbeat, subscription and batch writer start (once;
-        in a running event loop). ``handler`` gets each Forwarded meant for this replica."""
+        in a running event loop). ``handler`` gets each Forwarded meant for this replica.
+
+        Args:
+            address: the agent's address, shared by its replicas.
+            handler: called with each Forwarded meant for this replica.
+        """
         if self.address is not None:
             return
         self.address = address
@@ -198,7 +212,12 @@ class Fleet:
     # -- questions and holders ------------------------------------------------------------------
     async def claim(self, sender: str, msg_id: str) -> bool:
         """Whether this replica answers question ``msg_id`` from ``sender``: True when it took
-        the claim (or Redis did not answer in time), False when another replica holds it."""
+        the claim (or Redis did not answer in time), False when another replica holds it.
+
+        Args:
+            sender: the asker's address.
+            msg_id: the question's msg_id.
+        """
         key = self._key("q", sender, msg_id)
         took = await self._bounded(
             self._redis.set(key, self.replica, nx=True, ex=self.claim_ttl), True
@@ -209,12 +228,24 @@ class Fleet:
         return holder is not None and _text(holder) == self.replica
 
     async def holder(self, sender: str, conversation: str) -> str | None:
-        """The replica that took ``conversation`` (a question's msg_id) from ``sender``."""
+        """The replica that took ``conversation`` (a question's msg_id) from ``sender``.
+
+        Args:
+            sender: the asker's address.
+            conversation: the question's msg_id.
+
+        Returns:
+            The replica's id, or None (no claim, or Redis did not answer).
+        """
         raw = await self._bounded(self._redis.get(self._key("q", sender, conversation)), None)
         return None if raw is None else _text(raw)
 
     async def alive(self, replica: str) -> bool:
-        """Whether ``replica`` refreshed its liveness key lately (False when Redis is down)."""
+        """Whether ``replica`` refreshed its liveness key lately (False when Redis is down).
+
+        Args:
+            replica: the replica's id.
+        """
         if not _short(replica, _MAX_ID):
             return False
         found = await self._bounded(self._redis.exists(self._key("replica", replica)), 0)
@@ -222,13 +253,24 @@ class Fleet:
 
     # -- forwarding -----------------------------------------------------------------------------
     def forward_ack(self, sender: str, key: str) -> None:
-        """Publish an acknowledgement none of this replica's replies waits for (to all)."""
+        """Publish an acknowledgement none of this replica's replies waits for (to all).
+
+        Args:
+            sender: the acknowledging asker's address.
+            key: the acknowledged msg_id.
+        """
         self._publish({"to": "*", "kind": "ack", "sender": sender, "key": key})
 
     async def route(self, sender: str, op: Mapping[str, str], send: Send) -> str:
         """Handle a ``resend``/``cancel`` op for a reply this replica does not hold: forward it
         to its live holder, else serve a ``resend`` from the reply's mirror. Returns what was
-        done: ``"forwarded"``, ``"replayed"`` or ``"ignored"``."""
+        done: ``"forwarded"``, ``"replayed"`` or ``"ignored"``.
+
+        Args:
+            sender: the asker's address.
+            op: the asker's op (``op``, ``conversation``, and for a resend ``from`` and ``to``).
+            send: delivers one ChatMessage to ``sender`` (for a replayed resend).
+        """
         conv = op.get("conversation", "")
         clean = {k: v for k, v in op.items() if _short(k, _MAX_OP_VALUE)}
         if (
@@ -255,7 +297,13 @@ class Fleet:
     # -- replay mirrors -------------------------------------------------------------------------
     def mirror(self, peer: str, conversation: str, chat: ChatMessage) -> None:
         """Keep ``chat`` (one of a reply's numbered ChatMessages) in the reply's mirror; written
-        with the next batch. A ChatMessage sent again is not written again."""
+        with the next batch. A ChatMessage sent again is not written again.
+
+        Args:
+            peer: the asker's address.
+            conversation: the question's msg_id.
+            chat: the ChatMessage sent (one without a sequence number is not kept).
+        """
         span = seq_span(chat)
         if span is None or self.address is None:
             return
@@ -281,7 +329,12 @@ class Fleet:
         self._command("expire", key, max(1, int(self.policy.replay_linger)))
 
     def mirror_ended(self, peer: str, conversation: str) -> None:
-        """A reply ended: its mirror expires ``replay_linger`` seconds from now."""
+        """A reply ended: its mirror expires ``replay_linger`` seconds from now.
+
+        Args:
+            peer: the asker's address.
+            conversation: the question's msg_id.
+        """
         if self._mirrors.pop((peer, conversation), None) is not None:
             key = self._key("replay", peer, conversation)
             self._command("expire", key, max(1, int(self.policy.replay_linger)))
@@ -289,7 +342,14 @@ class Fleet:
     async def mirrored(
         self, peer: str, conversation: str, lo: int, hi: int | None = None
     ) -> list[ChatMessage]:
-        """The mirrored ChatMessages of a reply overlapping ``lo``..``hi``, in order."""
+        """The mirrored ChatMessages of a reply overlapping ``lo``..``hi``, in order.
+
+        Args:
+            peer: the asker's address.
+            conversation: the question's msg_id.
+            lo: the first sequence number wanted.
+            hi: the last one (None: to the end).
+        """
         raw = await self._bounded(
             self._redis.hgetall(self._key("replay", peer, conversation)), None
         )

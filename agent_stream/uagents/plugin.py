@@ -356,7 +356,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
     async def join(self, ctx: Context) -> None:
         """Bind to the agent now rather than at its first message: protection, the shutdown
-        hook and, with a fleet, its heartbeat and subscription (a startup handler)."""
+        hook and, with a fleet, its heartbeat and subscription (a startup handler).
+
+        Args:
+            ctx: the agent's context (a startup handler's).
+        """
         self._bind(ctx)
 
     async def shutdown(self) -> None:
