@@ -113,7 +113,15 @@ class A2ADecoder(Warnings):
         self.ended = False
 
     def feed(self, event: Any) -> list[Message]:
-        """Decode one event; raises WireError when it is not an A2A streaming event."""
+        """Decode one event.
+
+        Args:
+            event: an A2A streaming event: a model, its decoded JSON, or a JSON-RPC response
+                carrying it.
+
+        Raises:
+            WireError: it is not an A2A streaming event.
+        """
         if isinstance(event, dict):
             if "error" in event and "result" not in event:
                 err = event["error"] if isinstance(event["error"], dict) else {}
@@ -142,9 +150,17 @@ class A2ADecoder(Warnings):
         return out
 
     def feed_line(self, line: str) -> list[Message]:
-        """One SSE line: ``data: <JSON-RPC response>`` (or a bare JSON object); blank lines,
-        comments and ``event:``/``id:``/``retry:`` fields are skipped; anything else, or data
-        that is not strict JSON (``agent_stream.jsontext``), raises WireError."""
+        """One SSE line: ``data: <JSON-RPC response>`` (or a bare JSON object).
+
+        Blank lines, comments and ``event:``/``id:``/``retry:`` fields are skipped.
+
+        Args:
+            line: the line, without its line break.
+
+        Raises:
+            WireError: anything else, or data that is not strict JSON
+                (``agent_stream.jsontext``).
+        """
         payload = sse_payload(line)
         if payload is None:
             return []

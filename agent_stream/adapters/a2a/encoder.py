@@ -169,8 +169,16 @@ class _Artifact(Tracked):
 
 
 class A2AEncoder(TrackingEncoder[_Artifact, Any]):
-    """Messages in, A2A events out (``a2a.types`` models; ``frame_sse`` makes them the SSE text of
-    JSON-RPC ``message/stream`` responses). The output depends only on the input."""
+    """Messages in, A2A events out (``a2a.types`` models).
+
+    ``frame_sse`` makes them the SSE text of JSON-RPC ``message/stream`` responses. The output
+    depends only on the input.
+
+    Args:
+        task_id: the task's id (None: ``task``'s, else ``task-`` + stream_start's request_id).
+        context_id: the context's id (None: ``task``'s, else ``agent-stream``).
+        task: the task this reply continues, if any (its artifacts' ids are not reused).
+    """
 
     INCOMPLETE_WARNING = "the stream ended without stream_end; the A2A task fails as incomplete"
 
@@ -502,7 +510,12 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
 
 
 def frame_sse(event: Event, rpc_id: str | int = 1) -> str:
-    """One event as the SSE text of a JSON-RPC ``message/stream`` response (id ``rpc_id``)."""
+    """One event as the SSE text of a JSON-RPC ``message/stream`` response.
+
+    Args:
+        event: the A2A event.
+        rpc_id: the JSON-RPC request's id.
+    """
     return (
         "data: "
         + SendStreamingMessageSuccessResponse(id=rpc_id, result=event).model_dump_json(
@@ -513,5 +526,10 @@ def frame_sse(event: Event, rpc_id: str | int = 1) -> str:
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[Any]:
-    """Encode a whole Message stream (``A2AEncoder`` options)."""
+    """Encode a whole Message stream.
+
+    Args:
+        messages: the stream's Messages, in order.
+        **options: ``A2AEncoder``'s options.
+    """
     return list(run_encoder(A2AEncoder(**options), messages))

@@ -26,7 +26,13 @@ FINISH_REASONS = frozenset(("stop", "length", "tool_calls", "content_filter", "f
 
 
 class Head:
-    """What every chunk of one completion repeats: id, created, model."""
+    """What every chunk of one completion repeats: id, created, model.
+
+    Args:
+        id: the completion's id (``chatcmpl-…``).
+        created: its creation time, Unix seconds.
+        model: the model's name.
+    """
 
     __slots__ = ("created", "id", "model", "prefix")
 
@@ -47,7 +53,13 @@ class Head:
 
 
 class Chunk:
-    """One ``chat.completion.chunk`` with choice 0: a delta, and the finish_reason or None."""
+    """One ``chat.completion.chunk`` with choice 0: a delta, and the finish_reason or None.
+
+    Args:
+        head: what every chunk of the completion repeats.
+        delta: choice 0's delta.
+        finish_reason: choice 0's finish_reason (None: not finished).
+    """
 
     __slots__ = ("delta", "finish_reason", "head")
 
@@ -80,7 +92,12 @@ class Chunk:
 
 
 class UsageChunk:
-    """The last chunk with ``include_usage``: no choices, the usage."""
+    """The last chunk with ``include_usage``: no choices, the usage.
+
+    Args:
+        head: what every chunk of the completion repeats.
+        usage: the token counts.
+    """
 
     __slots__ = ("head", "usage")
 
@@ -96,7 +113,12 @@ class UsageChunk:
 
 
 class ErrorObject:
-    """``{"error": {"message", "code"}}``: the stream failed (the openai package raises it)."""
+    """``{"error": {"message", "code"}}``: the stream failed (the openai package raises it).
+
+    Args:
+        message: what went wrong.
+        code: a machine-readable code (None: none).
+    """
 
     __slots__ = ("code", "message")
 
@@ -128,7 +150,11 @@ OpenAIItem = Chunk | UsageChunk | ErrorObject | Done
 
 
 def created_from(ts: Any) -> int | None:
-    """``created`` (Unix seconds) from a timestamp in s, ms, us or ns; None when unusable."""
+    """``created`` (Unix seconds) from a timestamp in s, ms, us or ns; None when unusable.
+
+    Args:
+        ts: the timestamp, of any type (only a positive number is usable).
+    """
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or ts <= 0:
         return None
     if ts > 1e17:  # ns
@@ -144,8 +170,14 @@ _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def known_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The usage to send: the stream's own, the third count worked out from the other two;
-    None when it is not known (no usage chunk is better than invented zeros)."""
+    """The usage to send: the stream's own, the third count worked out from the other two.
+
+    Args:
+        usage: the stream's usage (None: none).
+
+    Returns:
+        The usage, None when it is not known (no usage chunk is better than invented zeros).
+    """
     if usage is None:
         return None
     p, c, t = (
@@ -166,5 +198,9 @@ def known_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def frame_sse(item: OpenAIItem) -> str:
-    """One item as the Server-Sent Event an OpenAI client reads."""
+    """One item as the Server-Sent Event an OpenAI client reads.
+
+    Args:
+        item: a chunk, the usage chunk, an error object or ``DONE``.
+    """
     return sse(item.json())

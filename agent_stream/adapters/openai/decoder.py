@@ -73,9 +73,12 @@ class OpenAIDecoder(Warnings):
     state. ``close(done=...)`` ends the stream: when neither a finish_reason nor ``[DONE]``
     (``done=True``) was seen the stream was cut, so open messages end with status ``error``, an
     error Message says so and stream_end has status ``error``. ``fail(text, code)`` does the same
-    for an error the caller saw (HTTP error, timeout). With ``stream_events=False`` no
-    stream_start/stream_end are produced (a writer makes its own); finish_reason and usage are
-    then read from the attributes.
+    for an error the caller saw (HTTP error, timeout).
+
+    Args:
+        ids: makes the Messages' ids (None: a fresh IdGenerator).
+        stream_events: produce stream_start/stream_end; with False (a writer makes its own)
+            finish_reason and usage are read from the attributes.
     """
 
     def __init__(self, *, ids: IdGenerator | None = None, stream_events: bool = True) -> None:
@@ -97,7 +100,14 @@ class OpenAIDecoder(Warnings):
 
     # -- public -------------------------------------------------------------------------------
     def feed(self, chunk: Any) -> list[Message]:
-        """Decode one chunk dict. WireError if it is malformed (nothing is emitted for it)."""
+        """Decode one chunk dict.
+
+        Args:
+            chunk: the decoded JSON of one ``chat.completion.chunk``.
+
+        Raises:
+            WireError: it is malformed (nothing is emitted for it).
+        """
         if self.finished or self.error is not None:
             self._warn(WarningCode.AFTER_END, "chunk after the stream ended; ignored")
             return []
@@ -149,7 +159,11 @@ class OpenAIDecoder(Warnings):
         return out
 
     def close(self, *, done: bool = False) -> list[Message]:
-        """End the stream (idempotent): close what is open and emit stream_end."""
+        """End the stream (idempotent): close what is open and emit stream_end.
+
+        Args:
+            done: ``[DONE]`` was seen; without it or a finish_reason the stream was cut.
+        """
         if self.finished:
             return []
         out: list[Message] = []
@@ -167,9 +181,15 @@ class OpenAIDecoder(Warnings):
         return out
 
     def fail(self, text: str, code: str | None = None) -> list[Message]:
-        """An error ends the stream: open messages end with status error, an error Message
-        the user can read follows, and ``close`` then reports status error. Nothing streamed
-        before is taken back."""
+        """An error ends the stream.
+
+        Open messages end with status error, an error Message the user can read follows, and
+        ``close`` then reports status error. Nothing streamed before is taken back.
+
+        Args:
+            text: what went wrong, for the user.
+            code: a machine-readable code (``incomplete``, ``timeout``...).
+        """
         if self.finished:
             return []
         out: list[Message] = []
@@ -427,7 +447,15 @@ def _error_text(err: Any) -> tuple[str, str | None]:
 
 
 def decode_chunks(chunks: Iterable[Any], *, done: bool = True) -> list[Message]:
-    """Decode a whole list of chunk dicts (stream_start ... stream_end)."""
+    """Decode a whole list of chunk dicts (stream_start ... stream_end).
+
+    Args:
+        chunks: the decoded ``chat.completion.chunk`` objects, in order.
+        done: ``[DONE]`` was seen after them.
+
+    Raises:
+        WireError: a malformed chunk.
+    """
     dec = OpenAIDecoder()
     out: list[Message] = []
     for c in chunks:

@@ -143,8 +143,19 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
     ended; with status ``error``/``cancelled`` it sends an error object instead of the finish
     chunk. ``frame_sse`` turns each item into the SSE text an OpenAI client reads.
 
-    ``completion_id`` defaults to ``chatcmpl-`` + stream_start's request_id; ``created`` to the
-    stream_start (or first chunk) timestamp, else 0: the output depends only on the input.
+    The output depends only on the input.
+
+    Args:
+        model: the chunks' ``model``.
+        completion_id: the chunks' ``id`` (None: ``chatcmpl-`` + stream_start's request_id).
+        created: the chunks' ``created``, Unix seconds (None: the stream_start's, or first
+            chunk's, timestamp, else 0).
+        include_usage: send the usage chunk before ``DONE``.
+        tool_calls: ``agent`` (the agent's own calls are reasoning lines) or ``client``
+            (calls for the client to make, as ``tool_calls``); see the module doc.
+
+    Raises:
+        ValueError: an unknown ``tool_calls``.
     """
 
     INCOMPLETE_WARNING = (
@@ -485,5 +496,10 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
 
 
 def encode_messages(messages: Iterable[Message], **options: Any) -> list[OpenAIItem]:
-    """Encode a whole Message stream (``OpenAIEncoder`` options) into wire items."""
+    """Encode a whole Message stream into wire items.
+
+    Args:
+        messages: the stream's Messages, in order.
+        **options: ``OpenAIEncoder``'s options.
+    """
     return list(run_encoder(OpenAIEncoder(**options), messages))

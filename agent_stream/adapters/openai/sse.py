@@ -31,6 +31,14 @@ class OpenAISSEDecoder(Warnings):
         self.done = False
 
     def feed_line(self, line: str) -> list[Message]:
+        """The Messages one line of OpenAI SSE gives.
+
+        Args:
+            line: the line, without its line break.
+
+        Raises:
+            WireError: the line is not SSE, or its data is not a chunk.
+        """
         payload = sse_payload(line)
         if payload is None:
             return []
