@@ -10,6 +10,16 @@ Per N: completed (the whole text, as one client alone gets it), wall against the
 conversation alone), first-text p50/p99, ChatMessages/s sent by the agent, CPU % (of one core)
 and peak RSS per process.
 
+Per-token stock arm (after the sweep; ``--stock-phases ""`` leaves it out, ``--sizes ""`` runs
+it alone): two plain uagents agents (uagents' own signing, dispenser and inbox, the chat protocol
+from uagents_core, no agent_stream on the message path), M conversations at once each sending one
+ChatMessage per token at ``--rate`` (start-stream, tokens, end-stream), the receiver
+acknowledging each from its handler as Fetch.ai's examples do. M grows (``--stock-phases``) until
+the conversations no longer keep pace (the last token more than 1 s late, or one undelivered);
+printed per M: tokens/s, CPU % of both processes, and conversations per core (M over their CPU
+%, times 100). The sweep's rows print the same figure for ours (N over the agent's and the
+gateway's CPU %).
+
 Micro (``--micro``): two agents in two processes, M ChatMessages (reply-sized, with tags) sent
 one after another over signed HTTP; the CPU of each process divided by M (sign + post + HTTP +
 encode on the sender, HTTP + verify + guard + parse on the receiver).
@@ -18,7 +28,7 @@ encode on the sender, HTTP + verify + guard + parse on the receiver).
 older commit; its compiled chunker copied in) in the same run: "before" beside "this tree".
 
     python bench/bench_scale.py [--sizes 10,100,300,1000] [--rate 20] [--base PATH]
-                                [--max-replies M]
+                                [--max-replies M] [--stock-phases 1,2,4,8,16]
     python bench/bench_scale.py --micro [--messages 2000] [--base PATH]
 
 Loopback only; every wait is bounded (``--timeout`` per sweep step). The machine's load average
@@ -234,6 +244,180 @@ def role_sender(port: int, target: str, endpoint: str, count: int) -> int:
             status = await ctx.send(target, chat(i))
             failed += getattr(status, "status", None) != DeliveryStatus.DELIVERED
         print(f"done: {failed}", flush=True)
+        await asyncio.sleep(3600)
+
+    run_agent(agent, main)
+    return 0
+
+
+# -- the per-token stock arm: plain uagents, one ChatMessage per token ------------------------------
+def stock_agent(seed: str, port: int, peers: dict[str, str]) -> Any:
+    """A plain uagents ``Agent`` on 127.0.0.1 with no internet: uagents' own signing (pure-Python
+    ECDSA), its one serial dispenser (a new connection per envelope), its own inbox; only the
+    ledger query, the status update and the 0.0.0.0 host are left out (no agent_stream code
+    on the message path)."""
+    from uagents import Agent
+    from uagents.asgi import ASGIServer
+    from uagents.resolver import RulesBasedResolver
+    from uagents_core.registration import AgentRegistrationPolicy
+
+    from agent_stream.uagents import _compat
+
+    class Loopback(ASGIServer):  # type: ignore[misc]
+        async def serve(self) -> None:
+            await _compat.serve_on(self, "127.0.0.1")
+
+    class NoRegistration(AgentRegistrationPolicy):  # type: ignore[misc]
+        async def register(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    class StockAgent(Agent):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            _compat.agent_init_without_ledger()(self, *args, **kwargs)
+            _compat.server_of(self).__class__ = Loopback
+
+        async def _update_agent_status(self, active: bool) -> None:
+            return None
+
+    return StockAgent(
+        name=f"stock-{port}",
+        seed=seed,
+        port=port,
+        endpoint=[f"http://127.0.0.1:{port}/submit"],
+        resolve=RulesBasedResolver(peers),
+        registration_policy=NoRegistration(),
+        enable_agent_inspector=False,
+        report_events=False,
+        mark_inactive_on_shutdown=False,
+        publish_agent_details=False,
+        log_level="ERROR",
+    )
+
+
+def role_stock_receiver(port: int, peer_seed: str, peer_port: int) -> int:
+    """A stock chat agent acknowledging each ChatMessage from its handler (as Fetch.ai's
+    examples do) and counting the text it got."""
+    from uagents import Context, Protocol
+    from uagents_core.contrib.protocols.chat import (
+        ChatAcknowledgement,
+        ChatMessage,
+        chat_protocol_spec,
+    )
+    from uagents_core.identity import Identity
+
+    from agent_stream.uagents import run_agent
+
+    peer = Identity.from_seed(peer_seed, 0).address
+    agent = stock_agent(
+        f"bench stock receiver {port}", port, {peer: f"http://127.0.0.1:{peer_port}/submit"}
+    )
+    proto = Protocol(spec=chat_protocol_spec)
+    got = 0
+
+    @proto.on_message(ChatMessage)  # type: ignore[untyped-decorator]
+    async def on_chat(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        nonlocal got
+        got += 1
+        await ctx.send(sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id))
+
+    @proto.on_message(ChatAcknowledgement)  # type: ignore[untyped-decorator]
+    async def on_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
+        return None
+
+    agent.include(proto, publish_manifest=False)
+
+    async def main(ctx: Any) -> None:
+        print(f"address: {agent.address}", flush=True)
+        await asyncio.sleep(3600)
+
+    run_agent(agent, main)
+    return 0
+
+
+def role_stock_sender(
+    port: int, seed: str, target: str, endpoint: str, phases: str, seconds: float, rate: float
+) -> int:
+    """M stock conversations at once, each one ChatMessage per token at ``rate`` tokens/s
+    (start-stream, the tokens, end-stream: the uAgents ChatAgent branch's streaming), for M in
+    ``phases``; per phase, whether every conversation kept its pace."""
+    from uuid import uuid4
+
+    from uagents import Context, Protocol
+    from uagents_core.contrib.protocols.chat import (
+        ChatAcknowledgement,
+        ChatMessage,
+        EndStreamContent,
+        StartStreamContent,
+        TextContent,
+        chat_protocol_spec,
+    )
+    from uagents_core.types import DeliveryStatus
+
+    from agent_stream.uagents import _compat, run_agent
+
+    agent = stock_agent(seed, port, {target: endpoint})
+    proto = Protocol(spec=chat_protocol_spec)
+    acks = 0
+
+    @proto.on_message(ChatMessage)  # type: ignore[untyped-decorator]
+    async def on_chat(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        return None
+
+    @proto.on_message(ChatAcknowledgement)  # type: ignore[untyped-decorator]
+    async def on_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
+        nonlocal acks
+        acks += 1
+
+    agent.include(proto, publish_manifest=False)
+    tokens = max(1, round(seconds * rate))
+
+    async def conversation(t0: float) -> dict[str, float]:
+        ctx = _compat.build_context(agent)
+        stream = uuid4()
+        ok = 0
+        lag = 0.0
+        messages = (
+            [ChatMessage(content=[StartStreamContent(stream_id=stream)])]
+            + [ChatMessage(content=[TextContent(text=f"tok{i} ")]) for i in range(tokens)]
+            + [ChatMessage(content=[EndStreamContent(stream_id=stream)])]
+        )
+        for i, msg in enumerate(messages):
+            due = t0 + min(i, tokens) / rate
+            wait = due - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            status = await ctx.send(target, msg)
+            ok += getattr(status, "status", None) == DeliveryStatus.DELIVERED
+            lag = time.monotonic() - due
+        return {"ok": ok, "lag": lag, "sent": len(messages)}
+
+    async def main(ctx: Any) -> None:
+        for _ in range(10):  # warm-up
+            await ctx.send(target, ChatMessage(content=[TextContent(text="warm ")]))
+        print("ready: 1", flush=True)
+        for m in [int(x) for x in phases.split(",")]:
+            before = acks
+            print(f"phase: {m}", flush=True)
+            t0 = time.monotonic() + 0.05
+            rows = await asyncio.gather(*(conversation(t0) for _ in range(m)))
+            wall = time.monotonic() - t0
+            sent = sum(int(r["sent"]) for r in rows)
+            settle = time.monotonic() + 10.0
+            while acks - before < sent and time.monotonic() < settle:
+                await asyncio.sleep(0.05)
+            result = {
+                "m": m,
+                "delivered": sum(int(r["ok"]) for r in rows),
+                "sent": sent,
+                "acks": acks - before,
+                "wall": wall,
+                "lag": max(r["lag"] for r in rows),
+                "tok_per_s": m * tokens / wall,
+            }
+            print(f"result: {json.dumps(result)}", flush=True)
+            if result["lag"] > 1.0 or result["delivered"] < sent:
+                break  # it no longer keeps up: larger M would not either
+        print("done: 1", flush=True)
         await asyncio.sleep(3600)
 
     run_agent(agent, main)
@@ -459,9 +643,10 @@ def print_sweep(label: str, rows: list[dict[str, Any]], rate: float) -> None:
     )
     print(
         "| N | completed | wall (x ideal) | first text p50 / p99 (s) | ChatMessages/s | "
-        "CPU % agent / gateway / clients | peak RSS MB agent / gateway | not completed |"
+        "CPU % agent / gateway / clients | peak RSS MB agent / gateway | "
+        "conversations per core | not completed |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows[1:]:
         x = f" ({r['wall'] / ideal:.2f}x)" if ideal else ""
         print(
@@ -469,6 +654,7 @@ def print_sweep(label: str, rows: list[dict[str, Any]], rate: float) -> None:
             f"{sec(r['p50'])} / {sec(r['p99'])} | {r['msgs_per_s']:.0f} | "
             f"{r['cpu'][0]:.0f} / {r['cpu'][1]:.0f} / {r['clients_cpu']:.0f} | "
             f"{r['rss'][0]:.0f} / {r['rss'][1]:.0f} | "
+            f"{per_core(r['n'], r['cpu']):.0f}{'' if r['completed'] == r['n'] else ' (not held)'} | "
             f"{', '.join(f'{k}: {v}' for k, v in r['failures'].items()) or '-'} |"
         )
 
@@ -516,6 +702,108 @@ def micro(env: dict[str, str], count: int) -> dict[str, float]:
     }
 
 
+def stock(env: dict[str, str], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The per-token stock arm: one row per M (see :func:`role_stock_sender`), with the CPU % of
+    both processes over the phase."""
+    rport, sport = free_port(), free_port()
+    seed = f"bench stock sender {sport} {time.time_ns()}"
+    receiver = Proc(
+        [
+            ME,
+            "--role",
+            "stock-receiver",
+            "--port",
+            str(rport),
+            "--seed",
+            seed,
+            "--peer-port",
+            str(sport),
+        ],
+        env,
+    )
+    procs = [receiver]
+    rows: list[dict[str, Any]] = []
+    try:
+        address = receiver.line("address:")
+        sender = Proc(
+            [
+                ME,
+                "--role",
+                "stock-sender",
+                "--port",
+                str(sport),
+                "--seed",
+                seed,
+                "--target",
+                address,
+                "--endpoint",
+                f"http://127.0.0.1:{rport}/submit",
+                "--phases",
+                args.stock_phases,
+                "--seconds",
+                str(args.stock_seconds),
+                "--rate",
+                str(args.rate),
+            ],
+            env,
+        )
+        procs.append(sender)
+        sender.line("ready:")
+        deadline = time.monotonic() + 150.0
+        cpu0: list[float] = []
+        t0 = 0.0
+        assert sender.p.stdout is not None
+        while time.monotonic() < deadline:
+            line = sender.p.stdout.readline()
+            if not line or line.startswith("done:"):
+                break
+            if line.startswith("phase:"):
+                cpu0, t0 = [p.cpu() for p in procs], time.monotonic()
+            elif line.startswith("result:"):
+                wall = time.monotonic() - t0
+                row = json.loads(line.split(":", 1)[1])
+                row["cpu"] = [(p.cpu() - c) / wall * 100 for p, c in zip(procs, cpu0, strict=True)]
+                row["held"] = row["lag"] <= 1.0 and row["delivered"] == row["sent"]
+                rows.append(row)
+    finally:
+        for p in reversed(procs):
+            p.stop()
+    return rows
+
+
+def per_core(conversations: float, cpu: list[float]) -> float:
+    """Conversations per 100 % of one core, from the CPU % the two agents' processes used."""
+    used = sum(cpu)
+    return conversations / used * 100 if used > 0 else 0.0
+
+
+def print_stock(rows: list[dict[str, Any]], rate: float, seconds: float) -> None:
+    print(
+        f"\nstock uagents, one ChatMessage per token ({rate:g} tok/s, {seconds:g} s per "
+        "conversation), each acknowledged by a stock receiver:"
+    )
+    print(
+        "| M at once | kept pace | tokens/s | last token late (s) | delivered / acks | "
+        "CPU % sender / receiver | conversations per core |"
+    )
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(
+            f"| {r['m']} | {'yes' if r['held'] else 'no'} | {r['tok_per_s']:.0f} | "
+            f"{r['lag']:.2f} | {r['delivered']}/{r['sent']} / {r['acks']} | "
+            f"{r['cpu'][1]:.0f} / {r['cpu'][0]:.0f} | {per_core(r['m'], r['cpu']):.1f} |"
+        )
+    held = [r for r in rows if r["held"]]
+    best = max(held, key=lambda r: r["m"]) if held else None
+    if best is None:
+        print("stock: not even one conversation kept pace")
+    else:
+        print(
+            f"stock: at most {best['m']} conversations kept pace at once; at that load "
+            f"{per_core(best['m'], best['cpu']):.1f} conversations per core"
+        )
+
+
 def environment(path: Path, tmp: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -546,7 +834,23 @@ def main() -> int:
     )
     ap.add_argument("--micro", action="store_true")
     ap.add_argument("--messages", type=int, default=2000)
+    ap.add_argument(
+        "--stock-phases",
+        default="1,2,4,8,16",
+        help="per-token stock arm: conversations at once, tried in turn until one no longer "
+        "keeps pace (empty: no stock arm; default: %(default)s)",
+    )
+    ap.add_argument(
+        "--stock-seconds",
+        type=float,
+        default=5.0,
+        help="seconds of tokens per stock conversation (default: %(default)s)",
+    )
     ap.add_argument("--role", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", help=argparse.SUPPRESS)
+    ap.add_argument("--peer-port", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--phases", default="1", help=argparse.SUPPRESS)
+    ap.add_argument("--seconds", type=float, default=5.0, help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--max", type=int, default=64, help=argparse.SUPPRESS)
     ap.add_argument("--stats", help=argparse.SUPPRESS)
@@ -563,6 +867,18 @@ def main() -> int:
         return role_receiver(args.port, args.count)
     if args.role == "sender":
         return role_sender(args.port, args.target, args.endpoint, args.count)
+    if args.role == "stock-receiver":
+        return role_stock_receiver(args.port, args.seed, args.peer_port)
+    if args.role == "stock-sender":
+        return role_stock_sender(
+            args.port,
+            args.seed,
+            args.target,
+            args.endpoint,
+            args.phases,
+            args.seconds,
+            args.rate,
+        )
 
     trees = [("this tree", ROOT)] + ([("before", args.base.resolve())] if args.base else [])
     print(
@@ -584,8 +900,14 @@ def main() -> int:
                     f"{med['per_s']:.0f} ChatMessages/s one at a time "
                     f"(median of 3 x {args.messages}; failed {med['failed']:.0f})"
                 )
-            else:
+            elif args.sizes:
                 print_sweep(label, sweep(env, args, label), args.rate)
+    if args.stock_phases and not args.micro:
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.keep is not None:
+                tmp = str(args.keep / "stock")
+                Path(tmp).mkdir(parents=True, exist_ok=True)
+            print_stock(stock(environment(ROOT, tmp), args), args.rate, args.stock_seconds)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
