@@ -25,10 +25,8 @@ Human in the loop: a reply that asks the caller (a ``user_input`` message, e.g. 
 ``message/send`` or ``message/stream`` whose ``message.taskId`` names that task (its
 ``contextId``, or none) is the answer: it is asked in the same envelope session (so LangGraph
 resumes with ``Command(resume=<its text>)``) and its stream continues the same task (``working``,
-new artifacts, then ``completed`` or another question). Any other ``taskId`` is refused before
-anything is asked: unknown or another caller's, ``-32001`` (task not found); finished, ``-32602``
-(terminal state, as a2a-sdk says it); working, or being answered already, ``-32602``; a
-``contextId`` other than the task's, ``-32602``.
+new artifacts, then ``completed`` or another question). Any other
+``taskId`` is refused before anything is asked (:mod:`agent_stream.gateway.a2a_input`).
 """
 
 from __future__ import annotations
@@ -36,9 +34,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -46,6 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message as ASGIMessage
 
+from agent_stream.gateway.a2a_input import FOLLOW_UP_STATE, KEY_STATE, Asking, FollowUps, Waiting
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
 from agent_stream.gateway.middleware import read_body
@@ -59,13 +57,8 @@ OLD_CARD_PATH = "/.well-known/agent.json"  # the A2A 0.2 name, still read by old
 INVALID_PARAMS = -32602
 SENDS = ("message/send", "message/stream")
 TASK_ALIAS = "a2a-task:"
-KEY_STATE = "agent_stream_key"  # the caller's key (or address), for the per-key reply limit
 MAX_CONTEXTS = 4096  # A2A contexts remembered per agent (each: its envelope session)
-MAX_TASKS = 4096  # tasks per agent whose caller (and question, when asking) is remembered
-FOLLOW_UP_STATE = "agent_stream_follow_up"  # the Waiting a checked follow-up answers
 Endpoint = Callable[[Request], Awaitable[Response]]
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 def _executor_base() -> type:
@@ -99,37 +92,6 @@ class ContextSessions:
         return found
 
 
-class Bounded(Generic[K, V]):
-    """A mapping keeping its ``limit`` most recently set entries."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._items: OrderedDict[K, V] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: K) -> V | None:
-        return self._items.get(key)
-
-    def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.limit:
-            self._items.popitem(last=False)
-
-    def pop(self, key: K) -> V | None:
-        return self._items.pop(key, None)
-
-
-@dataclass(frozen=True)
-class Waiting:
-    """A task that ended input-required: who may answer it, and the session to answer in."""
-
-    key: str
-    session: uuid.UUID
-
-
 class GatewayExecutor(_executor_base()):  # type: ignore[misc]
     """An A2A AgentExecutor asking one agent through the gateway's runs."""
 
@@ -137,8 +99,7 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         self.gw = gw
         self.agent = agent
         self.contexts = ContextSessions()
-        self.owners: Bounded[str, str] = Bounded(MAX_TASKS)  # task id -> its caller's key
-        self.waiting: Bounded[str, Waiting] = Bounded(MAX_TASKS)  # tasks asking their caller
+        self.asking = Asking()  # who made each task, and which ones wait for an answer
 
     async def execute(self, context: Any, event_queue: Any) -> None:
         import asyncio
@@ -162,7 +123,7 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
             session = self.contexts.session(key, str(context_id))
         else:
             session = uuid.uuid4()
-        self.owners.put(str(task_id), key)
+        self.asking.owners.put(str(task_id), key)
         gw = self.gw
 
         async def emit(evs: list[Any]) -> None:
@@ -206,12 +167,12 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         finally:
             await gw.runs.detach(run.id)
         if enc.final_state == TaskState.input_required:
-            self.waiting.put(str(task_id), Waiting(key, session))
+            self.asking.waiting.put(str(task_id), Waiting(key, session))
 
     async def cancel(self, context: Any, event_queue: Any) -> None:
         from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 
-        self.waiting.pop(str(context.task_id))
+        self.asking.waiting.pop(str(context.task_id))
         rid = await self.gw.store.resolve(TASK_ALIAS + str(context.task_id))
         if rid is not None:
             await self.gw.runs.cancel(rid, reason="canceled by tasks/cancel")
@@ -223,82 +184,6 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 final=True,
             )
         )
-
-
-def _handler_base() -> type:
-    from a2a.server.request_handlers import DefaultRequestHandler
-
-    base: type = DefaultRequestHandler
-    return base
-
-
-class FollowUps(_handler_base()):  # type: ignore[misc]
-    """a2a-sdk's request handler, letting a message with a ``taskId`` through only when it
-    answers that task's question (its caller's, the task ``input-required``)."""
-
-    def __init__(self, executor: GatewayExecutor, task_store: Any) -> None:
-        super().__init__(agent_executor=executor, task_store=task_store)
-        self.executor = executor
-
-    async def on_message_send(self, params: Any, context: Any = None) -> Any:
-        await self.check_follow_up(params, context)
-        return await super().on_message_send(params, context)
-
-    async def on_message_send_stream(self, params: Any, context: Any = None) -> AsyncIterator[Any]:
-        await self.check_follow_up(params, context)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
-
-    async def check_follow_up(self, params: Any, context: Any) -> None:
-        """Refuse (a2a-sdk ``ServerError``) a ``taskId`` that is not a question to this caller;
-        claim the question of one that is (a second answer to it is refused)."""
-        from a2a.types import InvalidParamsError, TaskNotFoundError, TaskState
-        from a2a.utils.errors import ServerError
-
-        message = params.message
-        tid = message.task_id
-        if not tid:  # check_message refused an empty one before
-            return
-        state = context.state if context is not None else {}
-        key = str(state.get(KEY_STATE, "a2a"))
-        task = await self.task_store.get(tid, context)
-        waiting = self.executor.waiting.get(tid)
-        owner = self.executor.owners.get(tid) or (waiting.key if waiting else None)
-        if task is None or owner != key:  # another caller's task is not theirs to see
-            raise ServerError(
-                error=TaskNotFoundError(
-                    message=f"Task {tid} not found: no task of yours has that id (a task is "
-                    "kept a limited time); send the message without taskId to start one"
-                )
-            )
-        if message.context_id is None:
-            message.context_id = task.context_id
-        elif message.context_id != task.context_id:
-            raise ServerError(
-                error=InvalidParamsError(
-                    message=f"Invalid params: task {tid} belongs to contextId "
-                    f"{task.context_id!r}, not {message.context_id!r}"
-                )
-            )
-        now = task.status.state
-        if now in (TaskState.completed, TaskState.canceled, TaskState.failed, TaskState.rejected):
-            raise ServerError(
-                error=InvalidParamsError(
-                    message=f"Task {tid} is in terminal state: {now.value}; it takes no more "
-                    "messages: send one without taskId (the same contextId keeps the "
-                    "conversation)"
-                )
-            )
-        if now != TaskState.input_required or waiting is None:
-            why = "answered already" if now == TaskState.input_required else now.value
-            raise ServerError(
-                error=InvalidParamsError(
-                    message=f"Task {tid} is {why}, not waiting for input: a message with its "
-                    "taskId is taken only while the task is input-required"
-                )
-            )
-        self.executor.waiting.pop(tid)
-        state[FOLLOW_UP_STATE] = waiting
 
 
 def _card(gw: Gateway, agent: AgentRef, url: str) -> Any:
@@ -421,7 +306,8 @@ class _Apps:
         if key not in self._apps:
             base = str(request.base_url).rstrip("/")
             url = f"{base}/a2a/{quote(segment, safe='')}"
-            handler = FollowUps(GatewayExecutor(self.gw, agent), InMemoryTaskStore())
+            executor = GatewayExecutor(self.gw, agent)
+            handler = FollowUps(executor, InMemoryTaskStore(), executor.asking)
             app = A2AStarletteApplication(
                 agent_card=_card(self.gw, agent, url),
                 http_handler=handler,

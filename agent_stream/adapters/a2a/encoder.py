@@ -20,21 +20,21 @@ One reply = one Task:
 - loading, error Messages and other events -> ``working`` status updates (loading and error with
   a status message carrying their text); thread and block events -> status updates whose
   metadata names them.
-- ``user_input`` from the agent is a question for the asker (how a LangGraph ``interrupt``
-  arrives): held, not an artifact, and given in the final status. A stream that ends completed
-  after asking ends the task ``input-required`` (still ``final``), the status message the
-  question's text plus one DataPart per question (its props; ``value`` the parsed JSON when the
-  content is a JSON object or list); the final status metadata lists the questions (``asks``)
-  whatever the state, so ``A2ADecoder`` gives them back.
-- ``task``: the input-required Task a reply continues (a follow-up on its ``taskId``): the
-  stream opens with that Task (its history and artifacts, state ``working``) instead of a new
-  one, new artifact ids avoid its artifacts' ids, and the final status message ids are numbered
-  by the user turn.
+- ``user_input`` (the agent asks, e.g. a LangGraph ``interrupt``): no artifact; a stream that
+  ends completed after it ends ``input-required``, the status message the question's text and
+  a DataPart of its props (``value``: the content parsed, when a JSON object or list); the final
+  status metadata lists the questions (``asks``) whatever the state, for ``A2ADecoder``.
+- ``task``: the input-required Task a reply continues: the stream opens with it (its history
+  and artifacts, state ``working``), new artifact ids avoid its ids, status message ids are
+  numbered by the user turn.
 - every artifact and status message carries ``metadata.agent_stream``: type, message_id,
   thread_id, block_id (and props for status messages), so ``A2ADecoder`` reads the stream back.
 
 The contextId is the conversation (``context_id``); agent_stream threads have no A2A
 counterpart inside one task, so they travel in that metadata. See docs/wires-aisdk-a2a.md.
+
+This module is over 500 lines on purpose: what every Message type becomes in a Task is one
+set of rules, read and changed together.
 """
 
 from __future__ import annotations
