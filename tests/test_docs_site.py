@@ -73,10 +73,23 @@ def test_every_limits_row_says_what_it_bounds() -> None:
 
 def test_a_field_documented_by_its_comment_has_that_meaning() -> None:
     gen = generated()
+    from agent_stream.adapters.chat.limits import DecoderLimits
+
+    table = gen.limits_table(DecoderLimits)
+    # a comment on the field's line, and comment lines just above it
+    assert "| `gap_timeout` | `2.0` | seconds a gap is waited for, then reported |" in table
+    assert "| `reorder_window` | `64` | ordering: held-back ChatMessages per" in table
+
+
+def test_a_field_documented_in_attributes_has_that_meaning() -> None:
+    gen = generated()
     from agent_stream.uagents import GuardSettings
 
     table = gen.limits_table(GuardSettings)
-    assert "| `max_envelope_bytes` | `4194304` (4 MiB) | an HTTP body over this: 413 |" in table
+    assert "| `max_envelope_bytes` | `4194304` (4 MiB) | an HTTP body over this: 413. |" in table
+    # an Attributes line continued on the next one is read whole
+    assert "| `trusted_senders` | `frozenset()` | senders trusted with more" in table
+    assert "many users): their own rate instead. |" in table
 
 
 def test_a_dataclass_is_required() -> None:

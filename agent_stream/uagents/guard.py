@@ -60,26 +60,43 @@ HandleMessage = Callable[[Any, str, Any, Any], Awaitable[None]]
 
 @dataclass(frozen=True)
 class GuardSettings:
-    """The guard's limits (per protected agent; see the module doc and :mod:`.edge`)."""
+    """The guard's limits (per protected agent; see the module doc and :mod:`.edge`).
 
-    max_envelope_bytes: int = 4 * 1024 * 1024  # an HTTP body over this: 413
-    new_senders_per_second: float = 25.0  # signed envelopes from senders not verified lately
-    sender_envelopes_per_second: float = 200.0  # signed envelopes of one verified sender
-    # senders trusted with more (a gateway asking for many users): their own rate instead
+    Attributes:
+        max_envelope_bytes: an HTTP body over this: 413.
+        new_senders_per_second: signed envelopes from senders not verified lately.
+        sender_envelopes_per_second: signed envelopes of one verified sender.
+        trusted_senders: senders trusted with more (a gateway asking for many users): their
+            own rate instead.
+        trusted_envelopes_per_second: envelopes per second of each trusted sender, and of
+            each peer streaming a reply this agent asked for.
+        unsigned_per_second: unsigned envelopes, all senders together.
+        max_queued: payloads waiting in one agent's inbox.
+        max_queued_bytes: their bytes.
+        max_content_items: content items in one ChatMessage.
+        error_interval: at most one ErrorMessage per sender per this many seconds.
+        error_rate: ErrorMessages per second in all (beyond: not sent).
+        max_error_replies: ErrorMessages being sent at once (beyond: not sent).
+        error_timeout: seconds to deliver one ErrorMessage.
+        log_burst: warning lines per ``log_period``...
+        log_period: ...seconds; the rest are counted.
+    """
+
+    max_envelope_bytes: int = 4 * 1024 * 1024
+    new_senders_per_second: float = 25.0
+    sender_envelopes_per_second: float = 200.0
     trusted_senders: frozenset[str] = frozenset()
-    # envelopes per second of each trusted sender, and of each peer streaming a reply this
-    # agent asked for
     trusted_envelopes_per_second: float = 10_000.0
-    unsigned_per_second: float = 50.0  # unsigned envelopes, all senders together
-    max_queued: int = 1024  # payloads waiting in one agent's inbox
-    max_queued_bytes: int = 32 * 1024 * 1024  # their bytes
-    max_content_items: int = 1024  # content items in one ChatMessage
-    error_interval: float = 1.0  # at most one ErrorMessage per sender per this many seconds
-    error_rate: float = 20.0  # ErrorMessages per second in all (beyond: not sent)
-    max_error_replies: int = 32  # ErrorMessages being sent at once (beyond: not sent)
-    error_timeout: int = 5  # seconds to deliver one ErrorMessage
-    log_burst: int = 5  # warning lines per log_period...
-    log_period: float = 10.0  # ...seconds; the rest are counted
+    unsigned_per_second: float = 50.0
+    max_queued: int = 1024
+    max_queued_bytes: int = 32 * 1024 * 1024
+    max_content_items: int = 1024
+    error_interval: float = 1.0
+    error_rate: float = 20.0
+    max_error_replies: int = 32
+    error_timeout: int = 5
+    log_burst: int = 5
+    log_period: float = 10.0
 
 
 def short(value: object, limit: int = 160) -> str:

@@ -72,6 +72,11 @@ class LaneLimits:
         max_lanes: lanes (destinations) at once (beyond: envelopes fail at once).
         max_posting: HTTP posts at once, all lanes together.
         drain_timeout: seconds the lanes get to finish when the agent stops.
+        window: envelopes in flight at once to a peer that restores order (pipeline).
+        max_queued_pipelined: envelopes waiting for such a peer (a gateway's many).
+        keep_alive: keep connections open (False: a new connection per envelope, as uagents
+            does).
+        every_protocol: put every send in lanes, not only the chat protocol's.
     """
 
     post_timeout: float = 10.0
@@ -81,10 +86,10 @@ class LaneLimits:
     max_lanes: int = 4096
     max_posting: int = 256
     drain_timeout: float = 5.0
-    window: int = 8  # envelopes in flight at once to a peer that restores order (pipeline)
-    max_queued_pipelined: int = 4096  # envelopes waiting for such a peer (a gateway's many)
-    keep_alive: bool = True  # False: a new connection per envelope, as uagents does
-    every_protocol: bool = False  # True: every send in lanes, not only the chat protocol's
+    window: int = 8
+    max_queued_pipelined: int = 4096
+    keep_alive: bool = True
+    every_protocol: bool = False
 
 
 #: The schema digests whose envelopes go through lanes by default (the chat protocol's).
