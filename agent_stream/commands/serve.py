@@ -352,13 +352,14 @@ def parse_trust(specs: list[str], default: int) -> dict[str, int]:
     return trusted
 
 
-def name_taken(name: str) -> str | None:
+def name_taken(name: str, me: str | None = None) -> str | None:
     """What to say when another running agent of the directory answers to ``name`` (``ask NAME``
-    is then refused as ambiguous), else None."""
+    is then refused as ambiguous), else None. ``me``: this agent's address (a replica of the
+    same fleet is not another agent)."""
     from agent_stream.uagents import DirectoryError, LocalDirectory
 
     try:
-        others = LocalDirectory().named(name)
+        others = [(a, e) for a, e in LocalDirectory().named(name) if a != me]
     except DirectoryError:
         return None  # build() says why the directory is refused
     if not others:
@@ -413,7 +414,9 @@ def run(args: argparse.Namespace) -> int:
     elif seed_refused("serve", seed, network=args.network != "local"):
         return 2
     if args.network == "local" and not args.no_directory:
-        taken = name_taken(args.name)
+        from uagents_core.identity import Identity
+
+        taken = name_taken(args.name, str(Identity.from_seed(seed, 0).address))
         if taken is not None:
             print(f"agent-stream serve: warning: {taken}", file=sys.stderr, flush=True)
     try:

@@ -243,6 +243,9 @@ def answer_of(out: str) -> tuple[str, str]:
 def test_next_turn_on_another_replica_sees_the_first(fleet: Fleet3) -> None:
     seed, session = f"fleet asker {uuid.uuid4()}", str(uuid.uuid4())
     asker = address_of(seed)
+    # the replicas list the balancer's endpoint, not their own, and none warns of another
+    assert fleet.h.directory_entries()[fleet.address]["endpoint"] == fleet.lb.endpoint
+    assert not any("already running" in r.stderr for r in fleet.replicas)
     code, out, err = fleet.ask(seed, session, Q1).finish(60)
     assert code == 0, err
     first = fleet.wait_new_claim(asker, {})
@@ -483,3 +486,36 @@ def test_resend_for_a_gone_replica_is_served_from_its_mirror(redis_url: str) -> 
             await b.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--fleet", "http://127.0.0.1:6379"), "--fleet http://127.0.0.1:6379: expected redis://"),
+        (("--fleet", ""), "expected redis://HOST:PORT/DB"),
+        (("--endpoint", "ftp://lb/submit"), "--endpoint ftp://lb/submit: expected an http(s)"),
+        (("--endpoint", "127.0.0.1:8000"), "expected an http(s) URL"),
+    ],
+)
+def test_bad_fleet_options_are_refused(harness: Harness, args: tuple[str, ...], says: str) -> None:
+    p = harness.cli("serve", "--port", str(free_port()), "--no-directory", *args)
+    code, _out, err = p.finish(30)
+    assert code == 2
+    assert says in err
+
+
+def test_a_replica_whose_redis_is_down_still_answers(harness: Harness) -> None:
+    """Redis refusing connections: the replica answers alone, within its bounded timeouts."""
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    p, address, endpoint = harness.serve("--rate", "0", "--fleet", dead, "--sessions", "memory")
+    try:
+        started = time.monotonic()
+        code, out, err = harness.cli(
+            "ask", address, "--endpoint", endpoint, "--json", "--timeout", "30", Q1
+        ).finish(60)
+        assert code == 0, err + p.stderr
+        assert json.loads(out)["status"] == "completed"
+        assert time.monotonic() - started < 20
+    finally:
+        p.stop()
+    assert "acting alone" in p.stderr
