@@ -29,8 +29,12 @@ __all__ = ["Batcher"]
 class Batcher:
     """Packs the groups of one conversation into numbered ChatMessages.
 
-    ``deterministic``: msg_ids derived from the conversation and sequence number and a fixed
-    timestamp. ``clock``: the UTC time stamped on ChatMessages otherwise.
+    Args:
+        conversation: the conversation's id.
+        meta_delay: seconds metadata-only groups may wait for content to go with.
+        deterministic: msg_ids derived from the conversation and sequence number, and a fixed
+            timestamp.
+        clock: the UTC time stamped on ChatMessages otherwise (None: the system's).
     """
 
     def __init__(
@@ -52,14 +56,22 @@ class Batcher:
         self.session_end = False  # the next ChatMessage ends the session
 
     def add(self, group: Group) -> None:
-        """Queue ``group`` for the next ChatMessage."""
+        """Queue a group for the next ChatMessage.
+
+        Args:
+            group: the group.
+        """
         self._pending.append(group)
 
     def pack(self, now: float, force: bool = False) -> list[ChatMessage]:
         """The ChatMessage carrying the groups produced so far, if one is to go now.
 
         Metadata-only groups wait (in order) for the next ChatMessage that carries content, at
-        most ``meta_delay`` seconds (``force``: go now).
+        most ``meta_delay`` seconds.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+            force: what is queued goes now.
         """
         pending = self._pending
         if not pending:

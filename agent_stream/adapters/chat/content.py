@@ -24,7 +24,14 @@ __all__ = ["ContentPolicy"]
 
 
 class ContentPolicy:
-    """Decides what each content Message becomes, and routes the groups it makes."""
+    """Decides what each content Message becomes, and routes the groups it makes.
+
+    Args:
+        withheld_types: Message types not sent to the peer.
+        chunking: cuts each message's text into chunks.
+        plain: renders what an untagged peer sees as text.
+        route: takes each group made.
+    """
 
     def __init__(
         self,
@@ -40,7 +47,11 @@ class ContentPolicy:
         self._route = route
 
     def standalone(self, msg: Message) -> None:
-        """A Message without a message_id: a whole text, or metadata with its rendering."""
+        """A Message without a message_id: a whole text, or metadata with its rendering.
+
+        Args:
+            msg: the Message.
+        """
         mtype = msg.type
         if mtype in self.withheld_types:
             self.withheld_seen.add(mtype)
@@ -64,7 +75,13 @@ class ContentPolicy:
         self._route(group)
 
     def content(self, u: MessageState, msg: Message, now: float) -> None:
-        """A content chunk of message ``u`` (after a type change, as its new type)."""
+        """A content chunk of a message (after a type change, as its new type).
+
+        Args:
+            u: the message's encoder state.
+            msg: the chunk.
+            now: the current time, in seconds on a monotonic clock.
+        """
         u.received += 1
         new_type = msg.type if msg.type_change or not msg.delta else u.type
         if new_type in self.withheld_types:

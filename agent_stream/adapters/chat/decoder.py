@@ -43,6 +43,19 @@ class ChatDecoder:
     is dropped), ``idle_timeout`` seconds without text before an open stream is closed with
     status error, ``reorder_window`` tagged ChatMessages held back waiting for a missing one,
     for at most ``gap_timeout`` seconds; then the gap is reported and decoding goes on.
+
+    Args:
+        limits: every cap and timeout (None: the defaults of DecoderLimits).
+        reorder_window: overrides ``limits.reorder_window`` (None: keep it); likewise the
+            others below.
+        gap_timeout: seconds a gap is waited for, then reported.
+        idle_timeout: seconds an open stream may go without text.
+        max_open_streams: open chat streams per sender.
+        max_stream_bytes: UTF-8 bytes of text per chat stream.
+        max_message_bytes: UTF-8 bytes per logical message.
+
+    Raises:
+        ValueError: a limit that is not a positive number.
     """
 
     def __init__(
@@ -74,7 +87,16 @@ class ChatDecoder:
 
     # -- public ---------------------------------------------------------------------------------
     def feed(self, sender: str, chat: ChatMessage, now: float) -> list[Message]:
-        """Decode one ChatMessage from ``sender``; never raises for bad peer input."""
+        """Decode one ChatMessage; never raises for bad peer input.
+
+        Args:
+            sender: the sender's address.
+            chat: the ChatMessage.
+            now: the current time, in seconds on a monotonic clock (the one ``poll`` is given).
+
+        Returns:
+            The Messages it completes, possibly none.
+        """
         out: list[Message] = []
         state = self._state
         limits = self.limits
@@ -126,7 +148,14 @@ class ChatDecoder:
         return out
 
     def poll(self, now: float) -> list[Message]:
-        """Report gaps older than gap_timeout and close streams idle for idle_timeout."""
+        """Report gaps older than gap_timeout and close streams idle for idle_timeout.
+
+        Args:
+            now: the current time, in seconds on the clock ``feed`` was given.
+
+        Returns:
+            The Messages this releases or ends, possibly none.
+        """
         out: list[Message] = []
         limits = self.limits
         for peer in self._state.peers.values():
@@ -177,8 +206,12 @@ class ChatDecoder:
         return self._warnings.drain_warnings()
 
     def finished(self, sender: str, conversation: str | None = None) -> bool:
-        """True when the sender's final stream_end was decoded (of ``conversation``, or of every
-        conversation seen from it)."""
+        """True when the sender's final stream_end was decoded.
+
+        Args:
+            sender: the sender's address.
+            conversation: the conversation (None: every conversation seen from the sender).
+        """
         peer = self._state.peers.get(self._state.sender_key(sender))
         if peer is None:
             return False
@@ -189,14 +222,25 @@ class ChatDecoder:
         return bool(convs) and all(c.finished for c in convs)
 
     def whole(self, sender: str, conversation: str) -> bool:
-        """True when the final stream_end of ``conversation`` was decoded with no gap given up
-        (every ChatMessage of the reply was decoded)."""
+        """True when the final stream_end was decoded with no gap given up.
+
+        Every ChatMessage of the reply was decoded.
+
+        Args:
+            sender: the sender's address.
+            conversation: the conversation.
+        """
         conv = self._conversation(sender, conversation)
         return conv is not None and conv.finished and conv.order.skipped == 0
 
     def gaps(self, sender: str | None = None) -> list[Gap]:
-        """The open gaps of unfinished conversations (of ``sender``, or of every sender): the
-        first missing range of each, for a repair request."""
+        """The open gaps of unfinished conversations: the first missing range of each.
+
+        For a repair request.
+
+        Args:
+            sender: the sender's address (None: every sender).
+        """
         out: list[Gap] = []
         for peer in self._state.peers.values():
             if sender is not None and peer.sender != self._state.sender_key(sender):
@@ -209,12 +253,22 @@ class ChatDecoder:
         return out
 
     def skipped(self, sender: str, conversation: str) -> int:
-        """Gaps of ``conversation`` given up so far."""
+        """Gaps of a conversation given up so far.
+
+        Args:
+            sender: the sender's address.
+            conversation: the conversation.
+        """
         conv = self._conversation(sender, conversation)
         return conv.order.skipped if conv is not None else 0
 
     def keepalives(self, sender: str, conversation: str) -> int:
-        """Keepalives received in ``conversation``."""
+        """Keepalives received in a conversation.
+
+        Args:
+            sender: the sender's address.
+            conversation: the conversation.
+        """
         conv = self._conversation(sender, conversation)
         return conv.keepalives if conv is not None else 0
 
@@ -223,11 +277,19 @@ class ChatDecoder:
         return peer.conversations.get(conversation) if peer is not None else None
 
     def forget(self, sender: str) -> None:
-        """Drop every state kept for ``sender``."""
+        """Drop every state kept for a sender.
+
+        Args:
+            sender: the sender's address.
+        """
         self._state.forget(self._state.sender_key(sender))
 
     def open_streams(self, sender: str) -> int:
-        """How many chat streams of ``sender`` are open."""
+        """How many chat streams of a sender are open.
+
+        Args:
+            sender: the sender's address.
+        """
         peer = self._state.peers.get(self._state.sender_key(sender))
         return len(peer.streams) if peer is not None else 0
 

@@ -53,10 +53,10 @@ class DecoderLimits:
     max_held_total: int = 1024  # held-back ChatMessages; past it the oldest is dropped
     max_held_bytes: int = 16 * MiB  # their estimated size; past it the oldest are dropped
     max_seen_ids: int = 4096  # msg_ids remembered to drop duplicates (oldest forgotten)
-    max_seen_ids_total: int = 16384
+    max_seen_ids_total: int = 16384  # the same, for all senders together
     max_refused_total: int = 4096  # ids of refused or shed streams (their text is dropped)
     max_tracked_messages: int = 1024  # per conversation: messages whose bytes are counted
-    max_tracked_total: int = 16384
+    max_tracked_total: int = 16384  # messages whose bytes are counted, in all conversations
     max_chat_bytes: int = 8 * MiB  # one ChatMessage (estimated; raw JSON in parse_chat)
     max_message_bytes: int = 8 * MiB  # a message, event or message without id
     max_stream_bytes: int = 8 * MiB  # the text of one chat stream
@@ -95,7 +95,11 @@ _DETAIL_CHARS = 600
 
 
 class WarningQueue:
-    """Warnings waiting for :meth:`drain_warnings`: at most ``size``, oldest dropped and counted."""
+    """Warnings waiting for :meth:`drain_warnings`: at most ``size``, oldest dropped and counted.
+
+    Args:
+        size: how many warnings wait at most.
+    """
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
@@ -112,7 +116,15 @@ class WarningQueue:
         *,
         once: bool = False,
     ) -> None:
-        """Queue a warning (``once``: unless one with this code waits already)."""
+        """Queue a warning.
+
+        Args:
+            code: the warning's code (see :class:`~agent_stream.errors.WarningCode`).
+            detail: what happened (cut to 600 characters).
+            message_id: the message concerned, if any.
+            thread_id: the thread concerned, if any.
+            once: not when a warning with this code waits already.
+        """
         if once:
             if code in self._pending_codes:
                 return

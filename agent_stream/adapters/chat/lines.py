@@ -32,6 +32,9 @@ class ChatStream:
     Messages did: with the given status, or without one (the Messages ended without
     stream_end: the stream was cut) status ``error`` saying so, with an ``incomplete`` warning,
     so a peer can tell the reply is not whole.
+
+    Args:
+        conversation: the conversation's id the ChatMessages carry.
     """
 
     INCOMPLETE_TEXT = "the stream ended before it was complete"
@@ -45,9 +48,20 @@ class ChatStream:
         return self.encoder.finished
 
     def feed(self, msg: Message) -> list[Any]:
+        """The ChatMessages one Message makes.
+
+        Args:
+            msg: the next Message of the stream.
+        """
         return self.encoder.feed(msg, NOW)
 
     def close(self, *, status: str | None = None, error: str | None = None) -> list[Any]:
+        """The ChatMessages that end the reply, unless the Messages did.
+
+        Args:
+            status: how the stream ended, as its stream_end says (None: it was cut).
+            error: what went wrong, when it did.
+        """
         if status is None and not self.encoder.finished:
             self._warnings.append(
                 StreamWarning(
@@ -65,7 +79,11 @@ class ChatStream:
 
 
 def frame_jsonl(chat: Any) -> str:
-    """One ChatMessage as its JSON line, as uagents serialises it."""
+    """One ChatMessage as its JSON line, as uagents serialises it.
+
+    Args:
+        chat: the ChatMessage.
+    """
     text: str = chat.json()
     return text + "\n"
 
@@ -79,7 +97,14 @@ class ChatLines:
         self.decoder = ChatDecoder()
 
     def feed_line(self, line: str) -> list[Message]:
-        """Decode one line (WireError for a line that is not a valid ChatMessage)."""
+        """Decode one line.
+
+        Args:
+            line: one ChatMessage's JSON.
+
+        Raises:
+            WireError: the line is not a valid ChatMessage.
+        """
         chat = parse_chat(line, max_bytes=self.decoder.limits.max_chat_bytes)
         return self.decoder.feed(self.SENDER, chat, NOW)
 
@@ -128,6 +153,12 @@ def check_chat_line(line: str) -> None:
 
     agent_stream's JSON-in-metadata values are read strictly too, so none can nest too deep or
     carry NaN; one that is merely not JSON is left to the decoder (a warning there).
+
+    Args:
+        line: one ChatMessage's JSON.
+
+    Raises:
+        WireError: the line is not so.
     """
     data = jsontext.loads(line, WireError)
     if not isinstance(data, dict):

@@ -35,7 +35,13 @@ __all__ = ["MessageChunking", "MessageState", "keeps_text", "text_append"]
 
 
 class MessageState:
-    """Encoder state of one logical message."""
+    """Encoder state of one logical message.
+
+    Args:
+        key: (thread_id, message_id).
+        type_: its Message type.
+        block_id: the block it is in (None: none).
+    """
 
     __slots__ = (
         "block_id",
@@ -77,7 +83,11 @@ class MessageState:
 
 
 def text_append(msg: Message) -> str | None:
-    """The string ``msg`` appends to props.content, when it is a plain text append."""
+    """The string a chunk appends to props.content, when it is a plain text append.
+
+    Args:
+        msg: the chunk.
+    """
     if not msg.delta or msg.type_change:
         return None
     props = msg.props
@@ -107,6 +117,10 @@ def keeps_text(msg: Message, ok: bool) -> bool:
 
     Conservative: False whenever ``msg`` may leave something else there. Merging two string
     appends into one is exact only onto a string (onto a list each would be an item).
+
+    Args:
+        msg: the chunk.
+        ok: props.content was a string or absent before it.
     """
     props = msg.props
     if msg.type_change:
@@ -129,8 +143,16 @@ def keeps_text(msg: Message, ok: bool) -> bool:
 
 
 class MessageChunking:
-    """Buffers each message's appends and turns its chunks into groups, opening and ending its
-    chat stream; ``route`` takes each group in the order it is made."""
+    """Buffers each message's appends and turns its chunks into groups.
+
+    It opens and ends each message's chat stream.
+
+    Args:
+        conversation: the conversation's id.
+        chunker_opts: the TextChunker's options.
+        renderer: renders what an untagged peer sees as text.
+        route: takes each group in the order it is made.
+    """
 
     def __init__(
         self,
@@ -149,7 +171,13 @@ class MessageChunking:
         self.live: dict[MessageKey, MessageState] = {}  # messages holding a chunker
 
     def buffer(self, u: MessageState, piece: str, now: float) -> None:
-        """Feed an append of ``u``'s content to its chunker (made on first use)."""
+        """Feed an append of a message's content to its chunker (made on first use).
+
+        Args:
+            u: the message's encoder state.
+            piece: the appended text.
+            now: the current time, in seconds on a monotonic clock.
+        """
         chunker = u.chunker
         if chunker is None:
             chunker = u.chunker = self._chunker_cls(**self._chunker_opts)
@@ -160,12 +188,20 @@ class MessageChunking:
             self.chunk(u, chunk)
 
     def drop(self, u: MessageState) -> None:
-        """Forget ``u``'s chunker (and what it still buffers)."""
+        """Forget a message's chunker (and what it still buffers).
+
+        Args:
+            u: the message's encoder state.
+        """
         u.chunker = None
         self.live.pop(u.key, None)
 
     def flush(self, u: MessageState) -> None:
-        """Send what ``u``'s chunker buffers (an empty append alone still goes once)."""
+        """Send what a message's chunker buffers (an empty append alone still goes once).
+
+        Args:
+            u: the message's encoder state.
+        """
         chunker = u.chunker
         if chunker is None:
             return
@@ -176,7 +212,12 @@ class MessageChunking:
             self.chunk(u, chunk)
 
     def chunk(self, u: MessageState, text: str) -> None:
-        """One chunk of ``u``'s appends on the wire."""
+        """One chunk of a message's appends on the wire.
+
+        Args:
+            u: the message's encoder state.
+            text: the chunk.
+        """
         u.wire_chunks += 1
         u.has_content = True
         u.empty_pending = False
@@ -213,14 +254,23 @@ class MessageChunking:
         self.emit(u, Group(meta, [start, item], owner=u.key, opens=True))
 
     def end_item(self, u: MessageState, group: Group) -> None:
-        """Add the end of ``u``'s open chat stream to ``group``."""
+        """Add the end of a message's open chat stream to a group.
+
+        Args:
+            u: the message's encoder state.
+            group: the group.
+        """
         assert u.stream_id is not None
         group.items.append(EndStreamContent.construct(type="end-stream", stream_id=u.stream_id))
         group.closes = group.needs_turn = True
         u.open = False
 
     def close_stream(self, u: MessageState) -> None:
-        """End ``u``'s open chat stream in a group of its own."""
+        """End a message's open chat stream in a group of its own.
+
+        Args:
+            u: the message's encoder state.
+        """
         assert u.stream_id is not None
         meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_END, "stream_id": str(u.stream_id)}
         group = Group(meta, [], owner=u.key)
@@ -228,7 +278,12 @@ class MessageChunking:
         self.emit(u, group)
 
     def emit(self, u: MessageState, group: Group) -> None:
-        """Route a group of ``u`` (after its deferred message_start, if any)."""
+        """Route a group of a message (after its deferred message_start, if any).
+
+        Args:
+            u: the message's encoder state.
+            group: the group.
+        """
         u.sent = True
         deferred = u.deferred
         if deferred is not None:

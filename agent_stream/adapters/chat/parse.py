@@ -65,9 +65,13 @@ def _json(data: str | bytes) -> Any:
 def parse_chat(data: str | bytes | dict[str, Any], *, max_bytes: int | None = None) -> ChatMessage:
     """A ChatMessage from its JSON (or decoded JSON), validated as uagents validates it.
 
-    Raises WireError with a readable reason: more than ``max_bytes`` UTF-8 bytes of JSON
-    (checked before parsing), bad JSON, an unknown key (uagents rejects it), a missing field, a
-    content item of an unknown type or with a bad field.
+    Args:
+        data: the JSON text, as a string or UTF-8 bytes, or the decoded object.
+        max_bytes: the most UTF-8 bytes of JSON, checked before parsing (None: no cap).
+
+    Raises:
+        WireError: with a readable reason: too large, bad JSON, an unknown key (uagents rejects
+            it), a missing field, a content item of an unknown type or with a bad field.
     """
     if isinstance(data, (str, bytes)):
         if max_bytes is not None:

@@ -17,7 +17,12 @@ __all__ = ["PlainOrder"]
 
 
 class PlainOrder:
-    """Routes groups to ``sink`` in wire order (serialised unless ``tagged``)."""
+    """Routes groups to ``sink`` in wire order.
+
+    Args:
+        tagged: the wire is tagged (groups need not be serialised).
+        sink: takes each group in its turn.
+    """
 
     def __init__(self, tagged: bool, sink: Callable[[Group], None]) -> None:
         self.tagged = tagged
@@ -26,7 +31,11 @@ class PlainOrder:
         self._waiting: deque[Group] = deque()
 
     def route(self, group: Group) -> None:
-        """Send ``group`` now, or queue it behind what waits for its turn."""
+        """Send a group now, or queue it behind what waits for its turn.
+
+        Args:
+            group: the group.
+        """
         if self.tagged:
             self._sink(group)
             return

@@ -32,7 +32,11 @@ __all__ = ["StreamDecoder"]
 
 
 class StreamDecoder:
-    """Opens, feeds and ends chat streams, and decodes untagged content, into ``out`` lists."""
+    """Opens, feeds and ends chat streams, and decodes untagged content, into ``out`` lists.
+
+    Args:
+        state: the decoder's state (its limits and warnings too).
+    """
 
     def __init__(self, state: DecoderState) -> None:
         self.state = state
@@ -54,7 +58,17 @@ class StreamDecoder:
         now: float,
         out: list[Message],
     ) -> None:
-        """Open stream ``stream_id`` (described by ``meta`` when tagged)."""
+        """Open a chat stream.
+
+        Args:
+            peer: the sender's state.
+            stream_id: the chat stream's id.
+            meta: the message it carries, from the tag (None: untagged, a text message of its
+                own).
+            conversation: the conversation it belongs to (None: untagged).
+            now: the current time, in seconds on the caller's monotonic clock.
+            out: where the decoded Messages are appended.
+        """
         stream = peer.streams.get(stream_id)
         if stream is not None:
             self._warnings.add(
@@ -107,7 +121,13 @@ class StreamDecoder:
         self.state.open_stream(peer, stream)
 
     def end(self, peer: PeerState, stream_id: str, out: list[Message]) -> None:
-        """End stream ``stream_id``."""
+        """End a chat stream.
+
+        Args:
+            peer: the sender's state.
+            stream_id: the chat stream's id.
+            out: where the decoded Messages are appended.
+        """
         stream = self.state.close_stream(peer, stream_id)
         if stream is None:
             if self.state.refused.has(peer.sender, stream_id):
@@ -121,7 +141,13 @@ class StreamDecoder:
             out.append(self.end_event(stream, "error" if stream.rejected else "completed"))
 
     def end_event(self, stream: OpenStream, status: str, error: str | None = None) -> Message:
-        """The message_end of ``stream``'s message."""
+        """The message_end of a chat stream's message.
+
+        Args:
+            stream: the open chat stream.
+            status: the message's end status.
+            error: what went wrong, when it did.
+        """
         data: dict[str, Any] = {
             "message_id": stream.message_id,
             "type": stream.type,
@@ -150,7 +176,17 @@ class StreamDecoder:
         now: float,
         out: list[Message],
     ) -> None:
-        """Text of ``stream`` (counted against ``conv``'s message when tagged)."""
+        """Text of a chat stream.
+
+        Args:
+            peer: the sender's state.
+            conv: the conversation, whose message the text is counted against (None:
+                untagged).
+            stream: the open chat stream.
+            text: the text.
+            now: the current time, in seconds on the caller's monotonic clock.
+            out: where the decoded Messages are appended.
+        """
         stream.last = now
         if stream.rejected:
             return
@@ -186,8 +222,16 @@ class StreamDecoder:
         )
 
     def count(self, conv: Conversation, key: MessageKey | None, n: int) -> bool:
-        """Add n bytes to a message's total (``key`` None: an event or a message without id,
-        checked alone) and to its reply's; False (and a warning) when over a limit."""
+        """Add bytes to a message's total and to its reply's.
+
+        Args:
+            conv: the conversation.
+            key: the message (None: an event or a message without id, checked alone).
+            n: how many UTF-8 bytes.
+
+        Returns:
+            False (and a warning) when over a limit.
+        """
         limit = self.limits.max_message_bytes
         if key is None:
             if n > limit:
@@ -216,7 +260,15 @@ class StreamDecoder:
         return True
 
     def count_reply(self, size: ReplySize, n: int) -> bool:
-        """Add n bytes to a reply's total; False (and a warning once) when over the limit."""
+        """Add bytes to a reply's total.
+
+        Args:
+            size: the reply's size so far.
+            n: how many UTF-8 bytes.
+
+        Returns:
+            False (and a warning once) when over the limit.
+        """
         if size.over:
             return False
         if size.bytes + n > self.limits.max_reply_bytes:
@@ -232,7 +284,14 @@ class StreamDecoder:
 
     # -- untagged -------------------------------------------------------------------------------
     def untagged(self, peer: PeerState, chat: ChatMessage, now: float, out: list[Message]) -> None:
-        """Decode a ChatMessage without the agent_stream tag."""
+        """Decode a ChatMessage without the agent_stream tag.
+
+        Args:
+            peer: the sender's state.
+            chat: the ChatMessage.
+            now: the current time, in seconds on the caller's monotonic clock.
+            out: where the decoded Messages are appended.
+        """
         for item in chat.content:
             try:
                 if isinstance(item, TextContent):
@@ -247,7 +306,14 @@ class StreamDecoder:
                 self._warnings.add("bad_input", f"{type(exc).__name__}: {exc}")
 
     def untagged_text(self, peer: PeerState, text: str, now: float, out: list[Message]) -> None:
-        """Text outside any tagged group: to the latest open stream, or a whole message."""
+        """Text outside any tagged group: to the latest open stream, or a whole message.
+
+        Args:
+            peer: the sender's state.
+            text: the text.
+            now: the current time, in seconds on the caller's monotonic clock.
+            out: where the decoded Messages are appended.
+        """
         streams = peer.streams
         if streams:
             self.text(peer, None, next(reversed(streams.values())), text, now, out)
@@ -280,7 +346,12 @@ class StreamDecoder:
         )
 
     def untagged_resource(self, item: ResourceContent, out: list[Message]) -> None:
-        """A ResourceContent: a media message by its MIME type, else a ``resource`` message."""
+        """A ResourceContent: a media message by its MIME type, else a ``resource`` message.
+
+        Args:
+            item: the content item.
+            out: where the decoded Messages are appended.
+        """
         res = item.resource[0] if isinstance(item.resource, list) else item.resource
         mime = res.metadata.get("mime_type", "")
         kind = mime.split("/", 1)[0]

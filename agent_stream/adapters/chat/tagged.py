@@ -40,7 +40,12 @@ _ID_KEYS = ("message_id", "thread_id", "block_id", "stream_id", "type")
 
 
 class TaggedDecoder:
-    """Decodes tagged ChatMessages of a sender's conversations into ``out`` lists."""
+    """Decodes tagged ChatMessages of a sender's conversations into ``out`` lists.
+
+    Args:
+        streams: opens, feeds and ends the chat streams.
+        state: the decoder's state.
+    """
 
     def __init__(self, streams: StreamDecoder, state: DecoderState) -> None:
         self._streams = streams
@@ -50,7 +55,15 @@ class TaggedDecoder:
     def decode(
         self, peer: PeerState, conv_id: str, chat: ChatMessage, now: float, out: list[Message]
     ) -> None:
-        """Decode ``chat``, a tagged ChatMessage of conversation ``conv_id``, in its turn."""
+        """Decode a tagged ChatMessage, in its turn.
+
+        Args:
+            peer: the sender's state.
+            conv_id: its conversation.
+            chat: the ChatMessage.
+            now: the current time, in seconds on the caller's monotonic clock.
+            out: where the decoded Messages are appended.
+        """
         conv = self._state.conversation(peer, conv_id)
         streams = self._streams
         meta: dict[str, str] | None = None
