@@ -74,6 +74,12 @@ asker's ``resend`` op; a tagged reply sends keepalives while open; the asker's `
 an EndSessionContent without text) cancels its reply; a question seen before is acknowledged,
 not answered again (:mod:`.responder_delivery`).
 
+Fleet (``fleet=``, a :class:`~agent_stream.uagents.fleet.Fleet`): when several processes serve
+this agent's address behind a load balancer, a question is answered only by the replica that
+claims it, acknowledgements and ops for a reply held by another replica are forwarded to it, and
+each reply's ChatMessages are mirrored for a ``resend`` after its replica died. None: nothing of
+it runs.
+
 This module is the only code in agent_stream that calls ``ctx.send``.
 
 This module is over 500 lines on purpose: the plugin's handlers and the reply pump's
