@@ -47,7 +47,8 @@ from agent_stream.gateway.a2a_input import FOLLOW_UP_STATE, KEY_STATE, Asking, F
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
 from agent_stream.gateway.middleware import read_body
-from agent_stream.gateway.store import parse_end
+from agent_stream.gateway.runs import Busy
+from agent_stream.gateway.store import StoreFull, parse_end
 from agent_stream.message import Message
 
 __all__ = ["GatewayExecutor", "check_message", "routes"]
@@ -132,9 +133,15 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                     ev.history = [context.message]  # a new task's history opens with the ask
                 await event_queue.enqueue_event(ev)
 
+        async def not_asked(why: str) -> None:
+            if isinstance(answering, Waiting):  # the question stays open: answer again later
+                self.asking.waiting.put(str(task_id), answering)
+                await event_queue.enqueue_event(_still_asking(prior, why))
+            else:
+                await emit(enc.close(status="error", error=why))
+
         if len(question.encode("utf-8")) > gw.config.max_question_bytes:
-            too_long = f"the question is over {gw.config.max_question_bytes} bytes"
-            await emit(enc.close(status="error", error=too_long))
+            await not_asked(f"the question is over {gw.config.max_question_bytes} bytes")
             return
         try:
             run = await gw.runs.start(
@@ -146,8 +153,8 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 reasoning=gw.config.reasoning,
                 session=session,
             )
-        except DeliveryError as exc:
-            await emit(enc.close(status="error", error=str(exc)))
+        except (DeliveryError, Busy, StoreFull) as exc:
+            await not_asked(str(exc))
             return
         await gw.runs.attach(run.id)
         try:
@@ -184,6 +191,31 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 final=True,
             )
         )
+
+
+def _still_asking(task: Any, why: str) -> Any:
+    """The final status of a task whose answer could not be asked: still ``input-required``,
+    saying why, the question's parts after it."""
+    from a2a.types import Message as A2AMessage
+    from a2a.types import Part, Role, TaskState, TaskStatus, TaskStatusUpdateEvent, TextPart
+
+    asked = [m for m in task.history or [] if m.role == Role.agent]
+    parts = [Part(root=TextPart(text=f"Your answer was not asked: {why}. Send it again."))]
+    return TaskStatusUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id,
+        final=True,
+        status=TaskStatus(
+            state=TaskState.input_required,
+            message=A2AMessage(
+                role=Role.agent,
+                message_id=str(uuid.uuid4()),
+                parts=parts + (list(asked[-1].parts) if asked else []),
+                task_id=task.id,
+                context_id=task.context_id,
+            ),
+        ),
+    )
 
 
 def _card(gw: Gateway, agent: AgentRef, url: str) -> Any:

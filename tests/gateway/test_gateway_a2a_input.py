@@ -328,3 +328,36 @@ async def test_a_working_or_answered_task_takes_no_second_message(tmp_path: Path
             rest = [x async for x in lines if x.startswith("data:")]
         assert json.loads(rest[-1][5:])["result"]["status"]["state"] == "input-required"
     assert [q for _, q in link.questions] == ["email Bob", "yes", "email Bob"]
+
+
+async def test_an_answer_the_gateway_cannot_ask_now_leaves_the_question_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS, max_replies_per_key=1) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        rpc = f"{url}/a2a/solo"
+        gate = Gate(link)
+        asked = await _ask(http, rpc)
+        gate.open.clear()  # another task of this caller holds its one reply at once
+        other = asyncio.create_task(http.post(rpc, json=_rpc("message/send", "other")))
+        while len(link.questions) < 2:
+            await asyncio.sleep(0.01)
+        r = await http.post(rpc, json=_rpc("message/send", "yes", asked["id"]))
+        still = r.json()["result"]
+        assert still["id"] == asked["id"] and still["status"]["state"] == "input-required"
+        said = [p["text"] for p in still["status"]["message"]["parts"] if p["kind"] == "text"]
+        assert "not asked: at most 1 replies at once" in said[0] and said[1:] == ["Send it?"]
+        # a new task that cannot be asked fails, saying why (not an internal error)
+        r = await http.post(rpc, json=_rpc("message/send", "a third"))
+        failed = r.json()["result"]
+        assert failed["status"]["state"] == "failed"
+        assert "at most 1 replies" in failed["status"]["message"]["parts"][0]["text"]
+        gate.open.set()
+        await other
+        link.messages = DONE
+        r = await http.post(rpc, json=_rpc("message/send", "yes", asked["id"]))
+        assert r.json()["result"]["status"]["state"] == "completed"
+    assert [q for _, q in link.questions] == ["email Bob", "other", "yes"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
