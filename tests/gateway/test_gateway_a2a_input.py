@@ -361,3 +361,25 @@ async def test_an_answer_the_gateway_cannot_ask_now_leaves_the_question_open(
         assert r.json()["result"]["status"]["state"] == "completed"
     assert [q for _, q in link.questions] == ["email Bob", "other", "yes"]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_question_cancelled_takes_no_answer(tmp_path: Path) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        rpc = f"{url}/a2a/solo"
+        asked = await _ask(http, rpc)
+        r = await http.post(
+            rpc,
+            json={
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tasks/cancel",
+                "params": {"id": asked["id"]},
+            },
+        )
+        assert r.json()["result"]["status"]["state"] == "canceled"
+        err = await _error(http, rpc, _rpc("message/send", "yes", asked["id"]))
+        assert err["code"] == -32602 and "terminal state: canceled" in err["message"]
+    assert [q for _, q in link.questions] == ["email Bob"]
