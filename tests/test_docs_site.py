@@ -171,7 +171,26 @@ def test_the_site_builds_strict_with_the_generated_pages(tmp_path: Path) -> None
             if f'id="{package}.{name}"' not in html and f'id="{package}.{name}.{name}"' not in html
         ]  # a module's namesake
         assert missing == [], (package, missing)
+        # Sphinx roles in docstrings are shown as code, not as written
+        roles = re.findall(r":(?:class|func|meth|mod|attr|data|exc):<code>", html)
+        assert roles == [], package
+    uagents = (site / "api" / "uagents" / "index.html").read_text(encoding="utf-8")
+    assert "(see <code>channels_for</code>)" in uagents  # ChannelPolicy's :func:`channels_for`
     shutil.rmtree(site)
+
+
+def test_sphinx_roles_become_code_spans() -> None:
+    spec = importlib.util.spec_from_file_location("griffe_roles", ROOT / "docs" / "griffe_roles.py")
+    assert spec and spec.loader
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    text = (
+        "See :class:`~agent_stream.uagents.Reply`, :func:`protect`, :mod:`.edge`, "
+        ":meth:`Reply.wait` and :py:data:`REPLIES`; ``:class:`` alone stays."
+    )
+    assert roles.plain(text) == (
+        "See `Reply`, `protect`, `edge`, `Reply.wait` and `REPLIES`; ``:class:`` alone stays."
+    )
 
 
 def test_the_terminal_picture_is_the_screen_a_live_rendering_leaves() -> None:

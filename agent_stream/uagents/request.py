@@ -110,7 +110,12 @@ Responder = (
     Callable[[ChatRequest, StreamWriter], Awaitable[None]]
     | Callable[[ChatRequest], AsyncIterator[str]]
 )
+"""What answers a request: an async function writing the reply to the StreamWriter, or an
+async generator function whose text pieces become one text message (see :func:`invoke`)."""
+
 ChannelPolicy = Collection[str] | Callable[[ChatRequest], Collection[str] | None] | None
+"""Which extra channels a responder shares with a peer that asks for them: None (none), the
+channels themselves, or a function of the request (see :func:`channels_for`)."""
 
 
 def channels_for(policy: ChannelPolicy, request: ChatRequest) -> Collection[str]:
