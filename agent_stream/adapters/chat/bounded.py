@@ -17,6 +17,10 @@ class BoundedTable(Generic[V]):
     Past either cap the oldest entry goes (of the owner, or of anyone); :attr:`shed` counts
     those forgotten because of the total. The order of entries is kept in a deque of at most
     ``total`` (owner, key) pairs, so the memory used is bounded by ``total`` whatever happens.
+
+    Args:
+        per_owner: the most entries one owner may have.
+        total: the most entries in all.
     """
 
     __slots__ = ("_order", "_owners", "per_owner", "shed", "total")
@@ -32,17 +36,33 @@ class BoundedTable(Generic[V]):
         return sum(len(t) for t in self._owners.values())
 
     def get(self, owner: Hashable, key: Hashable) -> V | None:
-        """The value of (owner, key), or None."""
+        """The value of (owner, key), or None.
+
+        Args:
+            owner: whose entry (a sender...).
+            key: which of its entries.
+        """
         table = self._owners.get(owner)
         return table.get(key) if table is not None else None
 
     def has(self, owner: Hashable, key: Hashable) -> bool:
-        """Whether (owner, key) is remembered."""
+        """Whether (owner, key) is remembered.
+
+        Args:
+            owner: whose entry (a sender...).
+            key: which of its entries.
+        """
         table = self._owners.get(owner)
         return table is not None and key in table
 
     def put(self, owner: Hashable, key: Hashable, value: V) -> None:
-        """Remember (owner, key) -> value (a new entry may push the oldest out)."""
+        """Remember (owner, key) -> value (a new entry may push the oldest out).
+
+        Args:
+            owner: whose entry (a sender...).
+            key: which of its entries.
+            value: its value.
+        """
         table = self._owners.get(owner)
         if table is None:
             table = self._owners[owner] = {}
@@ -64,7 +84,12 @@ class BoundedTable(Generic[V]):
                     del self._owners[old_owner]
 
     def discard(self, owner: Hashable, key: Hashable) -> None:
-        """Forget (owner, key)."""
+        """Forget (owner, key).
+
+        Args:
+            owner: whose entry (a sender...).
+            key: which of its entries.
+        """
         table = self._owners.get(owner)
         if table is not None:
             table.pop(key, None)
@@ -72,5 +97,9 @@ class BoundedTable(Generic[V]):
                 del self._owners[owner]
 
     def forget(self, owner: Hashable) -> None:
-        """Forget every entry of ``owner``."""
+        """Forget every entry of an owner.
+
+        Args:
+            owner: whose entries.
+        """
         self._owners.pop(owner, None)

@@ -45,14 +45,19 @@ __all__ = ["ChatEncoder"]
 class ChatEncoder:
     """Messages in, ChatMessages out, for one conversation with one recipient.
 
-    ``tagged``: the recipient declared tag support (streams interleave; else serialised).
-    ``channels``: extra channels it may get (``"reasoning"`` lets ``thinking`` through as
-    metadata). ``session``: the request opened a session, so the last ChatMessage carries
-    EndSessionContent. ``chunker``: TextChunker options over :data:`CHAT_CHUNKER_DEFAULTS`.
-    ``deterministic``: ChatMessage msg_ids derived from the conversation and sequence number and
-    a fixed timestamp (reproducible output). ``clock``: the UTC time stamped on ChatMessages.
-    ``meta_delay``: seconds metadata-only groups may wait to ride with content (0: they go at
-    once; poll at :attr:`next_deadline` for them to go on time).
+    Args:
+        conversation: the conversation's id.
+        tagged: the recipient declared tag support (streams interleave; else serialised).
+        channels: extra channels it may get (``"reasoning"`` lets ``thinking`` through as
+            metadata).
+        session: the request opened a session, so the last ChatMessage carries
+            EndSessionContent.
+        chunker: TextChunker options over :data:`CHAT_CHUNKER_DEFAULTS`.
+        meta_delay: seconds metadata-only groups may wait to ride with content (0: they go
+            at once; poll at :attr:`next_deadline` for them to go on time).
+        deterministic: ChatMessage msg_ids derived from the conversation and sequence number
+            and a fixed timestamp (reproducible output).
+        clock: the UTC time stamped on ChatMessages (None: the system's).
     """
 
     def __init__(
@@ -119,7 +124,12 @@ class ChatEncoder:
         return best
 
     def feed(self, msg: Message, now: float) -> list[ChatMessage]:
-        """Encode one Message; returns the ChatMessages to send now (often none)."""
+        """Encode one Message; returns the ChatMessages to send now (often none).
+
+        Args:
+            msg: the next Message of the reply.
+            now: the current time, in seconds on a monotonic clock.
+        """
         chunk_id = msg.chunk_id
         if chunk_id is not None:
             if chunk_id in self._seen_chunk_ids:
@@ -179,8 +189,11 @@ class ChatEncoder:
                 self._chunking.flush(u)
 
     def poll(self, now: float) -> list[ChatMessage]:
-        """Release text the chunkers hold past their deadline, and metadata that has waited
-        ``meta_delay``."""
+        """Release text the chunkers hold past their deadline, and metadata that has waited.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         for u in list(self._chunking.live.values()):
             chunker = u.chunker
             if (
@@ -193,14 +206,26 @@ class ChatEncoder:
         return self._batcher.pack(now)
 
     def end_streams(self, now: float) -> list[ChatMessage]:
-        """End every open chat stream (buffered text first) without ending the reply; waiting
-        metadata goes too."""
+        """End every open chat stream (buffered text first) without ending the reply.
+
+        Waiting metadata goes too.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         self._end_all()
         return self._batcher.pack(now, force=True)
 
     def flush(self, thread_id: str | None, message_id: str, now: float) -> list[ChatMessage]:
-        """Send now what message (thread_id, message_id)'s chunker buffers; its stream stays
-        open (a relay passes a sub-agent's chunks on as they came)."""
+        """Send now what a message's chunker buffers; its stream stays open.
+
+        A relay passes a sub-agent's chunks on as they came.
+
+        Args:
+            thread_id: the message's thread (None: none).
+            message_id: the message's id.
+            now: the current time, in seconds on a monotonic clock.
+        """
         u = self._messages.get((thread_id, message_id))
         if u is None or u.chunker is None or not u.chunker.buffered:
             return []
@@ -214,6 +239,11 @@ class ChatEncoder:
 
         Idempotent: after the final stream_end it returns nothing (unless Messages were fed
         after it).
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+            status: the stream_end's status.
+            error: what went wrong, when it did.
         """
         if self._finished:
             self._end_all()

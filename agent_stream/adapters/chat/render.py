@@ -23,14 +23,24 @@ __all__ = ["PlainRenderer", "error_line", "ids_meta", "message_meta"]
 
 
 def ids_meta(msg: Message, op: str) -> dict[str, str]:
-    """The tag, ``op``, ``msg``'s ids (absent ones left out) and its type."""
+    """The tag, ``op``, the Message's ids (absent ones left out) and its type.
+
+    Args:
+        msg: the Message.
+        op: the group's op (``message``, ``stream_start``...).
+    """
     meta = {TAG_KEY: PROTOCOL_VERSION, "op": op, **msg.ids()}
     meta["type"] = msg.type
     return meta
 
 
 def message_meta(msg: Message, props: dict[str, Any] | None = None) -> dict[str, str]:
-    """The metadata of a ``message`` group carrying ``msg`` (``props`` instead of its own)."""
+    """The metadata of a ``message`` group carrying a Message.
+
+    Args:
+        msg: the Message.
+        props: props carried instead of its own (None: its own).
+    """
     meta = ids_meta(msg, OP_MESSAGE)
     p = props if props is not None else msg.props
     if p is not None:
@@ -51,7 +61,12 @@ def message_meta(msg: Message, props: dict[str, Any] | None = None) -> dict[str,
 
 
 def mime_type(kind: str, props: dict[str, Any]) -> str:
-    """The MIME type of a media Message: guessed from its URL, else from its format."""
+    """The MIME type of a media Message: guessed from its URL, else from its format.
+
+    Args:
+        kind: ``image``, ``audio`` or ``video``.
+        props: the Message's props (``url``, ``format``).
+    """
     url = props.get("url")
     guess = mimetypes.guess_type(url)[0] if isinstance(url, str) else None
     if guess and guess.startswith(kind + "/"):
@@ -64,7 +79,12 @@ def mime_type(kind: str, props: dict[str, Any]) -> str:
 
 
 def error_line(message: Any, code: Any = None) -> str:
-    """The line a plain peer reads for an error."""
+    """The line a plain peer reads for an error.
+
+    Args:
+        message: the error's message (not a string, or empty: "the reply failed").
+        code: the error's code, shown when it is a string.
+    """
     msg = message if isinstance(message, str) and message else "the reply failed"
     if isinstance(code, str) and code:
         return f"Error ({code}): {msg}"
@@ -79,7 +99,11 @@ class Shown(Protocol):
 
 
 class PlainRenderer:
-    """The items a plain peer reads, and whether it has seen text or an error yet."""
+    """The items a plain peer reads, and whether it has seen text or an error yet.
+
+    Args:
+        conversation: the conversation's id.
+    """
 
     def __init__(self, conversation: str) -> None:
         self.conversation = conversation
@@ -88,17 +112,31 @@ class PlainRenderer:
         self._resources = 0
 
     def text_item(self, text: str) -> TextContent:
-        """A TextContent of ``text`` (noting that a plain peer has seen text)."""
+        """A TextContent (noting that a plain peer has seen text).
+
+        Args:
+            text: its text.
+        """
         if text:
             self.shown_text = True
         return TextContent.construct(type="text", text=text)
 
     def line(self, line: str) -> str:
-        """``line`` set apart from text already shown."""
+        """A line set apart from text already shown.
+
+        Args:
+            line: the line.
+        """
         return ("\n\n" + line) if self.shown_text else line
 
     def render(self, msg: Message, group: Group, u: Shown | None) -> None:
-        """Add to ``group`` the items a plain peer reads for ``msg`` carried as metadata."""
+        """Add to a group the items a plain peer reads for a Message carried as metadata.
+
+        Args:
+            msg: the Message.
+            group: the group carrying it.
+            u: the message's encoder state (None: a Message without a message_id).
+        """
         mtype = msg.type
         props = msg.props or {}
         if mtype == ERROR and not msg.delta:

@@ -22,7 +22,19 @@ OVER = -1  # a message's byte count once it went past max_message_bytes
 
 @dataclass(slots=True, eq=False)
 class OpenStream:
-    """An open chat stream: the message its text belongs to, and what it has received."""
+    """An open chat stream: the message its text belongs to, and what it has received.
+
+    Attributes:
+        stream_id: the chat stream's id.
+        message_id: the message its text belongs to.
+        thread_id: the message's thread (None: none).
+        block_id: the message's block (None: none).
+        type: the message's type.
+        tagged: it was opened by a tagged group (else untagged text).
+        conversation: the conversation it belongs to (None: untagged).
+        bytes: UTF-8 bytes of text received.
+        chunks: text chunks received.
+    """
 
     stream_id: str
     message_id: str
@@ -49,7 +61,13 @@ class ReplySize:
 
 
 class Conversation:
-    """One tagged reply from a sender: its ordering, whether it ended, its size so far."""
+    """One tagged reply from a sender: its ordering, whether it ended, its size so far.
+
+    Args:
+        sender: the sender key.
+        conversation: the conversation's id.
+        ledger: the decoder's ledger of held-back ChatMessages.
+    """
 
     __slots__ = ("finished", "keepalives", "key", "order", "size")
 
@@ -62,7 +80,11 @@ class Conversation:
 
 
 class PeerState:
-    """What the decoder keeps for one sender."""
+    """What the decoder keeps for one sender.
+
+    Args:
+        sender: the sender key.
+    """
 
     __slots__ = ("conversations", "sender", "streams", "untagged")
 
@@ -74,7 +96,12 @@ class PeerState:
 
 
 class DecoderState:
-    """The decoder's state under its caps. Shedding is oldest-first and warned about."""
+    """The decoder's state under its caps. Shedding is oldest-first and warned about.
+
+    Args:
+        limits: the caps.
+        warnings: where warnings are queued.
+    """
 
     def __init__(self, limits: DecoderLimits, warnings: WarningQueue) -> None:
         self.limits = limits
@@ -94,13 +121,21 @@ class DecoderState:
 
     # -- senders --------------------------------------------------------------------------------
     def sender_key(self, sender: str) -> str:
-        """``sender``, or a digest of it when longer than max_id_chars."""
+        """A sender's key: its address, or a digest of it when longer than max_id_chars.
+
+        Args:
+            sender: the sender's address.
+        """
         if len(sender) <= self.limits.max_id_chars:
             return sender
         return "sha256:" + hashlib.sha256(sender.encode("utf-8", "replace")).hexdigest()
 
     def peer(self, sender: str) -> PeerState:
-        """The state of ``sender`` (a sender key), now the most recently active."""
+        """The state of a sender, now the most recently active.
+
+        Args:
+            sender: a sender key (see :meth:`sender_key`).
+        """
         peers = self.peers
         peer = peers.pop(sender, None)
         if peer is None:
@@ -119,7 +154,11 @@ class DecoderState:
         return peer
 
     def forget(self, sender: str) -> None:
-        """Drop every state kept for ``sender``."""
+        """Drop every state kept for a sender.
+
+        Args:
+            sender: a sender key (see :meth:`sender_key`).
+        """
         peer = self.peers.pop(sender, None)
         self.seen.forget(sender)
         self.refused.forget(sender)
@@ -131,7 +170,12 @@ class DecoderState:
             self._drop_conversation(peer, conv)
 
     def remember(self, sender: str, msg_id: object) -> bool:
-        """Remember a msg_id of ``sender``; False if it was seen before."""
+        """Remember a msg_id of a sender; False if it was seen before.
+
+        Args:
+            sender: a sender key (see :meth:`sender_key`).
+            msg_id: the ChatMessage's msg_id.
+        """
         seen = self.seen
         if seen.has(sender, msg_id):
             return False
@@ -149,7 +193,13 @@ class DecoderState:
 
     # -- conversations ----------------------------------------------------------------------------
     def conversation(self, peer: PeerState, conv_id: str, fresh: bool = False) -> Conversation:
-        """Conversation ``conv_id`` of ``peer`` (``fresh``: a new one replaces the old)."""
+        """A conversation of a sender, made when new.
+
+        Args:
+            peer: the sender's state.
+            conv_id: the conversation's id.
+            fresh: a new one replaces the old.
+        """
         conv = peer.conversations.get(conv_id)
         if conv is not None and not fresh:
             return conv
@@ -189,7 +239,12 @@ class DecoderState:
 
     # -- streams ----------------------------------------------------------------------------------
     def open_stream(self, peer: PeerState, stream: OpenStream) -> None:
-        """Register ``stream`` as open (shedding the oldest open stream past the total)."""
+        """Register a stream as open (shedding the oldest open stream past the total).
+
+        Args:
+            peer: the sender's state.
+            stream: the stream.
+        """
         total = self.limits.max_open_streams_total
         if len(self._streams) >= total:
             sender, stream_id = next(iter(self._streams))
@@ -207,6 +262,11 @@ class DecoderState:
         self._streams[(peer.sender, stream.stream_id)] = None
 
     def close_stream(self, peer: PeerState, stream_id: str) -> OpenStream | None:
-        """Forget open stream ``stream_id`` of ``peer``; the stream, if it was open."""
+        """Forget an open stream; the stream, if it was open.
+
+        Args:
+            peer: the sender's state.
+            stream_id: the chat stream's id.
+        """
         self._streams.pop((peer.sender, stream_id), None)
         return peer.streams.pop(stream_id, None)

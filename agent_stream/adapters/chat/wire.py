@@ -91,16 +91,25 @@ MessageKey = tuple[str | None, str]
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON, as metadata values carry it."""
+    """Compact JSON, as metadata values carry it.
+
+    Args:
+        value: a JSON value.
+    """
     return json.dumps(value, ensure_ascii=False, separators=_JSON_SEP)
 
 
 class Group:
     """A tagged MetadataContent's dict and the content items it describes, as they go on the wire.
 
-    ``owner``: the key of the message it belongs to (None: no message). ``needs_turn``: a plain
-    peer would read it, so it waits while another message's stream is open. ``opens``/``closes``:
-    it starts/ends its message's chat stream.
+    Args:
+        meta: the MetadataContent's dict.
+        items: the content items it describes.
+        owner: the key of the message it belongs to (None: no message).
+        needs_turn: a plain peer would read it, so it waits while another message's stream
+            is open (always so when it opens or closes a stream).
+        opens: it starts its message's chat stream.
+        closes: it ends its message's chat stream.
     """
 
     __slots__ = ("closes", "items", "meta", "needs_turn", "opens", "owner")
@@ -123,7 +132,11 @@ class Group:
 
 
 def utf8_size(text: str) -> int:
-    """UTF-8 bytes of ``text`` (without encoding it when it is ASCII)."""
+    """UTF-8 bytes of a text (without encoding it when it is ASCII).
+
+    Args:
+        text: the text.
+    """
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
@@ -144,7 +157,11 @@ def _dict_size(d: Any) -> int:
 
 
 def estimated_size(chat: ChatMessage) -> int:
-    """An upper estimate of the bytes ``chat`` takes in memory (its strings and objects)."""
+    """An upper estimate of the bytes a ChatMessage takes in memory (its strings and objects).
+
+    Args:
+        chat: the ChatMessage.
+    """
     size = _CHAT_COST
     for item in chat.content:
         if isinstance(item, TextContent):
@@ -171,7 +188,13 @@ def uuid4_from(*parts: str | None) -> uuid.UUID:
 
 
 def stream_id_for(conversation: str, thread_id: str | None, message_id: str | None) -> uuid.UUID:
-    """The chat stream_id of message (thread_id, message_id) in ``conversation`` (a UUID4)."""
+    """The chat stream_id of a message (a UUID4).
+
+    Args:
+        conversation: the conversation's id.
+        thread_id: the message's thread (None: none).
+        message_id: the message's id.
+    """
     return uuid4_from("stream", conversation, thread_id or None, message_id or None)
 
 
@@ -193,6 +216,12 @@ def request_tags(
     :func:`agent_stream.conversation.history_to_json`; the responder uses it instead of the
     turns it remembers. With tracing on, the asker adds ``traceparent`` and ``tracestate`` (W3C
     trace context, checked by the responder: :mod:`agent_stream.telemetry`).
+
+    Args:
+        channels: extra channels the asker would like.
+        chain: the delegation chain, origin first, the asker last (empty: not a delegation).
+        max_hops: the hop limit that travels with the chain (None: not sent).
+        history: the conversation so far, as JSON (None: not sent).
     """
     md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags"}
     if history is not None:
@@ -213,7 +242,11 @@ HISTORY_KEY = "history"
 
 
 def chain_of(chat: ChatMessage) -> tuple[str, ...]:
-    """The delegation chain a request carries (empty when none)."""
+    """The delegation chain a request carries (empty when none).
+
+    Args:
+        chat: the ChatMessage.
+    """
     for md in tagged_items(chat):
         value = md.get(CHAIN_KEY)
         if value:
@@ -222,7 +255,11 @@ def chain_of(chat: ChatMessage) -> tuple[str, ...]:
 
 
 def max_hops_of(chat: ChatMessage) -> int | None:
-    """The hop limit a request carries (None when none or not a positive integer)."""
+    """The hop limit a request carries (None when none or not a positive integer).
+
+    Args:
+        chat: the ChatMessage.
+    """
     for md in tagged_items(chat):
         value = md.get(MAX_HOPS_KEY, "")
         if value.isdigit() and len(value) <= 4 and int(value) > 0:
@@ -231,19 +268,31 @@ def max_hops_of(chat: ChatMessage) -> int | None:
 
 
 def tagged_items(chat: ChatMessage) -> Iterator[dict[str, str]]:
-    """The dicts of ``chat``'s tagged MetadataContent items, in order."""
+    """The dicts of a ChatMessage's tagged MetadataContent items, in order.
+
+    Args:
+        chat: the ChatMessage.
+    """
     for item in chat.content:
         if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
             yield item.metadata
 
 
 def is_tagged_request(chat: ChatMessage) -> bool:
-    """True when ``chat`` carries the agent_stream tag (the asker decodes tagged replies)."""
+    """True when a ChatMessage carries the agent_stream tag (the asker decodes tagged replies).
+
+    Args:
+        chat: the ChatMessage.
+    """
     return next(tagged_items(chat), None) is not None
 
 
 def requested_channels(chat: ChatMessage) -> frozenset[str]:
-    """The extra channels the asker asked for in its tag (a wish; the sender decides)."""
+    """The extra channels the asker asked for in its tag (a wish; the sender decides).
+
+    Args:
+        chat: the request.
+    """
     out: set[str] = set()
     for md in tagged_items(chat):
         out.update(c for c in md.get("channels", "").split(",") if c)
@@ -251,7 +300,11 @@ def requested_channels(chat: ChatMessage) -> frozenset[str]:
 
 
 def sent_history(chat: ChatMessage) -> str | None:
-    """The history (raw JSON text, unchecked) the asker sent in its tag, if any."""
+    """The history (raw JSON text, unchecked) the asker sent in its tag, if any.
+
+    Args:
+        chat: the request.
+    """
     for md in tagged_items(chat):
         raw = md.get(HISTORY_KEY)
         if raw is not None:
@@ -260,17 +313,29 @@ def sent_history(chat: ChatMessage) -> str | None:
 
 
 def ends_session(chat: ChatMessage) -> bool:
-    """True when ``chat`` has an EndSessionContent."""
+    """True when a ChatMessage has an EndSessionContent.
+
+    Args:
+        chat: the ChatMessage.
+    """
     return any(isinstance(item, EndSessionContent) for item in chat.content)
 
 
 def opens_session(chat: ChatMessage) -> bool:
-    """True when ``chat`` has a StartSessionContent."""
+    """True when a ChatMessage has a StartSessionContent.
+
+    Args:
+        chat: the ChatMessage.
+    """
     return any(isinstance(item, StartSessionContent) for item in chat.content)
 
 
 def conversation_of(chat: ChatMessage) -> str | None:
-    """The conversation a tagged reply ChatMessage belongs to (None when untagged)."""
+    """The conversation a tagged reply ChatMessage belongs to (None when untagged).
+
+    Args:
+        chat: the ChatMessage.
+    """
     for md in tagged_items(chat):
         conv = md.get("conversation")
         if conv is not None:
@@ -280,13 +345,23 @@ def conversation_of(chat: ChatMessage) -> str | None:
 
 # -- delivery ops ---------------------------------------------------------------------------------
 def control(op: str, conversation: str, **fields: str) -> ChatMessage:
-    """A delivery-op ChatMessage (``keepalive``, ``resend``, ``cancel``) for ``conversation``."""
+    """A delivery-op ChatMessage.
+
+    Args:
+        op: ``keepalive``, ``resend`` or ``cancel``.
+        conversation: the conversation it is about.
+        **fields: the op's other metadata (``from``, ``high``...).
+    """
     md = {TAG_KEY: PROTOCOL_VERSION, "op": op, "conversation": conversation, **fields}
     return ChatMessage(content=[MetadataContent(metadata=md)])
 
 
 def control_of(chat: ChatMessage) -> dict[str, str] | None:
-    """The op dict of an asker's ``resend``/``cancel`` ChatMessage (None for anything else)."""
+    """The op dict of an asker's ``resend``/``cancel`` ChatMessage (None for anything else).
+
+    Args:
+        chat: the ChatMessage.
+    """
     head = next(tagged_items(chat), None)
     if head is None or head.get("op") not in CONTROL_OPS or "conversation" not in head:
         return None
@@ -294,8 +369,13 @@ def control_of(chat: ChatMessage) -> dict[str, str] | None:
 
 
 def seq_span(chat: ChatMessage) -> tuple[int, int] | None:
-    """The sequence numbers ``(seq, seq_last)`` a tagged reply ChatMessage covers (None when it
-    is not numbered)."""
+    """The sequence numbers ``(seq, seq_last)`` a tagged reply ChatMessage covers.
+
+    None when it is not numbered.
+
+    Args:
+        chat: the ChatMessage.
+    """
     head = next(tagged_items(chat), None)
     if head is None:
         return None
@@ -318,6 +398,9 @@ def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
     For a transport whose sends are slower than the encoder: ChatMessages waiting to be sent go
     as one. A plain peer reads the same text in the same order; the decoder learns the range of
     sequence numbers covered (``seq``..``seq_last``), so nothing looks lost.
+
+    Args:
+        chats: consecutive output of one encoder, in order.
     """
     if not chats:
         raise ValueError("coalesce needs at least one ChatMessage")
