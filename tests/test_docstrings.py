@@ -29,6 +29,7 @@ PACKAGES: list[str] = [
     "agent_stream.telemetry",
     "agent_stream.sources",
     "agent_stream.uagents",
+    "agent_stream.gateway",
 ]
 
 # parameters nobody documents: the receiver, and pass-through *args / **kwargs

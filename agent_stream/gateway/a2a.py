@@ -70,8 +70,13 @@ def _executor_base() -> type:
 
 
 class ContextSessions:
-    """The envelope session of each A2A context, per caller (key), the least recently used
-    forgotten past ``limit``."""
+    """The envelope session of each A2A context, per caller (key).
+
+    The least recently used are forgotten past ``limit``.
+
+    Args:
+        limit: the most (caller, context) pairs kept.
+    """
 
     def __init__(self, limit: int = MAX_CONTEXTS) -> None:
         self.limit = limit
@@ -81,7 +86,12 @@ class ContextSessions:
         return len(self._sessions)
 
     def session(self, key: str, context_id: str) -> uuid.UUID:
-        """The session of ``context_id`` for caller ``key`` (a new one the first time)."""
+        """The session of ``context_id`` for caller ``key`` (a new one the first time).
+
+        Args:
+            key: the caller (its API key, or its address when no keys are set).
+            context_id: the A2A context's id.
+        """
         k = (key, context_id)
         found = self._sessions.get(k)
         if found is None:
@@ -94,7 +104,12 @@ class ContextSessions:
 
 
 class GatewayExecutor(_executor_base()):  # type: ignore[misc]
-    """An A2A AgentExecutor asking one agent through the gateway's runs."""
+    """An A2A AgentExecutor asking one agent through the gateway's runs.
+
+    Args:
+        gw: the gateway whose runs ask the agent.
+        agent: the agent the executor asks.
+    """
 
     def __init__(self, gw: Gateway, agent: AgentRef) -> None:
         self.gw = gw
@@ -103,6 +118,12 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         self.asking = Asking()  # who made each task, and which ones wait for an answer
 
     async def execute(self, context: Any, event_queue: Any) -> None:
+        """Ask the agent the task's message; stream its reply as the task's events.
+
+        Args:
+            context: a2a-sdk's request context (the message, task and context ids).
+            event_queue: where the task's events go.
+        """
         import asyncio
 
         from a2a.types import Task, TaskState
@@ -177,6 +198,12 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
             self.asking.waiting.put(str(task_id), Waiting(key, session))
 
     async def cancel(self, context: Any, event_queue: Any) -> None:
+        """Stop the task's reply (or its waiting for an answer) and mark it cancelled.
+
+        Args:
+            context: a2a-sdk's request context (the task's id).
+            event_queue: where the task's events go.
+        """
         from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 
         self.asking.waiting.pop(str(context.task_id))
@@ -261,7 +288,11 @@ def check_message(body: Any) -> tuple[str, list[str]] | None:
     """What is wrong with a ``message/send`` / ``message/stream`` request's parts for an agent
     that takes text, or with the task and context it names: (reason, the refused parts), or
     None when it is fine, or when it is not such a request or too malformed to tell (a2a-sdk's
-    own validation answers it)."""
+    own validation answers it).
+
+    Args:
+        body: the JSON-RPC request, parsed.
+    """
     if not isinstance(body, dict) or body.get("method") not in SENDS:
         return None
     params = body.get("params")
@@ -394,7 +425,11 @@ def _root_agent(gw: Gateway) -> AgentRef | Response:
 
 
 def routes(gw: Gateway) -> list[Route]:
-    """``POST /a2a/{agent}``, its agent card, and the card at the domain root."""
+    """``POST /a2a/{agent}``, its agent card, and the card at the domain root.
+
+    Args:
+        gw: the gateway the routes serve.
+    """
     apps = _Apps(gw)
 
     async def rpc(request: Request) -> Response:

@@ -28,7 +28,11 @@ V = TypeVar("V")
 
 
 class Bounded(Generic[K, V]):
-    """A mapping keeping its ``limit`` most recently set entries."""
+    """A mapping keeping its ``limit`` most recently set entries.
+
+    Args:
+        limit: the most entries kept.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -38,21 +42,42 @@ class Bounded(Generic[K, V]):
         return len(self._items)
 
     def get(self, key: K) -> V | None:
+        """The value set for ``key`` (None: none, or forgotten).
+
+        Args:
+            key: the key.
+        """
         return self._items.get(key)
 
     def put(self, key: K, value: V) -> None:
+        """Set ``key`` to ``value``, the least recently set entry forgotten past ``limit``.
+
+        Args:
+            key: the key.
+            value: its value.
+        """
         self._items[key] = value
         self._items.move_to_end(key)
         while len(self._items) > self.limit:
             self._items.popitem(last=False)
 
     def pop(self, key: K) -> V | None:
+        """Remove ``key``; its value (None: none).
+
+        Args:
+            key: the key.
+        """
         return self._items.pop(key, None)
 
 
 @dataclass(frozen=True)
 class Waiting:
-    """A task that ended input-required: who may answer it, and the session to answer in."""
+    """A task that ended input-required: who may answer it, and the session to answer in.
+
+    Attributes:
+        key: the caller who may answer (its API key, or its address when no keys are set).
+        session: the envelope session the answer is asked in.
+    """
 
     key: str
     session: uuid.UUID
@@ -60,7 +85,12 @@ class Waiting:
 
 @dataclass
 class Asking:
-    """Per agent: each task's caller, and the tasks waiting for their caller's answer."""
+    """Per agent: each task's caller, and the tasks waiting for their caller's answer.
+
+    Attributes:
+        owners: task id -> its caller's key.
+        waiting: task id -> its Waiting, for the tasks waiting for an answer.
+    """
 
     owners: Bounded[str, str] = field(default_factory=lambda: Bounded(MAX_TASKS))
     waiting: Bounded[str, Waiting] = field(default_factory=lambda: Bounded(MAX_TASKS))
@@ -75,24 +105,52 @@ def _handler_base() -> type:
 
 class FollowUps(_handler_base()):  # type: ignore[misc]
     """a2a-sdk's request handler, letting a message with a ``taskId`` through only when it
-    answers that task's question (its caller's, the task ``input-required``)."""
+    answers that task's question (its caller's, the task ``input-required``).
+
+    Args:
+        executor: the agent's executor.
+        task_store: a2a-sdk's task store.
+        asking: the agent's tasks and their callers.
+    """
 
     def __init__(self, executor: Any, task_store: Any, asking: Asking) -> None:
         super().__init__(agent_executor=executor, task_store=task_store)
         self.asking = asking
 
     async def on_message_send(self, params: Any, context: Any = None) -> Any:
+        """``message/send``, once :meth:`check_follow_up` lets it through.
+
+        Args:
+            params: the request's params.
+            context: a2a-sdk's server call context.
+        """
         await self.check_follow_up(params, context)
         return await super().on_message_send(params, context)
 
     async def on_message_send_stream(self, params: Any, context: Any = None) -> AsyncIterator[Any]:
+        """``message/stream``, once :meth:`check_follow_up` lets it through.
+
+        Args:
+            params: the request's params.
+            context: a2a-sdk's server call context.
+        """
         await self.check_follow_up(params, context)
         async for event in super().on_message_send_stream(params, context):
             yield event
 
     async def check_follow_up(self, params: Any, context: Any) -> None:
         """Refuse (a2a-sdk ``ServerError``) a ``taskId`` that is not a question to this caller;
-        claim the question of one that is (a second answer to it is refused)."""
+        claim the question of one that is (a second answer to it is refused).
+
+        Args:
+            params: the request's params (its message).
+            context: a2a-sdk's server call context (the caller's key).
+
+        Raises:
+            ServerError: the ``taskId`` is not this caller's task, names another context, or the
+                task
+                takes no answer now.
+        """
         from a2a.types import InvalidParamsError, TaskNotFoundError, TaskState
         from a2a.utils.errors import ServerError
 
