@@ -94,7 +94,13 @@ class DeliveryPolicy:
             raise ValueError("backoff must be >= 1 and jitter in [0, 1)")
 
     def wait(self, base: float, tries: int, rng: random.Random) -> float:
-        """The wait after the ``tries``-th send, from ``base`` (backoff, cap, jitter)."""
+        """The wait after a send: backoff, cap, jitter.
+
+        Args:
+            base: the first wait, in seconds.
+            tries: how many sends were made (1: the first).
+            rng: the random numbers for the jitter.
+        """
         delay = min(self.max_delay, base * self.backoff ** max(0, tries - 1))
         return delay * (1.0 + self.jitter * (2.0 * rng.random() - 1.0))
 
@@ -118,6 +124,12 @@ class Redelivery(Generic[K, T]):
     returns. Figures: ``resends``, ``given_up`` (budget ran out), :meth:`at_risk` (seconds during
     which some message had failed or gone unacknowledged past its timeout and was not yet
     acknowledged).
+
+    Args:
+        policy: timeouts, backoff and budget (None: the defaults of DeliveryPolicy).
+        peer_acks: the peer is known to acknowledge (else it is learnt from the first
+            acknowledgement).
+        rng: the random numbers for the jitter (None: a fresh ``random.Random``).
     """
 
     def __init__(
@@ -150,7 +162,14 @@ class Redelivery(Generic[K, T]):
         return any(e.due is not None for e in self._entries.values())
 
     def sent(self, key: K, item: T, delivered: bool, now: float) -> None:
-        """A send of ``key`` (``item``) happened; ``delivered``: the transport took it."""
+        """A send happened (first or again).
+
+        Args:
+            key: what identifies the ChatMessage.
+            item: the ChatMessage, kept to send it again.
+            delivered: the transport took it.
+            now: the current time, in seconds on a monotonic clock.
+        """
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = _Entry(item, now)
@@ -170,10 +189,15 @@ class Redelivery(Generic[K, T]):
             entry.due = min(entry.due, entry.first + p.within)
 
     def acknowledged(self, key: K, now: float) -> bool:
-        """An acknowledgement of ``key`` arrived; True when it was waiting for one.
+        """An acknowledgement arrived; True when it was waiting for one.
 
         The first acknowledgement from a peer makes it one known to acknowledge: whatever is
-        still unacknowledged is resent if its acknowledgement does not come in time."""
+        still unacknowledged is resent if its acknowledgement does not come in time.
+
+        Args:
+            key: what identifies the acknowledged ChatMessage.
+            now: the current time, in seconds on a monotonic clock.
+        """
         self.acks += 1
         if not self.peer_acks:
             self.peer_acks = True
@@ -187,8 +211,14 @@ class Redelivery(Generic[K, T]):
         return True
 
     def due(self, now: float) -> list[tuple[K, T]]:
-        """What to send again now, oldest first; entries whose budget is spent are dropped
-        (counted in ``given_up``; see :meth:`drop_given_up`)."""
+        """What to send again now, oldest first.
+
+        Entries whose budget is spent are dropped (counted in ``given_up``; see
+        :meth:`drop_given_up`).
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         out: list[tuple[K, T]] = []
         p = self.policy
         for key, entry in list(self._entries.items()):
@@ -216,7 +246,11 @@ class Redelivery(Generic[K, T]):
         self._risky = 0
 
     def at_risk(self, now: float) -> float:
-        """Seconds so far during which some message was possibly lost."""
+        """Seconds so far during which some message was possibly lost.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         extra = now - self._risk_since if self._risk_since is not None else 0.0
         return self._risk_total + extra
 
@@ -237,8 +271,14 @@ class Redelivery(Generic[K, T]):
 
 
 class ReplayBuffer(Generic[T]):
-    """One reply's sent ChatMessages by sequence range, the newest ``max_count`` within
-    ``max_bytes`` (older ones are dropped: a repair of them is no longer possible)."""
+    """One reply's sent ChatMessages by sequence range, the newest within both caps.
+
+    Older ones are dropped: a repair of them is no longer possible.
+
+    Args:
+        max_count: the most ChatMessages kept.
+        max_bytes: the most bytes they may take.
+    """
 
     def __init__(self, max_count: int, max_bytes: int) -> None:
         self.max_count = max_count
@@ -252,7 +292,14 @@ class ReplayBuffer(Generic[T]):
         return len(self._items)
 
     def add(self, first: int, last: int, item: T, size: int) -> None:
-        """Keep ``item``, covering sequence numbers ``first``..``last``, of ``size`` bytes."""
+        """Keep a sent ChatMessage.
+
+        Args:
+            first: the first sequence number it covers.
+            last: the last one.
+            item: the ChatMessage.
+            size: its size, in bytes.
+        """
         old = self._items.pop(first, None)
         if old is not None:
             self.bytes -= old[2]
@@ -266,20 +313,35 @@ class ReplayBuffer(Generic[T]):
             self.dropped += 1
 
     def covering(self, lo: int, hi: int | None = None) -> list[T]:
-        """The kept items overlapping ``lo``..``hi`` (None: to the end), in order."""
+        """The kept items overlapping a range of sequence numbers, in order.
+
+        Args:
+            lo: the range's first sequence number.
+            hi: its last (None: to the end).
+        """
         top = hi if hi is not None else float("inf")
         return [
             item for first, (last, item, _) in self._items.items() if last >= lo and first <= top
         ]
 
     def holds(self, seq: int) -> bool:
-        """Whether sequence number ``seq`` can be sent again."""
+        """Whether a sequence number can be sent again.
+
+        Args:
+            seq: the sequence number.
+        """
         return any(first <= seq <= last for first, (last, _, _) in self._items.items())
 
 
 class ReplayStore(Generic[K, T]):
-    """Replay buffers of many replies: each kept ``replay_linger`` seconds after it ends, all
-    together within ``replay_total_bytes`` (the oldest reply's buffer dropped first)."""
+    """Replay buffers of many replies.
+
+    Each is kept ``replay_linger`` seconds after its reply ends, all together within
+    ``replay_total_bytes`` (the oldest reply's buffer dropped first).
+
+    Args:
+        policy: the caps and the linger (None: the defaults of DeliveryPolicy).
+    """
 
     def __init__(self, policy: DeliveryPolicy | None = None) -> None:
         self.policy = policy or DeliveryPolicy()
@@ -289,7 +351,11 @@ class ReplayStore(Generic[K, T]):
         return len(self._buffers)
 
     def open(self, key: K) -> ReplayBuffer[T]:
-        """A fresh buffer for reply ``key``."""
+        """A fresh buffer for a reply.
+
+        Args:
+            key: the reply's key.
+        """
         p = self.policy
         self._buffers.pop(key, None)
         buf: ReplayBuffer[T] = ReplayBuffer(p.replay_count, p.replay_bytes)
@@ -297,18 +363,32 @@ class ReplayStore(Generic[K, T]):
         return buf
 
     def get(self, key: K, now: float) -> ReplayBuffer[T] | None:
-        """Reply ``key``'s buffer, unless it expired."""
+        """A reply's buffer, unless it expired (None then, or when there is none).
+
+        Args:
+            key: the reply's key.
+            now: the current time, in seconds on a monotonic clock.
+        """
         self.prune(now)
         return self._buffers.get(key)
 
     def end(self, key: K, now: float) -> None:
-        """Reply ``key`` ended: its buffer is kept ``replay_linger`` seconds more."""
+        """A reply ended: its buffer is kept ``replay_linger`` seconds more.
+
+        Args:
+            key: the reply's key.
+            now: the current time, in seconds on a monotonic clock.
+        """
         buf = self._buffers.get(key)
         if buf is not None and buf.ended_at is None:
             buf.ended_at = now
 
     def prune(self, now: float) -> None:
-        """Drop expired buffers, then the oldest while over the total size."""
+        """Drop expired buffers, then the oldest while over the total size.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         linger = self.policy.replay_linger
         for key, buf in list(self._buffers.items()):
             if buf.ended_at is not None and now - buf.ended_at >= linger:
@@ -321,8 +401,16 @@ class ReplayStore(Generic[K, T]):
 
 @dataclass(frozen=True)
 class Gap:
-    """A range of sequence numbers ``lo``..``hi`` a receiver misses in a conversation of
-    ``sender``, open ``since``; ``skipped``: how many gaps of it were given up so far."""
+    """A range of sequence numbers a receiver misses in a conversation.
+
+    Attributes:
+        sender: the sender of the conversation.
+        conversation: the conversation's id.
+        lo: the first missing sequence number.
+        hi: the last (None: the missing tail, its end unknown).
+        since: when the gap opened, in seconds on the receiver's monotonic clock.
+        skipped: how many gaps of the conversation were given up so far.
+    """
 
     sender: str
     conversation: str
@@ -333,9 +421,15 @@ class Gap:
 
 
 class GapRepair:
-    """When a receiver asks for its gaps: each ``repair_after`` seconds after it opened, then
-    every ``repair_every`` seconds while it stays open. Counts ``requested`` and ``repaired``
-    (gaps asked for that filled without being given up)."""
+    """When a receiver asks for its gaps.
+
+    Each ``repair_after`` seconds after it opened, then every ``repair_every`` seconds while it
+    stays open. Counts ``requested`` and ``repaired`` (gaps asked for that filled without
+    being given up).
+
+    Args:
+        policy: the repair timings (None: the defaults of DeliveryPolicy).
+    """
 
     def __init__(self, policy: DeliveryPolicy | None = None) -> None:
         self.policy = policy or DeliveryPolicy()
@@ -346,8 +440,14 @@ class GapRepair:
     def due(
         self, gaps: Iterable[Gap], now: float, skipped: dict[tuple[str, str], int] | None = None
     ) -> list[Gap]:
-        """The gaps to ask for now, out of the receiver's open ``gaps``; ``skipped``: gaps
-        given up so far per (sender, conversation), for conversations with no gap open now."""
+        """The gaps to ask for now.
+
+        Args:
+            gaps: the receiver's open gaps.
+            now: the current time, in seconds on a monotonic clock.
+            skipped: gaps given up so far per (sender, conversation), for conversations
+                with no gap open now (None: none).
+        """
         p = self.policy
         out: list[Gap] = []
         open_keys: dict[tuple[str, str, int], Gap] = {}
@@ -370,7 +470,11 @@ class GapRepair:
         return out
 
     def closed(self, skipped: dict[tuple[str, str], int]) -> None:
-        """No gap is open any more; ``skipped``: gaps given up per (sender, conversation)."""
+        """No gap is open any more.
+
+        Args:
+            skipped: gaps given up per (sender, conversation).
+        """
         self._close({}, skipped)
 
     def _close(
@@ -382,7 +486,11 @@ class GapRepair:
                 self.repaired += 1
 
     def next_deadline(self, gaps: Iterable[Gap]) -> float | None:
-        """When :meth:`due` has something for ``gaps`` (None: no gap)."""
+        """When :meth:`due` has something (None: no gap).
+
+        Args:
+            gaps: the receiver's open gaps.
+        """
         p = self.policy
         best: float | None = None
         for gap in gaps:
@@ -394,7 +502,12 @@ class GapRepair:
 
 
 class Keepalive:
-    """A responder's keepalive timing: one is due ``interval`` seconds after the last send."""
+    """A responder's keepalive timing: one is due ``interval`` seconds after the last send.
+
+    Args:
+        interval: seconds of silence before a keepalive.
+        now: the current time, in seconds on a monotonic clock (the start).
+    """
 
     def __init__(self, interval: float, now: float) -> None:
         self.interval = interval
@@ -402,7 +515,11 @@ class Keepalive:
         self.sent = 0
 
     def note_sent(self, now: float) -> None:
-        """Something was sent to the peer."""
+        """Something was sent to the peer.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         self.last = now
 
     @property
@@ -411,7 +528,11 @@ class Keepalive:
         return self.last + self.interval
 
     def due(self, now: float) -> bool:
-        """Whether to send a keepalive now (counts it and restarts the interval)."""
+        """Whether to send a keepalive now (counts it and restarts the interval).
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         if now < self.next_deadline:
             return False
         self.sent += 1
@@ -420,14 +541,23 @@ class Keepalive:
 
 
 class IdleWatch:
-    """An asker's liveness: the reply is lost when nothing arrived for ``idle_timeout``."""
+    """An asker's liveness: the reply is lost when nothing arrived for ``idle_timeout``.
+
+    Args:
+        idle_timeout: seconds of silence after which the reply is lost.
+        now: the current time, in seconds on a monotonic clock (the start).
+    """
 
     def __init__(self, idle_timeout: float, now: float) -> None:
         self.idle_timeout = idle_timeout
         self.last = now
 
     def note(self, now: float) -> None:
-        """Something arrived from the peer."""
+        """Something arrived from the peer.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         self.last = max(self.last, now)
 
     @property
@@ -436,5 +566,9 @@ class IdleWatch:
         return self.last + self.idle_timeout
 
     def lost(self, now: float) -> bool:
-        """Whether the peer has been silent for ``idle_timeout``."""
+        """Whether the peer has been silent for ``idle_timeout``.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+        """
         return now >= self.deadline

@@ -25,14 +25,23 @@ Decode = Callable[[ChatMessage], None]
 
 
 def seq_number(text: str | None) -> int | None:
-    """A ``seq`` value as a number (None unless 1 to 18 ASCII digits)."""
+    """A ``seq`` value as a number (None unless 1 to 18 ASCII digits).
+
+    Args:
+        text: the tag's ``seq`` value (None: absent).
+    """
     if text is None or not text.isascii() or not text.isdecimal() or len(text) > 18:
         return None
     return int(text)
 
 
 class HeldLedger:
-    """Every held-back ChatMessage of every conversation, oldest first, with their sizes."""
+    """Every held-back ChatMessage of every conversation, oldest first, with their sizes.
+
+    Args:
+        max_count: the most held-back ChatMessages in all.
+        max_bytes: the most bytes (estimated) they may take in all.
+    """
 
     __slots__ = ("bytes", "entries", "max_bytes", "max_count")
 
@@ -43,16 +52,31 @@ class HeldLedger:
         self.bytes = 0
 
     def add(self, window: ReorderWindow, seq: int, cost: int) -> None:
-        """Note that ``window`` holds ChatMessage ``seq`` of estimated size ``cost``."""
+        """Note that a window holds a ChatMessage.
+
+        Args:
+            window: the conversation's window.
+            seq: the ChatMessage's sequence number.
+            cost: its estimated size, in bytes.
+        """
         self.entries[(window, seq)] = cost
         self.bytes += cost
 
     def remove(self, window: ReorderWindow, seq: int) -> None:
-        """Note that ``window`` no longer holds ChatMessage ``seq``."""
+        """Note that a window no longer holds a ChatMessage.
+
+        Args:
+            window: the conversation's window.
+            seq: the ChatMessage's sequence number.
+        """
         self.bytes -= self.entries.pop((window, seq), 0)
 
     def shed(self, warnings: WarningQueue) -> None:
-        """Drop the oldest held-back ChatMessages until both totals are kept."""
+        """Drop the oldest held-back ChatMessages until both totals are kept.
+
+        Args:
+            warnings: where each drop is reported.
+        """
         while self.entries and (len(self.entries) > self.max_count or self.bytes > self.max_bytes):
             window, seq = next(iter(self.entries))
             window.drop(seq)
@@ -65,7 +89,12 @@ class HeldLedger:
 
 
 class ReorderWindow:
-    """Puts one conversation's tagged ChatMessages back in order for ``decode``."""
+    """Puts one conversation's tagged ChatMessages back in order for ``decode``.
+
+    Args:
+        conversation: the conversation's id.
+        ledger: the decoder's ledger of held-back ChatMessages.
+    """
 
     __slots__ = (
         "conversation",
@@ -89,7 +118,12 @@ class ReorderWindow:
         self.high_since = 0.0  # when ``high`` was learnt
 
     def announce(self, high: int, now: float) -> None:
-        """The sender says it sent up to ``high`` (a keepalive): a missing tail is a gap."""
+        """The sender says it sent up to ``high`` (a keepalive): a missing tail is a gap.
+
+        Args:
+            high: the highest sequence number sent.
+            now: the current time, in seconds on a monotonic clock.
+        """
         if high > self.high:
             self.high = high
             self.high_since = now
@@ -115,8 +149,20 @@ class ReorderWindow:
         decode: Decode,
         warnings: WarningQueue,
     ) -> None:
-        """Decode ``chat`` (covering ``seq``..``last``, of estimated size ``cost``) in its
-        turn, with any it releases."""
+        """Decode a ChatMessage in its turn, with any it releases.
+
+        Args:
+            chat: the ChatMessage.
+            seq: the first sequence number it covers.
+            last: the last one it covers (``seq_last``).
+            cost: its estimated size, in bytes.
+            now: the current time, in seconds on a monotonic clock.
+            window: how many ChatMessages may be held back.
+            max_ahead: how far ahead of the expected one a sequence number may be (further:
+                dropped, warned).
+            decode: decodes one ChatMessage, in its turn.
+            warnings: where gaps and drops are reported.
+        """
         if seq < self.expected:
             warnings.add(
                 "late_chat_message",
@@ -149,7 +195,13 @@ class ReorderWindow:
         self.release(now, decode, warnings)
 
     def release(self, now: float, decode: Decode, warnings: WarningQueue) -> None:
-        """Decode the held-back ChatMessages that are next in turn."""
+        """Decode the held-back ChatMessages that are next in turn.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+            decode: decodes one ChatMessage, in its turn.
+            warnings: where gaps and drops are reported.
+        """
         held = self.held
         while self.expected in held:
             seq = self.expected
@@ -167,7 +219,13 @@ class ReorderWindow:
         self.gap_since = now if held else None
 
     def skip_gap(self, now: float, decode: Decode, warnings: WarningQueue) -> None:
-        """Report the oldest gap and go on from the first held-back ChatMessage."""
+        """Report the oldest gap and go on from the first held-back ChatMessage.
+
+        Args:
+            now: the current time, in seconds on a monotonic clock.
+            decode: decodes one ChatMessage, in its turn.
+            warnings: where gaps and drops are reported.
+        """
         if not self.held:
             self.gap_since = None
             return
@@ -184,7 +242,11 @@ class ReorderWindow:
         self.release(now, decode, warnings)
 
     def drop(self, seq: int) -> None:
-        """Forget held-back ChatMessage ``seq``."""
+        """Forget a held-back ChatMessage.
+
+        Args:
+            seq: its sequence number.
+        """
         self.held.pop(seq, None)
         self.ledger.remove(self, seq)
         if not self.held:
