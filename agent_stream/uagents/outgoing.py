@@ -9,15 +9,26 @@
 - ``in_flight``: the registry ``{msg_id: Outgoing}`` acknowledgements are routed through (the
   owner calls :meth:`Outgoing.acknowledged`);
 - ``on_finished(outgoing)``: called once when the reply is over;
-- ``limits``: :class:`PumpLimits`.
+- ``limits``: :class:`PumpLimits`;
+- ``open_replies()``: how many replies the agent streams right now (its load), or None.
 
 A sender task sends the queued ChatMessages in order, each awaited (what queued up behind a slow
 send goes as one, :func:`~agent_stream.adapters.chat.coalesce`), resends what is not
 acknowledged as :class:`~agent_stream.adapters.chat.delivery.Redelivery` decides (``delivery``,
 ``peer_acks``), keeps what it sent in ``replay`` and sends keepalives (``keepalive``); the reply
 is over once everything is acknowledged or its budget ran out. A timer task releases what the
-encoder holds at its ``next_deadline``. Every stream ends whatever happens: the responder raising
-(an ``error`` message, then the ends with status error), cancellation, the peer unreachable.
+encoder holds at its ``next_deadline``.
+
+Load-shaped batching: every ChatMessage is a signed envelope and an acknowledgement back, so an
+agent streaming many replies at once spends its CPU per ChatMessage, not per token. With R replies
+open, a reply sends at most one ChatMessage every ``R / agent_rate`` seconds (at most
+``max_hold``): what its encoder releases meanwhile waits and goes as one, until it holds
+``hold_chars`` characters of text (the chunker's default ``max_chars``), the reply ends, or the
+hold is over. With few replies open the hold is below ``min_hold`` and nothing waits: text goes
+as the chunker releases it (at most its ``max_delay`` late).
+
+Every stream ends whatever happens: the responder raising (an ``error`` message, then the ends
+with status error), cancellation, the peer unreachable.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from uagents_core.contrib.protocols.chat import ChatMessage
+from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 
 from agent_stream.adapters.chat import ChatEncoder, coalesce
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redelivery, ReplayBuffer
@@ -92,6 +103,11 @@ class PumpLimits:
         max_failures: consecutive failed deliveries, none ever delivered, after which the reply
             is abandoned (a reached peer is abandoned when one ChatMessage's redelivery budget
             runs out).
+        agent_rate: load-shaped batching (module doc): ChatMessages per second all the agent's
+            open replies together aim at (0: no batching for load).
+        max_hold: the longest a reply's next ChatMessage waits for more text, in seconds.
+        min_hold: a hold shorter than this is not applied (few replies open).
+        hold_chars: text waiting (characters) that ends a hold early.
     """
 
     max_buffered: int = 256
@@ -101,6 +117,10 @@ class PumpLimits:
     ack_timeout: float = 5.0
     drain_timeout: float = 5.0
     max_failures: int = 3
+    agent_rate: float = 250.0
+    max_hold: float = 4.0
+    min_hold: float = 0.05
+    hold_chars: int = 400
 
 
 class Outgoing:
@@ -144,6 +164,7 @@ class Outgoing:
         keepalive: bool = False,
         on_produced: Callable[[Outgoing], None] | None = None,
         tap: Callable[[Any], None] | None = None,
+        open_replies: Callable[[], int] | None = None,
     ) -> None:
         self.peer = peer
         self.conversation = conversation
@@ -185,6 +206,10 @@ class Outgoing:
         self._on_produced = on_produced  # the responder is done; delivery may go on a while
         self._tap = tap  # sees every Message the responder writes (e.g. to keep the answer)
         self.telemetry: Any = None  # the owner's per-reply telemetry (agent_stream.telemetry)
+        self._open_replies = open_replies
+        self._hold_until = 0.0  # load-shaped batching: the next ChatMessage not before this
+        self._queued_chars = 0  # text waiting in the queue
+        self.holds = 0  # times the next ChatMessage waited for more text (the agent was busy)
 
     def start(self) -> asyncio.Task[None]:
         """Run :meth:`run` in a task of its own (kept in ``task``); returns it."""
@@ -225,7 +250,23 @@ class Outgoing:
     def _emit(self, chats: list[ChatMessage]) -> None:
         if chats and not self.dead:
             self.queue.extend(chats)
+            self._queued_chars += sum(map(_text_chars, chats))
             self._wake_sender.set()
+
+    def _hold(self) -> float:
+        """Seconds the next ChatMessage should wait for more text (0 or less: go now)."""
+        if self._closing or self.dead or self._queued_chars >= self.limits.hold_chars:
+            return 0.0
+        return self._hold_until - clock()
+
+    def _held_after_send(self) -> None:
+        """Start the hold the agent's load calls for (see the module doc)."""
+        rate = self.limits.agent_rate
+        if self._open_replies is None or rate <= 0:
+            return
+        hold = min(self.limits.max_hold, self._open_replies() / rate)
+        if hold >= self.limits.min_hold:
+            self._hold_until = clock() + hold
 
     # -- tasks ------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -323,6 +364,19 @@ class Outgoing:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake_sender.wait(), timeout)
                 continue
+            hold = self._hold()
+            if hold > 0:  # the agent is busy: let more text join this ChatMessage
+                self.holds += 1
+                self._wake_sender.clear()
+                wake = [
+                    d
+                    for d in (rd.next_deadline, ka.next_deadline if ka is not None else None)
+                    if d is not None
+                ]
+                timeout = min([hold, *(max(0.0, d - clock()) for d in wake)])
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake_sender.wait(), timeout)
+                continue
             # What queued up behind a slow send goes as one ChatMessage (same text, same order).
             n, items = 1, len(self.queue[0].content)
             while n < min(len(self.queue), limits.max_coalesce):
@@ -331,6 +385,7 @@ class Outgoing:
                     break
                 n += 1
             batch = [self.queue.popleft() for _ in range(n)]
+            self._queued_chars = max(0, self._queued_chars - sum(map(_text_chars, batch)))
             chat = batch[0] if n == 1 else coalesce(batch)
             if len(self.queue) <= limits.max_buffered // 2:
                 self._space.set()
@@ -345,6 +400,7 @@ class Outgoing:
                 if self.replay is not None:
                     self.replay.add(span[0], span[1], chat, estimated_size(chat))
             consecutive = 0 if await self._deliver(key, chat) else consecutive + 1
+            self._held_after_send()
 
     async def _deliver(self, key: str, chat: ChatMessage) -> bool:
         """One send (first or again) of ChatMessage ``key``, noted for redelivery."""
@@ -451,6 +507,11 @@ class Outgoing:
             now = clock()
             if d is not None and d <= now and not enc.finished:
                 self._emit(enc.poll(now))
+
+
+def _text_chars(chat: ChatMessage) -> int:
+    """Characters of text ``chat`` carries."""
+    return sum(len(i.text) for i in chat.content if isinstance(i, TextContent))
 
 
 def _quiet(task: asyncio.Task[Any]) -> None:

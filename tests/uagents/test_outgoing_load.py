@@ -1,0 +1,103 @@
+"""Load-shaped batching in one reply's pump: with many replies open, a reply's ChatMessages carry
+more text each (fewer envelopes and acknowledgements for the agent), never losing or reordering
+text, and with few open nothing waits. Driven through the pump's explicit dependencies (a send
+function recording what it delivers); what it delivered is decoded with the real ChatDecoder."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from uagents_core.contrib.protocols.chat import ChatMessage
+
+from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
+from agent_stream.assemble import assemble
+from agent_stream.uagents.outgoing import Outgoing, PumpLimits
+from agent_stream.writer import StreamWriter
+
+PEER = "agent1peer"
+WORDS = [f"Sentence number {i} is here." for i in range(12)]
+
+
+class Wire:
+    def __init__(self) -> None:
+        self.sent: list[tuple[float, ChatMessage]] = []
+
+    async def __call__(self, chat: ChatMessage) -> tuple[bool, str]:
+        self.sent.append((time.monotonic(), chat))
+        return True, "delivered"
+
+    def text(self) -> str:
+        dec = ChatDecoder()
+        msgs = [m for _, c in self.sent for m in dec.feed(PEER, c, 0.0)]
+        return assemble(msgs + dec.close()).text()
+
+
+async def spaced(out: StreamWriter) -> None:
+    """Twelve sentences, 50 ms apart: the chunker releases each one on its own."""
+    async with out.block("llm") as b, b.message("text") as m:
+        for w in WORDS:
+            await m.append(w + " ")
+            await asyncio.sleep(0.05)
+
+
+async def run(open_replies: int | None, **limits: float) -> tuple[Wire, Outgoing, float]:
+    wire = Wire()
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=spaced,
+        send=wire,
+        limits=PumpLimits(**limits),  # type: ignore[arg-type]
+        open_replies=(lambda: open_replies) if open_replies is not None else None,
+    )
+    t0 = time.monotonic()
+    await asyncio.wait_for(out.start(), 10)
+    return wire, out, time.monotonic() - t0
+
+
+EXPECTED = " ".join(WORDS) + " "
+
+
+async def test_few_replies_open_nothing_waits() -> None:
+    alone, out, _ = await run(1)  # 1 / 250 per second: a hold under min_hold
+    unpaced, _, _ = await run(None)
+    assert out.holds == 0
+    assert alone.text() == unpaced.text() == EXPECTED
+    assert len(alone.sent) == len(unpaced.sent) >= 8  # a sentence per ChatMessage, about
+
+
+async def test_many_replies_open_fewer_chat_messages_same_text() -> None:
+    busy, out, took = await run(1000, max_hold=0.3)  # 1000 / 250 per second: capped at 0.3 s
+    calm, _, _ = await run(1)
+    assert busy.text() == calm.text() == EXPECTED  # same text, same order
+    assert out.holds > 0
+    assert len(busy.sent) * 2 <= len(calm.sent)  # at least halved
+    gaps = [b[0] - a[0] for a, b in zip(busy.sent, busy.sent[1:])]
+    assert max(gaps) < 0.3 + 0.25  # never held past max_hold (and the chunker's delay)
+    assert took < 0.6 * len(WORDS) * 0.05 + 2.0  # the reply is not made longer than that
+
+
+async def test_enough_text_waiting_ends_a_hold_early() -> None:
+    # a 5 s hold, but 60 characters waiting are enough: the reply does not wait it out
+    busy, out, took = await run(1000, max_hold=5.0, hold_chars=60)
+    assert busy.text() == EXPECTED
+    assert out.holds > 0
+    assert took < 3.0
+    sizes = [sum(len(getattr(i, "text", "")) for i in c.content) for _, c in busy.sent]
+    assert max(sizes) >= 60
+
+
+async def test_the_end_of_a_reply_is_not_held() -> None:
+    busy, _, took = await run(1000, max_hold=5.0)  # holds of 5 s, ended by the reply's end
+    assert busy.text() == EXPECTED
+    assert took < 0.6 * len(WORDS) * 0.05 + 2.0
+    assert len(busy.sent) <= 3  # the start, then what waited, ends included
+
+
+async def test_no_rate_no_batching_for_load() -> None:
+    off, out, _ = await run(1000, agent_rate=0)
+    calm, _, _ = await run(1)
+    assert out.holds == 0
+    assert len(off.sent) == len(calm.sent)
