@@ -93,15 +93,25 @@ class DeliveryError(ConnectionError):
 class Reply:
     """One question's reply, as it arrives: iterate for Messages, await for the Transcript.
 
-    Attributes: ``peer`` (address asked), ``question`` (the ChatMessage sent), ``conversation``
-    (its msg_id, which a tagged reply names), ``transcript`` (live), ``messages`` (decoded so
-    far), ``chat_messages`` (ChatMessages received), ``status`` (None while streaming, then
-    completed | error | cancelled | timeout), ``tagged`` (the peer uses agent_stream),
-    ``acknowledged`` (the peer acknowledged the question), times on ``time.monotonic()``:
-    ``asked_at``, ``first_text_at``, ``last_received_at``, ``ended_at``. Delivery figures:
-    ``question_resends``, ``duplicates`` (ChatMessages received twice, dropped),
-    ``gaps_repaired``, ``repair_requests``, ``keepalives`` received, ``at_risk`` (seconds a
-    gap was open).
+    The live ``transcript`` and the delivery figures ``gaps_repaired``, ``repair_requests``,
+    ``keepalives`` and ``at_risk`` are properties (below).
+
+    Attributes:
+        peer: the address asked.
+        question: the ChatMessage sent.
+        conversation: its msg_id, which a tagged reply names.
+        messages: the Messages decoded so far.
+        chat_messages: ChatMessages received.
+        status: None while streaming, then completed | error | cancelled | timeout | lost
+            (undelivered: the question never arrived).
+        tagged: the peer uses agent_stream.
+        acknowledged: the peer acknowledged the question.
+        asked_at: when the question was asked (``time.monotonic()``, as the times below).
+        first_text_at: when the first text came (None: none yet).
+        last_received_at: when the last ChatMessage came (None: none yet).
+        ended_at: when the reply ended (None: not yet).
+        question_resends: times the question was sent again.
+        duplicates: ChatMessages received twice (dropped).
 
     Args:
         peer: the address asked.
