@@ -602,6 +602,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             keepalive=request.tagged,
             on_produced=self._produced,
             tap=tap,
+            open_replies=lambda: len(self._outgoing),  # its load: busier, fewer ChatMessages
         )
         out.telemetry = (watch, answer)
         return out
