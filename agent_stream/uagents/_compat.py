@@ -2,9 +2,9 @@
 
 The protection of :mod:`agent_stream.uagents.hardening` and the offline agents of
 :mod:`agent_stream.uagents.local` need a few things uagents does not make public: an agent's
-registered models (to validate a payload before it is queued), its inbox queue (to cap it), its
-dispenser (to send through per-peer lanes), its HTTP server object (to cap envelopes at the
-edge), its event loop, and the spots where uagents looks up the ledger query, the status update
+registered models (to validate a payload before it is queued, and to have uagents' own parse
+take the model the guard built), its inbox queue (to cap it), its dispenser (to send through
+per-peer lanes), its HTTP server object (to cap envelopes at the edge), its event loop, and the spots where uagents looks up the ledger query, the status update
 and the listening host. Read anywhere else with a ``getattr(..., None)`` fallback, a rename in a
 later uagents would change behaviour silently -- a renamed models table would make the guard
 refuse every payload, a renamed inbox would turn the cap off. Here each internal is listed in
@@ -61,6 +61,7 @@ __all__ = [
     "server_of",
     "set_dispenser",
     "set_identity",
+    "set_model",
     "sinks_for",
     "started",
     "uagents_version",
@@ -182,6 +183,14 @@ def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
             lambda: _looks_up(_own(ASGIServer, "__call__"), "Envelope"),
             "no longer parses envelopes with uagents_core's Envelope",
         ),
+        (
+            "Agent._process_single_message parsing with _models",
+            lambda: (
+                _looks_up(_own(agent_cls, "_process_single_message"), "_models")
+                and _looks_up(_own(agent_cls, "_process_single_message"), "parse_raw")
+            ),
+            "no longer parses payloads with its models table's parse_raw",
+        ),
     ]
 
 
@@ -199,6 +208,7 @@ INTERNALS: tuple[str, ...] = (
     "Agent._build_context passing _identity",
     "Envelope.sign using sign_digest",
     "ASGIServer.__call__ using Envelope",
+    "Agent._process_single_message parsing with _models",
     "InternalContext._session",
     "Agent._identity",
     "Agent._resolver",
@@ -249,6 +259,16 @@ def models_of(agent: Any) -> dict[str, type[Model]]:
     """The agent's ``{schema_digest: model}`` table (every protocol it includes)."""
     models: dict[str, type[Model]] = agent._models
     return models
+
+
+def set_model(agent: Any, schema_digest: str, model: type[Model]) -> None:
+    """Make ``model`` what ``agent`` parses payloads of ``schema_digest`` with (its own models
+    table; a subclass of the model registered for it, so handlers see what they expect)."""
+    models = models_of(agent)
+    current = models.get(schema_digest)
+    if current is None or not issubclass(model, current):
+        raise ValueError(f"{model!r} does not stand for the model of {schema_digest}")
+    models[schema_digest] = model
 
 
 def inbox_of(agent: Any) -> asyncio.Queue[Any]:

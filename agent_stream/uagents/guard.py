@@ -23,7 +23,8 @@ new ones are dropped. The HTTP edge caps (:mod:`agent_stream.uagents.edge`) use 
 settings and count into the same :attr:`AgentGuard.stats`.
 
 Should a later uagents catch every parse error itself, the guard stays harmless: valid payloads
-pass unchanged (parsed once more), invalid ones are answered the way uagents answers them.
+pass unchanged, invalid ones are answered the way uagents answers them. A chat-protocol payload
+is parsed once: the model the guard built is what uagents' own parse returns (:mod:`.handover`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from uagents_core.contrib.protocols.chat import (
 from uagents_core.models import ErrorMessage
 
 from agent_stream.uagents import _compat
+from agent_stream.uagents.handover import HANDED_OVER, Handover, base_of
 from agent_stream.uagents.ratelog import RateLimitedLog, TokenBucket
 
 __all__ = ["AgentGuard", "GuardSettings", "short"]
@@ -149,6 +151,8 @@ class AgentGuard:
         self._handle: HandleMessage | None = None
         self._last_error_reply: dict[str, float] = {}
         self._error_tasks: set[asyncio.Task[Any]] = set()
+        #: chat payloads parsed here, handed to uagents' own parse of the same text
+        self.handover = Handover()
         self.configure(settings or GuardSettings())
 
     def configure(self, settings: GuardSettings) -> None:
@@ -172,25 +176,32 @@ class AgentGuard:
         Returns:
             The reason for refusing it, or None.
         """
+        return self._inspect(schema_digest, message)[0]
+
+    def _inspect(self, schema_digest: str, message: Any) -> tuple[str | None, Any]:
+        """(why it is refused, None) or (None, what it parses to)."""
         model = _compat.models_of(self.agent).get(schema_digest)
         if model is None:
-            return "no model for this schema digest"
+            return "no model for this schema digest", None
         if not isinstance(message, str):
-            return "payload is not text"
+            return "payload is not text", None
         if self._inbox_full(len(message)):
-            return "inbox full"
+            return "inbox full", None
+        model = base_of(model)
         try:
             data = json.loads(message)
             if model is ChatMessage:  # each part validated once
-                reason = self._chat_shape(data)
-                if reason is None:
-                    _ChatHead.parse_obj({**data, "content": []})
-                return reason
-            model.parse_obj(data)  # what uagents will do with it
-            reason = None
+                reason, items = self._chat_shape(data)
+                if reason is not None:
+                    return reason, None
+                head = _ChatHead.parse_obj({**data, "content": []})
+                chat = ChatMessage.construct(
+                    timestamp=head.timestamp, msg_id=head.msg_id, content=items
+                )
+                return None, chat
+            return None, model.parse_obj(data)  # what uagents will do with it
         except Exception as exc:  # pydantic v1 or v2 errors, TypeError, ValueError, anything
-            return f"{type(exc).__name__}: {short(exc)}"
-        return reason
+            return f"{type(exc).__name__}: {short(exc)}", None
 
     def _inbox_full(self, size: int) -> bool:
         queue = _compat.inbox_of(self.agent)
@@ -202,30 +213,31 @@ class AgentGuard:
         held = sum(len(item[2]) for item in _compat.queued_payloads(queue) if len(item) > 2)
         return held + size > self.settings.max_queued_bytes
 
-    def _chat_shape(self, data: Any) -> str | None:
+    def _chat_shape(self, data: Any) -> tuple[str | None, list[Any]]:
         """A ChatMessage checked item by item against the item's own model: pydantic v1 tries
         every member of the content union on a bad item (~0.4 ms each), this fails at the
-        first."""
+        first. (why it is refused, []) or (None, the parsed items)."""
         if not isinstance(data, dict):
-            return "not a JSON object"
+            return "not a JSON object", []
         extra = set(data) - _CHAT_FIELDS
         if extra:
-            return f"unknown field {short(sorted(map(str, extra))[0], 40)!r}"
+            return f"unknown field {short(sorted(map(str, extra))[0], 40)!r}", []
         content = data.get("content")
         if not isinstance(content, list):
-            return "content missing or not a list"
+            return "content missing or not a list", []
         cap = self.settings.max_content_items
         if len(content) > cap:
-            return f"{len(content)} content items (at most {cap})"
+            return f"{len(content)} content items (at most {cap})", []
+        items: list[Any] = []
         for i, item in enumerate(content):
             model = _CHAT_ITEMS.get(item.get("type")) if isinstance(item, dict) else None
             if model is None:
-                return f"content[{i}] is not a known content item"
+                return f"content[{i}] is not a known content item", []
             try:
-                model.parse_obj(item)
+                items.append(model.parse_obj(item))
             except Exception as exc:
-                return f"content[{i}]: {type(exc).__name__}: {short(exc)}"
-        return None
+                return f"content[{i}]: {type(exc).__name__}: {short(exc)}", []
+        return None, items
 
     # -- the agent's handle_message ----------------------------------------------------------------
     def wrap(self, handle: HandleMessage) -> HandleMessage:
@@ -251,10 +263,16 @@ class AgentGuard:
             message: the payload (JSON text).
             session: the envelope's session.
         """
-        reason = self.check(schema_digest, message)
+        reason, parsed = self._inspect(schema_digest, message)
         if reason is None:
             assert self._handle is not None
-            await self._handle(sender, schema_digest, message, session)
+            if parsed.__class__ in HANDED_OVER and self._hands_over(schema_digest):
+                self.handover.put(message, parsed)
+            try:
+                await self._handle(sender, schema_digest, message, session)
+            except BaseException:
+                self.handover.take(message)  # not queued: nobody will take it
+                raise
             return
         self.stats["dropped"] += 1
         model = _compat.models_of(self.agent).get(schema_digest)
@@ -268,6 +286,20 @@ class AgentGuard:
         )
         if reason not in _NOT_ANSWERED:
             self._reply_error(str(sender), reason)
+
+    def _hands_over(self, schema_digest: str) -> bool:
+        """Whether uagents' parse for ``schema_digest`` takes from :attr:`handover` (made so
+        the first time: the agent's models table gets the handover subclass)."""
+        models = _compat.models_of(self.agent)
+        model = models.get(schema_digest)
+        if model is None:
+            return False
+        if base_of(model) is not model:
+            return True
+        if model not in HANDED_OVER:
+            return False
+        _compat.set_model(self.agent, schema_digest, self.handover.model_for(model))
+        return True
 
     def _reply_error(self, sender: str, reason: str) -> None:
         """uagents' usual answer to a payload that does not parse, rate-limited per sender."""

@@ -72,6 +72,10 @@ async def _no_envelope(self: Any, scope: Any, receive: Any, send: Any) -> None:
     return None
 
 
+async def _handles_another_way(self: Any, *args: Any) -> None:
+    return None
+
+
 def _signs_another_way(self: Any, identity: Any) -> None:
     self.signature = identity.sign(b"")
 
@@ -86,6 +90,12 @@ CHANGED_INTERNALS: list[tuple[str, Any, str, Any]] = [
         uagents.context.InternalContext,
         "session",
         property(lambda self: None),
+    ),
+    (
+        "Agent._process_single_message parsing with _models",
+        Agent,
+        "_process_single_message",
+        _handles_another_way,
     ),
 ]
 
