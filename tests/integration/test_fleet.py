@@ -284,8 +284,9 @@ def test_cancel_landing_on_another_replica_cancels_the_reply(fleet: Fleet3) -> N
     while fleet.replies(holder, "cancelled") <= before:
         assert time.monotonic() < deadline, "the holder did not cancel the reply"
         time.sleep(0.1)
-    # Its ChatMessages' acknowledgements reached it through the others: nothing was resent.
-    assert fleet.metric(holder, "agent_stream_resends_total") == resent
+    # Its ChatMessages' acknowledgements reached it through the others: hardly anything was
+    # resent (without forwarding, ~20 are; the asker may leave before acknowledging the end).
+    assert fleet.metric(holder, "agent_stream_resends_total") <= resent + 2
 
 
 def test_kill_mid_reply_loses_only_that_replicas_reply(fleet: Fleet3) -> None:
