@@ -443,15 +443,15 @@ def build_question(
 class ChatClient:
     """The open questions of one agent; routes incoming ChatMessages to their Reply.
 
-    ``late_window``: for this many seconds after a reply from a peer is over, an untagged
-    ChatMessage from that peer that neither opens a session nor carries request tags is taken
-    for the tail of that reply (e.g. after a timeout) and dropped, not answered as a request;
-    a tagged reply that no open question is waiting for is always dropped. This keeps two
-    agents that both answer from answering each other's replies forever.
+    For ``late_window`` seconds after a reply from a peer is over, an untagged ChatMessage
+    from that peer that neither opens a session nor carries request tags is taken for the tail
+    of that reply (e.g. after a timeout) and dropped, not answered as a request; a tagged reply
+    that no open question is waiting for is always dropped. This keeps two agents that both
+    answer from answering each other's replies forever.
 
     Args:
         late_window: seconds after a peer's reply is over during which its untagged reply
-            traffic is dropped (see above).
+            traffic is dropped.
     """
 
     def __init__(self, late_window: float = 10.0) -> None:
@@ -589,8 +589,7 @@ async def ask_with(
     delivery: DeliveryPolicy | None = None,
     history: str | None = None,
 ) -> Reply:
-    """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply
-    (``history``: the conversation so far, JSON, carried in the question's tags).
+    """Send ``question`` with ``sender(ctx, destination, chat)`` and register its Reply.
 
     An undelivered question is sent again every 0.1 s for up to ``deliver_within`` seconds;
     once delivered, it is sent again (same msg_id) until it is acknowledged or reply traffic
@@ -611,7 +610,8 @@ async def ask_with(
         idle_timeout: seconds of silence after which a tagged reply is ``lost`` (None: the
             delivery policy's).
         delivery: the delivery policy (resends, backoff; None: the defaults).
-        history: the conversation so far, JSON (None: the responder's own).
+        history: the conversation so far, JSON, carried in the question's tags (None: the
+            responder's own).
 
     Returns:
         The Reply, once the question was delivered.
