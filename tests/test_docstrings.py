@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES: list[str] = [
     # one line per package, added once its docstrings pass
     "agent_stream",
+    "agent_stream.adapters",
     "agent_stream.chunking",
     "agent_stream.telemetry",
     "agent_stream.sources",
