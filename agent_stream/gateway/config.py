@@ -68,7 +68,11 @@ class GatewayConfig:
         return [*self.api_keys, *env]
 
     def check(self) -> None:
-        """ValueError when the settings are unsafe or impossible."""
+        """Check that the settings are safe and possible.
+
+        Raises:
+            ValueError: they are not (the message says which and why).
+        """
         if not is_loopback(self.host) and not self.keys():
             raise ValueError(
                 f"binding {self.host} serves other machines: give at least one "

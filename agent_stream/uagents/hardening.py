@@ -87,12 +87,17 @@ def protect(agent: A, settings: Protection | None = None) -> A:
     """Protect ``agent`` (a ``uagents.Agent``) and only it; returns it. Idempotent.
 
     Inbox guard, HTTP edge caps and send lanes, before the agent runs or while it runs.
-    Raises UagentsCompatError when the installed uagents lacks an internal this needs.
 
     Args:
         agent: the agent to protect.
         settings: the limits (None: the defaults of :class:`Protection`). Given again to a
             protected agent, they replace its limits (rate limits start afresh).
+
+    Returns:
+        ``agent``, protected.
+
+    Raises:
+        UagentsCompatError: the installed uagents lacks an internal this needs.
     """
     _compat.check_agent(agent)
     current = guard_of(agent)

@@ -571,6 +571,12 @@ def serve_agent(
         main: run once the agent has started; its result is returned (its exception raised).
         banner: print the agent's name, address and endpoint on stderr once it serves
             (default: when there is no ``main``, i.e. for an agent that serves others).
+
+    Returns:
+        What ``main`` returned (None without ``main``).
+
+    Raises:
+        PortInUse: the agent's port is held by another process (nothing was started).
     """
     outcome: dict[str, Any] = {}
     port = getattr(agent, "local_port", None)
