@@ -2,36 +2,53 @@
 
 from __future__ import annotations
 
+import itertools
+import sys
 import threading
+from collections.abc import Callable
+
+# With the GIL, drawing from an itertools.count is one C call and atomic, so ids need no lock
+# (a chunk id is drawn for every token streamed); a free-threaded build keeps the lock.
+_GIL = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
 
 
 class IdGenerator:
     """Sequential ids per stream: C1, C2… for chunks, M… messages, B… blocks, T… threads.
 
-    Safe to share between asyncio tasks and OS threads: every id is drawn under a lock, so no
-    two callers ever receive the same id.
+    Safe to share between asyncio tasks and OS threads: no two callers ever receive the same
+    id (each draw is atomic: an ``itertools.count`` under the GIL, a lock without it).
     """
 
-    __slots__ = ("_counters", "_lock")
+    __slots__ = ("_next_block", "_next_chunk", "_next_message", "_next_thread")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counters = {"C": 0, "M": 0, "B": 0, "T": 0}
-
-    def _next(self, prefix: str) -> str:
-        with self._lock:
-            n = self._counters[prefix] + 1
-            self._counters[prefix] = n
-        return f"{prefix}{n}"
+        lock = None if _GIL else threading.Lock()
+        self._next_chunk = _sequence(lock)
+        self._next_message = _sequence(lock)
+        self._next_block = _sequence(lock)
+        self._next_thread = _sequence(lock)
 
     def chunk(self) -> str:
-        return self._next("C")
+        return f"C{self._next_chunk()}"
 
     def message(self) -> str:
-        return self._next("M")
+        return f"M{self._next_message()}"
 
     def block(self) -> str:
-        return self._next("B")
+        return f"B{self._next_block()}"
 
     def thread(self) -> str:
-        return self._next("T")
+        return f"T{self._next_thread()}"
+
+
+def _sequence(lock: threading.Lock | None) -> Callable[[], int]:
+    """1, 2, 3… one per call, atomically."""
+    count = itertools.count(1)
+    if lock is None:
+        return count.__next__
+
+    def draw() -> int:
+        with lock:
+            return next(count)
+
+    return draw

@@ -77,6 +77,7 @@ def _ms(start: float) -> int:
 
 _new_message = Message.__new__
 _set_slot = object.__setattr__
+_HOLD_MAX = 1024  # text deltas one chunk may gather (MessageHandle.hold)
 
 
 class _Core:
@@ -91,12 +92,22 @@ class _Core:
         self.flush = flush
         self.sequence = 0
         self.block_messages: dict[str, set[tuple[str | None, str]]] = {}
+        self.held: MessageHandle | None = None  # the message holding text (MessageHandle.hold)
 
     def count(self, block_id: str | None, thread_id: str | None, message_id: str) -> None:
         if block_id is not None:
             self.block_messages.setdefault(block_id, set()).add((thread_id, message_id))
 
+    async def release(self) -> None:
+        """Send the text a message holds as one chunk (before anything else goes out)."""
+        h = self.held
+        if h is not None:
+            self.held = None
+            await h._send_held()
+
     async def emit(self, msg: Message) -> None:
+        if self.held is not None:
+            await self.release()
         if msg.chunk_id is None:
             msg.chunk_id = self.ids.chunk()
         if self.stamp:
@@ -231,6 +242,15 @@ class Scope:
             The Message as sent, with its ids.
         """
         return await self.send(_text(content))
+
+    @property
+    def holds_text(self) -> bool:
+        """Whether a message of this stream holds text (see :meth:`MessageHandle.hold`)."""
+        return self._core.held is not None
+
+    async def release(self) -> None:
+        """Send now the text a message of this stream holds (see :meth:`MessageHandle.hold`)."""
+        await self._core.release()
 
     # -- tools and progress -----------------------------------------------------------------------
     def tool(
@@ -465,6 +485,7 @@ class MessageHandle:
         self._other: dict[str, Any] | None = None
         self._start = 0.0
         self._ended = False
+        self._held: list[str] = []  # text deltas kept to go out as one chunk (see hold)
         # A validated text delta of this message (its fields and the fields set), copied for
         # each append; rebuilt after a type change.
         self._proto: tuple[dict[str, Any], set[str]] | None = None
@@ -499,6 +520,8 @@ class MessageHandle:
         """
         if self._ended:
             return
+        if self._core.held is not None:  # held text goes first and counts in extra.content
+            await self._core.release()
         self._ended = True
         extra: dict[str, Any] = {}
         if self._other is not None and "content" in self._other:
@@ -526,6 +549,8 @@ class MessageHandle:
     async def _chunk(self, msg: Message) -> None:
         if self._ended:
             raise StreamError(f"message {self.message_id} has ended; nothing more can be sent")
+        if self._core.held is not None:  # held text is older than this chunk
+            await self._core.release()
         msg.message_id = self.message_id
         msg.thread_id = self.thread_id
         msg.block_id = self.block_id
@@ -551,6 +576,38 @@ class MessageHandle:
                     self._other, msg.delta_action or "append", msg.delta_path, msg.props or {}
                 )
 
+    def hold(self, value: str) -> bool:
+        """Keep a text delta to go out with the ones held after it, as one chunk, at the
+        stream's next chunk or event (whichever scope sends it) or its ``release()``.
+
+        For a producer that reads a backlog of deltas faster than it waits for them: it holds
+        while more is at hand and releases before it waits. Returns False (nothing kept) when
+        another message holds text, this one has ended, or it holds enough already: then
+        ``append`` the delta.
+
+        Args:
+            value: the text delta.
+
+        Returns:
+            True when it was kept, False when it must be appended instead.
+        """
+        core = self._core
+        if core.held is self:
+            if len(self._held) < _HOLD_MAX and type(value) is str:
+                self._held.append(value)
+                return True
+            return False
+        if core.held is None and type(value) is str and not self._ended:
+            core.held = self
+            self._held = [value]
+            return True
+        return False
+
+    async def _send_held(self) -> None:
+        text, self._held = "".join(self._held), []
+        if text:
+            await self._send_text(text)
+
     async def append(self, value: Any, path: str | None = None) -> None:
         """Append: text onto props.content (no path), or any value at ``path``.
 
@@ -568,6 +625,11 @@ class MessageHandle:
             raise StreamError("append without a path takes a string (props.content)")
         if self._ended:
             raise StreamError(f"message {self.message_id} has ended; nothing more can be sent")
+        if self._core.held is not None:
+            await self._core.release()
+        await self._send_text(value)
+
+    async def _send_text(self, value: str) -> None:
         proto = self._proto
         if proto is None:
             m = Message(
@@ -639,6 +701,8 @@ class MessageHandle:
             new_type: the Message type it is.
             props: props replacing the ones sent so far (None: they are kept).
         """
+        if self._core.held is not None:  # held text goes out under the old type
+            await self._core.release()
         self.type = new_type
         self._proto = None
         await self._chunk(

@@ -9,11 +9,18 @@ the chat encoder (ChatEncoder, as StreamingChat sends it), in the same run.
 - Anthropic / OpenAI Responses: the SDK clients against a local server streaming N deltas.
 
 The model server runs in a child process, so CPU time (``time.process_time``) is this process's
-work only: the framework's (and its HTTP client's) alone, then with the source added. Runs
-alternate (alone, source, source + encoder) ``--runs`` times; each one's least disturbed run
-(the minimum CPU time) is reported.
+work only: the framework's (and its HTTP client's) alone, then with the source added. Each of
+``--runs`` rounds runs the three arms (alone, source, source + encoder) back to back, in an
+order rotated from round to round; tokens/s are from each arm's median CPU time, and the
+overhead is the median over rounds of one round's ratio (source / alone - 1), so that a round
+slowed by another process on the machine slows its arms alike.
 
-    python bench/bench_sources.py [--tokens 4000] [--runs 5] [--only langgraph,anthropic]
+The model server sends its whole reply at once, so the framework has a backlog of events to
+read: the sources then hold consecutive text deltas and send them as one chunk before they
+wait for more (``agent_stream.sources.eager``). Where a framework waits between its events
+anyway (pydantic-ai hands each event over from its own task), every delta is a chunk of its own.
+
+    python bench/bench_sources.py [--tokens 4000] [--runs 9] [--only langgraph,anthropic]
 
 Target: the source adds at most 15% CPU to the framework's own stream. Exit status 1 when a
 source's text differs from the framework's or a target is missed.
@@ -27,6 +34,7 @@ import gc
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -425,19 +433,24 @@ async def bench(names: list[str], n: int, runs: int, url: str) -> bool:
         alone, app = CASES[name](tokens, url)
         await alone()  # warm up both paths once
         await through(app, True)
-        a, s, c = [], [], []
-        for _ in range(runs):
-            ta, text_a = await cpu(alone)
-            ts, text_s = await cpu(lambda: through(app, False))  # noqa: B023
-            tc, text_c = await cpu(lambda: through(app, True))  # noqa: B023
-            a.append(ta)
-            s.append(ts)
-            c.append(tc)
-            if not (text_a == text_s == text_c == "".join(tokens)):
+        arms: list[Callable[[], Awaitable[str]]] = [
+            alone,
+            lambda: through(app, False),  # noqa: B023
+            lambda: through(app, True),  # noqa: B023
+        ]
+        times: list[list[float]] = [[], [], []]
+        for r in range(runs):
+            texts = [""] * 3
+            for i in (r % 3, (r + 1) % 3, (r + 2) % 3):
+                t, texts[i] = await cpu(arms[i])
+                times[i].append(t)
+            if not (texts[0] == texts[1] == texts[2] == "".join(tokens)):
                 print(f"  {name}: the texts differ", file=sys.stderr)
                 ok = False
-        ma, ms, mc = (min(x) for x in (a, s, c))  # the least disturbed run of each
-        over_s, over_c = ms / ma - 1, mc / ma - 1
+        a, s, c = times
+        ma, ms, mc = (statistics.median(x) for x in times)
+        over_s = statistics.median(y / x - 1 for x, y in zip(a, s, strict=True))
+        over_c = statistics.median(y / x - 1 for x, y in zip(a, c, strict=True))
         print(
             f"{name:<18}{n / ma:>13,.0f}{n / ms:>14,.0f}{n / mc:>13,.0f}"
             f"{over_s:>+11.1%}{over_c:>+11.1%}"
@@ -451,7 +464,7 @@ async def bench(names: list[str], n: int, runs: int, url: str) -> bool:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tokens", type=int, default=4000)
-    p.add_argument("--runs", type=int, default=7)
+    p.add_argument("--runs", type=int, default=9)
     p.add_argument("--only", default=",".join(CASES))
     args = p.parse_args()
     names = [x for x in args.only.split(",") if x]

@@ -52,3 +52,23 @@ async def test_no_duplicates_across_asyncio_tasks() -> None:
     results = await asyncio.gather(*(draw() for _ in range(10)))
     flat = [i for r in results for i in r]
     assert len(set(flat)) == 5000
+
+
+def test_the_locked_sequence_of_a_free_threaded_build_never_repeats() -> None:
+    from agent_stream.ids import _sequence
+
+    draw = _sequence(threading.Lock())
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def take() -> None:
+        local = [draw() for _ in range(5000)]
+        with lock:
+            got.extend(local)
+
+    workers = [threading.Thread(target=take) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(got) == list(range(1, 20001))

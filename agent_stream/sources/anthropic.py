@@ -84,7 +84,7 @@ class AnthropicStream:
                 h = em.messages.get(("anthropic", self._block, index))
                 piece = _field(d, "text" if kind == "text_delta" else "thinking")
                 if h is not None and h.type == (TEXT if kind == "text_delta" else THINKING):
-                    if piece:
+                    if piece and not (em.holding and h.hold(piece)):
                         await h.append(piece)
                     return
             await self._delta(index, d)

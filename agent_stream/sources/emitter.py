@@ -23,6 +23,7 @@ from typing import Any
 from agent_stream.errors import StreamError
 from agent_stream.message import LOADING, TOOL_CALL, Message, tool_result
 from agent_stream.message import error as _error
+from agent_stream.sources.eager import eager_events
 from agent_stream.writer import BlockScope, MessageHandle, Scope, StreamWriter
 
 __all__ = [
@@ -103,6 +104,9 @@ class Emitter:
         self.usage: dict[str, int] = {}
         self.model_calls = 0
         self.failure: str | None = None
+        # True while a loop over the framework's stream (eager_events) runs its body with more
+        # events at hand: text deltas are then held and go out together (see .eager)
+        self.holding = False
         self._warned: set[str] = set()
 
     # -- structure ------------------------------------------------------------------------------
@@ -226,7 +230,26 @@ class Emitter:
         h = self.messages.get(key)
         if h is None:
             h = await self.open(key, type, block)
-        await h.append(delta)
+        if not (self.holding and h.hold(delta)):
+            await h.append(delta)
+
+    async def append_to(self, h: MessageHandle, delta: str) -> None:
+        """Append text to an open message ``h`` (held while more events are at hand).
+
+        Args:
+            h: the open message.
+            delta: the text to append.
+        """
+        if not (self.holding and h.hold(delta)):
+            await h.append(delta)
+
+    def events(self, stream: AsyncIterable[Any]) -> AsyncIterator[Any]:
+        """Iterate the framework's ``stream``, batching the text deltas of a backlog.
+
+        Args:
+            stream: the framework's event stream.
+        """
+        return eager_events(self, stream)
 
     async def end_message(self, key: Hashable, status: str = "completed") -> None:
         """End the message under ``key`` (nothing when none is open).
@@ -397,7 +420,10 @@ async def drive(em: Emitter, run: Callable[[], Awaitable[None]]) -> None:
         run: the run.
     """
     try:
-        await run()
+        try:
+            await run()
+        finally:
+            em.holding = False
     except asyncio.CancelledError:
         await em.close_all("cancelled")
         raise
@@ -461,7 +487,7 @@ def mapped_responder(
         async def run() -> None:
             events = await resolve(stream(request))
             try:
-                async for ev in events:
+                async for ev in em.events(events):
                     await mapper.feed(ev)
             finally:
                 await aclose(events)

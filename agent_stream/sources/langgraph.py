@@ -121,7 +121,7 @@ class GraphStream:
                 key = ("llm", ns, msg.id or "?")
                 h = em.messages.get((key, TEXT)) if self.current.get(ns) == key else None
                 if h is not None:
-                    if content:
+                    if content and not (em.holding and h.hold(content)):
                         await h.append(content)
                     return
         parent = await self.agent_block(ns)
@@ -336,7 +336,7 @@ def responder(
             )
             stream = graph.astream(inp, cfg, stream_mode=MODES, subgraphs=True)
             async with contextlib.aclosing(stream):
-                async for ns, mode, data in stream:
+                async for ns, mode, data in em.events(stream):
                     await mapper.feed(ns, mode, data)
 
         await _drive(em, run)

@@ -274,7 +274,7 @@ def responder(
             finally:
                 _CURRENT.reset(token)
             try:
-                async for ev in result.stream_events():
+                async for ev in em.events(result.stream_events()):
                     await mapper.feed(ev)
             except BaseException:
                 result.cancel()

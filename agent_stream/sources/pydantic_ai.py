@@ -215,7 +215,7 @@ def history_of(request: Any) -> list[Any]:
 async def _stream(agent: Any, mapper: AgentEvents, prompt: Any, kwargs: dict[str, Any]) -> Any:
     result = None
     async with agent.run_stream_events(prompt, **kwargs) as events:
-        async for ev in events:
+        async for ev in mapper.em.events(events):
             r = await mapper.feed(ev)
             if r is not None:
                 result = r

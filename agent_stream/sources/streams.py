@@ -136,7 +136,7 @@ def responder(stream: Callable[[Any], Any], *, label: str | None = None) -> Sour
             events = await resolve(stream(request))
             mapper: Any = None
             try:
-                async for ev in events:
+                async for ev in em.events(events):
                     if mapper is None:
                         kind = kind_of(ev)
                         if kind == "anthropic":
