@@ -37,6 +37,11 @@ width; piped, it is plain text.
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``ask`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "ask",
         help="ask an agent one question and render its reply as it streams",
@@ -121,7 +126,14 @@ WITHHELD_NOTE = (
 
 
 def session_arg(text: str) -> uuid.UUID:
-    """``--session``: a UUID4, refused by argparse otherwise."""
+    """``--session``: a UUID4, refused by argparse otherwise.
+
+    Args:
+        text: the option's value.
+
+    Raises:
+        argparse.ArgumentTypeError: it is not a UUID4.
+    """
     try:
         return session_id(text)
     except ValueError as exc:
@@ -129,9 +141,16 @@ def session_arg(text: str) -> uuid.UUID:
 
 
 def choose_seed(command: str, seed: str | None) -> str | None:
-    """The client seed: ``seed`` (``--seed``, warned about by the caller), else this user's
-    client identity, else (when another running client uses that identity) a throwaway one,
-    with a note on stderr. None when the stored one cannot be used (said on stderr): exit 2."""
+    """The client seed.
+
+    ``seed`` (``--seed``, warned about by the caller), else this user's client identity, else
+    (when another running client uses that identity) a throwaway one, with a note on stderr.
+    None when the stored one cannot be used (said on stderr): exit 2.
+
+    Args:
+        command: the command's name, for the messages.
+        seed: the ``--seed`` value (None: not given).
+    """
     if seed:
         return seed
     try:
@@ -151,8 +170,13 @@ def choose_seed(command: str, seed: str | None) -> str | None:
 
 
 def identity_busy(seed: str) -> bool:
-    """Whether another running process is listed in the local directory under ``seed``'s
-    address (two clients at one address would get each other's replies)."""
+    """Whether another running process is listed in the local directory at a seed's address.
+
+    Two clients at one address would get each other's replies.
+
+    Args:
+        seed: the client seed.
+    """
     import os
 
     from uagents_core.identity import Identity
@@ -168,7 +192,12 @@ def identity_busy(seed: str) -> bool:
 
 
 def note_withheld(renderer: Any, reply: Any) -> None:
-    """One dim line after the reply when the agent withheld a channel asked for."""
+    """One dim line after the reply when the agent withheld a channel asked for.
+
+    Args:
+        renderer: what drew the reply.
+        reply: the Reply.
+    """
     if reply.transcript.withheld:
         from rich.text import Text
 
@@ -176,7 +205,16 @@ def note_withheld(renderer: Any, reply: Any) -> None:
 
 
 def resolve_target(address: str, endpoint: str | None, use_directory: bool) -> tuple[str, str]:
-    """(address, endpoint) of the agent to ask; ValueError when it cannot be found."""
+    """(address, endpoint) of the agent to ask.
+
+    Args:
+        address: the agent's address or, with the directory, its name.
+        endpoint: its endpoint (None: found in the local directory).
+        use_directory: look it up in the local directory.
+
+    Raises:
+        ValueError: it cannot be found.
+    """
     from uagents_core.identity import parse_identifier
 
     from agent_stream.uagents import DirectoryError, LocalDirectory
@@ -219,7 +257,25 @@ def ask_once(
 
     The question goes in envelope session ``session`` (default: a new one; the Reply's
     ``session``). Ctrl-C / SIGTERM once the question is delivered cancels the reply (the
-    responder is told) and the Reply is returned with ``interrupted`` set."""
+    responder is told) and the Reply is returned with ``interrupted`` set.
+
+    Args:
+        target: the address of the agent asked.
+        endpoint: its endpoint.
+        question: the question.
+        port: the client agent's port.
+        seed: the client agent's seed.
+        reasoning: ask for the reasoning channel.
+        timeout: seconds the whole reply may take.
+        use_directory: the client agent finds its peers in the local directory.
+        on_message: called with each Message as the reply streams (None: nothing).
+        verbose: show uagents' delivery failures as they happen.
+        idle_timeout: seconds the reply may stay silent (None: the default).
+        session: the envelope session (None: a new one).
+
+    Raises:
+        DeliveryError: the question could not be delivered.
+    """
     import asyncio
     import contextlib
     import logging
@@ -284,8 +340,11 @@ _FAILED = re.compile(r"Failed to deliver message to \S+ @ \[[^\]]*\]: (.*)$", re
 
 class DeliveryFailures(logging.Filter):
     """Counts uagents' ``Failed to deliver`` log lines (one per attempt: a question to a dead
-    endpoint is resent dozens of times) and keeps the last reason; shows them only when
-    ``verbose``."""
+    endpoint is resent dozens of times) and keeps the last reason.
+
+    Args:
+        verbose: let the lines through (else they are only counted).
+    """
 
     def __init__(self, verbose: bool) -> None:
         super().__init__()
@@ -294,6 +353,11 @@ class DeliveryFailures(logging.Filter):
         self.reason: str | None = None
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Count a delivery failure; whether the record is logged.
+
+        Args:
+            record: a log record.
+        """
         found = _FAILED.match(record.getMessage())
         if found is None:
             return True
@@ -307,7 +371,11 @@ class DeliveryFailures(logging.Filter):
         return self.verbose
 
     def explain(self, message: str) -> str:
-        """``message`` with the attempts counted and the last reason."""
+        """A message with the attempts counted and the last reason.
+
+        Args:
+            message: what failed.
+        """
         if not self.count:
             return message
         hint = "" if self.verbose else " (-v shows each attempt)"
@@ -315,6 +383,14 @@ class DeliveryFailures(logging.Filter):
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``agent-stream ask``.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     from agent_stream.uagents import DeliveryError
     from agent_stream.uagents.local import PortInUse, free_port, port_free
 
@@ -397,7 +473,11 @@ INTERRUPTED: set[Any] = set()  # replies whose ask was interrupted (Ctrl-C / SIG
 
 def delivery_line(reply: Any) -> str:
     """`2 question resends · 1 duplicate dropped · 1 gap repaired · 3 keepalives · 0.80 s at
-    risk`."""
+    risk`.
+
+    Args:
+        reply: the Reply.
+    """
     return " · ".join(
         (
             f"{reply.question_resends} question resends",
@@ -410,7 +490,12 @@ def delivery_line(reply: Any) -> str:
 
 
 def summary_line(reply: Any, started: float) -> str:
-    """`completed · 14 ChatMessages · first text 0.41 s · 3.20 s`."""
+    """`completed · 14 ChatMessages · first text 0.41 s · 3.20 s`.
+
+    Args:
+        reply: the Reply.
+        started: when the question was asked, ``time.monotonic()``.
+    """
     parts = [reply.status or "?", f"{reply.chat_messages} ChatMessages"]
     if reply.first_text_at is not None:
         parts.append(f"first text {reply.first_text_at - reply.asked_at:.2f} s")

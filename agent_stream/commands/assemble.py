@@ -31,6 +31,11 @@ type, label, status, message_count, parent_thread_id and duration_ms.
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``assemble`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "assemble",
         help="merge Message JSONL (deltas, events) into whole messages",
@@ -51,7 +56,12 @@ def reply_json(reply: Any, *, session: str | None = None) -> str:
     """The transcript JSON of an asked reply (``ask --json``, ``demo --json``): as
     ``assemble`` prints it, with the reply's own end as ``status`` (``timeout``, ``lost``,
     ``undelivered``... when the agent's stream did not say how it ended) and, when given, the
-    conversation's ``session`` id."""
+    conversation's ``session`` id.
+
+    Args:
+        reply: the :class:`~agent_stream.uagents.Reply`.
+        session: the conversation's session id (None: left out).
+    """
     data = reply.transcript.to_dict()
     if reply.status is not None:
         data["status"] = reply.status
@@ -61,7 +71,14 @@ def reply_json(reply: Any, *, session: str | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Merge every line; print the transcript (of the lines before a bad one, if one stops it)."""
+    """Merge every line; print the transcript (of the lines before a bad one, if one stops it).
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     inp = open_lines(args)
     if inp is None:
         return 2

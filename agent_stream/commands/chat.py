@@ -42,6 +42,11 @@ PROMPT = "you> "
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``chat`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "chat",
         help="hold a conversation with an agent in the terminal, each reply streamed live",
@@ -134,7 +139,14 @@ class Lines:
 
 
 class Conversation:
-    """One chat's state: the client agent's plugin, the target and the current session."""
+    """One chat's state: the client agent's plugin, the target and the current session.
+
+    Args:
+        agent: the client agent.
+        chat: its StreamingChat.
+        target: the address of the agent talked to.
+        args: the parsed command line.
+    """
 
     def __init__(self, agent: Any, chat: Any, target: str, args: argparse.Namespace) -> None:
         self.agent = agent
@@ -146,6 +158,11 @@ class Conversation:
         self.new_session(args.session)
 
     def new_session(self, session: uuid.UUID | None = None) -> None:
+        """Start a conversation afresh: questions go in a new envelope session.
+
+        Args:
+            session: the session's id (None: a new UUID4).
+        """
         from agent_stream.uagents._compat import context_with_session
 
         self.session = session or uuid.uuid4()
@@ -165,7 +182,12 @@ class Conversation:
             await self.chat.send(self.ctx, self.target, ChatMessage(content=[EndSessionContent()]))
 
     async def ask(self, question: str, console: Any) -> None:
-        """Send ``question`` in this session and draw its reply live."""
+        """Send a question in this session and draw its reply live.
+
+        Args:
+            question: the question.
+            console: where the reply is drawn.
+        """
         from agent_stream.render_markdown import make_renderer
         from agent_stream.uagents import DeliveryError
 
@@ -202,7 +224,15 @@ class Conversation:
 
 
 async def converse(conv: Conversation, name: str) -> int:
-    """The prompt loop: questions until /exit or Ctrl-D."""
+    """The prompt loop: questions until /exit or Ctrl-D.
+
+    Args:
+        conv: the conversation.
+        name: what the prompt calls the agent.
+
+    Returns:
+        The exit status.
+    """
     from agent_stream.render import make_console
 
     console = make_console()
@@ -239,6 +269,14 @@ async def converse(conv: Conversation, name: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``agent-stream chat``.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     import logging
 
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent

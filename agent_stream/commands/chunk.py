@@ -31,6 +31,11 @@ _JSON_TYPES = {
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``chunk`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "chunk",
         help="buffer token deltas into sentence/paragraph chunks (JSONL strings in and out)",
@@ -64,7 +69,14 @@ def _kind(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Chunk every delta; a bad line ends the input, after the text before it is flushed."""
+    """Chunk every delta; a bad line ends the input, after the text before it is flushed.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     options = {
         name: value
         for name, value in (("min_chars", args.min_chars), ("max_chars", args.max_chars))

@@ -30,6 +30,11 @@ EPILOG = """examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``convert`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "convert",
         help="convert Message JSONL to a wire format (" + ", ".join(encoders()) + ")",
@@ -91,7 +96,14 @@ def _messages(inp: Input) -> Iterator[Message]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Encode the input's Messages; what the lines before a bad one make is written first."""
+    """Encode the input's Messages; what the lines before a bad one make is written first.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     encode = FORMATS[args.to].encoder
     assert encode is not None  # argparse offers only formats with an encoder
     inp = open_lines(args)

@@ -18,6 +18,11 @@ EPILOG = """examples:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``decode`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "decode",
         help="decode a wire format (" + ", ".join(decoders()) + ") into Message JSONL",
@@ -34,7 +39,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Decode line by line; at a bad line, what the decoder holds is written, then the error."""
+    """Decode line by line; at a bad line, what the decoder holds is written, then the error.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     make = FORMATS[args.source].decoder
     assert make is not None  # argparse offers only formats with a decoder
     try:

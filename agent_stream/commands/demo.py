@@ -54,6 +54,11 @@ TEAM: dict[str, tuple[str, ...]] = {
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``demo`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "demo",
         help="start two local agents and stream one conversation between them, live",
@@ -98,8 +103,13 @@ def _reader(stream: Any, lines: queue.Queue[str | None]) -> None:
 def spawn(
     cmd: list[str], env: dict[str, str], verbose: bool
 ) -> tuple[subprocess.Popen[str], queue.Queue[str | None]]:
-    """Start ``cmd`` (stderr shown only when ``verbose``); its process and its stdout lines (None
-    at their end), read by a thread."""
+    """Start a command; its process and its stdout lines (None at their end), read by a thread.
+
+    Args:
+        cmd: the command line.
+        env: its environment.
+        verbose: show its stderr.
+    """
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -115,7 +125,16 @@ def spawn(
 def start_server(
     args: argparse.Namespace, port: int, env: dict[str, str]
 ) -> tuple[subprocess.Popen[str], str, str]:
-    """Start `agent-stream serve` and wait for its address; (process, address, endpoint)."""
+    """Start `agent-stream serve` and wait for its address.
+
+    Args:
+        args: the parsed command line.
+        port: the agent's port.
+        env: the agent's environment.
+
+    Returns:
+        (process, address, endpoint).
+    """
     cmd = [
         sys.executable,
         "-m",
@@ -156,7 +175,15 @@ def start_server(
 def private_directory(prefix: str, **env: str) -> Iterator[dict[str, str]]:
     """A temporary directory that is the working directory of the agents (uagents writes its
     storage files there) and holds their own agent directory (``DIRECTORY_ENV``, set here and
-    in the environment it yields for child processes, with ``env`` added); all restored after."""
+    in the environment it yields for child processes, with ``env`` added); all restored after.
+
+    Args:
+        prefix: the temporary directory's name prefix.
+        **env: variables added to the child processes' environment.
+
+    Yields:
+        The environment for child processes.
+    """
     from agent_stream.uagents.directory import DIRECTORY_ENV
 
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
@@ -179,8 +206,18 @@ def private_directory(prefix: str, **env: str) -> Iterator[dict[str, str]]:
 def ask_live(
     args: argparse.Namespace, address: str, endpoint: str, port: int, renderer: Any, timeout: float
 ) -> Any:
-    """Ask ``args.question`` from a client agent on ``port`` (reasoning asked for, peers found in
-    the local directory), feeding ``renderer`` as the reply streams; the Reply (None: stopped)."""
+    """Ask ``args.question`` from a client agent; the Reply (None: stopped).
+
+    Reasoning is asked for, peers are found in the local directory.
+
+    Args:
+        args: the parsed command line.
+        address: the address of the agent asked.
+        endpoint: its endpoint.
+        port: the client agent's port.
+        renderer: fed each Message as the reply streams (None: nothing is drawn).
+        timeout: seconds the whole reply may take.
+    """
     from agent_stream.commands.ask import ask_once
 
     try:
@@ -204,8 +241,18 @@ def ask_live(
 def show_reply(
     args: argparse.Namespace, reply: Any, renderer: Any, started: float, stopped: str
 ) -> int:
-    """The end of a demo: the Transcript as JSON (``--json``) or the summary line; the exit
-    status (130: interrupted, 1: the reply did not complete)."""
+    """The end of a demo: the Transcript as JSON (``--json``) or the summary line.
+
+    Args:
+        args: the parsed command line.
+        reply: the Reply (None: interrupted).
+        renderer: draws the summary line (None: none).
+        started: when the question was asked, ``time.monotonic()``.
+        stopped: what the summary line says after it (``both agents stopped``...).
+
+    Returns:
+        The exit status (130: interrupted, 1: the reply did not complete).
+    """
     from agent_stream.commands.ask import summary_line
     from agent_stream.commands.assemble import reply_json
 
@@ -219,7 +266,11 @@ def show_reply(
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM (a graceful agent shutdown), then SIGKILL after 5 s."""
+    """SIGTERM (a graceful agent shutdown), then SIGKILL after 5 s.
+
+    Args:
+        proc: the process.
+    """
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGTERM)
@@ -270,7 +321,11 @@ def _wait_listed(
 
 
 def run_team(args: argparse.Namespace) -> int:
-    """``demo --team`` (see the module doc); the exit status."""
+    """``demo --team`` (see the module doc); the exit status.
+
+    Args:
+        args: the parsed command line.
+    """
     from agent_stream.render import make_console
     from agent_stream.render_markdown import make_renderer
     from agent_stream.uagents import DeliveryError
@@ -307,6 +362,14 @@ def run_team(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``agent-stream demo``.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     if getattr(args, "team", False):
         return run_team(args)
 

@@ -43,7 +43,14 @@ Encode = Callable[[Iterable[Message], "argparse.Namespace | None"], Iterator[str
 
 @dataclass(frozen=True)
 class Format:
-    """One wire as the command line uses it: how to write it and how to read it."""
+    """One wire as the command line uses it: how to write it and how to read it.
+
+    Attributes:
+        name: the wire's name.
+        summary: one line saying what it is.
+        encoder: writes a stream of Messages as the wire's text (None: not written).
+        decoder: makes a line decoder from the command's options (None: not read).
+    """
 
     name: str
     summary: str

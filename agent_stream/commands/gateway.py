@@ -36,6 +36,11 @@ connection does not stop the reply until that window has passed.
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``gateway`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "gateway",
         help="serve agents over HTTP to OpenAI, AG-UI, AI SDK and A2A clients and a web page",
@@ -140,6 +145,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``agent-stream gateway``.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     seed = os.environ.get(SEED_ENV)
     if seed:
         seed_refused("gateway", seed)

@@ -32,6 +32,11 @@ The seed comes from --seed or $AGENT_STREAM_SEED; never put it in a repository.
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``serve`` command.
+
+    Args:
+        sub: the ``agent-stream`` subcommands.
+    """
     p = sub.add_parser(
         "serve",
         help="run the streaming LLM agent (replay model by default: no key, no network)",
@@ -169,7 +174,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def seed_from(args: argparse.Namespace) -> tuple[str, bool]:
-    """(seed, throwaway?): --seed, else $AGENT_STREAM_SEED, else a random one."""
+    """(seed, throwaway?): --seed, else $AGENT_STREAM_SEED, else a random one.
+
+    Args:
+        args: the parsed command line.
+    """
     seed = args.seed or os.environ.get(SEED_ENV)
     if seed:
         return seed, False
@@ -177,7 +186,11 @@ def seed_from(args: argparse.Namespace) -> tuple[str, bool]:
 
 
 def make_model(args: argparse.Namespace) -> Any:
-    """The model source the options ask for (openai is imported only when chosen)."""
+    """The model source the options ask for (openai is imported only when chosen).
+
+    Args:
+        args: the parsed command line.
+    """
     from agent_stream.sources import make_source
 
     if args.model == "openai":  # None: replay, the default
@@ -186,7 +199,12 @@ def make_model(args: argparse.Namespace) -> Any:
 
 
 def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
-    """(agent, chat protocol, endpoint description) as the options say; nothing is started."""
+    """(agent, chat protocol, endpoint description) as the options say; nothing is started.
+
+    Args:
+        args: the parsed command line.
+        seed: the agent's seed.
+    """
     import dataclasses
     import logging
 
@@ -296,7 +314,12 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
 
 
 def fleet_problem(url: str | None, endpoint: str | None) -> str | None:
-    """What is wrong with ``--fleet`` / ``--endpoint``, before anything starts (None: nothing)."""
+    """What is wrong with ``--fleet`` / ``--endpoint``, before anything starts (None: nothing).
+
+    Args:
+        url: the ``--fleet`` value (None: not given).
+        endpoint: the ``--endpoint`` value (None: not given).
+    """
     if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
         return f"--fleet {url}: expected redis://HOST:PORT/DB"
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
@@ -305,7 +328,11 @@ def fleet_problem(url: str | None, endpoint: str | None) -> str | None:
 
 
 def sessions_problem(spec: str | None) -> str | None:
-    """What is wrong with a ``--sessions`` value, before anything starts (None: nothing)."""
+    """What is wrong with a ``--sessions`` value, before anything starts (None: nothing).
+
+    Args:
+        spec: the value (None: not given).
+    """
     from pathlib import Path
 
     if spec is None or spec == "memory" or spec.startswith(("redis://", "rediss://", "unix://")):
@@ -320,7 +347,11 @@ def sessions_problem(spec: str | None) -> str | None:
 
 
 def accepts_history(model: Any) -> bool:
-    """Whether the model source takes the conversation's turns (a keyword ``history``)."""
+    """Whether the model source takes the conversation's turns (a keyword ``history``).
+
+    Args:
+        model: the model source, a callable.
+    """
     import inspect
 
     try:
@@ -333,8 +364,15 @@ def accepts_history(model: Any) -> bool:
 
 
 def parse_trust(specs: list[str], default: int) -> dict[str, int]:
-    """``{address: replies at once}`` from ``--trust ADDRESS[=N]`` values (ValueError when one
-    is not an agent address or N is not a positive integer)."""
+    """``{address: replies at once}`` from ``--trust ADDRESS[=N]`` values.
+
+    Args:
+        specs: the values.
+        default: the replies at once of an address given without ``=N``.
+
+    Raises:
+        ValueError: a value is not an agent address, or its N is not a positive integer.
+    """
     from uagents_core.identity import is_valid_address
 
     trusted: dict[str, int] = {}
@@ -353,9 +391,14 @@ def parse_trust(specs: list[str], default: int) -> dict[str, int]:
 
 
 def name_taken(name: str, me: str | None = None) -> str | None:
-    """What to say when another running agent of the directory answers to ``name`` (``ask NAME``
-    is then refused as ambiguous), else None. ``me``: this agent's address (a replica of the
-    same fleet is not another agent)."""
+    """What to say when another running agent of the directory answers to a name, else None.
+
+    ``ask NAME`` is then refused as ambiguous.
+
+    Args:
+        name: the agent's name.
+        me: this agent's address (a replica of the same fleet is not another agent).
+    """
     from agent_stream.uagents import DirectoryError, LocalDirectory
 
     try:
@@ -372,6 +415,14 @@ def name_taken(name: str, me: str | None = None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``agent-stream serve``.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+    """
     from agent_stream.uagents.local import PortInUse, port_free, serve_agent
 
     args.app_object = None

@@ -100,7 +100,11 @@ async def _stream(m: Any, text: str, rate: float) -> None:
 
 
 def leaf_model(args: argparse.Namespace) -> Callable[[str, Scope], Awaitable[None]]:
-    """The leaf's model: replay, N plain tokens, or an answer that fails after N tokens."""
+    """The leaf's model: replay, N plain tokens, or an answer that fails after N tokens.
+
+    Args:
+        args: the parsed command line (``tokens``, ``fail_after``, ``rate``).
+    """
     if not args.tokens and args.fail_after is None:
         return ReplayModel(rate=args.rate)
 
@@ -124,7 +128,11 @@ _FOUND: dict[str, str] = {}
 
 
 async def find_agent(name: str) -> str | None:
-    """The address of the running local agent called ``name`` (remembered once found)."""
+    """The address of a running local agent (remembered once found; None: not found).
+
+    Args:
+        name: the agent's name.
+    """
     from agent_stream.uagents import LocalDirectory
 
     if name in _FOUND:
@@ -137,7 +145,12 @@ async def find_agent(name: str) -> str | None:
 
 
 def member_responder(args: argparse.Namespace, chat_ref: list[Any]) -> Any:
-    """The responder of a team member (a leaf or a relayer, as ``args`` say)."""
+    """The responder of a team member (a leaf or a relayer, as ``args`` say).
+
+    Args:
+        args: the parsed command line.
+        chat_ref: holds the member's StreamingChat once it is made.
+    """
     from agent_stream.uagents import delegate
 
     if not args.relay and not args.parallel:
@@ -200,6 +213,14 @@ def member_responder(args: argparse.Namespace, chat_ref: list[Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one team member until it is stopped.
+
+    Args:
+        argv: the command line without the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status.
+    """
     args = build_parser().parse_args(argv)
     from agent_stream.uagents import (
         ReplyStats,

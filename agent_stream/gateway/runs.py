@@ -58,6 +58,8 @@ class Run:
         agent: the agent asked.
         key: whom it counts against: the API key, or the client's address when no keys are set.
         question: the question's text.
+        history: the client's conversation before the question (None: the agent's own).
+        session: the envelope session to ask in (an A2A context; None: a new one).
         started: when it started (``time.monotonic()``).
         reply: the agent's reply, once the question was delivered.
         task: the task writing the reply into the store.
@@ -69,14 +71,16 @@ class Run:
         ended_at: when it ended (``time.monotonic()``; None: still running).
         abandon: the timer cancelling it once no reader has been attached for ``window``
             seconds.
+        opening: the reply's first message after stream_start (None: none came): a refusal
+            is answered in the client's own error format before any response starts.
     """
 
     id: str
     agent: AgentRef
     key: str
     question: str
-    history: tuple[Turn, ...] | None = None  # the client's conversation before the question
-    session: uuid.UUID | None = None  # the envelope session to ask in (an A2A context)
+    history: tuple[Turn, ...] | None = None
+    session: uuid.UUID | None = None
     started: float = field(default_factory=time.monotonic)
     reply: LinkedReply | None = None
     task: asyncio.Task[None] | None = None
@@ -87,8 +91,6 @@ class Run:
     first_text_at: float | None = None
     ended_at: float | None = None
     abandon: asyncio.TimerHandle | None = None
-    # the reply's first message after stream_start (None: none came): a refusal is answered
-    # in the client's own error format before any response starts
     opening: asyncio.Future[Message | None] | None = None
 
     @property
