@@ -97,6 +97,7 @@ class PumpLimits:
         max_coalesce: at most this many queued ChatMessages sent as one, and only while their
             content items stay within ``max_coalesce_items`` (the inbox guard refuses
             ChatMessages of over 1,024).
+        max_coalesce_items: content items of one coalesced ChatMessage.
         max_in_flight: ChatMessages unacknowledged at a time (None: no limit).
         ack_timeout: seconds without an acknowledgement before that limit is given up.
         drain_timeout: seconds to send a cancelled reply's ends.
@@ -112,7 +113,7 @@ class PumpLimits:
 
     max_buffered: int = 256
     max_coalesce: int = 32
-    max_coalesce_items: int = 256  # content items of one coalesced ChatMessage
+    max_coalesce_items: int = 256
     max_in_flight: int | None = None
     ack_timeout: float = 5.0
     drain_timeout: float = 5.0
