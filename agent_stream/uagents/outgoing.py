@@ -145,6 +145,8 @@ class Outgoing:
         keepalive: send keepalives when nothing else went for a while.
         on_produced: called once the responder is done (delivery may go on a while).
         tap: sees every Message the responder writes (e.g. to keep the answer).
+        open_replies: how many replies the agent streams right now, for load-shaped batching
+            (None: no batching for load).
     """
 
     def __init__(
