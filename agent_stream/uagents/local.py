@@ -346,7 +346,13 @@ async def _await_serving(address: str, endpoint: str, timeout: float = 10.0) -> 
 
 class _Listing:
     """One agent's entry in the local directory: written once the agent's own server serves its
-    endpoint, removed however the agent stops (shutdown handler, or :func:`run_agent`'s end)."""
+    endpoint, removed however the agent stops (shutdown handler, or :func:`run_agent`'s end).
+
+    An agent advertising another endpoint (one replica of several behind a load balancer) shares
+    the entry with the other replicas: it writes the entry again whenever it finds it gone (the
+    replica that wrote it stopped or died), checking every ``KEEP_LISTED`` seconds."""
+
+    KEEP_LISTED = 2.0
 
     def __init__(
         self,
@@ -358,6 +364,7 @@ class _Listing:
     ) -> None:
         self.book, self.address, self.endpoint, self.name = book, address, endpoint, name
         self.advertised = advertise or endpoint
+        self._keeper: asyncio.Future[None] | None = None
         self.listed = False
         self.unique = True  # no other running agent answers to this name
 
@@ -381,6 +388,8 @@ class _Listing:
         except DirectoryError as exc:  # run anyway, unlisted; say why
             LOG.warning("%s", exc)
             return
+        if self.advertised != self.endpoint:
+            self._keeper = asyncio.ensure_future(self._keep_listed())
         others = [(a, e) for a, e in others if a != self.address]
         self.unique = not others
         if others:
@@ -393,10 +402,25 @@ class _Listing:
                 self.name,
             )
 
+    async def _keep_listed(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.KEEP_LISTED)
+            try:
+                if await loop.run_in_executor(None, self.book.entry, self.address) is None:
+                    await loop.run_in_executor(
+                        None, self.book.register, self.address, self.advertised, self.name
+                    )
+            except (DirectoryError, OSError) as exc:  # said once at start; keep serving
+                LOG.debug("directory entry not refreshed: %s", exc)
+
     async def withdraw(self, ctx: Context | None = None) -> None:
         self.withdraw_now()
 
     def withdraw_now(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
+            self._keeper = None
         if self.listed:
             self.listed = False
             with contextlib.suppress(DirectoryError, OSError):

@@ -28,6 +28,7 @@ import pytest
 import redis
 from agents_harness import AgentProcess, Harness, address_of, port_open_failed
 
+from agent_stream.uagents.directory import LocalDirectory
 from agent_stream.uagents.fleet import MAX_MESSAGE_BYTES, Fleet, Forwarded, parse_forwarded
 from agent_stream.uagents.local import free_port
 
@@ -317,6 +318,15 @@ def test_kill_mid_reply_loses_only_that_replicas_reply(fleet: Fleet3) -> None:
         assert code == 0, err
         assert answer_of(out)[0] == "completed"
 
+    # the address stays listed (at the balancer) by a live replica, whichever wrote it first
+    book = LocalDirectory(fleet.h.directory)
+    deadline = time.monotonic() + 10
+    while (entry := book.entry(fleet.address)) is None:
+        assert time.monotonic() < deadline, "no live replica lists the address"
+        time.sleep(0.1)
+    assert entry["endpoint"] == fleet.lb.endpoint
+    assert entry["pid"] != fleet.replicas[doomed].proc.pid
+
     known = fleet.claims(asker)
     code, out, err = fleet.ask(seed, session, Q3).finish(60)
     assert code == 0, err
@@ -326,6 +336,26 @@ def test_kill_mid_reply_loses_only_that_replicas_reply(fleet: Fleet3) -> None:
     assert status == "completed"
     # turn 2 was lost, so the history is turn 1
     assert f"Earlier in this conversation you asked: “{Q1}”." in text
+
+
+def test_the_address_stays_listed_when_the_replica_that_listed_it_stops(fleet: Fleet3) -> None:
+    """Runs after the kill: of two live replicas, the one whose entry is in the directory stops
+    (its entry goes with it); the other lists the address again, at the balancer."""
+    book = LocalDirectory(fleet.h.directory)
+    live = [i for i, p in enumerate(fleet.replicas) if p.proc.poll() is None]
+    assert len(live) >= 2
+    entry = book.entry(fleet.address)
+    assert entry is not None
+    writer = next(i for i in live if fleet.replicas[i].proc.pid == entry["pid"])
+    fleet.replicas[writer].stop()
+    deadline = time.monotonic() + 10
+    while (entry := book.entry(fleet.address)) is None or entry["pid"] in (
+        fleet.replicas[writer].proc.pid,
+    ):
+        assert time.monotonic() < deadline, "no live replica lists the address again"
+        time.sleep(0.1)
+    assert entry["endpoint"] == fleet.lb.endpoint
+    assert fleet.replicas[live[0] if writer != live[0] else live[1]].proc.poll() is None
 
 
 # -- the pub/sub channel's bad inputs --------------------------------------------------------------
