@@ -156,6 +156,7 @@ class MessageState:
         self._props = merge.apply(self._props, action, path, chunk_props)
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON object, as a transcript prints it."""
         return {
             "message_id": self.message_id,
             "thread_id": self.thread_id,
@@ -204,6 +205,7 @@ class BlockState:
         return len(self.message_keys)
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON object, as a transcript prints it."""
         return {
             "block_id": self.block_id,
             "type": self.type,
@@ -243,6 +245,7 @@ class ThreadState:
     duration_ms: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON object, as a transcript prints it."""
         return {
             "thread_id": self.thread_id,
             "type": self.type,

@@ -22,6 +22,7 @@ EPILOG = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``agent-stream`` parser, with every command."""
     parser = argparse.ArgumentParser(
         prog="agent-stream",
         description="Stream agent and LLM output between Fetch.ai agents and other peers.",

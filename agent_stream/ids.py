@@ -29,15 +29,19 @@ class IdGenerator:
         self._next_thread = _sequence(lock)
 
     def chunk(self) -> str:
+        """The next chunk id: C1, C2…"""
         return f"C{self._next_chunk()}"
 
     def message(self) -> str:
+        """The next message id: M1, M2…"""
         return f"M{self._next_message()}"
 
     def block(self) -> str:
+        """The next block id: B1, B2…"""
         return f"B{self._next_block()}"
 
     def thread(self) -> str:
+        """The next thread id: T1, T2…"""
         return f"T{self._next_thread()}"
 
 

@@ -90,6 +90,7 @@ class Metadata(BaseModel):
     trace_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON object, absent fields left out."""
         return {
             k: v
             for k, v in (
@@ -234,25 +235,35 @@ class _Props(BaseModel):
 
 
 class TextProps(_Props):
+    """The props of ``text`` Messages."""
+
     content: str = ""
 
 
 class ThinkingProps(_Props):
+    """The props of ``thinking`` Messages."""
+
     content: str = ""
 
 
 class LoadingProps(_Props):
+    """The props of ``loading`` Messages."""
+
     message: str = ""
     done: bool | None = None
 
 
 class ToolCallProps(_Props):
+    """The props of ``tool_call`` Messages."""
+
     id: str | None = None
     name: str | None = None
     arguments: str = ""
 
 
 class ToolResultProps(_Props):
+    """The props of ``tool_result`` Messages."""
+
     call_id: str | None = None
     name: str | None = None
     content: Any = None
@@ -260,12 +271,16 @@ class ToolResultProps(_Props):
 
 
 class ErrorProps(_Props):
+    """The props of ``error`` Messages."""
+
     message: str
     code: str | None = None
     details: Any = None
 
 
 class ImageProps(_Props):
+    """The props of ``image`` Messages."""
+
     url: str
     alt: str | None = None
     width: int | None = None
@@ -274,6 +289,8 @@ class ImageProps(_Props):
 
 
 class AudioProps(_Props):
+    """The props of ``audio`` Messages."""
+
     url: str
     format: str | None = None
     duration: float | None = None
@@ -283,6 +300,8 @@ class AudioProps(_Props):
 
 
 class VideoProps(_Props):
+    """The props of ``video`` Messages."""
+
     url: str
     format: str | None = None
     duration: float | None = None
@@ -295,23 +314,31 @@ class VideoProps(_Props):
 
 
 class ActionProps(_Props):
+    """The props of ``action`` Messages."""
+
     name: str
     payload: Any = None
 
 
 class EventProps(_Props):
+    """The props of ``event`` Messages."""
+
     event: str
     message: str | None = None
     data: dict[str, Any] | None = None
 
 
 class UserInputProps(_Props):
+    """The props of ``user_input`` Messages."""
+
     content: str
     role: str | None = None
     name: str | None = None
 
 
 class RefusalProps(_Props):
+    """The props of ``refusal`` Messages."""
+
     content: str = ""
 
 
@@ -543,12 +570,16 @@ class _EventData(BaseModel):
 
 
 class StreamStartData(_EventData):
+    """The data of ``stream_start`` events."""
+
     request_id: str | None = None
     trace_id: str | None = None
     timestamp: int | None = None
 
 
 class Usage(BaseModel):
+    """Token counts, as a ``stream_end`` carries them."""
+
     model_config = ConfigDict(extra="allow")
 
     prompt_tokens: int | None = None
@@ -557,6 +588,8 @@ class Usage(BaseModel):
 
 
 class StreamEndData(_EventData):
+    """The data of ``stream_end`` events."""
+
     request_id: str | None = None
     timestamp: int | None = None
     duration_ms: int | None = None
@@ -568,24 +601,32 @@ class StreamEndData(_EventData):
 
 
 class ThreadStartData(_EventData):
+    """The data of ``thread_start`` events."""
+
     thread_id: str
     type: str | None = None
     label: str | None = None
 
 
 class ThreadEndData(_EventData):
+    """The data of ``thread_end`` events."""
+
     thread_id: str
     duration_ms: int | None = None
     status: Status = "completed"
 
 
 class BlockStartData(_EventData):
+    """The data of ``block_start`` events."""
+
     block_id: str
     type: str | None = None
     label: str | None = None
 
 
 class BlockEndData(_EventData):
+    """The data of ``block_end`` events."""
+
     block_id: str
     duration_ms: int | None = None
     message_count: int | None = None
@@ -593,6 +634,8 @@ class BlockEndData(_EventData):
 
 
 class MessageStartData(_EventData):
+    """The data of ``message_start`` events."""
+
     message_id: str
     type: str | None = None
     thread_id: str | None = None
@@ -600,6 +643,8 @@ class MessageStartData(_EventData):
 
 
 class MessageEndData(_EventData):
+    """The data of ``message_end`` events."""
+
     message_id: str
     type: str | None = None
     thread_id: str | None = None

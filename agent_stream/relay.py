@@ -422,7 +422,9 @@ class Relayable(Protocol):
     @property
     def transcript(self) -> Transcript: ...
 
-    def cancel(self) -> None: ...
+    def cancel(self) -> None:
+        """Cancel the reply (the responder is told)."""
+        ...
 
 
 # -- relaying into a writer -------------------------------------------------------------------

@@ -73,7 +73,9 @@ class Encoder(Protocol[T]):
         """
         ...
 
-    def drain_warnings(self) -> list[StreamWarning]: ...
+    def drain_warnings(self) -> list[StreamWarning]:
+        """The warnings since the last call."""
+        ...
 
 
 def run_encoder(enc: Encoder[T], messages: Iterable[Message]) -> Iterator[T]:
@@ -137,6 +139,7 @@ class Framed:
         return [frame(i) for i in self.encoder.close(status=status, error=error)]
 
     def drain_warnings(self) -> list[StreamWarning]:
+        """The warnings since the last call."""
         return self.encoder.drain_warnings()
 
 

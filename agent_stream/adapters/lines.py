@@ -43,9 +43,11 @@ class Checked:
         return self.inner.feed_line(line)
 
     def close(self) -> list[Message]:
+        """The Messages that end what the lines left open."""
         return self.inner.close()
 
     def drain_warnings(self) -> list[StreamWarning]:
+        """The warnings since the last call."""
         return self.inner.drain_warnings()
 
 

@@ -164,6 +164,7 @@ class TracedReply(ReplyObserver):
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
+        """The responder runs inside this: the reply's span is current."""
         token = otel_context.attach(trace.set_span_in_context(self.span))
         mine = _REPLY.set(self)
         try:

@@ -74,6 +74,7 @@ class ChatStream:
         return self.encoder.close(NOW, status=status or "error", error=error)
 
     def drain_warnings(self) -> list[StreamWarning]:
+        """The warnings since the last call."""
         w, self._warnings = self._warnings, []
         return w
 
@@ -113,6 +114,7 @@ class ChatLines:
         return self.decoder.close()
 
     def drain_warnings(self) -> list[StreamWarning]:
+        """The warnings since the last call."""
         return self.decoder.drain_warnings()
 
 

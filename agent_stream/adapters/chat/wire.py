@@ -272,6 +272,9 @@ def tagged_items(chat: ChatMessage) -> Iterator[dict[str, str]]:
 
     Args:
         chat: the ChatMessage.
+
+    Yields:
+        Each tagged item's metadata dict.
     """
     for item in chat.content:
         if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:

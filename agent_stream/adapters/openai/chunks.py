@@ -44,6 +44,7 @@ class Head:
         self.prefix = dumps(head)[:-1] + ',"choices":[{"index":0,"delta":'
 
     def fields(self) -> dict[str, Any]:
+        """The fields every chunk repeats, as a JSON object."""
         return {
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -69,6 +70,7 @@ class Chunk:
         self.finish_reason = finish_reason
 
     def data(self) -> dict[str, Any]:
+        """The chunk as a JSON object."""
         return {
             **self.head.fields(),
             "choices": [
@@ -82,6 +84,7 @@ class Chunk:
         }
 
     def json(self) -> str:
+        """The chunk's JSON text."""
         f = self.finish_reason
         tail = (
             ',"logprobs":null,"finish_reason":null}]}'
@@ -106,9 +109,11 @@ class UsageChunk:
         self.usage = usage
 
     def data(self) -> dict[str, Any]:
+        """The chunk as a JSON object."""
         return {**self.head.fields(), "choices": [], "usage": self.usage}
 
     def json(self) -> str:
+        """The chunk's JSON text."""
         return dumps(self.data())
 
 
@@ -127,9 +132,11 @@ class ErrorObject:
         self.code = code
 
     def data(self) -> dict[str, Any]:
+        """The error as a JSON object."""
         return {"error": {"message": self.message, "code": self.code}}
 
     def json(self) -> str:
+        """The error's JSON text."""
         return dumps(self.data())
 
 
@@ -139,9 +146,11 @@ class Done:
     __slots__ = ()
 
     def data(self) -> str:
+        """``[DONE]``."""
         return "[DONE]"
 
     def json(self) -> str:
+        """``[DONE]``."""
         return "[DONE]"
 
 

@@ -59,4 +59,5 @@ class OpenAISSEDecoder(Warnings):
         return self.decoder.close(done=self.done)
 
     def drain_warnings(self) -> list[StreamWarning]:
+        """The warnings since the last call."""
         return super().drain_warnings() + self.decoder.drain_warnings()
