@@ -137,8 +137,9 @@ _NOT_ANSWERED = ("inbox full", "no model for this schema digest")
 class AgentGuard:
     """The inbox guard of one agent, its edge caps' state and its counters.
 
-    ``stats``: ``dropped`` (payloads refused before the inbox), ``error_replies``
-    (ErrorMessages delivered), ``http_refused`` (envelopes refused at the HTTP edge).
+    Attributes:
+        stats: counters: ``dropped`` (payloads refused before the inbox), ``error_replies``
+            (ErrorMessages delivered), ``http_refused`` (envelopes refused at the HTTP edge).
 
     Args:
         agent: the uagents agent it guards.

@@ -185,10 +185,15 @@ class NetworkAgent(Agent):  # type: ignore[misc]
 
 
 class LocalAgent(Agent):  # type: ignore[misc]
-    """An Agent for local running, with no internet: building it queries no ledger, starting
-    and stopping it posts no status update, its server listens on 127.0.0.1 only, and
-    publishing a protocol manifest does nothing (no Almanac). Takes ``Agent``'s arguments.
-    ``local_port``: the 127.0.0.1 port it serves on."""
+    """An Agent for local running, with no internet.
+
+    Building it queries no ledger, starting and stopping it posts no status update, its server
+    listens on 127.0.0.1 only, and publishing a protocol manifest does nothing (no Almanac).
+    Takes ``Agent``'s arguments.
+
+    Attributes:
+        local_port: the 127.0.0.1 port it serves on (set by :func:`local_agent`).
+    """
 
     local_port: int | None = None
 
