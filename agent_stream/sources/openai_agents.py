@@ -17,7 +17,11 @@ Mapping:
 - an agent used as a tool (``Agent.as_tool(..., on_stream=nested_events)``) -> a block ``agent``
   nested under the model call that called the tool, the nested run's events streamed live in
   it, ended before the tool's result;
-- usage: each ``response.completed``'s usage, summed (the run's ``context_wrapper.usage``).
+- usage: each ``response.completed``'s usage, summed (the run's ``context_wrapper.usage``);
+- tool calls waiting for approval (tools with ``needs_approval``: the run's ``interruptions``)
+  -> a ``user_input`` message per call (see :mod:`.approvals`); the reply ends completed and the
+  session's next message resumes the run from its ``RunState`` (a yes approves, anything else
+  rejects with the text as the reason).
 - other run items (message, tool call, reasoning created) repeat what the raw events streamed.
 
 History: ``request.history`` becomes the input list (``{"role", "content"}`` items) before the
@@ -31,6 +35,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from agent_stream.errors import require as _require
+from agent_stream.sources.approvals import PausedRuns, asking, is_yes
 from agent_stream.sources.emitter import AGENT, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import drive as _drive
@@ -237,6 +242,16 @@ def input_of(request: Any) -> list[dict[str, str]]:
     return items
 
 
+def _answer(state: Any, waiting: list[Any], text: str) -> Any:
+    """The paused run's state with the asker's answer to each waiting call."""
+    for item in waiting:
+        if is_yes(text):
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=f"The user refused: {text}")
+    return state
+
+
 def responder(
     agent: Any,
     *,
@@ -256,9 +271,13 @@ def responder(
     """
     _require("agents", "openai-agents", "the OpenAI Agents SDK source")
 
+    paused: PausedRuns[tuple[Any, list[Any]]] = PausedRuns()
+
     async def respond(request: Any, out: _Scope) -> None:
         from agents import Runner
 
+        session = getattr(request, "session", None)
+        session = str(session) if session else None
         em = _Emitter(out)
         mapper = AgentRun(em, label=label)
         mapper.agent_tools = agent_tools_of(agent)
@@ -269,7 +288,10 @@ def responder(
         async def run() -> None:
             token = _CURRENT.set(mapper)
             try:
+                waiting = paused.take(session)
                 items: Any = input_of(request)
+                if waiting is not None:  # this message answers the calls left waiting
+                    items = _answer(*waiting, str(request.text))
                 result = Runner.run_streamed(agent, items, **kw)
             finally:
                 _CURRENT.reset(token)
@@ -280,6 +302,25 @@ def responder(
                 result.cancel()
                 raise
             await mapper.close()
+            interruptions = list(getattr(result, "interruptions", None) or ())
+            for item in interruptions:
+                raw = getattr(item, "raw_item", None)
+                await em.send(
+                    None,
+                    asking(
+                        _field(raw, "call_id"),
+                        getattr(item, "tool_name", None) or _field(raw, "name"),
+                        _field(raw, "arguments") or {},
+                    ),
+                )
+            if interruptions:
+                if session is not None:
+                    paused.put(session, (result.to_state(), interruptions))
+                else:
+                    em.warn(
+                        "openai-agents tool approvals",
+                        "the request has no chat session for an answer to resume the run in",
+                    )
 
         await _drive(em, run)
 

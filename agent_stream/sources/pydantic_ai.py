@@ -17,7 +17,12 @@ Mapping:
   events streamed live inside it;
 - a structured output (not a string) arrives as the output tool's call; its JSON is then also
   sent as the reply's ``text``, the answer a chat peer reads;
-- the run's usage (``AgentRunResult.usage``: its model requests summed) is the reply's usage.
+- the run's usage (``AgentRunResult.usage``: its model requests summed) is the reply's usage;
+- deferred tool calls (a run whose output is ``DeferredToolRequests``: tools with
+  ``requires_approval``, ``ApprovalRequired``, ``CallDeferred``) -> a ``user_input`` message per
+  waiting call (see :mod:`.approvals`); the reply ends completed and the session's next message
+  resumes the run with ``deferred_tool_results`` (a yes approves, anything else refuses with the
+  text as the reason; a question's or an external call's result is the text).
 
 History: ``request.history`` becomes ``message_history`` (``ModelRequest`` / ``ModelResponse``).
 """
@@ -34,6 +39,7 @@ from typing import Any
 from agent_stream.errors import require as _require
 from agent_stream.message import TEXT, THINKING
 from agent_stream.message import text as _text
+from agent_stream.sources.approvals import PausedRuns, asking, is_yes
 from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import drive as _drive
@@ -137,7 +143,9 @@ class AgentEvents:
         elif kind == "agent_run_result":
             await self.end_response()
             return ev.result
-        elif kind == "final_result":
+        elif kind in ("final_result", "deferred_tool_requests", "deferred_tool_results"):
+            # calls left waiting are the run's output (asked at its end); calls a handler
+            # answered go on to their tool results
             return None
         else:
             em.warn(
@@ -185,6 +193,35 @@ def _args(args: Any) -> str:
     if args is None:
         return ""
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def _is_deferred(output: Any) -> bool:
+    from pydantic_ai import DeferredToolRequests
+
+    return isinstance(output, DeferredToolRequests)
+
+
+async def _ask(em: _Emitter, requests: Any) -> None:
+    """A ``user_input`` message per call the run left waiting."""
+    for call in requests.approvals:
+        await em.send(None, asking(call.tool_call_id, call.tool_name, call.args or {}))
+    for call in requests.calls:
+        kind = requests.kind(call.tool_call_id) if hasattr(requests, "kind") else "external"
+        await em.send(None, asking(call.tool_call_id, call.tool_name, call.args or {}, kind))
+
+
+def _answers(requests: Any, text: str) -> Any:
+    """The asker's answer as the waiting calls' ``DeferredToolResults``."""
+    from pydantic_ai import DeferredToolResults, ToolApproved, ToolDenied
+
+    approve = is_yes(text)
+    return DeferredToolResults(
+        approvals={
+            c.tool_call_id: ToolApproved() if approve else ToolDenied(f"The user refused: {text}")
+            for c in requests.approvals
+        },
+        calls={c.tool_call_id: text for c in requests.calls},
+    )
 
 
 def history_of(request: Any) -> list[Any]:
@@ -287,25 +324,44 @@ def responder(
     """
     _require("pydantic_ai", "pydantic-ai", "the pydantic-ai source")
 
+    paused: PausedRuns[tuple[list[Any], Any]] = PausedRuns()
+
     async def respond(request: Any, out: _Scope) -> None:
         em = _Emitter(out)
         mapper = AgentEvents(em, label=label or _name(agent))
+        session = getattr(request, "session", None)
+        session = str(session) if session else None
 
         async def run() -> None:
             token = _CURRENT.set(_Run(em, mapper))
+            waiting = paused.take(session)
+            prompt: str | None = str(request.text)
+            kwargs: dict[str, Any] = {
+                "message_history": history_of(request) or None,
+                "deps": deps,
+                **run_options,
+            }
+            if waiting is not None:  # this message answers the calls the last run left waiting
+                kwargs["message_history"] = waiting[0]
+                kwargs["deferred_tool_results"] = _answers(waiting[1], str(request.text))
+                prompt = None
             try:
-                result = await _stream(
-                    agent,
-                    mapper,
-                    str(request.text),
-                    {"message_history": history_of(request) or None, "deps": deps, **run_options},
-                )
+                result = await _stream(agent, mapper, prompt, kwargs)
             finally:
                 _CURRENT.reset(token)
             if result is not None:
                 _add_usage(em, result)
                 output = getattr(result, "output", None)
-                if output is not None and not isinstance(output, str):
+                if _is_deferred(output):
+                    await _ask(em, output)
+                    if session is not None:
+                        paused.put(session, (result.all_messages(), output))
+                    else:
+                        em.warn(
+                            "pydantic-ai deferred tool calls",
+                            "the request has no chat session for an answer to resume them in",
+                        )
+                elif output is not None and not isinstance(output, str):
                     # structured output came as the output tool's arguments: the answer a
                     # chat peer reads is its JSON
                     await em.out.send(_text(json.dumps(_text_of(output), ensure_ascii=False)))

@@ -289,3 +289,53 @@ async def test_agent_tool_without_on_stream_is_reported(
     assert not [b for b in t.blocks if b.type == "agent"]
     assert "agent tool 'research' not mapped" in caplog.text
     assert "on_stream=nested_events" in caplog.text
+
+
+RAN: list[str] = []
+
+
+@function_tool(needs_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    RAN.append(path)
+    return f"deleted {path}"
+
+
+APPROVAL = [
+    chat_frames(calls=(("call_9", "delete_file", '{"path": "a.txt"}'),), usage=(5, 3)),
+    chat_frames(text="Done.", usage=(9, 2)),
+]
+
+
+@pytest.mark.parametrize("server", [APPROVAL], indirect=True)
+async def test_a_call_waiting_for_approval_asks_and_a_yes_resumes_it(server: SSEServer) -> None:
+    RAN.clear()
+    respond = responder(Agent(name="ops", model=model(server), tools=[delete_file]))
+    msgs, t = await run(respond, request("delete a.txt", session="ops1"))
+    [asked] = of_type(t, "user_input")
+    assert (asked.props["kind"], asked.props["call_id"], asked.props["name"]) == (
+        "approval",
+        "call_9",
+        "delete_file",
+    )
+    assert json.loads(asked.props["arguments"]) == {"path": "a.txt"}
+    assert stream_end(msgs)["status"] == "completed" and RAN == []
+    msgs, t = await run(respond, request("yes", session="ops1"))
+    assert RAN == ["a.txt"]
+    [result] = of_type(t, "tool_result")
+    assert (result.props["call_id"], result.props["content"]) == ("call_9", "deleted a.txt")
+    assert t.text() == "Done." and stream_end(msgs)["status"] == "completed"
+
+
+@pytest.mark.parametrize("server", [APPROVAL], indirect=True)
+async def test_anything_but_yes_rejects_the_call_with_its_text(server: SSEServer) -> None:
+    RAN.clear()
+    respond = responder(Agent(name="ops", model=model(server), tools=[delete_file]))
+    await run(respond, request("delete a.txt", session="ops2"))
+    _, t = await run(respond, request("no", session="ops2"))
+    assert RAN == []
+    [result] = of_type(t, "tool_result")
+    assert result.props["content"] == "The user refused: no"
+    # what the model was told when the run went on
+    sent = server.requests[-1]["messages"]
+    assert any(m.get("content") == "The user refused: no" for m in sent if m["role"] == "tool")

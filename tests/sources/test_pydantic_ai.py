@@ -249,3 +249,59 @@ async def test_structured_output_is_also_the_answer_text() -> None:
     [call] = of_type(t, "tool_call")
     assert json.loads(call.props["arguments"]) == result.output.model_dump()
     assert json.loads(t.text()) == result.output.model_dump()
+
+
+def approval_agent(ran: list[str]) -> Agent[None, Any]:
+    from pydantic_ai import DeferredToolRequests
+
+    agent: Agent[None, Any] = Agent(
+        TestModel(), output_type=[str, DeferredToolRequests], name="ops"
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file(path: str) -> str:
+        ran.append(path)
+        return f"deleted {path}"
+
+    return agent
+
+
+async def test_a_call_waiting_for_approval_asks_and_a_yes_resumes_it() -> None:
+    ran: list[str] = []
+    respond = responder(approval_agent(ran))
+    msgs, t = await run(respond, request("delete a", session="ops1"))
+    [asked] = of_type(t, "user_input")
+    [call] = of_type(t, "tool_call")
+    assert (asked.props["kind"], asked.props["name"]) == ("approval", "delete_file")
+    assert asked.props["call_id"] == call.props["id"]
+    assert json.loads(asked.props["arguments"]) == json.loads(call.props["arguments"])
+    assert "Approve delete_file" in asked.props["content"]
+    assert stream_end(msgs)["status"] == "completed" and ran == []
+    msgs, t = await run(respond, request("yes", session="ops1"))
+    assert ran == ["a"]
+    [result] = of_type(t, "tool_result")
+    assert (result.props["call_id"], result.props["content"]) == (call.props["id"], "deleted a")
+    assert "deleted a" in t.text() and stream_end(msgs)["status"] == "completed"
+    # answered: the session's next message is a new question again
+    _, t = await run(respond, request("delete b", session="ops1"))
+    assert of_type(t, "user_input") and ran == ["a"]
+
+
+async def test_anything_but_yes_refuses_the_call_with_its_text() -> None:
+    ran: list[str] = []
+    respond = responder(approval_agent(ran))
+    await run(respond, request("delete a", session="ops2"))
+    _, t = await run(respond, request("no, keep it", session="ops2"))
+    assert ran == []
+    [result] = of_type(t, "tool_result")
+    assert result.props["content"] == "The user refused: no, keep it"
+
+
+async def test_a_waiting_call_without_a_session_is_asked_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ran: list[str] = []
+    with caplog.at_level("WARNING", logger="agent_stream.sources"):
+        msgs, t = await run(responder(approval_agent(ran)), request("delete a"))
+    assert of_type(t, "user_input") and stream_end(msgs)["status"] == "completed"
+    assert "pydantic-ai deferred tool calls not mapped" in caplog.text
