@@ -102,6 +102,7 @@ class Emitter:
         self.tool_names: dict[str, str] = {}
         self.call_blocks: dict[str, str] = {}  # tool call id -> the block that made the call
         self.usage: dict[str, int] = {}
+        self.models: set[str] = set()  # the models the llm blocks name
         self.model_calls = 0
         self.failure: str | None = None
         # True while a loop over the framework's stream (eager_events) runs its body with more
@@ -167,6 +168,9 @@ class Emitter:
         self.blocks[key] = block
         if type == LLM:
             self.model_calls += 1
+            model = start.get("model")
+            if isinstance(model, str):
+                self.models.add(model)
         return block
 
     async def close_block(self, key: Hashable, status: str = "completed") -> None:
@@ -408,6 +412,8 @@ class Emitter:
         if isinstance(out, StreamWriter):
             if self.usage:
                 out.usage = {**(out.usage or {}), **self.usage}
+                if len(self.models) == 1:  # the reply's model (gen_ai.request.model)
+                    out.usage.setdefault("model", next(iter(self.models)))
             if self.failure is not None:
                 out.fail(self.failure)
 

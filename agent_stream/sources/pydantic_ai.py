@@ -61,6 +61,14 @@ _CURRENT: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
 )
 
 
+def _model_name(model: Any) -> str | None:
+    """A model's name as OpenTelemetry's ``gen_ai.request.model`` wants it (no provider)."""
+    if isinstance(model, str):
+        return model.split(":", 1)[-1] or None
+    name = getattr(model, "model_name", None)
+    return str(name) if name else None
+
+
 def _name(agent: Any) -> str | None:
     name = getattr(agent, "name", None)
     if name:
@@ -78,10 +86,18 @@ class AgentEvents:
         parent: the key of the block it nests in (None: the reply's top level).
     """
 
-    def __init__(self, em: _Emitter, *, label: str | None, parent: Hashable | None = None) -> None:
+    def __init__(
+        self,
+        em: _Emitter,
+        *,
+        label: str | None,
+        parent: Hashable | None = None,
+        model: str | None = None,
+    ) -> None:
         self.em = em
         self.label = label
         self.parent = parent
+        self.model = model
         self.block: Hashable | None = None
         self.last_block_id: str | None = None
         self._n = 0
@@ -91,7 +107,9 @@ class AgentEvents:
         if self.block is None:
             self._n += 1
             self.block = ("pydantic-ai", id(self), self._n)
-            b = await self.em.open_block(self.block, LLM, self.label, parent=self.parent)
+            b = await self.em.open_block(
+                self.block, LLM, self.label, parent=self.parent, data={"model": self.model}
+            )
             self.last_block_id = b.block_id
             self._last_index = -1
         return self.block
@@ -287,7 +305,12 @@ async def run_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
         parent_id=run.mapper.last_block_id,
         data={"agent_name": name},
     )
-    mapper = AgentEvents(em, label=_name(agent), parent=key)
+    mapper = AgentEvents(
+        em,
+        label=_name(agent),
+        parent=key,
+        model=_model_name(kwargs.get("model") or getattr(agent, "model", None)),
+    )
     token = _CURRENT.set(_Run(em, mapper, run.subs))
     status = "completed"
     try:
@@ -328,7 +351,11 @@ def responder(
 
     async def respond(request: Any, out: _Scope) -> None:
         em = _Emitter(out)
-        mapper = AgentEvents(em, label=label or _name(agent))
+        mapper = AgentEvents(
+            em,
+            label=label or _name(agent),
+            model=_model_name(run_options.get("model") or getattr(agent, "model", None)),
+        )
         session = getattr(request, "session", None)
         session = str(session) if session else None
 

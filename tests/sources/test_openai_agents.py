@@ -320,6 +320,7 @@ async def test_a_call_waiting_for_approval_asks_and_a_yes_resumes_it(server: SSE
     )
     assert json.loads(asked.props["arguments"]) == {"path": "a.txt"}
     assert stream_end(msgs)["status"] == "completed" and RAN == []
+    assert [b["model"] for b in block_starts(msgs)] == ["gpt-test"]  # gen_ai.request.model
     msgs, t = await run(respond, request("yes", session="ops1"))
     assert RAN == ["a.txt"]
     [result] = of_type(t, "tool_result")
