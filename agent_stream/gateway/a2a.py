@@ -2,7 +2,8 @@
 
 ``POST /a2a/{agent}`` is the JSON-RPC endpoint (``message/send``, ``message/stream``,
 ``tasks/get``, ``tasks/cancel``, ...) of an ``A2AStarletteApplication`` with the SDK's
-``DefaultRequestHandler`` and ``InMemoryTaskStore``; its card is at
+``DefaultRequestHandler`` (:class:`~agent_stream.gateway.a2a_input.FollowUps`) and a task store
+of the gateway's own; its card is at
 ``/a2a/{agent}/.well-known/agent-card.json`` (the SDK's well-known path under the agent's URL).
 The domain root's ``/.well-known/agent-card.json``, where the spec has clients look first, is
 the default agent's card (``--default-agent``), or the one agent's when the gateway serves one;
@@ -27,6 +28,13 @@ Human in the loop: a reply that asks the caller (a ``user_input`` message, e.g. 
 resumes with ``Command(resume=<its text>)``) and its stream continues the same task (``working``,
 new artifacts, then ``completed`` or another question). Any other
 ``taskId`` is refused before anything is asked (:mod:`agent_stream.gateway.a2a_input`).
+
+Every method that names a task answers for the caller's own tasks only (another API key's task
+is ``-32001``, task not found), and the tasks kept are bounded (``max_tasks_per_key``,
+``max_tasks``: finished ones forgotten least recently used first, a new task refused with
+``-32000`` when all are open): :mod:`agent_stream.gateway.a2a_tasks`. A request a2a-sdk would
+refuse as malformed (not JSON, not JSON-RPC, params of the wrong shape) is answered here with
+the same JSON-RPC error, so a client's mistake logs no error.
 """
 
 from __future__ import annotations
@@ -43,18 +51,29 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message as ASGIMessage
 
-from agent_stream.gateway.a2a_input import FOLLOW_UP_STATE, KEY_STATE, Asking, FollowUps, Waiting
+from agent_stream.gateway.a2a_input import (
+    FOLLOW_UP_STATE,
+    KEY_STATE,
+    Asking,
+    Bounded,
+    FollowUps,
+    Waiting,
+)
+from agent_stream.gateway.a2a_tasks import OwnedTaskStore, TaskBook
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
 from agent_stream.gateway.middleware import read_body
 from agent_stream.gateway.runs import Busy
 from agent_stream.gateway.store import StoreFull, parse_end
+from agent_stream.gateway.views import CONTINUES
 from agent_stream.message import Message
 
-__all__ = ["GatewayExecutor", "check_message", "routes"]
+__all__ = ["GatewayExecutor", "check_message", "check_request", "routes"]
 
 CARD_PATH = "/.well-known/agent-card.json"
 OLD_CARD_PATH = "/.well-known/agent.json"  # the A2A 0.2 name, still read by older clients
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 SENDS = ("message/send", "message/stream")
 TASK_ALIAS = "a2a-task:"
@@ -115,7 +134,8 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         self.gw = gw
         self.agent = agent
         self.contexts = ContextSessions()
-        self.asking = Asking()  # who made each task, and which ones wait for an answer
+        # the tasks waiting for an answer: no more than the task store keeps
+        self.asking = Asking(Bounded(gw.config.max_tasks))
 
     async def execute(self, context: Any, event_queue: Any) -> None:
         """Ask the agent the task's message; stream its reply as the task's events.
@@ -145,8 +165,10 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
             session = self.contexts.session(key, str(context_id))
         else:
             session = uuid.uuid4()
-        self.asking.owners.put(str(task_id), key)
         gw = self.gw
+        options: dict[str, Any] = {"task_id": task_id, "context_id": context_id}
+        if prior is not None:  # a replay of the reply continues the task as this stream does
+            options[CONTINUES] = prior.model_dump(mode="json", by_alias=True, exclude_none=True)
 
         async def emit(evs: list[Any]) -> None:
             for ev in evs:
@@ -169,7 +191,7 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 key=key,
                 agent=self.agent,
                 question=question,
-                meta={"format": "a2a", "options": {"task_id": task_id, "context_id": context_id}},
+                meta={"format": "a2a", "options": options},
                 aliases=(TASK_ALIAS + str(task_id),),
                 reasoning=gw.config.reasoning,
                 session=session,
@@ -327,11 +349,51 @@ def check_message(body: Any) -> tuple[str, list[str]] | None:
     return None
 
 
-def _invalid_params(body: Any, reason: str, refused: list[str]) -> Response:
+def check_request(body: Any) -> tuple[int, str] | None:
+    """The JSON-RPC error a2a-sdk would answer ``body`` with because it is not a well-formed
+    request of a method it knows, as (code, message); None when it is one (or names a method
+    the SDK does not know: it answers that quietly itself).
+
+    The SDK logs such a request as an error, with its traceback; a client's mistake is not one.
+
+    Args:
+        body: the request body, parsed (None: it is not JSON).
+    """
+    from a2a.server.apps.jsonrpc.jsonrpc_app import JSONRPCApplication
+    from a2a.types import JSONRPCRequest
+    from pydantic import ValidationError
+
+    if body is None:
+        return PARSE_ERROR, "Parse error: the request body is not JSON"
+    try:
+        JSONRPCRequest.model_validate(body)
+    except ValidationError as exc:
+        return INVALID_REQUEST, f"Invalid request: not a JSON-RPC 2.0 request ({_said(exc)})"
+    model = JSONRPCApplication.METHOD_TO_MODEL.get(body["method"])
+    if model is None:
+        return None
+    try:
+        model.model_validate(body)
+    except ValidationError as exc:
+        return INVALID_PARAMS, f"Invalid params: {_said(exc)}"
+    return None
+
+
+def _said(exc: Any, most: int = 3) -> str:
+    """A validation error's first complaints: where and what, never the value sent."""
+    said = []
+    for err in exc.errors()[:most]:
+        where = ".".join(str(x) for x in err.get("loc", ()) if not str(x)[:1].isupper())
+        said.append(f"{where or 'the request'}: {err.get('msg', 'invalid')}")
+    more = exc.error_count() - len(said)
+    return "; ".join(said) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _rpc_error(body: Any, code: int, message: str, data: Any = None) -> Response:
     rid = body.get("id") if isinstance(body, dict) else None
-    error: dict[str, Any] = {"code": INVALID_PARAMS, "message": f"Invalid params: {reason}"}
-    if refused:
-        error["data"] = {"refused_parts": refused}
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        error["data"] = data
     return JSONResponse(
         {"jsonrpc": "2.0", "id": rid if isinstance(rid, (str, int)) else None, "error": error}
     )
@@ -357,11 +419,12 @@ class _Apps:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self._apps: dict[tuple[str, str, str], tuple[Endpoint, Endpoint]] = {}
+        # every agent's tasks, bounded together
+        self.book = TaskBook(gw.config.max_tasks_per_key, gw.config.max_tasks)
 
     def get(self, request: Request, agent: AgentRef, segment: str) -> tuple[Endpoint, Endpoint]:
         """The endpoints of ``agent``, served at ``/a2a/{segment}``."""
         from a2a.server.apps import A2AStarletteApplication
-        from a2a.server.tasks import InMemoryTaskStore
 
         request.state.format = "a2a"
         request.state.agent = agent.name
@@ -370,7 +433,8 @@ class _Apps:
             base = str(request.base_url).rstrip("/")
             url = f"{base}/a2a/{quote(segment, safe='')}"
             executor = GatewayExecutor(self.gw, agent)
-            handler = FollowUps(executor, InMemoryTaskStore(), executor.asking)
+            store = OwnedTaskStore(self.book, "\n".join(key))
+            handler = FollowUps(executor, store, executor.asking)
             app = A2AStarletteApplication(
                 agent_card=_card(self.gw, agent, url),
                 http_handler=handler,
@@ -438,10 +502,15 @@ def routes(gw: Gateway) -> list[Route]:
         try:
             body = json.loads(data)
         except ValueError:
-            body = None  # the SDK answers a parse error its own way
+            body = None
         wrong = check_message(body)
         if wrong is not None:
-            return _invalid_params(body, *wrong)
+            reason, refused = wrong
+            extra = {"refused_parts": refused} if refused else None
+            return _rpc_error(body, INVALID_PARAMS, f"Invalid params: {reason}", extra)
+        malformed = check_request(body)
+        if malformed is not None:
+            return _rpc_error(body, *malformed)
         return await endpoint(_replayed(request, data))
 
     async def card(request: Request) -> Response:

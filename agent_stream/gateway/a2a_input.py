@@ -1,13 +1,16 @@
 """A2A tasks that ask their caller, and the request handler that lets only the answer in.
 
 A task whose reply ends ``input-required`` (see :mod:`agent_stream.gateway.a2a`) waits for its
-caller's answer: :class:`Asking` remembers who made each task and which tasks wait, in which
-envelope session. :class:`FollowUps` is a2a-sdk's ``DefaultRequestHandler`` checking a message
-that names a ``taskId`` before the SDK starts anything: unknown or another caller's task,
-``-32001`` (task not found: another caller's task is not theirs to learn of); another
+caller's answer: :class:`Asking` remembers which tasks wait, for whom, in which envelope session.
+:class:`FollowUps` is a2a-sdk's ``DefaultRequestHandler`` checking a message that names a
+``taskId`` before the SDK starts anything: unknown, forgotten or another caller's task,
+``-32001`` (task not found: the task store hands a task to its own caller only, see
+:mod:`agent_stream.gateway.a2a_tasks`); another
 ``contextId`` than the task's, a finished task (a2a-sdk's own "terminal state" wording), a task
 still working or answered already, ``-32602``. The answer claims the question, so a second one
 is refused; the executor reads the claim (:data:`FOLLOW_UP_STATE`) and asks in that session.
+A message without ``taskId`` starts a task only when the task store has room for it (JSON-RPC
+``-32000`` otherwise, nothing asked).
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from agent_stream.gateway.a2a_tasks import KEY_STATE, OwnedTaskStore, TooManyTasks
+
 __all__ = ["FOLLOW_UP_STATE", "KEY_STATE", "Asking", "Bounded", "FollowUps", "Waiting"]
 
-KEY_STATE = "agent_stream_key"  # the caller's key (or address), for the per-key reply limit
 FOLLOW_UP_STATE = "agent_stream_follow_up"  # the Waiting a checked follow-up answers
-MAX_TASKS = 4096  # tasks per agent whose caller (and question, when asking) is remembered
+MAX_WAITING = 4096  # input-required tasks per agent whose question is remembered
+TOO_MANY_TASKS = -32000  # JSON-RPC server error: no room for a new task
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -85,15 +90,13 @@ class Waiting:
 
 @dataclass
 class Asking:
-    """Per agent: each task's caller, and the tasks waiting for their caller's answer.
+    """Per agent: the tasks waiting for their caller's answer.
 
     Attributes:
-        owners: task id -> its caller's key.
         waiting: task id -> its Waiting, for the tasks waiting for an answer.
     """
 
-    owners: Bounded[str, str] = field(default_factory=lambda: Bounded(MAX_TASKS))
-    waiting: Bounded[str, Waiting] = field(default_factory=lambda: Bounded(MAX_TASKS))
+    waiting: Bounded[str, Waiting] = field(default_factory=lambda: Bounded(MAX_WAITING))
 
 
 def _handler_base() -> type:
@@ -105,15 +108,18 @@ def _handler_base() -> type:
 
 class FollowUps(_handler_base()):  # type: ignore[misc]
     """a2a-sdk's request handler, letting a message with a ``taskId`` through only when it
-    answers that task's question (its caller's, the task ``input-required``).
+    answers that task's question (its caller's, the task ``input-required``), and one without
+    only when the task store has room for a new task.
 
     Args:
         executor: the agent's executor.
-        task_store: a2a-sdk's task store.
-        asking: the agent's tasks and their callers.
+        task_store: the agent's task store.
+        asking: the agent's tasks waiting for an answer.
     """
 
-    def __init__(self, executor: Any, task_store: Any, asking: Asking) -> None:
+    task_store: OwnedTaskStore
+
+    def __init__(self, executor: Any, task_store: OwnedTaskStore, asking: Asking) -> None:
         super().__init__(agent_executor=executor, task_store=task_store)
         self.asking = asking
 
@@ -125,7 +131,10 @@ class FollowUps(_handler_base()):  # type: ignore[misc]
             context: a2a-sdk's server call context.
         """
         await self.check_follow_up(params, context)
-        return await super().on_message_send(params, context)
+        try:
+            return await super().on_message_send(params, context)
+        finally:
+            self.task_store.release(context)
 
     async def on_message_send_stream(self, params: Any, context: Any = None) -> AsyncIterator[Any]:
         """``message/stream``, once :meth:`check_follow_up` lets it through.
@@ -135,12 +144,16 @@ class FollowUps(_handler_base()):  # type: ignore[misc]
             context: a2a-sdk's server call context.
         """
         await self.check_follow_up(params, context)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
+        try:
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+        finally:
+            self.task_store.release(context)
 
     async def check_follow_up(self, params: Any, context: Any) -> None:
         """Refuse (a2a-sdk ``ServerError``) a ``taskId`` that is not a question to this caller;
-        claim the question of one that is (a second answer to it is refused).
+        claim the question of one that is (a second answer to it is refused). A message
+        without ``taskId`` gets room for its new task, or is refused when there is none.
 
         Args:
             params: the request's params (its message).
@@ -148,26 +161,36 @@ class FollowUps(_handler_base()):  # type: ignore[misc]
 
         Raises:
             ServerError: the ``taskId`` is not this caller's task, names another context, or the
-                task
-                takes no answer now.
+                task takes no answer now; or there is no room for a new task.
         """
-        from a2a.types import InvalidParamsError, TaskNotFoundError, TaskState
+        from a2a.types import InvalidParamsError, JSONRPCError, TaskNotFoundError, TaskState
         from a2a.utils.errors import ServerError
 
         message = params.message
         tid = message.task_id
-        if not tid:  # check_message refused an empty one before
-            return
         state = context.state if context is not None else {}
+        if not tid:  # a new task (check_message refused an empty taskId before)
+            if context is not None:
+                try:
+                    self.task_store.admit(context)
+                except TooManyTasks as exc:
+                    raise ServerError(
+                        error=JSONRPCError(
+                            code=TOO_MANY_TASKS,
+                            message=str(exc),
+                            data={"code": "too_many_tasks"},
+                        )
+                    ) from None
+            return
         key = str(state.get(KEY_STATE, "a2a"))
-        task = await self.task_store.get(tid, context)
+        shown = _shown(tid)
+        task = await self.task_store.get(tid, context)  # None: not this caller's
         waiting = self.asking.waiting.get(tid)
-        owner = self.asking.owners.get(tid) or (waiting.key if waiting else None)
-        if task is None or owner != key:  # another caller's task is not theirs to see
+        if task is None:
             raise ServerError(
                 error=TaskNotFoundError(
-                    message=f"Task {tid} not found: no task of yours has that id (a task is "
-                    "kept a limited time); send the message without taskId to start one"
+                    message=f"Task {shown} not found: no task of yours has that id (a finished "
+                    "task is kept a limited time); send the message without taskId to start one"
                 )
             )
         if message.context_id is None:
@@ -175,26 +198,31 @@ class FollowUps(_handler_base()):  # type: ignore[misc]
         elif message.context_id != task.context_id:
             raise ServerError(
                 error=InvalidParamsError(
-                    message=f"Invalid params: task {tid} belongs to contextId "
-                    f"{task.context_id!r}, not {message.context_id!r}"
+                    message=f"Invalid params: task {shown} belongs to contextId "
+                    f"{task.context_id!r}, not {_shown(message.context_id)!r}"
                 )
             )
         now = task.status.state
         if now in (TaskState.completed, TaskState.canceled, TaskState.failed, TaskState.rejected):
             raise ServerError(
                 error=InvalidParamsError(
-                    message=f"Task {tid} is in terminal state: {now.value}; it takes no more "
+                    message=f"Task {shown} is in terminal state: {now.value}; it takes no more "
                     "messages: send one without taskId (the same contextId keeps the "
                     "conversation)"
                 )
             )
-        if now != TaskState.input_required or waiting is None:
+        if now != TaskState.input_required or waiting is None or waiting.key != key:
             why = "answered already" if now == TaskState.input_required else now.value
             raise ServerError(
                 error=InvalidParamsError(
-                    message=f"Task {tid} is {why}, not waiting for input: a message with its "
+                    message=f"Task {shown} is {why}, not waiting for input: a message with its "
                     "taskId is taken only while the task is input-required"
                 )
             )
         self.asking.waiting.pop(tid)
         state[FOLLOW_UP_STATE] = waiting
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """``value`` as an error message shows it: a long one cut (the client sent it whole)."""
+    return value if len(value) <= limit else value[:limit] + f"... ({len(value)} characters)"

@@ -44,6 +44,11 @@ class GatewayConfig:
         max_replies_per_key: replies at once per API key (per client address without keys).
         max_replies: replies at once in all.
         reply_timeout: seconds a reply may take in all.
+        max_tasks_per_key: A2A tasks kept per API key (per client address without keys), for
+            ``tasks/get`` and follow-ups; past it a new task makes room by forgetting finished
+            tasks, least recently used first, and is refused (JSON-RPC -32000) when all are
+            working or input-required.
+        max_tasks: A2A tasks kept in all, every agent's and caller's together (the same rule).
         reasoning: whether the agents' reasoning is asked for and passed on.
     """
 
@@ -60,6 +65,8 @@ class GatewayConfig:
     max_replies_per_key: int = 8
     max_replies: int = 256
     reply_timeout: float = 300.0
+    max_tasks_per_key: int = 128
+    max_tasks: int = 2048
     reasoning: bool = True
 
     def keys(self) -> list[str]:
@@ -93,3 +100,6 @@ class GatewayConfig:
         for name in ("max_body_bytes", "max_question_bytes", "max_replies_per_key", "max_replies"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        for name in ("max_tasks_per_key", "max_tasks"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")

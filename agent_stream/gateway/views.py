@@ -7,6 +7,8 @@ reader and ``<reply id>:<n>`` is a stable SSE ``id:``. A reader resuming after e
 first sends again the start events of whatever was still open at n (the run or message start,
 the open steps, messages, reasoning spans and tool calls, in their original order, with the
 cursor as their id), so a client that verifies a stream on its own sees a well-formed one.
+An A2A reply that answers a task's question continues that task: its options carry the task as
+it was (:data:`CONTINUES`), so a replay opens with it too, as the live stream did.
 """
 
 from __future__ import annotations
@@ -14,16 +16,28 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
+from agent_stream.adapters.framing import Encoder
 from agent_stream.adapters.registry import Framing, Wire
 from agent_stream.adapters.routing import encoder_for, wire_for
 from agent_stream.gateway.store import ResumeStore, parse_end
 from agent_stream.message import Message
 
-__all__ = ["NATIVE", "Cursor", "Reopen", "events", "framed", "parse_cursor", "wire_of"]
+__all__ = [
+    "CONTINUES",
+    "NATIVE",
+    "Cursor",
+    "Reopen",
+    "encoder_of",
+    "events",
+    "framed",
+    "parse_cursor",
+    "wire_of",
+]
 
 # The gateway's name for the native Message stream: the ``cui`` wire, SSE unless the client
 # asks for JSON lines (``sse=False``). Every other format is an ``accept`` value.
 NATIVE = "native"
+CONTINUES = "continues"  # an A2A reply's option: the task (as JSON) the reply continues
 
 
 def wire_of(fmt: str, sse: bool = True) -> tuple[Wire, Framing]:
@@ -37,6 +51,28 @@ def wire_of(fmt: str, sse: bool = True) -> tuple[Wire, Framing]:
     if fmt == NATIVE:
         return wire_for("cui", sse=sse)
     return wire_for(fmt)
+
+
+def encoder_of(fmt: str, options: dict[str, Any]) -> Encoder[Any]:
+    """A fresh encoder of ``fmt`` with a reply's options, as its live stream was encoded.
+
+    Args:
+        fmt: an accept value, or ``native``.
+        options: the wire encoder's options (``continues``: the A2A task the reply continues).
+    """
+    opts = dict(options)
+    continues = opts.pop(CONTINUES, None)
+    if continues is not None and wire_of(fmt)[0].name == "a2a":
+        from a2a.types import Task
+
+        from agent_stream.adapters.a2a import A2AEncoder
+
+        return A2AEncoder(
+            task_id=opts.get("task_id"),
+            context_id=opts.get("context_id"),
+            task=Task.model_validate(continues),
+        )
+    return encoder_for("cui" if fmt == NATIVE else fmt, **opts)
 
 
 Cursor = tuple[str, int]
@@ -136,7 +172,7 @@ async def events(
     Yields:
         (n, wire object) pairs.
     """
-    enc = encoder_for("cui" if fmt == NATIVE else fmt, **options)
+    enc = encoder_of(fmt, options)
     reopen = Reopen(fmt) if after >= 0 else None
     n = -1
     async for entry in store.read(reply_id):
