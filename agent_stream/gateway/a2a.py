@@ -34,7 +34,8 @@ is ``-32001``, task not found), and the tasks kept are bounded (``max_tasks_per_
 ``max_tasks``: finished ones forgotten least recently used first, a new task refused with
 ``-32000`` when all are open): :mod:`agent_stream.gateway.a2a_tasks`. A request a2a-sdk would
 refuse as malformed (not JSON, not JSON-RPC, params of the wrong shape) is answered here with
-the same JSON-RPC error, so a client's mistake logs no error.
+the same JSON-RPC error, so a client's mistake logs no error
+(:mod:`agent_stream.gateway.a2a_checks`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message as ASGIMessage
 
+from agent_stream.gateway.a2a_checks import INVALID_PARAMS, check_message, check_request, rpc_error
 from agent_stream.gateway.a2a_input import (
     FOLLOW_UP_STATE,
     KEY_STATE,
@@ -72,10 +74,6 @@ __all__ = ["GatewayExecutor", "check_message", "check_request", "routes"]
 
 CARD_PATH = "/.well-known/agent-card.json"
 OLD_CARD_PATH = "/.well-known/agent.json"  # the A2A 0.2 name, still read by older clients
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
-SENDS = ("message/send", "message/stream")
 TASK_ALIAS = "a2a-task:"
 MAX_CONTEXTS = 4096  # A2A contexts remembered per agent (each: its envelope session)
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -306,99 +304,6 @@ class _Context(_context_base()):  # type: ignore[misc]
         return ctx
 
 
-def check_message(body: Any) -> tuple[str, list[str]] | None:
-    """What is wrong with a ``message/send`` / ``message/stream`` request's parts for an agent
-    that takes text, or with the task and context it names: (reason, the refused parts), or
-    None when it is fine, or when it is not such a request or too malformed to tell (a2a-sdk's
-    own validation answers it).
-
-    Args:
-        body: the JSON-RPC request, parsed.
-    """
-    if not isinstance(body, dict) or body.get("method") not in SENDS:
-        return None
-    params = body.get("params")
-    message = params.get("message") if isinstance(params, dict) else None
-    for field in ("taskId", "contextId"):
-        value = message.get(field) if isinstance(message, dict) else None
-        if value is not None and not isinstance(value, str):
-            return f"{field} must be a string, not {type(value).__name__}", []
-        if isinstance(value, str) and not value.strip():
-            return f"{field} is empty: leave it out to start a new one", []
-    parts = message.get("parts") if isinstance(message, dict) else None
-    if not isinstance(parts, list):
-        return None
-    if not parts:
-        return (
-            "the message has no parts: send the question as a text part "
-            '({"kind": "text", "text": "..."})',
-            [],
-        )
-    kinds = [p.get("kind") if isinstance(p, dict) else None for p in parts]
-    if not all(isinstance(k, str) for k in kinds):
-        return None
-    refused = [f"parts[{i}] ({k})" for i, k in enumerate(kinds) if k != "text"]
-    if refused:
-        return (
-            f"this agent takes text parts only (input mode text/plain); refused: "
-            f"{', '.join(refused)}",
-            refused,
-        )
-    if not any(isinstance(p.get("text"), str) and p["text"].strip() for p in parts):
-        return "the message's text is empty: there is no question to ask", []
-    return None
-
-
-def check_request(body: Any) -> tuple[int, str] | None:
-    """The JSON-RPC error a2a-sdk would answer ``body`` with because it is not a well-formed
-    request of a method it knows, as (code, message); None when it is one (or names a method
-    the SDK does not know: it answers that quietly itself).
-
-    The SDK logs such a request as an error, with its traceback; a client's mistake is not one.
-
-    Args:
-        body: the request body, parsed (None: it is not JSON).
-    """
-    from a2a.server.apps.jsonrpc.jsonrpc_app import JSONRPCApplication
-    from a2a.types import JSONRPCRequest
-    from pydantic import ValidationError
-
-    if body is None:
-        return PARSE_ERROR, "Parse error: the request body is not JSON"
-    try:
-        JSONRPCRequest.model_validate(body)
-    except ValidationError as exc:
-        return INVALID_REQUEST, f"Invalid request: not a JSON-RPC 2.0 request ({_said(exc)})"
-    model = JSONRPCApplication.METHOD_TO_MODEL.get(body["method"])
-    if model is None:
-        return None
-    try:
-        model.model_validate(body)
-    except ValidationError as exc:
-        return INVALID_PARAMS, f"Invalid params: {_said(exc)}"
-    return None
-
-
-def _said(exc: Any, most: int = 3) -> str:
-    """A validation error's first complaints: where and what, never the value sent."""
-    said = []
-    for err in exc.errors()[:most]:
-        where = ".".join(str(x) for x in err.get("loc", ()) if not str(x)[:1].isupper())
-        said.append(f"{where or 'the request'}: {err.get('msg', 'invalid')}")
-    more = exc.error_count() - len(said)
-    return "; ".join(said) + (f" (and {more} more)" if more > 0 else "")
-
-
-def _rpc_error(body: Any, code: int, message: str, data: Any = None) -> Response:
-    rid = body.get("id") if isinstance(body, dict) else None
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data:
-        error["data"] = data
-    return JSONResponse(
-        {"jsonrpc": "2.0", "id": rid if isinstance(rid, (str, int)) else None, "error": error}
-    )
-
-
 def _replayed(request: Request, body: bytes) -> Request:
     """``request`` with its body read already: the SDK reads it again from here."""
     sent = False
@@ -507,10 +412,10 @@ def routes(gw: Gateway) -> list[Route]:
         if wrong is not None:
             reason, refused = wrong
             extra = {"refused_parts": refused} if refused else None
-            return _rpc_error(body, INVALID_PARAMS, f"Invalid params: {reason}", extra)
+            return rpc_error(body, INVALID_PARAMS, f"Invalid params: {reason}", extra)
         malformed = check_request(body)
         if malformed is not None:
-            return _rpc_error(body, *malformed)
+            return rpc_error(body, *malformed)
         return await endpoint(_replayed(request, data))
 
     async def card(request: Request) -> Response:

@@ -1,0 +1,131 @@
+"""What the A2A endpoint refuses before a2a-sdk sees a request, as JSON-RPC errors.
+
+:func:`check_message`: a ``message/send`` / ``message/stream`` an agent that takes text cannot
+take (no parts, no text, parts of another kind, a ``taskId`` or ``contextId`` that is not a
+non-empty string): -32602 naming what was wrong. :func:`check_request`: a body a2a-sdk would
+refuse as malformed (not JSON -32700, not JSON-RPC -32600, params of the wrong shape -32602),
+answered here with the same code because the SDK logs each one as an error with its traceback,
+and a client's mistake is not one. The messages say where and what, never the value sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+__all__ = [
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "PARSE_ERROR",
+    "SENDS",
+    "check_message",
+    "check_request",
+    "rpc_error",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+SENDS = ("message/send", "message/stream")
+
+
+def check_message(body: Any) -> tuple[str, list[str]] | None:
+    """What is wrong with a ``message/send`` / ``message/stream`` request's parts for an agent
+    that takes text, or with the task and context it names: (reason, the refused parts), or
+    None when it is fine, or when it is not such a request or too malformed to tell (a2a-sdk's
+    own validation answers it).
+
+    Args:
+        body: the JSON-RPC request, parsed.
+    """
+    if not isinstance(body, dict) or body.get("method") not in SENDS:
+        return None
+    params = body.get("params")
+    message = params.get("message") if isinstance(params, dict) else None
+    for field in ("taskId", "contextId"):
+        value = message.get(field) if isinstance(message, dict) else None
+        if value is not None and not isinstance(value, str):
+            return f"{field} must be a string, not {type(value).__name__}", []
+        if isinstance(value, str) and not value.strip():
+            return f"{field} is empty: leave it out to start a new one", []
+    parts = message.get("parts") if isinstance(message, dict) else None
+    if not isinstance(parts, list):
+        return None
+    if not parts:
+        return (
+            "the message has no parts: send the question as a text part "
+            '({"kind": "text", "text": "..."})',
+            [],
+        )
+    kinds = [p.get("kind") if isinstance(p, dict) else None for p in parts]
+    if not all(isinstance(k, str) for k in kinds):
+        return None
+    refused = [f"parts[{i}] ({k})" for i, k in enumerate(kinds) if k != "text"]
+    if refused:
+        return (
+            f"this agent takes text parts only (input mode text/plain); refused: "
+            f"{', '.join(refused)}",
+            refused,
+        )
+    if not any(isinstance(p.get("text"), str) and p["text"].strip() for p in parts):
+        return "the message's text is empty: there is no question to ask", []
+    return None
+
+
+def check_request(body: Any) -> tuple[int, str] | None:
+    """The JSON-RPC error a2a-sdk would answer ``body`` with because it is not a well-formed
+    request of a method it knows, as (code, message); None when it is one (or names a method
+    the SDK does not know: it answers that quietly itself).
+
+    The SDK logs such a request as an error, with its traceback; a client's mistake is not one.
+
+    Args:
+        body: the request body, parsed (None: it is not JSON).
+    """
+    from a2a.server.apps.jsonrpc.jsonrpc_app import JSONRPCApplication
+    from a2a.types import JSONRPCRequest
+    from pydantic import ValidationError
+
+    if body is None:
+        return PARSE_ERROR, "Parse error: the request body is not JSON"
+    try:
+        JSONRPCRequest.model_validate(body)
+    except ValidationError as exc:
+        return INVALID_REQUEST, f"Invalid request: not a JSON-RPC 2.0 request ({_said(exc)})"
+    model = JSONRPCApplication.METHOD_TO_MODEL.get(body["method"])
+    if model is None:
+        return None
+    try:
+        model.model_validate(body)
+    except ValidationError as exc:
+        return INVALID_PARAMS, f"Invalid params: {_said(exc)}"
+    return None
+
+
+def _said(exc: Any, most: int = 3) -> str:
+    """A validation error's first complaints: where and what, never the value sent."""
+    said = []
+    for err in exc.errors()[:most]:
+        where = ".".join(str(x) for x in err.get("loc", ()) if not str(x)[:1].isupper())
+        said.append(f"{where or 'the request'}: {err.get('msg', 'invalid')}")
+    more = exc.error_count() - len(said)
+    return "; ".join(said) + (f" (and {more} more)" if more > 0 else "")
+
+
+def rpc_error(body: Any, code: int, message: str, data: Any = None) -> Response:
+    """A JSON-RPC error response to ``body`` (its id, when it has a usable one).
+
+    Args:
+        body: the request, parsed (anything).
+        code: the JSON-RPC error code.
+        message: what the client is told.
+        data: the error's data (None or empty: none).
+    """
+    rid = body.get("id") if isinstance(body, dict) else None
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        error["data"] = data
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": rid if isinstance(rid, (str, int)) else None, "error": error}
+    )
