@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ class Fleet:
         claim_ttl: seconds a question's claim (and record of its holder) is kept.
     """
 
+    QUIET = 2.0  # seconds Redis is not asked after a failure
+
     def __init__(
         self,
         url: str,
@@ -175,6 +178,8 @@ class Fleet:
         self.received = 0  # forwarded messages this replica acted on
         self.refused = 0  # pub/sub messages refused as malformed
         self.degraded = 0  # Redis calls that failed or timed out
+        self._quiet_until = 0.0  # Redis is not asked before then (it just failed)
+        self._closing = False
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self, address: str, handler: Callable[[Forwarded], None]) -> None:
@@ -196,11 +201,14 @@ class Fleet:
     async def close(self) -> None:
         """Leave the fleet: last writes flushed, liveness key removed, connections closed."""
         tasks, self._tasks = self._tasks, []
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(BaseException):
-                await t
+        self._closing = True
+        for _ in range(5):  # (a cancellation the Redis client swallows is asked again)
+            pending = [t for t in tasks if not t.done()]
+            if not pending:
+                break
+            for t in pending:
+                t.cancel()
+            await asyncio.wait(pending, timeout=0.5)
         if self.address is not None:
             with contextlib.suppress(Exception):
                 await self._flush_once()
@@ -387,12 +395,19 @@ class Fleet:
             self._wake.set()
 
     async def _bounded(self, call: Awaitable[T], default: T) -> T:
-        """``call``, or ``default`` when Redis fails or takes over ``timeout`` seconds."""
+        """``call``, or ``default`` when Redis fails or takes over ``timeout`` seconds; for
+        ``QUIET`` seconds after a failure, ``default`` at once (a hanging Redis must not cost
+        every question a timeout)."""
+        if time.monotonic() < self._quiet_until:
+            if asyncio.iscoroutine(call):
+                call.close()
+            return default
         try:
             return await asyncio.wait_for(call, self.timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            self._quiet_until = time.monotonic() + self.QUIET
             self.degraded += 1
             self._log.warning("fleet: Redis did not answer (%s); acting alone", _why(exc))
             return default
@@ -407,7 +422,7 @@ class Fleet:
 
     async def _flusher(self) -> None:
         assert self._wake is not None
-        while True:
+        while not self._closing:
             await self._wake.wait()
             self._wake.clear()
             await self._flush_once()
@@ -415,18 +430,18 @@ class Fleet:
 
     async def _heartbeat(self) -> None:
         key = self._key("replica", self.replica)
-        while True:
+        while not self._closing:
             await self._bounded(self._redis.set(key, "1", ex=_ALIVE_TTL), None)
             await asyncio.sleep(_HEARTBEAT)
 
     async def _subscribe(self) -> None:
         channel = self._key("channel")
-        while True:
+        while not self._closing:
             pubsub = self._sub_client.pubsub()
             try:
                 await asyncio.wait_for(pubsub.subscribe(channel), self.timeout * 4)
                 self.subscribed.set()
-                while True:
+                while not self._closing:
                     msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                     if msg is not None:
                         self._receive(msg.get("data"))

@@ -462,6 +462,34 @@ def test_redis_down_degrades_to_acting_alone() -> None:
     asyncio.run(main())
 
 
+def test_a_hanging_redis_costs_one_timeout_not_one_per_question() -> None:
+    """A Redis that accepts connections and never answers: the first claim waits the timeout,
+    the next ones (within the quiet time after a failure) are taken locally at once."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)  # accepted by the kernel, never answered
+
+    async def main() -> None:
+        port = listener.getsockname()[1]
+        f = Fleet(f"redis://127.0.0.1:{port}/0", replica="stuck", timeout=0.3)
+        f.start("agent1qstuck", lambda _f: None)
+        try:
+            started = time.monotonic()
+            assert await f.claim("agent1qasker", "m0") is True
+            assert 0.25 < time.monotonic() - started < 1.5
+            started = time.monotonic()
+            for i in range(20):
+                assert await f.claim("agent1qasker", f"m{i + 1}") is True
+            assert time.monotonic() - started < 0.2
+        finally:
+            await asyncio.wait_for(f.close(), 5)
+
+    try:
+        asyncio.run(main())
+    finally:
+        listener.close()
+
+
 async def _no_send(_chat: object) -> None:
     raise AssertionError("nothing should be sent")
 
