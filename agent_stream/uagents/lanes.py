@@ -10,7 +10,7 @@ endpoint hangs holds up every other send of the agent (a 0.05 s reply was measur
 (ChatMessage, ChatAcknowledgement) go through per-destination lanes: each destination's
 envelopes go in order, one at a time, while other lanes run at the same time. A peer that
 restores order itself (it reads agent_stream's tagged replies, ordered by ``seq``: the plugin
-calls :func:`pipeline` for it) gets up to ``window`` (8) envelopes in flight at once. Posts go
+calls :func:`pipeline` for it) gets up to ``window`` (64) envelopes in flight at once. Posts go
 over the agent's kept-alive connections (:mod:`.pool`), not one new connection per envelope.
 Everything else the agent sends (its other protocols) goes the stock uagents way, with uagents'
 own timeouts, unless ``every_protocol`` puts all sends in lanes. Bounds (:class:`LaneLimits`,
@@ -86,7 +86,7 @@ class LaneLimits:
     max_lanes: int = 4096
     max_posting: int = 256
     drain_timeout: float = 5.0
-    window: int = 8
+    window: int = 64
     max_queued_pipelined: int = 4096
     keep_alive: bool = True
     every_protocol: bool = False

@@ -283,3 +283,23 @@ async def test_a_delivery_is_reported_with_its_endpoint(served: tuple[Recorder, 
         assert seen == [(A, url)]
     finally:
         await d.drain(1)
+
+
+async def test_by_default_a_pipelined_peer_gets_64_envelopes_in_one_round_trip(
+    served: tuple[Recorder, str, Any],
+) -> None:
+    # an agent busy with many replies to one gateway: its posts' round trips are slow, so the
+    # window is what bounds the envelopes per second to that peer
+    rec, url, _ = served
+    rec.delay = 0.3
+    d = PeerDispenser()
+    try:
+        d.pipeline(A)
+        started = time.monotonic()
+        results = await asyncio.gather(*(post(d, url, f"m{i}") for i in range(64)))
+        took = time.monotonic() - started
+        assert all(r.status == DeliveryStatus.DELIVERED for r in results)
+        assert rec.most_in_flight == 64
+        assert took < 0.3 * 2.5  # one round trip (eight would be needed with a window of 8)
+    finally:
+        await d.drain(1)
