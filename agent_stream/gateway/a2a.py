@@ -189,7 +189,8 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 key=key,
                 agent=self.agent,
                 question=question,
-                meta={"format": "a2a", "options": options},
+                # the reply, like its task, is its caller's alone (resume, stop, figures)
+                meta={"format": "a2a", "options": options, "owner": key},
                 aliases=(TASK_ALIAS + str(task_id),),
                 reasoning=gw.config.reasoning,
                 session=session,

@@ -234,7 +234,7 @@ class Gateway:
             request: the HTTP request.
 
         Raises:
-            HTTPError: 404, the reply is unknown or expired.
+            HTTPError: 404, the reply is unknown, expired, or another caller's.
         """
         raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
         cursor = parse_cursor(raw)
@@ -242,7 +242,9 @@ class Gateway:
             return None
         rid = await self.store.resolve(cursor[0])
         meta = await self.store.meta(rid) if rid is not None else None
-        if rid is None or meta is None:
+        caller = getattr(request.state, "key", "local")
+        # a reply with an owner (an A2A task's) is unknown to anyone else
+        if rid is None or meta is None or meta.get("owner", caller) != caller:
             raise HTTPError(
                 404,
                 "unknown_reply",

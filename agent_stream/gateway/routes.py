@@ -369,7 +369,7 @@ async def reply_stop(request: Request) -> Response:
         if rid is not None:
             break
     request.state.reply = rid
-    if rid is None:
+    if rid is None or not await _owns(request, rid):
         raise HTTPError(404, "unknown_reply", f"no reply {name!r}")
     if await gw.runs.cancel(rid):
         run = gw.runs.get(rid)
@@ -393,9 +393,17 @@ async def reply_stats(request: Request) -> Response:
     gw = _gw(request)
     rid = await gw.store.resolve(request.path_params["id"]) or request.path_params["id"]
     run = gw.runs.get(rid)
-    if run is None:
+    if run is None or not await _owns(request, rid):
         raise HTTPError(404, "unknown_reply", f"no reply {rid!r} in this process")
     return JSONResponse(run.stats())
+
+
+async def _owns(request: Request, rid: str) -> bool:
+    """Whether the caller may see reply ``rid``: a reply with an owner (an A2A task's) is its
+    owner's alone."""
+    meta = await _gw(request).store.meta(rid)
+    owner = meta.get("owner") if meta else None
+    return owner is None or owner == getattr(request.state, "key", "local")
 
 
 async def healthz(request: Request) -> Response:

@@ -261,3 +261,26 @@ async def test_a_continued_task_replays_as_it_streamed(tmp_path: Path) -> None:
     # the artifact the answer added is new, the draft's is not sent again
     ids = [e["artifact"]["artifactId"] for e in replay if e.get("kind") == "artifact-update"]
     assert ids and all(i not in {a["artifactId"] for a in asked["artifacts"]} for i in ids)
+
+
+async def test_another_key_cannot_replay_stop_or_read_a_tasks_reply(tmp_path: Path) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS, api_keys=["k1", "k2"]) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        rpc = f"{url}/a2a/solo"
+        tid = (await _task(http, rpc, "email Bob", headers=K1))["id"]
+        alias = f"a2a-task:{tid}"
+        resume = {"last-event-id": f"{alias}:0"}
+        for who, status in ((K2, 404), (K1, 200)):
+            r = await http.get(f"{url}/v1/stream", headers={**who, **resume})
+            assert r.status_code == status, r.text
+            r = await http.get(f"{url}/v1/replies/{alias}", headers=who)
+            assert r.status_code == status, r.text
+        assert "Send it?" in (await http.get(f"{url}/v1/stream", headers={**K1, **resume})).text
+        r = await http.delete(f"{url}/v1/replies/{alias}", headers=K2)
+        assert r.status_code == 404 and "unknown_reply" in r.text
+        # the question is still open for its caller
+        link.messages = DONE
+        done = await _result(http, rpc, _send("message/send", "yes", tid), headers=K1)
+        assert done["status"]["state"] == "completed"
