@@ -330,10 +330,12 @@ class Transcript:
         return [c for c in value if isinstance(c, str)][:16]
 
     def to_dict(self) -> dict[str, Any]:
-        """The `agent-stream assemble` JSON: the stream's end (``status``: None before
-        stream_start, ``streaming`` until stream_end; its ``error``, ``usage``,
-        ``finish_reason``, ``duration_ms``, the ``withheld`` channels), then messages, blocks,
-        threads."""
+        """The `agent-stream assemble` JSON.
+
+        The stream's end first (``status``: None before stream_start, ``streaming`` until
+        stream_end; its ``error``, ``usage``, ``finish_reason``, ``duration_ms``, the
+        ``withheld`` channels), then messages, blocks, threads.
+        """
         data = self.stream_data
         return {
             "status": self.status,

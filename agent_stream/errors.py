@@ -31,8 +31,11 @@ class WireError(StreamError):
 
 
 class InvalidJSON(StreamError, ValueError):
-    """Text is not strict JSON: bad syntax or UTF-8, nested too deep, a number out of range,
-    NaN/Infinity, a lone surrogate (see ``agent_stream.jsontext``)."""
+    """Text is not strict JSON.
+
+    Bad syntax or UTF-8, nested too deep, a number out of range, NaN/Infinity, a lone surrogate
+    (see ``agent_stream.jsontext``).
+    """
 
 
 class UsageError(StreamError):

@@ -409,10 +409,12 @@ def _event(
 
 
 class Relayable(Protocol):
-    """What ``Scope.relay`` reads: a reply as it arrives (e.g.
-    :class:`agent_stream.uagents.Reply`): its Messages live, its end status (None while it
-    streams; then completed | error | cancelled | timeout | lost ...), the assembled
-    Transcript, the peer's address, and ``cancel()``."""
+    """What ``Scope.relay`` reads: a reply as it arrives (e.g. :class:`agent_stream.uagents.Reply`).
+
+    Its Messages live, its end status (None while it streams; then completed | error |
+    cancelled | timeout | lost ...), the assembled Transcript, the peer's address, and
+    ``cancel()``.
+    """
 
     peer: str
     status: str | None
@@ -436,8 +438,10 @@ _REASONS = {
 
 
 class RelayBlock(Protocol):
-    """The writer's side of a relay block (:class:`agent_stream.writer.BlockScope`): what
-    :func:`relay_into` needs of it, so this module never imports the writer."""
+    """The writer's side of a relay block (:class:`agent_stream.writer.BlockScope`).
+
+    What :func:`relay_into` needs of it, so this module never imports the writer.
+    """
 
     block_id: str | None
     thread_id: str | None

@@ -291,8 +291,9 @@ class MarkdownRenderer(LiveRenderer):
 
 
 def make_renderer(console: Console | None = None, *, reasoning: bool = True) -> LiveRenderer:
-    """The renderer for ``console``: markdown drawn live on a terminal
-    (:class:`MarkdownRenderer`), else plain appended text (:class:`LiveRenderer`).
+    """The renderer for a console: live markdown on a terminal, else plain appended text.
+
+    A :class:`MarkdownRenderer` on a terminal, else a :class:`LiveRenderer`.
 
     Args:
         console: where to render (default: :func:`~agent_stream.render.make_console`, stdout).

@@ -260,8 +260,10 @@ class Scope:
         *,
         call_id: str | None = None,
     ) -> ToolCallScope:
-        """A tool call written as a scope: ``async with b.tool("get_weather", {"city": "Paris"})
-        as t: await t.progress("..."); t.result(...)``.
+        """A tool call written as a scope.
+
+        ``async with b.tool("get_weather", {"city": "Paris"}) as t: await t.progress("...");
+        t.result(...)``.
 
         Args:
             name: the tool's name.
@@ -577,8 +579,10 @@ class MessageHandle:
                 )
 
     def hold(self, value: str) -> bool:
-        """Keep a text delta to go out with the ones held after it, as one chunk, at the
-        stream's next chunk or event (whichever scope sends it) or its ``release()``.
+        """Keep a text delta to go out as one chunk with the ones held after it.
+
+        They go at the stream's next chunk or event (whichever scope sends it) or its
+        ``release()``.
 
         For a producer that reads a backlog of deltas faster than it waits for them: it holds
         while more is at hand and releases before it waits. Returns False (nothing kept) when

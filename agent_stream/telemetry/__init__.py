@@ -87,8 +87,9 @@ def configure(
     meter_provider: Any = None,
     enabled: bool | None = None,
 ) -> bool:
-    """Decide whether this process traces (once: later calls change nothing unless they pass
-    a provider or ``enabled``); returns whether tracing is on.
+    """Decide whether this process traces; returns whether tracing is on.
+
+    Decided once: later calls change nothing unless they pass a provider or ``enabled``.
 
     Args:
         service_name: ``service.name`` when ``OTEL_SERVICE_NAME`` (and ``service.name`` in

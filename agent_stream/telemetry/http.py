@@ -105,8 +105,10 @@ class TraceMiddleware:
 
 
 class MetricsEndpoint:
-    """ASGI app: this process's metrics in the Prometheus text format (GET or HEAD). An
-    instance, not a function, so that a router serves it as an ASGI app."""
+    """ASGI app: this process's metrics in the Prometheus text format (GET or HEAD).
+
+    An instance, not a function, so that a router serves it as an ASGI app.
+    """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await _metrics(scope, send)

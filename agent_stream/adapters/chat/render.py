@@ -92,8 +92,10 @@ def error_line(message: Any, code: Any = None) -> str:
 
 
 class Shown(Protocol):
-    """A message's encoder state as far as rendering goes (the encoder's ``MessageState``):
-    whether a plain peer was already shown its text."""
+    """A message's encoder state as far as rendering goes (the encoder's ``MessageState``).
+
+    Whether a plain peer was already shown its text.
+    """
 
     shown: bool
 
