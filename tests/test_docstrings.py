@@ -27,6 +27,7 @@ PACKAGES: list[str] = [
     "agent_stream",
     "agent_stream.adapters",
     "agent_stream.chunking",
+    "agent_stream.commands",
     "agent_stream.telemetry",
     "agent_stream.sources",
     "agent_stream.uagents",
