@@ -317,9 +317,10 @@ class TracedReply(ReplyObserver):
         Args:
             status: how the reply ended (``completed``, ``error``, ``cancelled``...).
             chat_messages: the ChatMessages the reply took on the wire.
-            resends: chunks sent again after a gap report.
+            resends: ChatMessages sent again, their delivery having failed or gone
+                unacknowledged.
             keepalives: keepalive messages sent while the reply was quiet.
-            repairs: gaps the receiver reported and this side repaired.
+            repairs: the asker's repair requests served from the replay buffer.
             answer: returns the reply's whole text, called only when it is recorded
                 (None: not recorded).
         """
