@@ -27,6 +27,7 @@ from agent_stream.sources.emitter import LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import field as _field
 from agent_stream.sources.emitter import mapped_responder as _mapped_responder
+from agent_stream.writer import MessageHandle
 
 __all__ = ["EVENT_TYPES", "AnthropicStream", "responder"]
 
@@ -64,9 +65,33 @@ class AnthropicStream:
         self._kinds: dict[int, str] = {}
         self._input = 0
         self._redacted: list[str] = []
+        self._texts: dict[Any, MessageHandle] = {}  # index -> its open text / thinking message
 
     def _key(self, index: Any) -> tuple[str, Any, Any]:
         return ("anthropic", self._block, index)
+
+    def fast(self, ev: Any) -> bool:
+        """Hold a text or thinking delta of an open message, without a coroutine (nearly every
+        event of a backlog); False: ``feed`` the event."""
+        if not self.em.holding:
+            return False
+        plain = type(ev) is dict
+        if (ev.get("type") if plain else getattr(ev, "type", None)) != "content_block_delta":
+            return False
+        d, index = (ev.get("delta"), ev.get("index")) if plain else (ev.delta, ev.index)
+        h = self._texts.get(index)
+        if h is None:
+            return False
+        kind = _field(d, "type")
+        if kind == "text_delta":
+            want, name = TEXT, "text"
+        elif kind == "thinking_delta":
+            want, name = THINKING, "thinking"
+        else:
+            return False
+        piece = _field(d, name)
+        # an ended message holds nothing (hold is False): feed then finds it closed
+        return h.type == want and (not piece or h.hold(piece))
 
     async def feed(self, ev: Any) -> None:
         """Map one stream event.
@@ -93,6 +118,7 @@ class AnthropicStream:
             self._n += 1
             self._block = ("anthropic-message", id(self), self._n)
             self._kinds.clear()
+            self._texts.clear()
             self._redacted = []
             self._input = _input_tokens(_field(msg, "usage")) or 0
             model = _field(msg, "model")
@@ -102,7 +128,9 @@ class AnthropicStream:
         elif t == "content_block_start":
             await self._start(_field(ev, "index"), _field(ev, "content_block"))
         elif t == "content_block_stop":
-            await em.end_message(self._key(_field(ev, "index")))
+            index = _field(ev, "index")
+            self._texts.pop(index, None)
+            await em.end_message(self._key(index))
         elif t == "message_delta":
             usage = _field(ev, "usage")
             inp = _input_tokens(usage)
@@ -134,10 +162,10 @@ class AnthropicStream:
         kind = str(_field(cb, "type"))
         self._kinds[index] = kind
         if kind == "text":
-            await em.open(key, TEXT, self._block)
+            self._texts[index] = await em.open(key, TEXT, self._block)
             await em.append(key, TEXT, self._block, _field(cb, "text", "") or "")
         elif kind == "thinking":
-            await em.open(key, THINKING, self._block)
+            self._texts[index] = await em.open(key, THINKING, self._block)
             await em.append(key, THINKING, self._block, _field(cb, "thinking", "") or "")
         elif kind == "redacted_thinking":
             self._redacted.append(str(_field(cb, "data", "")))

@@ -5,7 +5,9 @@ fake model yields without waiting). Sending each delta as a chunk of its own cos
 the sink and every encoder once per token. :func:`eager_events` iterates the stream for an
 :class:`~agent_stream.sources.emitter.Emitter`: while the body of the loop runs, the emitter
 holds text deltas (:meth:`~agent_stream.writer.MessageHandle.hold`); before the stream would
-wait for its next event, what is held is released. So a peer sees text as soon as the
+wait for its next event, what is held is released. An event that came after a wait is not held
+(a framework that waits between all its events, as pydantic-ai's run does, would only pay for
+holding and releasing each delta). So a peer sees text as soon as the
 framework stops producing it, batched only while more was already at hand; and anything else
 the stream sends (a tool call, an event, a message's end) goes out after the held text, in
 order.
@@ -59,7 +61,7 @@ def eager_events(em: Emitter, stream: AsyncIterable[Any]) -> AsyncIterator[Any]:
 def _step(aw: Generator[Any, Any, Any], em: Emitter) -> Generator[Any, Any, Any]:
     try:
         y = aw.send(None)
-    except StopIteration as done:  # the event was at hand
+    except StopIteration as done:  # the event was at hand: so may the next one be
         em.holding = True
         return done.value
     # The stream waits for its next event: what is held goes out first.
@@ -78,7 +80,6 @@ def _step(aw: Generator[Any, Any, Any], em: Emitter) -> Generator[Any, Any, Any]
             try:
                 y = aw.throw(thrown)
             except StopIteration as done:
-                em.holding = True
                 return done.value
         try:
             sent = yield y
@@ -90,6 +91,5 @@ def _step(aw: Generator[Any, Any, Any], em: Emitter) -> Generator[Any, Any, Any]
             continue
         try:
             y = aw.send(sent)
-        except StopIteration as done:
-            em.holding = True
+        except StopIteration as done:  # an event after a wait: not held (more may not come)
             return done.value

@@ -492,9 +492,11 @@ def mapped_responder(
 
         async def run() -> None:
             events = await resolve(stream(request))
+            fast = getattr(mapper, "fast", None)  # a sync way for the commonest events
             try:
                 async for ev in em.events(events):
-                    await mapper.feed(ev)
+                    if fast is None or not fast(ev):
+                        await mapper.feed(ev)
             finally:
                 await aclose(events)
             await mapper.close()

@@ -83,6 +83,30 @@ class GraphStream:
             await self.em.open_block(key, AGENT, name, parent=parent, data={"agent_name": name})
         return key
 
+    def fast(self, ns: tuple[str, ...], mode: str, data: Any) -> bool:
+        """Hold a plain text token of the open model call without a coroutine; False: ``feed``
+        the item."""
+        if not self.em.holding or mode != "messages":
+            return False
+        msg = data[0]
+        if type(msg).__name__ != "AIMessageChunk":
+            return False
+        content = msg.content
+        if (
+            type(content) is not str
+            or msg.tool_call_chunks
+            or msg.usage_metadata
+            or msg.additional_kwargs
+            or msg.chunk_position is not None
+        ):
+            return False
+        ns = tuple(ns)
+        key = ("llm", ns, msg.id or "?")
+        if self.current.get(ns) != key:
+            return False
+        h = self.em.messages.get((key, TEXT))
+        return h is not None and (not content or h.hold(content))
+
     async def feed(self, ns: tuple[str, ...], mode: str, data: Any) -> None:
         """Map one item of the stream.
 
@@ -337,7 +361,8 @@ def responder(
             stream = graph.astream(inp, cfg, stream_mode=MODES, subgraphs=True)
             async with contextlib.aclosing(stream):
                 async for ns, mode, data in em.events(stream):
-                    await mapper.feed(ns, mode, data)
+                    if not mapper.fast(ns, mode, data):
+                        await mapper.feed(ns, mode, data)
 
         await _drive(em, run)
 

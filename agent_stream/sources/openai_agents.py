@@ -89,6 +89,10 @@ class AgentRun:
         self.agent_tools: frozenset[str] = frozenset()  # agents used as tools, by tool name
         self._last_llm: str | None = None
 
+    def fast(self, ev: Any) -> bool:
+        """Hold a raw text delta without a coroutine; False: ``feed`` the event."""
+        return _field(ev, "type") == "raw_response_event" and self.responses.fast(ev.data)
+
     async def feed(self, ev: Any) -> None:
         """Map one event of the run's stream.
 
@@ -297,7 +301,8 @@ def responder(
                 _CURRENT.reset(token)
             try:
                 async for ev in em.events(result.stream_events()):
-                    await mapper.feed(ev)
+                    if not mapper.fast(ev):
+                        await mapper.feed(ev)
             except BaseException:
                 result.cancel()
                 raise

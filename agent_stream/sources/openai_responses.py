@@ -110,6 +110,17 @@ class ResponsesStream:
             kind,
         )
 
+    def fast(self, ev: Any) -> bool:
+        """Hold a text delta of an open message, without a coroutine (nearly every event of a
+        backlog); False: ``feed`` the event."""
+        if not self.em.holding or self.block is None:
+            return False
+        if _field(ev, "type") != "response.output_text.delta":
+            return False
+        h = self.em.messages.get(self._key(ev, TEXT))
+        delta = _field(ev, "delta")
+        return h is not None and (not delta or h.hold(delta))
+
     async def feed(self, ev: Any) -> None:
         """Map one stream event.
 

@@ -130,6 +130,15 @@ class AgentEvents:
         """
         kind = getattr(ev, "event_kind", None)
         em = self.em
+        if kind == "part_delta" and self.block is not None:  # nearly every event: straight on
+            d = ev.delta
+            if getattr(d, "part_delta_kind", None) == "text":
+                h = em.messages.get(("part", self.block, ev.index))
+                if h is not None and h.type == TEXT:
+                    piece = d.content_delta
+                    if piece and not (em.holding and h.hold(piece)):
+                        await h.append(piece)
+                    return None
         if kind == "part_start":
             if self.block is not None and ev.index <= self._last_index:
                 await self.end_response()  # a new model response starts over at index 0

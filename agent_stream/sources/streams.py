@@ -135,8 +135,11 @@ def responder(stream: Callable[[Any], Any], *, label: str | None = None) -> Sour
         async def run() -> None:
             events = await resolve(stream(request))
             mapper: Any = None
+            fast: Any = None
             try:
                 async for ev in em.events(events):
+                    if fast is not None and fast(ev):
+                        continue
                     if mapper is None:
                         kind = kind_of(ev)
                         if kind == "anthropic":
@@ -151,6 +154,7 @@ def responder(stream: Callable[[Any], Any], *, label: str | None = None) -> Sour
                                 "Responses event or a chat-completion chunk: "
                                 f"{type(ev).__name__} {str(ev)[:80]}"
                             )
+                        fast = getattr(mapper, "fast", None)
                     await mapper.feed(ev)
             finally:
                 await aclose(events)

@@ -260,6 +260,7 @@ async def test_cached_input_counts_and_a_plain_list_is_a_stream() -> None:
         "prompt_tokens": 125,
         "completion_tokens": 3,
         "total_tokens": 128,
+        "model": "m",  # the one model that answered
     }
 
 

@@ -40,7 +40,11 @@ END: list[dict[str, Any]] = [
 
 
 def text_chunks(msgs: list[Message]) -> list[str]:
-    return [m.props["content"] for m in msgs if m.type == "text" and m.delta and m.props]
+    return [
+        m.props["content"]
+        for m in msgs
+        if m.type == "text" and m.delta and m.props and m.delta_path is None
+    ]
 
 
 async def test_a_backlog_of_deltas_is_one_chunk() -> None:
@@ -77,7 +81,8 @@ async def test_text_goes_out_before_the_stream_waits() -> None:
 
     async with StreamWriter(sink) as out:
         await responder(waits)(request("q"), out)
-    assert text_chunks(got) == ["abc", "de"]
+    # what came after the wait goes out at once; then a backlog again
+    assert text_chunks(got) == ["abc", "d", "e"]
 
 
 async def test_held_text_goes_out_before_whatever_follows() -> None:
@@ -185,3 +190,65 @@ async def test_cancel_while_held_text_is_sent_reaches_the_stream() -> None:
     await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 5)
     assert task.cancelled()
     assert inside == ["cancelled", "closed"]  # the stream's own wait was cancelled, not left
+
+
+MIXED: list[dict[str, Any]] = [
+    {"type": "message_start", "message": {"model": "claude-test", "usage": {"input_tokens": 3}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking"}},
+    *(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": w},
+        }
+        for w in ("let ", "me ", "see")
+    ),
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "signature_delta", "signature": "s1"},
+    },
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "text"}},
+    delta("Paris ") | {"index": 1},
+    {
+        "type": "content_block_delta",
+        "index": 1,
+        "delta": {
+            "type": "citations_delta",
+            "citation": {"cited_text": "p", "type": "char_location"},
+        },
+    },
+    delta("is ") | {"index": 1},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": ""}},
+    delta("sunny") | {"index": 1},
+    {"type": "content_block_stop", "index": 1},
+    delta("late") | {"index": 1},  # after its block stopped: not held into the ended message
+    *END,
+]
+
+
+async def test_held_and_unheld_transcripts_are_the_same() -> None:
+    from agent_stream.assemble import assemble
+
+    async def backlog(req: Any) -> AsyncIterator[dict[str, Any]]:
+        for ev in MIXED:
+            yield ev
+
+    async def one_by_one(req: Any) -> AsyncIterator[dict[str, Any]]:
+        for ev in MIXED:
+            await asyncio.sleep(0)  # every event after a wait: nothing is held
+            yield ev
+
+    held, t1 = await run(responder(backlog), request("q"))
+    plain, t2 = await run(responder(one_by_one), request("q"))
+    assert len(text_chunks(held)) < len(text_chunks(plain))
+
+    def shown(msgs: list[Message]) -> list[tuple[str, Any]]:
+        return [(m.type, m.props) for m in assemble(msgs).messages]
+
+    assert shown(held) == shown(plain)
+    assert t1.text() == t2.text()
+    thinking = [m for m in t1.messages if m.type == "thinking"]
+    assert thinking[0].props["content"] == "let me see"
+    assert thinking[0].props["metadata"] == {"signature": "s1"}
