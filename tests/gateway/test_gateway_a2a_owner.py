@@ -11,6 +11,7 @@ gateway's own app (real HTTP on 127.0.0.1, agents answering given replies), raw 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -284,3 +285,21 @@ async def test_another_key_cannot_replay_stop_or_read_a_tasks_reply(tmp_path: Pa
         link.messages = DONE
         done = await _result(http, rpc, _send("message/send", "yes", tid), headers=K1)
         assert done["status"]["state"] == "completed"
+
+
+async def test_new_tasks_sent_at_once_get_the_room_there_is_and_no_more(tmp_path: Path) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS, max_tasks_per_key=2) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        rpc = f"{url}/a2a/solo"
+        sent = await asyncio.gather(
+            *(http.post(rpc, json=_send("message/send", f"q{i}")) for i in range(6))
+        )
+        replies = [_data(r)[0] for r in sent]
+    states = sorted(
+        r["result"]["status"]["state"] if "result" in r else str(r["error"]["code"])
+        for r in replies
+    )
+    assert states == ["-32000"] * 4 + ["input-required"] * 2, replies
+    assert len(link.questions) == 2
