@@ -610,7 +610,11 @@ class MessageHandle:
     async def _send_held(self) -> None:
         text, self._held = "".join(self._held), []
         if text:
-            await self._send_text(text)
+            core = self._core
+            if core.stamp:
+                await core.emit(self._text_chunk(text))
+            else:
+                await core.sink(self._text_chunk(text))
 
     async def append(self, value: Any, path: str | None = None) -> None:
         """Append: text onto props.content (no path), or any value at ``path``.
@@ -629,11 +633,16 @@ class MessageHandle:
             raise StreamError("append without a path takes a string (props.content)")
         if self._ended:
             raise StreamError(f"message {self.message_id} has ended; nothing more can be sent")
-        if self._core.held is not None:
-            await self._core.release()
-        await self._send_text(value)
+        core = self._core
+        if core.held is not None:
+            await core.release()
+        if core.stamp:
+            await core.emit(self._text_chunk(value))
+        else:  # emit would do nothing more: the chunk id is set
+            await core.sink(self._text_chunk(value))
 
-    async def _send_text(self, value: str) -> None:
+    def _text_chunk(self, value: str) -> Message:
+        """A text delta of this message (counted and tracked), ready to send."""
         proto = self._proto
         if proto is None:
             m = Message(
@@ -663,10 +672,7 @@ class MessageHandle:
             self._text.append(value)
         else:
             self._track(msg)
-        if core.stamp:
-            await core.emit(msg)
-        else:  # emit would do nothing more: the chunk id is set
-            await core.sink(msg)
+        return msg
 
     async def replace(self, value: Any, path: str | None = None) -> None:
         """Replace the value at ``path``.
