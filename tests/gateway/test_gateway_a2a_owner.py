@@ -22,6 +22,7 @@ import httpx
 import pytest
 from inprocess_gateway import serve_gateway
 
+from agent_stream.gateway.config import GatewayConfig
 from agent_stream.message import event, text, user_input
 
 pytestmark = pytest.mark.integration
@@ -303,3 +304,14 @@ async def test_new_tasks_sent_at_once_get_the_room_there_is_and_no_more(tmp_path
     )
     assert states == ["-32000"] * 4 + ["input-required"] * 2, replies
     assert len(link.questions) == 2
+
+
+@pytest.mark.parametrize("field", ["max_tasks_per_key", "max_tasks"])
+@pytest.mark.parametrize("value", [0, -3])
+def test_the_task_caps_must_be_at_least_one(field: str, value: int) -> None:
+    config = GatewayConfig()
+    setattr(config, field, value)
+    with pytest.raises(ValueError, match=f"{field} must be at least 1"):
+        config.check()
+    setattr(config, field, 1)
+    config.check()
