@@ -46,6 +46,7 @@ from typing import Any
 from agent_stream.adapters.chat.encoder import ChatEncoder
 from agent_stream.message import Message
 from agent_stream.sources import responder_for
+from agent_stream.sources.emitter import SourceResponder
 from agent_stream.sources.replay import tokenize
 from agent_stream.writer import StreamWriter
 
@@ -388,8 +389,8 @@ CASES = {
 }
 
 
-async def through(app: Any, encode: bool) -> str:
-    """One reply through the source (and the chat encoder); returns its text."""
+async def through(respond: SourceResponder, encode: bool) -> str:
+    """One reply through the source's responder (and the chat encoder); returns its text."""
     texts: list[str] = []
     if encode:
         enc = ChatEncoder("bench", tagged=True)
@@ -405,7 +406,7 @@ async def through(app: Any, encode: bool) -> str:
                 texts.append(m.props["content"] if m.props else "")
 
     async with StreamWriter(sink) as out:
-        await responder_for(app)(Request("go"), out)
+        await respond(Request("go"), out)
     return "".join(texts)
 
 
@@ -431,12 +432,13 @@ async def bench(names: list[str], n: int, runs: int, url: str) -> bool:
     )
     for name in names:
         alone, app = CASES[name](tokens, url)
+        respond = responder_for(app)  # built once, as an agent serving it does
         await alone()  # warm up both paths once
-        await through(app, True)
+        await through(respond, True)
         arms: list[Callable[[], Awaitable[str]]] = [
             alone,
-            lambda: through(app, False),  # noqa: B023
-            lambda: through(app, True),  # noqa: B023
+            lambda: through(respond, False),  # noqa: B023
+            lambda: through(respond, True),  # noqa: B023
         ]
         times: list[list[float]] = [[], [], []]
         for r in range(runs):
