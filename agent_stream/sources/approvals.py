@@ -28,7 +28,11 @@ _YES = frozenset(
 
 def is_yes(text: str) -> bool:
     """Whether an answer approves: ``yes``, ``ok``, ``approve``... (case and a trailing ``!`` or
-    ``.`` ignored)."""
+    ``.`` ignored).
+
+    Args:
+        text: the asker's answer.
+    """
     return text.strip().lower().rstrip("!. ") in _YES
 
 
@@ -53,20 +57,34 @@ def asking(
 
 
 class PausedRuns(Generic[V]):
-    """Paused runs by chat session, the oldest forgotten past ``limit``."""
+    """Paused runs by chat session, the oldest forgotten past ``limit``.
+
+    Args:
+        limit: the most paused runs kept.
+    """
 
     def __init__(self, limit: int = 1024) -> None:
         self.limit = limit
         self._runs: OrderedDict[str, V] = OrderedDict()
 
     def put(self, session: str, run: V) -> None:
+        """Keep ``run``, paused in ``session``, the oldest run forgotten past ``limit``.
+
+        Args:
+            session: the chat session the run waits in.
+            run: the paused run.
+        """
         self._runs[session] = run
         self._runs.move_to_end(session)
         while len(self._runs) > self.limit:
             self._runs.popitem(last=False)
 
     def take(self, session: str | None) -> V | None:
-        """The run paused in ``session`` (no longer kept), else None."""
+        """The run paused in ``session`` (no longer kept), else None.
+
+        Args:
+            session: the chat session (None: none, so no run).
+        """
         if session is None:
             return None
         return self._runs.pop(session, None)

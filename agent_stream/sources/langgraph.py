@@ -85,7 +85,13 @@ class GraphStream:
 
     def fast(self, ns: tuple[str, ...], mode: str, data: Any) -> bool:
         """Hold a plain text token of the open model call without a coroutine; False: ``feed``
-        the item."""
+        the item.
+
+        Args:
+            ns: the subgraph namespace it comes from.
+            mode: the stream mode.
+            data: the item's payload.
+        """
         if not self.em.holding or mode != "messages":
             return False
         msg = data[0]

@@ -90,7 +90,11 @@ class AgentRun:
         self._last_llm: str | None = None
 
     def fast(self, ev: Any) -> bool:
-        """Hold a raw text delta without a coroutine; False: ``feed`` the event."""
+        """Hold a raw text delta without a coroutine; False: ``feed`` the event.
+
+        Args:
+            ev: the stream event.
+        """
         return _field(ev, "type") == "raw_response_event" and self.responses.fast(ev.data)
 
     async def feed(self, ev: Any) -> None:

@@ -112,7 +112,11 @@ class ResponsesStream:
 
     def fast(self, ev: Any) -> bool:
         """Hold a text delta of an open message, without a coroutine (nearly every event of a
-        backlog); False: ``feed`` the event."""
+        backlog); False: ``feed`` the event.
+
+        Args:
+            ev: the stream event.
+        """
         if not self.em.holding or self.block is None:
             return False
         if _field(ev, "type") != "response.output_text.delta":

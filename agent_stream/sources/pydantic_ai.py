@@ -84,6 +84,7 @@ class AgentEvents:
         em: the emitter the run writes through.
         label: the label of its model blocks (None: none).
         parent: the key of the block it nests in (None: the reply's top level).
+        model: the model's name, in its model blocks' start (None: not known).
     """
 
     def __init__(
