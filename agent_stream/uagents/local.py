@@ -59,6 +59,7 @@ from uagents_core.registration import AgentRegistrationPolicy
 from agent_stream import telemetry
 from agent_stream.seeds import warn_weak_seed
 from agent_stream.uagents import _compat
+from agent_stream.uagents.collector import serving_thresholds
 from agent_stream.uagents.directory import (
     DIRECTORY_ENV,
     DirectoryError,
@@ -612,6 +613,7 @@ def serve_agent(
     if port is not None and not port_free(port):
         raise PortInUse(port, agent.name)
     telemetry.configure(agent.name)  # each agent is its own service unless OTEL_* name one
+    serving_thresholds()  # a thousand open replies must not spend their CPU in the collector
 
     async def top() -> None:
         me = asyncio.current_task()
@@ -701,7 +703,8 @@ def run_agent(
     (``SystemExit(1)``); :func:`serve_agent` raises :class:`PortInUse` instead.
 
     uagents' ``run_async`` cancels every other task on the loop when it ends; that is why the
-    agent runs as the loop's main task here and nothing awaits it.
+    agent runs as the loop's main task here and nothing awaits it. The process's garbage
+    collector gets serving thresholds (:func:`~agent_stream.uagents.collector.serving_thresholds`).
 
     Args:
         agent: the agent (a :func:`local_agent` is checked before anything starts).
