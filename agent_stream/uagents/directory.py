@@ -11,7 +11,9 @@ replies. So the directory holding it is created 0700 and the file 0600, and both
 writable by group or others. An entry is used only when its process is alive, its ``started``
 is not in the future, and its endpoint answers a readiness probe (``HEAD /submit`` with
 ``x-uagents-address``, as uagents serves it) within ``probe_timeout`` (1 s; a positive answer
-is remembered ``probe_ttl``, 10 s). Entries of dead processes are pruned on every write.
+is remembered ``probe_ttl``, 10 s; a probe that times out after a positive answer, with no
+refusal since, still counts as one: that agent is busy, not gone). Entries of dead processes
+are pruned on every write.
 """
 
 from __future__ import annotations
@@ -192,6 +194,7 @@ class LocalDirectory:
         self.probe_timeout = probe_timeout
         self.probe_ttl = probe_ttl
         self._answered: dict[tuple[str, str], float] = {}  # (address, endpoint) -> when
+        self._verified: set[tuple[str, str]] = set()  # answered once and never refused since
         self._probing: dict[tuple[str, str], asyncio.Future[bool]] = {}
         self._parsed: dict[str, dict[str, Any]] = {}
         self._parsed_from: bytes | None = None
@@ -331,7 +334,11 @@ class LocalDirectory:
                 ) as resp,
             ):
                 ok = _ready(resp.status, resp.headers.get("x-uagents-status"))
-        except Exception:  # refused, timed out, not HTTP: it does not answer
+        except asyncio.TimeoutError:
+            # busy, not gone: an endpoint that served this address and now answers slowly (an
+            # agent streaming to a crowd, or this process's own loop busy) is still its own
+            ok = (address, endpoint) in self._verified
+        except Exception:  # refused, not HTTP: it does not answer
             ok = False
         return self._remember(address, endpoint, ok)
 
@@ -343,9 +350,13 @@ class LocalDirectory:
         if ok:
             if len(self._answered) > 1024:
                 self._answered.clear()
+            if len(self._verified) > 1024:
+                self._verified.clear()
             self._answered[(address, endpoint)] = time.monotonic()
+            self._verified.add((address, endpoint))
         else:
             self._answered.pop((address, endpoint), None)
+            self._verified.discard((address, endpoint))
         return ok
 
     def lookup(self, destination: str) -> str | None:
