@@ -74,7 +74,7 @@ def _step(aw: Generator[Any, Any, Any], em: Emitter) -> Generator[Any, Any, Any]
             if callable(cancel):
                 cancel()
             exc = failed
-    while True:  # hand the step to the event loop, as ``await`` does
+    while True:  # hand the step's pending wait to the event loop, as ``await`` does
         if exc is not None:
             thrown, exc = exc, None
             try:
@@ -82,14 +82,14 @@ def _step(aw: Generator[Any, Any, Any], em: Emitter) -> Generator[Any, Any, Any]
             except StopIteration as done:
                 return done.value
         try:
-            sent = yield y
+            yield y  # an asyncio task resumes with None (a result is read from its future)
         except GeneratorExit:
             aw.close()
             raise
         except BaseException as failed:
             exc = failed
             continue
-        try:
-            y = aw.send(sent)
-        except StopIteration as done:  # an event after a wait: not held (more may not come)
-            return done.value
+        break
+    # then the rest of the step, delegated natively; an event after a wait is not held (more
+    # may not come)
+    return (yield from aw)

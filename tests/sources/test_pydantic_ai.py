@@ -305,3 +305,29 @@ async def test_a_waiting_call_without_a_session_is_asked_and_logged(
         msgs, t = await run(responder(approval_agent(ran)), request("delete a"))
     assert of_type(t, "user_input") and stream_end(msgs)["status"] == "completed"
     assert "pydantic-ai deferred tool calls not mapped" in caplog.text
+
+
+async def test_approval_and_resume_over_real_agents() -> None:
+    from inprocess_agents import Pair
+
+    from agent_stream.uagents import StreamingChat
+
+    ran: list[str] = []
+    pair = Pair()
+    try:
+        server = pair.add(
+            "pydantic-ai approval server", StreamingChat(responder(approval_agent(ran)))
+        )
+        client_chat = StreamingChat()
+        client = pair.add("pydantic-ai approval client", client_chat)
+        ctx = client._build_context()  # one context: one session
+        reply = await client_chat.ask(ctx, server.address, "delete a")
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert reply.completed and ran == []
+        [asked] = [m for m in t.messages if m.type == "user_input"]
+        assert asked.props["name"] == "delete_file" and asked.props["kind"] == "approval"
+        reply = await client_chat.ask(ctx, server.address, "yes")
+        t = await asyncio.wait_for(reply.wait(), 20)
+        assert reply.completed and ran == ["a"] and "deleted a" in t.text()
+    finally:
+        await pair.close()
