@@ -27,7 +27,7 @@ from agent_stream.sources.emitter import LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import field as _field
 from agent_stream.sources.emitter import mapped_responder as _mapped_responder
-from agent_stream.writer import MessageHandle
+from agent_stream.writer import MessageHandle as _MessageHandle
 
 __all__ = ["EVENT_TYPES", "AnthropicStream", "responder"]
 
@@ -65,7 +65,7 @@ class AnthropicStream:
         self._kinds: dict[int, str] = {}
         self._input = 0
         self._redacted: list[str] = []
-        self._texts: dict[Any, MessageHandle] = {}  # index -> its open text / thinking message
+        self._texts: dict[Any, _MessageHandle] = {}  # index -> its open text / thinking message
 
     def _key(self, index: Any) -> tuple[str, Any, Any]:
         return ("anthropic", self._block, index)

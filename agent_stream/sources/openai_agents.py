@@ -35,7 +35,9 @@ from collections.abc import Hashable
 from typing import Any
 
 from agent_stream.errors import require as _require
-from agent_stream.sources.approvals import PausedRuns, asking, is_yes
+from agent_stream.sources.approvals import PausedRuns as _PausedRuns
+from agent_stream.sources.approvals import asking as _asking
+from agent_stream.sources.approvals import is_yes as _is_yes
 from agent_stream.sources.emitter import AGENT, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import drive as _drive
@@ -253,7 +255,7 @@ def input_of(request: Any) -> list[dict[str, str]]:
 def _answer(state: Any, waiting: list[Any], text: str) -> Any:
     """The paused run's state with the asker's answer to each waiting call."""
     for item in waiting:
-        if is_yes(text):
+        if _is_yes(text):
             state.approve(item)
         else:
             state.reject(item, rejection_message=f"The user refused: {text}")
@@ -279,7 +281,7 @@ def responder(
     """
     _require("agents", "openai-agents", "the OpenAI Agents SDK source")
 
-    paused: PausedRuns[tuple[Any, list[Any]]] = PausedRuns()
+    paused: _PausedRuns[tuple[Any, list[Any]]] = _PausedRuns()
 
     async def respond(request: Any, out: _Scope) -> None:
         from agents import Runner
@@ -316,7 +318,7 @@ def responder(
                 raw = getattr(item, "raw_item", None)
                 await em.send(
                     None,
-                    asking(
+                    _asking(
                         _field(raw, "call_id"),
                         getattr(item, "tool_name", None) or _field(raw, "name"),
                         _field(raw, "arguments") or {},

@@ -39,7 +39,9 @@ from typing import Any
 from agent_stream.errors import require as _require
 from agent_stream.message import TEXT, THINKING
 from agent_stream.message import text as _text
-from agent_stream.sources.approvals import PausedRuns, asking, is_yes
+from agent_stream.sources.approvals import PausedRuns as _PausedRuns
+from agent_stream.sources.approvals import asking as _asking
+from agent_stream.sources.approvals import is_yes as _is_yes
 from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import drive as _drive
@@ -232,17 +234,17 @@ def _is_deferred(output: Any) -> bool:
 async def _ask(em: _Emitter, requests: Any) -> None:
     """A ``user_input`` message per call the run left waiting."""
     for call in requests.approvals:
-        await em.send(None, asking(call.tool_call_id, call.tool_name, call.args or {}))
+        await em.send(None, _asking(call.tool_call_id, call.tool_name, call.args or {}))
     for call in requests.calls:
         kind = requests.kind(call.tool_call_id) if hasattr(requests, "kind") else "external"
-        await em.send(None, asking(call.tool_call_id, call.tool_name, call.args or {}, kind))
+        await em.send(None, _asking(call.tool_call_id, call.tool_name, call.args or {}, kind))
 
 
 def _answers(requests: Any, text: str) -> Any:
     """The asker's answer as the waiting calls' ``DeferredToolResults``."""
     from pydantic_ai import DeferredToolResults, ToolApproved, ToolDenied
 
-    approve = is_yes(text)
+    approve = _is_yes(text)
     return DeferredToolResults(
         approvals={
             c.tool_call_id: ToolApproved() if approve else ToolDenied(f"The user refused: {text}")
@@ -357,7 +359,7 @@ def responder(
     """
     _require("pydantic_ai", "pydantic-ai", "the pydantic-ai source")
 
-    paused: PausedRuns[tuple[list[Any], Any]] = PausedRuns()
+    paused: _PausedRuns[tuple[list[Any], Any]] = _PausedRuns()
 
     async def respond(request: Any, out: _Scope) -> None:
         em = _Emitter(out)
