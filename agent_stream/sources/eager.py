@@ -5,12 +5,11 @@ fake model yields without waiting). Sending each delta as a chunk of its own cos
 the sink and every encoder once per token. :func:`eager_events` iterates the stream for an
 :class:`~agent_stream.sources.emitter.Emitter`: while the body of the loop runs, the emitter
 holds text deltas (:meth:`~agent_stream.writer.MessageHandle.hold`); before the stream would
-wait for its next event, what is held is released. An event that came after a wait is not held
-(a framework that waits between all its events, as pydantic-ai's run does, would only pay for
-holding and releasing each delta). So a peer sees text as soon as the
+wait for its next event, what is held is released. So a peer sees text as soon as the
 framework stops producing it, batched only while more was already at hand; and anything else
 the stream sends (a tool call, an event, a message's end) goes out after the held text, in
-order.
+order. An event that came after a wait is not held: a framework that waits between all its
+events (as pydantic-ai's run does) would only pay for holding and releasing each delta.
 
 Whether the next event is at hand is learned by taking one step of the stream's ``__anext__``
 in place: if it finishes, the event was ready; if it yields (it would wait), the held text is

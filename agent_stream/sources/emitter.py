@@ -237,16 +237,6 @@ class Emitter:
         if not (self.holding and h.hold(delta)):
             await h.append(delta)
 
-    async def append_to(self, h: MessageHandle, delta: str) -> None:
-        """Append text to an open message ``h`` (held while more events are at hand).
-
-        Args:
-            h: the open message.
-            delta: the text to append.
-        """
-        if not (self.holding and h.hold(delta)):
-            await h.append(delta)
-
     def events(self, stream: AsyncIterable[Any]) -> AsyncIterator[Any]:
         """Iterate the framework's ``stream``, batching the text deltas of a backlog.
 
