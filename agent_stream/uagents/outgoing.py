@@ -24,8 +24,9 @@ agent streaming many replies at once spends its CPU per ChatMessage, not per tok
 open, a reply sends at most one ChatMessage every ``R / agent_rate`` seconds (at most
 ``max_hold``): what its encoder releases meanwhile waits and goes as one, until it holds
 ``hold_chars`` characters of text (the chunker's default ``max_chars``), the reply ends, or the
-hold is over. With few replies open the hold is below ``min_hold`` and nothing waits: text goes
-as the chunker releases it (at most its ``max_delay`` late).
+hold is over. A reply's first text is never held (the asker's time to first text). With few
+replies open the hold is below ``min_hold`` and nothing waits: text goes as the chunker releases
+it (at most its ``max_delay`` late).
 
 Every stream ends whatever happens: the responder raising (an ``error`` message, then the ends
 with status error), cancellation, the peer unreachable.
@@ -212,6 +213,7 @@ class Outgoing:
         self._open_replies = open_replies
         self._hold_until = 0.0  # load-shaped batching: the next ChatMessage not before this
         self._queued_chars = 0  # text waiting in the queue
+        self._text_sent = False  # the reply's first text went (it is never held)
         self.holds = 0  # times the next ChatMessage waited for more text (the agent was busy)
 
     def start(self) -> asyncio.Task[None]:
@@ -258,7 +260,10 @@ class Outgoing:
 
     def _hold(self) -> float:
         """Seconds the next ChatMessage should wait for more text (0 or less: go now)."""
-        if self._closing or self.dead or self._queued_chars >= self.limits.hold_chars:
+        chars = self._queued_chars
+        if self._closing or self.dead or chars >= self.limits.hold_chars:
+            return 0.0
+        if chars and not self._text_sent:  # the first text: the asker waits for it
             return 0.0
         return self._hold_until - clock()
 
@@ -388,7 +393,9 @@ class Outgoing:
                     break
                 n += 1
             batch = [self.queue.popleft() for _ in range(n)]
-            self._queued_chars = max(0, self._queued_chars - sum(map(_text_chars, batch)))
+            chars = sum(map(_text_chars, batch))
+            self._queued_chars = max(0, self._queued_chars - chars)
+            self._text_sent = self._text_sent or chars > 0
             chat = batch[0] if n == 1 else coalesce(batch)
             if len(self.queue) <= limits.max_buffered // 2:
                 self._space.set()

@@ -65,7 +65,7 @@ async def test_few_replies_open_nothing_waits() -> None:
     unpaced, _, _ = await run(None)
     assert out.holds == 0
     assert alone.text() == unpaced.text() == EXPECTED
-    assert len(alone.sent) == len(unpaced.sent) >= 8  # a sentence per ChatMessage, about
+    assert abs(len(alone.sent) - len(unpaced.sent)) <= 1 and len(alone.sent) >= 8
 
 
 async def test_many_replies_open_fewer_chat_messages_same_text() -> None:
@@ -74,7 +74,7 @@ async def test_many_replies_open_fewer_chat_messages_same_text() -> None:
     assert busy.text() == calm.text() == EXPECTED  # same text, same order
     assert out.holds > 0
     assert len(busy.sent) * 2 <= len(calm.sent)  # at least halved
-    gaps = [b[0] - a[0] for a, b in zip(busy.sent, busy.sent[1:])]
+    gaps = [b[0] - a[0] for a, b in zip(busy.sent, busy.sent[1:], strict=False)]
     assert max(gaps) < 0.3 + 0.25  # never held past max_hold (and the chunker's delay)
     assert took < 0.6 * len(WORDS) * 0.05 + 2.0  # the reply is not made longer than that
 
@@ -100,4 +100,38 @@ async def test_no_rate_no_batching_for_load() -> None:
     off, out, _ = await run(1000, agent_rate=0)
     calm, _, _ = await run(1)
     assert out.holds == 0
-    assert len(off.sent) == len(calm.sent)
+    assert abs(len(off.sent) - len(calm.sent)) <= 1  # (timing: one more or less)
+
+
+async def test_the_first_text_is_not_held() -> None:
+    wrote: list[float] = []
+
+    async def late_text(out: StreamWriter) -> None:
+        async with out.block("llm") as b:
+            await asyncio.sleep(
+                0.3
+            )  # the block's start goes alone first (its metadata waits 0.1 s)
+            async with b.message("text") as m:
+                wrote.append(time.monotonic())
+                await m.append("The first sentence. ")
+                await asyncio.sleep(0.5)
+                await m.append("A second one. ")
+                await asyncio.sleep(0.5)
+                await m.append("A third. ")
+
+    wire = Wire()
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=late_text,
+        send=wire,
+        limits=PumpLimits(max_hold=2.0),
+        open_replies=lambda: 1000,  # busy: holds of 2 s
+    )
+    await asyncio.wait_for(out.start(), 10)
+    assert wire.text() == "The first sentence. A second one. A third. "
+    first_text = next(t for t, c in wire.sent if any(getattr(i, "text", "") for i in c.content))
+    assert wire.sent[0][1].content and first_text > wire.sent[0][0]  # something went before it
+    assert first_text - wrote[0] < 0.4  # at once, not after the 2 s hold
+    assert out.holds > 0  # the next sentences were held (the end of the reply released them)
