@@ -95,14 +95,44 @@ def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
     )
     agent.include(chat, publish_manifest=True)
 
+    trace = float(os.environ.get("BENCH_TRACE_MEMORY") or 0)
+    if trace:
+        import tracemalloc
+
+        tracemalloc.start(1)
+
     async def main(ctx: Any) -> None:
         print(f"address: {agent.address}", flush=True)
+        busy_since: float | None = None
         while True:
             Path(stats).write_text(json.dumps({"chat_messages": chat.sent_chat_messages}))
             await asyncio.sleep(0.5)
+            if trace and chat.active and busy_since is None:
+                busy_since = time.monotonic()
+            if trace and busy_since is not None and time.monotonic() - busy_since >= trace:
+                trace_memory(f"{stats}.memory", chat.active)
+                busy_since = float("inf")
 
     run_agent(agent, main)
     return 0
+
+
+def trace_memory(path: str, replies: int) -> None:
+    """Where the serving process's memory is (tracemalloc, by line), per open reply."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    snap = tracemalloc.take_snapshot()
+    stats = snap.statistics("lineno")
+    total = sum(s.size for s in stats)
+    lines = [f"traced {total / 1e6:.1f} MB, {replies} replies open"]
+    for s in stats[:40]:
+        where = str(s.traceback[0]).replace(str(ROOT) + "/", "")
+        lines.append(
+            f"{s.size / 1e6:8.2f} MB {s.size / max(1, replies) / 1e3:8.1f} KB/reply {where}"
+        )
+    Path(path).write_text("\n".join(lines) + "\n")
 
 
 def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -> int:
@@ -804,9 +834,10 @@ def print_stock(rows: list[dict[str, Any]], rate: float, seconds: float) -> None
         )
 
 
-def environment(path: Path, tmp: str) -> dict[str, str]:
+def environment(path: Path, tmp: str, trace: float = 0.0) -> dict[str, str]:
     return {
         **os.environ,
+        "BENCH_TRACE_MEMORY": str(trace or ""),
         "BENCH_DIR": tmp,
         "AGENT_STREAM_DIRECTORY": f"{tmp}/agents.json",
         "PYTHONPATH": str(path),
@@ -831,6 +862,13 @@ def main() -> int:
         default=0,
         help="the agent's replies-at-once cap (0: N, every client admitted); "
         "the others are refused at once (busy: HTTP 503 with Retry-After)",
+    )
+    ap.add_argument(
+        "--trace-memory",
+        type=float,
+        default=0.0,
+        help="trace the agent's memory (tracemalloc; slows it) and write where it is, by line, "
+        "this many seconds after its first reply started (into --keep's folder)",
     )
     ap.add_argument("--micro", action="store_true")
     ap.add_argument("--messages", type=int, default=2000)
@@ -890,7 +928,7 @@ def main() -> int:
             if args.keep is not None:
                 tmp = str(args.keep / label.replace(" ", "-"))
                 Path(tmp).mkdir(parents=True, exist_ok=True)
-            env = environment(path, tmp)
+            env = environment(path, tmp, args.trace_memory)
             if args.micro:
                 runs = [micro(env, args.messages) for _ in range(3)]
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
