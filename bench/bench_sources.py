@@ -20,7 +20,11 @@ read: the sources then hold consecutive text deltas and send them as one chunk b
 wait for more (``agent_stream.sources.eager``). Where a framework waits between its events
 anyway (pydantic-ai hands each event over from its own task), every delta is a chunk of its own.
 
-    python bench/bench_sources.py [--tokens 4000] [--runs 9] [--only langgraph,anthropic]
+Before the rounds, what the frameworks have loaded is moved out of the collector's reach
+(``gc.freeze()``): a full collection otherwise walks every object of every framework, and
+whichever arm it lands in looks slower.
+
+    python bench/bench_sources.py [--tokens 4000] [--runs 15] [--only langgraph,anthropic]
 
 Target: the source adds at most 15% CPU to the framework's own stream. Exit status 1 when a
 source's text differs from the framework's or a target is missed.
@@ -435,6 +439,8 @@ async def bench(names: list[str], n: int, runs: int, url: str) -> bool:
         respond = responder_for(app)  # built once, as an agent serving it does
         await alone()  # warm up both paths once
         await through(respond, True)
+        gc.collect()
+        gc.freeze()
         arms: list[Callable[[], Awaitable[str]]] = [
             alone,
             lambda: through(respond, False),  # noqa: B023
@@ -466,7 +472,7 @@ async def bench(names: list[str], n: int, runs: int, url: str) -> bool:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tokens", type=int, default=4000)
-    p.add_argument("--runs", type=int, default=9)
+    p.add_argument("--runs", type=int, default=15)
     p.add_argument("--only", default=",".join(CASES))
     args = p.parse_args()
     names = [x for x in args.only.split(",") if x]
