@@ -10,13 +10,16 @@ way.
 
 Idle connections are closed after ``keepalive`` seconds (4 s: below the 5 s after which uvicorn,
 which serves uagents agents, closes them itself, so a post seldom lands on a connection the
-peer is closing). A post that finds its kept connection closed by the peer before any answer
-is tried once more on a new connection.
+peer is closing). A post that finds its kept connection closed or reset by the peer before any
+answer is tried again on a new connection (twice at most), and so is a connect refused (after
+20 ms, then 40: on loopback, under load, a new connection can land on the TIME_WAIT the server
+side left of one it closed, and be refused though the server listens).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 from typing import Any
@@ -29,6 +32,8 @@ __all__ = ["EnvelopePoster"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 HEADERS = {"content-type": "application/json"}
+RETRIES = 2  # more tries of one post after a kept connection was closed, or a connect refused
+REFUSED_PAUSE = 0.02  # seconds before trying a refused connect again (times the try)
 
 
 class EnvelopePoster:
@@ -78,7 +83,7 @@ class EnvelopePoster:
         data = envelope.model_dump_json()
         errors: list[str] = []
         for endpoint in endpoints:
-            for attempt in (1, 2):
+            for attempt in range(1, RETRIES + 2):
                 try:
                     async with self._client().post(endpoint, data=data, headers=HEADERS) as resp:
                         if resp.status == 200:
@@ -90,12 +95,21 @@ class EnvelopePoster:
                                 session=envelope.session,
                             )
                         errors.append(f"{resp.status}: {_detail(await resp.text())}")
-                except aiohttp.ServerDisconnectedError as exc:
-                    if attempt == 1:  # a kept connection the peer closed: once more, afresh
-                        continue
-                    errors.append(f"Failed to send message: {exc}")
-                except aiohttp.ClientConnectorError as exc:
-                    errors.append(f"Failed to connect: {exc}")
+                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                    refused = getattr(getattr(exc, "os_error", exc), "errno", None)
+                    if isinstance(exc, aiohttp.ClientConnectorError):
+                        if refused == errno.ECONNREFUSED and attempt <= RETRIES:
+                            # on loopback a new connection can land on the server side's
+                            # TIME_WAIT of one it closed and be refused: again, from another port
+                            await asyncio.sleep(REFUSED_PAUSE * attempt)
+                            continue
+                        errors.append(
+                            f"Failed to connect: {exc}" + (f" (errno {refused})" if refused else "")
+                        )
+                    elif attempt <= RETRIES:  # a kept connection the peer closed or reset:
+                        continue  # again, afresh (it had not read the request)
+                    else:
+                        errors.append(f"Failed to send message: {exc}")
                 except Exception as exc:  # never let a transport error escape
                     errors.append(f"Failed to send message: {exc}")
                 break

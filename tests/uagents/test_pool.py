@@ -303,3 +303,45 @@ async def test_by_default_a_pipelined_peer_gets_64_envelopes_in_one_round_trip(
         assert took < 0.3 * 2.5  # one round trip (eight would be needed with a window of 8)
     finally:
         await d.drain(1)
+
+
+async def test_a_refused_connect_is_tried_again_from_another_port() -> None:
+    # on loopback under load a connect can be refused though the server listens (it lands on
+    # the TIME_WAIT of a connection the server closed): the post tries again shortly after
+    from agent_stream.uagents.local import free_port
+
+    port = free_port()
+    rec = Recorder()
+    app = web.Application()
+    app.router.add_post("/submit", rec.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+
+    async def listen_soon() -> None:
+        await asyncio.sleep(0.03)  # the first connect is refused, a later one finds it
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+
+    poster = EnvelopePoster()
+    try:
+        opening = asyncio.create_task(listen_soon())
+        status = await poster.post(envelope("late"), [f"http://127.0.0.1:{port}/submit"])
+        await opening
+        assert status.status == DeliveryStatus.DELIVERED, status.detail
+        assert rec.got == ["late"]
+    finally:
+        await poster.close()
+        await runner.cleanup()
+
+
+async def test_a_dead_endpoint_still_fails_within_a_fraction_of_a_second() -> None:
+    from agent_stream.uagents.local import free_port
+
+    poster = EnvelopePoster()
+    try:
+        started = time.monotonic()
+        status = await poster.post(envelope("x"), [f"http://127.0.0.1:{free_port()}/submit"])
+        assert status.status == DeliveryStatus.FAILED
+        assert "errno 111" in status.detail
+        assert time.monotonic() - started < 0.5
+    finally:
+        await poster.close()
