@@ -72,30 +72,34 @@ class AnthropicStream:
 
     def fast(self, ev: Any) -> bool:
         """Hold a text or thinking delta of an open message, without a coroutine (nearly every
-        event of a backlog); False: ``feed`` the event.
-
-        Args:
-            ev: the stream event.
-        """
+        event of a backlog); False: ``feed`` the event."""
         if not self.em.holding:
             return False
-        plain = type(ev) is dict
-        if (ev.get("type") if plain else getattr(ev, "type", None)) != "content_block_delta":
-            return False
-        d, index = (ev.get("delta"), ev.get("index")) if plain else (ev.delta, ev.index)
-        h = self._texts.get(index)
+        if type(ev) is dict:
+            if ev.get("type") != "content_block_delta":
+                return False
+            d = ev.get("delta")
+            if type(d) is not dict:
+                return False
+            h = self._texts.get(ev.get("index"))
+            kind = d.get("type")
+            piece = d.get("text") if kind == "text_delta" else d.get("thinking")
+        else:
+            if getattr(ev, "type", None) != "content_block_delta":
+                return False
+            d = ev.delta
+            h = self._texts.get(ev.index)
+            kind = getattr(d, "type", None)
+            piece = getattr(d, "text" if kind == "text_delta" else "thinking", None)
         if h is None:
             return False
-        kind = _field(d, "type")
         if kind == "text_delta":
-            want, name = TEXT, "text"
-        elif kind == "thinking_delta":
-            want, name = THINKING, "thinking"
-        else:
+            if h.type != TEXT:
+                return False
+        elif kind != "thinking_delta" or h.type != THINKING:
             return False
-        piece = _field(d, name)
         # an ended message holds nothing (hold is False): feed then finds it closed
-        return h.type == want and (not piece or h.hold(piece))
+        return not piece or h.hold(piece)
 
     async def feed(self, ev: Any) -> None:
         """Map one stream event.
