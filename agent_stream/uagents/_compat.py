@@ -4,17 +4,18 @@ The protection of :mod:`agent_stream.uagents.hardening` and the offline agents o
 :mod:`agent_stream.uagents.local` need a few things uagents does not make public: an agent's
 registered models (to validate a payload before it is queued, and to have uagents' own parse
 take the model the guard built), its inbox queue (to cap it), its dispenser (to send through
-per-peer lanes), its HTTP server object (to cap envelopes at the edge), its event loop, and the spots where uagents looks up the ledger query, the status update
-and the listening host. Read anywhere else with a ``getattr(..., None)`` fallback, a rename in a
-later uagents would change behaviour silently -- a renamed models table would make the guard
-refuse every payload, a renamed inbox would turn the cap off. Here each internal is listed in
-:data:`INTERNALS`, and :func:`check` (run by ``protect()`` and when a protected agent starts)
-raises :class:`UagentsCompatError` naming the missing or changed internal and the uagents
-version, before anything runs on it.
+per-peer lanes), its HTTP server object (to cap envelopes at the edge), its event loop, and the
+spots where uagents looks up the ledger query, the status update and the listening host (and
+the uvicorn settings its server runs with). Read anywhere else with a ``getattr(..., None)``
+fallback, a rename in a later uagents would change behaviour silently -- a renamed models table
+would make the guard refuse every payload, a renamed inbox would turn the cap off. Here each
+internal is listed in :data:`INTERNALS`, and :func:`check` (run by ``protect()`` and when a
+protected agent starts) raises :class:`UagentsCompatError` naming the missing or changed
+internal and the uagents version, before anything runs on it.
 
-Nothing here changes a uagents class or module: the two "variants" (:func:`variant`) are copies
-of uagents functions whose global lookups of one name resolve differently, used only by our own
-subclasses.
+Nothing here changes a uagents class or module: the "variants" (:func:`variant`) are copies of
+uagents functions whose global lookups of a name or two resolve differently, used only by our
+own subclasses.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import uagents
 import uagents.agent as _ua_agent
 import uagents.asgi as _ua_asgi
 import uagents.context as _ua_context
+import uvicorn
 from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
 from uagents.dispatch import dispatcher
@@ -137,6 +139,7 @@ def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
             "ASGIServer.serve using HOST",
             lambda: (
                 _looks_up(ASGIServer.serve, "HOST")
+                and _looks_up(ASGIServer.serve, "uvicorn")
                 and isinstance(getattr(_ua_asgi, "HOST", None), str)
             ),
             "is no longer how the agent's server chooses its host",
@@ -391,13 +394,31 @@ def agent_init_without_ledger() -> Any:
     return variant(_ua_agent.Agent.__init__, "Agent.__init__", get_almanac_contract=_no_contract)
 
 
+#: Seconds an idle kept-alive connection stays open on a server run by :func:`serve_on`
+#: (uvicorn's default is 5): longer than any client pool keeps one (agent_stream's: 4 s), so the
+#: client closes first. When the server closes first, it is the server that keeps the
+#: connection's TIME_WAIT, and on loopback a client's next connection from the same port lands
+#: on it and is refused (ECONNREFUSED, though the server listens): seen by the hundred under a
+#: thousand replies, when a busy client's pool is late closing its idle connections.
+SERVER_KEEP_ALIVE = 30
+
+
+def _kept_alive_config(*args: Any, **kwargs: Any) -> uvicorn.Config:
+    kwargs.setdefault("timeout_keep_alive", SERVER_KEEP_ALIVE)
+    return uvicorn.Config(*args, **kwargs)
+
+
+_UVICORN = types.SimpleNamespace(Config=_kept_alive_config, Server=uvicorn.Server)
+
+
 @functools.lru_cache(maxsize=8)
 def _serve_variant(host: str) -> Any:
-    return variant(ASGIServer.serve, "ASGIServer.serve", HOST=host)
+    return variant(ASGIServer.serve, "ASGIServer.serve", HOST=host, uvicorn=_UVICORN)
 
 
 async def serve_on(server: ASGIServer, host: str) -> None:
-    """Run uagents' ``ASGIServer.serve`` for ``server``, listening on ``host``."""
+    """Run uagents' ``ASGIServer.serve`` for ``server``, listening on ``host``, idle
+    connections kept :data:`SERVER_KEEP_ALIVE` seconds."""
     await _serve_variant(host)(server)
 
 
