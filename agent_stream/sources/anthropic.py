@@ -72,7 +72,11 @@ class AnthropicStream:
 
     def fast(self, ev: Any) -> bool:
         """Hold a text or thinking delta of an open message, without a coroutine (nearly every
-        event of a backlog); False: ``feed`` the event."""
+        event of a backlog); False: ``feed`` the event.
+
+        Args:
+            ev: the stream event.
+        """
         if not self.em.holding:
             return False
         if type(ev) is dict:
