@@ -252,3 +252,31 @@ async def test_held_and_unheld_transcripts_are_the_same() -> None:
     thinking = [m for m in t1.messages if m.type == "thinking"]
     assert thinking[0].props["content"] == "let me see"
     assert thinking[0].props["metadata"] == {"signature": "s1"}
+
+
+async def test_a_sink_failing_on_held_text_fails_the_reply_and_closes_the_stream() -> None:
+    inside: list[str] = []
+    failed: list[bool] = []
+    got: list[Message] = []
+
+    async def sink(m: Message) -> None:
+        if m.type == "text" and m.delta and not failed:
+            failed.append(True)
+            raise ConnectionError("the peer went away")
+        got.append(m)
+
+    async def waits(req: Any) -> AsyncIterator[dict[str, Any]]:
+        try:
+            for ev in [*start(), delta("a"), delta("b")]:
+                yield ev
+            await asyncio.sleep(30)
+        finally:
+            inside.append("closed")
+
+    async with StreamWriter(sink) as out:
+        await asyncio.wait_for(responder(waits)(request("q"), out), 5)
+    assert inside == ["closed"]
+    assert [m.props["message"] for m in got if m.type == "error" and m.props] == [
+        "ConnectionError: the peer went away"
+    ]
+    assert got[-1].event_data["status"] == "error"
