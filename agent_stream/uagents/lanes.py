@@ -19,7 +19,7 @@ defaults):
 - ``post_timeout`` 10 s: one HTTP post (connect, send, answer); then the envelope fails;
 - ``max_timeouts`` 2 consecutive timed-out posts make the lane *stalled*: what is queued and
   what comes in the next ``stall_for`` (30 s) fails at once ("not answering");
-  refused and 5xx posts fail in milliseconds and never stall a lane;
+  refused and 5xx posts fail within a fraction of a second and never stall a lane;
 - ``max_queued`` 256 envelopes waiting per lane (beyond: fail at once), ``max_queued_pipelined``
   4096 for a peer that pipelines (a gateway sends for many conversations through one lane;
   each reply has at most one envelope waiting, so the replies cap bounds it too);

@@ -11,9 +11,9 @@ way.
 Idle connections are closed after ``keepalive`` seconds (4 s: below the 5 s after which uvicorn,
 which serves uagents agents, closes them itself, so a post seldom lands on a connection the
 peer is closing). A post that finds its kept connection closed or reset by the peer before any
-answer is tried again on a new connection (twice at most), and so is a connect refused (after
-20 ms, then 40: on loopback, under load, a new connection can land on the TIME_WAIT the server
-side left of one it closed, and be refused though the server listens).
+answer is tried again on a new connection (three times at most), and so is a connect refused
+(after 50 ms, 100, then 150: on loopback, under load, new connections to a peer that listens
+were seen refused by the hundred for a moment, e.g. landing on a TIME_WAIT it left).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ __all__ = ["EnvelopePoster"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 HEADERS = {"content-type": "application/json"}
-RETRIES = 2  # more tries of one post after a kept connection was closed, or a connect refused
-REFUSED_PAUSE = 0.02  # seconds before trying a refused connect again (times the try)
+RETRIES = 3  # more tries of one post after a kept connection was closed, or a connect refused
+REFUSED_PAUSE = 0.05  # seconds before trying a refused connect again (times the try)
 
 
 class EnvelopePoster:

@@ -318,7 +318,7 @@ async def test_a_refused_connect_is_tried_again_from_another_port() -> None:
     await runner.setup()
 
     async def listen_soon() -> None:
-        await asyncio.sleep(0.03)  # the first connect is refused, a later one finds it
+        await asyncio.sleep(0.08)  # the first connect is refused, a later one finds it
         await web.TCPSite(runner, "127.0.0.1", port).start()
 
     poster = EnvelopePoster()
@@ -342,6 +342,6 @@ async def test_a_dead_endpoint_still_fails_within_a_fraction_of_a_second() -> No
         status = await poster.post(envelope("x"), [f"http://127.0.0.1:{free_port()}/submit"])
         assert status.status == DeliveryStatus.FAILED
         assert "errno 111" in status.detail
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < 1.0  # three more tries, 0.3 s of pauses
     finally:
         await poster.close()
