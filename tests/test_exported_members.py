@@ -56,6 +56,7 @@ PUBLIC: dict[str, set[str]] = {
         "DeliveryError",
         "DeliveryPolicy",
         "DirectoryError",
+        "Fleet",
         "GuardSettings",
         "LaneLimits",
         "LocalAgent",

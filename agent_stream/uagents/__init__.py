@@ -13,6 +13,8 @@ run agents locally with no internet.
 - :func:`delegate`: ask a sub-agent on behalf of a request (relay its reply into yours).
 - :class:`SessionStore` / :func:`open_store`: where conversations are remembered
   (``request.history``), in memory, SQLite or Redis, within :class:`SessionLimits`.
+- :class:`Fleet`: several processes serving one agent address behind a load balancer share
+  question claims, control ops and replay buffers through Redis (``serve --fleet``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from agent_stream.uagents._compat import UagentsCompatError
 from agent_stream.uagents.client import DeliveryError, Reply
 from agent_stream.uagents.delegation import delegate
 from agent_stream.uagents.directory import AmbiguousName, DirectoryError, LocalDirectory
+from agent_stream.uagents.fleet import Fleet
 from agent_stream.uagents.hardening import GuardSettings, LaneLimits, Protection, protect
 from agent_stream.uagents.local import (
     LocalAgent,
@@ -50,6 +53,7 @@ __all__ = [
     "DeliveryError",
     "DeliveryPolicy",
     "DirectoryError",
+    "Fleet",
     "GuardSettings",
     "LaneLimits",
     "LocalAgent",
