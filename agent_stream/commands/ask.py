@@ -1,4 +1,8 @@
-"""`agent-stream ask`: ask a chat-protocol agent one question and render the reply live."""
+"""`agent-stream ask`: ask a chat-protocol agent one question and render the reply live.
+
+Over 500 lines only through its docstrings (each parameter in an ``Args:`` section); its code
+is under that.
+"""
 
 from __future__ import annotations
 
