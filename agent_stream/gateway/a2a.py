@@ -57,7 +57,6 @@ from agent_stream.gateway.a2a_input import (
     FOLLOW_UP_STATE,
     KEY_STATE,
     Asking,
-    Bounded,
     FollowUps,
     Waiting,
 )
@@ -69,6 +68,7 @@ from agent_stream.gateway.runs import Busy
 from agent_stream.gateway.store import StoreFull, parse_end
 from agent_stream.gateway.views import CONTINUES
 from agent_stream.message import Message
+from agent_stream.recent import RecentMap
 
 __all__ = ["GatewayExecutor", "check_message", "check_request", "routes"]
 
@@ -133,7 +133,7 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         self.agent = agent
         self.contexts = ContextSessions()
         # the tasks waiting for an answer: no more than the task store keeps
-        self.asking = Asking(Bounded(gw.config.max_tasks))
+        self.asking = Asking(RecentMap(gw.config.max_tasks))
 
     async def execute(self, context: Any, event_queue: Any) -> None:
         """Ask the agent the task's message; stream its reply as the task's events.

@@ -16,63 +16,18 @@ A message without ``taskId`` starts a task only when the task store has room for
 from __future__ import annotations
 
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from agent_stream.gateway.a2a_tasks import KEY_STATE, OwnedTaskStore, TooManyTasks
+from agent_stream.recent import RecentMap
 
-__all__ = ["FOLLOW_UP_STATE", "KEY_STATE", "Asking", "Bounded", "FollowUps", "Waiting"]
+__all__ = ["FOLLOW_UP_STATE", "KEY_STATE", "Asking", "FollowUps", "Waiting"]
 
 FOLLOW_UP_STATE = "agent_stream_follow_up"  # the Waiting a checked follow-up answers
 MAX_WAITING = 4096  # input-required tasks per agent whose question is remembered
 TOO_MANY_TASKS = -32000  # JSON-RPC server error: no room for a new task
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class Bounded(Generic[K, V]):
-    """A mapping keeping its ``limit`` most recently set entries.
-
-    Args:
-        limit: the most entries kept.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._items: OrderedDict[K, V] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: K) -> V | None:
-        """The value set for ``key`` (None: none, or forgotten).
-
-        Args:
-            key: the key.
-        """
-        return self._items.get(key)
-
-    def put(self, key: K, value: V) -> None:
-        """Set ``key`` to ``value``, the least recently set entry forgotten past ``limit``.
-
-        Args:
-            key: the key.
-            value: its value.
-        """
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.limit:
-            self._items.popitem(last=False)
-
-    def pop(self, key: K) -> V | None:
-        """Remove ``key``; its value (None: none).
-
-        Args:
-            key: the key.
-        """
-        return self._items.pop(key, None)
 
 
 @dataclass(frozen=True)
@@ -96,7 +51,7 @@ class Asking:
         waiting: task id -> its Waiting, for the tasks waiting for an answer.
     """
 
-    waiting: Bounded[str, Waiting] = field(default_factory=lambda: Bounded(MAX_WAITING))
+    waiting: RecentMap[str, Waiting] = field(default_factory=lambda: RecentMap(MAX_WAITING))
 
 
 def _handler_base() -> type:

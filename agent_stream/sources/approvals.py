@@ -12,10 +12,10 @@ the answer.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from agent_stream.message import USER_INPUT, Message
+from agent_stream.recent import RecentMap
 
 __all__ = ["PausedRuns", "asking", "is_yes"]
 
@@ -56,28 +56,17 @@ def asking(
     return Message(type=USER_INPUT, props={k: v for k, v in props.items() if v is not None})
 
 
-class PausedRuns(Generic[V]):
+class PausedRuns(RecentMap[str, V]):
     """Paused runs by chat session, the oldest forgotten past ``limit``.
 
     Args:
         limit: the most paused runs kept.
     """
 
+    __slots__ = ()
+
     def __init__(self, limit: int = 1024) -> None:
-        self.limit = limit
-        self._runs: OrderedDict[str, V] = OrderedDict()
-
-    def put(self, session: str, run: V) -> None:
-        """Keep ``run``, paused in ``session``, the oldest run forgotten past ``limit``.
-
-        Args:
-            session: the chat session the run waits in.
-            run: the paused run.
-        """
-        self._runs[session] = run
-        self._runs.move_to_end(session)
-        while len(self._runs) > self.limit:
-            self._runs.popitem(last=False)
+        super().__init__(limit)
 
     def take(self, session: str | None) -> V | None:
         """The run paused in ``session`` (no longer kept), else None.
@@ -85,9 +74,4 @@ class PausedRuns(Generic[V]):
         Args:
             session: the chat session (None: none, so no run).
         """
-        if session is None:
-            return None
-        return self._runs.pop(session, None)
-
-    def __len__(self) -> int:
-        return len(self._runs)
+        return None if session is None else self.pop(session)
