@@ -16,11 +16,12 @@ dropped first: uagents then parses that payload itself, as it would have).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from uagents_core.contrib.protocols.chat import ChatAcknowledgement, ChatMessage
 from uagents_core.models import Model
+
+from agent_stream.recent import RecentMap
 
 __all__ = ["HANDED_OVER", "Handover", "base_of"]
 
@@ -47,8 +48,7 @@ class Handover:
     """
 
     def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._waiting: OrderedDict[str, Model] = OrderedDict()
+        self._waiting: RecentMap[str, Model] = RecentMap(limit)
         self._models: dict[type[Model], type[Model]] = {}
         self.taken = 0  # payloads uagents did not have to parse again
 
@@ -86,10 +86,7 @@ class Handover:
             payload: the JSON text as it will be queued.
             model: what it parses to.
         """
-        waiting = self._waiting
-        waiting[payload] = model
-        while len(waiting) > self.limit:
-            waiting.popitem(last=False)
+        self._waiting.put(payload, model)
 
     def take(self, payload: Any) -> Model | None:
         """The model kept for ``payload`` (forgotten here), or None.
@@ -99,7 +96,7 @@ class Handover:
         """
         if not isinstance(payload, str):
             return None
-        model = self._waiting.pop(payload, None)
+        model = self._waiting.pop(payload)
         if model is not None:
             self.taken += 1
         return model
