@@ -80,3 +80,30 @@ def seed_refused(command: str, seed: str, *, network: bool = False) -> bool:
         return True
     print(f"agent-stream {command}: warning: {problem}", file=sys.stderr, flush=True)
     return False
+
+
+def client_args(p: argparse.ArgumentParser) -> None:
+    """Add the options of a command that asks an agent as a client: ``--endpoint``, ``--port``
+    and ``--seed``.
+
+    Args:
+        p: the command's parser.
+    """
+    p.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="the agent's endpoint (default: looked up in the local directory)",
+    )
+    p.add_argument(
+        "--port",
+        type=any_port,
+        default=0,
+        metavar="Q",
+        help="this client's port (default: a free one)",
+    )
+    p.add_argument(
+        "--seed",
+        default=None,
+        help="this client's seed (default: this user's client identity, made on first use)",
+    )

@@ -17,7 +17,7 @@ import uuid
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import any_port, seconds, seed_refused
+from agent_stream.commands._args import client_args, seconds, seed_refused
 from agent_stream.commands._identity import SeedError, client_seed, session_id
 from agent_stream.seeds import WeakSeedWarning
 
@@ -61,24 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the agent's address (or the name of a local agent in the directory)",
     )
     p.add_argument("question", help="the question")
-    p.add_argument(
-        "--endpoint",
-        default=None,
-        metavar="URL",
-        help="the agent's endpoint (default: looked up in the local directory)",
-    )
-    p.add_argument(
-        "--port",
-        type=any_port,
-        default=0,
-        metavar="Q",
-        help="this client's port (default: a free one)",
-    )
-    p.add_argument(
-        "--seed",
-        default=None,
-        help="this client's seed (default: this user's client identity, made on first use)",
-    )
+    client_args(p)
     p.add_argument(
         "--session",
         type=session_arg,
