@@ -58,6 +58,7 @@ __all__ = [
     "port_of",
     "queued_payloads",
     "resolver_of",
+    "send_model",
     "serve_on",
     "serve_with_envelope",
     "server_of",
@@ -194,6 +195,21 @@ def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
             ),
             "no longer parses payloads with its models table's parse_raw",
         ),
+        (
+            "Context.send building the digest then calling send_raw",
+            lambda: (
+                _looks_up(_own(_ua_context.ExternalContext, "send"), "_protocol")
+                and _looks_up(_own(_ua_context.ExternalContext, "send"), "_queries")
+                and _looks_up(_own(_ua_context.ExternalContext, "send"), "send_raw")
+                and _looks_up(
+                    _own(_ua_context.InternalContext, "send"), "_is_valid_interval_message"
+                )
+                and _looks_up(_own(_ua_context.InternalContext, "send"), "send_raw")
+                and {"protocol_digest", "queries"}
+                <= set(inspect.signature(_ua_context.InternalContext.send_raw).parameters)
+            ),
+            "no longer sends through send_raw with the context's protocol and queries",
+        ),
     ]
 
 
@@ -213,6 +229,7 @@ INTERNALS: tuple[str, ...] = (
     "ASGIServer.__call__ using Envelope",
     "Agent._process_single_message parsing with _models",
     "InternalContext._session",
+    "Context.send building the digest then calling send_raw",
     "Agent._identity",
     "Agent._resolver",
     "Agent._models",
@@ -349,6 +366,50 @@ def context_with_session(agent: Any, session: uuid.UUID) -> Any:
     ctx = agent._build_context()
     ctx._session = session
     return ctx
+
+
+_DIGESTS: dict[type, str] = {}
+_MAX_DIGESTS = 256  # model classes remembered; more (classes made at run time) are not cached
+
+
+def schema_digest(model: type[Model]) -> str:
+    """``model``'s schema digest, computed once per class (uagents rebuilds it on every send)."""
+    digest = _DIGESTS.get(model)
+    if digest is None:
+        digest = Model.build_schema_digest(model)
+        if len(_DIGESTS) < _MAX_DIGESTS:
+            _DIGESTS[model] = digest
+    return digest
+
+
+async def send_model(ctx: Any, destination: str, message: Model, timeout: int) -> Any:
+    """``ctx.send(destination, message, timeout=timeout)``, with the schema digest cached.
+
+    For uagents' own two contexts this does what their ``send`` does, in the same order (the
+    interval-message check of an internal context; the protocol digest and pending queries of a
+    handler's context), then ``send_raw``. Any other context (a subclass overriding ``send``, a
+    caller's own) is sent with through its ``send``.
+    """
+    send = getattr(type(ctx), "send", None)
+    if send is _ua_context.ExternalContext.send:
+        return await ctx.send_raw(
+            destination=destination,
+            message_schema_digest=schema_digest(type(message)),
+            message_body=message.model_dump_json(),
+            timeout=timeout,
+            protocol_digest=ctx._protocol[0],
+            queries=ctx._queries,
+        )
+    if send is _ua_context.InternalContext.send:
+        digest = schema_digest(type(message))
+        if ctx._is_valid_interval_message(digest):
+            return await ctx.send_raw(
+                destination=destination,
+                message_schema_digest=digest,
+                message_body=message.model_dump_json(),
+                timeout=timeout,
+            )
+    return await ctx.send(destination, message, timeout=timeout)
 
 
 def sinks_for(address: str) -> list[Any]:

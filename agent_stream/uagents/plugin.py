@@ -506,7 +506,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             (delivered?, detail): whether it was delivered or sent, and the transport's detail.
         """
         try:
-            status = await ctx.send(destination, message, timeout=self.settings.send_timeout)
+            status = await _compat.send_model(ctx, destination, message, self.settings.send_timeout)
         except Exception as exc:  # never let a transport error escape into a handler
             return False, describe(exc)
         ok = getattr(status, "status", None) in (DeliveryStatus.DELIVERED, DeliveryStatus.SENT)

@@ -97,6 +97,12 @@ CHANGED_INTERNALS: list[tuple[str, Any, str, Any]] = [
         "_process_single_message",
         _handles_another_way,
     ),
+    (
+        "Context.send building the digest then calling send_raw",
+        uagents.context.ExternalContext,
+        "send",
+        _handles_another_way,
+    ),
 ]
 
 
@@ -229,3 +235,35 @@ def test_a_context_with_a_given_session_sends_in_it(agent: Agent) -> None:
     ctx = _compat.context_with_session(agent, session)
     assert ctx.session == session
     assert _compat.build_context(agent).session != session  # uagents' own: a fresh one
+
+
+def test_the_schema_digest_is_uagents_own_and_computed_once_per_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from uagents_core.contrib.protocols.chat import ChatAcknowledgement, ChatMessage
+    from uagents_core.models import Model
+
+    expected = {m: Model.build_schema_digest(m) for m in (ChatMessage, ChatAcknowledgement)}
+    first = {m: _compat.schema_digest(m) for m in expected}
+    calls: list[Any] = []
+    real = Model.build_schema_digest
+    monkeypatch.setattr(Model, "build_schema_digest", lambda m: calls.append(m) or real(m))
+    again = {m: _compat.schema_digest(m) for m in expected}
+    assert first == again == expected
+    assert calls == []
+
+
+def test_a_context_that_overrides_send_is_sent_with_through_its_own_send() -> None:
+    from uagents_core.contrib.protocols.chat import ChatAcknowledgement
+
+    sent: list[tuple[str, Any, int]] = []
+
+    class Recording(uagents.context.InternalContext):
+        async def send(self, destination: str, message: Any, timeout: int = 30) -> Any:
+            sent.append((destination, message, timeout))
+            return "own"
+
+    ctx = Recording.__new__(Recording)  # its send touches nothing of a real context
+    ack = ChatAcknowledgement(acknowledged_msg_id=__import__("uuid").uuid4())
+    assert asyncio.run(_compat.send_model(ctx, "agent1qdest", ack, 7)) == "own"
+    assert sent == [("agent1qdest", ack, 7)]
