@@ -21,7 +21,10 @@ Messages become UI message chunks, sent as SSE ``data: <json>`` lines ending ``d
 - ``tool_result`` (props ``call_id``, ``name``, ``content``) for a call on the wire ->
   ``tool-output-available`` (providerExecuted), or ``tool-output-error`` for a failed one.
 - image, audio, video -> ``file`` (url, mediaType guessed from the url or format).
-- error Message -> ``error`` (errorText; the stream goes on: the part is not terminal).
+- error Message -> ``error`` (errorText; the stream goes on, but ``useChat`` reports it as the
+  reply's error). Inside a sub-agent (an open block of type ``agent``, or a block nested in one)
+  it fails only that sub-agent, which its caller may recover from: a ``data-error`` part (``id``
+  the part id, ``data`` its props ``message``, ``code``...), kept among the message's parts.
 - anything else (loading, action, user_input, custom types, other tool results) ->
   ``data-<type>`` with ``id`` the message's part id and ``data`` its current props, so every
   delta (structured ones included) is sent as the new whole value, which replaces the part;
@@ -36,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agent_stream import merge
+from agent_stream.adapters._subagents import SubAgents
 from agent_stream.adapters._tracking import (
     Key,
     Parts,
@@ -153,8 +157,15 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         self._blocks: set[str] = set()
         self._step = False
         self._last_error: str | None = None
+        self._agents = SubAgents()
 
     def _error_msg(self, msg: Message, out: list[Any]) -> None:
+        if self._agents.agent_of(msg.block_id) is not None:
+            # A sub-agent's error fails that sub-agent, not the reply (its caller may go on):
+            # a ``data-error`` part, which the SDK keeps among the message's parts, where an
+            # ``error`` chunk would be reported as the whole reply's error.
+            self._content(msg, out)
+            return
         m = (msg.props or {}).get("message")
         self._error(out, m if isinstance(m, str) and m else "error")
 
@@ -211,6 +222,7 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             self._last_error = text
 
     def _event(self, ev: EventView, out: list[Any]) -> None:
+        self._agents.see(ev)
         name = ev.name
         if name == STREAM_END:
             self._end(out, ev.end_status, ev.error, ev.finish_reason, ev.usage)

@@ -171,11 +171,11 @@ def test_corpus_reads_back_as_the_transcript(name: str) -> None:
                 assert p["input"] == json.loads(m.props["arguments"])
             else:
                 assert r.partial[m.props["id"]] == m.props["arguments"]
-    if t.status == "completed" and name == "recovered_subagent_error":
-        # Known gap (conformance/expect.py KNOWN): a sub-agent's error Message, though the
-        # caller recovered, is reported as an error part of the whole reply.
-        assert r.finish == "stop" and len(r.errors) == 1
-    elif t.status == "completed":
+    if name == "recovered_subagent_error":  # the sub-agent's error is a part, not the reply's
+        assert [p["data"] for p in r.parts if p["type"] == "data-error"] == [
+            {"message": "weather service down", "code": "upstream"}
+        ]
+    if t.status == "completed":
         assert r.finish == "stop" and not r.errors
     elif t.status == "cancelled":
         assert r.aborted and r.finish is None
@@ -357,3 +357,60 @@ def test_a_failed_tool_result_is_the_parts_error_state() -> None:
     assert failed["errorText"] == "the weather service is down"
     assert ("tool-output-available", "c1") not in parts
     assert parts[("tool-output-available", "c2")]["output"] == "noon"
+
+
+def _bstart(bid: str, type_: str, **data: Any) -> Message:
+    from agent_stream.message import event
+
+    return event("block_start", {"block_id": bid, "type": type_, **data}, block_id=bid)
+
+
+def _bend(bid: str, status: str = "completed") -> Message:
+    from agent_stream.message import event
+
+    return event("block_end", {"block_id": bid, "status": status}, block_id=bid)
+
+
+def test_a_recovered_sub_agent_error_is_a_data_part_and_the_reply_finishes() -> None:
+    from agent_stream.message import error, event
+
+    msgs = [
+        _bstart("A1", "agent", agent_name="Weather"),
+        _bstart("B2", "llm", parent_block_id="A1"),  # nested in the sub-agent
+        text("Checking", message_id="M1", block_id="B2"),
+        error("weather service down", code="upstream", block_id="B2"),
+        _bend("B2", "error"),
+        _bend("A1", "error"),
+        text("Without it.", message_id="M2"),
+        event("stream_end", {"status": "completed"}),
+    ]
+    chunks = encode_messages(msgs)
+    r = read(chunks)
+    assert not r.errors and r.finish == "stop"
+    shown = [(p["type"], p.get("text") or p.get("data")) for p in r.parts]
+    assert [s for s in shown if "step" not in s[0]] == [
+        ("text", "Checking"),
+        ("data-error", {"message": "weather service down", "code": "upstream"}),
+        ("text", "Without it."),
+    ]
+    assert not any(c.get("type") == "error" for c in chunks if isinstance(c, dict))
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        [],  # the reply's own error
+        [_bstart("L1", "llm")],  # a block that is no sub-agent
+        [_bstart("L1", "agent"), _bend("L1")],  # a sub-agent that has ended
+        [_bstart("L1", "llm", parent_block_id="L1")],  # its own parent, no agent
+    ],
+)
+def test_an_error_outside_an_open_sub_agent_is_still_the_replys_error(
+    before: list[Message],
+) -> None:
+    from agent_stream.message import error, event
+
+    failed = event("stream_end", {"status": "error", "error": "boom"})
+    r = read(encode_messages([*before, error("boom", block_id="L1"), failed]))
+    assert r.errors == ["boom"] and r.finish == "error"
+    assert not [p for p in r.parts if p["type"] == "data-error"]

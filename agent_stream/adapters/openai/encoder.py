@@ -3,7 +3,11 @@
 One ``id`` for the whole completion, ``role`` on the first chunk only, text as ``content``,
 thinking and loading as ``reasoning_content``, exactly one chunk with ``finish_reason``, the
 usage chunk when asked for and known, and an error object (``{"error": {...}}``) followed only
-by ``[DONE]`` when the stream fails, or ends without stream_end (code ``incomplete``). The items
+by ``[DONE]`` when the stream fails, or ends without stream_end (code ``incomplete``). An
+``error`` Message fails the stream, except inside a sub-agent (a block of type ``agent``, or a
+block nested in one, still open): that fails only the sub-agent, which its caller may recover
+from, so it is a line ``✗ name → message`` in ``reasoning_content`` (name: the block's
+agent_name) and the stream goes on to its own ending. The items
 are the objects of :mod:`.chunks`; ``frame_sse`` makes each the ``data: ...`` event a client
 reads.
 
@@ -46,6 +50,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from agent_stream.adapters._subagents import SubAgents
 from agent_stream.adapters._tracking import (
     Key,
     Parts,
@@ -72,6 +77,7 @@ from agent_stream.events import EventView
 from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
     AUDIO,
+    ERROR,
     IMAGE,
     LOADING,
     MESSAGE_START,
@@ -197,6 +203,7 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
         self._tools = 0
         self._last_content: str | None = None
         self._reasoning_last = ""  # the last character sent in reasoning_content
+        self._agents = SubAgents()
 
     def _tracks(self, type_: str) -> bool:
         return type_ in self._fields
@@ -207,9 +214,20 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
     def _error_msg(self, msg: Message, out: list[OpenAIItem]) -> None:
         p = msg.props or {}
         m, code = p.get("message"), p.get("code")
-        self._fail(
-            out, m if isinstance(m, str) and m else "error", code if isinstance(code, str) else None
-        )
+        agent = self._agents.agent_of(msg.block_id)
+        if agent is None:
+            self._fail(
+                out,
+                m if isinstance(m, str) and m else "error",
+                code if isinstance(code, str) else None,
+            )
+            return
+        # A sub-agent's error fails that sub-agent, not the reply (the caller may go on): a
+        # progress line ``✗ name → message`` in reasoning_content, as a failed tool's result.
+        st = self._new(self._table.anon_key(msg.thread_id), ERROR, msg.block_id)
+        st.data = {"name": self._agents.name(agent), "message": m}
+        self._settle(st, out)
+        self._end_msg(st, out)
 
     def _incomplete(self, out: list[OpenAIItem], error: str | None) -> None:
         self._fail(out, error or INCOMPLETE_TEXT, "incomplete")
@@ -231,6 +249,7 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
         self._head = Head(self.completion_id, self.created, self.model)
 
     def _event(self, ev: EventView, out: list[OpenAIItem]) -> None:
+        self._agents.see(ev)
         name = ev.name
         if name == STREAM_END:
             self._finish(out, ev.end_status, ev.error, ev.finish_reason, ev.usage)
@@ -243,8 +262,13 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
                 self._end_msg(st, out)
 
     def _new(self, key: Key, type_: str, block_id: str | None) -> _EMsg:
-        progress = self.tool_calls == "agent" and type_ in (TOOL_CALL, TOOL_RESULT)
-        st = self._table.add(_EMsg(key, type_, block_id, self._fields.get(type_), progress))
+        if type_ == ERROR:  # a sub-agent's error: a progress line whatever the tool policy
+            field: str | None = _C_REASONING
+            progress = True
+        else:
+            field = self._fields.get(type_)
+            progress = self.tool_calls == "agent" and type_ in (TOOL_CALL, TOOL_RESULT)
+        st = self._table.add(_EMsg(key, type_, block_id, field, progress))
         q = self._queues.get(st.field) if st.field is not None else None
         if q is not None:
             q.append(st)
@@ -377,11 +401,14 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
 
     def _progress_line(self, st: _EMsg) -> str:
         """``⚙ name(arguments)`` for a tool call, ``✓ name → content`` for its result (``✗``
-        when it failed)."""
+        when it failed), ``✗ name → message`` for a sub-agent's error."""
         if st.type == TOOL_CALL:
             st.tool.ensure_name(self, st.key)
             return f"⚙ {st.tool.name}({st.tool.args.value()})\n"
         name = st.data.get("name")
+        if st.type == ERROR:
+            m = st.data.get("message")
+            return f"✗ {name} → {m if isinstance(m, str) and m else 'the sub-agent failed'}\n"
         content = st.data.get("content")
         shown = content if isinstance(content, str) else "" if content is None else dumps(content)
         mark = "✗" if st.data.get("is_error") is True else "✓"  # a failed result says so
