@@ -228,7 +228,11 @@ the CLI's form: deterministic ids, one clock value, a recipient without tag supp
 - A stream that ends without stream_end (the encoder is closed first) did not complete: the
   client gets an error object with code `incomplete`, then `[DONE]`, never a finish_reason.
 - An `error` Message is sent at once as `data: {"error": {"message", "code"}}` (the `openai`
-  package raises it as `APIError`), then only `data: [DONE]`. A stream_end with status
+  package raises it as `APIError`), then only `data: [DONE]`. Except inside a sub-agent (an open
+  block of type `agent`, or a block nested in one): that error fails the sub-agent, not the
+  reply, which its caller may go on with, so it is a progress line `✗ name → message` in
+  `reasoning_content` (name: the block's `agent_name`, else its label) and the stream ends as its
+  stream_end says. A stream_end with status
   `error`/`cancelled` and no earlier error Message sends such an object with its error text (or
   "the stream ended with an error" / "the stream was cancelled"; code = the status).
 - **One content string.** Messages that would interleave on one field (two threads writing text at
@@ -313,7 +317,8 @@ SSE `data:` lines of UI message chunks, then `data: [DONE]`; the response also n
 stream that ends without stream_end), block -> `start-step`/`finish-step`, text and refusal ->
 `text-start/-delta/-end`, thinking -> `reasoning-start/-delta/-end`, tool_call ->
 `tool-input-start/-delta/-available` (`providerExecuted`, sent once the name is known),
-`tool_result` -> `tool-output-available`, media -> `file`, others -> `data-<type>` parts.
+`tool_result` -> `tool-output-available`, media -> `file`, an `error` Message -> `error`
+(inside a sub-agent: a `data-error` part, and the reply goes on), others -> `data-<type>` parts.
 The whole mapping: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
 
 ### A2A (`A2AEncoder`, `convert --to a2a`, `decode --from a2a`)
