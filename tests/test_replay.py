@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -161,3 +162,38 @@ async def test_a_2_mb_one_word_question_never_blocks_the_event_loop_for_long() -
     from agent_stream.sources.replay import count_tokens
 
     assert await count_tokens("How do agents stream?") == len(tokenize("How do agents stream?"))
+
+
+async def test_a_paced_reply_keeps_its_rate_wakes_at_most_every_tick_and_catches_up_at_once() -> (
+    None
+):
+    from agent_stream.sources.replay import TICK, _Run
+
+    text = " word" * 40  # 40 tokens
+    appends: list[tuple[float, str]] = []
+
+    async def append(piece: str) -> None:
+        appends.append((time.monotonic(), piece))
+
+    run = _Run(rate=40.0, tool_latency=0)
+    start = time.monotonic()
+    await run.stream(append, text)
+    took = time.monotonic() - start
+    assert "".join(p for _, p in appends) == text and run.tokens == 40
+    assert 39 / 40 * 0.9 <= took <= 39 / 40 + 0.5  # the rate, not faster, not far slower
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(appends)]
+    assert min(gaps) >= TICK * 0.9  # about ten wakes for 40 tokens, not 40
+    assert len(appends) <= took / TICK + 2
+
+    # a reply whose process was busy for a second sends what came due in one append
+    late: list[str] = []
+
+    async def stall_once(piece: str) -> None:
+        late.append(piece)
+        if len(late) == 1:
+            time.sleep(1.0)  # the whole event loop held up, as under load
+
+    run = _Run(rate=40.0, tool_latency=0)
+    await run.stream(stall_once, text)
+    assert "".join(late) == text
+    assert len(late[1]) >= len(" word") * 30  # the ~40 tokens due after the stall, together

@@ -21,6 +21,7 @@ API reference); its code is well under that.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import time
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 TOOL_RESULT = "tool_result"
+TICK = 0.1  # seconds: a reply wakes at most this often; the tokens due meanwhile go out together
 
 # GPT-2 style pre-tokenisation (contractions, words with their leading space, numbers, punctuation
 # runs, whitespace), then long words cut into pieces of four or five characters.
@@ -107,6 +109,13 @@ def tokenize(text: str) -> list[str]:
         text: the text.
     """
     return list(iter_tokens(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _tokens(text: str) -> tuple[str, ...]:
+    """:func:`tokenize`, remembered: every reply streams one of a few bundled texts, and a
+    thousand replies at once would otherwise each hold (and compute) their own token list."""
+    return tuple(iter_tokens(text))
 
 
 async def count_tokens(text: str, slice_size: int = 4096) -> int:
@@ -473,20 +482,34 @@ class _Run:
         self._paced = 0
 
     async def stream(self, append: Callable[[str], Awaitable[None]], text: str) -> None:
-        for tok in tokenize(text):
-            await append(tok)
-            self.tokens += 1
-            await self._pace()
+        tokens = _tokens(text)
+        i, n = 0, len(tokens)
+        while i < n:
+            k = min(n - i, self._due())
+            await append(tokens[i] if k == 1 else "".join(tokens[i : i + k]))
+            i += k
+            self.tokens += k
+            await self._pace(k)
 
-    async def _pace(self) -> None:
-        self._paced += 1
+    def _due(self) -> int:
+        """Tokens due now (at least one): the model keeps its average rate without drifting,
+        and a reply that fell behind (a busy process) catches up in one append, not one
+        event-loop turn per token."""
         if self.rate <= 0:
-            if self._paced % 32 == 0:
+            return 1
+        return max(1, int((time.monotonic() - self._clock) * self.rate) + 1 - self._paced)
+
+    async def _pace(self, appended: int) -> None:
+        before, self._paced = self._paced, self._paced + appended
+        if self.rate <= 0:
+            if self._paced // 32 > before // 32:
                 await asyncio.sleep(0)  # let the transport run
             return
-        # Keep the average rate without drifting: sleep until this token's due time.
-        delay = self._clock + self._paced / self.rate - time.monotonic()
-        await asyncio.sleep(max(delay, 0.0))
+        # Sleep until the next token's due time, and at least TICK: the tokens that came due
+        # meanwhile go out together (a thousand replies at once wake the loop TICK-apart each).
+        now = time.monotonic()
+        delay = self._clock + self._paced / self.rate - now
+        await asyncio.sleep(max(delay, min(TICK, 4 / self.rate)))
 
     async def tool(self, scope: Scope, step: ToolStep, call_id: str) -> None:
         await scope.send(
