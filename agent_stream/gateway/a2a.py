@@ -63,7 +63,7 @@ from agent_stream.gateway.a2a_input import (
 from agent_stream.gateway.a2a_tasks import OwnedTaskStore, TaskBook
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
-from agent_stream.gateway.middleware import read_body
+from agent_stream.gateway.middleware import caller, read_body
 from agent_stream.gateway.runs import Busy
 from agent_stream.gateway.store import StoreFull, parse_end
 from agent_stream.gateway.views import CONTINUES
@@ -189,8 +189,8 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 key=key,
                 agent=self.agent,
                 question=question,
-                # the reply, like its task, is its caller's alone (resume, stop, figures)
-                meta={"format": "a2a", "options": options, "owner": key},
+                # the reply, like its task and every run, is its caller's alone
+                meta={"format": "a2a", "options": options},
                 aliases=(TASK_ALIAS + str(task_id),),
                 reasoning=gw.config.reasoning,
                 session=session,
@@ -301,7 +301,7 @@ class _Context(_context_base()):  # type: ignore[misc]
 
     def build(self, request: Request) -> Any:
         ctx = super().build(request)
-        ctx.state[KEY_STATE] = getattr(request.state, "key", "a2a")
+        ctx.state[KEY_STATE] = caller(request)
         return ctx
 
 

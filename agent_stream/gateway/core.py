@@ -17,12 +17,12 @@ from starlette.responses import StreamingResponse
 from agent_stream.conversation import Turn
 from agent_stream.gateway.config import GatewayConfig
 from agent_stream.gateway.link import AgentLink, AgentRef, Agents
-from agent_stream.gateway.middleware import HTTPError
-from agent_stream.gateway.runs import Busy, Run, Runs, new_reply_id
+from agent_stream.gateway.middleware import HTTPError, caller
+from agent_stream.gateway.runs import OWNER, Busy, Run, Runs, new_reply_id
 from agent_stream.gateway.store import MemoryStore, ResumeStore, StoreFull
 from agent_stream.gateway.views import framed, parse_cursor, wire_of
 
-__all__ = ["KEEPALIVE", "SSE_HEADERS", "Gateway", "keepalive"]
+__all__ = ["KEEPALIVE", "SSE_HEADERS", "Gateway", "keepalive", "own_alias"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 KEEPALIVE = 15.0  # seconds of silence after which an SSE stream gets a comment line
@@ -31,6 +31,18 @@ KEEPALIVE = 15.0  # seconds of silence after which an SSE stream gets a comment 
 # both by seconds)
 OPENING_WAIT = 10.0
 RETRY = {"retry-after": "2"}  # a refused client may try again this many seconds later
+
+
+def own_alias(who: str, name: str) -> str:
+    """The alias of a name a client chose (an AG-UI run id, an AI SDK chat id) in the caller's
+    own namespace: two callers picking the same name reach their own replies, and neither can
+    take the name over from the other.
+
+    Args:
+        who: the caller (see :func:`~.middleware.caller`).
+        name: the alias as the client names it (with its kind's prefix).
+    """
+    return f"{who}/{name}"
 
 
 async def keepalive(source: AsyncIterator[str], every: float) -> AsyncIterator[str]:
@@ -183,10 +195,9 @@ class Gateway:
             )
         from agent_stream.uagents import DeliveryError
 
-        key = getattr(request.state, "key", "local")
         try:
             run = await self.runs.start(
-                key=key,
+                key=caller(request),
                 agent=ref,
                 question=question,
                 meta={"format": fmt, "options": options, "sse": sse},
@@ -240,20 +251,39 @@ class Gateway:
         cursor = parse_cursor(raw)
         if cursor is None:
             return None
-        rid = await self.store.resolve(cursor[0])
-        meta = await self.store.meta(rid) if rid is not None else None
-        caller = getattr(request.state, "key", "local")
-        # a reply with an owner (an A2A task's) is unknown to anyone else
-        if rid is None or meta is None or meta.get("owner", caller) != caller:
+        found = await self.owned(request, cursor[0])
+        if found is None:
             raise HTTPError(
                 404,
                 "unknown_reply",
                 f"reply {cursor[0]!r} is unknown or past its "
                 f"resume window ({self.config.resume_window:g} s)",
             )
+        rid, meta = found
         request.state.reply = rid
         request.state.agent = meta.get("agent", "-")
         return rid, cursor[1], meta
+
+    async def owned(self, request: Request, *names: str) -> tuple[str, dict[str, Any]] | None:
+        """(reply id, metadata) of the first of ``names`` (reply ids or aliases) that finds a
+        reply the request's caller started; None when none does: unknown, expired, or another
+        caller's are one answer, so a reply id is no capability.
+
+        Args:
+            request: the HTTP request (its caller, see :func:`~.middleware.caller`).
+            names: the names to try, in order.
+        """
+        me = caller(request)
+        for name in names:
+            rid = await self.store.resolve(name)
+            meta = await self.store.meta(rid) if rid is not None else None
+            # A log without an owner was written by a gateway from before replies had one (a
+            # shared Redis store): whose it is cannot be told, so it is no one's. Refusing
+            # costs its reader at most one resume window; accepting would hand any caller
+            # another's reply.
+            if rid is not None and meta is not None and meta.get(OWNER) == me:
+                return rid, meta
+        return None
 
     # -- answering --------------------------------------------------------------------------------
     def stream(

@@ -18,6 +18,7 @@ __all__ = [
     "AccessLog",
     "ApiKeys",
     "HTTPError",
+    "caller",
     "client_kind",
     "error_response",
     "read_body",
@@ -175,6 +176,16 @@ def bearer(scope: Scope) -> str | None:
         elif k == b"x-api-key":
             return bytes(v).decode("latin-1").strip()
     return None
+
+
+def caller(request: Request) -> str:
+    """Whose request this is, as :class:`ApiKeys` put it: a digest of its API key when keys are
+    set, else ``addr:<client address>``. The replies and A2A tasks it starts are its alone.
+
+    Args:
+        request: the HTTP request.
+    """
+    return str(getattr(request.state, "key", "local"))
 
 
 class ApiKeys:

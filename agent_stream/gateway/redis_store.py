@@ -1,7 +1,8 @@
 """The resume store on Redis Streams: several gateway processes resume each other's replies.
 
 Keys (prefix ``agent-stream:gw:``): ``log:<reply>``, a stream with one entry per log entry
-(field ``e``); ``meta:<reply>``, a hash (``meta`` JSON, ``readers`` count across processes);
+(field ``e``); ``meta:<reply>``, a hash (``meta`` JSON, the reply's owner among it, so every
+process refuses another caller alike; ``readers`` count across processes);
 ``alias:<name>``, the reply id of an alias. Every key expires: ``lifetime`` seconds after it is
 made (a bound on a process that dies mid-reply), and ``window`` seconds after the reply ends.
 Readers follow a live log with ``XREAD BLOCK``; a stop asked of one process reaches the process

@@ -4,6 +4,10 @@ Each request becomes one run (:mod:`.runs`) and its response reads the run's log
 format (:mod:`.views`). A request with ``Last-Event-ID: <reply id>:<n>`` (or
 ``?last_event_id=``) asks nothing: it resumes that reply after event n, in the format the reply
 was started in.
+
+A reply is its caller's (API key, or client address without keys): resuming, reading or stopping
+another caller's reply is answered as for an unknown id, and the names a client picks (an AG-UI
+run id, an AI SDK chat id) are looked up among its own replies only.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ from starlette.routing import Route
 from agent_stream.adapters import registry
 from agent_stream.conversation import ROLES, Turn
 from agent_stream.errors import WireError
-from agent_stream.gateway.core import Gateway
-from agent_stream.gateway.middleware import HTTPError, read_json
+from agent_stream.gateway.core import Gateway, own_alias
+from agent_stream.gateway.middleware import HTTPError, caller, read_json
 from agent_stream.gateway.questions import from_aisdk, from_openai, from_turns, text_of
 from agent_stream.gateway.runs import new_reply_id
 from agent_stream.gateway.views import NATIVE, events
@@ -27,6 +31,7 @@ from agent_stream.gateway.views import NATIVE, events
 __all__ = ["routes"]
 
 CHAT_ALIAS = "aisdk-chat:"
+RUN_ALIAS = "agui-run:"
 
 
 def _gw(request: Request) -> Gateway:
@@ -194,7 +199,7 @@ async def agui(request: Request) -> Response:
         question=question.text,
         fmt="agui",
         options=options,
-        aliases=(f"agui-run:{run_input.run_id}",),
+        aliases=(own_alias(caller(request), RUN_ALIAS + run_input.run_id),),
         history=question.history,
     )
     return gw.stream(run.id, {"format": "agui", "options": options})
@@ -216,7 +221,11 @@ async def aisdk_chat(request: Request) -> Response:
     agent = request.query_params.get("agent") or body.get("agent")
     rid = new_reply_id()
     chat_id = body.get("id")
-    aliases = (f"{CHAT_ALIAS}{chat_id}",) if isinstance(chat_id, str) and chat_id else ()
+    aliases = (
+        (own_alias(caller(request), CHAT_ALIAS + chat_id),)
+        if isinstance(chat_id, str) and chat_id
+        else ()
+    )
     options = {"message_id": f"msg-{rid}"}
     gw = _gw(request)
     run = await gw.start(
@@ -244,12 +253,13 @@ async def aisdk_resume(request: Request) -> Response:
     if resumed is not None:
         return resumed
     gw = _gw(request)
-    rid = await gw.store.resolve(CHAT_ALIAS + request.path_params["id"])
-    if rid is None or await gw.store.ended(rid):
+    # another caller's chat is answered as a chat with no reply running
+    found = await gw.owned(
+        request, own_alias(caller(request), CHAT_ALIAS + request.path_params["id"])
+    )
+    if found is None or await gw.store.ended(found[0]):
         return Response(status_code=204)
-    meta = await gw.store.meta(rid)
-    if meta is None:
-        return Response(status_code=204)
+    rid, meta = found
     request.state.reply = rid
     request.state.agent = meta.get("agent", "-")
     return gw.stream(rid, meta)
@@ -356,21 +366,19 @@ def history_of(raw: Any) -> tuple[Turn, ...]:
 async def reply_stop(request: Request) -> Response:
     """``DELETE /v1/replies/{id}``: stop a reply now (id: the reply id, an AG-UI run id, an AI
     SDK chat id or a chat.completion id). A reply another gateway process runs (a shared Redis
-    store) is stopped there: 202 ``cancelling``.
+    store) is stopped there: 202 ``cancelling``. Another caller's reply is 404, as an unknown
+    one.
 
     Args:
         request: the HTTP request.
     """
     gw = _gw(request)
     name = request.path_params["id"]
-    rid = None
-    for candidate in (name, f"agui-run:{name}", CHAT_ALIAS + name):
-        rid = await gw.store.resolve(candidate)
-        if rid is not None:
-            break
-    request.state.reply = rid
-    if rid is None or not await _owns(request, rid):
+    found = await gw.owned(request, *_names(request, name))
+    if found is None:
         raise HTTPError(404, "unknown_reply", f"no reply {name!r}")
+    rid = found[0]
+    request.state.reply = rid
     if await gw.runs.cancel(rid):
         run = gw.runs.get(rid)
         return JSONResponse({"id": rid, "status": run.status if run else "cancelled"})
@@ -385,25 +393,27 @@ async def reply_stop(request: Request) -> Response:
 
 
 async def reply_stats(request: Request) -> Response:
-    """``GET /v1/replies/{id}``: status, ChatMessages, time to first text, total.
+    """``GET /v1/replies/{id}``: status, ChatMessages, time to first text, total (the id as
+    for ``DELETE``; another caller's reply is 404, as an unknown one).
 
     Args:
         request: the HTTP request.
     """
     gw = _gw(request)
-    rid = await gw.store.resolve(request.path_params["id"]) or request.path_params["id"]
-    run = gw.runs.get(rid)
-    if run is None or not await _owns(request, rid):
-        raise HTTPError(404, "unknown_reply", f"no reply {rid!r} in this process")
+    name = request.path_params["id"]
+    found = await gw.owned(request, *_names(request, name))
+    run = gw.runs.get(found[0]) if found is not None else None
+    if run is None or run.key != caller(request):
+        # the name asked for, never the reply it finds: another caller's reply is not hinted at
+        raise HTTPError(404, "unknown_reply", f"no reply {name!r} in this process")
     return JSONResponse(run.stats())
 
 
-async def _owns(request: Request, rid: str) -> bool:
-    """Whether the caller may see reply ``rid``: a reply with an owner (an A2A task's) is its
-    owner's alone."""
-    meta = await _gw(request).store.meta(rid)
-    owner = meta.get("owner") if meta else None
-    return owner is None or owner == getattr(request.state, "key", "local")
+def _names(request: Request, name: str) -> tuple[str, ...]:
+    """What ``name`` in ``/v1/replies/{id}`` may be: a reply id (or a chat.completion or A2A
+    task id), or the caller's own AG-UI run id or AI SDK chat id."""
+    me = caller(request)
+    return (name, own_alias(me, RUN_ALIAS + name), own_alias(me, CHAT_ALIAS + name))
 
 
 async def healthz(request: Request) -> Response:

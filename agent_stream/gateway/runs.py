@@ -9,6 +9,10 @@ Message into the resume store; HTTP responses only *read* the store. So:
 - every run ends with an end entry in its log, whatever happens; the log is kept ``window``
   seconds after the end, for late readers.
 
+A run is its caller's (the API key, or the client's address when no keys are set): its log's
+metadata names it as :data:`OWNER`, and the gateway answers anyone else asking for the reply as
+it answers an unknown id.
+
 Limits: ``max_per_key`` runs at once per API key (or per client address when no keys are set),
 and ``max_runs`` in all; over either, :class:`Busy` (HTTP 429).
 """
@@ -31,9 +35,10 @@ from agent_stream.gateway.store import ResumeStore, StoreFull, end_entry
 if TYPE_CHECKING:
     from agent_stream.message import Message
 
-__all__ = ["Busy", "Run", "Runs", "new_reply_id"]
+__all__ = ["OWNER", "Busy", "Run", "Runs", "new_reply_id"]
 
 LOG = logging.getLogger("agent_stream.gateway")
+OWNER = "owner"  # the metadata field naming the caller that started a reply
 
 
 class Busy(RuntimeError):
@@ -177,7 +182,8 @@ class Runs:
             key: whom the run counts against (API key or client address).
             agent: the agent to ask.
             question: the question's text.
-            meta: the log's metadata (format, encoder options, ...); the agent is added.
+            meta: the log's metadata (format, encoder options, ...); the agent is added, and
+                ``key`` as its :data:`OWNER`.
             aliases: more names that find the reply (a run id, a chat id, a completion id).
             reply_id: the reply's id (None: a new one).
             reasoning: ask for the reasoning channel too.
@@ -199,7 +205,10 @@ class Runs:
         run.opening = asyncio.get_running_loop().create_future()
         self.runs[rid] = run  # counted from now on (the limits hold across the awaits below)
         try:
-            await self.store.create(rid, {**meta, "agent": agent.name, "address": agent.address})
+            # the owner: only the caller that started a reply may read, resume or stop it
+            await self.store.create(
+                rid, {**meta, "agent": agent.name, "address": agent.address, OWNER: key}
+            )
             for a in aliases:
                 await self.store.alias(a, rid)
         except BaseException:
