@@ -31,7 +31,8 @@ Safe by default: binds 127.0.0.1; another host needs at least one --api-key (or
 $AGENT_STREAM_GATEWAY_KEYS, comma-separated), then every endpoint but /, /static and /healthz
 wants `Authorization: Bearer KEY`. CORS only for the --cors-origin origins. A client that
 reconnects with Last-Event-ID within --resume-window seconds gets what it missed; a dropped
-connection does not stop the reply until that window has passed.
+connection does not stop the reply until that window has passed. A reply and an A2A task are
+their caller's (key, or client address without keys): to anyone else they do not exist.
 """
 
 
@@ -124,6 +125,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="replies at once in all (default: %(default)s)",
     )
     p.add_argument(
+        "--max-tasks-per-key",
+        type=int,
+        default=128,
+        metavar="N",
+        help="A2A tasks kept per API key, or per client address without keys: past it, "
+        "finished tasks are forgotten, least recently used first, and a new task is refused "
+        "while all are open (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-tasks",
+        type=int,
+        default=2048,
+        metavar="N",
+        help="A2A tasks kept in all, the same way (default: %(default)s)",
+    )
+    p.add_argument(
         "--timeout",
         type=seconds,
         default=300.0,
@@ -182,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
         max_question_bytes=args.max_question_bytes,
         max_replies_per_key=args.max_replies_per_key,
         max_replies=args.max_replies,
+        max_tasks_per_key=args.max_tasks_per_key,
+        max_tasks=args.max_tasks,
         reply_timeout=args.timeout,
         reasoning=not args.no_reasoning,
     )

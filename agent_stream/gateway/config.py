@@ -97,9 +97,13 @@ class GatewayConfig:
             or self.resume_store.startswith(("redis://", "rediss://", "unix://"))
         ):
             raise ValueError("--resume-store: 'memory' or a redis:// URL")
-        for name in ("max_body_bytes", "max_question_bytes", "max_replies_per_key", "max_replies"):
+        for name in (
+            "max_body_bytes",
+            "max_question_bytes",
+            "max_replies_per_key",
+            "max_replies",
+            "max_tasks_per_key",
+            "max_tasks",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
-        for name in ("max_tasks_per_key", "max_tasks"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")

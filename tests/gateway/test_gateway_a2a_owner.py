@@ -311,7 +311,8 @@ async def test_new_tasks_sent_at_once_get_the_room_there_is_and_no_more(tmp_path
 def test_the_task_caps_must_be_at_least_one(field: str, value: int) -> None:
     config = GatewayConfig()
     setattr(config, field, value)
-    with pytest.raises(ValueError, match=f"{field} must be at least 1"):
+    flag = "--" + field.replace("_", "-")
+    with pytest.raises(ValueError, match=f"{flag} must be at least 1"):
         config.check()
     setattr(config, field, 1)
     config.check()
