@@ -148,3 +148,32 @@ async def test_a_local_agents_lanes_tell_its_directory_what_they_delivered(tmp_p
         assert directory.delivered in lanes.on_delivered
     finally:
         dispatcher.unregister(agent.address, agent)
+
+
+async def test_a_crowd_of_lookups_reads_a_settled_file_once_and_an_edit_is_still_seen(
+    tmp_path: Path, endpoint: Endpoint
+) -> None:
+    import agent_stream.uagents.directory as d
+
+    directory = LocalDirectory(tmp_path / "agents.json")
+    directory.register(ADDR, endpoint.url, name="one")
+    old = time.time() - 10
+    os.utime(directory.path, (old, old))  # written a while ago
+    resolver = LocalResolver(directory=directory)
+    before = directory.reads
+    for _ in range(200):
+        assert await resolver.resolve(ADDR) == (ADDR, [endpoint.url])
+    assert directory.reads - before == 1
+    # an edit in place, same size (same inode): its new time tells it apart at once
+    directory.path.write_text(directory.path.read_text().replace(ADDR, ADDR2))
+    assert await resolver.resolve(ADDR2) == (ADDR2, [endpoint.url])
+    # and a file that looks untouched is read again once REREAD_AFTER has passed
+    now = time.time() - 10
+    os.utime(directory.path, (now, now))
+    directory.entries()
+    reads = directory.reads
+    directory.entries()
+    assert directory.reads == reads
+    time.sleep(d.REREAD_AFTER + 0.05)
+    directory.entries()
+    assert directory.reads == reads + 1
