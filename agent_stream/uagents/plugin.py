@@ -125,6 +125,7 @@ from agent_stream.uagents.fleet import Fleet, Forwarded
 from agent_stream.uagents.hardening import is_protected, protect
 from agent_stream.uagents.lanes import pipeline_from
 from agent_stream.uagents.memory import Memory
+from agent_stream.uagents.open_replies import OpenReplies
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits, Refused, clock, describe
 from agent_stream.uagents.ratelog import RateLimitedLog
 from agent_stream.uagents.request import (
@@ -188,7 +189,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self.on_reply_end = on_reply_end
         self.client = ChatClient()
         self.sent_chat_messages = 0  # ChatMessages this plugin delivered (acks not counted)
-        self._outgoing: set[Outgoing] = set()
+        self._outgoing = OpenReplies()
         self._in_flight: dict[str, Outgoing] = {}
         self._serial: dict[str, asyncio.Lock] = {}  # untagged peers: one reply at a time
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -399,7 +400,10 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 self._spawn(self.fleet.route(sender, op, reply_to))
                 return
             work = self.desk.control(
-                sender, op, self._outgoing, functools.partial(self.send, ctx, sender)
+                sender,
+                op,
+                self._outgoing.find(sender, op.get("conversation", "")),
+                functools.partial(self.send, ctx, sender),
             )
             if work is not None:
                 self._spawn(work)
@@ -414,7 +418,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         ends = session is not None and ends_session(msg)
         if ends:
             self._spawn(self.memory.forget((sender, cast(str, session))))
-        if self.desk.session_cancels(sender, msg, self._outgoing):
+        if self.desk.session_cancels(sender, msg, self._outgoing.of_peer(sender)):
             return
         if self.client.is_late(sender, msg):
             ctx.logger.debug(f"late reply traffic from {sender} dropped")
@@ -424,9 +428,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             return
         if self.desk.seen_before(sender, msg):  # resent: acknowledged again, answered once
             conv = str(msg.msg_id)
-            for o in self._outgoing:
-                if o.peer == sender and o.conversation == conv:
-                    o.duplicates += 1
+            for o in self._outgoing.find(sender, conv):
+                o.duplicates += 1
             ctx.logger.debug(f"question {conv} from {sender} seen before; not answered again")
             return
         if self.fleet is not None and not await self.fleet.claim(sender, str(msg.msg_id)):
@@ -481,13 +484,15 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         if ctx is None:
             return
         send = functools.partial(self.send, ctx, fwd.sender)
-        work = self.desk.control(fwd.sender, dict(fwd.op), self._outgoing, send)
+        op = dict(fwd.op)
+        replies = self._outgoing.find(fwd.sender, op.get("conversation", ""))
+        work = self.desk.control(fwd.sender, op, replies, send)
         if work is not None:
             self._spawn(work)
 
     def _holds(self, sender: str, conversation: str) -> bool:
         """Whether this replica has ``sender``'s reply ``conversation`` open or replayable."""
-        if any(o.peer == sender and o.conversation == conversation for o in self._outgoing):
+        if self._outgoing.find(sender, conversation):
             return True
         return self.desk.replay.get((sender, conversation), clock()) is not None
 
@@ -694,11 +699,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             except Exception as exc:  # a bad callback must not break the agent
                 LOG.warning("on_reply_end failed: %s", describe(exc))
         lock = self._serial.get(out.peer)
-        if (
-            lock is not None
-            and not lock.locked()
-            and not any(o.peer == out.peer for o in self._outgoing)
-        ):
+        if lock is not None and not lock.locked() and not self._outgoing.has_peer(out.peer):
             del self._serial[out.peer]
 
     def _bind(self, ctx: Context) -> None:
