@@ -311,6 +311,10 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         )
         where = "Agentverse mailbox" if args.mailbox else f"port {args.port} (Almanac)"
     protect(agent, settings.protection)  # the limits of this command's options
+    if fleet is not None:  # replicas share the address, so uagents' storage file: not theirs
+        from agent_stream.uagents.fleet import use_replica_storage
+
+        use_replica_storage(agent, str(args.port))
     agent.include(chat, publish_manifest=True)
     if fleet is not None:  # heartbeat and forwarding from the start, not the first message
         agent.on_event("startup")(chat.join)

@@ -4,7 +4,8 @@ The protection of :mod:`agent_stream.uagents.hardening` and the offline agents o
 :mod:`agent_stream.uagents.local` need a few things uagents does not make public: an agent's
 registered models (to validate a payload before it is queued, and to have uagents' own parse
 take the model the guard built), its inbox queue (to cap it), its dispenser (to send through
-per-peer lanes), its HTTP server object (to cap envelopes at the edge), its event loop, and the
+per-peer lanes), its HTTP server object (to cap envelopes at the edge), its event loop, the
+store behind ``ctx.storage`` (a fleet replica's own), and the
 spots where uagents looks up the ledger query, the status update and the listening host (and
 the uvicorn settings its server runs with). Read anywhere else with a ``getattr(..., None)``
 fallback, a rename in a later uagents would change behaviour silently -- a renamed models table
@@ -38,6 +39,7 @@ from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
 from uagents.dispatch import dispatcher
 from uagents.resolver import Resolver
+from uagents.storage import KeyValueStore
 from uagents_core.envelope import Envelope
 from uagents_core.identity import Identity
 from uagents_core.models import Model
@@ -65,6 +67,7 @@ __all__ = [
     "set_dispenser",
     "set_identity",
     "set_model",
+    "set_storage",
     "sinks_for",
     "started",
     "uagents_version",
@@ -240,6 +243,7 @@ INTERNALS: tuple[str, ...] = (
     "Agent._server",
     "Agent._loop",
     "Agent._port",
+    "Agent._storage",
 )
 
 
@@ -263,6 +267,7 @@ def check_agent(agent: Any) -> None:
         ("Agent._port", "_port", int),
         ("Agent._identity", "_identity", Identity),
         ("Agent._resolver", "_resolver", Resolver),
+        ("Agent._storage", "_storage", KeyValueStore),
     ]
     for name, attr, kind in expect:
         if not isinstance(state.get(attr), kind):
@@ -353,6 +358,14 @@ def resolver_of(agent: Any) -> Resolver:
 def set_identity(agent: Any, identity: Identity) -> None:
     """Make ``identity`` (same key and address) the one the agent signs with from now on."""
     agent._identity = identity
+
+
+def set_storage(agent: Any, store: KeyValueStore) -> None:
+    """Make ``store`` the ``ctx.storage`` of the contexts ``agent`` builds from now on (uagents
+    hands every context the agent's own store, named after its address)."""
+    if not isinstance(getattr(agent, "__dict__", {}).get("_storage"), KeyValueStore):
+        raise _fail("Agent._storage", "is missing or not a KeyValueStore")
+    agent._storage = store
 
 
 def build_context(agent: Any) -> Any:

@@ -16,6 +16,10 @@ to any of them. What a reply needs beyond the replica answering it goes through 
   policy's ``replay_linger`` after the last write; a ``resend`` for a reply whose replica is gone
   is served from it by whichever replica receives it.
 
+A replica's ``ctx.storage`` is its own (:func:`use_replica_storage`): uagents names the file
+after the address, which the replicas share, so in one working directory they would overwrite
+each other's writes. State the replicas share belongs in Redis.
+
 Redis down or slow never stalls a reply: every call is bounded by ``timeout``, a failure is logged
 (rate-limited) and the replica acts alone (answers what it receives, serves what it holds).
 Forwarded messages are validated and size-capped before anything acts on them.
@@ -30,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import secrets
 import time
 from collections import OrderedDict, deque
@@ -37,13 +42,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from uagents.storage import KeyValueStore
 from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, seq_span
+from agent_stream.uagents import _compat
 from agent_stream.uagents.ratelog import RateLimitedLog
 
-__all__ = ["MAX_MESSAGE_BYTES", "Fleet", "Forwarded", "parse_forwarded"]
+__all__ = ["MAX_MESSAGE_BYTES", "Fleet", "Forwarded", "parse_forwarded", "use_replica_storage"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 T = TypeVar("T")
@@ -60,6 +67,7 @@ _HEARTBEAT = 1.0
 _ALIVE_TTL = 5
 _FLUSH_EVERY = 0.05
 _BATCH = 512
+_STORAGE_TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 Send = Callable[[ChatMessage], Awaitable[object]]
 
@@ -116,6 +124,29 @@ def parse_forwarded(data: Any, me: str) -> Forwarded | None:
     if op.get("op") not in (OP_CANCEL, OP_RESEND) or not op.get("conversation"):
         return None
     return Forwarded("op", str(sender), op={str(k): str(v) for k, v in op.items()})
+
+
+def use_replica_storage(agent: Any, tag: str) -> KeyValueStore:
+    """Give ``agent`` a ``ctx.storage`` of this replica's own: ``<address[:16]>_<tag>_data.json``
+    in the current directory instead of uagents' ``<address[:16]>_data.json``, which every
+    replica (same address) would write. Call it before the agent starts.
+
+    Args:
+        agent: the replica's uagents Agent.
+        tag: what tells this replica from the others, and stays the same across its restarts
+            (its port, say): 1 to 64 letters, digits, ``_``, ``.`` or ``-``.
+
+    Returns:
+        The replica's store (already read from its file, if there is one).
+
+    Raises:
+        ValueError: ``tag`` is not such a name.
+    """
+    if not isinstance(tag, str) or not _STORAGE_TAG.fullmatch(tag) or tag in (".", ".."):
+        raise ValueError(f"replica storage: {tag!r} is not 1 to 64 of A-Z a-z 0-9 _ . -")
+    store = KeyValueStore(f"{str(agent.address)[:16]}_{tag}")
+    _compat.set_storage(agent, store)
+    return store
 
 
 def _short(value: Any, limit: int) -> bool:

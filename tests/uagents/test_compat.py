@@ -65,6 +65,7 @@ AGENT_INTERNALS = [
     ("Agent._port", "_port"),
     ("Agent._identity", "_identity"),
     ("Agent._resolver", "_resolver"),
+    ("Agent._storage", "_storage"),
 ]
 
 
