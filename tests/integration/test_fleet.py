@@ -39,6 +39,10 @@ HAPROXY = shutil.which("haproxy") or next(
 )
 Q1, Q2, Q3 = "How do agents stream?", "What about retries?", "One more thing"
 REPLICAS = 3
+# Tokens per second of the replicas' replay model: a reply (Q1's is ~640 tokens and three tool
+# calls) lasts ~6.5 s, longer than an `ask` takes to start, so a kill or a cancel that follows
+# another asker's start still lands mid-reply.
+RATE = "120"
 
 
 def need_haproxy() -> str:
@@ -109,6 +113,17 @@ backend fleet
         out = self.admin(f"set server fleet/r{index} state {state}")
         assert out.strip() == "", out
 
+    def wait_up(self, index: int, timeout: float = 10) -> None:
+        """Wait until haproxy sends to replica ``index`` again (its status ``UP``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for row in self.admin("show stat").splitlines():
+                cols = row.split(",")
+                if cols[:2] == ["fleet", f"r{index}"] and cols[17] == "UP":
+                    return
+            assert time.monotonic() < deadline, f"haproxy did not put r{index} back up"
+            time.sleep(0.05)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -140,7 +155,7 @@ class Fleet3:
                 "--seed",
                 self.seed,
                 "--rate",
-                "40",
+                RATE,
                 "--fleet",
                 redis_url,
                 "--endpoint",
@@ -196,6 +211,16 @@ class Fleet3:
             if all(have.get(k) == v for k, v in want.items()):
                 total += float(found.group(2))
         return total
+
+    def new_claim(self, asker: str, known: dict[str, str]) -> tuple[str, int]:
+        """(question msg_id, replica index) of ``asker``'s next question (waiting for it)."""
+        index = int(self.wait_new_claim(asker, known))
+        (conversation,) = self.claims(asker).keys() - known.keys()
+        return conversation, index
+
+    def sent(self, asker: str, conversation: str) -> int:
+        """How many ChatMessages of the reply to ``conversation`` went out (its mirror)."""
+        return int(self.redis.hlen(self._key("replay", asker, conversation)))
 
     def replies(self, index: int, status: str) -> float:
         """How many replies replica ``index`` ended with ``status``."""
@@ -273,7 +298,7 @@ def test_cancel_landing_on_another_replica_cancels_the_reply(fleet: Fleet3) -> N
     resent = fleet.metric(holder, "agent_stream_resends_total")
     fleet.lb.state(holder, "maint")  # its acks and the cancel land on the other replicas
     try:
-        time.sleep(3.0)  # seconds of reply, acknowledged through the others
+        time.sleep(2.0)  # seconds of reply, acknowledged through the others
         p.proc.terminate()  # ask's SIGTERM: it sends the cancel op and waits for the end
         code, _out, err = p.finish(20)
     finally:
@@ -296,17 +321,33 @@ def test_kill_mid_reply_loses_only_that_replicas_reply(fleet: Fleet3) -> None:
     code, _out, err = fleet.ask(seed, session, Q1).finish(60)
     assert code == 0, err
     known = fleet.claims(asker)
-    doomed_ask = fleet.ask(seed, session, Q2)  # turn 2, on the replica to be killed
-    doomed = int(fleet.wait_new_claim(asker, known))
-    fleet.lb.state(doomed, "maint")  # the other questions land on the other replicas
+    doomed = int(fleet.wait_new_claim(asker, {}))  # the replica to be killed
+    live = [i for i in range(REPLICAS) if i != doomed]
+    # Two other askers' replies go to the other replicas...
+    fleet.lb.state(doomed, "maint")
     others = []
     for _ in range(2):
         other_seed = f"fleet other {uuid.uuid4()}"
-        others.append((fleet.ask(other_seed, str(uuid.uuid4()), Q3), address_of(other_seed)))
+        others.append((fleet.ask(other_seed, str(uuid.uuid4()), Q1), address_of(other_seed)))
     holders = {int(fleet.wait_new_claim(a, {})) for _, a in others}
     assert doomed not in holders
-    fleet.lb.state(doomed, "ready")  # the balancer finds it dead by itself
-    time.sleep(1.0)  # mid-reply (a reply takes ~10 s at 40 tokens/s)
+    # ...and, while they stream, the conversation's turn 2 goes to the doomed one.
+    fleet.lb.state(doomed, "ready")
+    fleet.lb.wait_up(doomed)
+    for i in live:
+        fleet.lb.state(i, "maint")
+    try:
+        doomed_ask = fleet.ask(seed, session, Q2)
+        conversation, holder = fleet.new_claim(asker, known)
+    finally:
+        for i in live:
+            fleet.lb.state(i, "ready")  # the doomed one stays in: the balancer finds it dead
+    assert holder == doomed
+    deadline = time.monotonic() + 15  # killed once its reply has begun reaching the asker
+    while fleet.sent(asker, conversation) < 1:
+        assert time.monotonic() < deadline, "the doomed replica sent nothing"
+        time.sleep(0.02)
+    assert all(p.proc.poll() is None for p, _ in others), "the other replies ended before the kill"
     fleet.replicas[doomed].proc.kill()
     fleet.replicas[doomed].proc.wait(5)
 
