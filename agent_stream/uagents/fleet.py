@@ -10,11 +10,19 @@ to any of them. What a reply needs beyond the replica answering it goes through 
 - forwarding, on one pub/sub channel per agent address: an acknowledgement that no reply of this
   replica waits for is published to all replicas; a ``resend``/``cancel`` op for a reply held
   by another live replica is published to that one;
-- liveness: each replica refreshes a key of its own every second (it expires 5 s after a crash);
+- liveness: each replica refreshes a key of its own every second (it expires 5 s after a crash)
+  and is listed in the fleet's set of replicas;
 - replay mirrors: each reply's numbered ChatMessages, written in batches (one pipelined round trip
   per flush, at most every 50 ms), bounded like the local replay buffer, expiring the delivery
   policy's ``replay_linger`` after the last write; a ``resend`` for a reply whose replica is gone
-  is served from it by whichever replica receives it.
+  is served from it by whichever replica receives it;
+- open replies: each replica lists the replies it mirrors and has not ended. Every second each
+  replica looks for replicas whose liveness key expired and ends, for the asker, a few of their
+  open replies (:meth:`Fleet.sweep`): the reply's ``stream_end`` with status ``lost``, numbered
+  after the last ChatMessage its mirror holds (:mod:`.fleet_lost`), sent once in the fleet (the
+  replica that takes ``SET NX`` on the reply sends it). The asker learns its reply is lost seconds
+  after its replica died, not at its own idle timeout. A reply that ended (its final ChatMessage
+  mirrored) or whose mirror expired is left alone, and a live replica's replies are never ended.
 
 A replica's ``ctx.storage`` is its own (:func:`use_replica_storage`): uagents names the file
 after the address, which the replicas share, so in one working directory they would overwrite
@@ -48,6 +56,7 @@ from uagents_core.contrib.protocols.chat import ChatMessage
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, seq_span
 from agent_stream.uagents import _compat
+from agent_stream.uagents.fleet_lost import SendTo, open_entry, sweep
 from agent_stream.uagents.ratelog import RateLimitedLog
 
 __all__ = ["MAX_MESSAGE_BYTES", "Fleet", "Forwarded", "parse_forwarded", "use_replica_storage"]
@@ -65,6 +74,7 @@ _MAX_OUTBOX = 20_000  # commands waiting for the next flush; the oldest are drop
 _MAX_REPLIES_TRACKED = 8192
 _HEARTBEAT = 1.0
 _ALIVE_TTL = 5
+_SWEEP_EVERY = 1.0
 _FLUSH_EVERY = 0.05
 _BATCH = 512
 _STORAGE_TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -212,24 +222,37 @@ class Fleet:
         self.received = 0  # forwarded messages this replica acted on
         self.refused = 0  # pub/sub messages refused as malformed
         self.degraded = 0  # Redis calls that failed or timed out
+        self.ended_lost = 0  # replies of dead replicas this replica ended as lost
+        self._send_to: SendTo | None = None
         self._quiet_until = 0.0  # Redis is not asked before then (it just failed)
         self._closing = False
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start(self, address: str, handler: Callable[[Forwarded], None]) -> None:
+    def start(
+        self,
+        address: str,
+        handler: Callable[[Forwarded], None],
+        send_to: SendTo | None = None,
+    ) -> None:
         """Join the fleet of ``address``: heartbeat, subscription and batch writer start (once;
-        in a running event loop). ``handler`` gets each Forwarded meant for this replica.
+        in a running event loop), and with ``send_to`` the sweep of dead replicas' replies.
 
         Args:
             address: the agent's address, shared by its replicas.
             handler: called with each Forwarded meant for this replica.
+            send_to: sends a ChatMessage to an asker, as this agent (None: this replica ends
+                no dead replica's replies).
         """
         if self.address is not None:
             return
         self.address = address
         self._handler = handler
+        self._send_to = send_to
         self._wake = asyncio.Event()
-        for work in (self._heartbeat(), self._subscribe(), self._flusher()):
+        works = [self._heartbeat(), self._subscribe(), self._flusher()]
+        if send_to is not None:
+            works.append(self._sweeper())
+        for work in works:
             self._tasks.append(asyncio.ensure_future(work))
 
     async def close(self) -> None:
@@ -246,7 +269,10 @@ class Fleet:
         if self.address is not None:
             with contextlib.suppress(Exception):
                 await self._flush_once()
-            await self._bounded(self._redis.delete(self._key("replica", self.replica)), None)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.delete(self._key("replica", self.replica), self._key("open", self.replica))
+            pipe.srem(self._key("replicas"), self.replica)
+            await self._bounded(pipe.execute(), None)
         for client in (self._redis, self._sub_client):
             with contextlib.suppress(Exception):
                 await client.aclose()
@@ -353,6 +379,7 @@ class Fleet:
         m = self._mirrors.get(ref)
         if m is None:
             m = self._mirrors[ref] = _Mirror()
+            self._command("sadd", self._key("open", self.replica), open_entry(peer, conversation))
             while len(self._mirrors) > _MAX_REPLIES_TRACKED:
                 self._mirrors.popitem(last=False)
         if span[0] in m.kept:
@@ -380,6 +407,15 @@ class Fleet:
         if self._mirrors.pop((peer, conversation), None) is not None:
             key = self._key("replay", peer, conversation)
             self._command("expire", key, max(1, int(self.policy.replay_linger)))
+        if self.address is not None:  # (also when no longer tracked here: it is over)
+            self._command("srem", self._key("open", self.replica), open_entry(peer, conversation))
+
+    # -- dead replicas' replies -----------------------------------------------------------------
+    async def sweep(self) -> int:
+        """End, for their askers, open replies of replicas found dead: at most a few per call,
+        each once in the fleet, never a live replica's (:func:`.fleet_lost.sweep`). Runs every
+        second once started with ``send_to``. Returns how many this call ended."""
+        return await sweep(self)
 
     async def mirrored(
         self, peer: str, conversation: str, lo: int, hi: int | None = None
@@ -464,9 +500,25 @@ class Fleet:
 
     async def _heartbeat(self) -> None:
         key = self._key("replica", self.replica)
+        open_key = self._key("open", self.replica)
+        keep = max(_ALIVE_TTL * 4, int(self.policy.replay_linger))  # long enough to be swept
         while not self._closing:
-            await self._bounded(self._redis.set(key, "1", ex=_ALIVE_TTL), None)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.set(key, "1", ex=_ALIVE_TTL)
+            pipe.sadd(self._key("replicas"), self.replica)
+            pipe.expire(open_key, keep)
+            await self._bounded(pipe.execute(), None)
             await asyncio.sleep(_HEARTBEAT)
+
+    async def _sweeper(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(_SWEEP_EVERY)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # one bad sweep must not end the next ones
+                self._log.warning("fleet: a sweep of dead replicas failed: %s", _why(exc))
 
     async def _subscribe(self) -> None:
         channel = self._key("channel")

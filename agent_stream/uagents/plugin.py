@@ -712,7 +712,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             return
         self._bound.add(id(agent))
         if self.fleet is not None:
-            self.fleet.start(address, self._on_forwarded)
+            # (and it ends, for their askers, the replies of replicas that died)
+            self.fleet.start(address, self._on_forwarded, functools.partial(self.send, ctx))
         if not is_protected(agent):
             protect(agent, self.settings.protection)
 
