@@ -238,11 +238,11 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             self._end_subagent(bid, status, error, code, out)
         self.finished = True
         tokens = _usage(usage)
-        if status == "error":
+        if status not in ("completed", "cancelled"):  # error, and any other end (lost...)
             out.append(
                 RunErrorEvent(
                     message=error or "the stream ended with an error",
-                    code=code or "error",
+                    code=code or status,
                     usage=tokens,
                 )
             )

@@ -149,8 +149,9 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
 
     message_start and message_end are not required. ``close()`` sends what is still held, the
     finish chunk, the usage chunk (``include_usage``) and ``DONE`` unless the stream already
-    ended; with status ``error``/``cancelled`` it sends an error object instead of the finish
-    chunk. ``frame_sse`` turns each item into the SSE text an OpenAI client reads.
+    ended; with any status but ``completed`` (``error``, ``cancelled``, ``lost``...) it sends an
+    error object instead of the finish chunk. ``frame_sse`` turns each item into the SSE text an
+    OpenAI client reads.
 
     The output depends only on the input.
 
@@ -491,7 +492,7 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
         finish_reason: str | None,
         usage: dict[str, Any] | None,
     ) -> None:
-        if status in ("error", "cancelled"):
+        if status != "completed":  # error, cancelled, and any other end (lost...)
             text = error or (
                 "the stream was cancelled"
                 if status == "cancelled"
