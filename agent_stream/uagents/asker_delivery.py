@@ -156,6 +156,7 @@ async def resend_question(
     answered: Callable[[], bool],
     policy: DeliveryPolicy,
     on_resend: Callable[[], None],
+    patience: Callable[[], float] | None = None,
 ) -> None:
     """Send the question again while ``answered()`` is False (no acknowledgement, no reply
     traffic: a silently dropped question; the responder answers a msg_id once); calls
@@ -167,18 +168,34 @@ async def resend_question(
         answered: whether it was acknowledged or reply traffic arrived.
         policy: the delivery policy (backoff, tries, time budget).
         on_resend: called before each resend.
+        patience: seconds the peer has lately taken to acknowledge (an
+            :class:`~agent_stream.adapters.chat.ack_clock.AckClock`'s): no resend sooner than
+            that after the last delivered send (capped at the policy's ``max_delay``); asked
+            again when a resend comes due, so acknowledgements of other questions meanwhile
+            count. A send that failed is retried on the policy's own schedule.
     """
     rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True)
     key = str(chat.msg_id)
-    rd.sent(key, chat, True, time.monotonic())
+    last, delivered = time.monotonic(), True
+    rd.sent(key, chat, True, last)
+
+    def wait_until() -> float:
+        if patience is None or not delivered:  # a failed send awaits no acknowledgement
+            return 0.0
+        return last + min(patience(), policy.max_delay)
+
     while not answered():
         d = rd.next_deadline
         if d is None:
             break
-        await asyncio.sleep(max(0.0, d - time.monotonic()))
+        await asyncio.sleep(max(0.0, max(d, wait_until()) - time.monotonic()))
         if answered():
             break
-        for _, again in rd.due(time.monotonic()):
+        now = time.monotonic()
+        if now < wait_until():  # the peer has become slower to acknowledge meanwhile
+            continue
+        for _, again in rd.due(now):
             on_resend()
             ok, _ = await send(again)
-            rd.sent(key, again, ok, time.monotonic())
+            last, delivered = time.monotonic(), ok
+            rd.sent(key, again, ok, last)

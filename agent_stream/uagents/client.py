@@ -44,7 +44,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Collection, Generator
+from collections.abc import AsyncIterator, Callable, Collection, Generator
 from typing import TYPE_CHECKING, Any
 
 from uagents_core.contrib.protocols.chat import (
@@ -63,6 +63,7 @@ from agent_stream.adapters.chat import (
     opens_session,
     request_tags,
 )
+from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import OP_RESEND, control
 from agent_stream.assemble import Assembler, Transcript
@@ -459,6 +460,7 @@ class ChatClient:
         self._by_conv: dict[tuple[str, str], list[Reply]] = {}  # ...per (peer, conversation)
         self._ended: dict[str, float] = {}
         self.late_window = late_window
+        self.ack_clock = AckClock()  # how long each peer takes to acknowledge a question
 
     @property
     def open(self) -> int:
@@ -549,6 +551,8 @@ class ChatClient:
             Whether an open question was acknowledged.
         """
         for r in self._by_conv.get((sender, msg_id), ()):
+            if not r.acknowledged and not r.question_resends:  # Karn: one send, one time
+                self.ack_clock.sample(sender, time.monotonic() - r.asked_at)
             r.acknowledge()
             return True
         return False
@@ -655,7 +659,17 @@ async def ask_with(
     if not ok:
         reply._finish("undelivered")
         raise DeliveryError(f"question to {destination} not delivered: {detail}")
-    task = asyncio.ensure_future(_resend_question(sender, ctx, destination, chat, reply, policy))
+    task = asyncio.ensure_future(
+        _resend_question(
+            sender,
+            ctx,
+            destination,
+            chat,
+            reply,
+            policy,
+            lambda: client.ack_clock.patience(reply.peer),
+        )
+    )
     task.add_done_callback(retrieved)
     return reply
 
@@ -723,6 +737,7 @@ async def _resend_question(
     chat: ChatMessage,
     reply: Reply,
     policy: DeliveryPolicy,
+    patience: Callable[[], float],
 ) -> None:
     async def send(msg: ChatMessage) -> tuple[bool, str]:
         ok, detail = await sender(ctx, destination, msg)
@@ -737,4 +752,5 @@ async def _resend_question(
         lambda: reply.acknowledged or reply.chat_messages > 0 or reply.done,
         policy,
         resent,
+        patience,
     )
