@@ -17,7 +17,8 @@ and, by default, StartSessionContent. Replies are decoded with a
 When a reply is over:
 
 - a tagged reply (from agent_stream): when its final stream_end is decoded; ``status`` is the
-  stream_end's status (``completed``, ``error``, ``cancelled``);
+  stream_end's status (``completed``, ``error``, ``cancelled``, or ``lost`` when a fleet replica
+  ends the reply of a replica that died);
 - an untagged reply (any other chat agent): at EndSessionContent, or once no chat stream of the
   peer is open and nothing has arrived for ``settle`` seconds after something did;
 - ``timeout`` seconds after asking with no end: status ``timeout``;
