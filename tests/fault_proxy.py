@@ -137,6 +137,15 @@ class FaultProxy:
         self._server.shutdown()
         self._server.server_close()
 
+    def reset(self, seed: int = 0) -> None:
+        """Back to forwarding everything: no rule, no fault, counts cleared, the random draws
+        started again from ``seed``."""
+        self.rule = None
+        self.rates = [(E503, 0.0), (DROP, 0.0), (DUP, 0.0), (DELAY, 0.0)]
+        self.counts.clear()
+        with self._lock:
+            self._rng.seed(seed)
+
     # -- deciding and forwarding ----------------------------------------------------------------
     def _outcome(self, index: int, body: bytes) -> str:
         if self.dead:

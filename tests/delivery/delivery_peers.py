@@ -7,7 +7,8 @@ plain question), run as scripts.
 ``reply.cancel()`` once that many Messages arrived.
 
 ``responder``: answers every question with a "Thinking" block (reasoning) and an "Answer" block
-of ``--tokens`` tokens at ``--rate`` tokens/s, pausing ``--pause`` s after ``--pause-at`` tokens;
+of ``--tokens`` tokens at ``--rate`` tokens/s, pausing ``--pause`` s after ``--pause-at`` tokens,
+sending a keepalive after ``--keepalive`` s of silence (default: the delivery policy's);
 prints ``{"reply_end": ReplyStats..., "tokens": produced so far}`` when a reply ends and
 ``{"tokens": n}`` for each stdin line.
 
@@ -28,7 +29,9 @@ from typing import Any
 from uagents_core.contrib.protocols.chat import ChatMessage, StartSessionContent, TextContent
 
 from agent_stream.uagents import (
+    ChatSettings,
     DeliveryError,
+    DeliveryPolicy,
     StreamingChat,
     local_agent,
     parse_peers,
@@ -150,7 +153,10 @@ def responder(args: argparse.Namespace) -> None:
             json.dumps({"reply_end": dataclasses.asdict(stats), "tokens": PRODUCED[0]}), flush=True
         )
 
-    chat = StreamingChat(respond, channels={"reasoning"}, on_reply_end=ended)
+    settings = ChatSettings()
+    if args.keepalive is not None:
+        settings = ChatSettings(delivery=DeliveryPolicy(keepalive=args.keepalive))
+    chat = StreamingChat(respond, channels={"reasoning"}, on_reply_end=ended, settings=settings)
     agent = local_agent(
         args.seed, args.port, name="responder", peers=parse_peers(args.peer), directory=None
     )
@@ -178,6 +184,7 @@ def main() -> int:
     p.add_argument("--rate", type=float, default=0.0)
     p.add_argument("--pause-at", type=int, default=-1)
     p.add_argument("--pause", type=float, default=0.0)
+    p.add_argument("--keepalive", type=float, default=None)
     args = p.parse_args()
     asker(args) if args.role == "asker" else responder(args)
     return 0

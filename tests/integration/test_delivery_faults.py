@@ -98,6 +98,18 @@ class Pair:
         for proxy in (self.to_responder, self.to_asker):
             proxy.rates = [(k, rates.get(k, 0.0)) for k in ("503", "drop", "dup", "delay")]
 
+    def reset(self) -> None:
+        """Both proxies back to forwarding everything, once nothing has passed them for 0.5 s
+        (a straggler of one test's reply must not meet the next test's rule)."""
+        seen = -1
+        deadline = time.monotonic() + 10
+        while seen != (seen := self.to_responder.requests + self.to_asker.requests):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.to_responder.reset(seed=1)
+        self.to_asker.reset(seed=2)
+
     def close(self) -> None:
         for p in (self.asker, self.responder):
             p.stop()
@@ -113,6 +125,33 @@ def pairs(harness: Harness) -> Iterator[list[Pair]]:
     finally:
         for p in made:
             p.close()
+
+
+@pytest.fixture(scope="module")
+def module_pair(harness: Harness) -> Iterator[Pair]:
+    pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
+    try:
+        yield pair
+    finally:
+        pair.close()
+
+
+@pytest.fixture
+def clean_pair(module_pair: Pair) -> Iterator[Pair]:
+    """One `serve --rate 0 --reasoning` pair for the module's tests that only set a proxy rule
+    of their own (starting two agents per test cost seconds each): reset after each."""
+    module_pair.reset()
+    yield module_pair
+    module_pair.reset()
+
+
+@pytest.fixture(scope="module")
+def clean_reply(module_pair: Pair) -> dict[str, Any]:
+    """The shared pair's reply to QUESTION without any fault."""
+    module_pair.reset()
+    (clean,) = module_pair.ask()
+    assert clean["completed"], clean
+    return clean
 
 
 def shape(transcript: dict[str, Any]) -> Any:
@@ -183,11 +222,9 @@ def envelope_payload(envelope: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("which", ["question", "first", "last"])
 def test_a_silent_drop_of_the_question_or_first_or_last_chat_message_is_recovered(
-    harness: Harness, pairs: list[Pair], which: str
+    clean_pair: Pair, clean_reply: dict[str, Any], which: str
 ) -> None:
-    pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
-    pairs.append(pair)
-    (clean,) = pair.ask()
+    pair, clean = clean_pair, clean_reply
     if which == "question":
         rule = first_only(lambda e: is_chat_message(e) and has_text(e))
         pair.to_responder.rule = rule
@@ -203,18 +240,43 @@ def test_a_silent_drop_of_the_question_or_first_or_last_chat_message_is_recovere
         assert r["question_resends"] >= 1
 
 
-def test_a_killed_responder_is_lost_within_the_idle_timeout(
-    harness: Harness, tmp_path: Path
-) -> None:
-    serve, address, endpoint = harness.serve("--rate", "20")
-    ask = harness.cli(
-        "ask", address, "--endpoint", endpoint, "--json", "--idle-timeout", "5", QUESTION
+def test_a_killed_responder_is_lost_within_the_idle_timeout(harness: Harness) -> None:
+    a_port, a_seed = free_port(), f"killed responder asker {time.time_ns()}"
+    chats: list[int] = []
+    to_ask = FaultProxy(
+        f"http://127.0.0.1:{a_port}/submit",
+        rule=lambda i, env: chats.append(i) if is_chat_message(env) else None,
     )
-    time.sleep(7.0)  # the reply is streaming (20 tokens/s: it takes a minute)
-    serve.proc.kill()
-    killed = time.monotonic()
-    code, out, err = ask.finish(timeout=30)
-    took = time.monotonic() - killed
+    with to_ask:
+        serve, address, endpoint = harness.serve(
+            "--rate",
+            "20",
+            "--reasoning",  # its thinking streams from the start
+            "--no-directory",
+            "--peer",
+            f"{address_of(a_seed)}={to_ask.url}",
+        )
+        ask = harness.cli(
+            "ask",
+            address,
+            "--endpoint",
+            endpoint,
+            "--no-directory",
+            "--port",
+            str(a_port),
+            "--seed",
+            a_seed,
+            "--json",
+            "--idle-timeout",
+            "5",
+            QUESTION,
+        )
+        # the reply is streaming (20 tokens/s: it takes a minute) and reaches ask
+        assert wait_until(lambda: len(chats) >= 2, 30), ask.stderr
+        serve.proc.kill()
+        killed = time.monotonic()
+        code, out, err = ask.finish(timeout=30)
+        took = time.monotonic() - killed
     assert code == 1 and "status lost" in err, err
     assert took < 8.0, took
     transcript = json.loads(out)
@@ -222,14 +284,18 @@ def test_a_killed_responder_is_lost_within_the_idle_timeout(
 
 
 def test_a_paused_model_is_slow_not_lost(harness: Harness, pairs: list[Pair]) -> None:
-    """Paused 12 s mid-reply (the issue says 30 s; shortened, with the idle timeout shortened
-    from 15 to 7 s so the pause is still well past it): keepalives keep it alive."""
-    pair = Pair(harness, responder=["--tokens", "60", "--pause-at", "20", "--pause", "12"])
+    """Paused 7 s mid-reply, well past the asker's 4 s idle timeout (the defaults, 15 s idle
+    and a keepalive after 5 s of silence, scaled down to 4 s and 2 s): keepalives keep it
+    alive."""
+    pair = Pair(
+        harness,
+        responder=["--tokens", "60", "--pause-at", "20", "--pause", "7", "--keepalive", "2"],
+    )
     pairs.append(pair)
-    (r,) = pair.ask(idle_timeout=7)
+    (r,) = pair.ask(idle_timeout=4)
     assert r["completed"], (r["status"], r["warnings"])
     assert r["keepalives"] >= 2
-    assert r["seconds"] >= 12
+    assert r["seconds"] >= 7
 
 
 def responder_end(pair: Pair) -> dict[str, Any]:
@@ -298,7 +364,8 @@ def test_sigint_in_ask_cancels_the_reply_and_exits_130(harness: Harness) -> None
         "-v",
         QUESTION,
     )
-    time.sleep(4.0)
+    # a second of the reply produced (it takes 40 s): its first sentences reached ask
+    assert wait_until(lambda: responder.request({}, 5)["tokens"] >= 50, 30), ask.stderr
     ask.proc.send_signal(2)
     sent = time.monotonic()
     code, out, err = ask.finish(timeout=15)
@@ -312,7 +379,7 @@ def test_sigint_in_ask_cancels_the_reply_and_exits_130(harness: Harness) -> None
 
 
 def test_a_cancel_from_a_third_sender_does_nothing(harness: Harness, pairs: list[Pair]) -> None:
-    pair = Pair(harness, responder=["--tokens", "300", "--rate", "50"])
+    pair = Pair(harness, responder=["--tokens", "200", "--rate", "50"])  # a 4 s reply
     pairs.append(pair)
     seen: list[str] = []
 
@@ -392,11 +459,8 @@ def test_ask_exits_1_when_one_chat_message_never_arrives(harness: Harness) -> No
     assert to_ask.counts["drop"] >= 2  # the first send, then resends or repairs
 
 
-def test_an_asker_that_lost_its_state_gets_the_reply_again_from_seq_1(
-    harness: Harness, pairs: list[Pair]
-) -> None:
-    pair = Pair(harness, serve=["--rate", "0", "--reasoning"])
-    pairs.append(pair)
+def test_an_asker_that_lost_its_state_gets_the_reply_again_from_seq_1(clean_pair: Pair) -> None:
+    pair = clean_pair
     (first,) = pair.ask()
     assert first["completed"]
     pair.asker.stop()  # its state is gone; a new process at the same address asks again
