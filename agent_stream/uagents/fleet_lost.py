@@ -12,6 +12,8 @@ the reply's status is ``lost``.
 each listed as open (mirrored, not ended). A reply is ended by the replica that takes ``SET NX``
 on it, so once in the fleet; not when its mirror's last ChatMessage is its final one (it ended),
 nor when its mirror expired (nothing to number the end after), nor when its replica is alive.
+It works through the Fleet's own Redis connection, timeouts and batch writer: it is the Fleet's
+sweep, in a module of its own.
 """
 
 from __future__ import annotations
