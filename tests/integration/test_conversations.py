@@ -81,16 +81,11 @@ def test_three_turns_through_ask_session(
         f"“{Q2}” (2 questions so far)."
     ) in out
 
-    # an id the agent has not seen starts a new conversation; so does no --session at all
-    code, out, err = ask(harness, "llm", "--session", str(uuid.uuid4()), Q3)
-    assert code == 0 and "Earlier in this conversation" not in out
-    code, out, err = ask(harness, "llm", "--json", Q3)
-    fresh = json.loads(out)
-    assert uuid.UUID(fresh["session"]).version == 4 and fresh["session"] != session
-    assert "Earlier in this conversation" not in out
-    # memory is per asker: another identity (--seed) in the same session starts afresh
-    code, out, err = ask(
-        harness,
+    # an id the agent has not seen starts a new conversation; memory is per asker: another
+    # identity (--seed) in the same session starts afresh (two identities: asked at once)
+    unseen = harness.cli("ask", "llm", "--session", str(uuid.uuid4()), Q3)
+    other_asker = harness.cli(
+        "ask",
         "llm",
         "--session",
         session,
@@ -98,7 +93,16 @@ def test_three_turns_through_ask_session(
         "another client seed, long enough to be a real one",
         Q3,
     )
-    assert code == 0 and "Earlier in this conversation" not in out
+    code, out, err = unseen.finish(60)
+    assert code == 0 and "Earlier in this conversation" not in out, err
+    assert "another running client" not in err, err
+    code, out, err = other_asker.finish(60)
+    assert code == 0 and "Earlier in this conversation" not in out, err
+    # so does no --session at all
+    code, out, err = ask(harness, "llm", "--json", Q3)
+    fresh = json.loads(out)
+    assert uuid.UUID(fresh["session"]).version == 4 and fresh["session"] != session
+    assert "Earlier in this conversation" not in out
 
 
 def test_the_client_identity_is_kept_private(
@@ -149,17 +153,26 @@ def test_a_kill_9_restart_keeps_the_conversation(
 def test_bad_session_values_are_refused(
     harness: Harness, llm: tuple[AgentProcess, str, str]
 ) -> None:
-    for bad in ("nope", str(uuid.uuid1()), ""):
-        code, _, err = ask(harness, "llm", "--session", bad, "q")
+    # every command at once (each refused on its own)
+    asks = [
+        harness.cli("ask", "llm", "--session", bad, "q") for bad in ("nope", str(uuid.uuid1()), "")
+    ]
+    serves = [
+        (
+            harness.cli("serve", "--port", str(free_port()), "--name", "bad", "--sessions", bad),
+            says,
+        )
+        for bad, says in (
+            ("bogus", "unknown session store"),
+            ("sqlite:", "needs a file path"),
+            (f"sqlite:{harness.workdir / 'no' / 'such' / 'dir.db'}", "does not exist"),
+        )
+    ]
+    for p in asks:
+        code, _, err = p.finish(60)
         assert code == 2 and "--session" in err, err
-    for bad, says in (
-        ("bogus", "unknown session store"),
-        ("sqlite:", "needs a file path"),
-        (f"sqlite:{harness.workdir / 'no' / 'such' / 'dir.db'}", "does not exist"),
-    ):
-        code, _, err = harness.cli(
-            "serve", "--port", str(free_port()), "--name", "bad", "--sessions", bad
-        ).finish(30)
+    for p, says in serves:
+        code, _, err = p.finish(30)
         assert code == 2, err
         assert len(err.splitlines()) == 1 and says in err, err
 
