@@ -228,7 +228,8 @@ class LocalDirectory:
         again unless its stat (inode, size, times) is the one it had when last read, its
         modification time then already SETTLED seconds old (a write after that read has a
         later one, however coarse the file system's clock), and REREAD_AFTER has not passed;
-        parsed again only when its bytes changed. A crowd of sends to a peer found here reads it about once a second."""
+        parsed again only when its bytes changed. A crowd of sends to a peer found here reads
+        it about once a second."""
         self.check()
         try:
             st = self.path.stat()
