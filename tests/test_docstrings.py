@@ -10,6 +10,7 @@ document its fields in ``Attributes:`` or with a comment on or above the field i
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,9 +145,19 @@ def _check_members(owner: Any, where: str, problems: list[str]) -> None:
             _check_function(member, here, problems)
 
 
+@functools.lru_cache(maxsize=4)
+def _load(top: str, root: Path) -> Any:
+    """The top-level package ``top`` under ``root``, as griffe reads it with every subpackage:
+    read once for all of ``PACKAGES`` (each docstring is parsed when first checked)."""
+    return griffe.load(top, docstring_parser="google", search_paths=[str(root)])
+
+
 def docstring_problems(package: str, root: Path = ROOT) -> list[str]:
     """What in ``package``'s public docstrings (found under ``root``) breaks the rules above."""
-    loaded = griffe.load(package, docstring_parser="google", search_paths=[str(root)])
+    top, _, rest = package.partition(".")
+    loaded = _load(top, root)
+    if rest:
+        loaded = loaded[rest]
     problems: list[str] = []
     handler = _Warnings()
     logger = logging.getLogger("griffe")
