@@ -22,7 +22,9 @@ from agent_stream.errors import InvalidMessage
 
 DeltaAction = Literal["append", "replace", "merge", "set"]
 DELTA_ACTIONS: frozenset[str] = frozenset(("append", "replace", "merge", "set"))
-Status = Literal["completed", "error", "cancelled"]
+# How a stream, thread or block ended; "lost": the agent answering stopped before it ended (an
+# asker's idle timeout, or a fleet replica ending a dead replica's reply for its asker).
+Status = Literal["completed", "error", "cancelled", "lost"]
 
 # Built-in type names.
 TEXT = "text"

@@ -195,3 +195,13 @@ def test_type_errors_name_built_in_fields_of_the_wrong_type_and_only_present_one
     assert errs({"type": "weather", "props": {"content": 12}}) == []
     assert errs({"type": "text", "props": {"content": "x", "extra": 12}}) == []
     assert errs({"type": "image", "props": {"url": "u", "width": 1.0}}) != []
+
+
+def test_a_stream_may_end_lost_and_an_unknown_status_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from agent_stream.message import StreamEndData
+
+    assert StreamEndData.model_validate({"status": "lost"}).status == "lost"
+    with pytest.raises(ValidationError):
+        StreamEndData.model_validate({"status": "vanished"})
