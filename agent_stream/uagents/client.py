@@ -77,6 +77,7 @@ from agent_stream.uagents.asker_delivery import (
     resend_question,
     retrieved,
 )
+from agent_stream.uagents.lanes import urgent
 
 if TYPE_CHECKING:
     from uagents import Context
@@ -645,7 +646,8 @@ async def ask_with(
     telemetry.asking(reply, getattr(getattr(ctx, "agent", None), "name", None))
     client.add(reply)  # before sending: the first reply may come back before send returns
     try:
-        ok, detail = await sender(ctx, destination, chat)
+        with urgent():  # a question: ahead of reply traffic already queued for that peer
+            ok, detail = await sender(ctx, destination, chat)
         # A peer that was just started may not listen yet: a refused delivery costs ~3 ms and
         # never reached the peer, so try again for a short while before giving up.
         deadline = time.monotonic() + deliver_within

@@ -10,7 +10,11 @@ endpoint hangs holds up every other send of the agent (a 0.05 s reply was measur
 (ChatMessage, ChatAcknowledgement) go through per-destination lanes: each destination's
 envelopes go in order, one at a time, while other lanes run at the same time. A peer that
 restores order itself (it reads agent_stream's tagged replies, ordered by ``seq``: the plugin
-calls :func:`pipeline` for it) gets up to ``window`` (64) envelopes in flight at once. Posts go
+calls :func:`pipeline` for it) gets up to ``window`` (64) envelopes in flight at once, and
+there acknowledgements and what is sent inside :func:`urgent` (a question, a reply's first text)
+go ahead of what is already queued: a thousand replies' text queued for one gateway no longer
+delays the text someone is waiting for, nor an acknowledgement whose lateness makes the peer send
+again. Posts go
 over the agent's kept-alive connections (:mod:`.pool`), not one new connection per envelope.
 Everything else the agent sends (its other protocols) goes the stock uagents way, with uagents'
 own timeouts, unless ``every_protocol`` puts all sends in lanes. Bounds (:class:`LaneLimits`,
@@ -37,10 +41,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +59,15 @@ from agent_stream.uagents import _compat
 from agent_stream.uagents.directory import LocalResolver
 from agent_stream.uagents.pool import EnvelopePoster
 
-__all__ = ["CHAT_DIGESTS", "LaneLimits", "PeerDispenser", "isolate", "pipeline", "pipeline_from"]
+__all__ = [
+    "CHAT_DIGESTS",
+    "LaneLimits",
+    "PeerDispenser",
+    "isolate",
+    "pipeline",
+    "pipeline_from",
+    "urgent",
+]
 
 LOG = logging.getLogger("agent_stream.uagents")
 
@@ -94,14 +107,34 @@ class LaneLimits:
 
 #: The schema digests whose envelopes go through lanes by default (the chat protocol's).
 CHAT_DIGESTS = frozenset(Model.build_schema_digest(m) for m in (ChatMessage, ChatAcknowledgement))
+_ACK_DIGEST = Model.build_schema_digest(ChatAcknowledgement)
+
+_URGENT: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_stream_urgent", default=False)
+
+
+@contextlib.contextmanager
+def urgent() -> Iterator[None]:
+    """Envelopes sent inside this block go ahead of those already queued for a peer that
+    restores order itself (a pipelined lane): someone waits on them (a question, a reply's
+    first text). Acknowledgements always do (a late one makes the peer send again). To a
+    plain peer, which cannot reorder, everything still goes in order."""
+    token = _URGENT.set(True)
+    try:
+        yield
+    finally:
+        _URGENT.reset(token)
+
+
+_Queued = tuple[Any, list[str], asyncio.Future[Any], bool]
 
 
 class _Lane:
-    __slots__ = ("posting", "queue", "stalled_until", "target", "task", "timeouts")
+    __slots__ = ("posting", "queue", "stalled_until", "target", "task", "timeouts", "urgent")
 
     def __init__(self, target: str) -> None:
         self.target = target
-        self.queue: deque[tuple[Any, list[str], asyncio.Future[Any], bool]] = deque()
+        self.queue: deque[_Queued] = deque()
+        self.urgent: deque[_Queued] = deque()  # posted first (pipelined lanes only)
         self.task: asyncio.Task[None] | None = None
         self.timeouts = 0
         self.stalled_until = 0.0
@@ -199,10 +232,14 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             if target in self._pipelined
             else self.limits.max_queued
         )
-        if len(lane.queue) >= limit:
+        if len(lane.queue) + len(lane.urgent) >= limit:
             _settle(response_future, _failed(envelope, "too many envelopes queued for peer"))
             return
-        lane.queue.append((envelope, endpoints, response_future, sync))
+        item = (envelope, endpoints, response_future, sync)
+        if target in self._pipelined and (_URGENT.get() or envelope.schema_digest == _ACK_DIGEST):
+            lane.urgent.append(item)
+        else:
+            lane.queue.append(item)
         if lane.task is None:
             lane.task = asyncio.get_running_loop().create_task(self._drain(lane))
 
@@ -234,9 +271,9 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             self._posting = asyncio.Semaphore(self.limits.max_posting)
         posts: set[asyncio.Task[None]] = set()
         try:
-            while lane.queue or posts:
-                while lane.queue and len(posts) < self._window(lane.target):
-                    env, endpoints, fut, sync = lane.queue.popleft()
+            while lane.urgent or lane.queue or posts:
+                while (lane.urgent or lane.queue) and len(posts) < self._window(lane.target):
+                    env, endpoints, fut, sync = (lane.urgent or lane.queue).popleft()
                     if fut.done():  # the sender stopped waiting
                         continue
                     if lane.stalled_until > time.monotonic():
@@ -262,7 +299,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 if len(self._stalled) > self.limits.max_lanes:
                     now = time.monotonic()
                     self._stalled = {t: u for t, u in self._stalled.items() if u > now}
-            for env, _, fut, _ in lane.queue:  # cancelled: nothing left behind waits forever
+            for env, _, fut, _ in (*lane.urgent, *lane.queue):  # cancelled: none left waiting
                 _settle(fut, _failed(env, "not sent: the agent is stopping"))
 
     async def _one(
@@ -279,6 +316,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                     hook(lane.target, result.endpoint)
             if (
                 not lane.queue
+                and not lane.urgent
                 and not lane.posting
                 and lane.stalled_until <= time.monotonic()
                 and self._lanes.get(lane.target) is lane

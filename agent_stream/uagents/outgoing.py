@@ -52,6 +52,7 @@ from agent_stream.adapters.chat import ChatEncoder, coalesce
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redelivery, ReplayBuffer
 from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control, estimated_size, seq_span
 from agent_stream.message import error as error_message
+from agent_stream.uagents.lanes import urgent
 from agent_stream.writer import StreamWriter
 
 __all__ = ["Outgoing", "PumpLimits", "Refused", "describe"]
@@ -398,6 +399,7 @@ class Outgoing:
             batch = [self.queue.popleft() for _ in range(n)]
             chars = sum(map(_text_chars, batch))
             self._queued_chars = max(0, self._queued_chars - chars)
+            first_text = chars > 0 and not self._text_sent
             self._text_sent = self._text_sent or chars > 0
             chat = batch[0] if n == 1 else coalesce(batch)
             if len(self.queue) <= limits.max_buffered // 2:
@@ -412,7 +414,12 @@ class Outgoing:
                 self._high = max(self._high, span[1])
                 if self.replay is not None:
                     self.replay.add(span[0], span[1], chat, estimated_size(chat))
-            consecutive = 0 if await self._deliver(key, chat) else consecutive + 1
+            if first_text:  # the asker waits for it: ahead of other replies' queued text
+                with urgent():
+                    delivered = await self._deliver(key, chat)
+            else:
+                delivered = await self._deliver(key, chat)
+            consecutive = 0 if delivered else consecutive + 1
             self._held_after_send()
 
     async def _deliver(self, key: str, chat: ChatMessage) -> bool:

@@ -248,3 +248,34 @@ async def test_protecting_a_running_agent_keeps_its_other_protocols_on_its_own_d
     status = await agent._build_context().send(peer, ErrorMessage(error="other protocol"))
     assert status.status == DeliveryStatus.DELIVERED and lanes.lanes == 0
     assert sink.got == [ErrorMessage(error="other protocol").json()]
+
+
+async def test_urgent_envelopes_and_acks_go_first_to_a_pipelined_peer_only(sink: Sink) -> None:
+    from uagents_core.contrib.protocols.chat import ChatAcknowledgement, ChatMessage
+    from uagents_core.models import Model
+
+    from agent_stream.uagents.lanes import urgent
+
+    ack = Model.build_schema_digest(ChatAcknowledgement)
+    chat = Model.build_schema_digest(ChatMessage)
+    # pipelined (a peer that restores order by seq); one post at a time shows the order
+    d = PeerDispenser(LaneLimits(window=1))
+    d.pipeline(A)
+    futs = [post(d, A, sink.url, f"bulk{i}", digest=chat) for i in range(4)]
+    with urgent():
+        futs.append(post(d, A, sink.url, "first text", digest=chat))
+    futs.append(post(d, A, sink.url, "an ack", digest=ack))
+    futs.append(post(d, A, sink.url, "bulk4", digest=chat))
+    await asyncio.gather(*futs)
+    # all queued before the lane posts its first: the urgent ones first, each kind in order
+    assert sink.got == ["first text", "an ack", "bulk0", "bulk1", "bulk2", "bulk3", "bulk4"]
+
+    # a plain peer cannot reorder: everything in the order it was sent
+    sink.got.clear()
+    futs = [post(d, B, sink.url, f"bulk{i}", digest=chat) for i in range(3)]
+    with urgent():
+        futs.append(post(d, B, sink.url, "first text", digest=chat))
+    futs.append(post(d, B, sink.url, "an ack", digest=ack))
+    await asyncio.gather(*futs)
+    assert sink.got == ["bulk0", "bulk1", "bulk2", "first text", "an ack"]
+    await d.drain(1)
