@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_harness import Harness, address_of, port_open_failed
+from agents_harness import Harness, address_of, port_open_failed, stop_together
 from fault_proxy import DROP, FaultProxy, has_text, is_chat_message, payload_of, wait_until
 from hostile_peer import CHAT, envelope, post
 from uagents_core.identity import Identity
@@ -111,8 +111,7 @@ class Pair:
         self.to_asker.reset(seed=2)
 
     def close(self) -> None:
-        for p in (self.asker, self.responder):
-            p.stop()
+        stop_together((self.asker, self.responder))
         self.to_responder.stop()
         self.to_asker.stop()
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from agents_harness import AgentProcess, Harness, address_of, port_open_failed
+from agents_harness import AgentProcess, Harness, address_of, port_open_failed, stop_together
 
 from agent_stream.uagents.directory import LocalDirectory
 from agent_stream.uagents.fleet import MAX_MESSAGE_BYTES, Fleet, Forwarded, parse_forwarded
@@ -247,8 +247,7 @@ class Fleet3:
 
     def stop(self) -> None:
         self.lb.stop()
-        for p in self.replicas:
-            p.stop()
+        stop_together(self.replicas)
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
 
-from agents_harness import PEERS, Harness, free_port
+from agents_harness import PEERS, Harness, free_port, stop_together
 
 pytestmark = pytest.mark.integration
 
@@ -155,8 +155,7 @@ def test_one_trace_follows_a_question_through_every_relaying_agent(
         code, out, err = asker.finish(timeout=60)
         assert code == 0, err
         assert json.loads(out.strip().splitlines()[-1])["status"] == "completed"
-        for p in procs.values():
-            p.stop()  # SIGTERM: each agent flushes its spans as it stops
+        stop_together(procs.values())  # SIGTERM: each agent flushes its spans as it stops
     finally:
         h.stop_all()
     assert not receiver.bad
@@ -244,8 +243,7 @@ def test_the_gateway_continues_an_http_traceparent_to_the_agent_it_asks(
             headers={"traceparent": f"00-{trace_id}-{parent}-01"},
         )
         assert r.status_code == 200, r.text
-        gateway.stop()
-        agent.stop()
+        stop_together((gateway, agent))
     finally:
         h.stop_all()
     spans = receiver.spans
