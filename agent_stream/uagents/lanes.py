@@ -10,7 +10,7 @@ endpoint hangs holds up every other send of the agent (a 0.05 s reply was measur
 (ChatMessage, ChatAcknowledgement) go through per-destination lanes: each destination's
 envelopes go in order, one at a time, while other lanes run at the same time. A peer that
 restores order itself (it reads agent_stream's tagged replies, ordered by ``seq``: the plugin
-calls :func:`pipeline` for it) gets up to ``window`` (64) envelopes in flight at once, and
+calls :func:`pipeline` for it) gets up to ``window`` (128) envelopes in flight at once, and
 there acknowledgements and what is sent inside :func:`urgent` (a question, a reply's first text)
 go ahead of what is already queued: a thousand replies' text queued for one gateway no longer
 delays the text someone is waiting for, nor an acknowledgement whose lateness makes the peer send
@@ -99,7 +99,7 @@ class LaneLimits:
     max_lanes: int = 4096
     max_posting: int = 256
     drain_timeout: float = 5.0
-    window: int = 64
+    window: int = 128
     max_queued_pipelined: int = 4096
     keep_alive: bool = True
     every_protocol: bool = False
