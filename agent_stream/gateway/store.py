@@ -20,6 +20,7 @@ Bounds of the in-process store (:class:`MemoryStore`), all documented defaults:
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import time
 from collections.abc import AsyncIterator
@@ -178,6 +179,7 @@ class MemoryStore:
         self._logs: dict[str, _Log] = {}
         self._aliases: dict[str, str] = {}
         self._bytes = 0
+        self._drops: list[tuple[float, str]] = []  # (drop_at, reply_id), soonest first
 
     @property
     def total_bytes(self) -> int:
@@ -323,6 +325,7 @@ class MemoryStore:
         log = self._logs.get(reply_id)
         if log is not None:
             log.drop_at = time.monotonic() + after
+            heapq.heappush(self._drops, (log.drop_at, reply_id))
 
     async def close(self) -> None:
         for log in self._logs.values():
@@ -335,11 +338,19 @@ class MemoryStore:
         return self._logs.get(reply_id)
 
     def _expire(self) -> None:
+        """Forget the logs whose drop time passed: the soonest first, from a heap (every read
+        of every reply asks, so a scan of all logs each time would cost the gateway its
+        replies squared)."""
         now = time.monotonic()
-        for rid in [
-            r for r, log in self._logs.items() if log.drop_at is not None and log.drop_at <= now
-        ]:
-            self._remove(rid)
+        drops = self._drops
+        while drops and drops[0][0] <= now:
+            _, rid = heapq.heappop(drops)
+            log = self._logs.get(rid)
+            if log is not None and log.drop_at is not None and log.drop_at <= now:
+                self._remove(rid)
+        if len(drops) > 2 * len(self._logs) + 64:  # stale entries (dropped again, removed)
+            self._drops = [(t, r) for t, r in drops if r in self._logs]
+            heapq.heapify(self._drops)
 
     def _evict(self, need: int) -> None:
         for rid in [r for r, log in self._logs.items() if log.ended]:

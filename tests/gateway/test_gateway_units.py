@@ -57,6 +57,27 @@ async def test_memory_store_bounds_and_expiry() -> None:
     assert await s.resolve("run-b") is None and await s.meta("b") is None
 
 
+async def test_memory_store_forgets_exactly_the_logs_whose_drop_time_passed() -> None:
+    import time
+
+    s = MemoryStore()
+    for i in range(200):
+        await s.create(f"r{i}", {})
+    # every third dropped at once, every third twice (later, then sooner), the rest kept
+    for i in range(0, 200, 3):
+        await s.drop(f"r{i}", 0.0)
+    for i in range(1, 200, 3):
+        await s.drop(f"r{i}", 30.0)
+        await s.drop(f"r{i}", 0.05)  # the latest drop call decides
+    await s.drop("r2", 0.05)
+    await s.drop("r2", 30.0)  # dropped again, later: kept for now
+    assert len(s) == 200 - 67
+    time.sleep(0.06)
+    kept = {f"r{i}" for i in range(2, 200, 3)}
+    assert len(s) == len(kept)
+    assert {r for r in (f"r{i}" for i in range(200)) if await s.meta(r) is not None} == kept
+
+
 async def test_memory_store_read_is_live() -> None:
     s = MemoryStore()
     await s.create("r", {})
