@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -126,8 +127,26 @@ def test_an_agent_says_its_name_address_and_endpoint_once_it_serves(agents: Agen
     port = free_port()
     proc = agents.start("greeter", port, "the greeter agent's seed, long enough")
     address, _ = agents.wait_listed("greeter")
+    # the banner follows the listing by a moment (its own readiness probe): read stderr as it
+    # comes and stop the agent once it said it runs, not before
+    lines: list[str] = []
+    stderr = proc.stderr
+    assert stderr is not None
+
+    def read() -> None:
+        for line in stderr:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 30
+    while not any("is running" in line for line in list(lines)):
+        assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    proc.wait(timeout=30)
+    reader.join(timeout=10)
+    err = "".join(lines)
     assert proc.returncode == 0
     assert "agent 'greeter' is running" in err
     assert f"  address:  {address}" in err
