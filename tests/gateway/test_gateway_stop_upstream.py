@@ -131,7 +131,9 @@ def test_delete_stops_the_agent_not_only_the_stream(slow: tuple[AgentProcess, Ga
     refused = [m for m in third.messages if m.get("type") == "error"]
     assert not refused, f"the agent is still producing the stopped reply: {refused}"
     assert len(third.text()) >= 20, third.messages[-3:]
-    time.sleep(2.0)
+    deadline = time.monotonic() + 5
+    while len(running.text()) <= text_then + 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(running.text()) > text_then + 20, "the running reply did not grow"
     assert running.ended_at is None and third.ended_at is None
     with httpx.Client(base_url=gw.url, timeout=30) as c:
