@@ -505,10 +505,10 @@ class _Run:
             if self._paced // 32 > before // 32:
                 await asyncio.sleep(0)  # let the transport run
             return
-        # Sleep until the next token's due time, and at least TICK: the tokens that came due
-        # meanwhile go out together (a thousand replies at once wake the loop TICK-apart each).
-        now = time.monotonic()
-        delay = self._clock + self._paced / self.rate - now
+        # Sleep until the next token's due time, and at least TICK (or four tokens' time, when
+        # shorter): the tokens that came due meanwhile go out together (a thousand replies at
+        # once wake the loop TICK-apart each).
+        delay = self._clock + self._paced / self.rate - time.monotonic()
         await asyncio.sleep(max(delay, min(TICK, 4 / self.rate)))
 
     async def tool(self, scope: Scope, step: ToolStep, call_id: str) -> None:

@@ -17,6 +17,9 @@ internal and the uagents version, before anything runs on it.
 Nothing here changes a uagents class or module: the "variants" (:func:`variant`) are copies of
 uagents functions whose global lookups of a name or two resolve differently, used only by our
 own subclasses.
+
+Over 500 lines because the seam is one module by rule: every private uagents name agent_stream
+uses is reached, listed and checked here, and nowhere else.
 """
 
 from __future__ import annotations

@@ -414,10 +414,8 @@ class Outgoing:
                 self._high = max(self._high, span[1])
                 if self.replay is not None:
                     self.replay.add(span[0], span[1], chat, estimated_size(chat))
-            if first_text:  # the asker waits for it: ahead of other replies' queued text
-                with urgent():
-                    delivered = await self._deliver(key, chat)
-            else:
+            # the first text: the asker waits for it, so ahead of other replies' queued text
+            with urgent() if first_text else contextlib.nullcontext():
                 delivered = await self._deliver(key, chat)
             consecutive = 0 if delivered else consecutive + 1
             self._held_after_send()
