@@ -1,0 +1,65 @@
+"""Who sends urgently: an asker's question and a reply's first text go ahead of queued text
+(:func:`agent_stream.uagents.lanes.urgent`); a reply's other ChatMessages do not."""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from typing import Any
+
+from uagents_core.contrib.protocols.chat import ChatMessage
+
+from agent_stream.adapters.chat import ChatEncoder
+from agent_stream.uagents import lanes
+from agent_stream.uagents.client import ChatClient, ask_with
+from agent_stream.uagents.outgoing import Outgoing, PumpLimits
+from agent_stream.writer import StreamWriter
+
+PEER = "agent1" + "q" * 59
+
+
+def _has_text(chat: ChatMessage) -> bool:
+    return any(getattr(i, "text", "") for i in chat.content)
+
+
+async def test_a_replys_first_text_and_nothing_else_is_sent_urgently() -> None:
+    sent: list[tuple[bool, bool]] = []  # (urgent?, carries text?)
+
+    async def send(chat: ChatMessage) -> tuple[bool, str]:
+        sent.append((lanes._URGENT.get(), _has_text(chat)))
+        return True, "delivered"
+
+    async def respond(out: StreamWriter) -> None:
+        async with out.block("llm") as b:
+            await asyncio.sleep(0.2)  # the block's start goes first, alone
+            async with b.message("text") as m:
+                for s in ("One. ", "Two. ", "Three. "):
+                    await m.append(s)
+                    await asyncio.sleep(0.1)
+
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=respond,
+        send=send,
+        limits=PumpLimits(agent_rate=0),
+    )
+    await asyncio.wait_for(out.start(), 10)
+    first = next(i for i, (_, text) in enumerate(sent) if text)
+    assert first > 0 and len(sent) > first + 1  # something before it, and text after it
+    assert [u for u, _ in sent] == [i == first for i in range(len(sent))]
+    assert not lanes._URGENT.get()  # and nothing leaks out of the send
+
+
+async def test_a_question_is_sent_urgently() -> None:
+    urgency: list[bool] = []
+
+    async def sender(ctx: Any, destination: str, chat: ChatMessage) -> tuple[bool, str]:
+        urgency.append(lanes._URGENT.get())
+        return True, "delivered"
+
+    ctx = types.SimpleNamespace(session=None, agent=types.SimpleNamespace(name="asker"))
+    reply = await ask_with(sender, ctx, PEER, "hello", ChatClient(), timeout=1.0)
+    assert urgency == [True]
+    reply.cancel()
