@@ -106,3 +106,28 @@ async def test_a_send_that_failed_is_retried_on_the_policys_schedule_not_the_pee
     task.cancel()
     # first resend after the peer's 1 s; it failed, so the next goes ~0.1 s later, not 1 s
     assert len(times) >= 2 and times[1] - times[0] < 0.4, times
+
+
+async def test_an_askers_acknowledged_questions_teach_its_clock_resent_ones_do_not() -> None:
+    import types
+    from typing import Any
+
+    from agent_stream.uagents.client import ChatClient, ask_with
+
+    peer = "agent1" + "k" * 59
+
+    async def sender(ctx: Any, destination: str, chat: ChatMessage) -> tuple[bool, str]:
+        return True, "delivered"
+
+    ctx = types.SimpleNamespace(session=None, agent=types.SimpleNamespace(name="asker"))
+    client = ChatClient()
+    once = await ask_with(sender, ctx, peer, "first", client, timeout=2.0)
+    again = await ask_with(sender, ctx, peer, "second", client, timeout=2.0)
+    again.question_resends = 1  # sent twice: which send the ack answers is unknown (Karn)
+    await asyncio.sleep(0.05)
+    assert client.acknowledged(peer, again.conversation)
+    assert client.ack_clock.patience(peer) == 0.0
+    assert client.acknowledged(peer, once.conversation)
+    assert 0.05 * 3 <= client.ack_clock.patience(peer) < 1.0  # one sample of ~0.05 s: 3x it
+    for r in (once, again):
+        r.cancel()
