@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from agent_stream.telemetry.metrics import METRICS, prometheus_text
-from agent_stream.telemetry.replies import ReplyObserver, refused
+from agent_stream.telemetry.replies import ReplyObserver, fleet_ended_lost, refused
 
 __all__ = [
     "CAPTURE_ENV",
@@ -33,6 +33,7 @@ __all__ = [
     "ReplyObserver",
     "asking",
     "configure",
+    "fleet_ended_lost",
     "prometheus_text",
     "refused",
     "reply_started",

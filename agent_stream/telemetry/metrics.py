@@ -124,6 +124,11 @@ class Metrics:
                 "Questions answered with an error instead of a reply, by code.",
             ),
             _Family(
+                "agent_stream_fleet_replies_lost_total",
+                "counter",
+                "Replies of dead fleet replicas this replica ended, for their askers, as lost.",
+            ),
+            _Family(
                 "agent_stream_replies_in_flight",
                 "gauge",
                 "Replies being streamed by this process right now.",

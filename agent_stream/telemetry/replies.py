@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_stream.telemetry.metrics import METRICS
 
-__all__ = ["ReplyObserver", "ask_ended", "refused"]
+__all__ = ["ReplyObserver", "ask_ended", "fleet_ended_lost", "refused"]
 
 RESPONDER = "responder"
 ASKER = "asker"
@@ -168,3 +168,13 @@ def refused(code: str) -> None:
         code: the error's code (``busy``, ``question_too_large``...).
     """
     METRICS.add("agent_stream_refusals_total", 1.0, code=code)
+
+
+def fleet_ended_lost(count: int) -> None:
+    """A fleet replica ended ``count`` replies of dead replicas as ``lost``: counted.
+
+    Args:
+        count: how many replies it ended.
+    """
+    if count > 0:
+        METRICS.add("agent_stream_fleet_replies_lost_total", float(count))

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent
 
+from agent_stream import telemetry
 from agent_stream.adapters.chat import ChatEncoder
 from agent_stream.adapters.chat.wire import OP_MESSAGE, tagged_items
 from agent_stream.message import STREAM_END
@@ -173,6 +174,7 @@ async def sweep(fleet: Fleet) -> int:
                 sends.append(send_to(*end))
     if sends:
         fleet.ended_lost += len(sends)
+        telemetry.fleet_ended_lost(len(sends))
         await asyncio.gather(*sends, return_exceptions=True)
     return len(sends)
 

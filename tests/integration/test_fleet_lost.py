@@ -26,6 +26,7 @@ from agent_stream import message as M
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.adapters.chat.wire import seq_span
 from agent_stream.assemble import Assembler
+from agent_stream.telemetry import METRICS, prometheus_text
 from agent_stream.uagents.fleet import Fleet
 from agent_stream.uagents.fleet_lost import is_final, lost_end, open_entry, parse_open_entry
 from agent_stream.uagents.local import free_port
@@ -33,6 +34,7 @@ from agent_stream.uagents.local import free_port
 pytestmark = pytest.mark.integration
 
 ASKER = "agent1qasker" + "x" * 40
+LOST_METRIC = "agent_stream_fleet_replies_lost_total"
 
 
 def reply(conversation: str, sentences: int, *, end: bool = False) -> list[ChatMessage]:
@@ -117,9 +119,12 @@ def test_a_dead_replicas_open_reply_is_ended_lost_once(redis_url: str) -> None:
             await flushed(holder, r, "conv-ended", len(ended_reply))
             assert r.raw.scard(r.key("open", "holder")) == 2
             assert await b.sweep() == 0 and await c.sweep() == 0  # alive: nothing is ended
+            counted = METRICS.value(LOST_METRIC)
             await r.crash(holder)
             ended = await asyncio.gather(b.sweep(), c.sweep())
             assert sorted(ended) == [0, 1]  # once in the fleet
+            assert METRICS.value(LOST_METRIC) == counted + 1  # and counted once, as exported
+            assert f"\n{LOST_METRIC} {counted + 1:g}\n" in prometheus_text()
             assert await b.sweep() == 0 and await c.sweep() == 0
             sent = r.all_sent()
             assert len(sent) == 1
