@@ -49,6 +49,7 @@ from typing import Any
 from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 
 from agent_stream.adapters.chat import ChatEncoder, coalesce
+from agent_stream.adapters.chat.ack_clock import PeerAckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redelivery, ReplayBuffer
 from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control, estimated_size, seq_span
 from agent_stream.message import error as error_message
@@ -152,6 +153,8 @@ class Outgoing:
         tap: sees every Message the responder writes (e.g. to keep the answer).
         open_replies: how many replies the agent streams right now, for load-shaped batching
             (None: no batching for load).
+        ack_timer: how long the peer has lately taken to acknowledge (None: the policy's
+            ``ack_timeout`` alone).
     """
 
     def __init__(
@@ -173,6 +176,7 @@ class Outgoing:
         on_produced: Callable[[Outgoing], None] | None = None,
         tap: Callable[[Any], None] | None = None,
         open_replies: Callable[[], int] | None = None,
+        ack_timer: PeerAckClock | None = None,
     ) -> None:
         self.peer = peer
         self.conversation = conversation
@@ -203,7 +207,7 @@ class Outgoing:
         # delivery: resend until acknowledged, replay buffer, keepalives, figures
         self.delivery = delivery or DeliveryPolicy()
         self.redelivery: Redelivery[str, ChatMessage] = Redelivery(
-            self.delivery, peer_acks=peer_acks
+            self.delivery, peer_acks=peer_acks, timer=ack_timer
         )
         self.replay = replay
         self.keepalive = Keepalive(self.delivery.keepalive, clock()) if keepalive else None

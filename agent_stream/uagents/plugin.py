@@ -608,6 +608,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             on_produced=self._produced,
             tap=tap,
             open_replies=lambda: len(self._outgoing),  # its load: busier, fewer ChatMessages
+            ack_timer=self.desk.ack_clock.of(peer),
         )
         out.telemetry = (watch, answer)
         return out

@@ -4,7 +4,9 @@ already answered, replay buffers, and the asker's delivery ops (``resend``, ``ca
 Decisions come from :mod:`agent_stream.adapters.chat.delivery`; this module only routes them:
 
 - a peer is *known to acknowledge* once an acknowledgement came from it, or when its request
-  carried agent_stream tags (agent_stream acknowledges every ChatMessage);
+  carried agent_stream tags (agent_stream acknowledges every ChatMessage); how long each peer
+  has lately taken to acknowledge is kept (``ack_clock``), and a reply waits that long before
+  sending a ChatMessage again;
 - a question that arrives again (same sender, same msg_id) is acknowledged by the plugin as
   usual and counted on its reply, never answered twice;
 - ``resend`` (``from``..``to``) is answered from the reply's replay buffer, while it is kept;
@@ -21,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from uagents_core.contrib.protocols.chat import ChatMessage, EndSessionContent, TextContent
 
+from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, ReplayBuffer, ReplayStore
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND
@@ -46,6 +49,7 @@ class ResponderDelivery:
         self.policy = policy or DeliveryPolicy()
         self.replay: ReplayStore[tuple[str, str], ChatMessage] = ReplayStore(self.policy)
         self._acking: OrderedDict[str, None] = OrderedDict()
+        self.ack_clock = AckClock(_MAX_PEERS)  # how long each asker takes to acknowledge
         self._questions: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.repairs = 0  # resend requests served
         self.cancels = 0  # replies cancelled by their asker

@@ -22,7 +22,10 @@ import random
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from agent_stream.adapters.chat.ack_clock import PeerAckClock
 
 __all__ = [
     "DeliveryPolicy",
@@ -133,6 +136,10 @@ class Redelivery(Generic[K, T]):
         peer_acks: the peer is known to acknowledge (else it is learnt from the first
             acknowledgement).
         rng: the random numbers for the jitter (None: a fresh ``random.Random``).
+        timer: the peer's acknowledgement times (None: ``ack_timeout`` alone). It learns from
+            what was acknowledged after one send, and a wait for an acknowledgement is as long
+            as the peer has lately needed: never shorter than ``ack_timeout``, never longer than
+            ``max_delay``.
     """
 
     def __init__(
@@ -141,9 +148,11 @@ class Redelivery(Generic[K, T]):
         *,
         peer_acks: bool = False,
         rng: random.Random | None = None,
+        timer: PeerAckClock | None = None,
     ) -> None:
         self.policy = policy or DeliveryPolicy()
         self.peer_acks = peer_acks
+        self.timer = timer
         self._rng = rng or random.Random()
         self._entries: dict[K, _Entry[T]] = {}
         self.resends = 0
@@ -184,7 +193,7 @@ class Redelivery(Generic[K, T]):
             self._mark_risky(entry, now)
             entry.due = now + p.wait(p.retry_delay, entry.tries, self._rng)
         elif self.peer_acks:
-            entry.due = now + p.wait(p.ack_timeout, entry.tries, self._rng)
+            entry.due = now + p.wait(self._ack_wait(), entry.tries, self._rng)
         else:
             entry.due = None  # sent once, as to a peer that never acknowledges
         if entry.due is not None and (entry.tries >= p.tries or entry.due > entry.first + p.within):
@@ -204,14 +213,24 @@ class Redelivery(Generic[K, T]):
         self.acks += 1
         if not self.peer_acks:
             self.peer_acks = True
-            p = self.policy
+            wait = self._ack_wait()
             for entry in self._entries.values():
                 if entry.due is None:
-                    entry.due = max(now, entry.first + p.ack_timeout)
+                    entry.due = max(now, entry.first + wait)
         if key not in self._entries:
             return False
-        self._unmark(self._entries.pop(key), now)
+        entry = self._entries.pop(key)
+        if self.timer is not None and entry.tries == 1 and not entry.risky:
+            self.timer.sample(now - entry.first)  # Karn: only what was sent once
+        self._unmark(entry, now)
         return True
+
+    def _ack_wait(self) -> float:
+        """Seconds a delivered message waits for its acknowledgement before a resend."""
+        p = self.policy
+        if self.timer is None:
+            return p.ack_timeout
+        return max(p.ack_timeout, min(p.max_delay, self.timer.patience()))
 
     def due(self, now: float) -> list[tuple[K, T]]:
         """What to send again now, oldest first.
