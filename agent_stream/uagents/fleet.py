@@ -56,7 +56,7 @@ from uagents_core.contrib.protocols.chat import ChatMessage
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, seq_span
 from agent_stream.uagents import _compat
-from agent_stream.uagents.fleet_lost import SendTo, open_entry, sweep
+from agent_stream.uagents.fleet_lost import SESSION_FIELD, SendTo, open_entry, sweep
 from agent_stream.uagents.ratelog import RateLimitedLog
 
 __all__ = ["MAX_MESSAGE_BYTES", "Fleet", "Forwarded", "parse_forwarded", "use_replica_storage"]
@@ -169,6 +169,7 @@ class _Mirror:
     def __init__(self) -> None:
         self.firsts: deque[int] = deque()
         self.kept: set[int] = set()
+        self.session = False  # its mirror says its end ends the session
 
 
 class Fleet:
@@ -363,7 +364,9 @@ class Fleet:
         return "replayed" if chats else "ignored"
 
     # -- replay mirrors -------------------------------------------------------------------------
-    def mirror(self, peer: str, conversation: str, chat: ChatMessage) -> None:
+    def mirror(
+        self, peer: str, conversation: str, chat: ChatMessage, *, session: bool = False
+    ) -> None:
         """Keep ``chat`` (one of a reply's numbered ChatMessages) in the reply's mirror; written
         with the next batch. A ChatMessage sent again is not written again.
 
@@ -371,23 +374,28 @@ class Fleet:
             peer: the asker's address.
             conversation: the question's msg_id.
             chat: the ChatMessage sent (one without a sequence number is not kept).
+            session: the reply's last ChatMessage is to end the chat session (its question
+                opened one): if a replica ends the reply ``lost``, its end does too.
         """
         span = seq_span(chat)
         if span is None or self.address is None:
             return
         ref = (peer, conversation)
+        key = self._key("replay", peer, conversation)
         m = self._mirrors.get(ref)
         if m is None:
             m = self._mirrors[ref] = _Mirror()
             self._command("sadd", self._key("open", self.replica), open_entry(peer, conversation))
             while len(self._mirrors) > _MAX_REPLIES_TRACKED:
                 self._mirrors.popitem(last=False)
+        if session and not m.session:
+            m.session = True
+            self._command("hset", key, SESSION_FIELD, "1")
         if span[0] in m.kept:
             return
         raw = chat.json()
         if len(raw) > _MAX_CHAT_BYTES:
             return
-        key = self._key("replay", peer, conversation)
         m.kept.add(span[0])
         m.firsts.append(span[0])
         self._command("hset", key, str(span[0]), f"{span[1]}:{raw}")
@@ -435,11 +443,12 @@ class Fleet:
             return []
         top = hi if hi is not None else float("inf")
         found: list[tuple[int, ChatMessage]] = []
-        for k, v in list(raw.items())[: self.policy.replay_count]:
-            first = _number(_text(k))
+        numbered = ((_number(_text(k)), v) for k, v in raw.items())
+        kept = [(first, v) for first, v in numbered if first is not None]
+        for first, v in kept[: self.policy.replay_count]:
             last_text, _, body = _text(v).partition(":")
             last = _number(last_text)
-            if first is None or last is None or not (last >= lo and first <= top):
+            if last is None or not (last >= lo and first <= top):
                 continue
             try:
                 found.append((first, ChatMessage.parse_raw(body)))

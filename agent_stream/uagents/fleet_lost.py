@@ -4,8 +4,11 @@ The replica that held a reply would have ended it itself; once it is dead (its l
 expired), another replica of the fleet ends it for the asker instead of leaving the asker to find
 out at its idle timeout: one ChatMessage whose tagged group is the reply's ``stream_end`` with
 status ``lost``, numbered after the last ChatMessage of the reply's mirror, in the reply's
-conversation. The asker decodes it like any end: streams still open are reported not ended,
-the reply's status is ``lost``.
+conversation, laid out as the replica's own last ChatMessage would have been: the chat streams
+the mirror shows open are ended first (EndStreamContent), and the session too (EndSessionContent)
+when the mirror says the question opened one, so an asker without agent_stream sees the end.
+The asker decodes it like any end: messages still open are reported not ended, the reply's
+status is ``lost``.
 
 :func:`sweep` finds such replies for a :class:`~agent_stream.uagents.fleet.Fleet` (its
 ``sweep``): the replicas listed in the fleet whose liveness key expired, and a few of the replies
@@ -21,14 +24,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent
+from uagents_core.contrib.protocols.chat import ChatMessage, EndStreamContent, MetadataContent
 
 from agent_stream import telemetry
 from agent_stream.adapters.chat import ChatEncoder
-from agent_stream.adapters.chat.wire import OP_MESSAGE, tagged_items
+from agent_stream.adapters.chat.wire import (
+    OP_CHUNK,
+    OP_END,
+    OP_MESSAGE,
+    PROTOCOL_VERSION,
+    TAG_KEY,
+    tagged_items,
+)
 from agent_stream.message import STREAM_END
 
 if TYPE_CHECKING:
@@ -41,6 +52,7 @@ __all__ = [
     "is_final",
     "lost_end",
     "open_entry",
+    "open_streams",
     "parse_open_entry",
     "sweep",
 ]
@@ -50,37 +62,84 @@ SendTo = Callable[[str, ChatMessage], Awaitable[object]]
 
 LOST = "lost"
 LOST_DETAIL = "the replica answering it stopped"
+SESSION_FIELD = "session"  # in a reply's mirror: "1" when its last ChatMessage ends the session
 _MAX_PEER = 256
 _MAX_CONVERSATION = 128
 _MAX_ENTRY = 512
 _MAX_REPLICA = 64
+_MAX_STREAMS = 64  # chat streams a lost end closes (the asker's decoder opens fewer per peer)
 _SWEEP_REPLICAS = 64  # replicas looked at per sweep
 _SWEEP_REPLIES = 16  # open replies of dead replicas ended (or dropped) per sweep
 _FAILED = object()  # what a Redis call that failed returns
 
 
-def lost_end(conversation: str, seq: int) -> ChatMessage:
-    """The ChatMessage ending reply ``conversation`` as ``lost``, numbered ``seq``.
+def lost_end(
+    conversation: str, seq: int, *, streams: Sequence[str] = (), session: bool = False
+) -> ChatMessage:
+    """The ChatMessage ending reply ``conversation`` as ``lost``, numbered ``seq``: laid out as
+    the replica's own last ChatMessage would have been, so a plain asker sees the end too.
 
     Args:
         conversation: the reply's conversation (its question's msg_id).
         seq: its number: one after the last ChatMessage the reply's mirror holds.
+        streams: the chat streams the reply left open (:func:`open_streams`): each is ended
+            (an ``end`` group with its EndStreamContent) before the ``stream_end``.
+        session: the reply's last ChatMessage ends the chat session (EndSessionContent).
 
     Raises:
-        ValueError: ``seq`` is below 1.
+        ValueError: ``seq`` is below 1, or a stream id is not a UUID.
     """
     if seq < 1:
         raise ValueError(f"lost_end: seq must be >= 1, got {seq}")
-    encoder = ChatEncoder(conversation, tagged=True, meta_delay=0)
-    (chat,) = encoder.close(0.0, status=LOST, error=LOST_DETAIL)
     content: list[Any] = []
+    for sid in streams:
+        stream_id = uuid.UUID(sid)
+        meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_END, "stream_id": str(stream_id)}
+        content += [MetadataContent(metadata=meta), EndStreamContent(stream_id=stream_id)]
+    encoder = ChatEncoder(conversation, tagged=True, meta_delay=0, session=session)
+    (chat,) = encoder.close(0.0, status=LOST, error=LOST_DETAIL)
+    content += chat.content
     numbered = False
-    for item in chat.content:
-        if not numbered and isinstance(item, MetadataContent) and "seq" in item.metadata:
-            item = MetadataContent(metadata={**item.metadata, "seq": str(seq)})
-            numbered = True
-        content.append(item)
+    for i, item in enumerate(content):  # the first group is numbered, as the encoder does
+        if isinstance(item, MetadataContent):
+            md = {k: v for k, v in item.metadata.items() if k not in ("seq", "conversation")}
+            if not numbered:
+                md.update(seq=str(seq), conversation=conversation)
+                numbered = True
+            content[i] = MetadataContent(metadata=md)
     return ChatMessage(content=content)
+
+
+def open_streams(bodies: Iterable[str]) -> list[str]:
+    """The chat streams a reply's mirrored ChatMessages leave open: started (or carrying a
+    chunk) and not ended, at most a few; ids that are not UUIDs are skipped.
+
+    Args:
+        bodies: the mirrored ChatMessages, as JSON text (damaged ones are skipped).
+    """
+    seen: dict[str, None] = {}
+    ended: set[str] = set()
+    for body in bodies:
+        try:
+            items = json.loads(body).get("content")
+        except (ValueError, RecursionError, AttributeError):
+            continue
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict):
+                continue
+            kind, sid = item.get("type"), item.get("stream_id")
+            if kind == "metadata" and isinstance(item.get("metadata"), dict):
+                md = item["metadata"]
+                if TAG_KEY in md and md.get("op") in (OP_CHUNK, OP_END):
+                    kind, sid = md["op"], md.get("stream_id")
+            sid = _stream_id(sid)
+            if sid is None:
+                continue
+            if kind in ("end-stream", OP_END):
+                ended.add(sid)
+            elif kind in ("start-stream", OP_CHUNK):
+                seen[sid] = None
+    return [sid for sid in seen if sid not in ended][:_MAX_STREAMS]
 
 
 def is_final(chat: ChatMessage) -> bool:
@@ -200,12 +259,18 @@ async def _end_lost(fleet: Fleet, replica: str, raw: Any) -> tuple[str, ChatMess
     if not took:  # another replica ends it
         return None
     key = fleet._key("replay", peer, conv)
-    firsts = await fleet._bounded(redis.hkeys(key), None)
-    numbers = [n for n in (_number(_text(k)) for k in firsts or ()) if n is not None]
-    if not numbers:  # its mirror expired: there is nothing to number the end after
+    raw = await fleet._bounded(redis.hgetall(key), None)
+    entries: dict[int, str] = {}
+    session = False
+    for k, v in raw.items() if isinstance(raw, dict) else ():
+        field, n = _text(k), _number(_text(k))
+        if n is not None:
+            entries[n] = _text(v)
+        elif field == SESSION_FIELD:
+            session = _text(v) == "1"
+    if not entries:  # its mirror expired: there is nothing to number the end after
         return None
-    entry = _text(await fleet._bounded(redis.hget(key, str(max(numbers))), None) or "")
-    last_text, _, body = entry.partition(":")
+    last_text, _, body = entries[max(entries)].partition(":")
     last = _number(last_text)
     try:
         final = is_final(ChatMessage.parse_raw(body))
@@ -213,11 +278,21 @@ async def _end_lost(fleet: Fleet, replica: str, raw: Any) -> tuple[str, ChatMess
         final = False
     if last is None or final:
         return None
-    chat = lost_end(conv, last + 1)
+    streams = open_streams(e.partition(":")[2] for _, e in sorted(entries.items()))
+    chat = lost_end(conv, last + 1, streams=streams, session=session)
     fleet._command("hset", key, str(last + 1), f"{last + 1}:{chat.json()}")
     fleet._command("expire", key, linger)
     LOG.info("fleet: replica %s is gone; its reply to %s is ended lost", replica, peer[:24])
     return peer, chat
+
+
+def _stream_id(value: Any) -> str | None:
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
 
 
 def _replica_id(value: str) -> bool:

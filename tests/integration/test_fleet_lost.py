@@ -20,7 +20,13 @@ import pytest
 import redis
 from agents_harness import Harness, address_of, port_open_failed
 from test_fleet import Haproxy, need_haproxy
-from uagents_core.contrib.protocols.chat import ChatMessage
+from uagents_core.contrib.protocols.chat import (
+    ChatMessage,
+    EndSessionContent,
+    EndStreamContent,
+    StartStreamContent,
+    TextContent,
+)
 
 from agent_stream import message as M
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
@@ -28,7 +34,13 @@ from agent_stream.adapters.chat.wire import seq_span
 from agent_stream.assemble import Assembler
 from agent_stream.telemetry import METRICS, prometheus_text
 from agent_stream.uagents.fleet import Fleet
-from agent_stream.uagents.fleet_lost import is_final, lost_end, open_entry, parse_open_entry
+from agent_stream.uagents.fleet_lost import (
+    is_final,
+    lost_end,
+    open_entry,
+    open_streams,
+    parse_open_entry,
+)
 from agent_stream.uagents.local import free_port
 
 pytestmark = pytest.mark.integration
@@ -47,6 +59,25 @@ def reply(conversation: str, sentences: int, *, end: bool = False) -> list[ChatM
         out += enc.poll(float(i) + 1.0)
     if end:
         out += enc.close(float(sentences) + 1.0)
+    return out
+
+
+def started(chats: list[ChatMessage]) -> list[str]:
+    """The chat streams ``chats`` start, in order."""
+    return [str(i.stream_id) for c in chats for i in c.content if isinstance(i, StartStreamContent)]
+
+
+def plain_view(chat: ChatMessage) -> list[Any]:
+    """What a plain chat agent (no agent_stream) reads of ``chat``: stream ends, the session's
+    end ("end") and text, in order."""
+    out: list[Any] = []
+    for item in chat.content:
+        if isinstance(item, EndStreamContent):
+            out.append(("end-stream", str(item.stream_id)))
+        elif isinstance(item, EndSessionContent):
+            out.append("end")
+        elif isinstance(item, TextContent):
+            out.append(item.text)
     return out
 
 
@@ -111,8 +142,8 @@ def test_a_dead_replicas_open_reply_is_ended_lost_once(redis_url: str) -> None:
         try:
             await r.joined("holder", "survivor-b", "survivor-c")
             open_reply, ended_reply = reply("conv-open", 4), reply("conv-ended", 2, end=True)
-            for chat in open_reply:
-                holder.mirror(ASKER, "conv-open", chat)
+            for chat in open_reply:  # its question opened a session
+                holder.mirror(ASKER, "conv-open", chat, session=True)
             for chat in ended_reply:  # ended, not yet acknowledged (so not mirror_ended)
                 holder.mirror(ASKER, "conv-ended", chat)
             await flushed(holder, r, "conv-open", len(open_reply))
@@ -132,6 +163,10 @@ def test_a_dead_replicas_open_reply_is_ended_lost_once(redis_url: str) -> None:
             assert peer == ASKER
             last = seq_span(open_reply[-1])
             assert last is not None and seq_span(end) == (last[1] + 1, last[1] + 1)
+            # a plain asker sees the end as the replica would have sent it: its chat stream
+            # ended, then the session
+            assert plain_view(end) == [*(("end-stream", s) for s in started(open_reply)), "end"]
+            assert started(open_reply)
             # the asker decodes the reply's end: status lost, its open message too
             dec, answer = ChatDecoder(), Assembler()
             for chat in [*open_reply, end]:
@@ -140,9 +175,12 @@ def test_a_dead_replicas_open_reply_is_ended_lost_once(redis_url: str) -> None:
             assert dec.finished("responder", "conv-open")
             assert answer.transcript.status == "lost"
             assert [m.status for m in answer.transcript.messages] == ["lost"]
+            assert dec.drain_warnings() == []
             # a resend is served the end from the mirror; the dead replica's set is emptied
             await asyncio.sleep(0.3)
             assert r.raw.hexists(r.key("replay", ASKER, "conv-open"), str(last[1] + 1))
+            served = await c.mirrored(ASKER, "conv-open", 1)
+            assert [seq_span(x) for x in served] == [seq_span(x) for x in [*open_reply, end]]
             assert r.raw.scard(r.key("open", "holder")) == 0
             await b.sweep()
             await asyncio.sleep(0.3)  # a replica with nothing left open is forgotten
@@ -294,10 +332,56 @@ def test_parse_open_entry_refuses_what_is_not_an_entry(raw: Any) -> None:
 def test_the_lost_end_is_numbered_and_final() -> None:
     end = lost_end("conv", 7)
     assert seq_span(end) == (7, 7) and is_final(end)
+    assert plain_view(end) == []  # no stream left open, no session: nothing else to end
     assert not any(is_final(c) for c in reply("conv", 2))
     assert parse_open_entry(open_entry(ASKER, "conv")) == (ASKER, "conv")
     with pytest.raises(ValueError):
         lost_end("conv", 0)
+
+
+def test_the_lost_end_closes_what_the_replys_own_end_would_have() -> None:
+    """Laid out as the encoder's own last ChatMessage of a reply cut off with streams open:
+    the same items, in the same order, only the status differs; a session's end is last."""
+    chats = reply("conv", 3)
+    streams = open_streams(c.json() for c in chats)
+    assert streams == started(chats)
+    end = lost_end("conv", 9, streams=streams, session=True)
+    enc = ChatEncoder("conv", tagged=True, meta_delay=0, session=True)
+    for msg in [M.event("stream_start"), M.text("Cut off. ", message_id="m1", delta=True)]:
+        enc.feed(msg, 0.0)
+    enc.poll(1.0)
+    (own,) = enc.close(2.0, status="lost", error="the replica answering it stopped")
+    assert [type(i) for i in end.content] == [type(i) for i in own.content]
+    assert plain_view(end) == [("end-stream", streams[0]), "end"]
+    assert seq_span(end) == (9, 9)
+    heads = [i.metadata for i in end.content if hasattr(i, "metadata")]
+    assert [("seq" in md, "conversation" in md) for md in heads] == [(True, True), (False, False)]
+    with pytest.raises(ValueError):
+        lost_end("conv", 9, streams=["not a uuid"])
+
+
+def test_open_streams_are_started_and_not_ended_whatever_the_mirror_holds() -> None:
+    done = reply("done", 2, end=True)
+    assert started(done) and open_streams(c.json() for c in done) == []
+    cut = reply("cut", 2)
+    # the window kept only a later chunk of the stream (its start was trimmed): still open
+    assert open_streams([cut[-1].json()]) == started(cut)
+    hostile = [
+        "",
+        "not json",
+        "[]",
+        '{"content": 5}',
+        '{"content": [1, null, {"type": "start-stream", "stream_id": "nope"}]}',
+        json.dumps({"content": [{"type": "start-stream", "stream_id": "x" * 10_000}]}),
+        json.dumps({"content": [{"type": "metadata", "metadata": "x"}]}),
+        "[" * 5000,
+    ]
+    assert open_streams(hostile) == []
+    many = [
+        json.dumps({"content": [{"type": "start-stream", "stream_id": str(uuid.uuid4())}]})
+        for _ in range(500)
+    ]
+    assert len(open_streams(many)) == 64
 
 
 # -- end to end: kill -9 mid-reply ---------------------------------------------------------------
