@@ -191,6 +191,40 @@ def test_a_dead_replicas_open_reply_is_ended_lost_once(redis_url: str) -> None:
     asyncio.run(main())
 
 
+def test_the_lost_end_ends_the_reply_when_the_mirror_lacks_what_the_asker_got(
+    redis_url: str,
+) -> None:
+    """The dead replica's last ChatMessages reached the asker but not the mirror (written up to
+    50 ms late): the end, numbered after the mirror, reuses a number the asker decoded, and
+    still ends the reply at once, as lost."""
+
+    async def main() -> None:
+        r = Replicas(redis_url)
+        holder, b = r.start("racer"), r.start("survivor")
+        try:
+            await r.joined("racer", "survivor")
+            chats = reply("conv-race", 4)
+            for chat in chats[:-2]:  # the last two never reached Redis
+                holder.mirror(ASKER, "conv-race", chat)
+            await flushed(holder, r, "conv-race", len(chats) - 2)
+            await r.crash(holder)
+            assert await b.sweep() == 1
+            ((_, end),) = r.sent["survivor"]
+            last = seq_span(chats[-3])
+            assert last is not None and seq_span(end) == (last[1] + 1, last[1] + 1)
+            assert seq_span(end) == seq_span(chats[-2])  # a number the asker has
+            dec, answer = ChatDecoder(), Assembler()
+            for chat in [*chats, end]:  # the asker got them all
+                for msg in dec.feed("responder", chat, 0.0):
+                    answer.feed(msg)
+            assert dec.finished("responder", "conv-race")
+            assert answer.transcript.status == "lost"
+        finally:
+            await r.close()
+
+    asyncio.run(main())
+
+
 def test_a_live_replicas_and_an_ended_replys_are_left_alone(redis_url: str) -> None:
     """A live replica's open replies are never ended, however many sweeps; a reply whose replica
     ended it normally (mirror_ended) is no longer open; a clean stop leaves nothing to end."""

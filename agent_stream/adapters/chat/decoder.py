@@ -2,7 +2,10 @@
 
 Each sender's ChatMessages are deduplicated by msg_id; tagged ones are put back in order per
 conversation (:mod:`.reorder`) and decoded group by group (:mod:`.tagged`); untagged ones and
-chat streams are decoded by :mod:`.streams`.
+chat streams are decoded by :mod:`.streams`. One exception to the order: a reply's final
+``stream_end``, alone in a ChatMessage numbered as one already decoded, ends a reply that has not
+ended at once (a fleet replica ending a dead replica's reply numbers it after the reply's
+mirror, which may lag what reached the asker).
 """
 
 from __future__ import annotations
@@ -15,15 +18,16 @@ from typing import Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage
 
+from agent_stream import jsontext
 from agent_stream.adapters.chat.delivery import Gap
 from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.tagged import TaggedDecoder
-from agent_stream.adapters.chat.wire import estimated_size, tagged_items
+from agent_stream.adapters.chat.wire import OP_MESSAGE, estimated_size, tagged_items
 from agent_stream.errors import StreamWarning
-from agent_stream.message import Message
+from agent_stream.message import EVENT, STREAM_END, Message
 
 __all__ = ["ChatDecoder"]
 
@@ -134,6 +138,14 @@ class ChatDecoder:
         if conv is None or (conv.finished and seq == 1 and not conv.order.held):
             # new, or a new reply reusing the conversation id
             conv = state.conversation(peer, conv_id, fresh=True)
+        elif seq == last < conv.order.expected and not conv.finished and _ends_reply(chat):
+            # The reply's end, numbered as a ChatMessage already decoded that did not end it:
+            # a fleet replica ending a dead replica's reply numbers its end after the reply's
+            # mirror, which may lack the last ChatMessages that reached the asker. Dropped as
+            # late, the reply would wait for its idle timeout; it ends now.
+            conv.order.clear()
+            self._tagged.decode(peer, conv_id, chat, now, out)
+            return out
         conv.order.offer(
             chat,
             seq,
@@ -328,6 +340,20 @@ class ChatDecoder:
         self, peer: PeerState, conv_id: str, now: float, out: list[Message]
     ) -> Callable[[ChatMessage], None]:
         return lambda chat: self._tagged.decode(peer, conv_id, chat, now, out)
+
+
+def _ends_reply(chat: ChatMessage) -> bool:
+    """Whether a tagged ChatMessage carries its reply's final ``stream_end``."""
+    for md in tagged_items(chat):
+        if md.get("op") != OP_MESSAGE or md.get("type") != EVENT:
+            continue
+        try:
+            props = jsontext.loads(md.get("props") or "null")
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(props, dict) and props.get("event") == STREAM_END:
+            return True
+    return False
 
 
 def _id_key(msg_id: object) -> Hashable:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from chat_fixtures import TOKENS, decode, delta, encode, msg_end, plain, tag_meta, view
 from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
 
-from agent_stream.adapters.chat import ChatDecoder, coalesce
+from agent_stream.adapters.chat import ChatDecoder, ChatEncoder, coalesce
 from agent_stream.assemble import assemble
 from agent_stream.message import text
 
@@ -94,3 +94,45 @@ def test_reorder_window_overflow_reports_the_gap_at_once() -> None:
     assert dec.feed("a", chats[2], 0.0) == []
     assert dec.feed("a", chats[3], 0.0)
     assert [w.code for w in dec.drain_warnings()] == ["gap"]
+
+
+def _end(seq: int) -> ChatMessage:
+    """A reply's end (stream_end ``lost``) numbered ``seq``, as another sender of the reply
+    numbers it: a fleet replica ending a dead replica's reply after the reply's mirror."""
+    (end,) = ChatEncoder("conv", tagged=True, meta_delay=0).close(0.0, status="lost")
+    head = next(i for i in end.content if isinstance(i, MetadataContent))
+    head.metadata["seq"] = str(seq)
+    return ChatMessage(content=end.content)
+
+
+def test_an_end_numbered_over_a_decoded_chat_message_ends_the_reply_at_once() -> None:
+    """The end's number was taken by a ChatMessage that reached the asker and not the mirror
+    the end was numbered after: the reply ends now, not at the asker's idle timeout."""
+    chats = _reply()
+    n = len(chats)
+    for behind in (1, 2, n):
+        dec = ChatDecoder()
+        out, _ = decode(chats, dec=dec)
+        assert not dec.finished("agent1", "conv")
+        ended, warnings = decode([_end(n + 1 - behind)], dec=dec)
+        assert dec.finished("agent1", "conv") and warnings == []
+        assert assemble([*out, *ended]).status == "lost"
+        assert dec.gaps() == []
+
+
+def test_an_end_numbered_over_the_replys_own_end_or_coalesced_is_still_dropped() -> None:
+    ended = encode([delta(tok + " ", "M1") for tok in TOKENS[:20]], close=True)
+    dec = ChatDecoder()
+    out, _ = decode(ended, dec=dec)
+    _, warnings = decode([_end(len(ended))], dec=dec)  # the reply ended: its own end stands
+    assert [w.code for w in warnings] == ["late_chat_message"]
+    assert assemble(out).status == "completed"
+    chats = _reply()
+    n = len(chats)
+    dec = ChatDecoder()
+    decode(chats, dec=dec)
+    for late in (coalesce([chats[-1], _end(n + 1)]), coalesce([chats[-2], _end(n)])):
+        # it covers ChatMessages decoded already: not an end alone, so not taken as one
+        _, warnings = decode([ChatMessage(content=late.content)], dec=dec)
+        assert [w.code for w in warnings] == ["late_chat_message"]
+    assert not dec.finished("agent1", "conv")
