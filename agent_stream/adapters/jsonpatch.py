@@ -26,12 +26,13 @@ def _nest(segs: list[str], value: Any) -> Any:
 def _append_ops(segs: list[str], cur: Any, val: Any, ops: list[dict[str, Any]]) -> None:
     where = _ptr(segs)
     if isinstance(cur, str):
-        ops.append({"op": "replace", "path": where, "value": cur + val})
+        if isinstance(val, str):  # (else the delta cannot apply; apply() says why)
+            ops.append({"op": "replace", "path": where, "value": cur + val})
     elif isinstance(cur, list):
         for item in val if isinstance(val, list) else [val]:
             ops.append({"op": "add", "path": where + "/-", "value": merge.copy_json(item)})
     elif isinstance(cur, dict):
-        for k, v in val.items():
+        for k, v in val.items() if isinstance(val, dict) else ():
             if k in cur and cur[k] is not None:
                 _append_ops([*segs, k], cur[k], v, ops)
             else:

@@ -372,6 +372,25 @@ def test_a_bad_delta_on_an_activity_is_dropped_with_a_warning() -> None:
     assert [w.code for w in enc.drain_warnings()] == ["bad_delta"]
 
 
+@pytest.mark.parametrize(
+    ("props", "delta"),
+    [
+        ({"message": ""}, {"message": 0}),  # a number onto a string
+        ({"o": {"x": 1}}, {"o": [2]}),  # a list onto an object
+        ({"o": {"x": 1}}, {"o": "s"}),
+    ],
+)
+def test_an_append_of_the_wrong_kind_on_an_activity_is_dropped_with_a_warning(
+    props: dict[str, Any], delta: dict[str, Any]
+) -> None:
+    enc = AGUIEncoder()
+    out = enc.feed(Message(type="table", message_id="M1", props=props))
+    out += enc.feed(Message(type="table", message_id="M1", delta=True, props=delta))
+    out += enc.close(status="completed")
+    assert [e.type for e in out][-2:] == [EventType.ACTIVITY_SNAPSHOT, EventType.RUN_FINISHED]
+    assert [w.code for w in enc.drain_warnings()] == ["bad_delta"]
+
+
 def test_cli_encode_writes_sse() -> None:
     wire = list(cli_encode([text("hi", message_id="M1"), event("stream_end", {})], None))
     assert [e.type for e in parse(wire)] == [
