@@ -394,6 +394,13 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
                 return
             if tc.call_id is None:
                 tc.call_id = f"call_{st.wid}"
+            open_ids = {
+                s.tool.call_id
+                for s in self._table.open_where(lambda s: s.kind == _TOOL and s.opened)
+                if s.tool.call_id is not None
+            }
+            if tc.call_id in open_ids:  # two open calls of one id (two threads'): AG-UI needs two
+                tc.call_id = unique_id(tc.call_id, open_ids)
             out.append(
                 ToolCallStartEvent(tool_call_id=tc.call_id, tool_call_name=tc.name or "tool")
             )

@@ -391,6 +391,19 @@ def test_an_append_of_the_wrong_kind_on_an_activity_is_dropped_with_a_warning(
     assert [w.code for w in enc.drain_warnings()] == ["bad_delta"]
 
 
+def test_two_open_tool_calls_of_one_id_get_two_ids() -> None:
+    """Two threads' tool calls open at once under one call id: the second is told apart."""
+    msgs = [
+        Message(type="tool_call", props={"id": "c1", "name": "a"}, message_id="M1"),
+        Message(type="tool_call", props={"id": "c1", "name": "b"}, message_id="M1", thread_id="T1"),
+    ]
+    events = parse(sse_text(msgs))
+    starts = [e.tool_call_id for e in events if e.type == EventType.TOOL_CALL_START]
+    assert starts == ["c1", "c1~2"]
+    ends = [e.tool_call_id for e in events if e.type == EventType.TOOL_CALL_END]
+    assert sorted(ends) == ["c1", "c1~2"]
+
+
 def test_cli_encode_writes_sse() -> None:
     wire = list(cli_encode([text("hi", message_id="M1"), event("stream_end", {})], None))
     assert [e.type for e in parse(wire)] == [
