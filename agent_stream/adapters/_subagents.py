@@ -4,10 +4,13 @@ block_end say.
 
 The wires without sub-agents of their own (OpenAI, the AI SDK UI stream) use it so that an
 ``error`` Message inside a sub-agent is shown as that sub-agent's failure, which the caller may
-recover from, not as the end of the whole reply.
+recover from, not as the end of the whole reply; AG-UI, whose sub-agents are events of their
+own, also for their nesting and for ending those still open when the run ends.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from agent_stream.events import EventView
 from agent_stream.message import BLOCK_END, BLOCK_START
@@ -40,19 +43,46 @@ class SubAgents:
                 name = ev.data.get("agent_name")
                 self._open[bid] = name if isinstance(name, str) and name else ev.label or "agent"
         elif ev.name == BLOCK_END:
-            self._open.pop(bid, None)
+            self.end(bid)
+
+    def end(self, block_id: str) -> None:
+        """The agent block ``block_id`` is over (its block_end, or the reply's end).
+
+        Args:
+            block_id: the block's id (nothing happens unless it is an open agent block).
+        """
+        self._open.pop(block_id, None)
+
+    def is_open(self, block_id: str) -> bool:
+        """Whether ``block_id`` is an open agent block.
+
+        Args:
+            block_id: the block's id.
+        """
+        return block_id in self._open
+
+    @property
+    def opened(self) -> list[str]:
+        """The open agent blocks, in the order they opened."""
+        return list(self._open)
+
+    def ancestors(self, block_id: str | None) -> Iterator[str]:
+        """``block_id``, then the block it is nested in, and so on up (a cycle ends it).
+
+        Args:
+            block_id: the block's id (None: nothing).
+        """
+        seen: set[str] = set()
+        b = block_id
+        while b is not None and b not in seen:
+            yield b
+            seen.add(b)
+            b = self._parents.get(b)
 
     def agent_of(self, block_id: str | None) -> str | None:
         """The open agent block that ``block_id`` is, or is nested in (nearest first), or None
         when the block belongs to no open sub-agent (the reply's own)."""
-        seen: set[str] = set()
-        b = block_id
-        while b is not None and b not in seen:
-            if b in self._open:
-                return b
-            seen.add(b)
-            b = self._parents.get(b)
-        return None
+        return next((b for b in self.ancestors(block_id) if b in self._open), None)
 
     def name(self, agent: str) -> str:
         """The name of the open agent block ``agent`` (its agent_name, label, else ``agent``)."""

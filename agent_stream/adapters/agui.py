@@ -92,6 +92,7 @@ except ImportError as _exc:  # the optional extra is not installed
     ) from _exc
 
 from agent_stream import merge
+from agent_stream.adapters._subagents import AGENT_BLOCK, SubAgents
 from agent_stream.adapters._tracking import (
     Key,
     Parts,
@@ -130,7 +131,6 @@ __all__ = ["AGUIEncoder", "encode_messages", "frame_sse", "json_patch"]
 _TEXT, _REASONING, _TOOL, _ACTIVITY, _CUSTOM = "text", "reasoning", "tool", "activity", "custom"
 _RESULT = "result"
 TOOL_RESULT = "tool_result"  # props: call_id, name, content
-AGENT_BLOCK = "agent"  # the block type of a sub-agent (relayed, or a framework's)
 INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
 
@@ -180,9 +180,8 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         self.run_id = run_id
         self._ids: set[str] = set()
         self._steps: dict[str, str] = {}  # block_id -> step name, while open
-        self._parents: dict[str, str | None] = {}  # block_id -> parent_block_id, every block
+        self._blocks = SubAgents()  # each block's parent, the agent blocks open
         self._agents: dict[str, str] = {}  # agent block_id -> its subagentRunId, every one
-        self._open_agents: dict[str, str] = {}  # the same, while open (in order of start)
         self._failed: set[str] = set()  # open agent blocks whose SUBAGENT_ERROR went out
         self._run_ids: set[str] = set()  # subagentRunIds used (one per invocation, never reused)
 
@@ -191,7 +190,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         text, code = p.get("message"), p.get("code")
         text = text if isinstance(text, str) and text else None
         code = code if isinstance(code, str) and code else None
-        agent = self._agent_of(msg.block_id)
+        agent = self._blocks.agent_of(msg.block_id)
         if agent is None:
             self._end_run(out, "error", text, code, None)
         elif agent in self._failed:  # a second error of a failed sub-agent: still shown
@@ -200,7 +199,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             self._failed.add(agent)
             out.append(
                 SubagentErrorEvent(
-                    subagent_run_id=self._open_agents[agent],
+                    subagent_run_id=self._agents[agent],
                     message=text or "the sub-agent failed",
                     code=code or "error",
                 )
@@ -234,7 +233,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         for name in self._steps.values():
             out.append(StepFinishedEvent(step_name=name))
         self._steps.clear()
-        for bid in reversed(list(self._open_agents)):
+        for bid in reversed(self._blocks.opened):
             self._end_subagent(bid, status, error, code, out)
         self.finished = True
         tokens = _usage(usage)
@@ -271,8 +270,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         elif name == BLOCK_START:
             bid = ev.block_id
             if bid is not None and bid not in self._steps:
-                self._parents[bid] = _data_str(ev, "parent_block_id")
-                if ev.type == AGENT_BLOCK and bid not in self._open_agents:
+                was_open = self._blocks.is_open(bid)
+                self._blocks.see(ev)
+                if ev.type == AGENT_BLOCK and not was_open:
                     self._start_subagent(bid, ev, out)
                 step = ev.label or ev.type or bid
                 if step in self._steps.values():
@@ -292,7 +292,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             ended = self._steps.pop(bid, None) if name == BLOCK_END and bid is not None else None
             if ended is not None:
                 out.append(StepFinishedEvent(step_name=ended))
-            if name == BLOCK_END and bid is not None and bid in self._open_agents:
+            if name == BLOCK_END and bid is not None and self._blocks.is_open(bid):
                 status = ev.end_status
                 self._end_subagent(
                     bid, status, ev.error, _data_str(ev, "relay_status") or status, out
@@ -309,10 +309,10 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
     def _start_subagent(self, bid: str, ev: EventView, out: list[BaseEvent]) -> None:
         parent = self._agent_above(bid)
         rid = unique_id(bid, self._run_ids)
-        self._agents[bid] = self._open_agents[bid] = rid
+        self._agents[bid] = rid
         self._failed.discard(bid)
         label = ev.label
-        name = _data_str(ev, "agent_name") or label or AGENT_BLOCK
+        name = self._blocks.name(bid)
         out.append(
             SubagentStartedEvent(
                 subagent_run_id=rid,
@@ -327,7 +327,8 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
     ) -> None:
         """The agent block ``bid`` ended with ``status``: SUBAGENT_FINISHED or SUBAGENT_ERROR
         (nothing more when its error was sent already)."""
-        rid = self._open_agents.pop(bid)
+        self._blocks.end(bid)
+        rid = self._agents[bid]
         if bid in self._failed:
             self._failed.discard(bid)
         elif status == "completed":
@@ -344,25 +345,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
 
     def _agent_above(self, bid: str) -> str | None:
         """The subagentRunId of the nearest agent block ``bid`` is nested in, if any."""
-        seen = {bid}
-        up = self._parents.get(bid)
-        while up is not None and up not in seen:
-            if up in self._agents:
-                return self._agents[up]
-            seen.add(up)
-            up = self._parents.get(up)
-        return None
-
-    def _agent_of(self, block_id: str | None) -> str | None:
-        """The open agent block that ``block_id`` is, or is nested in (nearest first)."""
-        seen: set[str] = set()
-        b = block_id
-        while b is not None and b not in seen:
-            if b in self._open_agents:
-                return b
-            seen.add(b)
-            b = self._parents.get(b)
-        return None
+        above = (b for b in self._blocks.ancestors(bid) if b != bid and b in self._agents)
+        up = next(above, None)
+        return None if up is None else self._agents[up]
 
     # -- messages -----------------------------------------------------------------------------
     def _new(self, key: Key, type_: str, block_id: str | None) -> Tracked:
