@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agents_harness import Harness, address_of, port_open_failed, stop_together
-from fault_proxy import DROP, FaultProxy, has_text, is_chat_message, payload_of, wait_until
+from fault_proxy import DROP, E503, FaultProxy, has_text, is_chat_message, payload_of, wait_until
 from hostile_peer import CHAT, envelope, post
 from uagents_core.identity import Identity
 
@@ -237,6 +237,31 @@ def test_a_silent_drop_of_the_question_or_first_or_last_chat_message_is_recovere
     assert shape(r["transcript"]) == shape(clean["transcript"])
     if which == "question":
         assert r["question_resends"] >= 1
+
+
+def test_a_reply_whose_first_sends_are_refused_is_delivered_within_the_redelivery_budget(
+    clean_pair: Pair, clean_reply: dict[str, Any]
+) -> None:
+    """The asker's endpoint answers 503 to the reply's first three ChatMessage sends (the
+    question went through and was acknowledged: the asker is there, only busy). The responder
+    keeps sending within its delivery budget instead of taking the asker for gone; before, it
+    abandoned the reply after three quick failures and the asker waited out its timeout with
+    nothing to show: one reply in a thousand under 10% 503s."""
+    pair, clean = clean_pair, clean_reply
+    refused: list[int] = []
+
+    def busy(index: int, env: dict[str, Any]) -> str | None:
+        if is_chat_message(env) and len(refused) < 3:
+            refused.append(index)
+            return E503
+        return None
+
+    pair.to_asker.rule = busy
+    (r,) = pair.asker.request({"text": QUESTION, "timeout": 10}, 30)["replies"]
+    assert len(refused) == 3
+    assert r["completed"], (r["status"], r["warnings"])
+    assert r["text"] == clean["text"]
+    assert shape(r["transcript"]) == shape(clean["transcript"])
 
 
 def test_a_killed_responder_is_lost_within_the_idle_timeout(harness: Harness) -> None:
