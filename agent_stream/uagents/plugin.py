@@ -14,7 +14,9 @@
 ``StreamingChat`` *is* the agent's chat ``Protocol`` (uagents allows only one per agent); it
 handles both ChatMessage and ChatAcknowledgement. For every ChatMessage it:
 
-1. sends a ChatAcknowledgement at once (from a background task, so the inbox never waits);
+1. sends a ChatAcknowledgement at once (from a background task, so the inbox never waits); to
+   a peer that reads coalesced ones, those that come while one is on its way go together in
+   the next (:mod:`agent_stream.adapters.chat.acks`);
 2. routes it: a ChatMessage from a peer we have an open question to (:meth:`StreamingChat.ask`)
    is part of that reply and goes to its :class:`~agent_stream.uagents.client.Reply`; reply
    traffic nobody waits for any more is dropped (see ``ChatClient.late_window``); anything else
@@ -114,6 +116,13 @@ from agent_stream.adapters.chat import (
     opens_session,
     requested_channels,
 )
+from agent_stream.adapters.chat.acks import (
+    AckBatcher,
+    ack_for,
+    acked_ids,
+    asks_coalesced_acks,
+    reads_coalesced,
+)
 from agent_stream.adapters.chat.wire import control_of, ends_session
 from agent_stream.assemble import Assembler
 from agent_stream.conversation import Turn, history_to_json
@@ -200,6 +209,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         # refusals over max_refusals, answered as earlier ones end (a burst, not a flood)
         self._refusals_waiting: deque[tuple[Context, ChatRequest, Refused]] = deque()
         self.desk = ResponderDelivery(self.settings.delivery)
+        self.acks = AckBatcher()  # acknowledgements coalesced for peers that read them
         self.fleet = fleet
         self._ctx: Context | None = None  # the latest, for ops another replica forwards
         pump = self.settings.pump
@@ -390,7 +400,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     async def _on_chat(self, ctx: Context, sender: str, msg: ChatMessage) -> None:
         self._bind(ctx)
         if len(self._tasks) < 1024:
-            self._spawn(self.send(ctx, sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id)))
+            if asks_coalesced_acks(msg):
+                self.acks.reads(sender)
+            ids = self.acks.ack(sender, str(msg.msg_id))
+            if ids is not None:
+                self._spawn(self._acknowledge(ctx, sender, ids))
         session = str(ctx.session) if ctx.session is not None else None
         op = control_of(msg)
         if op is not None:  # an asker asks for a resend or a cancel
@@ -462,14 +476,24 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         out.start()
 
     async def _on_ack(self, ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
-        key = str(msg.acknowledged_msg_id)
         self.desk.note_ack(sender)
-        out = self._in_flight.pop(key, None)
-        if out is not None:
-            out.acknowledged(key)
-            return
-        if not self.client.acknowledged(sender, key) and self.fleet is not None:
-            self.fleet.forward_ack(sender, key)  # a ChatMessage another replica sent
+        if reads_coalesced(msg):
+            self.acks.reads(sender)
+        for key in acked_ids(msg):
+            out = self._in_flight.get(key)
+            if out is not None and out.peer == sender:  # only its asker acknowledges it
+                del self._in_flight[key]
+                out.acknowledged(key)
+            elif (
+                out is None and not self.client.acknowledged(sender, key) and self.fleet is not None
+            ):
+                self.fleet.forward_ack(sender, key)  # a ChatMessage another replica sent
+
+    async def _acknowledge(self, ctx: Context, peer: str, ids: list[str] | None) -> None:
+        """Send ``ids``' acknowledgement, then whatever came for ``peer`` meanwhile."""
+        while ids:
+            await self.send(ctx, peer, ack_for(ids))
+            ids = self.acks.sent(peer)
 
     def _on_forwarded(self, fwd: Forwarded) -> None:
         """An acknowledgement or op another replica of this agent received for a reply here."""

@@ -22,6 +22,8 @@ from uagents_core.contrib.protocols.chat import (
 from agent_stream.message import AUDIO, IMAGE, REFUSAL, TEXT, THINKING, VIDEO
 
 __all__ = [
+    "ACKS_KEY",
+    "ACKS_MANY",
     "CHANNEL_OF_TYPE",
     "CHAT_CHUNKER_DEFAULTS",
     "CONTROL_OPS",
@@ -60,6 +62,9 @@ __all__ = [
 
 TAG_KEY = "agent_stream"
 PROTOCOL_VERSION = "1"
+# A question's tag saying its asker reads coalesced acknowledgements (see adapters.chat.acks).
+ACKS_KEY = "acks"
+ACKS_MANY = "many"
 
 # Types whose content is the user-facing text: streamed as TextContent.
 STREAM_TYPES = frozenset((TEXT, REFUSAL))
@@ -209,6 +214,7 @@ def request_tags(
     """The MetadataContent an asker adds to its request to declare it understands tags.
 
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
+    ``acks=many``: the asker reads coalesced acknowledgements (:mod:`.acks`).
     ``chain`` (key ``chain``, comma-separated): the agents that asked so far, origin first,
     the asker last, when the request delegates part of another (see :mod:`agent_stream.relay`);
     ``max_hops`` (key ``max_hops``): the hop limit that travels with it. ``history`` (key
@@ -223,7 +229,7 @@ def request_tags(
         max_hops: the hop limit that travels with the chain (None: not sent).
         history: the conversation so far, as JSON (None: not sent).
     """
-    md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags"}
+    md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags", ACKS_KEY: ACKS_MANY}
     if history is not None:
         md[HISTORY_KEY] = history
     chans = sorted(set(channels))
