@@ -586,7 +586,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
         async def send(chat: ChatMessage) -> tuple[bool, str]:
             if fleet is not None:  # another replica can serve a resend if this one dies
-                fleet.mirror(peer, conversation, chat)
+                fleet.mirror(peer, conversation, chat, session=encoder.session)
             return await self.send(ctx, peer, chat)
 
         answer = Assembler()
