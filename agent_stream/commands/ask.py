@@ -32,11 +32,11 @@ identity by default (a private seed made on first use, kept in client/seed besid
 directory; --seed overrides), and --json / -v show the session id to continue with --session.
 
 Exit status: 0 when the reply completed whole; 1 when it did not (error, cancelled, timeout,
-lost: the responder went silent for --idle-timeout, missing ChatMessages) or could not be
-delivered; 2 for bad arguments (unknown address or name, a name two running agents share, busy
-port, a duration not above 0); 130 after Ctrl-C / SIGTERM (the responder is told to stop; ask
-waits up to 2 s for it to confirm). On a terminal the reply is drawn as markdown, wrapped to its
-width; piped, it is plain text.
+lost: the responder went silent for --idle-timeout, ChatMessages missing after --gap-timeout)
+or could not be delivered; 2 for bad arguments (unknown address or name, a name two running
+agents share, busy port, a duration not above 0); 130 after Ctrl-C / SIGTERM (the responder is
+told to stop; ask waits up to 2 s for it to confirm). On a terminal the reply is drawn as
+markdown, wrapped to its width; piped, it is plain text.
 """
 
 
@@ -88,6 +88,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="end the reply as lost when nothing (not even a keepalive) arrives for "
         "S seconds (default: %(default)s)",
+    )
+    p.add_argument(
+        "--gap-timeout",
+        type=seconds,
+        default=None,
+        metavar="S",
+        help="give up a ChatMessage lost on the way (asked for again meanwhile) after S "
+        "seconds: the reply goes on without it and does not complete (default: 20, the "
+        "delivery budget)",
     )
     p.add_argument(
         "--no-reasoning", action="store_true", help="do not ask for the model's reasoning"
@@ -239,6 +248,7 @@ def ask_once(
     verbose: bool = False,
     idle_timeout: float | None = None,
     session: uuid.UUID | None = None,
+    gap_timeout: float | None = None,
 ) -> Any:
     """Run a client agent until the reply to ``question`` is over; returns the Reply.
 
@@ -259,6 +269,8 @@ def ask_once(
         verbose: show uagents' delivery failures as they happen.
         idle_timeout: seconds the reply may stay silent (None: the default).
         session: the envelope session (None: a new one).
+        gap_timeout: seconds a missing ChatMessage is waited for (None: the delivery
+            policy's ``within``).
 
     Raises:
         DeliveryError: the question could not be delivered.
@@ -268,6 +280,7 @@ def ask_once(
     import logging
     import signal
 
+    from agent_stream.adapters.chat import ChatDecoder
     from agent_stream.uagents import DeliveryError, LocalDirectory, StreamingChat, local_agent
     from agent_stream.uagents._compat import context_with_session
     from agent_stream.uagents.local import serve_agent
@@ -295,6 +308,7 @@ def ask_once(
             channels={"reasoning"} if reasoning else (),
             timeout=timeout,
             idle_timeout=idle_timeout,
+            decoder=None if gap_timeout is None else ChatDecoder(gap_timeout=gap_timeout),
         )
 
         def interrupt() -> None:
@@ -416,6 +430,7 @@ def run(args: argparse.Namespace) -> int:
             verbose=args.verbose,
             idle_timeout=args.idle_timeout,
             session=args.session,
+            gap_timeout=args.gap_timeout,
         )
     except DeliveryError as exc:
         if renderer is not None:

@@ -59,6 +59,8 @@ BAD_VALUES = [
     ("ask", ["ask", ADDR, "q", "--timeout"], "0"),
     ("ask", ["ask", ADDR, "q", "--timeout"], "-1"),
     ("ask", ["ask", ADDR, "q", "--idle-timeout"], "0"),
+    ("ask", ["ask", ADDR, "q", "--gap-timeout"], "0"),
+    ("ask", ["ask", ADDR, "q", "--gap-timeout"], "soon"),
     ("ask", ["ask", ADDR, "q", "--timeout"], "nan"),
     ("demo", ["demo", "--rate"], "-5"),
     ("demo", ["demo", "--rate"], "inf"),

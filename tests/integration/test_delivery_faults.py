@@ -474,6 +474,8 @@ def test_ask_exits_1_when_one_chat_message_never_arrives(harness: Harness) -> No
             "--seed",
             a_seed,
             "--json",
+            "--gap-timeout",  # the gap is given up after 3 s instead of the default 20
+            "3",
             QUESTION,
         )
         code, _, err = ask.finish(timeout=60)
