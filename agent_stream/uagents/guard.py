@@ -124,6 +124,24 @@ _CHAT_ITEMS: dict[Any, Any] = {
 _CHAT_FIELDS = frozenset(("timestamp", "msg_id", "content"))
 
 
+def _plain_item(model: Any, item: dict[str, Any]) -> Any:
+    """A text or metadata item of exactly its two fields, plain strings, built without
+    validation: what ``parse_obj`` makes of it, field for field, at a fraction of the cost
+    (pydantic v1 validates a metadata dict key by key: a fifth of a gateway's time). Anything
+    else (other keys, other types): None, validated the usual way."""
+    if len(item) != 2:
+        return None
+    if model is MetadataContent:
+        md = item.get("metadata")
+        if type(md) is dict and all(type(k) is str and type(v) is str for k, v in md.items()):
+            return MetadataContent.construct(type="metadata", metadata=dict(md))
+    elif model is TextContent:
+        text = item.get("text")
+        if type(text) is str:
+            return TextContent.construct(type="text", text=text)
+    return None
+
+
 class _ChatHead(ChatMessage):  # type: ignore[misc]
     """A ChatMessage's fields but its content, validated as ChatMessage validates them (the
     same ``__init__`` and field types); the content items are checked one by one before."""
@@ -234,6 +252,10 @@ class AgentGuard:
             model = _CHAT_ITEMS.get(item.get("type")) if isinstance(item, dict) else None
             if model is None:
                 return f"content[{i}] is not a known content item", []
+            plain = _plain_item(model, item)
+            if plain is not None:
+                items.append(plain)
+                continue
             try:
                 items.append(model.parse_obj(item))
             except Exception as exc:
