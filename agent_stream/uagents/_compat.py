@@ -47,6 +47,8 @@ from uagents_core.envelope import Envelope
 from uagents_core.identity import Identity
 from uagents_core.models import Model
 
+from agent_stream.uagents.chat_json import chat_json
+
 __all__ = [
     "INTERNALS",
     "UagentsCompatError",
@@ -399,7 +401,8 @@ def schema_digest(model: type[Model]) -> str:
 
 
 async def send_model(ctx: Any, destination: str, message: Model, timeout: int) -> Any:
-    """``ctx.send(destination, message, timeout=timeout)``, with the schema digest cached.
+    """``ctx.send(destination, message, timeout=timeout)``, with the schema digest cached and
+    a chat model's JSON written directly (:func:`~agent_stream.uagents.chat_json.chat_json`).
 
     For uagents' own two contexts this does what their ``send`` does, in the same order (the
     interval-message check of an internal context; the protocol digest and pending queries of a
@@ -411,7 +414,7 @@ async def send_model(ctx: Any, destination: str, message: Model, timeout: int) -
         return await ctx.send_raw(
             destination=destination,
             message_schema_digest=schema_digest(type(message)),
-            message_body=message.model_dump_json(),
+            message_body=chat_json(message),
             timeout=timeout,
             protocol_digest=ctx._protocol[0],
             queries=ctx._queries,
@@ -422,7 +425,7 @@ async def send_model(ctx: Any, destination: str, message: Model, timeout: int) -
             return await ctx.send_raw(
                 destination=destination,
                 message_schema_digest=digest,
-                message_body=message.model_dump_json(),
+                message_body=chat_json(message),
                 timeout=timeout,
             )
     return await ctx.send(destination, message, timeout=timeout)
