@@ -54,6 +54,7 @@ from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redel
 from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control, estimated_size, seq_span
 from agent_stream.message import error as error_message
 from agent_stream.uagents.lanes import urgent
+from agent_stream.uagents.wakeup import Wakeup
 from agent_stream.writer import StreamWriter
 
 __all__ = ["Outgoing", "PumpLimits", "Refused", "describe"]
@@ -198,11 +199,11 @@ class Outgoing:
         self.task: asyncio.Task[None] | None = None
         self._closing = False
         self._armed: float | None = None
-        self._wake_sender = asyncio.Event()
-        self._wake_timer = asyncio.Event()
+        self._wake_sender = Wakeup()
+        self._wake_timer = Wakeup()
         self._space = asyncio.Event()
         self._space.set()
-        self._acked = asyncio.Event()
+        self._acked = Wakeup()
         self._acks_off = False
         # delivery: resend until acknowledged, replay buffer, keepalives, figures
         self.delivery = delivery or DeliveryPolicy()
@@ -377,8 +378,7 @@ class Outgoing:
                     if d is not None
                 ]
                 timeout = max(0.0, min(wake) - clock()) if wake else None
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake_sender.wait(), timeout)
+                await self._wake_sender.wait(timeout)
                 continue
             hold = self._hold()
             if hold > 0:  # the agent is busy: let more text join this ChatMessage
@@ -390,8 +390,7 @@ class Outgoing:
                     if d is not None
                 ]
                 timeout = min([hold, *(max(0.0, d - clock()) for d in wake)])
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake_sender.wait(), timeout)
+                await self._wake_sender.wait(timeout)
                 continue
             # What queued up behind a slow send goes as one ChatMessage (same text, same order).
             n, items = 1, len(self.queue[0].content)
@@ -500,8 +499,7 @@ class Outgoing:
             if d is not None:
                 timeout = min(timeout, d - now)
             self._acked.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._acked.wait(), max(0.0, timeout))
+            await self._acked.wait(max(0.0, timeout))
 
     def acknowledged(self, key: str) -> None:
         """The peer acknowledged the ChatMessage ``key`` (its msg_id).
@@ -526,8 +524,7 @@ class Outgoing:
             self._armed = d
             self._wake_timer.clear()
             timeout = None if d is None else max(0.0, d - clock())
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake_timer.wait(), timeout)
+            await self._wake_timer.wait(timeout)
             d = enc.next_deadline
             now = clock()
             if d is not None and d <= now and not enc.finished:
