@@ -11,9 +11,18 @@ replies. So the directory holding it is created 0700 and the file 0600, and both
 writable by group or others. An entry is used only when its process is alive, its ``started``
 is not in the future, and its endpoint answers a readiness probe (``HEAD /submit`` with
 ``x-uagents-address``, as uagents serves it) within ``probe_timeout`` (1 s; a positive answer
-is remembered ``probe_ttl``, 10 s; a probe that times out after a positive answer, with no
-refusal since, still counts as one: that agent is busy, not gone). Entries of dead processes
-are pruned on every write.
+is remembered ``probe_ttl``, 10 s). Entries of dead processes are pruned on every write.
+
+Busy, not gone: a probe that *times out* still counts as a positive answer when that agent is
+evidently running -- it answered a probe before (or accepted an envelope, :meth:`delivered`)
+with no refusal since, or it sent this agent a verified envelope less than ``probe_ttl`` ago
+(:meth:`LocalDirectory.heard`; a protected agent's inbox guard reports the sender of every
+envelope handed to it from an agent address, whose signature uagents verified). An agent
+streaming to a crowd answers its probes late, and a peer asking this agent questions must get
+its acknowledgements and replies. A refused probe, a wrong answer or a wrong
+``x-uagents-status`` still means the endpoint does not serve that address, and ends both kinds
+of evidence; ``user...`` addresses (unsigned) and forged senders (refused by uagents before
+the guard sees them) are never heard from.
 
 Over 500 lines only through its docstrings (each parameter in an ``Args:`` section for the
 API reference); its code is well under that.
@@ -32,13 +41,14 @@ import stat
 import tempfile
 import time
 import urllib.parse
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 from uagents.resolver import RulesBasedResolver
-from uagents_core.identity import parse_identifier
+from uagents_core.identity import is_user_address, parse_identifier
 
 __all__ = [
     "DIRECTORY_ENV",
@@ -54,6 +64,7 @@ DIRECTORY_ENV = "AGENT_STREAM_DIRECTORY"
 FUTURE_SLACK = 60.0  # seconds a ``started`` may lie ahead of this clock (clock skew)
 REREAD_AFTER = 1.0  # seconds an unchanged-looking file (same inode, size, times) is trusted unread
 SETTLED = 0.05  # seconds a file's times must lie in the past to tell a later write from it
+MAX_HEARD = 1024  # senders remembered as heard from (least recently heard forgotten first)
 
 LOG = logging.getLogger("agent_stream.uagents")
 
@@ -200,6 +211,7 @@ class LocalDirectory:
         self.probe_ttl = probe_ttl
         self._answered: dict[tuple[str, str], float] = {}  # (address, endpoint) -> when
         self._verified: set[tuple[str, str]] = set()  # answered once and never refused since
+        self._heard: OrderedDict[str, float] = OrderedDict()  # address -> when it last sent
         self._probing: dict[tuple[str, str], asyncio.Future[bool]] = {}
         self._parsed: dict[str, dict[str, Any]] = {}
         self._parsed_from: bytes | None = None
@@ -347,6 +359,27 @@ class LocalDirectory:
         """
         self._remember(address, endpoint, True)
 
+    def heard(self, address: str) -> None:
+        """A verified envelope of ``address`` just arrived: that agent runs, so for
+        ``probe_ttl`` a probe of its listed endpoint that times out counts as an answer (it
+        is busy, not gone; a refusal or a wrong answer still does not). ``user...`` addresses
+        (never signed) are ignored; the last MAX_HEARD senders are remembered.
+
+        Args:
+            address: the sender's address, as uagents verified it.
+        """
+        if type(address) is not str or not address or is_user_address(address):
+            return
+        heard = self._heard
+        heard[address] = time.monotonic()
+        heard.move_to_end(address)
+        if len(heard) > MAX_HEARD:
+            heard.popitem(last=False)
+
+    def _heard_lately(self, address: str) -> bool:
+        when = self._heard.get(address)
+        return when is not None and time.monotonic() - when < self.probe_ttl
+
     async def _probe_async(self, address: str, endpoint: str) -> bool:
         timeout = aiohttp.ClientTimeout(total=self.probe_timeout)
         try:
@@ -358,9 +391,10 @@ class LocalDirectory:
             ):
                 ok = _ready(resp.status, resp.headers.get("x-uagents-status"))
         except asyncio.TimeoutError:
-            # busy, not gone: an endpoint that served this address and now answers slowly (an
-            # agent streaming to a crowd, or this process's own loop busy) is still its own
-            ok = (address, endpoint) in self._verified
+            # busy, not gone: an endpoint that served this address, or whose agent just sent
+            # us a verified envelope, and now answers slowly (an agent streaming to a crowd, or
+            # this process's own loop busy) is still its own
+            ok = (address, endpoint) in self._verified or self._heard_lately(address)
         except Exception:  # refused, not HTTP: it does not answer
             ok = False
         return self._remember(address, endpoint, ok)
@@ -380,6 +414,7 @@ class LocalDirectory:
         else:
             self._answered.pop((address, endpoint), None)
             self._verified.discard((address, endpoint))
+            self._heard.pop(address, None)  # evidence older than a refusal no longer counts
         return ok
 
     def lookup(self, destination: str) -> str | None:

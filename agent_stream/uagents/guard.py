@@ -47,6 +47,7 @@ from uagents_core.contrib.protocols.chat import (
     StartStreamContent,
     TextContent,
 )
+from uagents_core.identity import is_user_address
 from uagents_core.models import ErrorMessage
 
 from agent_stream.uagents import _compat
@@ -158,6 +159,10 @@ class AgentGuard:
     Attributes:
         stats: counters: ``dropped`` (payloads refused before the inbox), ``error_replies``
             (ErrorMessages delivered), ``http_refused`` (envelopes refused at the HTTP edge).
+        on_sender: called with the sender of every envelope handed to the agent from an agent
+            address (uagents verified its signature, or an agent of this process sent it;
+            ``user...`` senders are unsigned and not reported), whether or not its payload is
+            let in: that agent is running.
 
     Args:
         agent: the uagents agent it guards.
@@ -170,6 +175,7 @@ class AgentGuard:
         self._handle: HandleMessage | None = None
         self._last_error_reply: dict[str, float] = {}
         self._error_tasks: set[asyncio.Task[Any]] = set()
+        self.on_sender: list[Callable[[str], None]] = []
         #: chat payloads parsed here, handed to uagents' own parse of the same text
         self.handover = Handover()
         self.configure(settings or GuardSettings())
@@ -286,6 +292,9 @@ class AgentGuard:
             message: the payload (JSON text).
             session: the envelope's session.
         """
+        if self.on_sender and type(sender) is str and not is_user_address(sender):
+            for note in self.on_sender:
+                note(sender)
         reason, parsed = self._inspect(schema_digest, message)
         if reason is None:
             assert self._handle is not None

@@ -14,6 +14,8 @@ process: no uagents class or module is changed.
   only its class changes, so uvicorn, which serves the object it was handed at start, applies
   the caps from the next request on, also when the agent already runs. (Agents run in a
   ``Bureau`` are served by the Bureau's own server: they get the guard and lanes only.)
+- the guard tells a :class:`~.directory.LocalResolver`'s directory who sent a verified envelope
+  (:meth:`~.directory.LocalDirectory.heard`: a busy peer's slow readiness probe is not "gone");
 - the agent signs with libsecp256k1 and its server verifies with it (:mod:`.signing`);
 - the agent gets a :class:`~.lanes.PeerDispenser`: chat-protocol envelopes go through per-peer
   lanes, the agent's other protocols keep uagents' own sending unless ``every_protocol``.
@@ -38,6 +40,7 @@ from typing import Any, TypeVar
 from uagents import Agent
 
 from agent_stream.uagents import _compat, signing
+from agent_stream.uagents.directory import LocalResolver
 from agent_stream.uagents.edge import AgentServer, Edge
 from agent_stream.uagents.guard import AgentGuard, GuardSettings
 from agent_stream.uagents.lanes import LaneLimits, PeerDispenser, isolate
@@ -116,6 +119,10 @@ def protect(agent: A, settings: Protection | None = None) -> A:
     if not isinstance(server, AgentServer):
         server.__class__ = AgentServer  # this agent's server object only
     server.edge = Edge(guard)
+    resolver = _compat.resolver_of(agent)
+    if isinstance(resolver, LocalResolver) and resolver.directory is not None:
+        # a peer that just sent a verified envelope runs: its slow probe means busy, not gone
+        guard.on_sender.append(resolver.directory.heard)
     isolate(agent, settings.lanes)
     signing.speed_up(agent)
     return agent
