@@ -14,15 +14,15 @@ is not in the future, and its endpoint answers a readiness probe (``HEAD /submit
 is remembered ``probe_ttl``, 10 s). Entries of dead processes are pruned on every write.
 
 Busy, not gone: a probe that *times out* still counts as a positive answer when that agent is
-evidently running -- it answered a probe before (or accepted an envelope, :meth:`delivered`)
-with no refusal since, or it sent this agent a verified envelope less than ``probe_ttl`` ago
-(:meth:`LocalDirectory.heard`; a protected agent's inbox guard reports the sender of every
-envelope handed to it from an agent address, whose signature uagents verified). An agent
-streaming to a crowd answers its probes late, and a peer asking this agent questions must get
-its acknowledgements and replies. A refused probe, a wrong answer or a wrong
-``x-uagents-status`` still means the endpoint does not serve that address, and ends both kinds
-of evidence; ``user...`` addresses (unsigned) and forged senders (refused by uagents before
-the guard sees them) are never heard from.
+evidently running -- it answered a probe before (or accepted an envelope:
+:meth:`LocalDirectory.delivered`) with no refusal since, or it sent this agent a verified
+envelope less than ``probe_ttl`` ago (:meth:`LocalDirectory.heard`; a protected agent's inbox
+guard reports the sender of every envelope handed to it from an agent address, whose signature
+uagents verified). An agent streaming to a crowd answers its probes late, and a peer asking
+this agent questions must get its acknowledgements and replies. A refused probe, a wrong answer
+or a wrong ``x-uagents-status`` still means the endpoint does not serve that address, and ends
+both kinds of evidence; ``user...`` addresses (unsigned) and forged senders (refused by uagents
+before the guard sees them) are never heard from.
 
 Over 500 lines only through its docstrings (each parameter in an ``Args:`` section for the
 API reference); its code is well under that.
