@@ -198,3 +198,29 @@ def test_a_lost_first_chat_message_never_ends_whole() -> None:
     out += dec.poll(2.0)
     assert dec.finished("S", "C") and not dec.whole("S", "C")
     assert dec.skipped("S", "C") == 1
+
+
+def test_replay_store_drops_expired_and_oversized_buffers_and_keeps_its_total() -> None:
+    s: ReplayStore[str, str] = ReplayStore(
+        DeliveryPolicy(replay_linger=10.0, replay_total_bytes=100)
+    )
+    for i in range(5):
+        s.open(f"r{i}").add(1, 1, "x", 10)
+    assert s.bytes == 50
+    s.end("r1", 1.0)
+    s.end("r3", 0.5)  # an earlier time than the last end: kept in order, not lost
+    s.prune(10.9)
+    assert len(s) == 5
+    s.prune(11.0)
+    assert len(s) == 3 and s.get("r1", 11.0) is None and s.get("r3", 11.0) is None
+    assert s.bytes == 30
+    reopened = s.open("r0")  # a reply asked again: its old buffer's bytes leave the total
+    assert s.bytes == 20
+    reopened.add(1, 2, "big", 90)  # over the total: the oldest buffers go first
+    s.prune(12.0)
+    assert s.get("r0", 12.0) is reopened and s.bytes <= 100
+    assert s.get("r2", 12.0) is None
+    kept = s.get("r4", 12.0)
+    assert kept is not None
+    kept.add(2, 2, "y", 5)  # a kept buffer's growth counts
+    assert s.bytes == 90 + 10 + 5

@@ -19,7 +19,7 @@ API reference); its code is well under that.
 from __future__ import annotations
 
 import random
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -309,6 +309,12 @@ class ReplayBuffer(Generic[T]):
         self.bytes = 0
         self.ended_at: float | None = None
         self.dropped = 0
+        self.tally: _Tally | None = None  # its store's total, kept in step
+
+    def _grow(self, n: int) -> None:
+        self.bytes += n
+        if self.tally is not None:
+            self.tally.bytes += n
 
     def __len__(self) -> int:
         return len(self._items)
@@ -324,14 +330,14 @@ class ReplayBuffer(Generic[T]):
         """
         old = self._items.pop(first, None)
         if old is not None:
-            self.bytes -= old[2]
+            self._grow(-old[2])
         self._items[first] = (last, item, size)
-        self.bytes += size
+        self._grow(size)
         while len(self._items) > 1 and (
             len(self._items) > self.max_count or self.bytes > self.max_bytes
         ):
             _, (_, _, s) = self._items.popitem(last=False)
-            self.bytes -= s
+            self._grow(-s)
             self.dropped += 1
 
     def covering(self, lo: int, hi: int | None = None) -> list[T]:
@@ -355,11 +361,21 @@ class ReplayBuffer(Generic[T]):
         return any(first <= seq <= last for first, (last, _, _) in self._items.items())
 
 
+class _Tally:
+    """The bytes a store's buffers hold together."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+
 class ReplayStore(Generic[K, T]):
     """Replay buffers of many replies.
 
     Each is kept ``replay_linger`` seconds after its reply ends, all together within
-    ``replay_total_bytes`` (the oldest reply's buffer dropped first).
+    ``replay_total_bytes`` (the oldest reply's buffer dropped first). Pruning costs what it
+    drops, not what is kept: a thousand replies starting at once used to scan every buffer each.
 
     Args:
         policy: the caps and the linger (None: the defaults of DeliveryPolicy).
@@ -368,9 +384,18 @@ class ReplayStore(Generic[K, T]):
     def __init__(self, policy: DeliveryPolicy | None = None) -> None:
         self.policy = policy or DeliveryPolicy()
         self._buffers: OrderedDict[K, ReplayBuffer[T]] = OrderedDict()
+        self._tally = _Tally()
+        # the buffers in the order their replies ended (one entry per reply ended within the
+        # linger: those of buffers dropped for size meanwhile are skipped when they expire)
+        self._ended: deque[tuple[float, K, ReplayBuffer[T]]] = deque()
 
     def __len__(self) -> int:
         return len(self._buffers)
+
+    @property
+    def bytes(self) -> int:
+        """The bytes all kept buffers hold."""
+        return self._tally.bytes
 
     def open(self, key: K) -> ReplayBuffer[T]:
         """A fresh buffer for a reply.
@@ -379,10 +404,18 @@ class ReplayStore(Generic[K, T]):
             key: the reply's key.
         """
         p = self.policy
-        self._buffers.pop(key, None)
+        old = self._buffers.pop(key, None)
+        if old is not None:
+            self._detach(old)
         buf: ReplayBuffer[T] = ReplayBuffer(p.replay_count, p.replay_bytes)
+        buf.tally = self._tally
         self._buffers[key] = buf
         return buf
+
+    def _detach(self, buf: ReplayBuffer[T]) -> None:
+        if buf.tally is self._tally:
+            self._tally.bytes -= buf.bytes
+            buf.tally = None
 
     def get(self, key: K, now: float) -> ReplayBuffer[T] | None:
         """A reply's buffer, unless it expired (None then, or when there is none).
@@ -404,6 +437,9 @@ class ReplayStore(Generic[K, T]):
         buf = self._buffers.get(key)
         if buf is not None and buf.ended_at is None:
             buf.ended_at = now
+            if self._ended and now < self._ended[-1][0]:  # an earlier time than the last: keep
+                now = self._ended[-1][0]  # the queue in order (it lingers that much longer)
+            self._ended.append((now, key, buf))
 
     def prune(self, now: float) -> None:
         """Drop expired buffers, then the oldest while over the total size.
@@ -412,13 +448,15 @@ class ReplayStore(Generic[K, T]):
             now: the current time, in seconds on a monotonic clock.
         """
         linger = self.policy.replay_linger
-        for key, buf in list(self._buffers.items()):
-            if buf.ended_at is not None and now - buf.ended_at >= linger:
+        ended = self._ended
+        while ended and now - ended[0][0] >= linger:
+            _, key, buf = ended.popleft()
+            if self._buffers.get(key) is buf:
                 del self._buffers[key]
-        total = sum(b.bytes for b in self._buffers.values())
-        while len(self._buffers) > 1 and total > self.policy.replay_total_bytes:
+                self._detach(buf)
+        while len(self._buffers) > 1 and self._tally.bytes > self.policy.replay_total_bytes:
             _, buf = self._buffers.popitem(last=False)
-            total -= buf.bytes
+            self._detach(buf)
 
 
 @dataclass(frozen=True)
