@@ -156,6 +156,8 @@ class Outgoing:
             (None: no batching for load).
         ack_timer: how long the peer has lately taken to acknowledge (None: the policy's
             ``ack_timeout`` alone).
+        pipelined: the peer restores order by ``seq`` (a tagged asker): up to and with the
+            first text, the reply's sends do not wait for one another.
     """
 
     def __init__(
@@ -178,8 +180,12 @@ class Outgoing:
         tap: Callable[[Any], None] | None = None,
         open_replies: Callable[[], int] | None = None,
         ack_timer: PeerAckClock | None = None,
+        pipelined: bool = False,
     ) -> None:
         self.peer = peer
+        self.pipelined = pipelined
+        self._early: set[asyncio.Task[bool]] = set()  # sends before the first text, in flight
+        self._failures = 0  # consecutive failed deliveries
         self.conversation = conversation
         self.encoder = encoder
         self.limits = limits
@@ -349,19 +355,29 @@ class Outgoing:
     async def _send_loop(self) -> None:
         """Send the queue in order; resend what the peer did not acknowledge (redelivery
         budget), a keepalive when nothing else went for a while; end once all is settled."""
+        try:
+            await self._send_all()
+        finally:
+            early = list(self._early)
+            if self.dead:
+                for t in early:
+                    t.cancel()
+            if early:
+                await asyncio.gather(*early, return_exceptions=True)
+
+    async def _send_all(self) -> None:
         limits = self.limits
         rd = self.redelivery
-        consecutive = 0
         while True:
             for key, chat in rd.due(clock()):
-                consecutive = 0 if await self._deliver(key, chat) else consecutive + 1
-            if rd.given_up or (consecutive >= limits.max_failures and not self._delivered):
+                self._count(await self._deliver(key, chat))
+            if rd.given_up or (self._failures >= limits.max_failures and not self._delivered):
                 # A ChatMessage's budget ran out, or nobody ever listened: stop.
                 self._abandon(
                     f"a ChatMessage was not acknowledged within {self.delivery.tries} tries in "
                     f"{self.delivery.within:g} s"
                     if rd.given_up
-                    else f"{consecutive} deliveries failed and none ever succeeded"
+                    else f"{self._failures} deliveries failed and none ever succeeded"
                 )
                 return
             ka = self.keepalive
@@ -369,7 +385,7 @@ class Outgoing:
                 await self._send(control(OP_KEEPALIVE, self.conversation, high=str(self._high)))
             if not self.queue:
                 self._space.set()
-                if self.dead or (self._closing and not rd.pending):
+                if self.dead or (self._closing and not rd.pending and not self._early):
                     return
                 self._wake_sender.clear()
                 wake = [
@@ -421,10 +437,29 @@ class Outgoing:
                 self._high = max(self._high, span[1])
                 if self.replay is not None:
                     self.replay.add(span[0], span[1], chat, estimated_size(chat))
-            with urgent() if before_text else contextlib.nullcontext():
-                delivered = await self._deliver(key, chat)
-            consecutive = 0 if delivered else consecutive + 1
+            if before_text and self.pipelined:
+                # The asker restores order: the first text does not wait for the post of what
+                # went just before it (the reply's start, tool calls), which at a thousand
+                # replies took a second.
+                while len(self._early) >= 4:
+                    await asyncio.wait(self._early, return_when=asyncio.FIRST_COMPLETED)
+                with urgent():
+                    task = asyncio.ensure_future(self._deliver(key, chat))
+                self._early.add(task)
+                task.add_done_callback(self._early_done)
+            else:
+                with urgent() if before_text else contextlib.nullcontext():
+                    self._count(await self._deliver(key, chat))
             self._held_after_send()
+
+    def _count(self, delivered: bool) -> None:
+        self._failures = 0 if delivered else self._failures + 1
+
+    def _early_done(self, task: asyncio.Task[bool]) -> None:
+        self._early.discard(task)
+        if not task.cancelled() and task.exception() is None:
+            self._count(task.result())
+        self._wake_sender.set()
 
     async def _deliver(self, key: str, chat: ChatMessage) -> bool:
         """One send (first or again) of ChatMessage ``key``, noted for redelivery."""

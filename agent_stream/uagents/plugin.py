@@ -633,6 +633,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             tap=tap,
             open_replies=lambda: len(self._outgoing),  # its load: busier, fewer ChatMessages
             ack_timer=self.desk.ack_clock.of(peer),
+            pipelined=request.tagged,
         )
         out.telemetry = (watch, answer)
         return out

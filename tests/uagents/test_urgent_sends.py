@@ -63,3 +63,47 @@ async def test_a_question_is_sent_urgently() -> None:
     reply = await ask_with(sender, ctx, PEER, "hello", ChatClient(), timeout=1.0)
     assert urgency == [True]
     reply.cancel()
+
+
+async def _overlaps(pipelined: bool) -> tuple[list[str], bool]:
+    """A reply whose first send (its start) takes 0.5 s to post, and whose first text comes
+    meanwhile: the events of its sends, and whether the text went while the start was posting."""
+    events: list[str] = []
+
+    async def send(chat: ChatMessage) -> tuple[bool, str]:
+        kind = "text" if _has_text(chat) else "start"
+        events.append(f"{kind} sent")
+        if len(events) == 1:
+            await asyncio.sleep(0.5)
+        events.append(f"{kind} done")
+        return True, "delivered"
+
+    async def respond(out: StreamWriter) -> None:
+        async with out.block("llm") as b:
+            await asyncio.sleep(0.2)  # the start goes first, alone, and is slow to post
+            async with b.message("text") as m:
+                await m.append("The first text. ")
+
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=respond,
+        send=send,
+        limits=PumpLimits(agent_rate=0),
+        pipelined=pipelined,
+    )
+    await asyncio.wait_for(out.start(), 10)
+    text_sent = events.index("text sent")
+    return events, text_sent < events.index("start done")
+
+
+async def test_to_an_asker_that_restores_order_the_first_text_does_not_wait_for_the_start() -> None:
+    events, overlapped = await _overlaps(pipelined=True)
+    assert overlapped, events
+    assert events.count("start done") == 1 and events.count("text done") >= 1
+
+
+async def test_to_a_plain_asker_each_send_waits_for_the_one_before() -> None:
+    events, overlapped = await _overlaps(pipelined=False)
+    assert not overlapped, events
