@@ -214,7 +214,7 @@ class Outgoing:
         # delivery: resend until acknowledged, replay buffer, keepalives, figures
         self.delivery = delivery or DeliveryPolicy()
         self.redelivery: Redelivery[str, ChatMessage] = Redelivery(
-            self.delivery, peer_acks=peer_acks, timer=ack_timer
+            self.delivery, peer_acks=peer_acks, timer=ack_timer, repairable=pipelined
         )
         self.replay = replay
         self.keepalive = Keepalive(self.delivery.keepalive, clock()) if keepalive else None

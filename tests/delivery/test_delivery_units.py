@@ -224,3 +224,24 @@ def test_replay_store_drops_expired_and_oversized_buffers_and_keeps_its_total() 
     assert kept is not None
     kept.add(2, 2, "y", 5)  # a kept buffer's growth counts
     assert s.bytes == 90 + 10 + 5
+
+
+def test_a_message_out_of_tries_is_left_to_repair_only_when_a_repairing_peer_is_alive() -> None:
+    def run(repairable: bool, ack_later: bool) -> Redelivery[str, str]:
+        policy = DeliveryPolicy(tries=2, within=100.0, ack_timeout=1.0, jitter=0.0)
+        rd: Redelivery[str, str] = Redelivery(policy, peer_acks=True, repairable=repairable)
+        rd.sent("lost", "a", True, 0.0)
+        rd.sent("later", "b", True, 0.5)
+        if ack_later:
+            rd.acknowledged("later", 0.6)  # the peer is alive: it acknowledged what came after
+        assert rd.due(1.0) == [("lost", "a")]
+        rd.sent("lost", "a", True, 1.0)
+        assert ("lost", "a") not in rd.due(3.0)  # its two tries are spent
+        return rd
+
+    alive = run(repairable=True, ack_later=True)
+    assert (alive.left_to_repair, alive.given_up) == (1, 0)  # the asker's gap repair gets it
+    for repairable, ack_later in ((True, False), (False, True)):
+        # a silent peer, or one that cannot ask for a gap: the budget is given up as before
+        rd = run(repairable, ack_later)
+        assert (rd.left_to_repair, rd.given_up) == (0, 1)

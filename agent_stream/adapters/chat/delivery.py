@@ -127,7 +127,9 @@ class Redelivery(Generic[K, T]):
 
     The owner calls :meth:`sent` after every send (first or again) with whether the transport
     delivered it, :meth:`acknowledged` for every acknowledgement, and sends what :meth:`due`
-    returns. Figures: ``resends``, ``given_up`` (budget ran out), :meth:`at_risk` (seconds during
+    returns. Figures: ``resends``, ``given_up`` (budget ran out), ``left_to_repair`` (budget ran
+    out, but a ``repairable`` peer acknowledged something after it was first sent: it is alive,
+    and asks for the gap from the replay buffer), :meth:`at_risk` (seconds during
     which some message had failed or gone unacknowledged past its timeout and was not yet
     acknowledged).
 
@@ -136,6 +138,8 @@ class Redelivery(Generic[K, T]):
         peer_acks: the peer is known to acknowledge (else it is learnt from the first
             acknowledgement).
         rng: the random numbers for the jitter (None: a fresh ``random.Random``).
+        repairable: the peer restores order and asks for gaps (a tagged asker): a message
+            whose budget ran out after the peer acknowledged later ones is left to its repair.
         timer: the peer's acknowledgement times (None: ``ack_timeout`` alone). It learns from
             what was acknowledged after one send, and a wait for an acknowledgement is as long
             as the peer has lately needed: never shorter than ``ack_timeout``, never longer than
@@ -149,15 +153,19 @@ class Redelivery(Generic[K, T]):
         peer_acks: bool = False,
         rng: random.Random | None = None,
         timer: PeerAckClock | None = None,
+        repairable: bool = False,
     ) -> None:
         self.policy = policy or DeliveryPolicy()
         self.peer_acks = peer_acks
         self.timer = timer
+        self.repairable = repairable
         self._rng = rng or random.Random()
         self._entries: dict[K, _Entry[T]] = {}
         self.resends = 0
         self.given_up = 0
+        self.left_to_repair = 0
         self.acks = 0
+        self._last_ack: float | None = None
         self._risky = 0
         self._risk_since: float | None = None
         self._risk_total = 0.0
@@ -211,6 +219,7 @@ class Redelivery(Generic[K, T]):
             now: the current time, in seconds on a monotonic clock.
         """
         self.acks += 1
+        self._last_ack = now
         if not self.peer_acks:
             self.peer_acks = True
             wait = self._ack_wait()
@@ -235,8 +244,9 @@ class Redelivery(Generic[K, T]):
     def due(self, now: float) -> list[tuple[K, T]]:
         """What to send again now, oldest first.
 
-        Entries whose budget is spent are dropped (counted in ``given_up``; see
-        :meth:`drop_given_up`).
+        Entries whose budget is spent are dropped: counted in ``left_to_repair`` when a
+        ``repairable`` peer acknowledged anything after the entry was first sent, else in
+        ``given_up``.
 
         Args:
             now: the current time, in seconds on a monotonic clock.
@@ -250,7 +260,10 @@ class Redelivery(Generic[K, T]):
             if entry.tries >= p.tries or now >= entry.first + p.within:
                 self._unmark(entry, now)
                 del self._entries[key]
-                self.given_up += 1
+                if self.repairable and self._last_ack is not None and self._last_ack > entry.first:
+                    self.left_to_repair += 1
+                else:
+                    self.given_up += 1
                 continue
             entry.due = None  # until sent() says how this try went
             out.append((key, entry.item))
