@@ -491,9 +491,13 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
     async def _acknowledge(self, ctx: Context, peer: str, ids: list[str] | None) -> None:
         """Send ``ids``' acknowledgement, then whatever came for ``peer`` meanwhile."""
-        while ids:
-            await self.send(ctx, peer, ack_for(ids))
-            ids = self.acks.sent(peer)
+        try:
+            while ids:
+                await self.send(ctx, peer, ack_for(ids))
+                ids = self.acks.sent(peer)
+        finally:
+            if ids:  # stopped midway: later acknowledgements to the peer must not wait on this
+                self.acks.forget(peer)
 
     def _on_forwarded(self, fwd: Forwarded) -> None:
         """An acknowledgement or op another replica of this agent received for a reply here."""

@@ -146,6 +146,16 @@ class AckBatcher:
             waiting.append(msg_id)
         return None
 
+    def forget(self, peer: str) -> None:
+        """The acknowledgement to ``peer`` on its way was stopped (its task cancelled): what
+        waited is not sent (the peer sends those ChatMessages again), and the next goes at once.
+
+        Args:
+            peer: the peer's address.
+        """
+        self._busy.discard(peer)
+        self.dropped += len(self._waiting.pop(peer, ()))
+
     def sent(self, peer: str) -> list[str] | None:
         """The acknowledgement to ``peer`` went (or failed): the next ids to send, or None
         (nothing waits: the peer is idle again).

@@ -96,3 +96,14 @@ def test_a_tagged_question_asks_for_coalesced_acknowledgements_a_plain_one_does_
     plain = ChatMessage(content=[TextContent(text="hi")])
     assert asks_coalesced_acks(tagged)
     assert not asks_coalesced_acks(plain)
+
+
+def test_a_stopped_acknowledgement_does_not_hold_the_next_ones_back() -> None:
+    b = AckBatcher()
+    b.reads(PEER)
+    assert b.ack(PEER, "1") == ["1"]
+    assert b.ack(PEER, "2") is None
+    b.forget(PEER)  # the task sending "1" was cancelled
+    assert b.dropped == 1
+    assert b.ack(PEER, "3") == ["3"]
+    assert b.sent(PEER) is None
