@@ -25,7 +25,13 @@ from collections import OrderedDict
 
 from uagents_core.contrib.protocols.chat import ChatAcknowledgement, ChatMessage
 
-from agent_stream.adapters.chat.wire import ACKS_KEY, ACKS_MANY, PROTOCOL_VERSION, TAG_KEY
+from agent_stream.adapters.chat.wire import (
+    ACKS_KEY,
+    ACKS_MANY,
+    PROTOCOL_VERSION,
+    TAG_KEY,
+    tagged_items,
+)
 
 __all__ = [
     "ACKED_KEY",
@@ -88,11 +94,8 @@ def asks_coalesced_acks(chat: ChatMessage) -> bool:
     Args:
         chat: a ChatMessage that arrived.
     """
-    for item in chat.content:
-        meta = getattr(item, "metadata", None)
-        if isinstance(meta, dict) and TAG_KEY in meta:
-            return meta.get(ACKS_KEY) == ACKS_MANY
-    return False
+    tag = next(tagged_items(chat), None)
+    return tag is not None and tag.get(ACKS_KEY) == ACKS_MANY
 
 
 class AckBatcher:
