@@ -197,3 +197,25 @@ async def test_a_paced_reply_keeps_its_rate_wakes_at_most_every_tick_and_catches
     await run.stream(stall_once, text)
     assert "".join(late) == text
     assert len(late[1]) >= len(" word") * 30  # the ~40 tokens due after the stall, together
+
+
+def test_a_busy_loop_at_each_tool_does_not_slow_the_replay_down() -> None:
+    """The model keeps its own timeline, as a real upstream does: the loop being late when a
+    tool call goes out eats into the tool's latency instead of adding to the reply's time."""
+    model = ReplayModel(rate=2000, tool_latency=0.6)
+
+    async def timed(stall: float) -> float:
+        async def sink(m: Any) -> None:
+            if m.type == "tool_call":
+                time.sleep(stall)  # the whole event loop held up, as under load
+
+        from agent_stream.writer import StreamWriter
+
+        start = time.monotonic()
+        async with StreamWriter(sink) as w:
+            await model("stream", w)
+        return time.monotonic() - start
+
+    alone = asyncio.run(timed(0.0))
+    busy = asyncio.run(timed(0.25))  # three tool calls: 0.75 s of stalls, all inside tools
+    assert busy - alone < 0.3, (alone, busy)

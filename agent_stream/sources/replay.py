@@ -519,9 +519,13 @@ class _Run:
         )
         async with scope.message("loading", {"message": step.progress}) as m:
             if self.tool_latency > 0:
-                await asyncio.sleep(self.tool_latency * step.latency)
-                self._clock = time.monotonic()
-                self._paced = 0
+                # The tool runs on the model's own timeline (from when its call was due, not
+                # from when a busy event loop got here): like a real upstream, the replay does
+                # not slow down by the loop's lateness at each step.
+                end = self._clock + self._paced / self.rate + self.tool_latency * step.latency
+                await asyncio.sleep(max(0.0, end - time.monotonic()))
+                if end > self._clock + self._paced / self.rate:  # parallel tools: the latest
+                    self._clock, self._paced = end, 0
             await m.merge({"done": True})
         await scope.send(
             Message(
