@@ -133,6 +133,7 @@ class WarningCode:
     DUPLICATE_STREAM_START: Final = "duplicate_stream_start"
     TOO_MANY_STREAMS: Final = "too_many_streams"
     UNKNOWN_STREAM_END: Final = "unknown_stream_end"
+    QUESTION_UNACKNOWLEDGED: Final = "question_unacknowledged"
     WARNINGS_DROPPED: Final = "warnings_dropped"
 
 
@@ -178,6 +179,8 @@ CODES: dict[str, str] = {
     WarningCode.TOO_MANY_STREAMS: "more chat streams than max_open_streams; the new one was "
     "refused",
     WarningCode.UNKNOWN_STREAM_END: "the end of a chat stream that is not open was ignored",
+    WarningCode.QUESTION_UNACKNOWLEDGED: "a question went unacknowledged and unanswered through "
+    "every resend; the reply ended lost (is the agent running and reachable?)",
     WarningCode.WARNINGS_DROPPED: "more warnings waited than the queue keeps; the oldest were "
     "dropped",
 }

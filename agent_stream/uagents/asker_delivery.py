@@ -157,15 +157,20 @@ async def resend_question(
     policy: DeliveryPolicy,
     on_resend: Callable[[], None],
     patience: Callable[[], float] | None = None,
-) -> None:
+) -> bool:
     """Send the question again while ``answered()`` is False (no acknowledgement, no reply
     traffic: a silently dropped question; the responder answers a msg_id once); calls
     ``on_resend()`` for each time.
 
+    The policy's budget (``tries`` sends within ``within`` seconds) runs on a clock that stops
+    while the peer's ``patience`` holds a resend back: a peer slow to acknowledge still gets
+    every try, each at its own pace. That stretches the budget by at most ``tries`` times
+    ``max_delay``; the caller stops it sooner (``answered()``) when the reply ends.
+
     Args:
         send: delivers the question, ``-> (delivered?, detail)``.
         chat: the question.
-        answered: whether it was acknowledged or reply traffic arrived.
+        answered: whether it was acknowledged, reply traffic arrived, or the reply is over.
         policy: the delivery policy (backoff, tries, time budget).
         on_resend: called before each resend.
         patience: seconds the peer has lately taken to acknowledge (an
@@ -173,10 +178,15 @@ async def resend_question(
             that after the last delivered send (capped at the policy's ``max_delay``); asked
             again when a resend comes due, so acknowledgements of other questions meanwhile
             count. A send that failed is retried on the policy's own schedule.
+
+    Returns:
+        True when the budget ran out with the question still unanswered (the last send's
+        acknowledgement was waited for too); False once ``answered()``.
     """
     rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True)
     key = str(chat.msg_id)
     last, delivered = time.monotonic(), True
+    held = 0.0  # seconds the peer's patience held resends back: the budget's clock stood still
     rd.sent(key, chat, True, last)
 
     def wait_until() -> float:
@@ -187,15 +197,17 @@ async def resend_question(
     while not answered():
         d = rd.next_deadline
         if d is None:
-            break
-        await asyncio.sleep(max(0.0, max(d, wait_until()) - time.monotonic()))
+            return True
+        await asyncio.sleep(max(0.0, max(d + held, wait_until()) - time.monotonic()))
         if answered():
             break
         now = time.monotonic()
         if now < wait_until():  # the peer has become slower to acknowledge meanwhile
             continue
-        for _, again in rd.due(now):
+        held += max(0.0, wait_until() - (d + held))
+        for _, again in rd.due(now - held):
             on_resend()
             ok, _ = await send(again)
             last, delivered = time.monotonic(), ok
-            rd.sent(key, again, ok, last)
+            rd.sent(key, again, ok, last - held)
+    return False

@@ -24,6 +24,8 @@ When a reply is over:
 - ``timeout`` seconds after asking with no end: status ``timeout``;
 - a tagged reply from which nothing (not even a keepalive) arrived for ``idle_timeout`` seconds:
   status ``lost`` (the responder is dead; a slow one sends keepalives);
+- a question that neither acknowledgement nor reply traffic answered through its whole resend
+  budget: status ``lost`` at once, a ``question_unacknowledged`` warning saying so;
 - :meth:`Reply.cancel`: a ``cancel`` op goes to the responder; status ``cancelled`` when its
   stream_end says so, or ``cancel_grace`` seconds later.
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Generator
@@ -68,7 +71,7 @@ from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import OP_RESEND, control
 from agent_stream.assemble import Assembler, Transcript
-from agent_stream.errors import StreamError, StreamWarning
+from agent_stream.errors import StreamError, StreamWarning, WarningCode
 from agent_stream.message import Message
 from agent_stream.uagents.asker_delivery import (
     LOST,
@@ -83,6 +86,8 @@ if TYPE_CHECKING:
     from uagents import Context
 
 __all__ = ["DeliveryError", "Reply"]
+
+LOG = logging.getLogger("agent_stream.uagents")
 
 COMPLETED = "completed"
 TIMEOUT = "timeout"
@@ -362,6 +367,15 @@ class Reply:
             self._watch.cancel()
         self._changed.set()
 
+    def _lose(self, now: float, reason: str | None = None) -> None:
+        """End the reply as ``lost``; ``reason`` (what to do about it) becomes a warning."""
+        if self.done:
+            return
+        self._take(self.decoder.close(), now)  # what is held back will not come: as it is
+        if reason is not None:
+            self.warnings.append(StreamWarning(WarningCode.QUESTION_UNACKNOWLEDGED, reason))
+        self._finish(LOST, now)
+
     def _start_watch(self) -> None:
         self._watch = asyncio.create_task(self._watch_loop())
 
@@ -397,9 +411,10 @@ class Reply:
                     return
                 end = self.watch.step(now, self.tagged)
                 if end is not None:
-                    if end == LOST:  # what is held back will not come: decode it as it is
-                        self._take(self.decoder.close(), now)
-                    self._finish(end, now)
+                    if end == LOST:
+                        self._lose(now)
+                    else:
+                        self._finish(end, now)
                     return
                 if (
                     not self.tagged
@@ -749,11 +764,17 @@ async def _resend_question(
     def resent() -> None:
         reply.question_resends += 1
 
-    await resend_question(
-        send,
-        chat,
-        lambda: reply.acknowledged or reply.chat_messages > 0 or reply.done,
-        policy,
-        resent,
-        patience,
-    )
+    def answered() -> bool:
+        return reply.acknowledged or reply.chat_messages > 0 or reply.done
+
+    spent = await resend_question(send, chat, answered, policy, resent, patience)
+    if spent and not answered():
+        # Nothing came back to any send: waiting out the whole timeout would tell no more.
+        now = time.monotonic()
+        reason = (
+            f"the question was never acknowledged by {reply.peer} after "
+            f"{reply.question_resends + 1} sends over {now - reply.asked_at:.1f} s; is the agent "
+            "running, and does its endpoint reach it?"
+        )
+        LOG.warning("reply lost: %s", reason)
+        reply._lose(now, reason)
