@@ -306,7 +306,8 @@ class LocalDirectory:
         }
 
     def answers(self, address: str, endpoint: str) -> bool:
-        """Whether ``endpoint`` serves ``address`` now (a blocking readiness probe).
+        """Whether ``endpoint`` serves ``address`` now (a blocking readiness probe; one that
+        times out counts when the agent is busy, not gone: see the module doc).
 
         Args:
             address: the agent's address.
@@ -323,7 +324,9 @@ class LocalDirectory:
             conn.request("HEAD", path, headers={"x-uagents-address": address})
             resp = conn.getresponse()
             ok = _ready(resp.status, resp.getheader("x-uagents-status"))
-        except (OSError, http.client.HTTPException):
+        except TimeoutError:
+            ok = self._busy(address, endpoint)
+        except (OSError, http.client.HTTPException):  # refused, not HTTP: it does not answer
             ok = False
         finally:
             conn.close()
@@ -380,6 +383,15 @@ class LocalDirectory:
         when = self._heard.get(address)
         return when is not None and time.monotonic() - when < self.probe_ttl
 
+    def _busy(self, address: str, endpoint: str) -> bool:
+        """Whether a probe of ``endpoint`` that timed out still counts as an answer.
+
+        Busy, not gone: an endpoint that served this address (no refusal since), or whose
+        agent just sent us a verified envelope, and now answers slowly (an agent streaming to
+        a crowd, or this process's own loop busy) is still its own.
+        """
+        return (address, endpoint) in self._verified or self._heard_lately(address)
+
     async def _probe_async(self, address: str, endpoint: str) -> bool:
         timeout = aiohttp.ClientTimeout(total=self.probe_timeout)
         try:
@@ -391,10 +403,7 @@ class LocalDirectory:
             ):
                 ok = _ready(resp.status, resp.headers.get("x-uagents-status"))
         except asyncio.TimeoutError:
-            # busy, not gone: an endpoint that served this address, or whose agent just sent
-            # us a verified envelope, and now answers slowly (an agent streaming to a crowd, or
-            # this process's own loop busy) is still its own
-            ok = (address, endpoint) in self._verified or self._heard_lately(address)
+            ok = self._busy(address, endpoint)
         except Exception:  # refused, not HTTP: it does not answer
             ok = False
         return self._remember(address, endpoint, ok)
