@@ -24,9 +24,10 @@ from uagents_core.contrib.protocols.chat import (
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.errors import WarningCode
 from agent_stream.uagents import ChatSettings, StreamingChat
+from agent_stream.uagents.asker_delivery import resend_question
 
 # 4 tries within 1 s: 0, 0.1, 0.3, 0.7 s by the policy alone
-POLICY = DeliveryPolicy(tries=4, within=1.0, ack_timeout=0.1, max_delay=0.6, jitter=0.0)
+POLICY = DeliveryPolicy(tries=4, within=1.0, ack_timeout=0.1, max_delay=0.8, jitter=0.0)
 TIMEOUT = 20.0
 
 
@@ -97,28 +98,48 @@ async def test_a_peer_slow_to_acknowledge_still_gets_every_try(pair: Pair) -> No
     got: list[str] = []
     peer = pair.add("question budget slow swallowing peer", peer_protocol(got, None))
     chat, agent = asker(pair, "question budget asker two")
-    chat.client.ack_clock.sample(peer.address, 0.5)  # it lately took 0.5 s: wait 0.6 s (cap)
+    chat.client.ack_clock.sample(peer.address, 0.5)  # it lately took 0.5 s: wait 0.8 s (cap)
     reply = await chat.ask(agent._build_context(), peer.address, "anyone there?", timeout=TIMEOUT)
-    await asyncio.wait_for(reply.wait(), 8)
-    # 0, 0.6, 1.2, 1.8 s: the fixed 1 s budget would have stopped after the second
+    await asyncio.wait_for(reply.wait(), 10)
+    # 0, 0.8, 1.6, 2.4 s: the fixed 1 s budget would have stopped after the second
     assert got == [reply.conversation] * POLICY.tries
     assert reply.status == "lost"
     assert reply.ended_at is not None
-    assert 1.8 <= reply.ended_at - reply.asked_at < 4.0
+    assert 2.4 <= reply.ended_at - reply.asked_at < 6.0  # and the last one's 0.8 s wait
 
 
 async def test_an_acknowledgement_later_than_the_policys_budget_is_still_waited_for(
     pair: Pair,
 ) -> None:
     got: list[str] = []
-    peer = pair.add("question budget slow acknowledging peer", peer_protocol(got, 1.5))
+    peer = pair.add("question budget slow acknowledging peer", peer_protocol(got, 2.0))
     chat, agent = asker(pair, "question budget asker three")
     chat.client.ack_clock.sample(peer.address, 0.5)
     started = time.monotonic()
     reply = await chat.ask(agent._build_context(), peer.address, "take your time", timeout=TIMEOUT)
-    await asyncio.wait_for(reply.wait(), 8)
+    await asyncio.wait_for(reply.wait(), 10)
     assert reply.status == "completed", reply.warnings
     assert reply.acknowledged
     assert reply.text() == "late but here"
-    assert time.monotonic() - started >= 1.5
+    assert time.monotonic() - started >= 2.0
     assert not [w for w in reply.warnings if w.code == WarningCode.QUESTION_UNACKNOWLEDGED]
+
+
+async def test_the_stretched_budget_is_bounded_and_says_whether_it_was_spent() -> None:
+    policy = DeliveryPolicy(tries=3, within=0.2, ack_timeout=0.05, max_delay=0.15, jitter=0.0)
+    question = ChatMessage(content=[TextContent(text="hi")])
+    sends: list[float] = []
+    start = time.monotonic()
+
+    async def send(chat: ChatMessage) -> tuple[bool, str]:
+        sends.append(time.monotonic() - start)
+        return True, "delivered"
+
+    never = await resend_question(send, question, lambda: False, policy, lambda: None, lambda: 9.0)
+    took = time.monotonic() - start
+    assert never is True
+    assert len(sends) == policy.tries - 1  # every resend, however slow the peer's pace
+    assert all(b - a >= 0.14 for a, b in zip([0.0, *sends], sends, strict=False))
+    assert took <= policy.within + policy.tries * policy.max_delay + 0.3
+    answered = await resend_question(send, question, lambda: True, policy, lambda: None, None)
+    assert answered is False
