@@ -118,7 +118,7 @@ class Gateway:
     ) -> None:
         self.config = config
         self.agents = agents
-        self.store: ResumeStore = store or MemoryStore()
+        self.store: ResumeStore = store if store is not None else MemoryStore()
         self.runs = Runs(
             link,
             self.store,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +217,15 @@ async def test_keepalive_comments_during_silence() -> None:
 
     with pytest.raises(RuntimeError, match="boom"):
         [x async for x in keepalive(broken(), 1.0)]
+
+
+def test_a_gateway_keeps_the_empty_store_it_is_given(tmp_path: Path) -> None:
+    """An empty MemoryStore is falsy (it has a length): it must still be the one used, with
+    its own limits, not replaced by a default one."""
+    from agent_stream.gateway.core import Gateway
+    from agent_stream.gateway.link import Agents
+    from agent_stream.uagents import LocalDirectory
+
+    store = MemoryStore(max_entries=3)
+    gw = Gateway(GatewayConfig(), Agents([], LocalDirectory(tmp_path / "a.json")), None, store)  # type: ignore[arg-type]
+    assert gw.store is store and gw.runs.store is store
