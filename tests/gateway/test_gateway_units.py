@@ -186,7 +186,7 @@ def test_settings_are_safe_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
         {"max_replies_per_key": 0},
     ):
         with pytest.raises(ValueError):
-            GatewayConfig(**bad).check()  # type: ignore[arg-type]
+            GatewayConfig(**bad).check()
 
 
 def test_without_the_extra_the_command_says_what_to_install(
