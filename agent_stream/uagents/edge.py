@@ -22,6 +22,14 @@ looks ``__call__`` up on the class, so an instance attribute would not do). When
 - an exception inside uagents' envelope handling (a payload that is not base64 or not UTF-8,
   ...) is answered 400 and logged rate-limited, instead of a 500 and a traceback per request.
 
+**Batches.** Every answer of a protected agent's server says it takes several envelopes in one
+post (header ``x-agent-stream-batch: 64``). A post with that header carries a JSON array of up to
+64 envelopes; each is admitted, verified and handled exactly as if it had come alone, in order,
+and the answer is 200 with each one's HTTP status in order (``{"statuses": [...], "errors":
+[...]}``). The body limit is the one of a single envelope; a batch that is not an array of at
+most 64, or that is a query awaiting an answer (``x-uagents-connection: sync``), is answered 400
+(413 when too many). See :mod:`.pool` for the sending side.
+
 Signatures are verified by uagents' code with libsecp256k1 in place of its pure-Python ECDSA
 (:mod:`.signing`; the same envelopes are accepted and refused).
 
@@ -42,12 +50,17 @@ from uagents.asgi import ASGIServer
 
 from agent_stream.uagents import _compat, signing
 from agent_stream.uagents.guard import AgentGuard, short
+from agent_stream.uagents.pool import BATCH_HEADER, MAX_BATCH
 from agent_stream.uagents.ratelog import TokenBucket
 
 __all__ = ["AgentServer", "Edge", "answering", "answering_from"]
 
 KNOWN_FOR = 600.0  # seconds a verified sender counts as known
 MAX_KNOWN = 4096  # senders remembered (least recently verified forgotten first)
+
+_BATCH = BATCH_HEADER.encode()
+_TAKES_BATCHES = [_BATCH, str(MAX_BATCH).encode()]  # the header every answer carries
+_SYNC = b"x-uagents-connection"
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 SendASGI = Callable[[dict[str, Any]], Awaitable[None]]
@@ -170,15 +183,22 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             await self._uagents(scope, receive, send)
             return
         limit = edge.guard.settings.max_envelope_bytes
+        batch = sync = False
         for key, value in scope.get("headers") or ():
-            if key.lower() == b"content-length" and value.isdigit() and int(value) > limit:
+            key = key.lower()
+            if key == b"content-length" and value.isdigit() and int(value) > limit:
                 edge.refused()
                 await _answer(send, 413, f"envelope over {limit} bytes")
                 return
+            batch = batch or key == _BATCH
+            sync = sync or (key == _SYNC and value == b"sync")
         body = await _read(receive, limit)
         if body is None:
             edge.refused()
             await _answer(send, 413, f"envelope over {limit} bytes")
+            return
+        if batch:
+            await self._batch(edge, scope, body, send, sync)
             return
         try:
             head = json.loads(body)
@@ -209,8 +229,9 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
         receive: Receive,
         send: SendASGI,
         signer: str | None,
-    ) -> None:
-        """Hand the body read to uagents' handler; note a signer it accepted as verified."""
+    ) -> int | None:
+        """Hand the body read to uagents' handler; note a signer it accepted as verified.
+        Returns the HTTP status answered."""
         given = False
         status: int | None = None
 
@@ -225,6 +246,7 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             nonlocal status
             if msg.get("type") == "http.response.start":
                 status = int(msg.get("status", 0))
+                msg = {**msg, "headers": [*(msg.get("headers") or ()), _TAKES_BATCHES]}
             await send(msg)
 
         try:
@@ -234,9 +256,81 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             edge.guard.log.warning("refused an envelope: %s: %s", type(exc).__name__, short(exc))
             if status is None:
                 await _answer(send, 400, "malformed envelope")
-            return
+                return 400
+            return status
         if status == 200 and signer is not None:
             edge.verified(signer)
+        return status
+
+    async def _batch(
+        self, edge: Edge, scope: dict[str, Any], body: bytes, send: SendASGI, sync: bool
+    ) -> None:
+        """A post of several envelopes: each handled as if it had come alone, in order."""
+        try:
+            items = json.loads(body)
+        except (ValueError, RecursionError):
+            items = None
+        if sync or not isinstance(items, list) or not items:
+            edge.refused()
+            await _answer(send, 400, "a batch is a JSON array of envelopes, not a query")
+            return
+        if len(items) > MAX_BATCH:
+            edge.refused()
+            await _answer(send, 413, f"over {MAX_BATCH} envelopes in one post")
+            return
+        one = {
+            **scope,
+            "headers": [h for h in scope.get("headers") or () if h[0].lower() != _BATCH],
+        }
+        statuses: list[int] = []
+        errors: list[str] = []
+        for item in items:
+            status, error = await self._one_of_batch(edge, one, item)
+            statuses.append(status)
+            errors.append(error)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [[b"content-type", b"application/json"], _TAKES_BATCHES],
+            }
+        )
+        answer = json.dumps({"statuses": statuses, "errors": errors}).encode()
+        await send({"type": "http.response.body", "body": answer})
+
+    async def _one_of_batch(self, edge: Edge, scope: dict[str, Any], item: Any) -> tuple[int, str]:
+        """(status, error) of one envelope of a batch, admitted and handled as if alone."""
+        if not isinstance(item, dict):
+            edge.refused()
+            return 400, "not an envelope"
+        sender = item.get("sender")
+        signed = item.get("signature") is not None
+        if not edge.admit(sender, signed):
+            edge.refused()
+            return 429, "too many envelopes; try again shortly"
+        answer: list[bytes] = []
+
+        async def gone() -> dict[str, Any]:
+            return {"type": "http.disconnect"}
+
+        async def keep(msg: dict[str, Any]) -> None:
+            if msg.get("type") == "http.response.body":
+                answer.append(msg.get("body", b""))
+
+        signer = sender if signed and isinstance(sender, str) else None
+        body = json.dumps(item).encode()
+        status = await self._forward(edge, scope, body, gone, keep, signer) or 500
+        return status, "" if status == 200 else _error_of(b"".join(answer))
+
+
+def _error_of(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return body[:200].decode("utf-8", "replace")
+    if isinstance(data, dict):
+        return str(data.get("error", data.get("detail", "")))[:200]
+    return ""
 
 
 def answering(agent: Any, sender: str) -> None:

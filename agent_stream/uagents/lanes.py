@@ -57,7 +57,7 @@ from uagents_core.types import DeliveryStatus, MsgStatus
 
 from agent_stream.uagents import _compat
 from agent_stream.uagents.directory import LocalResolver
-from agent_stream.uagents.pool import EnvelopePoster
+from agent_stream.uagents.pool import MAX_BATCH, MAX_BATCH_BYTES, EnvelopePoster
 
 __all__ = [
     "CHAT_DIGESTS",
@@ -129,7 +129,16 @@ _Queued = tuple[Any, list[str], asyncio.Future[Any], bool]
 
 
 class _Lane:
-    __slots__ = ("posting", "queue", "stalled_until", "target", "task", "timeouts", "urgent")
+    __slots__ = (
+        "in_flight",
+        "posting",
+        "queue",
+        "stalled_until",
+        "target",
+        "task",
+        "timeouts",
+        "urgent",
+    )
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -139,6 +148,7 @@ class _Lane:
         self.timeouts = 0
         self.stalled_until = 0.0
         self.posting = 0
+        self.in_flight = 0  # envelopes in the posts under way
 
 
 def _failed(env: Any, detail: str) -> MsgStatus:
@@ -272,19 +282,21 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         posts: set[asyncio.Task[None]] = set()
         try:
             while lane.urgent or lane.queue or posts:
-                while (lane.urgent or lane.queue) and len(posts) < self._window(lane.target):
-                    env, endpoints, fut, sync = (lane.urgent or lane.queue).popleft()
-                    if fut.done():  # the sender stopped waiting
-                        continue
-                    if lane.stalled_until > time.monotonic():
-                        _settle(fut, _failed(env, "peer not answering"))
+                while (lane.urgent or lane.queue) and len(posts) < (
+                    window := self._window(lane.target)
+                ):
+                    # A pipelined lane keeps at most ``window`` envelopes in flight, batched or
+                    # not: the rest wait here, where urgent ones go first (in the peer's inbox
+                    # everything is first come, first served); a one-at-a-time lane's single
+                    # post may carry a whole batch (still in order).
+                    room = window - lane.in_flight if window > 1 else MAX_BATCH
+                    if room <= 0:
+                        break
+                    batch = self._take(lane, room)
+                    if not batch:
                         continue
                     await self._posting.acquire()
-                    posts.add(
-                        asyncio.get_running_loop().create_task(
-                            self._one(lane, env, endpoints, fut, sync)
-                        )
-                    )
+                    posts.add(asyncio.get_running_loop().create_task(self._one(lane, batch)))
                 if posts:
                     _, posts = await asyncio.wait(posts, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -302,18 +314,49 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             for env, _, fut, _ in (*lane.urgent, *lane.queue):  # cancelled: none left waiting
                 _settle(fut, _failed(env, "not sent: the agent is stopping"))
 
-    async def _one(
-        self, lane: _Lane, env: Any, endpoints: list[str], fut: asyncio.Future[Any], sync: bool
-    ) -> None:
+    def _take(self, lane: _Lane, room: int) -> list[_Queued]:
+        """The next post's envelopes: the next one waiting and, when its endpoint takes
+        batches, those waiting behind it for the same endpoints (urgent ones first; in order;
+        up to the endpoint's batch size and :data:`~.pool.MAX_BATCH_BYTES`). An idle lane's
+        envelope goes alone at once: only a lane that is behind makes batches."""
+        batch: list[_Queued] = []
+        limit = 1
+        size = 0
+        while (lane.urgent or lane.queue) and len(batch) < limit:
+            source = lane.urgent or lane.queue
+            env, endpoints, fut, sync = item = source[0]
+            if fut.done():  # the sender stopped waiting
+                source.popleft()
+                continue
+            if lane.stalled_until > time.monotonic():
+                source.popleft()
+                _settle(fut, _failed(env, "peer not answering"))
+                continue
+            payload = len(getattr(env, "payload", None) or "")
+            if batch:
+                if sync or endpoints != batch[0][1] or size + payload > MAX_BATCH_BYTES:
+                    break
+            elif not sync and self.limits.keep_alive and endpoints:
+                limit = min(room, self.poster.batch_limit(endpoints[0]))
+            source.popleft()
+            batch.append(item)
+            size += payload
+        return batch
+
+    async def _one(self, lane: _Lane, batch: list[_Queued]) -> None:
         lane.posting += 1
+        lane.in_flight += len(batch)
         try:
-            result = await self._post(lane, env, endpoints, sync)
+            results = await self._post(lane, batch)
             lane.posting -= 1
-            if getattr(result, "status", None) == DeliveryStatus.DELIVERED and getattr(
-                result, "endpoint", None
-            ):
-                for hook in self.on_delivered:
-                    hook(lane.target, result.endpoint)
+            lane.in_flight -= len(batch)
+            for result in results:
+                if getattr(result, "status", None) == DeliveryStatus.DELIVERED and getattr(
+                    result, "endpoint", None
+                ):
+                    for hook in self.on_delivered:
+                        hook(lane.target, result.endpoint)
+                    break  # one answer of the peer is enough to note
             if (
                 not lane.queue
                 and not lane.urgent
@@ -322,16 +365,21 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 and self._lanes.get(lane.target) is lane
             ):
                 del self._lanes[lane.target]  # idle: gone before its sender hears back
-            _settle(fut, result)
+            for (_, _, fut, _), result in zip(batch, results, strict=True):
+                _settle(fut, result)
         finally:
             assert self._posting is not None
             self._posting.release()
-            _settle(fut, _failed(env, "not sent: the agent is stopping"))
+            for env, _, fut, _ in batch:
+                _settle(fut, _failed(env, "not sent: the agent is stopping"))
 
-    async def _post(self, lane: _Lane, env: Any, endpoints: list[str], sync: bool) -> Any:
+    async def _post(self, lane: _Lane, batch: list[_Queued]) -> list[Any]:
         timeout = self.limits.post_timeout
+        env, endpoints, _, sync = batch[0]
         try:
-            if self.limits.keep_alive:
+            if len(batch) > 1:
+                sending = self.poster.post_many([b[0] for b in batch], endpoints)
+            elif self.limits.keep_alive:
                 sending = self.poster.post(env, endpoints, sync)
             else:
                 sending = send_exchange_envelope(envelope=env, endpoints=endpoints, sync=sync)
@@ -347,11 +395,11 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                     timeout,
                     self.limits.stall_for,
                 )
-            return _failed(env, f"no answer within {timeout:g} s")
+            return [_failed(b[0], f"no answer within {timeout:g} s") for b in batch]
         except Exception as exc:  # never let a transport error escape
-            return _failed(env, f"{type(exc).__name__}: {exc}")
+            return [_failed(b[0], f"{type(exc).__name__}: {exc}") for b in batch]
         lane.timeouts = 0
-        return result
+        return result if len(batch) > 1 else [result]
 
     async def run(self) -> None:
         """The agent's dispenser task: the stock queue served the uagents way; when cancelled

@@ -14,6 +14,16 @@ peer is closing). A post that finds its kept connection closed or reset by the p
 answer is tried again on a new connection (three times at most), and so is a connect refused
 (after 50 ms, 100, then 150: on loopback, under load, new connections to a peer that listens
 were seen refused by the hundred for a moment, e.g. landing on a TIME_WAIT it left).
+
+**Envelope batches.** An agent_stream agent's server says in every answer that it takes several
+envelopes in one post (header ``x-agent-stream-batch``: how many at most). To such an endpoint,
+:meth:`EnvelopePoster.post_many` posts a JSON array of envelopes with that header, and the
+server answers each envelope's HTTP status in order (``{"statuses": [200, 429, ...]}``), taking
+them one after the other as if each had come alone (:mod:`.edge`). Posts are what a busy lane
+runs out of: a thousand replies' first texts due within a second queued ~2 s behind a window of
+single posts that each took 0.15 s. A server that stops taking batches (an endpoint now served
+by stock uagents) is forgotten as one and gets the envelopes one at a time again. Stock uagents
+servers never send the header, so they never get a batch.
 """
 
 from __future__ import annotations
@@ -22,18 +32,27 @@ import asyncio
 import errno
 import json
 import logging
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 from uagents.communication import send_exchange_envelope
 from uagents_core.types import DeliveryStatus, MsgStatus
 
-__all__ = ["EnvelopePoster"]
+__all__ = ["BATCH_HEADER", "MAX_BATCH", "MAX_BATCH_BYTES", "EnvelopePoster"]
 
 LOG = logging.getLogger("agent_stream.uagents")
 HEADERS = {"content-type": "application/json"}
 RETRIES = 3  # more tries of one post after a kept connection was closed, or a connect refused
 REFUSED_PAUSE = 0.05  # seconds before trying a refused connect again (times the try)
+#: The header of a batch post, and of a server's answer saying it takes batches (and how many).
+BATCH_HEADER = "x-agent-stream-batch"
+MAX_BATCH = 64  # envelopes in one post, at most (a server may say fewer)
+MAX_BATCH_BYTES = 256 * 1024  # payload bytes a batch is filled up to (a bigger one goes alone)
+MAX_ENDPOINTS = 4096  # endpoints remembered as taking batches
+BATCH_HEADERS = {**HEADERS, BATCH_HEADER: "1"}
+_BACK_OFF = (429, 503)  # a batch answered so failed whole: the server is busy, not batch-blind
 
 
 class EnvelopePoster:
@@ -51,6 +70,8 @@ class EnvelopePoster:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections_opened = 0
+        self.posts = 0  # HTTP posts made (a batch is one)
+        self._batches: OrderedDict[str, int] = OrderedDict()  # endpoint -> envelopes per post
 
     def _client(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -70,6 +91,58 @@ class EnvelopePoster:
     async def _opened(self, *_args: Any) -> None:
         self.connections_opened += 1
 
+    def batch_limit(self, endpoint: str) -> int:
+        """How many envelopes ``endpoint`` takes in one post (1: it never said it takes more).
+
+        Args:
+            endpoint: the destination's endpoint URL.
+        """
+        return self._batches.get(endpoint, 1)
+
+    def _heard(self, endpoint: str, resp: aiohttp.ClientResponse) -> None:
+        value = resp.headers.get(BATCH_HEADER)
+        if value is None:
+            if endpoint in self._batches:  # served by something else now
+                del self._batches[endpoint]
+            return
+        try:
+            n = min(MAX_BATCH, int(value))
+        except ValueError:
+            return
+        if n > 1:
+            self._batches[endpoint] = n
+            self._batches.move_to_end(endpoint)
+            while len(self._batches) > MAX_ENDPOINTS:
+                self._batches.popitem(last=False)
+
+    async def _exchange(
+        self, endpoint: str, data: str, headers: dict[str, str]
+    ) -> tuple[int, str] | str:
+        """One post of ``data`` (again on a new connection when a kept one was closed, or when
+        a connect was refused): (status, body), or what went wrong."""
+        for attempt in range(1, RETRIES + 2):
+            try:
+                self.posts += 1
+                async with self._client().post(endpoint, data=data, headers=headers) as resp:
+                    self._heard(endpoint, resp)
+                    single_ok = resp.status == 200 and headers is HEADERS  # nothing to read
+                    return resp.status, "" if single_ok else await resp.text()
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                refused = getattr(getattr(exc, "os_error", exc), "errno", None)
+                if isinstance(exc, aiohttp.ClientConnectorError):
+                    if refused == errno.ECONNREFUSED and attempt <= RETRIES:
+                        # on loopback a new connection can land on the server side's
+                        # TIME_WAIT of one it closed and be refused: again, from another port
+                        await asyncio.sleep(REFUSED_PAUSE * attempt)
+                        continue
+                    return f"Failed to connect: {exc}" + (f" (errno {refused})" if refused else "")
+                if attempt <= RETRIES:  # a kept connection the peer closed or reset:
+                    continue  # again, afresh (it had not read the request)
+                return f"Failed to send message: {exc}"
+            except Exception as exc:  # never let a transport error escape
+                return f"Failed to send message: {exc}"
+        return "Failed to send message"  # not reached: the last try returns
+
     async def post(self, envelope: Any, endpoints: list[str], sync: bool = False) -> Any:
         """Deliver ``envelope`` to the first of ``endpoints`` that takes it (uagents' rules).
 
@@ -83,46 +156,50 @@ class EnvelopePoster:
         data = envelope.model_dump_json()
         errors: list[str] = []
         for endpoint in endpoints:
-            for attempt in range(1, RETRIES + 2):
-                try:
-                    async with self._client().post(endpoint, data=data, headers=HEADERS) as resp:
-                        if resp.status == 200:
-                            return MsgStatus(
-                                status=DeliveryStatus.DELIVERED,
-                                detail="Message successfully delivered via HTTP",
-                                destination=envelope.target,
-                                endpoint=endpoint,
-                                session=envelope.session,
-                            )
-                        errors.append(f"{resp.status}: {_detail(await resp.text())}")
-                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-                    refused = getattr(getattr(exc, "os_error", exc), "errno", None)
-                    if isinstance(exc, aiohttp.ClientConnectorError):
-                        if refused == errno.ECONNREFUSED and attempt <= RETRIES:
-                            # on loopback a new connection can land on the server side's
-                            # TIME_WAIT of one it closed and be refused: again, from another port
-                            await asyncio.sleep(REFUSED_PAUSE * attempt)
-                            continue
-                        errors.append(
-                            f"Failed to connect: {exc}" + (f" (errno {refused})" if refused else "")
-                        )
-                    elif attempt <= RETRIES:  # a kept connection the peer closed or reset:
-                        continue  # again, afresh (it had not read the request)
-                    else:
-                        errors.append(f"Failed to send message: {exc}")
-                except Exception as exc:  # never let a transport error escape
-                    errors.append(f"Failed to send message: {exc}")
-                break
+            got = await self._exchange(endpoint, data, HEADERS)
+            if isinstance(got, str):
+                errors.append(got)
+            elif got[0] == 200:
+                return _delivered(envelope, endpoint)
+            else:
+                errors.append(f"{got[0]}: {_detail(got[1])}")
         LOG.debug(
             "failed to deliver an envelope to %s @ %s: %s", envelope.target, endpoints, errors
         )
-        return MsgStatus(
-            status=DeliveryStatus.FAILED,
-            detail="Message delivery failed" + (f": {errors[-1]}" if errors else ""),
-            destination=envelope.target,
-            endpoint="",
-            session=envelope.session,
-        )
+        return _failed(envelope, errors[-1] if errors else "")
+
+    async def post_many(self, envelopes: Sequence[Any], endpoints: list[str]) -> list[Any]:
+        """Deliver ``envelopes`` (in order, one destination) in one post to the first of
+        ``endpoints``, which said it takes batches; one ``MsgStatus`` per envelope.
+
+        A server that no longer takes them (any answer but 200, 429 or 503) is forgotten as
+        one, and the envelopes go one at a time, in order (:meth:`post`).
+
+        Args:
+            envelopes: signed uagents ``Envelope`` objects (not queries awaiting an answer).
+            endpoints: the destination's endpoints.
+        """
+        if len(envelopes) == 1 or self.batch_limit(endpoints[0]) == 1:
+            return [await self.post(env, endpoints) for env in envelopes]
+        endpoint = endpoints[0]
+        data = "[" + ",".join(env.model_dump_json() for env in envelopes) + "]"
+        got = await self._exchange(endpoint, data, BATCH_HEADERS)
+        if isinstance(got, str):
+            return [_failed(env, got) for env in envelopes]
+        status, body = got
+        if status in _BACK_OFF:
+            return [_failed(env, f"{status}: {_detail(body)}") for env in envelopes]
+        statuses = _statuses(body, len(envelopes)) if status == 200 else None
+        if statuses is None:  # not a batch server (any more): one at a time
+            LOG.debug(
+                "%s does not take envelope batches (%s); posting one at a time", endpoint, status
+            )
+            self._batches.pop(endpoint, None)
+            return [await self.post(env, endpoints) for env in envelopes]
+        return [
+            _delivered(env, endpoint) if code == 200 else _failed(env, f"{code}: {why}")
+            for env, (code, why) in zip(envelopes, statuses, strict=True)
+        ]
 
     async def close(self) -> None:
         """Close the pool's connections (a later post opens new ones)."""
@@ -137,3 +214,43 @@ def _detail(body: str) -> str:
     except ValueError:
         return body[:200]
     return str(data.get("detail", body) if isinstance(data, dict) else body)[:200]
+
+
+def _delivered(envelope: Any, endpoint: str) -> MsgStatus:
+    return MsgStatus(
+        status=DeliveryStatus.DELIVERED,
+        detail="Message successfully delivered via HTTP",
+        destination=envelope.target,
+        endpoint=endpoint,
+        session=envelope.session,
+    )
+
+
+def _failed(envelope: Any, why: str) -> MsgStatus:
+    return MsgStatus(
+        status=DeliveryStatus.FAILED,
+        detail="Message delivery failed" + (f": {why}" if why else ""),
+        destination=envelope.target,
+        endpoint="",
+        session=envelope.session,
+    )
+
+
+def _statuses(body: str, n: int) -> list[tuple[int, str]] | None:
+    """A batch answer's (status, error) per envelope; None when it is not one for ``n``."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    codes = data.get("statuses") if isinstance(data, dict) else None
+    if not isinstance(codes, list) or len(codes) != n:
+        return None
+    errors = data.get("errors")
+    if not isinstance(errors, list) or len(errors) != n:
+        errors = [""] * n
+    out: list[tuple[int, str]] = []
+    for code, why in zip(codes, errors, strict=True):
+        if not isinstance(code, int) or isinstance(code, bool):
+            return None
+        out.append((code, str(why)[:200] if why else ""))
+    return out
