@@ -36,7 +36,7 @@ def test_a_plain_peer_gets_one_acknowledgement_per_chatmessage() -> None:
 
 
 def test_a_reader_gets_what_came_meanwhile_in_one_acknowledgement_after_the_one_in_flight() -> None:
-    b = AckBatcher(max_ids=3)
+    b = AckBatcher(max_ids=3, max_in_flight=1)
     b.reads(PEER)
     first, *rest = ids(8)
     assert b.ack(PEER, first) == [first]  # idle: at once
@@ -107,3 +107,36 @@ def test_a_stopped_acknowledgement_does_not_hold_the_next_ones_back() -> None:
     assert b.dropped == 1
     assert b.ack(PEER, "3") == ["3"]
     assert b.sent(PEER) is None
+
+
+def test_a_full_acknowledgement_goes_beside_the_one_in_flight_up_to_max_in_flight() -> None:
+    """One envelope per round trip cannot keep up with a peer sending faster than max_ids per
+    round trip: a full one goes at once, beside those on their way, up to max_in_flight."""
+    b = AckBatcher(max_ids=3, max_in_flight=2)
+    b.reads(PEER)
+    first, *rest = ids(10)
+    assert b.ack(PEER, first) == [first]  # idle: at once (1 on its way)
+    assert [b.ack(PEER, k) for k in rest[:2]] == [None, None]  # not full: they wait
+    assert b.ack(PEER, rest[2]) == rest[:3]  # full: goes beside it (2 on their way)
+    assert [b.ack(PEER, k) for k in rest[3:9]] == [None] * 6  # at the cap: they wait
+    assert b.sent(PEER) == rest[3:6]  # one came back: the next full one
+    assert b.sent(PEER) == rest[6:9]
+    assert b.sent(PEER) is None  # one fewer on its way
+    assert b.ack(PEER, "x") is None  # still one on its way: waits
+    assert b.sent(PEER) == ["x"]
+    assert b.sent(PEER) is None  # idle again
+    assert b.ack(PEER, "y") == ["y"]
+
+
+def test_a_stopped_acknowledgement_among_several_keeps_what_waits_for_the_others() -> None:
+    b = AckBatcher(max_ids=2, max_in_flight=2)
+    b.reads(PEER)
+    assert b.ack(PEER, "1") == ["1"]
+    assert b.ack(PEER, "2") is None
+    assert b.ack(PEER, "3") == ["2", "3"]  # two on their way
+    assert b.ack(PEER, "4") is None
+    b.forget(PEER)  # one of them was cancelled: the other still sends what waits
+    assert b.dropped == 0
+    assert b.sent(PEER) == ["4"]
+    assert b.sent(PEER) is None
+    assert b.ack(PEER, "5") == ["5"]
