@@ -1,5 +1,5 @@
 import sys
 
-from agent_stream.cli import main
+from agent_stream.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from agent_stream.eventloop import use_fast_loop
+
 # Each command is a module of agent_stream.commands exposing
 #   register(subparsers) -> None   (adds its parser, sets defaults func=run)
 #   run(args: argparse.Namespace) -> int
@@ -75,5 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run() -> int:
+    """The ``agent-stream`` command: :func:`main` on uvloop's event loop when it is installed
+    (:func:`~agent_stream.eventloop.use_fast_loop`)."""
+    use_fast_loop()
+    return main()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(run())

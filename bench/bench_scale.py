@@ -57,6 +57,15 @@ HIGH = 1_000_000.0  # a rate or size no bench reaches: the cap is lifted
 
 
 # -- child processes ---------------------------------------------------------------------------------
+def command_loop() -> None:
+    """The event loop the ``agent-stream`` command runs on (uvloop's, in trees that have it)."""
+    try:
+        from agent_stream.eventloop import use_fast_loop
+    except ImportError:  # an older tree (--base): asyncio's, as its command had
+        return
+    use_fast_loop()
+
+
 def lifted(max_replies: int) -> dict[str, Any]:
     """Settings with every cap a crowd of conversations would hit lifted (public API only)."""
     from agent_stream.uagents import ChatSettings, Protection, ReplyLimits
@@ -77,6 +86,7 @@ def lifted(max_replies: int) -> dict[str, Any]:
 
 
 def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
+    command_loop()
     from agent_stream.sources import make_source
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
 
@@ -137,6 +147,7 @@ def trace_memory(path: str, replies: int) -> None:
 
 def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -> int:
     """``agent-stream gateway``'s run, with the caps lifted (its own code otherwise)."""
+    command_loop()
     import secrets
 
     import uvicorn
@@ -206,6 +217,7 @@ def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -
 
 
 def role_receiver(port: int, count: int) -> int:
+    command_loop()
     from uagents import Context, Protocol
     from uagents_core.contrib.protocols.chat import (
         ChatAcknowledgement,
@@ -243,6 +255,7 @@ def role_receiver(port: int, count: int) -> int:
 
 
 def role_sender(port: int, target: str, endpoint: str, count: int) -> int:
+    command_loop()
     from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
     from uagents_core.types import DeliveryStatus
 
