@@ -306,9 +306,17 @@ class Gateway:
         """
         fmt, options = str(meta["format"]), dict(meta.get("options") or {})
         wire, framing = wire_of(fmt, sse)
-        source = framed(self.store, reply_id, fmt, options, after=after, sse=sse)
-        if framing == "sse":
-            source = keepalive(source, KEEPALIVE)
+        # keepalives come from the store's own wait, in the response's task: a wrapper with a
+        # task and a queue of its own cost each event two more turns of a busy loop
+        source = framed(
+            self.store,
+            reply_id,
+            fmt,
+            options,
+            after=after,
+            sse=sse,
+            keepalive=KEEPALIVE if framing == "sse" else None,
+        )
 
         async def body() -> AsyncIterator[str]:
             await self.runs.attach(reply_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -122,12 +123,15 @@ class RedisStore:
                 p.expire(key, math.ceil(self.lifetime))
             await p.execute()
 
-    async def read(self, reply_id: str, start: int = 0) -> AsyncIterator[str]:
+    async def read(
+        self, reply_id: str, start: int = 0, *, idle: float | None = None
+    ) -> AsyncIterator[str]:
         """Entries from index ``start`` on, live until the end entry (included).
 
         Args:
             reply_id: the reply's id.
             start: the index of the first entry to read.
+            idle: when given, an empty string after each ``idle`` seconds without a new entry.
 
         Yields:
             The entries, as they are appended.
@@ -135,12 +139,18 @@ class RedisStore:
         key = self._log(reply_id)
         last = "0-0"
         i = 0
+        block = self.block_ms if idle is None else max(1, min(self.block_ms, int(idle * 1000)))
+        quiet_since = time.monotonic()
         while True:
-            got = await self.redis.xread({key: last}, count=512, block=self.block_ms)
+            got = await self.redis.xread({key: last}, count=512, block=block)
             if not got:
                 if not await self.redis.exists(self._meta(reply_id)):
                     return  # expired or dropped
+                if idle is not None and time.monotonic() - quiet_since >= idle:
+                    quiet_since = time.monotonic()
+                    yield ""
                 continue
+            quiet_since = time.monotonic()
             for _, items in got:
                 for entry_id, fields in items:
                     last = entry_id

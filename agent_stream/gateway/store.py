@@ -19,12 +19,13 @@ Bounds of the in-process store (:class:`MemoryStore`), all documented defaults:
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
+
+from agent_stream.uagents.wakeup import Wakeup
 
 __all__ = ["END_KEY", "MemoryStore", "ResumeStore", "StoreFull", "end_entry", "parse_end"]
 
@@ -90,12 +91,16 @@ class ResumeStore(Protocol):
             StoreFull: the log would go over its bounds.
         """
 
-    def read(self, reply_id: str, start: int = 0) -> AsyncIterator[str]:
+    def read(
+        self, reply_id: str, start: int = 0, *, idle: float | None = None
+    ) -> AsyncIterator[str]:
         """Entries from index ``start`` on, live until the end entry (included).
 
         Args:
             reply_id: the reply's id.
             start: the index of the first entry to read.
+            idle: when given, an empty string after each ``idle`` seconds without a new entry
+                (the reader's cue for a keepalive).
 
         Yields:
             The entries, as they are appended.
@@ -153,7 +158,7 @@ class _Log:
         self.ended = False
         self.readers = 0
         self.drop_at: float | None = None
-        self.changed = asyncio.Event()
+        self.changed = Wakeup()
         self.aliases: list[str] = []
 
 
@@ -243,16 +248,19 @@ class MemoryStore:
         if entries and parse_end(entries[-1]) is not None:
             log.ended = True
         log.changed.set()
-        log.changed = asyncio.Event()
+        log.changed = Wakeup()
         if self._bytes > self.max_bytes:
             self._evict(self._bytes - self.max_bytes)
 
-    async def read(self, reply_id: str, start: int = 0) -> AsyncIterator[str]:
+    async def read(
+        self, reply_id: str, start: int = 0, *, idle: float | None = None
+    ) -> AsyncIterator[str]:
         """Entries from index ``start`` on, live until the end entry (included).
 
         Args:
             reply_id: the reply's id.
             start: the index of the first entry to read.
+            idle: when given, an empty string after each ``idle`` seconds without a new entry.
 
         Yields:
             The entries, as they are appended.
@@ -267,7 +275,10 @@ class MemoryStore:
                 i += 1
             if log.ended or self._logs.get(reply_id) is not log:
                 return
-            await log.changed.wait()
+            # the reader's own task sleeps (no task per wait): an entry appended reaches the
+            # client in the loop's next turn, not after a hop through other tasks
+            if not await log.changed.wait(idle) and i == len(log.entries):
+                yield ""
 
     async def ended(self, reply_id: str) -> bool:
         """Whether the log has its end entry (True for an unknown reply).

@@ -157,7 +157,13 @@ class Reopen:
 
 
 async def events(
-    store: ResumeStore, reply_id: str, fmt: str, options: dict[str, Any], after: int = -1
+    store: ResumeStore,
+    reply_id: str,
+    fmt: str,
+    options: dict[str, Any],
+    after: int = -1,
+    *,
+    idle: float | None = None,
 ) -> AsyncIterator[tuple[int, Any]]:
     """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end; a
     resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``.
@@ -168,6 +174,7 @@ async def events(
         fmt: the wire (an accept value, or ``native``).
         options: the wire encoder's options.
         after: the last event the client has (-1: from the start).
+        idle: when given, ``(n, None)`` after each ``idle`` seconds without an event.
 
     Yields:
         (n, wire object) pairs.
@@ -175,7 +182,12 @@ async def events(
     enc = encoder_of(fmt, options)
     reopen = Reopen(fmt) if after >= 0 else None
     n = -1
-    async for entry in store.read(reply_id):
+    async for entry in (
+        store.read(reply_id, idle=idle) if idle is not None else store.read(reply_id)
+    ):
+        if not entry:  # quiet for ``idle`` seconds
+            yield n, None
+            continue
         end = parse_end(entry)
         if end is not None:
             objs = enc.close(status=end.get("status") or "error", error=end.get("error"))
@@ -204,8 +216,12 @@ async def framed(
     *,
     after: int = -1,
     sse: bool = True,
+    keepalive: float | None = None,
 ) -> AsyncIterator[str]:
     """The reply's wire as text: SSE events with ``id: <reply id>:<n>``, or JSON lines.
+
+    With ``keepalive`` (SSE), an SSE comment (``: keepalive``) after each ``keepalive`` seconds
+    of silence, so proxies and clients keep a slow reply's connection (a long tool call) open.
 
     Args:
         store: the resume store.
@@ -214,6 +230,7 @@ async def framed(
         options: the wire encoder's options.
         after: the last event the client has (-1: from the start).
         sse: for ``native``: SSE framing, else JSON lines.
+        keepalive: seconds of silence before a keepalive comment (None: none; SSE only).
 
     Yields:
         The framed events.
@@ -221,6 +238,10 @@ async def framed(
     wire, framing = wire_of(fmt, sse)
     frame = wire.frame(framing)
     ids = framing == "sse"
-    async for n, obj in events(store, reply_id, fmt, options, after):
+    idle = keepalive if ids else None
+    async for n, obj in events(store, reply_id, fmt, options, after, idle=idle):
+        if obj is None:
+            yield ": keepalive\n\n"
+            continue
         text = frame(obj)
         yield f"id: {reply_id}:{n}\n{text}" if ids else text

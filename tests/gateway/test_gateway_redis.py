@@ -112,3 +112,27 @@ def test_stop_through_another_gateway(pair: tuple[Gateway, Gateway]) -> None:
     last = sse_events(buf)[-1]["data"]
     assert last["props"]["event"] == "stream_end"
     assert last["props"]["data"]["status"] == "cancelled"
+
+
+async def test_a_live_read_says_when_it_was_quiet_for_idle_seconds(redis_url: str) -> None:
+    from agent_stream.gateway.redis_store import RedisStore
+
+    a = RedisStore(redis_url, window=2, block_ms=1000)
+    try:
+        await a.create("r-idle", {"format": "native", "options": {}})
+        got: list[tuple[float, str]] = []
+        start = time.monotonic()
+
+        async def follow() -> None:
+            async for e in a.read("r-idle", idle=0.15):
+                got.append((time.monotonic() - start, e))
+
+        reader = asyncio.create_task(follow())
+        await asyncio.sleep(0.5)
+        await a.append("r-idle", ['{"type":"text"}', end_entry("completed")])
+        await asyncio.wait_for(reader, 5)
+        quiet = [t for t, e in got if e == ""]
+        assert 2 <= len(quiet) <= 4 and quiet[0] >= 0.14  # each after 0.15 s of silence
+        assert [e for _, e in got if e] == ['{"type":"text"}', end_entry("completed")]
+    finally:
+        await a.close()

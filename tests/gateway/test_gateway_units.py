@@ -229,3 +229,49 @@ def test_a_gateway_keeps_the_empty_store_it_is_given(tmp_path: Path) -> None:
     store = MemoryStore(max_entries=3)
     gw = Gateway(GatewayConfig(), Agents([], LocalDirectory(tmp_path / "a.json")), None, store)  # type: ignore[arg-type]
     assert gw.store is store and gw.runs.store is store
+
+
+async def test_a_live_read_says_when_it_was_quiet_and_wakes_at_once_for_an_entry() -> None:
+    s = MemoryStore()
+    await s.create("r", {"format": "native", "options": {}})
+    got: list[tuple[float, str]] = []
+    start = asyncio.get_running_loop().time()
+
+    async def follow() -> None:
+        async for e in s.read("r", idle=0.1):
+            got.append((asyncio.get_running_loop().time() - start, e))
+
+    reader = asyncio.create_task(follow())
+    await asyncio.sleep(0.35)
+    await s.append("r", ['{"type":"text","props":{"content":"hi"}}'])
+    appended = asyncio.get_running_loop().time() - start
+    await asyncio.sleep(0)  # the reader's next turn
+    await asyncio.sleep(0)
+    assert got[-1][1].startswith('{"type":"text"') and got[-1][0] - appended < 0.05
+    await s.append("r", [end_entry("completed")])
+    await asyncio.wait_for(reader, 1)
+    quiet = [t for t, e in got if e == ""]
+    assert 2 <= len(quiet) <= 4 and quiet[0] >= 0.09
+    assert [e for _, e in got if e][-1] == end_entry("completed")
+    plain = [e async for e in s.read("r")]  # without idle: the entries only
+    assert "" not in plain and len(plain) == 2
+
+
+async def test_the_sse_frames_of_a_quiet_reply_carry_keepalive_comments() -> None:
+    from agent_stream.gateway.views import framed
+
+    s = MemoryStore()
+    await s.create("r", {"format": "native", "options": {}})
+
+    async def later() -> None:
+        await asyncio.sleep(0.3)
+        await s.append("r", [Message(type="text", props={"content": "hi"}).to_json()])
+        await s.append("r", [end_entry("completed")])
+
+    writer = asyncio.create_task(later())
+    got = [x async for x in framed(s, "r", "native", {}, keepalive=0.1)]
+    await writer
+    assert 2 <= got.count(": keepalive\n\n") <= 3 and got.index(": keepalive\n\n") == 0
+    assert any('"hi"' in x for x in got) and all(x.startswith(("id: r:", ": ")) for x in got)
+    lines = [x async for x in framed(s, "r", "native", {}, sse=False, keepalive=0.1)]
+    assert ": keepalive\n\n" not in lines  # JSON lines: no SSE comments
