@@ -33,6 +33,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -176,6 +177,10 @@ class AgentGuard:
         self._last_error_reply: dict[str, float] = {}
         self._error_tasks: set[asyncio.Task[Any]] = set()
         self.on_sender: list[Callable[[str], None]] = []
+        # the sizes of the payloads this guard let into the inbox, oldest first, and their sum:
+        # the inbox is first in, first out, so what was taken is at the left
+        self._queued: deque[int] = deque()
+        self._held = 0
         #: chat payloads parsed here, handed to uagents' own parse of the same text
         self.handover = Handover()
         self.configure(settings or GuardSettings())
@@ -229,14 +234,26 @@ class AgentGuard:
             return f"{type(exc).__name__}: {short(exc)}", None
 
     def _inbox_full(self, size: int) -> bool:
+        """Whether ``size`` more bytes would put the inbox over its caps. The bytes held are
+        tallied as payloads go in and come out (summing the whole inbox for every envelope
+        was quadratic: ~14 ms an envelope with a gateway's inbox ten thousand deep)."""
         queue = _compat.inbox_of(self.agent)
         n = queue.qsize()
         if n >= self.settings.max_queued:
             return True
-        if n < 8:  # cheap path: a few payloads can never add up to the bytes cap
-            return size > self.settings.max_queued_bytes
-        held = sum(len(item[2]) for item in _compat.queued_payloads(queue) if len(item) > 2)
-        return held + size > self.settings.max_queued_bytes
+        sizes = self._queued
+        while len(sizes) > n:  # taken since
+            self._held -= sizes.popleft()
+        if len(sizes) < n:  # some came in another way (not through this guard): count again
+            sizes.clear()
+            sizes.extend(len(i[2]) if len(i) > 2 else 0 for i in _compat.queued_payloads(queue))
+            self._held = sum(sizes)
+        return self._held + size > self.settings.max_queued_bytes
+
+    def _queued_one(self, message: str) -> None:
+        """A payload this guard let in is in the inbox now."""
+        self._queued.append(len(message))
+        self._held += len(message)
 
     def _chat_shape(self, data: Any) -> tuple[str | None, list[Any]]:
         """A ChatMessage checked item by item against the item's own model: pydantic v1 tries
@@ -305,6 +322,7 @@ class AgentGuard:
             except BaseException:
                 self.handover.take(message)  # not queued: nobody will take it
                 raise
+            self._queued_one(message)
             return
         self.stats["dropped"] += 1
         model = _compat.models_of(self.agent).get(schema_digest)

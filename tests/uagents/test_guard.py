@@ -20,7 +20,7 @@ from uagents.dispatch import dispatcher
 from uagents_core.identity import Identity
 from uagents_core.models import ErrorMessage
 
-from agent_stream.uagents import ChatRequest, StreamingChat
+from agent_stream.uagents import ChatRequest, StreamingChat, _compat
 from agent_stream.uagents.guard import AgentGuard, GuardSettings
 from agent_stream.uagents.hardening import Protection, guard_of, is_protected, protect
 from agent_stream.uagents.lanes import LaneLimits, PeerDispenser
@@ -204,6 +204,29 @@ async def test_a_full_inbox_drops_new_payloads(pair: Pair) -> None:
     assert guard(other).check(CHAT, valid_question()) is None  # its own limits
     await asyncio.sleep(0.05)
     assert guard(server).check(CHAT, valid_question()) is None
+
+
+async def test_the_inbox_bytes_cap_counts_what_is_waiting_however_it_came_in(pair: Pair) -> None:
+    q = valid_question("x" * 200)
+    cap = Protection(guard=GuardSettings(max_queued_bytes=3 * len(q) + 10))
+    server = pair.add("bytes cap inbox server", StreamingChat(respond), protection=cap)
+    for _ in range(3):  # queued, not yet processed
+        await server.handle_message("agent1x", CHAT, q, uuid.uuid4())
+    assert guard(server).check(CHAT, q) == "inbox full"
+    await asyncio.sleep(0.05)  # the inbox task took them
+    assert guard(server).check(CHAT, q) is None
+    # payloads queued by another way than the guard still count
+    inbox = _compat.inbox_of(server)
+    for _ in range(3):
+        inbox.put_nowait((CHAT, "agent1x", q, uuid.uuid4()))
+    assert guard(server).check(CHAT, q) == "inbox full"
+    await asyncio.sleep(0.05)
+    assert guard(server).check(CHAT, q) is None
+    for _ in range(2):  # and again through the guard: the tally follows
+        await server.handle_message("agent1x", CHAT, q, uuid.uuid4())
+    assert guard(server).check(CHAT, q) is None  # two held: a third fits
+    await server.handle_message("agent1x", CHAT, q, uuid.uuid4())
+    assert guard(server).check(CHAT, q) == "inbox full"
 
 
 async def test_protect_is_idempotent_and_per_agent(pair: Pair) -> None:
