@@ -102,7 +102,7 @@ class EnvelopePoster:
     def _heard(self, endpoint: str, resp: aiohttp.ClientResponse) -> None:
         value = resp.headers.get(BATCH_HEADER)
         if value is None:
-            if endpoint in self._batches:  # served by something else now
+            if resp.status == 200 and endpoint in self._batches:  # served by something else now
                 del self._batches[endpoint]
             return
         try:

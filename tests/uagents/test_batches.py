@@ -137,8 +137,11 @@ async def test_a_server_that_stops_taking_batches_gets_them_one_at_a_time() -> N
     envelope per post: the batch is answered 400, forgotten, and each envelope goes alone."""
     got: list[str] = []
     advertise = True
+    busy = False
 
     async def handle(request: web.Request) -> web.Response:
+        if busy:
+            return web.json_response({"error": "too many envelopes"}, status=429)
         data = json.loads(await request.read())
         headers = {BATCH_HEADER: "8"} if advertise else {}
         if not isinstance(data, dict):
@@ -158,6 +161,10 @@ async def test_a_server_that_stops_taking_batches_gets_them_one_at_a_time() -> N
     try:
         await poster.post(signed(target, "first"), [url])
         assert poster.batch_limit(url) == 8
+        busy = True  # a refusal without the header (a busy edge's 429) is not a change of server
+        refused = await poster.post(signed(target, "refused"), [url])
+        assert refused.status == DeliveryStatus.FAILED and poster.batch_limit(url) == 8
+        busy = False
         advertise = False
         results = await poster.post_many([signed(target, f"b{i}") for i in range(5)], [url])
         assert [r.status for r in results] == [DeliveryStatus.DELIVERED] * 5
