@@ -197,7 +197,7 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
             edge.refused()
             await _answer(send, 413, f"envelope over {limit} bytes")
             return
-        if batch:
+        if batch and scope.get("path") == "/submit":  # envelopes' own path, not a REST one
             await self._batch(edge, scope, body, send, sync)
             return
         try:

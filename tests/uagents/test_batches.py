@@ -209,6 +209,8 @@ async def test_what_a_hostile_peer_posts_as_a_batch(pair: Pair) -> None:
     assert answer["statuses"] == [400, 400, 400, 400, 400, 200]  # each on its own
     await settle(got, 1)
     assert got == ["good"]  # only the sound one reached the agent
+    elsewhere = url.replace("/submit", "/not-submit")
+    assert (await raw_batch(elsewhere, f"[{good}]".encode()))[0] == 404  # only where envelopes go
     huge = ("[" + ",".join([good] * 40) + "," + json.dumps("x" * (4 * 1024 * 1024)) + "]").encode()
     assert (await raw_batch(url, huge))[0] == 413  # the body limit of one envelope
     await asyncio.sleep(0.1)
