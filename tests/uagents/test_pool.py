@@ -345,3 +345,35 @@ async def test_a_dead_endpoint_still_fails_within_a_fraction_of_a_second() -> No
         assert time.monotonic() - started < 1.0  # three more tries, 0.3 s of pauses
     finally:
         await poster.close()
+
+
+async def test_a_connection_whose_answer_comes_in_two_parts_is_kept() -> None:
+    """The answer's body after its headers, a moment later (as a busy server's may): the post
+    reads it to the end, so the connection goes back to the pool instead of being closed."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(status=200)
+        resp.content_length = 2
+        resp.content_type = "application/json"
+        await resp.prepare(request)
+        await asyncio.sleep(0.02)
+        await resp.write(b"{}")
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/submit", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/submit"  # type: ignore[union-attr]
+    poster = EnvelopePoster()
+    try:
+        for i in range(5):
+            assert (await poster.post(envelope(f"m{i}"), [url])).status == DeliveryStatus.DELIVERED
+        assert poster.connections_opened == 1
+    finally:
+        await poster.close()
+        await runner.cleanup()
