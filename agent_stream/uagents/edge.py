@@ -50,7 +50,7 @@ from uagents.asgi import ASGIServer
 
 from agent_stream.uagents import _compat, signing
 from agent_stream.uagents.guard import AgentGuard, short
-from agent_stream.uagents.pool import BATCH_HEADER, MAX_BATCH
+from agent_stream.uagents.pool import BATCH_HEADER, MAX_BATCH, error_text
 from agent_stream.uagents.ratelog import TokenBucket
 
 __all__ = ["AgentServer", "Edge", "answering", "answering_from"]
@@ -320,17 +320,7 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
         signer = sender if signed and isinstance(sender, str) else None
         body = json.dumps(item).encode()
         status = await self._forward(edge, scope, body, gone, keep, signer) or 500
-        return status, "" if status == 200 else _error_of(b"".join(answer))
-
-
-def _error_of(body: bytes) -> str:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return body[:200].decode("utf-8", "replace")
-    if isinstance(data, dict):
-        return str(data.get("error", data.get("detail", "")))[:200]
-    return ""
+        return status, "" if status == 200 else error_text(b"".join(answer))
 
 
 def answering(agent: Any, sender: str) -> None:

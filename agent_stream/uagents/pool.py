@@ -128,10 +128,7 @@ class EnvelopePoster:
                     # read to the end even when the answer is not needed: a connection whose
                     # answer was not read whole is closed, not kept (measured: a new connection
                     # every 4 to 20 posts, one at a time, on uvloop)
-                    body = await resp.read()
-                    if resp.status == 200 and headers is HEADERS:
-                        return 200, ""
-                    return resp.status, body.decode("utf-8", "replace")
+                    return resp.status, (await resp.read()).decode("utf-8", "replace")
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                 refused = getattr(getattr(exc, "os_error", exc), "errno", None)
                 if isinstance(exc, aiohttp.ClientConnectorError):
@@ -167,7 +164,7 @@ class EnvelopePoster:
             elif got[0] == 200:
                 return _delivered(envelope, endpoint)
             else:
-                errors.append(f"{got[0]}: {_detail(got[1])}")
+                errors.append(f"{got[0]}: {error_text(got[1])}")
         LOG.debug(
             "failed to deliver an envelope to %s @ %s: %s", envelope.target, endpoints, errors
         )
@@ -193,7 +190,7 @@ class EnvelopePoster:
             return [_failed(env, got) for env in envelopes]
         status, body = got
         if status in _BACK_OFF:
-            return [_failed(env, f"{status}: {_detail(body)}") for env in envelopes]
+            return [_failed(env, f"{status}: {error_text(body)}") for env in envelopes]
         statuses = _statuses(body, len(envelopes)) if status == 200 else None
         if statuses is None:  # not a batch server (any more): one at a time
             LOG.debug(
@@ -213,12 +210,16 @@ class EnvelopePoster:
             await session.close()
 
 
-def _detail(body: str) -> str:
+def error_text(body: str | bytes) -> str:
+    """What an error answer says: its ``detail`` or ``error`` field, else its start."""
     try:
         data = json.loads(body)
-    except ValueError:
-        return body[:200]
-    return str(data.get("detail", body) if isinstance(data, dict) else body)[:200]
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and ("detail" in data or "error" in data):
+        return str(data.get("detail", data.get("error")))[:200]
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    return text[:200]
 
 
 def _delivered(envelope: Any, endpoint: str) -> MsgStatus:
