@@ -40,3 +40,8 @@ def test_agent_stream_loop_asyncio_keeps_asyncios_loop() -> None:
         "asyncio.unix_events",
         "asyncio.unix_events",
     ]
+
+
+def test_any_other_value_of_agent_stream_loop_still_switches() -> None:
+    before, after = loops("cli.run()", AGENT_STREAM_LOOP="nonsense \u2028")
+    assert before.startswith("asyncio") and after.startswith("uvloop")

@@ -209,6 +209,17 @@ async def test_what_a_hostile_peer_posts_as_a_batch(pair: Pair) -> None:
     assert answer["statuses"] == [400, 400, 400, 400, 400, 200]  # each on its own
     await settle(got, 1)
     assert got == ["good"]  # only the sound one reached the agent
+    deep = ("[" * 100_000 + "]" * 100_000).encode()  # nested past any parser's depth
+    assert (await raw_batch(url, deep))[0] == 400
+    too_deep_inside = ("[" + '{"sender": ' + "[" * 5000 + "]" * 5000 + "}, " + good + "]").encode()
+    assert (await raw_batch(url, too_deep_inside))[0] == 400  # the body cannot be read: none
+    nested_item = ("[" + '{"sender": ' + "[" * 50 + "]" * 50 + "}, " + good + "]").encode()
+    status, answer = await raw_batch(url, nested_item)
+    assert status == 200 and answer["statuses"] == [400, 200]  # the sound one still delivered
+    await settle(got, 2)
+    assert got == ["good", "good"]
+    got.clear()
+    got.append("good")
     elsewhere = url.replace("/submit", "/not-submit")
     assert (await raw_batch(elsewhere, f"[{good}]".encode()))[0] == 404  # only where envelopes go
     huge = ("[" + ",".join([good] * 40) + "," + json.dumps("x" * (4 * 1024 * 1024)) + "]").encode()
