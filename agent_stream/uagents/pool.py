@@ -211,7 +211,11 @@ class EnvelopePoster:
 
 
 def error_text(body: str | bytes) -> str:
-    """What an error answer says: its ``detail`` or ``error`` field, else its start."""
+    """What an error answer says: its ``detail`` or ``error`` field, else its start.
+
+    Args:
+        body: the answer's body.
+    """
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
