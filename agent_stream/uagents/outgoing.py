@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -51,8 +52,9 @@ from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 from agent_stream.adapters.chat import ChatEncoder, coalesce
 from agent_stream.adapters.chat.ack_clock import PeerAckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redelivery, ReplayBuffer
-from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control, estimated_size, seq_span
+from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control, seq_span
 from agent_stream.message import error as error_message
+from agent_stream.uagents.chat_json import chat_json
 from agent_stream.uagents.lanes import urgent
 from agent_stream.uagents.wakeup import Wakeup
 from agent_stream.writer import StreamWriter
@@ -148,7 +150,8 @@ class Outgoing:
         on_finished: called once when the reply is over.
         delivery: the delivery policy (resends, keepalives; None: the defaults).
         peer_acks: the peer is known to acknowledge (unacknowledged ChatMessages are resent).
-        replay: keeps what was sent, for repair requests (None: no repair).
+        replay: keeps what was sent, as its JSON (:func:`.chat_json`), for repair requests
+            (None: no repair).
         keepalive: send keepalives when nothing else went for a while.
         on_produced: called once the responder is done (delivery may go on a while).
         tap: sees every Message the responder writes (e.g. to keep the answer).
@@ -174,7 +177,7 @@ class Outgoing:
         on_finished: Callable[[Outgoing], None] | None = None,
         delivery: DeliveryPolicy | None = None,
         peer_acks: bool = False,
-        replay: ReplayBuffer[ChatMessage] | None = None,
+        replay: ReplayBuffer[str] | None = None,
         keepalive: bool = False,
         on_produced: Callable[[Outgoing], None] | None = None,
         tap: Callable[[Any], None] | None = None,
@@ -435,8 +438,9 @@ class Outgoing:
             span = seq_span(chat)
             if span is not None:
                 self._high = max(self._high, span[1])
-                if self.replay is not None:
-                    self.replay.add(span[0], span[1], chat, estimated_size(chat))
+                if self.replay is not None:  # kept as JSON: a fifth of the objects' memory
+                    kept = chat_json(chat)
+                    self.replay.add(span[0], span[1], kept, sys.getsizeof(kept))
             if before_text and self.pipelined:
                 # The asker restores order: the first text does not wait for the post of what
                 # went just before it (the reply's start, tool calls), which at a thousand

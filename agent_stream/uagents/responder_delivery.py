@@ -27,6 +27,7 @@ from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, ReplayBuffer, ReplayStore
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND
+from agent_stream.uagents.chat_json import chat_from_json
 from agent_stream.uagents.outgoing import Outgoing, clock
 
 __all__ = ["ResponderDelivery"]
@@ -47,7 +48,7 @@ class ResponderDelivery:
 
     def __init__(self, policy: DeliveryPolicy | None = None) -> None:
         self.policy = policy or DeliveryPolicy()
-        self.replay: ReplayStore[tuple[str, str], ChatMessage] = ReplayStore(self.policy)
+        self.replay: ReplayStore[tuple[str, str], str] = ReplayStore(self.policy)  # JSON kept
         self._acking: OrderedDict[str, None] = OrderedDict()
         self.ack_clock = AckClock(_MAX_PEERS)  # how long each asker takes to acknowledge
         self._questions: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -91,7 +92,7 @@ class ResponderDelivery:
             self._questions.popitem(last=False)
         return False
 
-    def buffer_for(self, peer: str, conversation: str) -> ReplayBuffer[ChatMessage]:
+    def buffer_for(self, peer: str, conversation: str) -> ReplayBuffer[str]:
         """A fresh replay buffer for a reply.
 
         Args:
@@ -142,7 +143,7 @@ class ResponderDelivery:
         if lo is None or buf is None:
             LOG.debug("resend from %s for conversation %r: nothing kept", sender[:80], conv[:80])
             return None
-        chats = buf.covering(lo, seq_number(op.get("to")))
+        chats = [chat_from_json(kept) for kept in buf.covering(lo, seq_number(op.get("to")))]
         if not chats:
             return None
         self.repairs += 1

@@ -18,6 +18,7 @@ from uagents_core.contrib.protocols.chat import (
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control, control_of
 from agent_stream.message import Message
+from agent_stream.uagents.chat_json import chat_json
 from agent_stream.uagents.responder_delivery import ResponderDelivery
 
 
@@ -82,7 +83,7 @@ def test_resend_from_the_replay_buffer_open_or_finished() -> None:
     buf = desk.buffer_for("asker", "conv")
     chats = [ChatMessage(content=[TextContent(text=str(i))]) for i in range(4)]
     for i, c in enumerate(chats, 1):
-        buf.add(i, i, c, 100)
+        buf.add(i, i, chat_json(c), 100)  # kept as JSON, sent again as the ChatMessage
     r = FakeReply("asker", "conv")
     work = desk.control(
         "asker", op(control(OP_RESEND, "conv", **{"from": "2", "to": "3"})), [r], nothing

@@ -12,6 +12,7 @@ from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, ReplayBuffer
 from agent_stream.adapters.chat.wire import control_of, seq_span
 from agent_stream.assemble import assemble
+from agent_stream.uagents.chat_json import chat_from_json
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits
 from agent_stream.writer import StreamWriter
 
@@ -47,7 +48,7 @@ class Peer:
 def pump(
     peer: Peer,
     respond: object,
-    replay: ReplayBuffer[ChatMessage] | None = None,
+    replay: ReplayBuffer[str] | None = None,
     peer_acks: bool = True,
 ) -> Outgoing:
     out = Outgoing(
@@ -116,11 +117,14 @@ async def test_a_slow_responder_sends_keepalives_and_keeps_its_replay_buffer() -
             await m.append("After.")
 
     peer = Peer(ack_first=True)
-    buf: ReplayBuffer[ChatMessage] = ReplayBuffer(100, 1 << 20)
+    buf: ReplayBuffer[str] = ReplayBuffer(100, 1 << 20)
     out = pump(peer, slow, replay=buf)
     await asyncio.wait_for(out.start(), 5)
     assert peer.keepalives >= 2 and out.keepalive is not None and out.keepalive.sent >= 2
-    assert [str(c.msg_id) for c in buf.covering(1)] == list(peer.seen)
+    kept = [chat_from_json(text) for text in buf.covering(1)]
+    assert [str(c.msg_id) for c in kept] == list(peer.seen)
+    first_sends = {str(c.msg_id): c for c in reversed(peer.chats)}
+    assert kept == [first_sends[str(c.msg_id)] for c in kept]  # each as it was sent
 
 
 async def test_cancel_ends_every_stream_cancelled() -> None:

@@ -23,7 +23,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 from uagents_core.models import Model
 
-from agent_stream.uagents.chat_json import chat_json
+from agent_stream.uagents.chat_json import chat_from_json, chat_json
 
 texts = st.text(max_size=40)
 string_dicts = st.dictionaries(texts, texts, max_size=4)
@@ -53,6 +53,16 @@ def test_a_chatmessage_is_written_as_pydantic_writes_it(
 ) -> None:
     chat = ChatMessage(content=content, msg_id=msg_id, timestamp=ts)
     assert chat_json(chat) == chat.json()
+
+
+@given(st.lists(items, max_size=6), uuid4s, timestamps)
+def test_a_chatmessage_kept_as_json_comes_back_the_same(
+    content: list[Any], msg_id: uuid.UUID, ts: datetime
+) -> None:
+    """A reply's replay buffer keeps JSON: what a repair sends again is what went first."""
+    chat = ChatMessage(content=content, msg_id=msg_id, timestamp=ts)
+    again = chat_from_json(chat_json(chat))
+    assert again == chat and chat_json(again) == chat_json(chat)
 
 
 @given(uuid4s, st.none() | string_dicts, timestamps)
