@@ -23,6 +23,7 @@ from agent_stream.errors import (
     WarningCode,
 )
 from agent_stream.events import EventView
+from agent_stream.ids import SeenIds
 from agent_stream.message import (
     BLOCK_END,
     BLOCK_START,
@@ -359,7 +360,7 @@ class Assembler:
 
     def __init__(self) -> None:
         self.transcript = Transcript()
-        self._seen_chunks: set[str] = set()
+        self._seen_chunks = SeenIds("C")
         self._anon = 0
 
     @property

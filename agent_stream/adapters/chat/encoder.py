@@ -29,6 +29,7 @@ from agent_stream.adapters.chat.wire import (
     Group,
     MessageKey,
 )
+from agent_stream.ids import SeenIds
 from agent_stream.message import (
     EVENT,
     MESSAGE_END,
@@ -101,7 +102,7 @@ class ChatEncoder:
             withheld_types, self._chunking, self._plain, self._plain_order.route
         )
         self._messages: dict[MessageKey, MessageState] = {}
-        self._seen_chunk_ids: set[str] = set()
+        self._seen_chunk_ids = SeenIds("C")
         self._finished = False
 
     # -- public ----------------------------------------------------------------------------------
