@@ -24,10 +24,15 @@ __all__ = ["AgentLink", "AgentRef", "Agents", "ChatLink", "LinkedReply", "parse_
 
 
 class LinkedReply(Protocol):
-    """One question's reply as the gateway reads it."""
+    """One question's reply as the gateway reads it (iterated once)."""
 
-    status: str | None
-    chat_messages: int
+    @property
+    def status(self) -> str | None:
+        """None while streaming, then how the reply ended."""
+
+    @property
+    def chat_messages(self) -> int:
+        """ChatMessages received so far."""
 
     def __aiter__(self) -> AsyncIterator[Message]: ...
 
@@ -112,7 +117,7 @@ class ChatLink:
         from agent_stream.uagents._compat import context_with_session
 
         ctx = context_with_session(self.agent, session or uuid.uuid4())
-        reply: LinkedReply = await self.chat.ask(
+        reply = await self.chat.ask(
             ctx,
             address,
             question,
@@ -120,7 +125,33 @@ class ChatLink:
             timeout=timeout,
             history=history,
         )
-        return reply
+        return _Relayed(reply)
+
+
+class _Relayed:
+    """A chat reply as the gateway reads it: once, each Message passed on and not kept
+    (``Reply.consume``; kept, a thousand replies' Messages were most of the gateway's memory)."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self, reply: Any) -> None:
+        self.reply = reply
+
+    @property
+    def status(self) -> str | None:
+        status: str | None = self.reply.status
+        return status
+
+    @property
+    def chat_messages(self) -> int:
+        return int(self.reply.chat_messages)
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        iterator: AsyncIterator[Message] = self.reply.consume()
+        return iterator
+
+    def cancel(self) -> None:
+        self.reply.cancel()
 
 
 @dataclass(frozen=True)

@@ -244,6 +244,27 @@ class Reply:
                 continue
             await self._changed.wait()
 
+    async def consume(self) -> AsyncIterator[Message]:
+        """Iterate the Messages as they arrive, keeping none that was read.
+
+        For a relay that passes each Message on (the gateway): iterating the reply itself
+        keeps every Message in ``messages`` for other readers, which at a thousand replies
+        was most of a process's memory. Once this starts, ``messages`` holds only what it
+        has not read yet; use one reader, and no other iteration of the same reply.
+        """
+        while True:
+            if self.messages:
+                batch, self.messages = self.messages, []
+                for m in batch:
+                    yield m
+                continue
+            if self.done:
+                return
+            self._changed.clear()
+            if self.messages or self.done:
+                continue
+            await self._changed.wait()
+
     async def wait(self, timeout: float | None = None) -> Transcript:
         """Wait for the end of the reply; returns the Transcript (also when not completed).
 
