@@ -78,13 +78,16 @@ class OpenReplies:
         """
         return list(self._by_peer.get(peer, {}).get(conversation, ()))
 
-    def of_peer(self, peer: str) -> list[Outgoing]:
-        """Every open reply to ``peer``.
+    def of_peer(self, peer: str) -> Iterator[Outgoing]:
+        """Every open reply to ``peer``, as it is read (lazily: every incoming ChatMessage
+        offers them to a check that reads them only for a session end; built as a list, a
+        gateway's thousand questions each copied the replies opened before it).
 
         Args:
             peer: the asker's address.
         """
-        return [o for outs in self._by_peer.get(peer, {}).values() for o in outs]
+        for outs in list(self._by_peer.get(peer, {}).values()):
+            yield from list(outs)
 
     def has_peer(self, peer: str) -> bool:
         """Whether any reply to ``peer`` is open.

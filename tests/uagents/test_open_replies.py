@@ -60,3 +60,14 @@ def test_iterating_while_a_reply_ends_is_safe() -> None:
         seen.append(r)
         index.discard(r)
     assert len(seen) == 5 and len(index) == 0 and not index.has_peer("p")
+
+
+def test_a_peers_replies_are_read_only_when_asked_for() -> None:
+    """Every incoming ChatMessage offers the asker's open replies to the session-end check,
+    which reads them only for a session end: as a list, a gateway's thousand questions each
+    copied the replies opened before it."""
+    index = OpenReplies()
+    index.add(cast(Any, POOL[0]))
+    offered = index.of_peer(POOL[0].peer)  # not read yet
+    index.add(cast(Any, POOL[2]))  # same peer, opened after the offer
+    assert {id(x) for x in offered} == {id(POOL[0]), id(POOL[2])}
