@@ -16,6 +16,7 @@ import pytest_asyncio
 from aiohttp import web
 from hostile_peer import CHAT, envelope, valid_question
 from inprocess_agents import Pair
+from submit_server import submit_server
 from uagents import Context, Protocol
 from uagents_core.contrib.protocols.chat import (
     ChatAcknowledgement,
@@ -149,30 +150,24 @@ async def test_a_server_that_stops_taking_batches_gets_them_one_at_a_time() -> N
         got.append(Envelope.model_validate(data).decode_payload())
         return web.json_response({}, headers=headers)
 
-    app = web.Application()
-    app.router.add_post("/submit", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/submit"  # type: ignore[union-attr]
-    poster = EnvelopePoster()
     target = "agent1" + "t" * 59
-    try:
-        await poster.post(signed(target, "first"), [url])
-        assert poster.batch_limit(url) == 8
-        busy = True  # a refusal without the header (a busy edge's 429) is not a change of server
-        refused = await poster.post(signed(target, "refused"), [url])
-        assert refused.status == DeliveryStatus.FAILED and poster.batch_limit(url) == 8
-        busy = False
-        advertise = False
-        results = await poster.post_many([signed(target, f"b{i}") for i in range(5)], [url])
-        assert [r.status for r in results] == [DeliveryStatus.DELIVERED] * 5
-        assert poster.batch_limit(url) == 1
-        assert [json.loads(p)["content"][0]["text"] for p in got[1:]] == [f"b{i}" for i in range(5)]
-    finally:
-        await poster.close()
-        await runner.cleanup()
+    async with submit_server(handle) as url:
+        poster = EnvelopePoster()
+        try:
+            await poster.post(signed(target, "first"), [url])
+            assert poster.batch_limit(url) == 8
+            busy = True  # a refusal without the header (a busy edge's 429) is no new server
+            refused = await poster.post(signed(target, "refused"), [url])
+            assert refused.status == DeliveryStatus.FAILED and poster.batch_limit(url) == 8
+            busy = False
+            advertise = False
+            results = await poster.post_many([signed(target, f"b{i}") for i in range(5)], [url])
+            assert [r.status for r in results] == [DeliveryStatus.DELIVERED] * 5
+            assert poster.batch_limit(url) == 1
+            texts = [json.loads(p)["content"][0]["text"] for p in got[1:]]
+            assert texts == [f"b{i}" for i in range(5)]
+        finally:
+            await poster.close()
 
 
 async def raw_batch(url: str, body: bytes, **headers: str) -> tuple[int, Any]:

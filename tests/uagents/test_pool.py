@@ -13,6 +13,7 @@ from typing import Any
 import pytest_asyncio
 from aiohttp import web
 from inprocess_agents import Pair
+from submit_server import submit_server
 from uagents import Context, Protocol
 from uagents_core.contrib.protocols.chat import (
     ChatAcknowledgement,
@@ -362,18 +363,12 @@ async def test_a_connection_whose_answer_comes_in_two_parts_is_kept() -> None:
         await resp.write_eof()
         return resp
 
-    app = web.Application()
-    app.router.add_post("/submit", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/submit"  # type: ignore[union-attr]
-    poster = EnvelopePoster()
-    try:
-        for i in range(5):
-            assert (await poster.post(envelope(f"m{i}"), [url])).status == DeliveryStatus.DELIVERED
-        assert poster.connections_opened == 1
-    finally:
-        await poster.close()
-        await runner.cleanup()
+    async with submit_server(handle) as url:
+        poster = EnvelopePoster()
+        try:
+            for i in range(5):
+                status = await poster.post(envelope(f"m{i}"), [url])
+                assert status.status == DeliveryStatus.DELIVERED
+            assert poster.connections_opened == 1
+        finally:
+            await poster.close()
