@@ -100,8 +100,8 @@ class SeenIds:
             return n <= self._upto or (self._ahead is not None and n in self._ahead)
         return self._other is not None and key in self._other
 
-    def add(self, key: str) -> None:
-        """Remember ``key``.
+    def add(self, key: str) -> bool:
+        """Remember ``key``; whether it was new (one parse where ``in`` then ``add`` take two).
 
         Args:
             key: the id.
@@ -110,7 +110,11 @@ class SeenIds:
         if not n:
             if self._other is None:
                 self._other = set()
+            elif key in self._other:
+                return False
             self._other.add(key)
+        elif n <= self._upto or (self._ahead is not None and n in self._ahead):
+            return False
         elif n == self._upto + 1:
             self._upto = n
             ahead = self._ahead
@@ -118,10 +122,11 @@ class SeenIds:
                 while self._upto + 1 in ahead:
                     self._upto += 1
                     ahead.discard(self._upto)
-        elif n > self._upto:
+        else:
             if self._ahead is None:
                 self._ahead = set()
             self._ahead.add(n)
+        return True
 
     def __len__(self) -> int:
         return self._upto + len(self._ahead or ()) + len(self._other or ())

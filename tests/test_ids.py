@@ -91,7 +91,7 @@ def test_seen_ids_answer_as_a_set_of_strings(added: list[str], asked: list[str])
     seen, model = SeenIds("C"), set[str]()
     for key in added:
         assert (key in seen) == (key in model)
-        seen.add(key)
+        assert seen.add(key) == (key not in model)  # whether it was new
         model.add(key)
     assert all((key in seen) == (key in model) for key in asked + added)
     assert len(seen) == len(model) and 1 not in seen

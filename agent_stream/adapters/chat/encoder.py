@@ -132,10 +132,8 @@ class ChatEncoder:
             now: the current time, in seconds on a monotonic clock.
         """
         chunk_id = msg.chunk_id
-        if chunk_id is not None:
-            if chunk_id in self._seen_chunk_ids:
-                return []  # the assembler ignores a repeated chunk id: so do we
-            self._seen_chunk_ids.add(chunk_id)
+        if chunk_id is not None and not self._seen_chunk_ids.add(chunk_id):
+            return []  # the assembler ignores a repeated chunk id: so do we
         if msg.type == EVENT and self._event(msg):
             return self._batcher.pack(now, force=msg.event == STREAM_END)
         message_id = msg.message_id
