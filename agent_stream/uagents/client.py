@@ -80,7 +80,7 @@ from agent_stream.uagents.asker_delivery import (
     resend_question,
     retrieved,
 )
-from agent_stream.uagents.lanes import urgent
+from agent_stream.uagents.lanes import independent, urgent
 
 if TYPE_CHECKING:
     from uagents import Context
@@ -682,7 +682,10 @@ async def ask_with(
     telemetry.asking(reply, getattr(getattr(ctx, "agent", None), "name", None))
     client.add(reply)  # before sending: the first reply may come back before send returns
     try:
-        with urgent():  # a question: ahead of reply traffic already queued for that peer
+        # A question: ahead of reply traffic already queued for that peer; one that opens a
+        # session of its own depends on nothing sent before it, so it does not wait for the
+        # posts under way (a gateway's thousand questions to one agent went one post at a time).
+        with urgent(), independent() if session else contextlib.nullcontext():
             ok, detail = await sender(ctx, destination, chat)
         # A peer that was just started may not listen yet: a refused delivery costs ~3 ms and
         # never reached the peer, so try again for a short while before giving up.

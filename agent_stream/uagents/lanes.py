@@ -8,13 +8,15 @@ endpoint hangs holds up every other send of the agent (a 0.05 s reply was measur
 :class:`PeerDispenser` is one agent's dispenser (:func:`isolate`, called by
 :func:`agent_stream.uagents.hardening.protect`). Envelopes of the chat protocol
 (ChatMessage, ChatAcknowledgement) go through per-destination lanes: each destination's
-envelopes go in order, one at a time, while other lanes run at the same time. A peer that
+envelopes go in order, one post at a time, while other lanes run at the same time. A peer that
 restores order itself (it reads agent_stream's tagged replies, ordered by ``seq``: the plugin
-calls :func:`pipeline` for it) gets up to ``window`` (128) envelopes in flight at once, and
-there acknowledgements and what is sent inside :func:`urgent` (a question, a reply's first text)
-go ahead of what is already queued: a thousand replies' text queued for one gateway no longer
-delays the text someone is waiting for, nor an acknowledgement whose lateness makes the peer send
-again. Posts go
+calls :func:`pipeline` for it) gets up to ``window`` (128) envelopes in flight at once, in any
+number of posts, and there acknowledgements and what is sent inside :func:`urgent` (a question,
+a reply's first text) go ahead of what is already queued: a thousand replies' text queued for
+one gateway no longer delays the text someone is waiting for, nor an acknowledgement whose
+lateness makes the peer send again. What is sent inside :func:`independent` (a question opening
+a session of its own) goes beside the posts under way to any peer, within the same window: a
+gateway's thousand questions no longer wait for one another. Posts go
 over the agent's kept-alive connections (:mod:`.pool`), not one new connection per envelope.
 Everything else the agent sends (its other protocols) goes the stock uagents way, with uagents'
 own timeouts, unless ``every_protocol`` puts all sends in lanes. Bounds (:class:`LaneLimits`,
@@ -63,6 +65,7 @@ __all__ = [
     "CHAT_DIGESTS",
     "LaneLimits",
     "PeerDispenser",
+    "independent",
     "isolate",
     "pipeline",
     "pipeline_from",
@@ -125,11 +128,31 @@ def urgent() -> Iterator[None]:
         _URGENT.reset(token)
 
 
-_Queued = tuple[Any, list[str], asyncio.Future[Any], bool]
+_INDEPENDENT: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "agent_stream_independent", default=False
+)
+
+
+@contextlib.contextmanager
+def independent() -> Iterator[None]:
+    """Envelopes sent inside this block depend on nothing sent to that peer before them (a
+    question that opens a session of its own): they do not wait for the posts before them,
+    even to a peer that cannot reorder, so a gateway's thousand questions to one agent no longer
+    go one post at a time. What is sent after one of them still waits for it."""
+    token = _INDEPENDENT.set(True)
+    try:
+        yield
+    finally:
+        _INDEPENDENT.reset(token)
+
+
+# (envelope, endpoints, the sender's future, sync, independent of what went before)
+_Queued = tuple[Any, list[str], asyncio.Future[Any], bool, bool]
 
 
 class _Lane:
     __slots__ = (
+        "arrived",
         "in_flight",
         "posting",
         "queue",
@@ -149,6 +172,7 @@ class _Lane:
         self.stalled_until = 0.0
         self.posting = 0
         self.in_flight = 0  # envelopes in the posts under way
+        self.arrived: asyncio.Future[None] | None = None  # set when an envelope comes
 
 
 def _failed(env: Any, detail: str) -> MsgStatus:
@@ -245,13 +269,15 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         if len(lane.queue) + len(lane.urgent) >= limit:
             _settle(response_future, _failed(envelope, "too many envelopes queued for peer"))
             return
-        item = (envelope, endpoints, response_future, sync)
+        item = (envelope, endpoints, response_future, sync, _INDEPENDENT.get())
         if target in self._pipelined and (_URGENT.get() or envelope.schema_digest == _ACK_DIGEST):
             lane.urgent.append(item)
         else:
             lane.queue.append(item)
         if lane.task is None:
             lane.task = asyncio.get_running_loop().create_task(self._drain(lane))
+        elif lane.arrived is not None and not lane.arrived.done():
+            lane.arrived.set_result(None)  # the window may have room for it now
 
     def pipeline(self, peer: str) -> None:
         """Let up to ``window`` envelopes to ``peer`` be in flight at once: for a peer that
@@ -273,8 +299,20 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         """
         return peer in self._pipelined
 
-    def _window(self, target: str) -> int:
-        return max(1, self.limits.window) if target in self._pipelined else 1
+    def _room(self, lane: _Lane, posting: bool) -> tuple[int, bool]:
+        """(envelopes the lane's next post may carry, whether they must all be independent).
+
+        A pipelined lane keeps at most ``window`` envelopes in flight, batched or not. A
+        one-at-a-time lane posts after the last post is answered (the post may carry a whole
+        batch, still in order), except independent envelopes, which go beside the posts under
+        way, within the same window."""
+        window = max(1, self.limits.window)
+        if lane.target in self._pipelined:
+            return window - lane.in_flight, False
+        head = (lane.urgent or lane.queue)[0]
+        if head[4]:
+            return min(MAX_BATCH, window - lane.in_flight), True
+        return (0 if posting else MAX_BATCH), False
 
     async def _drain(self, lane: _Lane) -> None:
         if self._posting is None:
@@ -282,23 +320,32 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         posts: set[asyncio.Task[None]] = set()
         try:
             while lane.urgent or lane.queue or posts:
-                while (lane.urgent or lane.queue) and len(posts) < (
-                    window := self._window(lane.target)
-                ):
-                    # A pipelined lane keeps at most ``window`` envelopes in flight, batched or
-                    # not: the rest wait here, where urgent ones go first (in the peer's inbox
-                    # everything is first come, first served); a one-at-a-time lane's single
-                    # post may carry a whole batch (still in order).
-                    room = window - lane.in_flight if window > 1 else MAX_BATCH
+                while lane.urgent or lane.queue:
+                    # What the window has no room for waits here, where urgent envelopes go
+                    # first (in the peer's inbox everything is first come, first served).
+                    room, only_independent = self._room(lane, bool(posts))
                     if room <= 0:
                         break
-                    batch = self._take(lane, room)
+                    batch = self._take(lane, room, only_independent)
                     if not batch:
                         continue
+                    # in flight from now, not from when the post's task first runs: the next
+                    # turn of this loop must see the room this batch took (counted later, a
+                    # window of 128 let 128 posts of 64 envelopes go at once)
+                    lane.posting += 1
+                    lane.in_flight += len(batch)
                     await self._posting.acquire()
                     posts.add(asyncio.get_running_loop().create_task(self._one(lane, batch)))
                 if posts:
-                    _, posts = await asyncio.wait(posts, return_when=asyncio.FIRST_COMPLETED)
+                    # until a post is answered or another envelope comes (one that may go
+                    # beside the posts under way)
+                    arrived = lane.arrived = asyncio.get_running_loop().create_future()
+                    try:
+                        await asyncio.wait({*posts, arrived}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        lane.arrived = None
+                        arrived.cancel()
+                    posts = {p for p in posts if not p.done()}
         finally:
             for t in posts:  # cancelled mid-post: each sender still gets an answer
                 t.cancel()
@@ -311,20 +358,21 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 if len(self._stalled) > self.limits.max_lanes:
                     now = time.monotonic()
                     self._stalled = {t: u for t, u in self._stalled.items() if u > now}
-            for env, _, fut, _ in (*lane.urgent, *lane.queue):  # cancelled: none left waiting
+            for env, _, fut, _, _ in (*lane.urgent, *lane.queue):  # cancelled: none waits
                 _settle(fut, _failed(env, "not sent: the agent is stopping"))
 
-    def _take(self, lane: _Lane, room: int) -> list[_Queued]:
+    def _take(self, lane: _Lane, room: int, only_independent: bool = False) -> list[_Queued]:
         """The next post's envelopes: the next one waiting and, when its endpoint takes
         batches, those waiting behind it for the same endpoints (urgent ones first; in order;
-        up to the endpoint's batch size and :data:`~.pool.MAX_BATCH_BYTES`). An idle lane's
-        envelope goes alone at once: only a lane that is behind makes batches."""
+        up to ``room``, the endpoint's batch size and :data:`~.pool.MAX_BATCH_BYTES`; with
+        ``only_independent``, up to the first that is not). An idle lane's envelope goes
+        alone at once: only a lane that is behind makes batches."""
         batch: list[_Queued] = []
         limit = 1
         size = 0
         while (lane.urgent or lane.queue) and len(batch) < limit:
             source = lane.urgent or lane.queue
-            env, endpoints, fut, sync = item = source[0]
+            env, endpoints, fut, sync, free = item = source[0]
             if fut.done():  # the sender stopped waiting
                 source.popleft()
                 continue
@@ -332,6 +380,8 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 source.popleft()
                 _settle(fut, _failed(env, "peer not answering"))
                 continue
+            if only_independent and not free:
+                break  # it waits for the posts under way
             payload = len(getattr(env, "payload", None) or "")
             if batch:
                 if sync or endpoints != batch[0][1] or size + payload > MAX_BATCH_BYTES:
@@ -344,8 +394,6 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         return batch
 
     async def _one(self, lane: _Lane, batch: list[_Queued]) -> None:
-        lane.posting += 1
-        lane.in_flight += len(batch)
         try:
             results = await self._post(lane, batch)
             lane.posting -= 1
@@ -365,17 +413,17 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 and self._lanes.get(lane.target) is lane
             ):
                 del self._lanes[lane.target]  # idle: gone before its sender hears back
-            for (_, _, fut, _), result in zip(batch, results, strict=True):
+            for (_, _, fut, _, _), result in zip(batch, results, strict=True):
                 _settle(fut, result)
         finally:
             assert self._posting is not None
             self._posting.release()
-            for env, _, fut, _ in batch:
+            for env, _, fut, _, _ in batch:
                 _settle(fut, _failed(env, "not sent: the agent is stopping"))
 
     async def _post(self, lane: _Lane, batch: list[_Queued]) -> list[Any]:
         timeout = self.limits.post_timeout
-        env, endpoints, _, sync = batch[0]
+        env, endpoints, _, sync, _ = batch[0]
         try:
             if len(batch) > 1:
                 sending = self.poster.post_many([b[0] for b in batch], endpoints)

@@ -5,6 +5,7 @@ connection each envelope came on, and against real agents over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -26,9 +27,9 @@ from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus
 
 from agent_stream.uagents import ChatRequest, StreamingChat, _compat
-from agent_stream.uagents.lanes import CHAT_DIGESTS, LaneLimits, PeerDispenser
+from agent_stream.uagents.lanes import CHAT_DIGESTS, LaneLimits, PeerDispenser, independent
 from agent_stream.uagents.local import endpoint_for
-from agent_stream.uagents.pool import EnvelopePoster
+from agent_stream.uagents.pool import BATCH_HEADER, MAX_BATCH, EnvelopePoster
 from agent_stream.writer import StreamWriter
 
 CHAT = min(CHAT_DIGESTS)
@@ -372,3 +373,93 @@ async def test_a_connection_whose_answer_comes_in_two_parts_is_kept() -> None:
             assert poster.connections_opened == 1
         finally:
             await poster.close()
+
+
+class BatchRecorder:
+    """A server that takes batches (as an agent_stream agent does), answering each post after
+    ``delay`` seconds; records the envelopes in the order they arrived and the most of them
+    (and of posts) in flight at once."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.got: list[str] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.posts = 0
+        self.most_posts = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        data = json.loads(await request.read())
+        items = data if isinstance(data, list) else [data]
+        self.in_flight += len(items)
+        self.posts += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.most_posts = max(self.most_posts, self.posts)
+        self.got += [Envelope.model_validate(i).decode_payload() for i in items]
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.in_flight -= len(items)
+            self.posts -= 1
+        headers = {BATCH_HEADER: str(MAX_BATCH)}
+        if not isinstance(data, list):
+            return web.json_response({}, headers=headers)
+        return web.json_response(
+            {"statuses": [200] * len(items), "errors": [""] * len(items)}, headers=headers
+        )
+
+
+async def test_a_pipelined_window_bounds_envelopes_in_flight_batched_or_not() -> None:
+    """The window counts envelopes, not posts: with a server that takes batches, 200 queued
+    for a window of 16 never have more than 16 in flight (counted when each post was made,
+    not when its task first ran, 16 posts of 16 went at once)."""
+    rec = BatchRecorder(delay=0.05)
+    async with submit_server(rec.handle) as url:
+        d = PeerDispenser(LaneLimits(window=16))
+        try:
+            assert (await post(d, url, "hello")).status == DeliveryStatus.DELIVERED  # batches
+            d.pipeline(A)
+            results = await asyncio.gather(*(post(d, url, f"m{i}") for i in range(200)))
+            assert all(r.status == DeliveryStatus.DELIVERED for r in results)
+            assert sorted(rec.got[1:]) == sorted(f"m{i}" for i in range(200))
+            assert rec.most_in_flight == 16
+        finally:
+            await d.drain(1)
+
+
+async def test_independent_envelopes_go_beside_the_posts_under_way_to_a_plain_peer() -> None:
+    """Questions that open sessions of their own do not wait for one another, even to a
+    peer that cannot reorder; what is sent after them (not independent) still waits for
+    every post before it, and goes after them."""
+    rec = BatchRecorder(delay=0.2)
+    async with submit_server(rec.handle) as url:
+        d = PeerDispenser(LaneLimits(window=16))
+        try:
+            assert (await post(d, url, "hello")).status == DeliveryStatus.DELIVERED  # batches
+            started = time.monotonic()
+            futs = []
+            for i in range(8):  # as eight questions are asked, one after another
+                with independent():
+                    futs.append(post(d, url, f"q{i}"))
+                await asyncio.sleep(0.01)
+            futs.append(post(d, url, "after"))
+            results = await asyncio.gather(*futs)
+            took = time.monotonic() - started
+            assert all(r.status == DeliveryStatus.DELIVERED for r in results)
+            assert sorted(rec.got[1:-1]) == [f"q{i}" for i in range(8)]
+            assert rec.got[-1] == "after"  # it waited for every question's post
+            assert rec.most_posts >= 6  # each question posted as it came, beside the others
+            assert took < 0.2 * 3  # about one round trip for the questions, one for "after"
+
+            # not independent: one post at a time, in order (those queued behind one batched)
+            rec.got.clear()
+            rec.most_posts = 0
+            futs = []
+            for i in range(8):
+                futs.append(post(d, url, f"p{i}"))
+                await asyncio.sleep(0.01)
+            await asyncio.gather(*futs)
+            assert rec.got == [f"p{i}" for i in range(8)]
+            assert rec.most_posts == 1
+        finally:
+            await d.drain(1)
