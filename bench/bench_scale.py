@@ -115,7 +115,9 @@ def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
         print(f"address: {agent.address}", flush=True)
         busy_since: float | None = None
         while True:
-            Path(stats).write_text(json.dumps({"chat_messages": chat.sent_chat_messages}))
+            # whole or not at all: the parent may read it at any moment
+            Path(f"{stats}.new").write_text(json.dumps({"chat_messages": chat.sent_chat_messages}))
+            os.replace(f"{stats}.new", stats)
             await asyncio.sleep(0.5)
             if trace and chat.active and busy_since is None:
                 busy_since = time.monotonic()
