@@ -4,6 +4,7 @@ preface, questions from each client's conversation, the safety checks of the set
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -275,3 +276,30 @@ async def test_the_sse_frames_of_a_quiet_reply_carry_keepalive_comments() -> Non
     assert any('"hi"' in x for x in got) and all(x.startswith(("id: r:", ": ")) for x in got)
     lines = [x async for x in framed(s, "r", "native", {}, sse=False, keepalive=0.1)]
     assert ": keepalive\n\n" not in lines  # JSON lines: no SSE comments
+
+
+def test_the_app_imports_every_wire_at_start_not_at_its_first_reply() -> None:
+    """A wire's modules imported on its first reply held every stream of a busy gateway just
+    as the first texts came; building the app imports them (a fresh interpreter shows it)."""
+    code = """
+import sys
+from agent_stream.adapters import registry
+from agent_stream.gateway.app import build_app
+from agent_stream.gateway.config import GatewayConfig
+from agent_stream.gateway.core import Gateway
+from agent_stream.gateway.link import Agents
+from agent_stream.uagents import LocalDirectory
+
+refs = {w.encoder.partition(":")[0] for w in registry.wires()}
+refs |= {f.partition(":")[0] for w in registry.wires() for f in w.frames.values()}
+before = sorted(r for r in refs if r in sys.modules)
+build_app(Gateway(GatewayConfig(), Agents([], LocalDirectory()), link=None), with_a2a=False)
+after = sorted(r for r in refs if r not in sys.modules)
+print(len(refs), len(before), after)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split(maxsplit=2)
+    wires, imported_before, missing_after = int(out[0]), int(out[1]), out[2].strip()
+    assert imported_before < wires  # some were not imported by merely importing the gateway
+    assert missing_after == "[]"

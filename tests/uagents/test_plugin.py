@@ -8,6 +8,8 @@ processes over HTTP is covered by tests/integration.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -226,3 +228,19 @@ async def test_reply_traffic_nobody_waits_for_is_not_answered(pair: Pair) -> Non
     again = await b_chat.ask(ctx, a.address, "new question")
     await asyncio.wait_for(again.wait(), 5)
     assert again.completed and calls == ["question", "new question"]
+
+
+def test_a_streaming_chat_imports_the_chunker_when_built_not_at_the_first_question() -> None:
+    """Imported by the first reply's encoder, the chunker held back every question that came
+    with the first (a fresh interpreter shows when it is imported)."""
+    code = (
+        "import sys\n"
+        "from agent_stream.uagents import StreamingChat\n"
+        "print('agent_stream.chunking' in sys.modules)\n"
+        "StreamingChat()\n"
+        "print('agent_stream.chunking' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out == ["False", "True"]
