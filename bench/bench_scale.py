@@ -26,9 +26,13 @@ encode on the sender, HTTP + verify + guard + parse on the receiver).
 
 ``--base PATH`` runs the same on another checkout of agent_stream (e.g. a ``git worktree`` of an
 older commit; its compiled chunker copied in) in the same run: "before" beside "this tree".
+``--repeat K`` runs each tree's sweep K times, the trees taking turns (and the first place: this
+tree first in odd rounds, the other in even ones), then prints the median of each N's figures and
+every run's first-text p99: at N = 1,000 on this machine a p99 moves by a second or more from
+one run to the next, more than most changes move it.
 
     python bench/bench_scale.py [--sizes 10,100,300,1000] [--rate 20] [--base PATH]
-                                [--max-replies M] [--stock-phases 1,2,4,8,16]
+                                [--repeat K] [--max-replies M] [--stock-phases 1,2,4,8,16]
     python bench/bench_scale.py --micro [--messages 2000] [--base PATH]
 
 Loopback only; every wait is bounded (``--timeout`` per sweep step). The machine's load average
@@ -704,6 +708,32 @@ def print_sweep(label: str, rows: list[dict[str, Any]], rate: float) -> None:
         )
 
 
+def print_medians(label: str, runs: list[list[dict[str, Any]]]) -> None:
+    """Each N's median figures over ``runs`` (sweeps of one tree) and every run's p99."""
+    print(f"\n{label}, median of {len(runs)} runs:")
+    print(
+        "| N | completed (worst) | wall (s) | first text p50 / p99 (s) | p99 of each run (s) | "
+        "CPU % agent / gateway | peak RSS MB agent / gateway (highest) |"
+    )
+    print("| ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+
+    def med(rows: list[dict[str, Any]], key: str) -> str:
+        vals = [r[key] for r in rows if r[key] is not None]
+        return sec(statistics.median(vals)) if vals else "-"
+
+    for i in range(1, len(runs[0])):
+        rows = [run[i] for run in runs]
+        n = rows[0]["n"]
+        print(
+            f"| {n} | {min(r['completed'] for r in rows)}/{n} | {med(rows, 'wall')} | "
+            f"{med(rows, 'p50')} / {med(rows, 'p99')} | "
+            f"{', '.join(sec(r['p99']) for r in rows)} | "
+            f"{statistics.median(r['cpu'][0] for r in rows):.0f} / "
+            f"{statistics.median(r['cpu'][1] for r in rows):.0f} | "
+            f"{max(r['rss'][0] for r in rows):.0f} / {max(r['rss'][1] for r in rows):.0f} |"
+        )
+
+
 def micro(env: dict[str, str], count: int) -> dict[str, float]:
     rport, sport = free_port(), free_port()
     receiver = Proc(
@@ -870,6 +900,12 @@ def main() -> int:
         help="seconds one sweep step's clients may take (default: %(default)s)",
     )
     ap.add_argument("--base", type=Path, help="another checkout to measure beside this tree")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="sweeps per tree, the trees taking turns; medians printed (default: %(default)s)",
+    )
     ap.add_argument("--keep", type=Path, help="keep the children's logs in this folder")
     ap.add_argument(
         "--max-replies",
@@ -938,23 +974,34 @@ def main() -> int:
         f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
         f"({os.cpu_count()} cores)"
     )
-    for label, path in trees:
-        with tempfile.TemporaryDirectory() as tmp:
-            if args.keep is not None:
-                tmp = str(args.keep / label.replace(" ", "-"))
-                Path(tmp).mkdir(parents=True, exist_ok=True)
-            env = environment(path, tmp, args.trace_memory)
-            if args.micro:
-                runs = [micro(env, args.messages) for _ in range(3)]
-                med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-                print(
-                    f"{label}: CPU per ChatMessage: sender {med['sender_ms']:.2f} ms, "
-                    f"receiver {med['receiver_ms']:.2f} ms, "
-                    f"{med['per_s']:.0f} ChatMessages/s one at a time "
-                    f"(median of 3 x {args.messages}; failed {med['failed']:.0f})"
-                )
-            elif args.sizes:
-                print_sweep(label, sweep(env, args, label), args.rate)
+    repeat = max(1, args.repeat) if args.sizes and not args.micro else 1
+    sweeps: dict[str, list[list[dict[str, Any]]]] = {label: [] for label, _ in trees}
+    for r in range(repeat):
+        for label, path in trees if r % 2 == 0 else trees[::-1]:
+            with tempfile.TemporaryDirectory() as tmp:
+                if args.keep is not None:
+                    tmp = str(
+                        args.keep / label.replace(" ", "-") / (str(r + 1) if repeat > 1 else "")
+                    )
+                    Path(tmp).mkdir(parents=True, exist_ok=True)
+                env = environment(path, tmp, args.trace_memory)
+                if args.micro:
+                    micros = [micro(env, args.messages) for _ in range(3)]
+                    med = {k: statistics.median(m[k] for m in micros) for k in micros[0]}
+                    print(
+                        f"{label}: CPU per ChatMessage: sender {med['sender_ms']:.2f} ms, "
+                        f"receiver {med['receiver_ms']:.2f} ms, "
+                        f"{med['per_s']:.0f} ChatMessages/s one at a time "
+                        f"(median of 3 x {args.messages}; failed {med['failed']:.0f})"
+                    )
+                elif args.sizes:
+                    rows = sweep(env, args, label)
+                    sweeps[label].append(rows)
+                    run = f", run {r + 1} of {repeat}" if repeat > 1 else ""
+                    print_sweep(label + run, rows, args.rate)
+    if repeat > 1:
+        for label, tree_runs in sweeps.items():
+            print_medians(label, tree_runs)
     if args.stock_phases and not args.micro:
         with tempfile.TemporaryDirectory() as tmp:
             if args.keep is not None:
