@@ -37,6 +37,9 @@ promptly. When the agent stops, lanes get ``drain_timeout`` (5 s) to finish.
 Given to an agent before it starts, the PeerDispenser is the one uagents runs (its stock
 queue included). Given to a running agent, envelopes not meant for lanes go to the dispenser
 the agent already runs, and the lanes are drained by a shutdown handler.
+
+Over 500 lines only through its docstrings (each bound and context explained where it is
+defined); its code is about 340 lines.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from uagents import Agent, Context
 from uagents.communication import Dispenser, send_exchange_envelope
@@ -146,8 +149,14 @@ def independent() -> Iterator[None]:
         _INDEPENDENT.reset(token)
 
 
-# (envelope, endpoints, the sender's future, sync, independent of what went before)
-_Queued = tuple[Any, list[str], asyncio.Future[Any], bool, bool]
+class _Queued(NamedTuple):
+    """An envelope waiting in a lane."""
+
+    envelope: Any
+    endpoints: list[str]
+    future: asyncio.Future[Any]  # the sender's: gets the MsgStatus
+    sync: bool
+    independent: bool  # of what went before it (:func:`independent`)
 
 
 class _Lane:
@@ -269,7 +278,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         if len(lane.queue) + len(lane.urgent) >= limit:
             _settle(response_future, _failed(envelope, "too many envelopes queued for peer"))
             return
-        item = (envelope, endpoints, response_future, sync, _INDEPENDENT.get())
+        item = _Queued(envelope, endpoints, response_future, sync, _INDEPENDENT.get())
         if target in self._pipelined and (_URGENT.get() or envelope.schema_digest == _ACK_DIGEST):
             lane.urgent.append(item)
         else:
@@ -309,8 +318,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         window = max(1, self.limits.window)
         if lane.target in self._pipelined:
             return window - lane.in_flight, False
-        head = (lane.urgent or lane.queue)[0]
-        if head[4]:
+        if (lane.urgent or lane.queue)[0].independent:
             return min(MAX_BATCH, window - lane.in_flight), True
         return (0 if posting else MAX_BATCH), False
 
@@ -372,7 +380,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         size = 0
         while (lane.urgent or lane.queue) and len(batch) < limit:
             source = lane.urgent or lane.queue
-            env, endpoints, fut, sync, free = item = source[0]
+            env, endpoints, fut, sync, _ = item = source[0]
             if fut.done():  # the sender stopped waiting
                 source.popleft()
                 continue
@@ -380,11 +388,11 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 source.popleft()
                 _settle(fut, _failed(env, "peer not answering"))
                 continue
-            if only_independent and not free:
+            if only_independent and not item.independent:
                 break  # it waits for the posts under way
             payload = len(getattr(env, "payload", None) or "")
             if batch:
-                if sync or endpoints != batch[0][1] or size + payload > MAX_BATCH_BYTES:
+                if sync or endpoints != batch[0].endpoints or size + payload > MAX_BATCH_BYTES:
                     break
             elif not sync and self.limits.keep_alive and endpoints:
                 limit = min(room, self.poster.batch_limit(endpoints[0]))
@@ -426,7 +434,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         env, endpoints, _, sync, _ = batch[0]
         try:
             if len(batch) > 1:
-                sending = self.poster.post_many([b[0] for b in batch], endpoints)
+                sending = self.poster.post_many([b.envelope for b in batch], endpoints)
             elif self.limits.keep_alive:
                 sending = self.poster.post(env, endpoints, sync)
             else:
@@ -443,9 +451,9 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                     timeout,
                     self.limits.stall_for,
                 )
-            return [_failed(b[0], f"no answer within {timeout:g} s") for b in batch]
+            return [_failed(b.envelope, f"no answer within {timeout:g} s") for b in batch]
         except Exception as exc:  # never let a transport error escape
-            return [_failed(b[0], f"{type(exc).__name__}: {exc}") for b in batch]
+            return [_failed(b.envelope, f"{type(exc).__name__}: {exc}") for b in batch]
         lane.timeouts = 0
         return result if len(batch) > 1 else [result]
 
