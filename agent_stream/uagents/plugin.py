@@ -125,9 +125,9 @@ from agent_stream.adapters.chat.acks import (
     reads_coalesced,
 )
 from agent_stream.adapters.chat.wire import control_of, ends_session
-from agent_stream.assemble import Assembler
 from agent_stream.conversation import Turn, history_to_json
 from agent_stream.uagents import _compat
+from agent_stream.uagents.answer import AnswerText
 from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.edge import answering_from
@@ -597,7 +597,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 fleet.mirror(peer, conversation, chat, session=encoder.session)
             return await self.send(ctx, peer, chat)
 
-        answer = Assembler()
+        answer = AnswerText()  # what memory and telemetry keep: the text alone
         watch = telemetry.reply_started(
             str(getattr(ctx.agent, "name", "") or "agent"),
             peer=peer,
@@ -618,7 +618,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             finally:
                 self._tell_withheld(request, encoder)
             # Remembered before the writer closes, so before the reply's last ChatMessage.
-            await self.memory.remember(asked, answer.transcript.text())
+            await self.memory.remember(asked, answer.text())
             if asked.session_ended:  # the responder ended the session: the reply says so
                 encoder.session = True
 
@@ -706,7 +706,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 resends=out.redelivery.resends,
                 keepalives=ka.sent if ka else 0,
                 repairs=out.repairs,
-                answer=answer.transcript.text,
+                answer=answer.text,
             )
         self.desk.ended(out.peer, out.conversation)
         if self.fleet is not None:
