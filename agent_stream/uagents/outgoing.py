@@ -21,12 +21,15 @@ encoder holds at its ``next_deadline``.
 
 Load-shaped batching: every ChatMessage is a signed envelope and an acknowledgement back, so an
 agent streaming many replies at once spends its CPU per ChatMessage, not per token. With R replies
-open, a reply sends at most one ChatMessage every ``R / agent_rate`` seconds (at most
-``max_hold``): what its encoder releases meanwhile waits and goes as one, until it holds
-``hold_chars`` characters of text (the chunker's default ``max_chars``), the reply ends, or the
-hold is over. A reply's first text is never held (the asker's time to first text). With few
-replies open the hold is below ``min_hold`` and nothing waits: text goes as the chunker releases
-it (at most its ``max_delay`` late).
+open, what a reply's encoder releases after a send waits up to ``R / agent_rate`` seconds (at most
+``max_hold``) from when the first of it came, and goes as one: so at most one ChatMessage every
+hold, and nothing held longer than one. A hold ends early when ``hold_chars`` characters of text
+wait (the chunker's default ``max_chars``) or the reply ends. A reply's first ChatMessage and its
+first text are never held (the asker's sign of life and time to first text): the tool calls and
+progress that come before the first text go with it unless it is a hold away (a thousand replies
+no longer send them as an envelope of their own just before their first texts). With few replies
+open the hold is below ``min_hold`` and nothing waits: text goes as the chunker releases it (at
+most its ``max_delay`` late).
 
 Every stream ends whatever happens: the responder raising (an ``error`` message, then the ends
 with status error), cancellation, the peer unreachable.
@@ -229,7 +232,9 @@ class Outgoing:
         self._tap = tap  # sees every Message the responder writes (e.g. to keep the answer)
         self.telemetry: Any = None  # the owner's per-reply telemetry (agent_stream.telemetry)
         self._open_replies = open_replies
-        self._hold_until = 0.0  # load-shaped batching: the next ChatMessage not before this
+        # load-shaped batching: what is queued waits up to _hold_for seconds from _queued_at
+        self._hold_for = 0.0
+        self._queued_at = 0.0
         self._queued_chars = 0  # text waiting in the queue
         self._text_sent = False  # the reply's first text went (it is never held)
         self.holds = 0  # times the next ChatMessage waited for more text (the agent was busy)
@@ -272,6 +277,8 @@ class Outgoing:
 
     def _emit(self, chats: list[ChatMessage]) -> None:
         if chats and not self.dead:
+            if not self.queue:
+                self._queued_at = clock()
             self.queue.extend(chats)
             self._queued_chars += sum(map(_text_chars, chats))
             self._wake_sender.set()
@@ -283,16 +290,18 @@ class Outgoing:
             return 0.0
         if chars and not self._text_sent:  # the first text: the asker waits for it
             return 0.0
-        return self._hold_until - clock()
+        return self._queued_at + self._hold_for - clock()
 
     def _held_after_send(self) -> None:
-        """Start the hold the agent's load calls for (see the module doc)."""
+        """Set the hold the agent's load calls for (see the module doc): what the encoder
+        releases from now on waits that long from when the first of it came."""
         rate = self.limits.agent_rate
         if self._open_replies is None or rate <= 0:
             return
         hold = min(self.limits.max_hold, self._open_replies() / rate)
-        if hold >= self.limits.min_hold:
-            self._hold_until = clock() + hold
+        self._hold_for = hold if hold >= self.limits.min_hold else 0.0
+        if self.queue:  # what the send left queued waits from now
+            self._queued_at = clock()
 
     # -- tasks ------------------------------------------------------------------------------------
     async def run(self) -> None:

@@ -12,6 +12,7 @@ from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.assemble import assemble
+from agent_stream.message import tool_call
 from agent_stream.uagents.outgoing import Outgoing, PumpLimits
 from agent_stream.writer import StreamWriter
 
@@ -135,3 +136,41 @@ async def test_the_first_text_is_not_held() -> None:
     assert wire.sent[0][1].content and first_text > wire.sent[0][0]  # something went before it
     assert first_text - wrote[0] < 0.4  # at once, not after the 2 s hold
     assert out.holds > 0  # the next sentences were held (the end of the reply released them)
+
+
+async def test_a_tool_call_just_before_the_first_text_goes_with_it() -> None:
+    """Under load, what comes after a send waits a hold from when it came, not from the send:
+    a tool call made shortly before the first text rides with it instead of going alone just
+    before it (a thousand replies sent both, back to back)."""
+    times: dict[str, float] = {}
+
+    async def tool_then_text(out: StreamWriter) -> None:
+        async with out.block("llm") as b:
+            await asyncio.sleep(0.8)  # the reply's start went at once; a hold (1 s) began
+            async with out.block("tool", label="search") as tb:
+                times["tool"] = time.monotonic()
+                await tb.send(tool_call("call_1", "search", '{"q": "x"}'))
+            await asyncio.sleep(0.5)  # past the hold counted from the start's send
+            async with b.message("text") as m:
+                times["text"] = time.monotonic()
+                await m.append("The first sentence. ")
+
+    wire = Wire()
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=tool_then_text,
+        send=wire,
+        limits=PumpLimits(max_hold=1.0),
+        open_replies=lambda: 1000,  # busy: holds of 1 s
+    )
+    await asyncio.wait_for(out.start(), 10)
+    assert wire.text() == "The first sentence. "
+    i = next(
+        i for i, (_, c) in enumerate(wire.sent) if any(getattr(x, "text", "") for x in c.content)
+    )
+    sent_at, first = wire.sent[i]
+    assert i == 1  # the start, then the first text with the tool call: nothing in between
+    assert "tool_call" in str(first.content)
+    assert sent_at - times["text"] < 0.4  # the first text was not held
