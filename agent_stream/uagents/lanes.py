@@ -19,8 +19,9 @@ a session of its own) goes beside the posts under way to any peer, within the sa
 gateway's thousand questions no longer wait for one another. Posts go
 over the agent's kept-alive connections (:mod:`.pool`), not one new connection per envelope.
 Everything else the agent sends (its other protocols) goes the stock uagents way, with uagents'
-own timeouts, unless ``every_protocol`` puts all sends in lanes. Bounds (:class:`LaneLimits`,
-defaults):
+own timeouts, unless ``every_protocol`` puts all sends in lanes. To an endpoint that never
+answered, at most :data:`PROBE_POSTS` posts go at once until one answer says whether it takes
+batches. Bounds (:class:`LaneLimits`, defaults):
 
 - ``post_timeout`` 10 s: one HTTP post (connect, send, answer); then the envelope fails;
 - ``max_timeouts`` 2 consecutive timed-out posts make the lane *stalled*: what is queued and
@@ -110,6 +111,11 @@ class LaneLimits:
     keep_alive: bool = True
     every_protocol: bool = False
 
+
+#: Posts at once to an endpoint that never answered: until one answer says whether it takes
+#: batches, a burst does not fill the window with posts of one envelope each (a cold gateway
+#: asking a thousand questions made a thousand posts where sixteen batches would do).
+PROBE_POSTS = 4
 
 #: The schema digests whose envelopes go through lanes by default (the chat protocol's).
 CHAT_DIGESTS = frozenset(Model.build_schema_digest(m) for m in (ChatMessage, ChatAcknowledgement))
@@ -316,11 +322,19 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         batch, still in order), except independent envelopes, which go beside the posts under
         way, within the same window."""
         window = max(1, self.limits.window)
+        head = (lane.urgent or lane.queue)[0]
+        if lane.posting >= PROBE_POSTS and self._unheard(head.endpoints):
+            return 0, False  # first learn from an answer whether the endpoint takes batches
         if lane.target in self._pipelined:
             return window - lane.in_flight, False
-        if (lane.urgent or lane.queue)[0].independent:
+        if head.independent:
             return min(MAX_BATCH, window - lane.in_flight), True
         return (0 if posting else MAX_BATCH), False
+
+    def _unheard(self, endpoints: list[str]) -> bool:
+        """Whether the posts to ``endpoints`` could be batches but the first endpoint never
+        answered, so it is not known yet whether it takes them."""
+        return bool(self.limits.keep_alive and endpoints and not self.poster.heard(endpoints[0]))
 
     async def _drain(self, lane: _Lane) -> None:
         if self._posting is None:

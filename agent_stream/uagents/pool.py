@@ -72,6 +72,7 @@ class EnvelopePoster:
         self.connections_opened = 0
         self.posts = 0  # HTTP posts made (a batch is one)
         self._batches: OrderedDict[str, int] = OrderedDict()  # endpoint -> envelopes per post
+        self._answered: OrderedDict[str, None] = OrderedDict()  # endpoints that have answered
 
     def _client(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -99,7 +100,19 @@ class EnvelopePoster:
         """
         return self._batches.get(endpoint, 1)
 
+    def heard(self, endpoint: str) -> bool:
+        """Whether ``endpoint`` has answered a post (so whether it takes batches is known).
+
+        Args:
+            endpoint: the destination's endpoint URL.
+        """
+        return endpoint in self._answered
+
     def _heard(self, endpoint: str, resp: aiohttp.ClientResponse) -> None:
+        if endpoint not in self._answered:
+            self._answered[endpoint] = None
+            while len(self._answered) > MAX_ENDPOINTS:
+                self._answered.popitem(last=False)
         value = resp.headers.get(BATCH_HEADER)
         if value is None:
             if resp.status == 200 and endpoint in self._batches:  # served by something else now

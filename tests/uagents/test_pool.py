@@ -27,7 +27,13 @@ from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus
 
 from agent_stream.uagents import ChatRequest, StreamingChat, _compat
-from agent_stream.uagents.lanes import CHAT_DIGESTS, LaneLimits, PeerDispenser, independent
+from agent_stream.uagents.lanes import (
+    CHAT_DIGESTS,
+    PROBE_POSTS,
+    LaneLimits,
+    PeerDispenser,
+    independent,
+)
 from agent_stream.uagents.local import endpoint_for
 from agent_stream.uagents.pool import BATCH_HEADER, MAX_BATCH, EnvelopePoster
 from agent_stream.writer import StreamWriter
@@ -297,6 +303,8 @@ async def test_by_default_a_pipelined_peer_gets_64_envelopes_in_one_round_trip(
     d = PeerDispenser()
     try:
         d.pipeline(A)
+        assert (await post(d, url, "hello")).status == DeliveryStatus.DELIVERED  # heard from
+        rec.most_in_flight = 0
         started = time.monotonic()
         results = await asyncio.gather(*(post(d, url, f"m{i}") for i in range(64)))
         took = time.monotonic() - started
@@ -387,12 +395,14 @@ class BatchRecorder:
         self.most_in_flight = 0
         self.posts = 0
         self.most_posts = 0
+        self.total_posts = 0
 
     async def handle(self, request: web.Request) -> web.Response:
         data = json.loads(await request.read())
         items = data if isinstance(data, list) else [data]
         self.in_flight += len(items)
         self.posts += 1
+        self.total_posts += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         self.most_posts = max(self.most_posts, self.posts)
         self.got += [Envelope.model_validate(i).decode_payload() for i in items]
@@ -461,5 +471,23 @@ async def test_independent_envelopes_go_beside_the_posts_under_way_to_a_plain_pe
             await asyncio.gather(*futs)
             assert rec.got == [f"p{i}" for i in range(8)]
             assert rec.most_posts == 1
+        finally:
+            await d.drain(1)
+
+
+async def test_a_burst_to_an_endpoint_never_heard_from_waits_for_one_answer_then_batches() -> None:
+    """A cold lane does not fill its window with posts of one envelope each before the
+    endpoint has said whether it takes batches: a few posts first, then batches."""
+    rec = BatchRecorder(delay=0.05)
+    async with submit_server(rec.handle) as url:
+        d = PeerDispenser(LaneLimits(window=128))
+        try:
+            d.pipeline(A)
+            results = await asyncio.gather(*(post(d, url, f"m{i}") for i in range(256)))
+            assert all(r.status == DeliveryStatus.DELIVERED for r in results)
+            assert sorted(rec.got) == sorted(f"m{i}" for i in range(256))
+            # PROBE_POSTS single posts, then batches of up to 64 within the window of 128
+            assert rec.most_posts <= PROBE_POSTS + 2
+            assert rec.total_posts <= PROBE_POSTS + 256 // MAX_BATCH + 2 <= 12  # not ~130
         finally:
             await d.drain(1)
