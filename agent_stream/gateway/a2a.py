@@ -67,7 +67,6 @@ from agent_stream.gateway.middleware import caller, read_body
 from agent_stream.gateway.runs import Busy
 from agent_stream.gateway.store import StoreFull, parse_end
 from agent_stream.gateway.views import CONTINUES
-from agent_stream.message import Message
 from agent_stream.recent import RecentMap
 
 __all__ = ["GatewayExecutor", "check_message", "check_request", "routes"]
@@ -205,7 +204,7 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 evs = (
                     enc.close(status=end.get("status") or "error", error=end.get("error"))
                     if end is not None
-                    else enc.feed(Message.from_json(entry))
+                    else enc.feed(gw.runs.parsed.message(entry))
                 )
                 await emit(evs)
                 if end is not None or enc.finished:

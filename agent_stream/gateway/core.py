@@ -316,6 +316,7 @@ class Gateway:
             after=after,
             sse=sse,
             keepalive=KEEPALIVE if framing == "sse" else None,
+            parsed=self.runs.parsed,
         )
 
         async def body() -> AsyncIterator[str]:

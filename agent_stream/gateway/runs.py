@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_stream.conversation import Turn
 from agent_stream.gateway.link import AgentLink, AgentRef, LinkedReply
+from agent_stream.gateway.parsed import ParsedEntries
 from agent_stream.gateway.store import ResumeStore, StoreFull, end_entry
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class Runs:
         self.max_runs = max_runs
         self.timeout = timeout
         self.runs: dict[str, Run] = {}
+        self.parsed = ParsedEntries()  # what the pumps stored, for this process's readers
         self.finished: dict[str, Run] = {}  # kept for ``stats`` while their log is kept
 
     @property
@@ -245,7 +247,9 @@ class Runs:
                     and (msg.props or {}).get("content")
                 ):
                     run.first_text_at = time.monotonic()
-                await self.store.append(run.id, [msg.to_json()])
+                entry = msg.to_json()
+                self.parsed.keep(entry, msg)
+                await self.store.append(run.id, [entry])
             status = run.reply.status or "error"
             if status == "timeout":
                 status, error = "error", f"no complete reply within {self.timeout:g} s"

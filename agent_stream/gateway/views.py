@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from agent_stream.adapters.framing import Encoder
 from agent_stream.adapters.registry import Framing, Wire
 from agent_stream.adapters.routing import encoder_for, wire_for
+from agent_stream.gateway.parsed import ParsedEntries
 from agent_stream.gateway.store import ResumeStore, parse_end
 from agent_stream.message import Message
 
@@ -164,6 +165,7 @@ async def events(
     after: int = -1,
     *,
     idle: float | None = None,
+    parsed: ParsedEntries | None = None,
 ) -> AsyncIterator[tuple[int, Any]]:
     """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end; a
     resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``.
@@ -175,6 +177,7 @@ async def events(
         options: the wire encoder's options.
         after: the last event the client has (-1: from the start).
         idle: when given, ``(n, None)`` after each ``idle`` seconds without an event.
+        parsed: the Messages this process just stored, taken instead of parsing their JSON.
 
     Yields:
         (n, wire object) pairs.
@@ -192,7 +195,8 @@ async def events(
         if end is not None:
             objs = enc.close(status=end.get("status") or "error", error=end.get("error"))
         else:
-            objs = enc.feed(Message.from_json(entry))
+            msg = parsed.message(entry) if parsed is not None else Message.from_json(entry)
+            objs = enc.feed(msg)
         for obj in objs:
             n += 1
             if n <= after:
@@ -217,6 +221,7 @@ async def framed(
     after: int = -1,
     sse: bool = True,
     keepalive: float | None = None,
+    parsed: ParsedEntries | None = None,
 ) -> AsyncIterator[str]:
     """The reply's wire as text: SSE events with ``id: <reply id>:<n>``, or JSON lines.
 
@@ -231,6 +236,7 @@ async def framed(
         after: the last event the client has (-1: from the start).
         sse: for ``native``: SSE framing, else JSON lines.
         keepalive: seconds of silence before a keepalive comment (None: none; SSE only).
+        parsed: the Messages this process just stored (see :func:`events`).
 
     Yields:
         The framed events.
@@ -239,7 +245,7 @@ async def framed(
     frame = wire.frame(framing)
     ids = framing == "sse"
     idle = keepalive if ids else None
-    async for n, obj in events(store, reply_id, fmt, options, after, idle=idle):
+    async for n, obj in events(store, reply_id, fmt, options, after, idle=idle, parsed=parsed):
         if obj is None:
             yield ": keepalive\n\n"
             continue
