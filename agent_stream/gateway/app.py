@@ -6,6 +6,9 @@ first: the access log, CORS (only for ``--cors-origin`` origins; none by default
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -47,6 +50,10 @@ def _preload_wires() -> None:
         wire.make_encoder()
         for framing in wire.frames:
             wire.frame(framing)
+    # a streaming response's task group loads anyio's asyncio backend on its first use: ~40 ms
+    # in which a thousand questions that had just come waited
+    with contextlib.suppress(ImportError):
+        importlib.import_module("anyio._backends._asyncio")
 
 
 def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
