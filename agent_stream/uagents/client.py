@@ -69,7 +69,7 @@ from agent_stream.adapters.chat import (
 )
 from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
-from agent_stream.adapters.chat.wire import OP_RESEND, control
+from agent_stream.adapters.chat.wire import OP_RESEND, chat_of, control
 from agent_stream.assemble import Assembler, Transcript
 from agent_stream.errors import StreamError, StreamWarning, WarningCode
 from agent_stream.message import Message
@@ -476,7 +476,7 @@ def build_question(
         content.append(StartSessionContent())
     content.append(request_tags(channels, history=history))
     content.append(TextContent(text=question))
-    return ChatMessage(content=content)
+    return chat_of(content)
 
 
 class ChatClient:

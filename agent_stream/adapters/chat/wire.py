@@ -42,6 +42,7 @@ __all__ = [
     "Group",
     "MessageKey",
     "chain_of",
+    "chat_of",
     "coalesce",
     "control",
     "control_of",
@@ -352,6 +353,22 @@ def conversation_of(chat: ChatMessage) -> str | None:
     return None
 
 
+def chat_of(content: list[Any], msg_id: uuid.UUID | None = None) -> ChatMessage:
+    """A new ChatMessage (now, a fresh id unless given) of content items already built as their
+    own models: what ``ChatMessage(content=...)`` makes, without pydantic's walk of the content
+    union, which tries each member in turn and leaves a TypeError, its traceback and its frames
+    behind for every one that does not match (at a gateway's thousand questions, a fifth of its
+    time went to collecting them).
+
+    Args:
+        content: the content items (TextContent, MetadataContent...).
+        msg_id: the message id (None: a new one).
+    """
+    return ChatMessage.construct(
+        timestamp=datetime.now(timezone.utc), msg_id=msg_id or uuid.uuid4(), content=content
+    )
+
+
 # -- delivery ops ---------------------------------------------------------------------------------
 def control(op: str, conversation: str, **fields: str) -> ChatMessage:
     """A delivery-op ChatMessage.
@@ -362,7 +379,7 @@ def control(op: str, conversation: str, **fields: str) -> ChatMessage:
         **fields: the op's other metadata (``from``, ``high``...).
     """
     md = {TAG_KEY: PROTOCOL_VERSION, "op": op, "conversation": conversation, **fields}
-    return ChatMessage(content=[MetadataContent(metadata=md)])
+    return chat_of([MetadataContent(metadata=md)])
 
 
 def control_of(chat: ChatMessage) -> dict[str, str] | None:
