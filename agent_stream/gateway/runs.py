@@ -149,6 +149,7 @@ class Runs:
         self.max_runs = max_runs
         self.timeout = timeout
         self.runs: dict[str, Run] = {}
+        self._per_key: dict[str, int] = {}  # open runs per key (counted, not scanned for)
         self.parsed = ParsedEntries()  # what the pumps stored, for this process's readers
         self.finished: dict[str, Run] = {}  # kept for ``stats`` while their log is kept
 
@@ -156,11 +157,24 @@ class Runs:
     def open_count(self) -> int:
         return len(self.runs)
 
+    def _open(self, run: Run) -> None:
+        self.runs[run.id] = run
+        self._per_key[run.key] = self._per_key.get(run.key, 0) + 1
+
+    def _close(self, run: Run) -> None:
+        if self.runs.get(run.id) is not run:
+            return
+        del self.runs[run.id]
+        left = self._per_key.get(run.key, 0) - 1
+        if left > 0:
+            self._per_key[run.key] = left
+        else:
+            self._per_key.pop(run.key, None)
+
     def _check_limits(self, key: str) -> None:
         if len(self.runs) >= self.max_runs:
             raise Busy(f"the gateway is at its limit of {self.max_runs} replies at once")
-        mine = sum(1 for r in self.runs.values() if r.key == key)
-        if mine >= self.max_per_key:
+        if self._per_key.get(key, 0) >= self.max_per_key:
             raise Busy(f"at most {self.max_per_key} replies at once per API key")
 
     async def start(
@@ -205,7 +219,7 @@ class Runs:
         run = Run(rid, agent, key, question, history=history, session=session)
         run.delivered = asyncio.get_running_loop().create_future()
         run.opening = asyncio.get_running_loop().create_future()
-        self.runs[rid] = run  # counted from now on (the limits hold across the awaits below)
+        self._open(run)  # counted from now on (the limits hold across the awaits below)
         try:
             # the owner: only the caller that started a reply may read, resume or stop it
             await self.store.create(
@@ -214,7 +228,7 @@ class Runs:
             for a in aliases:
                 await self.store.alias(a, rid)
         except BaseException:
-            self.runs.pop(rid, None)
+            self._close(run)
             raise
         run.task = asyncio.create_task(self._pump(run, reasoning), name=f"gateway run {rid}")
         try:
@@ -282,7 +296,7 @@ class Runs:
             with contextlib.suppress(StoreFull):
                 await self.store.append(run.id, [end_entry(status, error)])
             await self.store.drop(run.id, self.window)
-            self.runs.pop(run.id, None)
+            self._close(run)
             if run.abandon is not None:
                 run.abandon.cancel()
             self._remember(run)

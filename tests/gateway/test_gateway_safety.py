@@ -3,6 +3,7 @@ for listed origins, body caps, the per-key reply limit, and no non-loopback bind
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -110,3 +111,9 @@ def test_body_cap_and_per_key_limit(locked: Gateway) -> None:
             )
             assert r.status_code == 200
             assert c.delete(f"/v1/replies/{rid}", headers=one).json()["status"] == "cancelled"
+        # the cancelled reply no longer counts against its key: the next one is taken
+        deadline = time.monotonic() + 10
+        while (r := c.get("/v1/stream", params={"q": "again"}, headers=one)).status_code == 429:
+            assert time.monotonic() < deadline, "the ended reply still counts against its key"
+            time.sleep(0.05)
+        assert r.status_code == 200 and "again" in r.text
