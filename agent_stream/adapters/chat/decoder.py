@@ -10,6 +10,7 @@ mirror, which may lag what reached the asker).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import Callable, Hashable
@@ -30,6 +31,14 @@ from agent_stream.errors import StreamWarning
 from agent_stream.message import EVENT, STREAM_END, Message
 
 __all__ = ["ChatDecoder"]
+
+_DEFAULT_LIMITS = DecoderLimits()
+
+
+@functools.lru_cache(maxsize=64)
+def _with(base: DecoderLimits, changed: tuple[tuple[str, Any], ...]) -> DecoderLimits:
+    """``base`` with ``changed`` fields (checked by DecoderLimits; an error is not cached)."""
+    return replace(base, **dict(changed))
 
 
 class ChatDecoder:
@@ -81,9 +90,10 @@ class ChatDecoder:
             "max_stream_bytes": max_stream_bytes,
             "max_message_bytes": max_message_bytes,
         }
-        self.limits = replace(
-            limits or DecoderLimits(), **{k: v for k, v in given.items() if v is not None}
-        )
+        base = limits or _DEFAULT_LIMITS
+        changed = tuple((k, v) for k, v in given.items() if v is not None and getattr(base, k) != v)
+        # one decoder per reply: the same limits are checked once, not again for each
+        self.limits = _with(base, changed) if changed else base
         self._warnings = WarningQueue(self.limits.max_warnings)
         self._state = DecoderState(self.limits, self._warnings)
         self._streams = StreamDecoder(self._state)
