@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic.v1 import BaseModel
 from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat.wire import HISTORY_KEY, sent_history
@@ -125,9 +126,9 @@ def question_bytes(msg: ChatMessage) -> int:
     """
     total = 0
     for item in msg.content:
-        fields = item.dict()
-        fields.pop("type", None)
-        total += sum(_size(v) for v in fields.values())
+        # its fields as they are (``item.dict()`` copied them all first: a tenth of an
+        # agent's time per question); nested models are measured field by field
+        total += sum(_size(v) for k, v in vars(item).items() if k != "type")
     history = sent_history(msg)
     if history is not None:
         total -= _size(HISTORY_KEY) + _size(history)
@@ -141,4 +142,6 @@ def _size(value: Any) -> int:
         return sum(_size(k) + _size(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return sum(_size(v) for v in value)
+    if isinstance(value, BaseModel):
+        return _size(vars(value))
     return len(str(value)) if value is not None else 0
