@@ -117,6 +117,8 @@ class LaneLimits:
 #: asking a thousand questions made a thousand posts where sixteen batches would do).
 PROBE_POSTS = 4
 
+NOT_SENT = "not sent: the agent is stopping"  # what an envelope cancelled before its post gets
+
 #: The schema digests whose envelopes go through lanes by default (the chat protocol's).
 CHAT_DIGESTS = frozenset(Model.build_schema_digest(m) for m in (ChatMessage, ChatAcknowledgement))
 _ACK_DIGEST = Model.build_schema_digest(ChatAcknowledgement)
@@ -356,7 +358,14 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                     # window of 128 let 128 posts of 64 envelopes go at once)
                     lane.posting += 1
                     lane.in_flight += len(batch)
-                    await self._posting.acquire()
+                    try:
+                        await self._posting.acquire()
+                    except asyncio.CancelledError:  # taken, not posted: its senders are told
+                        lane.posting -= 1
+                        lane.in_flight -= len(batch)
+                        for item in batch:
+                            _settle(item.future, _failed(item.envelope, NOT_SENT))
+                        raise
                     posts.add(asyncio.get_running_loop().create_task(self._one(lane, batch)))
                 if posts:
                     # until a post is answered or another envelope comes (one that may go
@@ -381,7 +390,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                     now = time.monotonic()
                     self._stalled = {t: u for t, u in self._stalled.items() if u > now}
             for env, _, fut, _, _ in (*lane.urgent, *lane.queue):  # cancelled: none waits
-                _settle(fut, _failed(env, "not sent: the agent is stopping"))
+                _settle(fut, _failed(env, NOT_SENT))
 
     def _take(self, lane: _Lane, room: int, only_independent: bool = False) -> list[_Queued]:
         """The next post's envelopes: the next one waiting and, when its endpoint takes
@@ -441,7 +450,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             assert self._posting is not None
             self._posting.release()
             for env, _, fut, _, _ in batch:
-                _settle(fut, _failed(env, "not sent: the agent is stopping"))
+                _settle(fut, _failed(env, NOT_SENT))
 
     async def _post(self, lane: _Lane, batch: list[_Queued]) -> list[Any]:
         timeout = self.limits.post_timeout

@@ -491,3 +491,23 @@ async def test_a_burst_to_an_endpoint_never_heard_from_waits_for_one_answer_then
             assert rec.total_posts <= PROBE_POSTS + 256 // MAX_BATCH + 2 <= 12  # not ~130
         finally:
             await d.drain(1)
+
+
+async def test_an_envelope_waiting_for_a_post_slot_when_the_lanes_stop_is_failed() -> None:
+    """A lane cancelled while its next batch waits for one of the agent's post slots tells
+    that batch's senders it was not sent (they waited on their futures for ever)."""
+    rec = BatchRecorder(delay=2.0)
+    async with submit_server(rec.handle) as url:
+        d = PeerDispenser(LaneLimits(max_posting=1))
+        try:
+            first = post(d, url, "holds the only slot")
+            await asyncio.sleep(0.1)
+            other = asyncio.get_running_loop().create_future()
+            d.add_envelope(envelope("waits for it", target="agent1" + "b" * 59), [url], other)
+            await asyncio.sleep(0.1)
+            await d.drain(0.1)  # the lanes are cancelled
+            result = await asyncio.wait_for(other, 2)
+            assert result.status == DeliveryStatus.FAILED and "not sent" in result.detail
+            assert (await asyncio.wait_for(first, 2)).status == DeliveryStatus.FAILED
+        finally:
+            await d.drain(0.1)
