@@ -74,12 +74,30 @@ def _timestamp(v: Any) -> str:
     return v.isoformat()
 
 
-def chat_json(model: Model) -> str:
+# The last JSON written with ``keep``: (the model, its JSON). A reply's pump writes a ChatMessage's
+# JSON for its replay buffer just before sending it, and the send writes it again.
+_kept: tuple[Model, str] | None = None
+
+
+def chat_json(model: Model, *, keep: bool = False) -> str:
     """``model.json()`` for the chat protocol's models, faster; any other model: ``.json()``.
 
     Args:
         model: the model to send.
+        keep: remember this JSON for the next call with the very same model (a ChatMessage
+            about to be sent, never changed afterwards): that call returns it as it is.
     """
+    global _kept
+    kept = _kept
+    if kept is not None and kept[0] is model:
+        return kept[1]
+    text = _write(model)
+    if keep:
+        _kept = (model, text)
+    return text
+
+
+def _write(model: Model) -> str:
     try:
         t = type(model)
         d = model.__dict__

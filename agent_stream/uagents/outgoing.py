@@ -448,7 +448,7 @@ class Outgoing:
             if span is not None:
                 self._high = max(self._high, span[1])
                 if self.replay is not None:  # kept as JSON: a fifth of the objects' memory
-                    kept = chat_json(chat)
+                    kept = chat_json(chat, keep=True)  # the send that follows reuses it
                     self.replay.add(span[0], span[1], kept, sys.getsizeof(kept))
             if before_text and self.pipelined:
                 # The asker restores order: the first text does not wait for the post of what

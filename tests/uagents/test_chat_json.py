@@ -87,3 +87,22 @@ def test_models_built_without_validation_and_other_models_are_written_the_usual_
         n: int
 
     assert chat_json(Other(n=3)) == Other(n=3).json()
+
+
+def test_json_kept_for_a_send_is_reused_for_that_very_chatmessage_only() -> None:
+    """The pump writes a ChatMessage's JSON for its replay buffer, then sends it: the send
+    reuses that JSON; an equal ChatMessage of its own (or one not kept) is written afresh."""
+    mid = uuid.uuid4()
+    ts = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    first = ChatMessage(content=[TextContent(text="kept")], msg_id=mid, timestamp=ts)
+    twin = ChatMessage(content=[TextContent(text="kept")], msg_id=mid, timestamp=ts)
+    kept = chat_json(first, keep=True)
+    assert kept == first.json()
+    assert chat_json(first) is kept  # the send: no second write
+    again = chat_json(twin)
+    assert again == kept and again is not kept
+    other = ChatMessage(content=[TextContent(text="another")])
+    assert chat_json(other) == other.json()
+    assert chat_json(first) is kept  # still the last one kept
+    chat_json(other, keep=True)
+    assert chat_json(first) is not kept and chat_json(first) == kept
