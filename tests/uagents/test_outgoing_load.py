@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from uagents_core.contrib.protocols.chat import ChatMessage
 
@@ -59,6 +60,23 @@ async def run(open_replies: int | None, **limits: float) -> tuple[Wire, Outgoing
 
 
 EXPECTED = " ".join(WORDS) + " "
+
+
+async def busy(respond: Any, max_hold: float) -> tuple[Wire, Outgoing]:
+    """``respond`` streamed by a pump of an agent with 1,000 replies open (holds of
+    ``max_hold``); what it delivered."""
+    wire = Wire()
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=respond,
+        send=wire,
+        limits=PumpLimits(max_hold=max_hold),
+        open_replies=lambda: 1000,
+    )
+    await asyncio.wait_for(out.start(), 10)
+    return wire, out
 
 
 async def test_few_replies_open_nothing_waits() -> None:
@@ -120,17 +138,7 @@ async def test_the_first_text_is_not_held() -> None:
                 await asyncio.sleep(0.5)
                 await m.append("A third. ")
 
-    wire = Wire()
-    out = Outgoing(
-        PEER,
-        "conv",
-        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
-        respond=late_text,
-        send=wire,
-        limits=PumpLimits(max_hold=2.0),
-        open_replies=lambda: 1000,  # busy: holds of 2 s
-    )
-    await asyncio.wait_for(out.start(), 10)
+    wire, out = await busy(late_text, max_hold=2.0)
     assert wire.text() == "The first sentence. A second one. A third. "
     first_text = next(t for t, c in wire.sent if any(getattr(i, "text", "") for i in c.content))
     assert wire.sent[0][1].content and first_text > wire.sent[0][0]  # something went before it
@@ -155,17 +163,7 @@ async def test_a_tool_call_just_before_the_first_text_goes_with_it() -> None:
                 times["text"] = time.monotonic()
                 await m.append("The first sentence. ")
 
-    wire = Wire()
-    out = Outgoing(
-        PEER,
-        "conv",
-        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
-        respond=tool_then_text,
-        send=wire,
-        limits=PumpLimits(max_hold=1.0),
-        open_replies=lambda: 1000,  # busy: holds of 1 s
-    )
-    await asyncio.wait_for(out.start(), 10)
+    wire, _ = await busy(tool_then_text, max_hold=1.0)
     assert wire.text() == "The first sentence. "
     i = next(
         i for i, (_, c) in enumerate(wire.sent) if any(getattr(x, "text", "") for x in c.content)
