@@ -279,3 +279,21 @@ async def test_urgent_envelopes_and_acks_go_first_to_a_pipelined_peer_only(sink:
     await asyncio.gather(*futs)
     assert sink.got == ["bulk0", "bulk1", "bulk2", "first text", "an ack"]
     await d.drain(1)
+
+
+async def test_a_burst_to_a_peer_that_never_answers_fails_fast_and_whole(hanging: str) -> None:
+    """A cold, pipelined lane to an endpoint that accepts connections and never answers: only
+    the probe posts hang (not a window of them), and every envelope of the burst fails within
+    about two post timeouts ("not answering" once the lane stalls); none is left waiting."""
+    d = PeerDispenser(LaneLimits(post_timeout=0.3))
+    try:
+        d.pipeline(A)
+        started = time.monotonic()
+        futs = [post(d, A, hanging, f"m{i}") for i in range(300)]
+        results = await asyncio.wait_for(asyncio.gather(*futs), 5)
+        assert all(r.status == DeliveryStatus.FAILED for r in results)
+        assert time.monotonic() - started < 0.3 * 2 + 1.0
+        details = {r.detail for r in results}
+        assert any("not answering" in x for x in details), details
+    finally:
+        await d.drain(1)
