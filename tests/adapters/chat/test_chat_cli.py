@@ -202,7 +202,7 @@ BAD = [
     ('{"content": [], "surprise": 1}', "unknown field(s) 'surprise'"),
     ('{"content": [{"type": "text", "text": "x", "extra": 1}]}', "unknown field(s) 'extra'"),
     (
-        f'{{"content": [{{"type": "end-stream", "stream_id": "{uuid.uuid1()}"}}]}}',
+        '{"content": [{"type": "end-stream", "stream_id": "c232ab00-9414-11ec-b3c8-9e6bdeced846"}]}',
         "uuid version 4 expected",
     ),
 ]

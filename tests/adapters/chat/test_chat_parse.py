@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
@@ -18,13 +17,13 @@ from agent_stream.errors import WireError
         ("{not json", "not JSON"),
         ("[]", "must be a JSON object"),
         ('{"content": [], "extra": 1}', "unknown field(s) 'extra'"),
-        (f'{{"msg_id": "{uuid.uuid4()}"}}', "missing field 'content'"),
+        ('{"msg_id": "0b0e6f5c-8d0a-4a55-9a1d-3f2b2c1d4e5f"}', "missing field 'content'"),
         (
             '{"content": [{"type": "text", "text": "x", "stream_id": "y"}]}',
             "content.0 (text): unknown field(s) 'stream_id'",
         ),
         (
-            f'{{"content": [{{"type": "start-stream", "stream_id": "{uuid.uuid1()}"}}]}}',
+            '{"content": [{"type": "start-stream", "stream_id": "c232ab00-9414-11ec-b3c8-9e6bdeced846"}]}',
             "uuid version 4 expected",
         ),
         ('{"content": [{"type": "video-frame"}]}', "unknown content type 'video-frame'"),
