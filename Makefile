@@ -74,8 +74,11 @@ $(NODE_STAMP): conformance/package-lock.json
 	touch $(NODE_STAMP)
 
 # AGENT_STREAM_REQUIRE_SPEEDUPS: the tests fail if the compiled chunker was not built.
+# One pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process): most
+# tests wait on real agents and servers, so two workers halve the run on two cores.
+PYTEST_WORKERS ?= auto
 unit: $(STAMP) system-deps $(NODE_STAMP)
-	AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q
+	AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 # A dependency clash (e.g. a2a-sdk 1.x's protobuf against uagents') fails the build.
 check-deps: $(STAMP)
