@@ -20,6 +20,9 @@ printed per M: tokens/s, CPU % of both processes, and conversations per core (M 
 %, times 100). The sweep's rows print the same figure for ours (N over the agent's and the
 gateway's CPU %).
 
+Timeline (``--timeline``): for the largest N, each process's CPU and the first texts the clients
+saw per half second from their start: which side was busy while the first texts were awaited.
+
 Micro (``--micro``): two agents in two processes, M ChatMessages (reply-sized, with tags) sent
 one after another over signed HTTP; the CPU of each process divided by M (sign + post + HTTP +
 encode on the sender, HTTP + verify + guard + parse on the receiver).
@@ -33,6 +36,7 @@ one run to the next, more than most changes move it.
 
     python bench/bench_scale.py [--sizes 10,100,300,1000] [--rate 20] [--base PATH]
                                 [--repeat K] [--max-replies M] [--stock-phases 1,2,4,8,16]
+                                [--timeline]
     python bench/bench_scale.py --micro [--messages 2000] [--base PATH]
 
 Loopback only; every wait is bounded (``--timeout`` per sweep step). The machine's load average
@@ -50,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -638,7 +643,12 @@ def step(
         me0 = os.times()
         sent0 = json.loads(Path(stats).read_text())["chat_messages"]
         t0 = time.monotonic()
-        rows = asyncio.run(crowd(base, address, n, args.timeout))
+        sampler = CpuTimeline(procs, t0) if args.timeline else None
+        try:
+            rows = asyncio.run(crowd(base, address, n, args.timeout))
+        finally:
+            if sampler is not None:
+                sampler.stop()
         wall = time.monotonic() - t0
         cpu = [(p.cpu() - c) / wall * 100 for p, c in zip(procs, cpu0, strict=True)]
         me1 = os.times()
@@ -669,7 +679,63 @@ def step(
         "rss": rss,
         "text": want,
         "failures": statuses,
+        "firsts": firsts,
+        "timeline": sampler.samples if sampler is not None else None,
     }
+
+
+class CpuTimeline:
+    """Each process's CPU seconds every ``every`` seconds from ``t0``, in a thread of its
+    own (for ``--timeline``)."""
+
+    def __init__(self, procs: list[Proc], t0: float, every: float = 0.1) -> None:
+        self.procs, self.t0, self.every = procs, t0, every
+        self.samples: list[tuple[float, list[float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                cpu = [p.cpu() for p in self.procs]
+            except (OSError, IndexError):  # a process ended
+                return
+            self.samples.append((time.monotonic() - self.t0, cpu))
+            if self._stop.wait(self.every):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def print_timeline(row: dict[str, Any], until: float, bucket: float = 0.5) -> None:
+    """Where the agent's and the gateway's CPU went while the first texts were awaited: per
+    ``bucket`` seconds from the clients' start, each process's CPU % (of one core) and the
+    first texts the clients saw in it."""
+    samples = row.get("timeline") or []
+    if len(samples) < 2:
+        return
+    firsts = sorted(row["firsts"])
+    print(f"\nN={row['n']}: CPU and first texts over time (from the clients' start)")
+    print("| from (s) | CPU % agent / gateway | first texts seen | of all |")
+    print("| ---: | ---: | ---: | ---: |")
+    seen = 0
+    start = 0.0
+    while start < until:
+        end = start + bucket
+        inside = [s for s in samples if start <= s[0] <= end]
+        if len(inside) >= 2:
+            dt = inside[-1][0] - inside[0][0]
+            pct = [(b - a) / dt * 100 for a, b in zip(inside[0][1], inside[-1][1], strict=True)]
+            cpu = f"{pct[0]:.0f} / {pct[1]:.0f}"
+        else:
+            cpu = "-"
+        now = sum(1 for f in firsts if start <= f < end)
+        seen += now
+        print(f"| {start:.1f} | {cpu} | {now} | {seen / max(1, len(firsts)) * 100:.0f} % |")
+        start = end
 
 
 def sweep(env: dict[str, str], args: argparse.Namespace, label: str) -> list[dict[str, Any]]:
@@ -921,6 +987,12 @@ def main() -> int:
         help="trace the agent's memory (tracemalloc; slows it) and write where it is, by line, "
         "this many seconds after its first reply started (into --keep's folder)",
     )
+    ap.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also print, for the largest N, each process's CPU and the first texts seen per "
+        "half second, up to the last first text",
+    )
     ap.add_argument("--micro", action="store_true")
     ap.add_argument("--messages", type=int, default=2000)
     ap.add_argument(
@@ -999,6 +1071,8 @@ def main() -> int:
                     sweeps[label].append(rows)
                     run = f", run {r + 1} of {repeat}" if repeat > 1 else ""
                     print_sweep(label + run, rows, args.rate)
+                    if args.timeline and rows[-1]["firsts"]:
+                        print_timeline(rows[-1], max(rows[-1]["firsts"]) + 0.5)
     if repeat > 1:
         for label, tree_runs in sweeps.items():
             print_medians(label, tree_runs)
