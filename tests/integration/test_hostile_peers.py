@@ -14,6 +14,7 @@ import statistics
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -22,6 +23,8 @@ from agents_harness import AgentProcess, Harness, address_of, free_port, port_op
 from hostile_peer import CHAT, FORMS, HTTP_FORMS, envelope, post, valid_question
 from test_chat_agents import QUESTION, replay_transcript
 from uagents_core.identity import Identity
+
+from agent_stream.uagents.guard import GuardSettings
 
 pytestmark = pytest.mark.integration
 
@@ -278,13 +281,23 @@ def test_ask_by_name_skips_entries_that_must_not_be_used(
 def test_signed_envelopes_from_a_crowd_of_new_senders_are_admitted_at_a_bounded_rate(
     served: tuple[AgentProcess, str, str], asker: AgentProcess
 ) -> None:
-    """Verifying a signature costs ~4 ms: past the new-sender budget, 429 before verifying."""
+    """Verifying a signature costs ~4 ms: past the new-sender budget, 429 before verifying.
+
+    The bound is checked against the time the posts took (a burst, then the rate), not as a
+    count of refusals: on a machine busy with other work the same posts take longer, and the
+    budget rightly admits more of them."""
     _, address, endpoint = served
     bodies = [
         envelope(address, CHAT, valid_question(f"q{i}"), identity=Identity.generate())
         for i in range(150)
     ]
     ask(asker)  # the healthy peer is a verified, known sender by now
-    statuses = [post(endpoint, b) for b in bodies]
-    assert statuses.count(429) >= 50 and set(statuses) <= {200, 429}
+    budget = GuardSettings().new_senders_per_second  # serve's default; a burst of twice that
+    with ThreadPoolExecutor(4) as pool:  # quickly, so the budget is what refuses
+        started = time.monotonic()
+        statuses = list(pool.map(lambda b: post(endpoint, b), bodies))
+        took = time.monotonic() - started
+    assert set(statuses) <= {200, 429}
+    assert statuses.count(200) <= 2 * budget + budget * took + 1, (statuses.count(200), took)
+    assert statuses.count(429) > 0
     assert ask(asker)["completed"]  # the known sender is not held to the crowd's budget
