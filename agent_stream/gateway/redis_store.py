@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent_stream.gateway.store import StoreFull, parse_end
+from agent_stream.gateway.store import READ_BATCH, StoreFull, entries_of, parse_end
 
 __all__ = ["RedisStore"]
 
@@ -136,30 +136,56 @@ class RedisStore:
         Yields:
             The entries, as they are appended.
         """
+        async for entry in entries_of(self.read_batches(reply_id, start, idle=idle)):
+            yield entry
+
+    async def read_batches(
+        self, reply_id: str, start: int = 0, *, idle: float | None = None
+    ) -> AsyncIterator[list[str]]:
+        """Entries from index ``start`` on, live until the end entry (included), in batches:
+        what one read of the stream returned.
+
+        Args:
+            reply_id: the reply's id.
+            start: the index of the first entry to read.
+            idle: when given, an empty batch after each ``idle`` seconds without a new entry.
+
+        Yields:
+            Batches of entries, as they are appended.
+        """
         key = self._log(reply_id)
         last = "0-0"
         i = 0
         block = self.block_ms if idle is None else max(1, min(self.block_ms, int(idle * 1000)))
         quiet_since = time.monotonic()
         while True:
-            got = await self.redis.xread({key: last}, count=512, block=block)
+            got = await self.redis.xread({key: last}, count=READ_BATCH, block=block)
             if not got:
                 if not await self.redis.exists(self._meta(reply_id)):
                     return  # expired or dropped
                 if idle is not None and time.monotonic() - quiet_since >= idle:
                     quiet_since = time.monotonic()
-                    yield ""
+                    yield []
                 continue
             quiet_since = time.monotonic()
+            batch: list[str] = []
+            ended = False
             for _, items in got:
                 for entry_id, fields in items:
                     last = entry_id
                     e = fields.get("e", "")
                     if i >= start:
-                        yield e
+                        batch.append(e)
                     i += 1
                     if parse_end(e) is not None:
-                        return
+                        ended = True
+                        break
+                if ended:
+                    break
+            if batch:
+                yield batch
+            if ended:
+                return
 
     async def ended(self, reply_id: str) -> bool:
         """Whether the log has its end entry (True for an unknown reply).

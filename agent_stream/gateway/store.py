@@ -27,9 +27,18 @@ from typing import Any, Protocol
 
 from agent_stream.uagents.wakeup import Wakeup
 
-__all__ = ["END_KEY", "MemoryStore", "ResumeStore", "StoreFull", "end_entry", "parse_end"]
+__all__ = [
+    "END_KEY",
+    "MemoryStore",
+    "ResumeStore",
+    "StoreFull",
+    "end_entry",
+    "entries_of",
+    "parse_end",
+]
 
 END_KEY = "end"
+READ_BATCH = 512  # entries in one batch of a read (as one Redis read returns at most)
 
 
 class StoreFull(RuntimeError):
@@ -57,6 +66,19 @@ def parse_end(entry: str) -> dict[str, Any] | None:
     data = json.loads(entry)
     end = data.get(END_KEY)
     return end if isinstance(end, dict) else None
+
+
+async def entries_of(batches: AsyncIterator[list[str]]) -> AsyncIterator[str]:
+    """The entries of :meth:`ResumeStore.read_batches`, one by one (an empty batch: "").
+
+    Args:
+        batches: the batches.
+    """
+    async for batch in batches:
+        if not batch:
+            yield ""
+        for entry in batch:
+            yield entry
 
 
 class ResumeStore(Protocol):
@@ -104,6 +126,22 @@ class ResumeStore(Protocol):
 
         Yields:
             The entries, as they are appended.
+        """
+
+    def read_batches(
+        self, reply_id: str, start: int = 0, *, idle: float | None = None
+    ) -> AsyncIterator[list[str]]:
+        """:meth:`read`, as the entries come: each batch is all that was there to read at
+        once (an empty batch after each ``idle`` seconds without a new entry), so a reader
+        can write one batch to its client in one write.
+
+        Args:
+            reply_id: the reply's id.
+            start: the index of the first entry to read.
+            idle: when given, an empty batch after each ``idle`` seconds without a new entry.
+
+        Yields:
+            Batches of entries, in order; the end entry is the last one's last.
         """
 
     async def ended(self, reply_id: str) -> bool:
@@ -265,20 +303,38 @@ class MemoryStore:
         Yields:
             The entries, as they are appended.
         """
+        async for entry in entries_of(self.read_batches(reply_id, start, idle=idle)):
+            yield entry
+
+    async def read_batches(
+        self, reply_id: str, start: int = 0, *, idle: float | None = None
+    ) -> AsyncIterator[list[str]]:
+        """Entries from index ``start`` on, live until the end entry (included), in batches:
+        all that was appended since the last one.
+
+        Args:
+            reply_id: the reply's id.
+            start: the index of the first entry to read.
+            idle: when given, an empty batch after each ``idle`` seconds without a new entry.
+
+        Yields:
+            Batches of entries, as they are appended.
+        """
         log = self._get(reply_id)
         if log is None:
             return
         i = max(0, start)
         while True:
-            while i < len(log.entries):
-                yield log.entries[i]
-                i += 1
+            while i < len(log.entries):  # a long log (a resume) in bounded batches
+                batch = log.entries[i : i + READ_BATCH]
+                i += len(batch)
+                yield batch
             if log.ended or self._logs.get(reply_id) is not log:
                 return
             # the reader's own task sleeps (no task per wait): an entry appended reaches the
             # client in the loop's next turn, not after a hop through other tasks
             if not await log.changed.wait(idle) and i == len(log.entries):
-                yield ""
+                yield []
 
     async def ended(self, reply_id: str) -> bool:
         """Whether the log has its end entry (True for an unknown reply).

@@ -29,6 +29,7 @@ __all__ = [
     "Cursor",
     "Reopen",
     "encoder_of",
+    "event_batches",
     "events",
     "framed",
     "parse_cursor",
@@ -157,6 +158,67 @@ class Reopen:
         return list(self._open.values())
 
 
+async def event_batches(
+    store: ResumeStore,
+    reply_id: str,
+    fmt: str,
+    options: dict[str, Any],
+    after: int = -1,
+    *,
+    idle: float | None = None,
+    parsed: ParsedEntries | None = None,
+) -> AsyncIterator[list[tuple[int, Any]]]:
+    """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end, in
+    batches: the events of all the entries there were to read at once (:meth:`.read_batches`);
+    a resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``.
+
+    Args:
+        store: the resume store.
+        reply_id: the reply's id.
+        fmt: the wire (an accept value, or ``native``).
+        options: the wire encoder's options.
+        after: the last event the client has (-1: from the start).
+        idle: when given, an empty batch after each ``idle`` seconds without an event.
+        parsed: the Messages this process just stored, taken instead of parsing their JSON.
+
+    Yields:
+        Batches of (n, wire object) pairs (none of them empty, but the ``idle`` ones).
+    """
+    enc = encoder_of(fmt, options)
+    reopen = Reopen(fmt) if after >= 0 else None
+    n = -1
+    async for entries in store.read_batches(reply_id, idle=idle):
+        if not entries:  # quiet for ``idle`` seconds
+            yield []
+            continue
+        out: list[tuple[int, Any]] = []
+        done = False
+        for entry in entries:
+            end = parse_end(entry)
+            if end is not None:
+                objs = enc.close(status=end.get("status") or "error", error=end.get("error"))
+            else:
+                msg = parsed.message(entry) if parsed is not None else Message.from_json(entry)
+                objs = enc.feed(msg)
+            for obj in objs:
+                n += 1
+                if n <= after:
+                    assert reopen is not None
+                    reopen.see(obj)
+                    continue
+                if reopen is not None:
+                    out.extend((after, p) for p in reopen.preface())
+                    reopen = None
+                out.append((n, obj))
+            if end is not None or enc.finished:
+                done = True
+                break
+        if out:
+            yield out
+        if done:
+            return
+
+
 async def events(
     store: ResumeStore,
     reply_id: str,
@@ -167,8 +229,8 @@ async def events(
     idle: float | None = None,
     parsed: ParsedEntries | None = None,
 ) -> AsyncIterator[tuple[int, Any]]:
-    """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end; a
-    resumed stream (``after >= 0``) starts with the reopening preface, numbered ``after``.
+    """(n, wire object) of the reply's wire from event ``after + 1`` on, live to the end, one
+    by one (:func:`event_batches`); ``(n, None)`` after each ``idle`` seconds without one.
 
     Args:
         store: the resume store.
@@ -182,34 +244,15 @@ async def events(
     Yields:
         (n, wire object) pairs.
     """
-    enc = encoder_of(fmt, options)
-    reopen = Reopen(fmt) if after >= 0 else None
     n = -1
-    async for entry in (
-        store.read(reply_id, idle=idle) if idle is not None else store.read(reply_id)
+    async for batch in event_batches(
+        store, reply_id, fmt, options, after, idle=idle, parsed=parsed
     ):
-        if not entry:  # quiet for ``idle`` seconds
+        if not batch:
             yield n, None
-            continue
-        end = parse_end(entry)
-        if end is not None:
-            objs = enc.close(status=end.get("status") or "error", error=end.get("error"))
-        else:
-            msg = parsed.message(entry) if parsed is not None else Message.from_json(entry)
-            objs = enc.feed(msg)
-        for obj in objs:
-            n += 1
-            if n <= after:
-                assert reopen is not None
-                reopen.see(obj)
-                continue
-            if reopen is not None:
-                for p in reopen.preface():
-                    yield after, p
-                reopen = None
-            yield n, obj
-        if end is not None or enc.finished:
-            return
+        for item in batch:
+            n = item[0]
+            yield item
 
 
 async def framed(
@@ -239,15 +282,17 @@ async def framed(
         parsed: the Messages this process just stored (see :func:`events`).
 
     Yields:
-        The framed events.
+        The framed events: those ready at once as one text (one write to the client).
     """
     wire, framing = wire_of(fmt, sse)
     frame = wire.frame(framing)
     ids = framing == "sse"
     idle = keepalive if ids else None
-    async for n, obj in events(store, reply_id, fmt, options, after, idle=idle, parsed=parsed):
-        if obj is None:
+    batches = event_batches(store, reply_id, fmt, options, after, idle=idle, parsed=parsed)
+    async for batch in batches:
+        if not batch:
             yield ": keepalive\n\n"
-            continue
-        text = frame(obj)
-        yield f"id: {reply_id}:{n}\n{text}" if ids else text
+        elif ids:
+            yield "".join([f"id: {reply_id}:{n}\n{frame(obj)}" for n, obj in batch])
+        else:
+            yield "".join([frame(obj) for _, obj in batch])

@@ -304,3 +304,52 @@ print(len(refs), len(before), after)
     wires, imported_before, missing_after = int(out[0]), int(out[1]), out[2].strip()
     assert imported_before < wires  # some were not imported by merely importing the gateway
     assert missing_after == "[]"
+
+
+async def test_what_was_appended_at_once_is_framed_as_one_write_with_every_event_and_id() -> None:
+    """A busy gateway writes a reply's ready events to its client in one write (one SSE text),
+    not one write per event; the events and their ``id:`` lines are those read one by one."""
+    from agent_stream.gateway.views import framed
+
+    msgs = await _messages()
+    s = MemoryStore()
+    await s.create("r", {})
+    await s.append("r", [m.to_json() for m in msgs[:3]])
+    await s.append("r", [m.to_json() for m in msgs[3:]] + [end_entry("completed")])
+    one_by_one = [f"id: r:{n}\n" async for n, _ in events(s, "r", "native", {})]
+    writes = [t async for t in framed(s, "r", "native", {})]
+    # the two appends were both there when the reader came: one batch, one write
+    assert len(writes) == 1
+    ids = [line for line in writes[0].splitlines() if line.startswith("id: ")]
+    assert ids == [f.splitlines()[0] for f in one_by_one]
+    assert len(ids) == len(msgs)  # the native wire: one event per Message
+
+
+async def test_a_live_reader_gets_each_append_as_one_batch_and_a_long_log_in_bounded_ones() -> None:
+    from agent_stream.gateway.store import READ_BATCH
+
+    s = MemoryStore()
+    await s.create("r", {})
+    got: list[list[str]] = []
+
+    async def follow() -> None:
+        async for b in s.read_batches("r"):
+            got.append(b)
+
+    reader = asyncio.create_task(follow())
+    await asyncio.sleep(0)
+    await s.append("r", ["a", "b", "c"])
+    await asyncio.sleep(0.01)
+    await s.append("r", ["d"])
+    await asyncio.sleep(0.01)
+    await s.append("r", [end_entry("completed")])
+    await asyncio.wait_for(reader, 1)
+    assert got == [["a", "b", "c"], ["d"], [end_entry("completed")]]
+    # a resume of a long log: every entry once, in order, no batch over READ_BATCH
+    s2 = MemoryStore()
+    await s2.create("L", {})
+    many = [str(i) for i in range(2 * READ_BATCH + 7)] + [end_entry("completed")]
+    await s2.append("L", many)
+    batches = [b async for b in s2.read_batches("L", start=5)]
+    assert [e for b in batches for e in b] == many[5:]
+    assert max(map(len, batches)) <= READ_BATCH
