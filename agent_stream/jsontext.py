@@ -14,6 +14,8 @@ Infinity, integers of any size (a ``ValueError`` past 4,300 digits), lone surrog
   already holds one.
 
 Callers pick the error class (``InvalidMessage`` for Messages, ``WireError`` for wire items).
+
+``dumps`` is the writer every wire here uses: compact JSON, UTF-8 characters kept as they are.
 """
 
 from __future__ import annotations
@@ -59,6 +61,19 @@ def _constant(s: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, UTF-8 characters kept as they are: ``json.dumps(value, ensure_ascii=False,
+    separators=(",", ":"))``, with one encoder kept (a call costs half as much).
+
+    Args:
+        value: a JSON value.
+    """
+    return _COMPACT.encode(value)
 
 
 def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:

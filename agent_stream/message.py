@@ -11,7 +11,6 @@ read side by side; each part is a short list of small models with no logic to sp
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -151,7 +150,7 @@ class Message(BaseModel):
 
     def to_json(self) -> str:
         """Compact JSON, UTF-8 characters kept as they are."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return jsontext.dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: Any) -> Message:

@@ -11,10 +11,10 @@ function: ``sse`` (one Server-Sent Event) or ``jsonl`` (one JSON line), as each 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
+from agent_stream import jsontext
 from agent_stream.errors import StreamWarning, WireError
 from agent_stream.message import Message
 
@@ -23,13 +23,7 @@ __all__ = ["Encoder", "Framed", "dumps", "frame_all", "jsonl", "run_encoder", "s
 T = TypeVar("T")
 
 
-def dumps(obj: Any) -> str:
-    """Compact JSON, UTF-8 characters kept as they are (the form of every wire here).
-
-    Args:
-        obj: a JSON value.
-    """
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+dumps = jsontext.dumps  # compact JSON, UTF-8 characters kept as they are (every wire here)
 
 
 def sse(data: str) -> str:

@@ -29,6 +29,7 @@ from agent_stream.adapters.chat.wire import (
     OP_MESSAGE,
     OP_TEXT,
     TAG_KEY,
+    content_class,
     utf8_size,
 )
 from agent_stream.message import EVENT, STREAM_END, TEXT, Message, Metadata
@@ -71,7 +72,8 @@ class TaggedDecoder:
         text_parts: list[str] = []
         for item in chat.content:
             try:
-                if isinstance(item, TextContent):
+                kind = content_class(item)
+                if kind is TextContent:
                     if op == OP_CHUNK and meta is not None:
                         self._chunk(peer, conv, meta, item.text, now, out)
                     elif op == OP_TEXT:
@@ -79,7 +81,7 @@ class TaggedDecoder:
                     elif op is None:
                         streams.untagged_text(peer, item.text, now, out)
                     # OP_MESSAGE: a rendering for plain peers; the metadata is authoritative
-                elif isinstance(item, MetadataContent):
+                elif kind is MetadataContent:
                     md = item.metadata
                     if TAG_KEY not in md:
                         continue
@@ -100,7 +102,7 @@ class TaggedDecoder:
                     elif op not in (OP_CHUNK, OP_TEXT, OP_END):
                         self._warnings.add("bad_metadata", f"unknown op {op!r}; group ignored")
                         op = _UNKNOWN_OP
-                elif isinstance(item, StartStreamContent):
+                elif kind is StartStreamContent:
                     streams.start(
                         peer,
                         str(item.stream_id),
@@ -109,9 +111,9 @@ class TaggedDecoder:
                         now,
                         out,
                     )
-                elif isinstance(item, EndStreamContent):
+                elif kind is EndStreamContent:
                     streams.end(peer, str(item.stream_id), out)
-                elif isinstance(item, ResourceContent) and op is None:
+                elif kind is ResourceContent and op is None:
                     streams.untagged_resource(item, out)
             except Exception as exc:  # bad peer input must not stop the conversation
                 self._warnings.add("bad_input", f"{type(exc).__name__}: {exc}")

@@ -13,12 +13,15 @@ from typing import Any
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     EndSessionContent,
+    EndStreamContent,
     MetadataContent,
     ResourceContent,
     StartSessionContent,
+    StartStreamContent,
     TextContent,
 )
 
+from agent_stream import jsontext
 from agent_stream.message import AUDIO, IMAGE, REFUSAL, TEXT, THINKING, VIDEO
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "chain_of",
     "chat_of",
     "coalesce",
+    "content_class",
     "control",
     "control_of",
     "conversation_of",
@@ -90,19 +94,43 @@ OP_CANCEL = "cancel"  # asker -> responder: stop the reply
 CONTROL_OPS = frozenset((OP_RESEND, OP_CANCEL))  # what an asker sends to a responder
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_JSON_SEP = (",", ":")
+
+_CONTENT_CLASSES = (
+    TextContent,
+    MetadataContent,
+    StartStreamContent,
+    EndStreamContent,
+    ResourceContent,
+    StartSessionContent,
+    EndSessionContent,
+)
+_EXACT = frozenset(_CONTENT_CLASSES)
+
+
+def content_class(item: Any) -> type | None:
+    """Which of the chat protocol's content classes ``item`` is (None: none of them).
+
+    ``isinstance`` on a pydantic v1 model runs its metaclass's check in Python, about a
+    microsecond each: a decoder asking it up to five times per item of every ChatMessage spent
+    more there than on the item. The exact class is a set lookup; a subclass still counts.
+
+    Args:
+        item: a content item.
+    """
+    t = type(item)
+    if t in _EXACT:
+        return t
+    for c in _CONTENT_CLASSES:
+        if isinstance(item, c):
+            return c
+    return None
+
 
 # A logical message: (thread_id, message_id).
 MessageKey = tuple[str | None, str]
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON, as metadata values carry it.
-
-    Args:
-        value: a JSON value.
-    """
-    return json.dumps(value, ensure_ascii=False, separators=_JSON_SEP)
+dumps = jsontext.dumps  # compact JSON, as metadata values carry it
 
 
 class Group:
@@ -435,10 +463,15 @@ def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
     content: list[Any] = []
     first_seq: str | None = None
     last_seq: str | None = None
+    ends: list[Any] = []
     for chat in chats:
         head = True
         for item in chat.content:
-            if head and isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+            kind = content_class(item)
+            if kind is EndSessionContent:
+                ends.append(item)  # it stays last: it ends the reply
+                continue
+            if head and kind is MetadataContent and TAG_KEY in item.metadata:
                 head = False
                 md = dict(item.metadata)
                 if "seq" in md:
@@ -454,15 +487,13 @@ def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
                 item = MetadataContent.construct(type="metadata", metadata=md)
             content.append(item)
     for item in content:
-        if isinstance(item, MetadataContent) and TAG_KEY in item.metadata:
+        if content_class(item) is MetadataContent and TAG_KEY in item.metadata:
             if first_seq is not None:
                 item.metadata["seq"] = first_seq
                 if last_seq != first_seq:
                     item.metadata["seq_last"] = last_seq
             break
-    # EndSessionContent (if any) stays last: it ends the reply
-    ends = [i for i in content if isinstance(i, EndSessionContent)]
-    content = [i for i in content if not isinstance(i, EndSessionContent)] + ends[-1:]
+    content += ends[-1:]  # EndSessionContent (if any) stays last: it ends the reply
     return ChatMessage.construct(
         timestamp=chats[-1].timestamp, msg_id=chats[0].msg_id, content=content
     )
