@@ -297,3 +297,80 @@ async def test_a_burst_to_a_peer_that_never_answers_fails_fast_and_whole(hanging
         assert any("not answering" in x for x in details), details
     finally:
         await d.drain(1)
+
+
+
+class HoldingSink(Sink):
+    """A Sink that holds its answer to the envelope ``held`` until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        owner = self
+        handler = self.server.RequestHandlerClass
+
+        def holding(h: Any) -> None:
+            body = h.rfile.read(int(h.headers.get("content-length") or 0))
+            payload = Envelope.model_validate(json.loads(body)).decode_payload()
+            owner.got.append(payload)
+            if payload == "held":
+                owner.release.wait(10)
+            h.send_response(200)
+            h.send_header("content-length", "2")
+            h.end_headers()
+            h.wfile.write(b"{}")
+
+        handler.do_POST = holding  # type: ignore[attr-defined]
+
+
+async def _waiting(d: PeerDispenser, target: str) -> Any:
+    """The lane to ``target`` once its task waits on its posts under way."""
+    lane = d._lanes[target]
+    for _ in range(2000):
+        if lane.arrived is not None:
+            return lane
+        await asyncio.sleep(0.001)
+    raise AssertionError("the lane's task never waited on its post")
+
+
+async def test_an_envelope_coming_while_the_lane_waits_on_a_post_begins_its_post_at_once() -> None:
+    """The lane's task waits on the posts under way; an envelope that comes then, with room in
+    the window, is posted from the sender's own turn of the loop (its post exists as soon as
+    it is queued), not a turn or two later from the lane's task: at a thousand replies a turn
+    took a third of a second. With no room it waits in the lane, in order, as before."""
+    from agent_stream.uagents.lanes import urgent
+
+    s = HoldingSink()
+    try:
+        d = PeerDispenser(LaneLimits(window=8))
+        d.pipeline(A)
+        held = post(d, A, s.url, "held")
+        lane = await _waiting(d, A)
+        assert len(lane.posts) == 1
+        with urgent():
+            second = post(d, A, s.url, "second")
+        assert len(lane.posts) == 2 and not lane.urgent  # begun here, not queued
+        await asyncio.wait_for(second, 5)  # answered while the first is still held
+        assert second.result().status == DeliveryStatus.DELIVERED and not held.done()
+        s.release.set()
+        await asyncio.wait_for(held, 5)
+        assert s.got == ["held", "second"]
+
+        # no room in the window: it waits in the lane, and goes once the post is answered
+        s.release.clear()
+        d1 = PeerDispenser(LaneLimits(window=1))
+        d1.pipeline(B)
+        first = post(d1, B, s.url, "held")
+        lane1 = await _waiting(d1, B)
+        after = post(d1, B, s.url, "after")
+        assert len(lane1.posts) == 1 and len(lane1.queue) == 1
+        await asyncio.sleep(0.2)
+        assert not after.done() and s.got[-1] == "held"
+        s.release.set()
+        await asyncio.wait_for(asyncio.gather(first, after), 5)
+        assert s.got[-2:] == ["held", "after"]
+        await d.drain(1)
+        await d1.drain(1)
+    finally:
+        s.release.set()
+        s.close()

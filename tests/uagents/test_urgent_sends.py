@@ -107,3 +107,39 @@ async def test_to_an_asker_that_restores_order_the_first_text_does_not_wait_for_
 async def test_to_a_plain_asker_each_send_waits_for_the_one_before() -> None:
     events, overlapped = await _overlaps(pipelined=False)
     assert not overlapped, events
+
+
+async def test_the_first_text_is_posted_from_the_pump_not_from_a_task_of_its_own() -> None:
+    """To an asker that restores order, what goes before the first text is posted beside it
+    (tasks of their own); the first text itself is posted from the pump's sender, like the
+    text after it: a task of its own began it a loop turn later, a third of a second at a
+    thousand replies."""
+    sends: list[tuple[bool, asyncio.Task[Any] | None]] = []  # (carries text?, posting task)
+
+    async def send(chat: ChatMessage) -> tuple[bool, str]:
+        sends.append((_has_text(chat), asyncio.current_task()))
+        return True, "delivered"
+
+    async def respond(out: StreamWriter) -> None:
+        async with out.block("llm") as b:
+            await asyncio.sleep(0.2)
+            async with b.message("text") as m:
+                for s in ("One. ", "Two. ", "Three. "):
+                    await m.append(s)
+                    await asyncio.sleep(0.1)
+
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=respond,
+        send=send,
+        limits=PumpLimits(agent_rate=0),
+        pipelined=True,
+    )
+    await asyncio.wait_for(out.start(), 10)
+    first = next(i for i, (text, _) in enumerate(sends) if text)
+    sender = sends[first][1]
+    assert first > 0 and len(sends) > first + 1
+    assert all(task is not sender for _, task in sends[:first])  # beside: tasks of their own
+    assert all(task is sender for _, task in sends[first:])
