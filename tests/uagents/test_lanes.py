@@ -299,7 +299,6 @@ async def test_a_burst_to_a_peer_that_never_answers_fails_fast_and_whole(hanging
         await d.drain(1)
 
 
-
 class HoldingSink(Sink):
     """A Sink that holds its answer to the envelope ``held`` until ``release`` is set."""
 

@@ -8,7 +8,7 @@ import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
@@ -107,7 +107,7 @@ _CONTENT_CLASSES = (
 _EXACT = frozenset(_CONTENT_CLASSES)
 
 
-def content_class(item: Any) -> type | None:
+def content_class(item: Any) -> type[Any] | None:
     """Which of the chat protocol's content classes ``item`` is (None: none of them).
 
     ``isinstance`` on a pydantic v1 model runs its metaclass's check in Python, about a
@@ -117,12 +117,12 @@ def content_class(item: Any) -> type | None:
     Args:
         item: a content item.
     """
-    t = type(item)
+    t: type[Any] = type(item)
     if t in _EXACT:
         return t
     for c in _CONTENT_CLASSES:
         if isinstance(item, c):
-            return c
+            return cast("type[Any]", c)
     return None
 
 
@@ -471,7 +471,7 @@ def coalesce(chats: Sequence[ChatMessage]) -> ChatMessage:
             if kind is EndSessionContent:
                 ends.append(item)  # it stays last: it ends the reply
                 continue
-            if head and kind is MetadataContent and TAG_KEY in item.metadata:
+            if head and kind == MetadataContent and TAG_KEY in item.metadata:
                 head = False
                 md = dict(item.metadata)
                 if "seq" in md:
