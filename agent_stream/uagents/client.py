@@ -69,7 +69,7 @@ from agent_stream.adapters.chat import (
 )
 from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
-from agent_stream.adapters.chat.wire import OP_RESEND, chat_of, control
+from agent_stream.adapters.chat.wire import OP_RESEND, chat_of, content_class, control
 from agent_stream.assemble import Assembler, Transcript
 from agent_stream.errors import StreamError, StreamWarning, WarningCode
 from agent_stream.message import Message
@@ -326,12 +326,12 @@ class Reply:
             self.tagged = True
         self._take(self.decoder.feed(self.peer, chat, now), now)
         if self.first_text_at is None and any(
-            isinstance(i, TextContent) and i.text for i in chat.content
+            content_class(i) is TextContent and i.text for i in chat.content
         ):
             self.first_text_at = now
         if self.tagged and self.decoder.finished(self.peer, self.conversation):
             self._finish(self.transcript.status or COMPLETED, now)
-        elif not self.tagged and any(isinstance(i, EndSessionContent) for i in chat.content):
+        elif not self.tagged and any(content_class(i) is EndSessionContent for i in chat.content):
             # (a tagged reply ends at its stream_end, in sequence: the ChatMessage ending the
             # session may overtake others)
             self._take(self._end_streams(), now)

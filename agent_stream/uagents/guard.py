@@ -32,13 +32,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from uagents_core.contrib.protocols.chat import (
+    ChatAcknowledgement,
     ChatMessage,
     EndSessionContent,
     EndStreamContent,
@@ -144,6 +148,53 @@ def _plain_item(model: Any, item: dict[str, Any]) -> Any:
     return None
 
 
+# What ``datetime.isoformat`` writes (every uagents and agent_stream sender): parsed with
+# ``datetime.fromisoformat``, the very datetime pydantic v1's regex parse gives, at a tenth of its
+# cost. Any other form goes through pydantic.
+_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{6})?(?:[+-]\d{2}:\d{2})?")
+_ACK_FIELDS = frozenset(("timestamp", "acknowledged_msg_id", "metadata"))
+
+
+def _stamp_and_id(timestamp: Any, msg_id: Any) -> tuple[datetime, UUID] | None:
+    """(timestamp, UUID4) as pydantic v1 validates a chat model's two fields, when both are
+    in their usual form (an isoformat string, a version-4 UUID string); None: validate the
+    usual way (which refuses what is wrong)."""
+    if type(timestamp) is not str or type(msg_id) is not str:
+        return None
+    if not _ISO_TIME.fullmatch(timestamp):
+        return None
+    try:
+        when = datetime.fromisoformat(timestamp)
+        uid = UUID(msg_id)
+    except ValueError:
+        return None
+    if uid.version != 4:
+        return None
+    return when, uid
+
+
+def _plain_ack(data: Any) -> Any:
+    """A ChatAcknowledgement in its usual form built without pydantic's validation: what
+    ``parse_obj`` makes of it, field for field (None: anything else, validated the usual
+    way)."""
+    if type(data) is not dict or not set(data) <= _ACK_FIELDS:
+        return None
+    head = _stamp_and_id(data.get("timestamp"), data.get("acknowledged_msg_id"))
+    md = data.get("metadata")
+    if head is None:
+        return None
+    if md is not None and not (
+        type(md) is dict and all(type(k) is str and type(v) is str for k, v in md.items())
+    ):
+        return None
+    # (pydantic counts metadata as set even when absent: so does this)
+    return ChatAcknowledgement.construct(
+        timestamp=head[0],
+        acknowledged_msg_id=head[1],
+        metadata=dict(md) if md is not None else None,
+    )
+
+
 class _ChatHead(ChatMessage):  # type: ignore[misc]
     """A ChatMessage's fields but its content, validated as ChatMessage validates them (the
     same ``__init__`` and field types); the content items are checked one by one before."""
@@ -224,11 +275,16 @@ class AgentGuard:
                 reason, items = self._chat_shape(data)
                 if reason is not None:
                     return reason, None
-                head = _ChatHead.parse_obj({**data, "content": []})
-                chat = ChatMessage.construct(
-                    timestamp=head.timestamp, msg_id=head.msg_id, content=items
-                )
+                fast = _stamp_and_id(data.get("timestamp"), data.get("msg_id"))
+                if fast is None:
+                    head = _ChatHead.parse_obj({**data, "content": []})
+                    fast = head.timestamp, head.msg_id
+                chat = ChatMessage.construct(timestamp=fast[0], msg_id=fast[1], content=items)
                 return None, chat
+            if model is ChatAcknowledgement:
+                ack = _plain_ack(data)
+                if ack is not None:
+                    return None, ack
             return None, model.parse_obj(data)  # what uagents will do with it
         except Exception as exc:  # pydantic v1 or v2 errors, TypeError, ValueError, anything
             return f"{type(exc).__name__}: {short(exc)}", None

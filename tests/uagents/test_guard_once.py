@@ -109,3 +109,83 @@ def test_the_guard_accepts_exactly_what_uagents_parses() -> None:
             await pair.close()
 
     asyncio.run(run())
+
+
+# Timestamps of the isoformat shape, with any digits (so also impossible dates and times),
+# and ids of every UUID version and case: where the guard's fast path takes one, it must give
+# what pydantic v1 gives; where pydantic refuses one, the fast path must not take it.
+_D = st.integers(0, 9).map(str)
+_SHAPED = st.builds(
+    lambda y, mo, d, h, mi, s, frac, off: f"{y}-{mo}-{d}T{h}:{mi}:{s}{frac}{off}",
+    st.text("0123456789", min_size=4, max_size=4),
+    st.sampled_from(["01", "02", "12", "13", "00", "09"]),
+    st.sampled_from(["01", "28", "29", "30", "31", "32", "00"]),
+    st.sampled_from(["00", "12", "23", "24"]),
+    st.sampled_from(["00", "59", "60"]),
+    st.sampled_from(["00", "59", "60", "61"]),
+    st.sampled_from(["", ".000000", ".123456", ".999999", ".12345", ".1234567"]),
+    st.sampled_from(["", "+00:00", "-00:00", "+05:30", "-12:00", "+24:00", "Z", "+0530"]),
+)
+_IDS = st.one_of(
+    st.uuids().map(str),
+    st.uuids(version=4).map(str),
+    st.uuids(version=4).map(lambda u: str(u).upper()),
+    st.uuids(version=1).map(str),
+    st.sampled_from(["", "x", "0" * 32, "{" + U4 + "}"]),
+)
+
+
+def _v1(model: Any, data: dict[str, Any]) -> Any:
+    try:
+        return model.parse_obj(data)
+    except Exception:
+        return None
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    ts=st.one_of(_SHAPED, st.sampled_from(TIMESTAMPS)),
+    mid=_IDS,
+    md=st.sampled_from([MISSING, None, {}, {"a": "b"}, {"a": 1}, ["x"]]),
+    extra=st.booleans(),
+)
+def test_the_fast_parse_of_an_ack_and_a_chat_head_is_pydantics_own(
+    ts: Any, mid: str, md: Any, extra: bool
+) -> None:
+    from uagents_core.contrib.protocols.chat import ChatAcknowledgement
+
+    from agent_stream.uagents.guard import _plain_ack, _stamp_and_id
+
+    ack: dict[str, Any] = {"timestamp": ts, "acknowledged_msg_id": mid}
+    if md is not MISSING:
+        ack["metadata"] = md
+    if extra:
+        ack["more"] = "x"
+    theirs = _v1(ChatAcknowledgement, ack)
+    ours = _plain_ack(ack)
+    if ours is not None:  # taken: exactly what pydantic makes of it
+        assert theirs is not None, ack
+        assert ours.__dict__ == theirs.__dict__ and ours.__fields_set__ == theirs.__fields_set__
+        assert ours.timestamp.utcoffset() == theirs.timestamp.utcoffset()
+    head = _stamp_and_id(ts, mid)
+    chat = _v1(ChatMessage, {"timestamp": ts, "msg_id": mid, "content": []})
+    if head is not None:
+        assert chat is not None, (ts, mid)
+        assert head == (chat.timestamp, chat.msg_id)
+        assert head[0].utcoffset() == chat.timestamp.utcoffset()
+
+
+def test_the_fast_parse_takes_what_uagents_and_agent_stream_send() -> None:
+    from datetime import datetime, timezone
+
+    from uagents_core.contrib.protocols.chat import ChatAcknowledgement
+
+    from agent_stream.uagents.chat_json import chat_json
+    from agent_stream.uagents.guard import _plain_ack, _stamp_and_id
+
+    for when in (datetime.now(timezone.utc), datetime(2026, 1, 2, 3, 4, 5)):
+        ack = ChatAcknowledgement(timestamp=when, acknowledged_msg_id=uuid.uuid4())
+        for text in (chat_json(ack), ack.json()):
+            data = json.loads(text)
+            assert _plain_ack(data) is not None, text
+            assert _stamp_and_id(data["timestamp"], data["acknowledged_msg_id"]) is not None
