@@ -544,6 +544,7 @@ async def one_client(
     first: float | None = None
     text: list[str] = []
     done = False
+    last = ""  # the last event before [DONE]: how the reply ended
     try:
         async with session.post(
             f"{base}/v1/chat/completions", json=body, timeout=aiohttp.ClientTimeout(total=timeout)
@@ -558,6 +559,7 @@ async def one_client(
                     done = True
                     break
                 d = json.loads(line[6:])
+                last = line[6:]
                 piece = (d.get("choices") or [{}])[0].get("delta", {}).get("content")
                 if piece:
                     text.append(piece)
@@ -569,6 +571,7 @@ async def one_client(
         "text": "".join(text),
         "first": first,
         "end": time.monotonic() - t0,
+        "last": last,
     }
 
 
@@ -666,6 +669,9 @@ def step(
     for r in rows:
         if r not in ok:
             statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
+    wrong = [r for r in rows if r["status"] == 200 and r["text"] != want]
+    if wrong:  # ended with [DONE] but another text than alone: say how it differs
+        print(text_differences(want, wrong), file=sys.stderr, flush=True)
     return {
         "n": n,
         "completed": len(ok),
@@ -682,6 +688,33 @@ def step(
         "firsts": firsts,
         "timeline": sampler.samples if sampler is not None else None,
     }
+
+
+def text_differences(want: str, wrong: list[dict[str, Any]]) -> str:
+    """How the texts of replies that ended with [DONE] differ from the reply alone: how many
+    are shorter or longer, how the first few ended, and where their text differs."""
+    texts = [r["text"] for r in wrong]
+    shorter = sum(len(t) < len(want) for t in texts)
+    longer = sum(len(t) > len(want) for t in texts)
+    ends: dict[str, int] = {}
+    for r in wrong:
+        end = str(r.get("last", ""))[-160:]
+        ends[end] = ends.get(end, 0) + 1
+    lines = [
+        f"  {len(wrong)} replies ended with [DONE] and another text than alone ({len(want)} "
+        f"chars): {shorter} shorter, {longer} longer; their last events:"
+    ]
+    lines += [f"    {n} x {end}" for end, n in sorted(ends.items(), key=lambda kv: -kv[1])[:3]]
+    for t in texts[:3]:
+        i = next(
+            (k for k, (a, b) in enumerate(zip(want, t, strict=False)) if a != b),
+            min(len(t), len(want)),
+        )
+        lines.append(
+            f"    {len(t)} chars, first difference at {i}: "
+            f"alone {want[max(0, i - 30) : i + 50]!r} / this {t[max(0, i - 30) : i + 50]!r}"
+        )
+    return "\n".join(lines)
 
 
 class CpuTimeline:

@@ -81,6 +81,7 @@ from agent_stream.uagents.asker_delivery import (
     retrieved,
 )
 from agent_stream.uagents.lanes import independent, urgent
+from agent_stream.uagents.wakeup import Wakeup
 
 if TYPE_CHECKING:
     from uagents import Context
@@ -183,7 +184,7 @@ class Reply:
         self.last_received_at: float | None = None
         self.ended_at: float | None = None
         self._changed = asyncio.Event()  # wakes iterators
-        self._kick = asyncio.Event()  # wakes the watch loop
+        self._kick = Wakeup()  # wakes the watch loop (no task per sleep: it wakes per ChatMessage)
         self._done = asyncio.get_running_loop().create_future()
         self._watch: asyncio.Task[None] | None = None
 
@@ -419,8 +420,7 @@ class Reply:
                     wake.append(self.last_received_at + self.settle)
                 delay = max(0.0, min(wake) - now)
                 self._kick.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._kick.wait(), delay)
+                await self._kick.wait(delay)
                 if self.done:
                     return
                 now = time.monotonic()

@@ -394,7 +394,10 @@ class Outgoing:
                 return
             ka = self.keepalive
             if ka is not None and not self.dead and ka.due(clock()):
-                await self._send(control(OP_KEEPALIVE, self.conversation, high=str(self._high)))
+                # ahead of queued text to an asker that restores order: it is how the asker
+                # tells a busy responder from a dead one (late, a thousand replies went lost)
+                with urgent() if self.pipelined else contextlib.nullcontext():
+                    await self._send(control(OP_KEEPALIVE, self.conversation, high=str(self._high)))
             if not self.queue:
                 self._space.set()
                 if self.dead or (self._closing and not rd.pending and not self._early):

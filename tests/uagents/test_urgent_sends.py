@@ -143,3 +143,46 @@ async def test_the_first_text_is_posted_from_the_pump_not_from_a_task_of_its_own
     assert first > 0 and len(sends) > first + 1
     assert all(task is not sender for _, task in sends[:first])  # beside: tasks of their own
     assert all(task is sender for _, task in sends[first:])
+
+
+async def _keepalive_urgency(pipelined: bool) -> list[bool]:
+    """Whether each keepalive of a reply that goes quiet was sent urgently."""
+    from agent_stream.adapters.chat.delivery import DeliveryPolicy
+    from agent_stream.adapters.chat.wire import OP_KEEPALIVE, tagged_items
+
+    urgency: list[bool] = []
+
+    async def send(chat: ChatMessage) -> tuple[bool, str]:
+        head = next(tagged_items(chat), None)
+        if head is not None and head.get("op") == OP_KEEPALIVE:
+            urgency.append(lanes._URGENT.get())
+        return True, "delivered"
+
+    async def respond(out: StreamWriter) -> None:
+        async with out.block("llm") as b, b.message("text") as m:
+            await m.append("Thinking about it. ")
+            await asyncio.sleep(0.5)  # quiet: keepalives go meanwhile
+            await m.append("Done.")
+
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=respond,
+        send=send,
+        limits=PumpLimits(agent_rate=0),
+        delivery=DeliveryPolicy(keepalive=0.1),
+        keepalive=True,
+        pipelined=pipelined,
+    )
+    await asyncio.wait_for(out.start(), 10)
+    return urgency
+
+
+async def test_keepalives_go_ahead_of_queued_text_to_an_asker_that_restores_order() -> None:
+    """A keepalive is how an asker tells a busy responder from a dead one: queued behind a
+    thousand replies' text to one gateway, keepalives came late and replies went ``lost``."""
+    pipelined = await _keepalive_urgency(pipelined=True)
+    assert len(pipelined) >= 2 and all(pipelined)
+    plain = await _keepalive_urgency(pipelined=False)
+    assert len(plain) >= 2 and not any(plain)  # a plain asker gets everything in order
