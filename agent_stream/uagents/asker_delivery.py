@@ -38,6 +38,8 @@ class AskerDelivery:
         idle_timeout: seconds of silence after which the reply is lost (None: the policy's).
         send: sends a control op to the responder (None: no repair, no cancel op).
         cancel_grace: seconds to wait for the responder to confirm a cancel.
+        watch_idle: read silence as loss (the responder sends keepalives: the question was
+            tagged). A reply to an untagged question gets none, however tagged the reply is.
     """
 
     def __init__(
@@ -49,8 +51,10 @@ class AskerDelivery:
         idle_timeout: float | None,
         send: SendControl | None,
         cancel_grace: float,
+        watch_idle: bool = True,
     ) -> None:
         self.peer = peer
+        self.watch_idle = watch_idle
         self.conversation = conversation
         self.decoder = decoder
         self.idle = IdleWatch(
@@ -83,7 +87,8 @@ class AskerDelivery:
         """
         out = []
         if tagged:
-            out.append(self.idle.deadline)
+            if self.watch_idle:
+                out.append(self.idle.deadline)
             d = self.repair.next_deadline(self.decoder.gaps(self.peer))
             if d is not None:
                 out.append(d)
@@ -102,7 +107,7 @@ class AskerDelivery:
             return CANCEL
         if not tagged:
             return None
-        if self.idle.lost(now):
+        if self.watch_idle and self.idle.lost(now):
             return LOST
         gaps = self.decoder.gaps(self.peer)
         if gaps and self._risk_since is None:

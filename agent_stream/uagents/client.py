@@ -23,7 +23,9 @@ When a reply is over:
   peer is open and nothing has arrived for ``settle`` seconds after something did;
 - ``timeout`` seconds after asking with no end: status ``timeout``;
 - a tagged reply from which nothing (not even a keepalive) arrived for ``idle_timeout`` seconds:
-  status ``lost`` (the responder is dead; a slow one sends keepalives);
+  status ``lost`` (the responder is dead; a slow one sends keepalives). Only keepalives make
+  silence mean death: a question without the tag (a plain ChatMessage) gets none, so its reply
+  is not watched for silence unless ``idle_timeout`` is given;
 - a question that neither acknowledgement nor reply traffic answered through its whole resend
   budget: status ``lost`` at once, a ``question_unacknowledged`` warning saying so;
 - :meth:`Reply.cancel`: a ``cancel`` op goes to the responder; status ``cancelled`` when its
@@ -136,6 +138,9 @@ class Reply:
         send_control: sends a control op (resend, cancel) to the peer (None: no repair, and
             :meth:`cancel` stops waiting at once).
         cancel_grace: seconds to wait for the peer to confirm a cancel.
+        watch_idle: end the reply ``lost`` after ``idle_timeout`` seconds of silence (None: when
+            the question is tagged, so the responder sends keepalives, or ``idle_timeout`` is
+            given).
     """
 
     def __init__(
@@ -151,6 +156,7 @@ class Reply:
         delivery: DeliveryPolicy | None = None,
         send_control: SendControl | None = None,
         cancel_grace: float = 2.0,
+        watch_idle: bool | None = None,
     ) -> None:
         self.peer = peer
         self.question = question
@@ -169,6 +175,11 @@ class Reply:
             idle_timeout,
             send_control,
             cancel_grace,
+            watch_idle=(
+                watch_idle
+                if watch_idle is not None
+                else idle_timeout is not None or is_tagged_request(question)
+            ),
         )
         self.question_resends = 0
         self.duplicates = 0
@@ -762,6 +773,7 @@ async def resume_with(
         idle_timeout=idle_timeout,
         delivery=delivery,
         send_control=send_control,
+        watch_idle=True,  # the reply it resumes is tagged: its responder sends keepalives
     )
     reply.tagged = True
     client.add(reply)

@@ -1,0 +1,45 @@
+"""A Reply's liveness (agent_stream.uagents.client): silence ends a reply ``lost`` only when the
+responder sends keepalives, which it does for a tagged question. A plain question (an untagged
+ChatMessage) from an agent_stream asker still gets a tagged reply but no keepalives: a reply
+stalled by redelivery under faults was ended ``lost`` while it was being delivered."""
+
+from __future__ import annotations
+
+import asyncio
+
+from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
+
+from agent_stream.adapters.chat.delivery import DeliveryPolicy
+from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control
+from agent_stream.uagents.client import ChatClient, Reply, build_question
+
+PEER = "agent1peer"
+POLICY = DeliveryPolicy(idle_timeout=0.2)
+
+
+async def _after_silence(reply: Reply) -> str | None:
+    client = ChatClient()
+    client.add(reply)
+    try:
+        reply.feed(control(OP_KEEPALIVE, reply.conversation))  # something came
+        assert reply.tagged  # the reply is tagged, whatever the question was
+        await asyncio.sleep(0.6)  # three idle timeouts of silence
+        return reply.status
+    finally:
+        client.cancel_all()
+
+
+async def test_a_tagged_question_whose_reply_goes_silent_is_lost() -> None:
+    question = build_question("hello")
+    assert await _after_silence(Reply(PEER, question, delivery=POLICY)) == "lost"
+
+
+async def test_a_plain_question_whose_reply_goes_silent_is_not_lost() -> None:
+    question = ChatMessage(content=[TextContent(text="hello")])
+    assert await _after_silence(Reply(PEER, question, delivery=POLICY)) is None
+
+
+async def test_a_plain_question_is_watched_when_an_idle_timeout_is_given() -> None:
+    question = ChatMessage(content=[TextContent(text="hello")])
+    reply = Reply(PEER, question, delivery=POLICY, idle_timeout=0.2)
+    assert await _after_silence(reply) == "lost"
