@@ -12,12 +12,14 @@ import contextlib
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -145,6 +147,18 @@ class AgentProcess:
             time.sleep(0.01)
         time.sleep(0.05)
         return self.proc.returncode, "".join(self.lines), self.stderr
+
+
+def scrape(port: int, name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples with ``labels`` on ``http://127.0.0.1:PORT/metrics``."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    total = 0.0
+    for found in re.finditer(r"^" + name + r"(?:\{([^}]*)\})? (\S+)$", text, re.M):
+        have = dict(re.findall(r'(\w+)="([^"]*)"', found.group(1) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(found.group(2))
+    return total
 
 
 def port_open_failed(port: int) -> bool:

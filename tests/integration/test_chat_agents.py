@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from agents_harness import PEERS, AgentProcess, Harness, address_of, free_port
+from agents_harness import PEERS, AgentProcess, Harness, address_of, free_port, scrape
 
 from agent_stream.assemble import Transcript, assemble
 from agent_stream.sources.replay import ReplayModel
@@ -240,9 +240,18 @@ def test_a_plain_peer_sees_every_stream_ended_and_a_readable_error(
 
 
 def test_agent_shutdown_mid_reply_ends_every_stream(harness: Harness) -> None:
-    server, address, endpoint = harness.serve("--rate", "15", "--reasoning")
+    metrics = free_port()
+    server, address, endpoint = harness.serve(
+        "--rate", "15", "--reasoning", "--metrics-port", str(metrics)
+    )
     p = harness.cli("ask", address, "--endpoint", endpoint, "--json", QUESTION)
-    time.sleep(2.0)  # the reply is in its reasoning (15 tokens/s)
+    # the reply has begun (a loaded machine takes seconds to start `ask`), then streams its
+    # reasoning for a while (15 tokens/s) before the shutdown
+    deadline = time.monotonic() + 30
+    while scrape(metrics, "agent_stream_replies_in_flight") < 1:
+        assert time.monotonic() < deadline and p.proc.poll() is None, p.stderr
+        time.sleep(0.05)
+    time.sleep(2.0)
     assert server.stop() == 0  # SIGTERM: a graceful shutdown
     code, out, err = p.finish(timeout=30)
     assert code == 1, err

@@ -14,19 +14,24 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from agents_harness import AgentProcess, Harness, address_of, port_open_failed, stop_together
+from agents_harness import (
+    AgentProcess,
+    Harness,
+    address_of,
+    port_open_failed,
+    scrape,
+    stop_together,
+)
 
 from agent_stream.uagents.directory import LocalDirectory
 from agent_stream.uagents.fleet import MAX_MESSAGE_BYTES, Fleet, Forwarded, parse_forwarded
@@ -201,16 +206,7 @@ class Fleet3:
 
     def metric(self, index: int, name: str, **labels: str) -> float:
         """Replica ``index``'s ``name`` for the responder side with ``labels`` (its /metrics)."""
-        url = f"http://127.0.0.1:{self.metrics[index]}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as r:
-            text = r.read().decode()
-        want = {"side": "responder", **labels}
-        total = 0.0
-        for found in re.finditer(r"^" + name + r"\{([^}]*)\} (\S+)$", text, re.M):
-            have = dict(re.findall(r'(\w+)="([^"]*)"', found.group(1)))
-            if all(have.get(k) == v for k, v in want.items()):
-                total += float(found.group(2))
-        return total
+        return scrape(self.metrics[index], name, side="responder", **labels)
 
     def new_claim(self, asker: str, known: dict[str, str]) -> tuple[str, int]:
         """(question msg_id, replica index) of ``asker``'s next question (waiting for it)."""

@@ -283,7 +283,7 @@ def test_cancel_from_the_end_client_travels_down_every_hop(
         "--linger",
         "6",
     )
-    r = json.loads(p.next_line(30))
+    r = json.loads(p.wait_for("{", 30))
     assert r["status"] == "cancelled" and r["first_text"] is not None
     deadline = time.monotonic() + 3
     while (
@@ -316,6 +316,7 @@ def test_cancelling_the_caller_mid_relay_cancels_the_relay(
         "--question",
         Q,
     )
+    p.wait_for("ASKED", 30)  # (a loaded machine takes seconds to start the asker)
     time.sleep(2.5)  # the manager is relaying slow2 (2,000 tokens at 40/s)
     manager.stop()  # SIGTERM: its replies in flight are cancelled, their ends sent
     code, out, err = p.finish(timeout=30)

@@ -1,6 +1,7 @@
 """An end client for the relay tests and bench: asks one agent one question and prints one JSON
 line: status, completed, seconds to the first text and to the end, ChatMessages received, and
 every Message as it arrived (``--cancel-after S``: cancel the reply after S seconds). Public API.
+A line ``ASKED`` comes first, once the question was delivered.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> int:
             ]
         )
         reply = await chat.ask(ctx, address, question, timeout=args.timeout)
+        print("ASKED", flush=True)
         if args.cancel_after is not None:
             asyncio.get_running_loop().call_later(args.cancel_after, reply.cancel)
         await reply.wait()
