@@ -9,6 +9,7 @@ import pytest
 from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder, coalesce
+from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import (
     DeliveryPolicy,
     Gap,
@@ -245,3 +246,24 @@ def test_a_message_out_of_tries_is_left_to_repair_only_when_a_repairing_peer_is_
         # a silent peer, or one that cannot ask for a gap: the budget is given up as before
         rd = run(repairable, ack_later)
         assert (rd.left_to_repair, rd.given_up) == (0, 1)
+
+
+def test_a_slow_peers_message_gets_every_try_within_the_budget() -> None:
+    """A peer that lately took 60 s to acknowledge makes each wait max_delay (8 s): three
+    sends fitted in a 20 s budget. Cut to an even share of what is left, all five go."""
+    clock = AckClock()
+    clock.sample("peer", 60.0)
+    r = Redelivery[str, str](
+        DeliveryPolicy(jitter=0.0), peer_acks=True, timer=clock.of("peer"), rng=random.Random(1)
+    )
+    r.sent("m", "M", True, 0.0)
+    times = [0.0]
+    now = 0.0
+    while r.next_deadline is not None:
+        now = r.next_deadline
+        for key, item in r.due(now):
+            times.append(now)
+            r.sent(key, item, True, now)  # delivered, never acknowledged
+    assert len(times) == P.tries, times
+    assert times == sorted(set(times))  # one send at a time, each later than the last
+    assert now == pytest.approx(P.within) and r.given_up == 1

@@ -142,8 +142,9 @@ class Redelivery(Generic[K, T]):
             whose budget ran out after the peer acknowledged later ones is left to its repair.
         timer: the peer's acknowledgement times (None: ``ack_timeout`` alone). It learns from
             what was acknowledged after one send, and a wait for an acknowledgement is as long
-            as the peer has lately needed: never shorter than ``ack_timeout``, never longer than
-            ``max_delay``.
+            as the peer has lately needed, kept between ``ack_timeout`` and ``max_delay``. Any
+            wait is then cut to an even share of what is left of ``within`` for the tries left:
+            every message gets its ``tries`` sends, however slow the peer.
     """
 
     def __init__(
@@ -204,9 +205,18 @@ class Redelivery(Generic[K, T]):
             entry.due = now + p.wait(self._ack_wait(), entry.tries, self._rng)
         else:
             entry.due = None  # sent once, as to a peer that never acknowledges
-        if entry.due is not None and (entry.tries >= p.tries or entry.due > entry.first + p.within):
+        if entry.due is None:
+            return
+        end = entry.first + p.within
+        left = p.tries - entry.tries  # sends still allowed
+        if left > 0:
+            # the tries left fit in what is left of the budget (the last share waits for the
+            # last try's ack): a slow peer's long wait (up to max_delay) left a message three
+            # sends in the budget, not five, so a plain reply's lost end was given up sooner
+            entry.due = min(entry.due, now + max(0.0, end - now) / (left + 1))
+        if entry.tries >= p.tries or entry.due > end:
             # the budget is spent after this try: wait for its ack, then give up
-            entry.due = min(entry.due, entry.first + p.within)
+            entry.due = min(entry.due, end)
 
     def acknowledged(self, key: K, now: float) -> bool:
         """An acknowledgement arrived; True when it was waiting for one.
