@@ -228,13 +228,14 @@ class LocalAgent(Agent):  # type: ignore[misc]
 
         Args:
             protocol: the protocol to include.
-            publish_manifest: passed to uagents (publishing does nothing here).
+            publish_manifest: ignored: there is no Almanac offline (uagents would schedule a
+                task to publish it, left never awaited by an agent that never runs).
 
         Raises:
             ChatProtocolConflict: ``protocol`` would be the agent's second chat protocol.
         """
         check_include(self, protocol)
-        super().include(protocol, publish_manifest)
+        super().include(protocol, False)
 
     async def listening(self, timeout: float = 10.0) -> bool:
         """Wait until its HTTP server accepts connections (at most ``timeout`` seconds).

@@ -190,7 +190,7 @@ async def test_wrapping_an_existing_non_streaming_handler(pair: Pair) -> None:
 async def test_asking_an_unknown_agent_raises_delivery_error(pair: Pair) -> None:
     chat = StreamingChat()
     client = pair.add("lonely client", chat)
-    nobody = local_agent("nobody at all", free_port(), directory=None).address
+    nobody = local_agent("nobody at all, anywhere", free_port(), directory=None).address
     dispatcher.unregister(nobody, next(iter(dispatcher.sinks[nobody])))
     started = asyncio.get_running_loop().time()
     with pytest.raises(DeliveryError):
