@@ -78,7 +78,7 @@ $(NODE_STAMP): conformance/package-lock.json
 # tests wait on real agents and servers, so two workers halve the run on two cores.
 PYTEST_WORKERS ?= auto
 unit: $(STAMP) system-deps $(NODE_STAMP)
-	AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
+	AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 # A dependency clash (e.g. a2a-sdk 1.x's protobuf against uagents') fails the build.
 check-deps: $(STAMP)
