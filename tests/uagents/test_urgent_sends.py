@@ -18,6 +18,20 @@ from agent_stream.writer import StreamWriter
 PEER = "agent1" + "q" * 59
 
 
+async def _pump(respond: Any, send: Any, **kw: Any) -> None:
+    """One reply to PEER through an Outgoing (sentence-sized chunks, no rate limit), to its end."""
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
+        respond=respond,
+        send=send,
+        limits=PumpLimits(agent_rate=0),
+        **kw,
+    )
+    await asyncio.wait_for(out.start(), 10)
+
+
 def _has_text(chat: ChatMessage) -> bool:
     return any(getattr(i, "text", "") for i in chat.content)
 
@@ -37,15 +51,7 @@ async def test_a_reply_is_sent_urgently_up_to_its_first_text_and_not_after() -> 
                     await m.append(s)
                     await asyncio.sleep(0.1)
 
-    out = Outgoing(
-        PEER,
-        "conv",
-        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
-        respond=respond,
-        send=send,
-        limits=PumpLimits(agent_rate=0),
-    )
-    await asyncio.wait_for(out.start(), 10)
+    await _pump(respond, send)
     first = next(i for i, (_, text) in enumerate(sent) if text)
     assert first > 0 and len(sent) > first + 1  # something before it, and text after it
     assert [u for u, _ in sent] == [i <= first for i in range(len(sent))]
@@ -84,16 +90,7 @@ async def _overlaps(pipelined: bool) -> tuple[list[str], bool]:
             async with b.message("text") as m:
                 await m.append("The first text. ")
 
-    out = Outgoing(
-        PEER,
-        "conv",
-        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
-        respond=respond,
-        send=send,
-        limits=PumpLimits(agent_rate=0),
-        pipelined=pipelined,
-    )
-    await asyncio.wait_for(out.start(), 10)
+    await _pump(respond, send, pipelined=pipelined)
     text_sent = events.index("text sent")
     return events, text_sent < events.index("start done")
 
@@ -128,16 +125,7 @@ async def test_the_first_text_is_posted_from_the_pump_not_from_a_task_of_its_own
                     await m.append(s)
                     await asyncio.sleep(0.1)
 
-    out = Outgoing(
-        PEER,
-        "conv",
-        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
-        respond=respond,
-        send=send,
-        limits=PumpLimits(agent_rate=0),
-        pipelined=True,
-    )
-    await asyncio.wait_for(out.start(), 10)
+    await _pump(respond, send, pipelined=True)
     first = next(i for i, (text, _) in enumerate(sends) if text)
     sender = sends[first][1]
     assert first > 0 and len(sends) > first + 1
@@ -164,18 +152,9 @@ async def _keepalive_urgency(pipelined: bool) -> list[bool]:
             await asyncio.sleep(0.5)  # quiet: keepalives go meanwhile
             await m.append("Done.")
 
-    out = Outgoing(
-        PEER,
-        "conv",
-        ChatEncoder("conv", tagged=True, chunker={"min_chars": 1, "max_delay": 0.05}),
-        respond=respond,
-        send=send,
-        limits=PumpLimits(agent_rate=0),
-        delivery=DeliveryPolicy(keepalive=0.1),
-        keepalive=True,
-        pipelined=pipelined,
+    await _pump(
+        respond, send, delivery=DeliveryPolicy(keepalive=0.1), keepalive=True, pipelined=pipelined
     )
-    await asyncio.wait_for(out.start(), 10)
     return urgency
 
 

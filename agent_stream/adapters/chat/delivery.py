@@ -207,16 +207,11 @@ class Redelivery(Generic[K, T]):
             entry.due = None  # sent once, as to a peer that never acknowledges
         if entry.due is None:
             return
-        end = entry.first + p.within
-        left = p.tries - entry.tries  # sends still allowed
-        if left > 0:
-            # the tries left fit in what is left of the budget (the last share waits for the
-            # last try's ack): a slow peer's long wait (up to max_delay) left a message three
-            # sends in the budget, not five, so a plain reply's lost end was given up sooner
-            entry.due = min(entry.due, now + max(0.0, end - now) / (left + 1))
-        if entry.tries >= p.tries or entry.due > end:
-            # the budget is spent after this try: wait for its ack, then give up
-            entry.due = min(entry.due, end)
+        # The tries left fit in what is left of the budget, the last share waiting for the last
+        # try's ack (with none left: the ack is waited for until the budget ends, then given
+        # up). A slow peer's long waits (up to max_delay) left a message three sends, not five.
+        left = max(0, p.tries - entry.tries)
+        entry.due = min(entry.due, now + max(0.0, entry.first + p.within - now) / (left + 1))
 
     def acknowledged(self, key: K, now: float) -> bool:
         """An acknowledgement arrived; True when it was waiting for one.
