@@ -26,7 +26,7 @@ from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.tagged import TaggedDecoder
-from agent_stream.adapters.chat.wire import OP_MESSAGE, estimated_size, tagged_items
+from agent_stream.adapters.chat.wire import OP_MESSAGE, estimated_size, size_bound, tagged_items
 from agent_stream.errors import StreamWarning
 from agent_stream.message import EVENT, STREAM_END, Message
 
@@ -114,8 +114,8 @@ class ChatDecoder:
         out: list[Message] = []
         state = self._state
         limits = self.limits
-        size = estimated_size(chat)
-        if size > limits.max_chat_bytes:
+        size = size_bound(chat)
+        if size > limits.max_chat_bytes and (size := estimated_size(chat)) > limits.max_chat_bytes:
             self._warnings.add(
                 "chat_too_large",
                 f"ChatMessage of ~{size} bytes exceeds "
@@ -160,7 +160,6 @@ class ChatDecoder:
             chat,
             seq,
             last,
-            size,
             now,
             limits.reorder_window,
             limits.max_seq_ahead,

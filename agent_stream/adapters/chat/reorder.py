@@ -18,6 +18,7 @@ from collections.abc import Callable
 from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat.limits import WarningQueue
+from agent_stream.adapters.chat.wire import estimated_size
 
 __all__ = ["HeldLedger", "ReorderWindow", "seq_number"]
 
@@ -142,7 +143,6 @@ class ReorderWindow:
         chat: ChatMessage,
         seq: int,
         last: int,
-        cost: int,
         now: float,
         window: int,
         max_ahead: int,
@@ -155,7 +155,6 @@ class ReorderWindow:
             chat: the ChatMessage.
             seq: the first sequence number it covers.
             last: the last one it covers (``seq_last``).
-            cost: its estimated size, in bytes.
             now: the current time, in seconds on a monotonic clock.
             window: how many ChatMessages may be held back.
             max_ahead: how far ahead of the expected one a sequence number may be (further:
@@ -182,7 +181,7 @@ class ReorderWindow:
             if seq in self.held:
                 self.ledger.remove(self, seq)
             self.held[seq] = (chat, last)
-            self.ledger.add(self, seq, cost)
+            self.ledger.add(self, seq, estimated_size(chat))  # held: counted
             if self.gap_since is None:
                 self.gap_since = now
             # Held-back count, not distance: one coalesced ChatMessage may cover many seqs.

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from chat_fixtures import decode, delta, encode, msg_end, tag_meta
+from hypothesis import given
+from hypothesis import strategies as st
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     EndStreamContent,
@@ -19,6 +21,7 @@ from uagents_core.contrib.protocols.chat import (
 from agent_stream.adapters.chat import ChatDecoder, DecoderLimits, parse_chat
 from agent_stream.adapters.chat.bounded import BoundedTable
 from agent_stream.adapters.chat.limits import WarningQueue
+from agent_stream.adapters.chat.wire import estimated_size, size_bound
 from agent_stream.errors import WireError
 from agent_stream.message import Message as M
 
@@ -265,6 +268,32 @@ def test_max_chat_bytes_drops_a_chat_message_whole() -> None:
     assert dec.feed("a", chat(TextContent(text="x" * 20_000)), 0.0) == []
     assert codes(dec) == ["chat_too_large"]
     assert dec.feed("a", chat(TextContent(text="fine")), 0.0) != []
+
+
+TEXTS = st.text(max_size=300)  # any characters: ASCII, Latin-1, UCS-2 and UCS-4 strings
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(TextContent, text=TEXTS),
+            st.builds(MetadataContent, metadata=st.dictionaries(TEXTS, TEXTS, max_size=8)),
+            st.just(StartStreamContent(stream_id=uuid.uuid4())),
+        ),
+        max_size=12,
+    )
+)
+def test_the_quick_size_bound_is_never_below_the_estimate(items: list[Any]) -> None:
+    c = ChatMessage(content=items)
+    assert size_bound(c) >= estimated_size(c)
+
+
+def test_a_chat_message_the_quick_bound_flags_is_measured_before_it_is_dropped() -> None:
+    c = chat(TextContent(text="x" * 5_000))
+    assert size_bound(c) > 10_000 > estimated_size(c)  # the bound alone would drop it
+    dec = limited(max_chat_bytes=10_000)
+    assert dec.feed("a", c, 0.0) != []
+    assert codes(dec) == []
 
 
 def test_parse_chat_checks_max_bytes_before_parsing() -> None:
