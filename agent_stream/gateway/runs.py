@@ -302,12 +302,15 @@ class Runs:
             self._remember(run)
 
     def _remember(self, run: Run) -> None:
+        # Oldest first (they come in the order they ended): the expired ones are at the front,
+        # so each end looks at those it forgets and one more, not at every run kept.
         now = time.monotonic()
-        for rid in [
-            r
-            for r, x in self.finished.items()
-            if x.ended_at is not None and now - x.ended_at > self.window
-        ]:
+        expired = []
+        for rid, x in self.finished.items():
+            if x.ended_at is None or now - x.ended_at <= self.window:
+                break
+            expired.append(rid)
+        for rid in expired:
             del self.finished[rid]
         self.finished[run.id] = run
 

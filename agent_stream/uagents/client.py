@@ -505,7 +505,8 @@ class ChatClient:
     """
 
     def __init__(self, late_window: float = 10.0) -> None:
-        self._by_peer: dict[str, list[Reply]] = {}  # open questions per peer, oldest first
+        # open questions per peer, oldest first (a dict: a reply that ends leaves in O(1))
+        self._by_peer: dict[str, dict[Reply, None]] = {}
         self._by_conv: dict[tuple[str, str], list[Reply]] = {}  # ...per (peer, conversation)
         self._ended: dict[str, float] = {}
         self.late_window = late_window
@@ -548,23 +549,21 @@ class ChatClient:
 
     def _prune(self, peer: str) -> None:
         """Forget ``peer``'s replies that are over (noting when the last one ended)."""
-        replies = self._by_peer.get(peer)
-        if not replies:
-            return
-        keep = []
-        for r in replies:
-            if r.done:
-                self._ended[peer] = max(self._ended.get(peer, 0.0), r.ended_at or 0.0)
-                self._unindex(r)
-            else:
-                keep.append(r)
-        if keep:
-            self._by_peer[peer] = keep
-        else:
-            del self._by_peer[peer]
+        for r in [r for r in self._by_peer.get(peer, ()) if r.done]:
+            self._forget(r)
 
-    def _unindex(self, reply: Reply) -> None:
-        key = (reply.peer, reply.conversation)
+    def _forget(self, reply: Reply) -> None:
+        """Forget one reply that is over: constant time, however many are open (a gateway has
+        a thousand with one agent, and each ended reply scanned them all)."""
+        peer = reply.peer
+        replies = self._by_peer.get(peer)
+        if replies is None or reply not in replies:
+            return
+        del replies[reply]
+        self._ended[peer] = max(self._ended.get(peer, 0.0), reply.ended_at or 0.0)
+        if not replies:
+            del self._by_peer[peer]
+        key = (peer, reply.conversation)
         same = [r for r in self._by_conv.get(key, ()) if r is not reply]
         if same:
             self._by_conv[key] = same
@@ -573,7 +572,7 @@ class ChatClient:
 
     def _over(self, reply: Reply) -> None:
         """A reply ended: forget it now (not only when its peer sends again)."""
-        self._prune(reply.peer)
+        self._forget(reply)
 
     def is_late(self, sender: str, chat: ChatMessage) -> bool:
         """An incoming ChatMessage no question waits for that is reply traffic, not a request.
@@ -612,14 +611,14 @@ class ChatClient:
         Args:
             reply: the reply of a question just sent.
         """
-        self._by_peer.setdefault(reply.peer, []).append(reply)
+        self._by_peer.setdefault(reply.peer, {})[reply] = None
         self._by_conv.setdefault((reply.peer, reply.conversation), []).append(reply)
         reply._done.add_done_callback(lambda _f: self._over(reply))
         reply._start_watch()
 
     def cancel_all(self) -> None:
         for peer, replies in list(self._by_peer.items()):
-            for r in replies:
+            for r in list(replies):
                 r.cancel()  # tells the responder, if it can
                 r._finish(CANCELLED)
             self._prune(peer)

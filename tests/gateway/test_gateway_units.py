@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -283,6 +284,7 @@ def test_the_app_imports_every_wire_at_start_not_at_its_first_reply() -> None:
     as the first texts came; building the app imports them (a fresh interpreter shows it)."""
     code = """
 import sys
+import time
 from agent_stream.adapters import registry
 from agent_stream.gateway.app import build_app
 from agent_stream.gateway.config import GatewayConfig
@@ -353,3 +355,23 @@ async def test_a_live_reader_gets_each_append_as_one_batch_and_a_long_log_in_bou
     batches = [b async for b in s2.read_batches("L", start=5)]
     assert [e for b in batches for e in b] == many[5:]
     assert max(map(len, batches)) <= READ_BATCH
+
+
+def test_finished_runs_are_kept_for_the_window_and_forgotten_oldest_first() -> None:
+    from agent_stream.gateway.link import AgentRef
+    from agent_stream.gateway.runs import Run, Runs
+
+    runs = Runs(link=None, store=MemoryStore(), window=60.0)  # type: ignore[arg-type]
+    agent = AgentRef("llm", "agent1q")
+    now = time.monotonic()
+
+    def ended(i: int, ago: float) -> Run:
+        return Run(id=f"r{i}", agent=agent, key="k", question="q", ended_at=now - ago)
+
+    for i in range(1000):  # ended 100 s to ~0 s ago, in order
+        runs._remember(ended(i, 100.0 - i * 0.1))
+    # each end forgot those past the window: the ones that ended over 60 s ago are gone
+    assert [r for r in runs.finished.values() if now - r.ended_at > 61.0] == []  # type: ignore[operator]
+    assert runs.get("r999") is not None and runs.get("r0") is None
+    kept = len(runs.finished)
+    assert 590 <= kept <= 610, kept

@@ -8,6 +8,7 @@ import asyncio
 import time
 import uuid
 
+import pytest
 from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 
 from agent_stream.adapters.chat.wire import OP_KEEPALIVE, control
@@ -75,3 +76,39 @@ async def test_an_ended_reply_makes_late_untagged_traffic_late() -> None:
     assert client.route(PEERS[3], plain, None) is None
     assert client.is_late(PEERS[3], plain)
     assert not client.is_late(PEERS[4], plain)
+
+
+async def test_a_reply_that_ends_leaves_without_looking_at_the_other_open_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A gateway has a thousand replies open with one agent: each that ended scanned them all.
+    client = ChatClient()
+    replies = [Reply(PEERS[0], question(), timeout=600) for _ in range(2000)]
+    for r in replies:
+        client.add(r)
+    looked: list[Reply] = []
+    done = Reply.done
+
+    def counted(self: Reply) -> bool:
+        looked.append(self)
+        return bool(done.fget(self))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Reply, "done", property(counted))
+    try:
+        await asyncio.sleep(0)  # each reply's watch starts (and looks at its own reply)
+        looked.clear()
+        for r in replies[:1000]:
+            r._finish("completed")
+        await asyncio.sleep(0)  # the ends are noted on the next loop turn
+        assert client.open == 1000
+        # scanning looked at every open reply at each end: a million looks here
+        assert sum(1 for r in looked if r.status is None) == 0
+        later = replies[1500]
+        assert client.route(PEERS[0], control(OP_KEEPALIVE, later.conversation), None) is later
+        ended = control(OP_KEEPALIVE, replies[10].conversation)
+        assert client.route(PEERS[0], ended, None) is None
+        plain = ChatMessage(content=[TextContent(text="an answer")])
+        assert client.route(PEERS[0], plain, None) is replies[1000]  # the oldest still open
+    finally:
+        client.cancel_all()
+    assert client.open == 0
