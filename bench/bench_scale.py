@@ -32,7 +32,8 @@ older commit; its compiled chunker copied in) in the same run: "before" beside "
 ``--repeat K`` runs each tree's sweep K times, the trees taking turns (and the first place: this
 tree first in odd rounds, the other in even ones), then prints the median of each N's figures and
 every run's first-text p99: at N = 1,000 on this machine a p99 moves by a second or more from
-one run to the next, more than most changes move it.
+one run to the next, more than most changes move it. It also prints each process's CPU
+milliseconds per conversation, which the machine's lending its cores elsewhere barely moves.
 
     python bench/bench_scale.py [--sizes 10,100,300,1000] [--rate 20] [--base PATH]
                                 [--repeat K] [--max-replies M] [--stock-phases 1,2,4,8,16]
@@ -807,14 +808,21 @@ def print_sweep(label: str, rows: list[dict[str, Any]], rate: float) -> None:
         )
 
 
+def cpu_ms(row: dict[str, Any], proc: int) -> float:
+    """CPU milliseconds one process spent per conversation of a step: unlike latency, it
+    hardly moves when the machine lends the cores elsewhere for a while (which it does here)."""
+    return float(row["cpu"][proc]) / 100 * row["wall"] / row["n"] * 1000
+
+
 def print_medians(label: str, runs: list[list[dict[str, Any]]]) -> None:
     """Each N's median figures over ``runs`` (sweeps of one tree) and every run's p99."""
     print(f"\n{label}, median of {len(runs)} runs:")
     print(
         "| N | completed (worst) | wall (s) | first text p50 / p99 (s) | p99 of each run (s) | "
-        "CPU % agent / gateway | peak RSS MB agent / gateway (highest) |"
+        "CPU % agent / gateway | CPU ms per conversation agent / gateway | "
+        "peak RSS MB agent / gateway (highest) |"
     )
-    print("| ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
 
     def med(rows: list[dict[str, Any]], key: str) -> str:
         vals = [r[key] for r in rows if r[key] is not None]
@@ -829,6 +837,8 @@ def print_medians(label: str, runs: list[list[dict[str, Any]]]) -> None:
             f"{', '.join(sec(r['p99']) for r in rows)} | "
             f"{statistics.median(r['cpu'][0] for r in rows):.0f} / "
             f"{statistics.median(r['cpu'][1] for r in rows):.0f} | "
+            f"{statistics.median(cpu_ms(r, 0) for r in rows):.1f} / "
+            f"{statistics.median(cpu_ms(r, 1) for r in rows):.1f} | "
             f"{max(r['rss'][0] for r in rows):.0f} / {max(r['rss'][1] for r in rows):.0f} |"
         )
 
