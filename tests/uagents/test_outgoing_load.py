@@ -172,3 +172,11 @@ async def test_a_tool_call_just_before_the_first_text_goes_with_it() -> None:
     assert i == 1  # the start, then the first text with the tool call: nothing in between
     assert "tool_call" in str(first.content)
     assert sent_at - times["text"] < 0.4  # the first text was not held
+
+
+async def test_a_hold_is_waited_once_not_once_per_chat_message_released_meanwhile() -> None:
+    # twelve sentences released one by one during a 5 s hold: only the reply's end ends it
+    busy, out, _ = await run(1000, max_hold=5.0)
+    assert busy.text() == EXPECTED
+    # woken by each sentence the encoder released, the sender held again twelve times
+    assert 1 <= out.holds <= 2, out.holds
