@@ -574,6 +574,26 @@ class ChatClient:
         """A reply ended: forget it now (not only when its peer sends again)."""
         self._forget(reply)
 
+    def arrived(self, sender: str, chat: ChatMessage) -> None:
+        """A tagged ChatMessage from ``sender`` reached the agent (the inbox guard tells, before
+        it waits its turn in the inbox): the reply it belongs to has heard from its responder
+        now. Measured when it is handled instead, a reply whose asker's inbox was backed up
+        longer than its idle timeout was ended ``lost`` with its responder's messages waiting.
+
+        Args:
+            sender: the envelope's sender.
+            chat: the ChatMessage.
+        """
+        conv = conversation_of(chat)
+        if conv is None:
+            return
+        replies = self._by_conv.get((sender, conv))
+        if replies:
+            now = time.monotonic()
+            for r in replies:
+                if not r.done:
+                    r.watch.idle.note(now)
+
     def is_late(self, sender: str, chat: ChatMessage) -> bool:
         """An incoming ChatMessage no question waits for that is reply traffic, not a request.
 

@@ -215,6 +215,9 @@ class AgentGuard:
             address (uagents verified its signature, or an agent of this process sent it;
             ``user...`` senders are unsigned and not reported), whether or not its payload is
             let in: that agent is running.
+        on_chat: called with the sender and the parsed ChatMessage of every one let into the
+            inbox, as it arrives: it may wait there a while before it is handled (a reply's
+            liveness is measured from here).
 
     Args:
         agent: the uagents agent it guards.
@@ -228,6 +231,7 @@ class AgentGuard:
         self._last_error_reply: dict[str, float] = {}
         self._error_tasks: set[asyncio.Task[Any]] = set()
         self.on_sender: list[Callable[[str], None]] = []
+        self.on_chat: list[Callable[[str, ChatMessage], None]] = []
         # the sizes of the payloads this guard let into the inbox, oldest first, and their sum:
         # the inbox is first in, first out, so what was taken is at the left
         self._queued: deque[int] = deque()
@@ -371,6 +375,9 @@ class AgentGuard:
         reason, parsed = self._inspect(schema_digest, message)
         if reason is None:
             assert self._handle is not None
+            if self.on_chat and parsed.__class__ is ChatMessage and type(sender) is str:
+                for arrived in self.on_chat:
+                    arrived(sender, parsed)
             if parsed.__class__ in HANDED_OVER and self._hands_over(schema_digest):
                 self.handover.put(message, parsed)
             try:

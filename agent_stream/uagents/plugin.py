@@ -132,7 +132,7 @@ from agent_stream.uagents.caps import ReplyCaps
 from agent_stream.uagents.client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.edge import answering_from
 from agent_stream.uagents.fleet import Fleet, Forwarded
-from agent_stream.uagents.hardening import is_protected, protect
+from agent_stream.uagents.hardening import guard_of, is_protected, protect
 from agent_stream.uagents.lanes import pipeline_from
 from agent_stream.uagents.memory import Memory
 from agent_stream.uagents.open_replies import OpenReplies
@@ -750,6 +750,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             self.fleet.start(address, self._on_forwarded, functools.partial(self.send, ctx))
         if not is_protected(agent):
             protect(agent, self.settings.protection)
+        guard = guard_of(agent)
+        if guard is not None:  # a reply's liveness counts from when its messages arrive
+            guard.on_chat.append(self.client.arrived)
 
         async def _on_shutdown(_ctx: Context) -> None:
             await self.shutdown()

@@ -43,3 +43,28 @@ async def test_a_plain_question_is_watched_when_an_idle_timeout_is_given() -> No
     question = ChatMessage(content=[TextContent(text="hello")])
     reply = Reply(PEER, question, delivery=POLICY, idle_timeout=0.2)
     assert await _after_silence(reply) == "lost"
+
+
+async def test_messages_that_arrived_keep_a_reply_alive_before_they_are_handled() -> None:
+    # The inbox guard reports each ChatMessage as it arrives; handled later (a backed-up
+    # inbox), it is still a sign of life from the responder when it came.
+    client = ChatClient()
+    reply = Reply(PEER, build_question("hello"), delivery=POLICY)
+    client.add(reply)
+    other = Reply("agent1other", build_question("hello"), delivery=POLICY)
+    client.add(other)
+    try:
+        alive = control(OP_KEEPALIVE, reply.conversation)
+        reply.feed(alive)
+        other.feed(control(OP_KEEPALIVE, other.conversation))
+        for _ in range(6):  # 0.6 s: three idle timeouts, with something arriving all along
+            client.arrived(PEER, alive)
+            client.arrived(PEER, control(OP_KEEPALIVE, other.conversation))  # not its peer's
+            client.arrived(PEER, ChatMessage(content=[TextContent(text="untagged")]))
+            await asyncio.sleep(0.1)
+        assert reply.status is None
+        assert other.status == "lost"  # what arrived was not from its responder
+        await asyncio.sleep(0.6)  # then nothing arrives: lost
+        assert reply.status == "lost"
+    finally:
+        client.cancel_all()
