@@ -811,7 +811,7 @@ def print_sweep(label: str, rows: list[dict[str, Any]], rate: float) -> None:
 def cpu_ms(row: dict[str, Any], proc: int) -> float:
     """CPU milliseconds one process spent per conversation of a step: unlike latency, it
     hardly moves when the machine lends the cores elsewhere for a while (which it does here)."""
-    return float(row["cpu"][proc]) / 100 * row["wall"] / row["n"] * 1000
+    return float(row["cpu"][proc]) / 100 * float(row["wall"]) / int(row["n"]) * 1000
 
 
 def print_medians(label: str, runs: list[list[dict[str, Any]]]) -> None:
