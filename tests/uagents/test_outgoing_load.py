@@ -179,4 +179,4 @@ async def test_a_hold_is_waited_once_not_once_per_chat_message_released_meanwhil
     busy, out, _ = await run(1000, max_hold=5.0)
     assert busy.text() == EXPECTED
     # woken by each sentence the encoder released, the sender held again twelve times
-    assert 1 <= out.holds <= 2, out.holds
+    assert 1 <= out.holds <= 3, out.holds  # (a slow machine: a resend may come due once)
