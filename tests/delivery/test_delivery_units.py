@@ -78,18 +78,30 @@ def test_silence_is_loss_only_from_a_peer_known_to_acknowledge() -> None:
 
 
 def test_acknowledged_messages_are_never_resent_and_budget_is_bounded_in_time() -> None:
+    def resend_all(r: Redelivery[str, str]) -> tuple[list[str], float]:
+        sent = []
+        now = 0.0
+        while r.next_deadline is not None:
+            now = r.next_deadline
+            for key, item in r.due(now):
+                sent.append(key)
+                r.sent(key, item, True, now)
+        return sent, now
+
+    r = rd(policy=DeliveryPolicy(jitter=0.0, within=3.0, tries=10))
+    r.sent("a", "A", True, 0.0)
+    r.sent("b", "B", True, 0.0)
+    r.acknowledged("a", 0.0)  # before anything else came: no sign of life after b was sent
+    sent, now = resend_all(r)
+    assert set(sent) == {"b"} and now <= 3.0 and r.given_up == 1 and r.extended == 0
+    # acknowledged after b was sent, a peer is alive: b gets a second budget, once
     r = rd(policy=DeliveryPolicy(jitter=0.0, within=3.0, tries=10))
     r.sent("a", "A", True, 0.0)
     r.sent("b", "B", True, 0.0)
     r.acknowledged("a", 0.1)
-    sent = []
-    now = 0.0
-    while r.next_deadline is not None:
-        now = r.next_deadline
-        for key, item in r.due(now):
-            sent.append(key)
-            r.sent(key, item, True, now)
-    assert set(sent) == {"b"} and now <= 3.0 and r.given_up == 1
+    sent, now = resend_all(r)
+    assert set(sent) == {"b"} and 3.0 < now <= 6.1 and r.given_up == 1 and r.extended == 1
+    assert len(sent) == 19  # ten tries less the first, then ten more
 
 
 def test_policy_validates() -> None:
@@ -237,15 +249,23 @@ def test_a_message_out_of_tries_is_left_to_repair_only_when_a_repairing_peer_is_
             rd.acknowledged("later", 0.6)  # the peer is alive: it acknowledged what came after
         assert rd.due(1.0) == [("lost", "a")]
         rd.sent("lost", "a", True, 1.0)
-        assert ("lost", "a") not in rd.due(3.0)  # its two tries are spent
+        for _ in range(50):  # until its budget (and a second one, if it gets one) is spent
+            now = rd.next_deadline
+            if now is None:
+                break
+            for key, item in rd.due(now):
+                rd.sent(key, item, True, now)
+        assert rd.next_deadline is None
         return rd
 
     alive = run(repairable=True, ack_later=True)
     assert (alive.left_to_repair, alive.given_up) == (1, 0)  # the asker's gap repair gets it
-    for repairable, ack_later in ((True, False), (False, True)):
-        # a silent peer, or one that cannot ask for a gap: the budget is given up as before
-        rd = run(repairable, ack_later)
-        assert (rd.left_to_repair, rd.given_up) == (0, 1)
+    silent = run(repairable=True, ack_later=False)  # neither message acknowledged: both go
+    assert (silent.left_to_repair, silent.given_up, silent.extended) == (0, 2, 0)
+    # alive, but it cannot ask for the gap: a second budget of sends, then given up
+    plain = run(repairable=False, ack_later=True)
+    assert (plain.left_to_repair, plain.given_up, plain.extended) == (0, 1, 1)
+    assert plain.resends == 3  # 2 tries, then 2 more: the first send was not a resend
 
 
 def test_a_slow_peers_message_gets_every_try_within_the_budget() -> None:

@@ -112,12 +112,14 @@ class DeliveryPolicy:
 
 
 class _Entry(Generic[T]):
-    __slots__ = ("due", "first", "item", "risky", "tries")
+    __slots__ = ("due", "first", "item", "limit", "risky", "tries", "until")
 
-    def __init__(self, item: T, now: float) -> None:
+    def __init__(self, item: T, now: float, tries: int, within: float) -> None:
         self.item = item
         self.first = now
         self.tries = 0
+        self.limit = tries  # sends allowed (a second budget adds to it once)
+        self.until = now + within  # the last send no later than this
         self.due: float | None = None  # when to resend (None: nothing to do unless acks start)
         self.risky = False  # a try failed or timed out: the message may be lost
 
@@ -129,7 +131,9 @@ class Redelivery(Generic[K, T]):
     delivered it, :meth:`acknowledged` for every acknowledgement, and sends what :meth:`due`
     returns. Figures: ``resends``, ``given_up`` (budget ran out), ``left_to_repair`` (budget ran
     out, but a ``repairable`` peer acknowledged something after it was first sent: it is alive,
-    and asks for the gap from the replay buffer), :meth:`at_risk` (seconds during
+    and asks for the gap from the replay buffer), ``extended`` (budget ran out, and a peer that
+    cannot ask for gaps acknowledged something after it was first sent: alive, so the message
+    gets a second budget, once), :meth:`at_risk` (seconds during
     which some message had failed or gone unacknowledged past its timeout and was not yet
     acknowledged).
 
@@ -165,6 +169,7 @@ class Redelivery(Generic[K, T]):
         self.resends = 0
         self.given_up = 0
         self.left_to_repair = 0
+        self.extended = 0  # messages given a second budget (their peer was alive)
         self.acks = 0
         self._last_ack: float | None = None
         self._risky = 0
@@ -191,13 +196,13 @@ class Redelivery(Generic[K, T]):
             delivered: the transport took it.
             now: the current time, in seconds on a monotonic clock.
         """
+        p = self.policy
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = _Entry(item, now)
+            entry = self._entries[key] = _Entry(item, now, p.tries, p.within)
         elif entry.tries:
             self.resends += 1
         entry.tries += 1
-        p = self.policy
         if not delivered:
             self._mark_risky(entry, now)
             entry.due = now + p.wait(p.retry_delay, entry.tries, self._rng)
@@ -210,8 +215,8 @@ class Redelivery(Generic[K, T]):
         # The tries left fit in what is left of the budget, the last share waiting for the last
         # try's ack (with none left: the ack is waited for until the budget ends, then given
         # up). A slow peer's long waits (up to max_delay) left a message three sends, not five.
-        left = max(0, p.tries - entry.tries)
-        entry.due = min(entry.due, now + max(0.0, entry.first + p.within - now) / (left + 1))
+        left = max(0, entry.limit - entry.tries)
+        entry.due = min(entry.due, now + max(0.0, entry.until - now) / (left + 1))
 
     def acknowledged(self, key: K, now: float) -> bool:
         """An acknowledgement arrived; True when it was waiting for one.
@@ -262,14 +267,24 @@ class Redelivery(Generic[K, T]):
             if entry.due is None or entry.due > now:
                 continue
             self._mark_risky(entry, now)
-            if entry.tries >= p.tries or now >= entry.first + p.within:
-                self._unmark(entry, now)
-                del self._entries[key]
-                if self.repairable and self._last_ack is not None and self._last_ack > entry.first:
-                    self.left_to_repair += 1
+            if entry.tries >= entry.limit or now >= entry.until:
+                alive = self._last_ack is not None and self._last_ack > entry.first
+                if alive and not self.repairable and entry.limit == p.tries:
+                    # The peer acknowledged later messages: it is alive, and this one's sends
+                    # or acknowledgements were lost by chance (five in a row at 15 % loss each
+                    # way: one message in 600). A peer that cannot ask for the gap gets a
+                    # second budget, once, before the reply is given up.
+                    entry.limit += p.tries
+                    entry.until = now + p.within
+                    self.extended += 1
                 else:
-                    self.given_up += 1
-                continue
+                    self._unmark(entry, now)
+                    del self._entries[key]
+                    if self.repairable and alive:
+                        self.left_to_repair += 1
+                    else:
+                        self.given_up += 1
+                    continue
             entry.due = None  # until sent() says how this try went
             out.append((key, entry.item))
         return out
