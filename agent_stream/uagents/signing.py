@@ -116,9 +116,8 @@ def _encode_any(hrp: str, data: bytes) -> str:
 
 
 def _decode_any(value: str, hrp: str) -> bytes | None:
-    """:func:`bech32_decode` for any length, a symbol at a time."""
-    if not isinstance(value, str) or not value.startswith(hrp + "1"):
-        return None
+    """:func:`bech32_decode` for any length, a symbol at a time (``value`` is a str that
+    starts with ``hrp`` and ``1``)."""
     body = value[len(hrp) + 1 :]
     if len(body) < 7 or len(hrp) > 82 or "1" in body:
         return None

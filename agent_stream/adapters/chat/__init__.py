@@ -81,8 +81,9 @@ content Message becomes: the withholding policy), :mod:`.messages` (per-message 
 peers), :mod:`.batching` (batching, ``meta_delay``), :mod:`.decoder`, :mod:`.reorder` (duplicates,
 reorder window, gaps), :mod:`.delivery` (redelivery, replay, gap repair, liveness),
 :mod:`.tagged`, :mod:`.streams` (chat streams, untagged content), :mod:`.state` (what the
-decoder keeps, under :mod:`.limits`; :mod:`.bounded`), :mod:`.lines` (the wire as ChatMessage
-JSON lines, both ways: what ``convert --to chat`` and ``decode --from chat`` use).
+decoder keeps, under :mod:`.limits`; :mod:`.bounded`; :mod:`.sizes`, what its caps count),
+:mod:`.lines` (the wire as ChatMessage JSON lines, both ways: what ``convert --to chat`` and
+``decode --from chat`` use).
 """
 
 from __future__ import annotations

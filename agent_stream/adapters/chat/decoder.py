@@ -23,10 +23,11 @@ from agent_stream import jsontext
 from agent_stream.adapters.chat.delivery import Gap
 from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
 from agent_stream.adapters.chat.reorder import seq_number
+from agent_stream.adapters.chat.sizes import estimated_size, size_bound
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.tagged import TaggedDecoder
-from agent_stream.adapters.chat.wire import OP_MESSAGE, estimated_size, size_bound, tagged_items
+from agent_stream.adapters.chat.wire import OP_MESSAGE, tagged_items
 from agent_stream.errors import StreamWarning
 from agent_stream.message import EVENT, STREAM_END, Message
 

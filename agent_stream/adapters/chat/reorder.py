@@ -18,7 +18,7 @@ from collections.abc import Callable
 from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat.limits import WarningQueue
-from agent_stream.adapters.chat.wire import estimated_size
+from agent_stream.adapters.chat.sizes import estimated_size
 
 __all__ = ["HeldLedger", "ReorderWindow", "seq_number"]
 

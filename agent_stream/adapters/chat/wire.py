@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
@@ -52,7 +51,6 @@ __all__ = [
     "control_of",
     "conversation_of",
     "ends_session",
-    "estimated_size",
     "is_tagged_request",
     "max_hops_of",
     "opens_session",
@@ -60,7 +58,6 @@ __all__ = [
     "requested_channels",
     "sent_history",
     "seq_span",
-    "size_bound",
     "stream_id_for",
     "tagged_items",
     "utf8_size",
@@ -173,70 +170,6 @@ def utf8_size(text: str) -> int:
         text: the text.
     """
     return len(text) if text.isascii() else len(text.encode("utf-8"))
-
-
-# Measured with tracemalloc (uagents-core 0.4.12, pydantic v1 models), rounded up: a ChatMessage
-# ~700 bytes, a content item 460-740 (a resource ~1,250), a dict entry ~100 plus its strings.
-_CHAT_COST = 1024
-_ITEM_COST = 1024
-_RESOURCE_COST = 2048
-_ENTRY_COST = 128
-_STR_MOST = 80  # the most a str object adds to its characters' bytes (76, a UCS-4 one)
-
-
-def _dict_size(d: Any) -> int:
-    if type(d) is not dict:
-        return 0
-    getsize = sys.getsizeof
-    return len(d) * _ENTRY_COST + sum(map(getsize, d)) + sum(map(getsize, d.values()))
-
-
-def _item_size(item: Any, kind: type[Any] | None) -> int:
-    if kind is TextContent:
-        return _ITEM_COST + sys.getsizeof(item.text)
-    if kind is MetadataContent:
-        return _ITEM_COST + _dict_size(item.metadata)
-    if kind is ResourceContent:
-        resources = item.resource if isinstance(item.resource, list) else [item.resource]
-        return sum(
-            _RESOURCE_COST + sys.getsizeof(res.uri) + _dict_size(res.metadata) for res in resources
-        )
-    return _ITEM_COST
-
-
-def estimated_size(chat: ChatMessage) -> int:
-    """An upper estimate of the bytes a ChatMessage takes in memory (its strings and objects).
-
-    Args:
-        chat: the ChatMessage.
-    """
-    return _CHAT_COST + sum(_item_size(item, content_class(item)) for item in chat.content)
-
-
-def size_bound(chat: ChatMessage) -> int:
-    """A quick bound on :func:`estimated_size` (never below it), from string lengths alone: four
-    bytes per character and the most a ``str`` object adds (``76 + 4 * len`` bytes at most).
-    What it lets under a cap, the estimate does too: most ChatMessages need no more.
-
-    Args:
-        chat: the ChatMessage.
-    """
-    size = _CHAT_COST
-    for item in chat.content:
-        kind = content_class(item)
-        try:
-            if kind is TextContent:
-                size += _ITEM_COST + _STR_MOST + 4 * len(item.text)
-                continue
-            if kind is MetadataContent:
-                md = item.metadata
-                chars = sum(map(len, md)) + sum(map(len, md.values()))
-                size += _ITEM_COST + len(md) * (_ENTRY_COST + 2 * _STR_MOST) + 4 * chars
-                continue
-        except (TypeError, AttributeError):  # built without validation: measured the long way
-            pass
-        size += _item_size(item, kind)
-    return size
 
 
 # -- ids ------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from uagents_core.contrib.protocols.chat import (
 from agent_stream.adapters.chat import ChatDecoder, DecoderLimits, parse_chat
 from agent_stream.adapters.chat.bounded import BoundedTable
 from agent_stream.adapters.chat.limits import WarningQueue
-from agent_stream.adapters.chat.wire import estimated_size, size_bound
+from agent_stream.adapters.chat.sizes import estimated_size, size_bound
 from agent_stream.errors import WireError
 from agent_stream.message import Message as M
 
