@@ -4,10 +4,8 @@ knows (or guesses) a reply's msg_ids cannot stop its redelivery, alone or in a c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from inprocess_agents import Pair
 from uagents import Context, Protocol
 from uagents_core.contrib.protocols.chat import (
@@ -42,15 +40,6 @@ def silent_asker(got: list[Any]) -> Protocol:
 async def respond(request: ChatRequest, out: StreamWriter) -> None:
     await out.text("An answer. ")
     await asyncio.sleep(5)  # the reply stays open while the test runs
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def until(check: Any, timeout: float = 10.0) -> None:

@@ -5,9 +5,7 @@ for twice the reply's idle timeout while the responder streams."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest_asyncio
 from inprocess_agents import Pair
 from uagents import Context, Model, Protocol
 
@@ -19,15 +17,6 @@ SENTENCES = [f"Sentence number {i} of the answer." for i in range(12)]
 
 class Stall(Model):  # type: ignore[misc]
     seconds: float
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def test_a_reply_waiting_in_a_backed_up_inbox_is_not_lost(pair: Pair) -> None:

@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest_asyncio
 from aiohttp import web
 from hostile_peer import CHAT, envelope, valid_question
 from inprocess_agents import Pair
@@ -36,15 +34,6 @@ from agent_stream.uagents.local import endpoint_for
 from agent_stream.uagents.pool import BATCH_HEADER, MAX_BATCH, EnvelopePoster
 
 SENDER = Identity.from_seed("batch test sender seed, throwaway", 0)
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 def recording(got: list[str]) -> Protocol:

@@ -4,9 +4,7 @@ over real signed HTTP on 127.0.0.1, while other senders keep the per-sender rate
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest_asyncio
 from hostile_peer import CHAT, envelope, post, valid_question
 from inprocess_agents import Pair
 from uagents_core.identity import Identity
@@ -16,15 +14,6 @@ from agent_stream.uagents.guard import GuardSettings
 from agent_stream.uagents.hardening import Protection, protect
 from agent_stream.uagents.local import endpoint_for
 from agent_stream.writer import StreamWriter
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def test_a_trusted_sender_has_its_own_rate(pair: Pair) -> None:

@@ -9,10 +9,8 @@ import asyncio
 import gc
 import logging
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 from hostile_peer import CHAT, FORMS, envelope, post, valid_question
 from inprocess_agents import Pair
 from uagents import Agent, Context, Protocol
@@ -48,15 +46,6 @@ class Attacker:
 
     async def post(self, target: str, digest: str, payload: str) -> None:
         await dispatcher.dispatch_msg(self.agent.address, target, digest, payload, uuid.uuid4())
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def answered(

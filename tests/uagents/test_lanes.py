@@ -11,12 +11,11 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from inprocess_agents import Pair
 from uagents.communication import Dispenser
 from uagents_core.envelope import Envelope
@@ -174,15 +173,6 @@ async def test_order_per_peer_is_kept_and_a_full_lane_fails_at_once(sink: Sink) 
     assert all("too many envelopes queued" in r.detail for r in results[5:])
     assert d.lanes == 0  # an idle lane goes away
     await d.drain(1)
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def test_streaming_chat_gives_an_agent_built_elsewhere_its_lanes(pair: Pair) -> None:
@@ -346,6 +336,10 @@ async def test_an_envelope_coming_while_the_lane_waits_on_a_post_begins_its_post
         held = post(d, A, s.url, "held")
         lane = await _waiting(d, A)
         assert len(lane.posts) == 1
+        for _ in range(500):  # bounded: the held post has reached the sink (two posts race)
+            if s.got:
+                break
+            await asyncio.sleep(0.01)
         with urgent():
             second = post(d, A, s.url, "second")
         assert len(lane.posts) == 2 and not lane.urgent  # begun here, not queued

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from inprocess_agents import Pair
 from uagents.dispatch import dispatcher
 from uagents_core.contrib.protocols.chat import (
@@ -34,15 +33,6 @@ from agent_stream.uagents import (
 )
 from agent_stream.uagents.local import free_port
 from agent_stream.writer import StreamWriter
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def ask(

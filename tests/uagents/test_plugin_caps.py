@@ -4,10 +4,8 @@ cap is answered with a readable error reply, never silence; the agent goes on an
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from inprocess_agents import Pair
 from uagents import Context, Protocol
 from uagents_core.contrib.protocols.chat import (
@@ -19,15 +17,6 @@ from uagents_core.contrib.protocols.chat import (
 
 from agent_stream.uagents import ChatRequest, ChatSettings, Reply, StreamingChat
 from agent_stream.writer import StreamWriter
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 class Gate:

@@ -191,15 +191,6 @@ async def test_a_pipelined_peer_gets_a_window_of_envelopes_at_once_a_plain_one_o
         await d.drain(1)
 
 
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
-
-
 async def test_a_streaming_agent_pipelines_to_a_tagged_asker_only(pair: Pair) -> None:
     """The plugin marks a peer whose question is tagged (an agent_stream asker) for pipelining;
     a plain chat agent's question leaves its lane one at a time."""

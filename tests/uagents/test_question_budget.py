@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from inprocess_agents import Pair
 from uagents import Context, Protocol
 from uagents_core.contrib.protocols.chat import (
@@ -29,15 +27,6 @@ from agent_stream.uagents.asker_delivery import resend_question
 # 4 tries within 1 s: 0, 0.1, 0.3, 0.7 s by the policy alone
 POLICY = DeliveryPolicy(tries=4, within=1.0, ack_timeout=0.1, max_delay=0.8, jitter=0.0)
 TIMEOUT = 20.0
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 def peer_protocol(got: list[str], ack_after: float | None) -> Protocol:

@@ -5,7 +5,6 @@ refused with an error that names the fix."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import Any
 from uuid import uuid4
@@ -69,13 +68,6 @@ def fetch_style_protocols() -> tuple[Protocol, Protocol]:
         await ctx.send(sender, Pong(text=msg.text.upper()))
 
     return chat_proto, ping_proto
-
-
-@pytest.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    yield p
-    await p.close()
 
 
 async def _until(check: Any, seconds: float = 10.0) -> None:

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import tracemalloc
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -236,11 +235,6 @@ async def test_redis_keeps_turns_and_keeps_to_the_caps(redis_url: str) -> None:
 
 
 # -- the plugin -----------------------------------------------------------------------------------
-@pytest.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    yield p
-    await p.close()
 
 
 async def test_a_responder_sees_the_sessions_earlier_turns(pair: Pair) -> None:

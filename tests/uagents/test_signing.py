@@ -7,13 +7,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import bech32
 import ecdsa
 import pytest
-import pytest_asyncio
 from hostile_peer import CHAT, envelope, post, valid_question
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -304,13 +302,6 @@ def test_a_fast_envelope_signs_and_verifies_like_uagents() -> None:
 
 
 # -- a protected agent over real HTTP ---------------------------------------------------------------
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def serving(pair: Pair, seed: str) -> tuple[Any, str]:

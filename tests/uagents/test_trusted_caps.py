@@ -4,24 +4,13 @@ whole refusal budget; everyone else keeps the per-sender caps; the total cap sti
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 from inprocess_agents import Pair
 from test_plugin_caps import Gate, asker, error_of
 
 from agent_stream.uagents import ChatSettings, ReplyLimits, StreamingChat
 from agent_stream.uagents.caps import ReplyCaps
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def test_a_trusted_peer_has_its_own_cap_and_others_keep_theirs(pair: Pair) -> None:

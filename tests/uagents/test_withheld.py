@@ -4,7 +4,6 @@ channels were withheld, and the agent's author is told once why an asker did not
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 from inprocess_agents import Pair
@@ -35,13 +34,6 @@ async def _through_chat(channels: set[str]) -> list[str]:
 async def test_the_chat_wire_says_which_channels_were_withheld() -> None:
     assert await _through_chat(set()) == ["reasoning"]
     assert await _through_chat({"reasoning"}) == []  # shared: nothing withheld
-
-
-@pytest.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    yield p
-    await p.close()
 
 
 async def test_the_asker_and_the_author_learn_why_reasoning_is_missing(
