@@ -48,6 +48,12 @@ __all__ = [
 
 TOOL_RESULT = "tool_result"
 TICK = 0.1  # seconds: a reply wakes at most this often; the tokens due meanwhile go out together
+#: Wakes per second all of one model's replies together aim at: with more replies streaming than
+#: that many tenths of a second allow, each wakes less often (at most :data:`MAX_TICK` apart) and
+#: appends more tokens at a time, so a thousand replies cost the event loop ~3,000 wakes a second
+#: (not 10,000) and the writer, chunker and encoder see a third as many deltas.
+WAKES = 3000.0
+MAX_TICK = 0.5  # seconds: the longest a streaming reply waits between two appends
 
 # GPT-2 style pre-tokenisation (contractions, words with their leading space, numbers, punctuation
 # runs, whitespace), then long words cut into pieces of four or five characters.
@@ -400,6 +406,7 @@ class ReplayModel:
         self.rate = rate
         self.tool_latency = tool_latency if rate > 0 else 0.0
         self.replies = tuple(replies)
+        self.running = 0  # replies being streamed now (their wakes share :data:`WAKES`)
 
     def __repr__(self) -> str:
         return f"ReplayModel(rate={self.rate!r})"
@@ -407,8 +414,15 @@ class ReplayModel:
     async def __call__(self, question: str, out: Scope, *, history: Sequence[Turn] = ()) -> None:
         """Stream the reply to ``question`` into ``out``; with the conversation's earlier
         ``history``, the answer begins by saying what was asked before (memory made visible)."""
+        self.running += 1
+        try:
+            await self._reply(question, out, history)
+        finally:
+            self.running -= 1
+
+    async def _reply(self, question: str, out: Scope, history: Sequence[Turn]) -> None:
         script = pick_reply(question, self.replies)
-        run = _Run(self.rate, self.tool_latency)
+        run = _Run(self.rate, self.tool_latency, lambda: self.running)
         recalled = recall(history)
         async with out.block("llm", label="Thinking") as b, b.message("thinking") as m:
             if recalled:
@@ -474,9 +488,12 @@ def recall(history: Sequence[Turn]) -> str:
 class _Run:
     """Pacing state of one reply."""
 
-    def __init__(self, rate: float, tool_latency: float) -> None:
+    def __init__(
+        self, rate: float, tool_latency: float, running: Callable[[], int] = lambda: 1
+    ) -> None:
         self.rate = rate
         self.tool_latency = tool_latency
+        self._running = running  # replies of the model streaming now
         self.tokens = 0
         self._clock = time.monotonic()
         self._paced = 0
@@ -489,7 +506,7 @@ class _Run:
             await append(tokens[i] if k == 1 else "".join(tokens[i : i + k]))
             i += k
             self.tokens += k
-            await self._pace(k)
+            await self._pace(k, last=i >= n)
 
     def _due(self) -> int:
         """Tokens due now (at least one): the model keeps its average rate without drifting,
@@ -499,17 +516,20 @@ class _Run:
             return 1
         return max(1, int((time.monotonic() - self._clock) * self.rate) + 1 - self._paced)
 
-    async def _pace(self, appended: int) -> None:
+    async def _pace(self, appended: int, last: bool = False) -> None:
         before, self._paced = self._paced, self._paced + appended
         if self.rate <= 0:
             if self._paced // 32 > before // 32:
                 await asyncio.sleep(0)  # let the transport run
             return
-        # Sleep until the next token's due time, and at least TICK (or four tokens' time, when
-        # shorter): the tokens that came due meanwhile go out together (a thousand replies at
-        # once wake the loop TICK-apart each).
+        if last:  # what follows (a tool call, the reply's end) keeps the model's own timeline
+            return
+        # Sleep until the next token's due time, and at least a tick: TICK (or four tokens'
+        # time, when shorter), longer when the model's replies together would wake the loop
+        # more than WAKES times a second. The tokens that came due meanwhile go out together.
         delay = self._clock + self._paced / self.rate - time.monotonic()
-        await asyncio.sleep(max(delay, min(TICK, 4 / self.rate)))
+        tick = max(min(TICK, 4 / self.rate), min(MAX_TICK, self._running() / WAKES))
+        await asyncio.sleep(max(delay, tick))
 
     async def tool(self, scope: Scope, step: ToolStep, call_id: str) -> None:
         await scope.send(
