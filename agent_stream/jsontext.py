@@ -16,6 +16,12 @@ Infinity, integers of any size (a ``ValueError`` past 4,300 digits), lone surrog
 Callers pick the error class (``InvalidMessage`` for Messages, ``WireError`` for wire items).
 
 ``dumps`` is the writer every wire here uses: compact JSON, UTF-8 characters kept as they are.
+
+``loads`` reads with orjson (in C, about three times as fast), which refuses everything
+listed above as well; the standard path runs for text orjson refuses (it says what is wrong)
+and for text with a run of 19 digits (orjson reads an integer past 64 bits as a float). A
+property test holds the two to the same values and the same errors. ``dumps`` stays on the
+standard library: orjson writes floats otherwise (``0.000021`` for ``2.1e-05``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+import orjson
 
 from agent_stream.errors import InvalidJSON, StreamError
 
@@ -64,6 +72,7 @@ _DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_
 
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_LONG_DIGITS = re.compile(rb"\d{19}")  # maybe an integer orjson would read as a float
 
 
 def dumps(value: Any) -> str:
@@ -152,6 +161,11 @@ def loads(
             raw = s.encode("ascii")
     if too_deep(raw, max_depth):
         raise error(f"nested too deep (over {max_depth} levels)")
+    if _LONG_DIGITS.search(raw) is None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # the standard path says what is wrong
     try:
         value = _DECODER.decode(s)
     except json.JSONDecodeError as exc:

@@ -179,3 +179,73 @@ def test_a_tagged_chat_message_with_props_nested_too_deep_is_a_warning() -> None
     dec = ChatDecoder()
     assert dec.feed("agent1q", chat, 0.0) == []
     assert [w.code for w in dec.drain_warnings()] == ["bad_metadata"]
+
+
+# -- the orjson paths write and read exactly what the standard library does ------------------------
+
+
+def _standard_loads(text: str | bytes) -> Any:
+    """jsontext.loads on its standard-library path only (orjson refusing everything)."""
+    import orjson
+
+    real = orjson.loads
+
+    def refuse(_: Any) -> Any:
+        raise orjson.JSONDecodeError("refused", "", 0)
+
+    orjson.loads = refuse
+    try:
+        return jsontext.loads(text)
+    finally:
+        orjson.loads = real
+
+
+def _outcome(f: Any, arg: Any) -> tuple[str, str]:
+    try:
+        v = f(arg)
+    except StreamError as exc:
+        return "error", str(exc)
+    return "value", _typed(v)
+
+
+def _typed(v: Any) -> str:
+    """A value with its types spelled out: 1 and 1.0, 0.0 and -0.0 differ."""
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k!r}:{_typed(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(map(_typed, v)) + "]"
+    return f"{type(v).__name__}:{v!r}"
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_json_values, st.sampled_from(["compact", "ascii", "spaced"]), st.data())
+def test_loads_reads_what_the_standard_path_reads_and_refuses_alike(
+    value: Any, style: str, data: st.DataObject
+) -> None:
+    text = json.dumps(
+        value,
+        ensure_ascii=style == "ascii",
+        separators=(",", ":") if style == "compact" else (", ", ": "),
+    )
+    if data.draw(st.booleans()):  # a few characters changed: broken JSON, other values
+        chars = list(text)
+        for _ in range(data.draw(st.integers(1, 3))):
+            i = data.draw(st.integers(0, max(0, len(chars) - 1)))
+            chars[i:i] = data.draw(st.sampled_from(list('"\\{}[],:.e-0123456789 nutrfalse\ud800')))
+        text = "".join(chars)
+    raw = text.encode("utf-8", "surrogatepass")
+    assert _outcome(jsontext.loads, text) == _outcome(_standard_loads, text)
+    assert _outcome(jsontext.loads, raw) == _outcome(_standard_loads, raw)
