@@ -4,9 +4,7 @@ sending a ChatMessage again (RFC 6298's estimator, Karn's rule), within the poli
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest_asyncio
 from inprocess_agents import Pair
 
 from agent_stream.adapters.chat.ack_clock import AckClock
@@ -62,15 +60,6 @@ def test_only_what_was_acknowledged_after_one_send_teaches_the_clock() -> None:
     assert abs(clock.patience(PEER) - 3 * 0.4) < 1e-9
     assert not rd.acknowledged("once", now=3.5)  # again: nothing waited, nothing learnt
     assert abs(clock.patience(PEER) - 3 * 0.4) < 1e-9
-
-
-@pytest_asyncio.fixture
-async def pair() -> AsyncIterator[Pair]:
-    p = Pair()
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def respond(request: ChatRequest, out: StreamWriter) -> None:

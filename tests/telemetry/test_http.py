@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Spans
 from inprocess_agents import Pair
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from prometheus_client.parser import text_string_to_metric_families
+from span_capture import Spans
 
 from agent_stream import telemetry
 from agent_stream.message import text

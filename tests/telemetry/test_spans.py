@@ -9,9 +9,9 @@ import logging
 from typing import Any
 
 import pytest
-from conftest import Spans
 from inprocess_agents import Pair
 from opentelemetry.trace import SpanKind, StatusCode
+from span_capture import Spans
 from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
 
 from agent_stream import telemetry
