@@ -1,44 +1,81 @@
-# Two commands on a fresh machine: `make demo` and `make test`. Each builds .venv by itself.
+# Two commands on a fresh machine: `make demo` and `make test`. Each builds .venv by itself, from
+# the committed lock (uv.lock, `uv sync --frozen`): the same versions today and next month.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# uv, pinned, installed by pip beside the checkout (.tools/): it builds .venv from uv.lock.
+UV_VERSION := 0.13.9
+TOOLS  := .tools
+UV     := $(TOOLS)/bin/uv
+# The demo's environment (the library and the command line, no extras or tool groups), and the
+# whole dev/test environment on top of it (every extra and dependency group).
+LEAN_STAMP := $(VENV)/.installed-lean
 STAMP  := $(VENV)/.installed
 NODE_STAMP := conformance/node_modules/.installed
+# uv uses the interpreter make was given and never downloads one.
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 # The chunker's modules, which the editable install also compiles (Cython, hatch_build.py).
 SPEEDUPS := $(foreach m,buffer sentences scanner policy chunker,\
 	agent_stream/chunking/$(m).py agent_stream/chunking/$(m).pxd)
-# pip hides a build's output when it succeeds: say it when the compiled chunker was not built.
+# uv hides a build's output when it succeeds: say it when the compiled chunker was not built.
 CHECK_SPEEDUPS := $(BIN)/python -c 'import agent_stream.chunking._compiled.chunker' 2>/dev/null \
-	|| echo "make: the compiled chunker was not built (pip install -v -e . says why);" \
+	|| echo "make: the compiled chunker was not built (make speedups-verbose says why);" \
 	"the interpreted one is used"
+# The editable install is rebuilt (the chunker compiled in place) whenever .venv is synced.
+SYNC := $(UV) sync --frozen --python $(PYTHON) --reinstall-package agent-stream
 
 .PHONY: demo test lint typecheck unit bench clean install check-deps conformance system-deps \
-	speedups docs docs-serve docs-images
+	speedups speedups-verbose docs docs-serve docs-images lock check-lock python-version dist \
+	dist-check
 
-# The editable install also compiles $(SPEEDUPS) in place (hatch_build.py), so it reruns when
-# one of them or the hook changes.
-$(STAMP): pyproject.toml hatch_build.py $(SPEEDUPS)
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all]' --group dev --group bench --group docs
-	$(BIN)/python -m pip check
+# One clear line for a Python older than the supported minimum (not a resolver's dump).
+python-version:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || { \
+	  echo "make: agent_stream needs Python >= 3.10; $(PYTHON) is" \
+	    "$$($(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null \
+	    || echo missing): run make PYTHON=python3.11 (or another >= 3.10)"; exit 1; }
+
+$(UV): | python-version
+	$(PYTHON) -m pip install -q --disable-pip-version-check --no-warn-script-location \
+	  --target $(TOOLS) 'uv==$(UV_VERSION)'
+
+# A stale lock (pyproject.toml changed, uv.lock did not) names the command that refreshes it.
+check-lock: $(UV)
+	@$(UV) lock --check --python $(PYTHON) -q 2>/dev/null || { \
+	  echo "make: uv.lock does not match pyproject.toml: run 'make lock' and commit uv.lock"; \
+	  exit 1; }
+
+# Refresh the lock after changing a dependency in pyproject.toml.
+lock: $(UV)
+	$(UV) lock --python $(PYTHON)
+
+# --inexact: the demo's sync removes nothing the whole environment installed.
+$(LEAN_STAMP): uv.lock pyproject.toml hatch_build.py $(SPEEDUPS) | $(UV)
+	$(SYNC) --inexact --no-default-groups
 	@$(CHECK_SPEEDUPS)
-	touch $(STAMP)
+	touch $(LEAN_STAMP)
+
+$(STAMP): uv.lock pyproject.toml hatch_build.py $(SPEEDUPS) | $(UV)
+	$(SYNC) --all-extras --all-groups
+	@$(CHECK_SPEEDUPS)
+	touch $(STAMP) $(LEAN_STAMP)
 
 install: $(STAMP)
 
-# Rebuild only the compiled chunker, in place: the editable install again, without the
-# dependencies (the full install when there is none yet or pyproject.toml changed).
-speedups:
-	@if [ ! -f $(STAMP) ] || [ pyproject.toml -nt $(STAMP) ]; then \
-	  $(MAKE) --no-print-directory install; \
-	else \
-	  echo "$(BIN)/python -m pip install -q --no-deps -e ."; \
-	  $(BIN)/python -m pip install -q --no-deps -e . && touch $(STAMP) && { $(CHECK_SPEEDUPS); }; \
-	fi
+# Rebuild only the compiled chunker, in place (the editable install again); -verbose shows the
+# build's output, and why it fell back to the interpreted chunker if it did.
+speedups: $(UV)
+	$(UV) sync --frozen --inexact --python $(PYTHON) --no-default-groups \
+	  --reinstall-package agent-stream
+	@$(CHECK_SPEEDUPS)
 
-demo: $(STAMP)
+speedups-verbose: $(UV)
+	$(UV) sync --frozen --inexact --python $(PYTHON) --no-default-groups \
+	  --reinstall-package agent-stream -v 2>&1 | grep -iE 'agent_stream|cython|error|warning'
+
+demo: $(LEAN_STAMP)
 	$(BIN)/agent-stream demo
 
 LINTED := $(wildcard agent_stream agents examples tests bench conformance docs) hatch_build.py
@@ -80,9 +117,9 @@ PYTEST_WORKERS ?= auto
 unit: $(STAMP) system-deps $(NODE_STAMP)
 	AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
-# A dependency clash (e.g. a2a-sdk 1.x's protobuf against uagents') fails the build.
-check-deps: $(STAMP)
-	$(BIN)/python -m pip check
+# A dependency clash fails the build; so does a lock that no longer matches pyproject.toml.
+check-deps: check-lock $(STAMP)
+	$(UV) pip check --python $(BIN)/python
 
 test: check-deps lint unit
 
@@ -107,6 +144,15 @@ docs-serve: $(STAMP)
 docs-images: $(STAMP) system-deps
 	$(BIN)/python docs/images/make_images.py
 
+# An sdist and a wheel into dist/, checked by twine; dist-check installs each in a clean venv.
+dist: $(STAMP)
+	rm -rf dist
+	$(UV) build --python $(PYTHON) --out-dir dist
+	$(BIN)/twine check --strict dist/*
+
+dist-check: dist
+	$(BIN)/python tests/packaging/check_dist.py dist
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis conformance/node_modules
+	rm -rf $(VENV) $(TOOLS) dist .pytest_cache .mypy_cache .ruff_cache .hypothesis conformance/node_modules
 	rm -f agent_stream/chunking/_compiled/*.so

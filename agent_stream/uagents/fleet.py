@@ -549,7 +549,7 @@ class Fleet:
                 await asyncio.sleep(1.0)
             finally:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(pubsub.aclose(), self.timeout)  # type: ignore[no-untyped-call]
+                    await asyncio.wait_for(pubsub.aclose(), self.timeout)
 
     def _receive(self, data: Any) -> None:
         fwd = parse_forwarded(data, self.replica)

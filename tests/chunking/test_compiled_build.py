@@ -61,7 +61,7 @@ def test_the_compiled_chunker_was_built_and_is_used_when_required() -> None:
     implementation, module, _ = probe(None)
     assert (implementation, module) == ("compiled", COMPILED), (
         "AGENT_STREAM_REQUIRE_SPEEDUPS=1 but agent_stream.chunking uses the interpreted chunker: "
-        "`make speedups` rebuilds it, `pip install -v -e .` shows why the build fell back"
+        "`make speedups` rebuilds it, `make speedups-verbose` shows why the build fell back"
     )
     assert not STALE, f"the compiled chunker is older than {STALE}: `make speedups`"
 
