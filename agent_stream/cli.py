@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from agent_stream import __version__
 from agent_stream.eventloop import use_fast_loop
 
 # Each command is a module of agent_stream.commands exposing
@@ -30,6 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Stream agent and LLM output between Fetch.ai agents and other peers.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"agent-stream {__version__}",
+        help="print the version",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules():

@@ -25,3 +25,16 @@ def test_help_shows_an_example(command: str, capsys: pytest.CaptureFixture[str])
 def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "COMMAND" in capsys.readouterr().out
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    import agent_stream
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out == f"agent-stream {agent_stream.__version__}"
+    assert agent_stream.__version__ == version("agent-stream"), "one source of truth"
