@@ -112,7 +112,10 @@ def compile_modules(root: Path, out_dir: Path, work: Path) -> list[Path]:
             cmd.ensure_finalized()
             cmd.run()
     except (Exception, SystemExit) as e:  # Cython's and the compiler's errors, of many kinds
-        raise BuildFailed(_first_error(log, f"{type(e).__name__}: {e}")) from None
+        why = f"{type(e).__name__}: {e}"
+        if type(e).__name__ == "CompileError":  # its text is the whole command line
+            why = f"the C compiler ({os.environ.get('CC') or 'cc'}) failed"
+        raise BuildFailed(_first_error(log, why)) from None
     finally:
         os.chdir(cwd)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
