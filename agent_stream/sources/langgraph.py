@@ -21,7 +21,9 @@ Mapping:
   ``message`` / ``status``), other values an ``event`` message ``custom``;
 - ``interrupt(value)`` -> a ``user_input`` message carrying the value; the reply ends
   completed and the next message of the same session resumes the run with
-  ``Command(resume=<its text>)`` (the graph needs a checkpointer; ``thread_id`` is the session);
+  ``Command(resume=<its text>)`` (the graph needs a checkpointer; ``thread_id`` is a hash of the
+  asker's address and the session, so another sender reusing the session id gets a thread of
+  its own);
 - ``usage_metadata`` of every chunk/message, summed, is the reply's usage.
 
 History: with a checkpointer and a session, the thread's own state is the memory (only the new
@@ -39,6 +41,7 @@ from agent_stream.errors import require as _require
 from agent_stream.message import TEXT, THINKING
 from agent_stream.message import event as _event
 from agent_stream.message import user_input as _user_input
+from agent_stream.sources.approvals import thread_id as _thread_id
 from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
 from agent_stream.sources.emitter import drive as _drive
@@ -341,7 +344,8 @@ def responder(
 
     Args:
         graph: the compiled graph (``StateGraph(...).compile(...)``).
-        config: the run config; ``configurable.thread_id`` defaults to the chat session.
+        config: the run config; ``configurable.thread_id`` defaults to a hash of the asker's
+            address and the chat session (:func:`~agent_stream.sources.approvals.thread_id`).
         input_key: the state key holding the conversation's messages.
         make_input: ``(request) -> input`` replacing the default input (history + question).
         label: the ``llm`` blocks' label (default: the node's name).
@@ -353,9 +357,9 @@ def responder(
         mapper = GraphStream(em, label=label)
         cfg: dict[str, Any] = dict(config or {})
         conf = dict(cfg.get("configurable") or {})
-        session = getattr(request, "session", None)
-        if session and "thread_id" not in conf:
-            conf["thread_id"] = str(session)
+        thread = _thread_id(request)  # of (sender, session): never the session alone
+        if thread is not None and "thread_id" not in conf:
+            conf["thread_id"] = thread
         cfg["configurable"] = conf
 
         async def run() -> None:

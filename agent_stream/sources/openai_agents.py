@@ -37,6 +37,7 @@ from typing import Any
 from agent_stream.errors import require as _require
 from agent_stream.sources.approvals import PausedRuns as _PausedRuns
 from agent_stream.sources.approvals import asking as _asking
+from agent_stream.sources.approvals import conversation_key as _conversation_key
 from agent_stream.sources.approvals import is_yes as _is_yes
 from agent_stream.sources.emitter import AGENT, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
@@ -286,8 +287,7 @@ def responder(
     async def respond(request: Any, out: _Scope) -> None:
         from agents import Runner
 
-        session = getattr(request, "session", None)
-        session = str(session) if session else None
+        conversation = _conversation_key(request)  # (sender, session): never the session alone
         em = _Emitter(out)
         mapper = AgentRun(em, label=label)
         mapper.agent_tools = agent_tools_of(agent)
@@ -298,7 +298,7 @@ def responder(
         async def run() -> None:
             token = _CURRENT.set(mapper)
             try:
-                waiting = paused.take(session)
+                waiting = paused.take(conversation)
                 items: Any = input_of(request)
                 if waiting is not None:  # this message answers the calls left waiting
                     items = _answer(*waiting, str(request.text))
@@ -325,8 +325,8 @@ def responder(
                     ),
                 )
             if interruptions:
-                if session is not None:
-                    paused.put(session, (result.to_state(), interruptions))
+                if conversation is not None:
+                    paused.put(conversation, (result.to_state(), interruptions))
                 else:
                     em.warn(
                         "openai-agents tool approvals",

@@ -41,6 +41,7 @@ from agent_stream.message import TEXT, THINKING
 from agent_stream.message import text as _text
 from agent_stream.sources.approvals import PausedRuns as _PausedRuns
 from agent_stream.sources.approvals import asking as _asking
+from agent_stream.sources.approvals import conversation_key as _conversation_key
 from agent_stream.sources.approvals import is_yes as _is_yes
 from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
@@ -368,12 +369,11 @@ def responder(
             label=label or _name(agent),
             model=_model_name(run_options.get("model") or getattr(agent, "model", None)),
         )
-        session = getattr(request, "session", None)
-        session = str(session) if session else None
+        conversation = _conversation_key(request)  # (sender, session): never the session alone
 
         async def run() -> None:
             token = _CURRENT.set(_Run(em, mapper))
-            waiting = paused.take(session)
+            waiting = paused.take(conversation)
             prompt: str | None = str(request.text)
             kwargs: dict[str, Any] = {
                 "message_history": history_of(request) or None,
@@ -393,8 +393,8 @@ def responder(
                 output = getattr(result, "output", None)
                 if _is_deferred(output):
                     await _ask(em, output)
-                    if session is not None:
-                        paused.put(session, (result.all_messages(), output))
+                    if conversation is not None:
+                        paused.put(conversation, (result.all_messages(), output))
                     else:
                         em.warn(
                             "pydantic-ai deferred tool calls",

@@ -14,10 +14,13 @@ from agent_stream.writer import StreamWriter, collect
 
 
 def request(
-    text: str, history: tuple[tuple[str, str], ...] = (), session: str | None = None
+    text: str,
+    history: tuple[tuple[str, str], ...] = (),
+    session: str | None = None,
+    sender: str = "agent1qtest",
 ) -> ChatRequest:
     return ChatRequest(
-        sender="agent1qtest",
+        sender=sender,
         message=ChatMessage([TextContent(text=text)]),
         session=session,
         history=tuple(Turn(r, t) for r, t in history),

@@ -26,6 +26,7 @@ from source_helpers import block_starts, contents, of_type, request, run, stream
 
 from agent_stream.message import Message
 from agent_stream.sources import responder_for
+from agent_stream.sources.approvals import thread_id
 from agent_stream.sources.langgraph import responder
 from agent_stream.writer import StreamWriter
 
@@ -94,8 +95,10 @@ def weather_graph(sub_live: list[bool] | None = None, checkpointer: Any = None) 
 
 async def test_transcript_equals_the_graphs_final_state() -> None:
     graph = weather_graph(checkpointer=InMemorySaver())
-    msgs, t = await run(responder_for(graph), request("Weather?", session="s1"))
-    final = (await graph.aget_state({"configurable": {"thread_id": "s1"}})).values["messages"]
+    req = request("Weather?", session="s1")
+    msgs, t = await run(responder_for(graph), req)
+    thread = {"configurable": {"thread_id": thread_id(req)}}  # of (sender, session)
+    final = (await graph.aget_state(thread)).values["messages"]
     ais = [m for m in final if m.type == "ai"]
     tools = [m for m in final if m.type == "tool"]
     assert t.text() == "".join(str(m.content) for m in ais)
@@ -330,8 +333,11 @@ async def test_streamed_parallel_tool_calls_reasoning_and_usage() -> None:
     g.add_conditional_edges("agent", tools_condition)
     g.add_edge("tools", "agent")
     graph = g.compile(checkpointer=InMemorySaver())
-    msgs, t = await run(responder(graph), request("Paris and Rome?", session="p"))
-    final = (await graph.aget_state({"configurable": {"thread_id": "p"}})).values["messages"]
+    req = request("Paris and Rome?", session="p")
+    msgs, t = await run(responder(graph), req)
+    final = (await graph.aget_state({"configurable": {"thread_id": thread_id(req)}})).values[
+        "messages"
+    ]
     ais = [m for m in final if m.type == "ai"]
     assert contents(t, "thinking") == ["Two cities, two calls."]
     calls = of_type(t, "tool_call")

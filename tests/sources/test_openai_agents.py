@@ -328,6 +328,17 @@ async def test_a_call_waiting_for_approval_asks_and_a_yes_resumes_it(server: SSE
     assert t.text() == "Done." and stream_end(msgs)["status"] == "completed"
 
 
+@pytest.mark.parametrize("server", [[*APPROVAL, APPROVAL[1]]], indirect=True)
+async def test_another_senders_yes_in_the_same_session_resumes_nothing(server: SSEServer) -> None:
+    RAN.clear()
+    respond = responder(Agent(name="ops", model=model(server), tools=[delete_file]))
+    await run(respond, request("delete a.txt", session="ops3", sender="agent1qowner"))
+    _, t = await run(respond, request("yes", session="ops3", sender="agent1qother"))
+    assert RAN == [] and not of_type(t, "tool_result")
+    _, t = await run(respond, request("yes", session="ops3", sender="agent1qowner"))
+    assert RAN == ["a.txt"]
+
+
 @pytest.mark.parametrize("server", [APPROVAL], indirect=True)
 async def test_anything_but_yes_rejects_the_call_with_its_text(server: SSEServer) -> None:
     RAN.clear()
