@@ -25,8 +25,10 @@ API reference); its code is well under that.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
 import sqlite3
 import time
 from collections import OrderedDict
@@ -275,6 +277,17 @@ CREATE INDEX IF NOT EXISTS sessions_sender ON sessions (sender, used);
 """
 
 
+def _private_file(path: Path) -> None:
+    """Create ``path`` readable by its owner only (0600, whatever the umask), or make an
+    existing one and its ``-wal`` / ``-shm`` so: it holds senders' addresses, sessions and turns.
+    SQLite gives the ``-wal`` and ``-shm`` files it creates the database file's mode."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            if file.stat().st_mode & 0o077:
+                os.chmod(file, 0o600)
+
+
 class SqliteSessionStore:
     """Sessions in an SQLite file (WAL).
 
@@ -299,6 +312,7 @@ class SqliteSessionStore:
         self._clock = clock
         self._lock = asyncio.Lock()
         self._warn = _Warn()
+        _private_file(self.path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")

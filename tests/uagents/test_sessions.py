@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -327,3 +328,34 @@ async def test_a_failing_store_does_not_stop_the_answer(pair: Pair) -> None:
     reply = await asker_chat.ask(asker._build_context(), server.address, "q", timeout=10)
     await reply
     assert reply.completed and reply.text() == "fine"
+
+
+async def test_the_sqlite_store_and_its_wal_and_shm_are_private_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chats.db"
+    old = os.umask(0o022)
+    try:
+        store = SqliteSessionStore(path)
+        await store.append(("agent1qa", "s1"), [Turn("user", "my password is hunter2")])
+        files = [path, tmp_path / "chats.db-wal", tmp_path / "chats.db-shm"]
+        assert all(f.exists() for f in files)
+        assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == {
+            f.name: 0o600 for f in files
+        }
+        await store.close()
+    finally:
+        os.umask(old)
+
+
+async def test_an_existing_world_readable_sqlite_store_is_made_private(tmp_path: Path) -> None:
+    path = tmp_path / "chats.db"
+    store = SqliteSessionStore(path)
+    await store.append(("agent1qa", "s1"), [Turn("user", "hello")])
+    await store.close()
+    for f in tmp_path.iterdir():
+        os.chmod(f, 0o644)
+    again = SqliteSessionStore(path)
+    assert await again.load(("agent1qa", "s1")) == (Turn("user", "hello"),)
+    assert {stat.S_IMODE(f.stat().st_mode) for f in tmp_path.iterdir()} == {0o600}
+    await again.close()
