@@ -35,12 +35,13 @@ is ``-32001``, task not found), and the tasks kept are bounded (``max_tasks_per_
 ``-32000`` when all are open): :mod:`agent_stream.gateway.a2a_tasks`. A request a2a-sdk would
 refuse as malformed (not JSON, not JSON-RPC, params of the wrong shape) is answered here with
 the same JSON-RPC error, so a client's mistake logs no error
-(:mod:`agent_stream.gateway.a2a_checks`).
+(:mod:`agent_stream.gateway.a2a_checks`). The body is read here once, by the project's strict
+JSON reader (nested at most 64 levels: deeper is the same -32700 as text that is not JSON, where
+the SDK's ``json.loads`` would fail with a 500), and handed on to the SDK already read.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -52,7 +53,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message as ASGIMessage
 
-from agent_stream.gateway.a2a_checks import INVALID_PARAMS, check_message, check_request, rpc_error
+from agent_stream.gateway.a2a_checks import (
+    INVALID_PARAMS,
+    PARSE_ERROR,
+    check_message,
+    check_request,
+    rpc_error,
+)
 from agent_stream.gateway.a2a_input import (
     FOLLOW_UP_STATE,
     KEY_STATE,
@@ -63,7 +70,7 @@ from agent_stream.gateway.a2a_input import (
 from agent_stream.gateway.a2a_tasks import OwnedTaskStore, TaskBook
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
-from agent_stream.gateway.middleware import caller, read_body
+from agent_stream.gateway.middleware import HTTPError, caller, json_value, read_body
 from agent_stream.gateway.runs import Busy
 from agent_stream.gateway.store import StoreFull, parse_end
 from agent_stream.gateway.views import CONTINUES
@@ -405,9 +412,11 @@ def routes(gw: Gateway) -> list[Route]:
         data = await read_body(request, gw.config.max_body_bytes)
         endpoint = apps.named(request)[0]
         try:
-            body = json.loads(data)
-        except ValueError:
-            body = None
+            # the strict reader, depth-capped: a2a-sdk's json.loads would raise RecursionError
+            # (a 500) on thousands of nested brackets; it reads only bodies that passed here
+            body = json_value(data)
+        except HTTPError as exc:  # as a2a-sdk answers a body that is not JSON: -32700, HTTP 200
+            return rpc_error(None, PARSE_ERROR, f"Parse error: {exc.message}")
         wrong = check_message(body)
         if wrong is not None:
             reason, refused = wrong

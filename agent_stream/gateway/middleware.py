@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -14,6 +13,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_stream.errors import InvalidJSON
+from agent_stream.jsontext import MAX_DEPTH, loads
+
 __all__ = [
     "AccessLog",
     "ApiKeys",
@@ -21,6 +23,7 @@ __all__ = [
     "caller",
     "client_kind",
     "error_response",
+    "json_value",
     "read_body",
     "read_json",
 ]
@@ -124,6 +127,15 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def _declared_over(declared: str | None, limit: int) -> bool:
+    """Whether a ``Content-Length`` of ASCII digits says more than ``limit`` bytes (any other
+    value is left to the server; ``int`` is never given thousands of digits or ``"²"``)."""
+    if declared is None or not (declared.isascii() and declared.isdigit()):
+        return False
+    digits = declared.lstrip("0")
+    return len(digits) > 18 or int(digits or "0") > limit
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """The request's body, at most ``limit`` bytes (HTTPError 413 otherwise).
 
@@ -134,8 +146,7 @@ async def read_body(request: Request, limit: int) -> bytes:
     Raises:
         HTTPError: 413, the body is over ``limit``.
     """
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if _declared_over(request.headers.get("content-length"), limit):
         raise HTTPError(413, "body_too_large", f"the request body is over {limit} bytes")
     body = bytearray()
     async for piece in request.stream():
@@ -153,13 +164,30 @@ async def read_json(request: Request, limit: int) -> Any:
         limit: the most bytes read.
 
     Raises:
-        HTTPError: 413, the body is over ``limit``; 400, it is not JSON.
+        HTTPError: 413, the body is over ``limit``; 400 ``bad_json``, it is not strict JSON
+            or nests deeper than ``MAX_DEPTH`` levels (see :func:`json_value`).
     """
     body = await read_body(request, limit)
+    return json_value(body or b"null")
+
+
+def json_value(body: bytes) -> Any:
+    """The JSON value of a request body, read by the project's strict reader
+    (:func:`agent_stream.jsontext.loads`): nested at most ``MAX_DEPTH`` levels, so a deeply
+    nested body is a client's 400 like any other, never a ``RecursionError``.
+
+    Args:
+        body: the request body.
+
+    Raises:
+        HTTPError: 400 ``bad_json``, saying what is wrong: bad syntax or UTF-8, nested too deep
+            (over ``MAX_DEPTH`` levels), a number out of range, NaN, a lone surrogate.
+    """
     try:
-        return json.loads(body or b"null")
-    except ValueError as exc:
-        raise HTTPError(400, "bad_json", f"the request body is not JSON: {exc}") from exc
+        return loads(body, InvalidJSON, max_depth=MAX_DEPTH)
+    except InvalidJSON as exc:
+        reason = str(exc).removeprefix("not JSON: ")
+        raise HTTPError(400, "bad_json", f"the request body is not JSON: {reason}") from None
 
 
 def bearer(scope: Scope) -> str | None:

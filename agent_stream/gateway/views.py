@@ -89,7 +89,8 @@ def parse_cursor(value: str | None) -> Cursor | None:
     if not value:
         return None
     rid, sep, n = value.strip().rpartition(":")
-    if not sep or not rid or not n.isdigit():
+    # ASCII digits, at most 18 (int() refuses "²" and thousands of digits with ValueError)
+    if not sep or not rid or not (n.isascii() and n.isdigit()) or len(n) > 18:
         return None
     return rid, int(n)
 
