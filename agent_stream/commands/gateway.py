@@ -148,6 +148,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="seconds a reply may take (default: %(default)s)",
     )
     p.add_argument(
+        "--header-timeout",
+        type=seconds,
+        default=5.0,
+        metavar="S",
+        help="seconds a client has to send a request's headers; a slower one is cut off "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-header-connections",
+        type=int,
+        default=256,
+        metavar="N",
+        help="connections sending request headers at once; past it, the one sending them "
+        "the longest is closed (default: %(default)s)",
+    )
+    p.add_argument(
         "--no-reasoning", action="store_true", help="do not ask agents for their reasoning"
     )
     p.add_argument(
@@ -202,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         max_tasks_per_key=args.max_tasks_per_key,
         max_tasks=args.max_tasks,
         reply_timeout=args.timeout,
+        header_timeout=args.header_timeout,
+        max_header_connections=args.max_header_connections,
         reasoning=not args.no_reasoning,
     )
     try:

@@ -49,6 +49,11 @@ class GatewayConfig:
             tasks, least recently used first, and is refused (JSON-RPC -32000) when all are
             working or input-required.
         max_tasks: A2A tasks kept in all, every agent's and caller's together (the same rule).
+        header_timeout: seconds a client has to send a request's headers, from connecting (or
+            from the first byte of a later request on a kept-alive connection); then the
+            connection is closed (slow clients, slowloris).
+        max_header_connections: connections sending request headers at once; past it, a new
+            one closes the one sending them the longest.
         reasoning: whether the agents' reasoning is asked for and passed on.
     """
 
@@ -67,6 +72,8 @@ class GatewayConfig:
     reply_timeout: float = 300.0
     max_tasks_per_key: int = 128
     max_tasks: int = 2048
+    header_timeout: float = 5.0
+    max_header_connections: int = 256
     reasoning: bool = True
 
     def keys(self) -> list[str]:
@@ -92,6 +99,8 @@ class GatewayConfig:
             )
         if self.resume_window <= 0:
             raise ValueError("--resume-window must be positive")
+        if not self.header_timeout > 0:
+            raise ValueError("--header-timeout must be positive")
         if not (
             self.resume_store == "memory"
             or self.resume_store.startswith(("redis://", "rediss://", "unix://"))
@@ -104,6 +113,7 @@ class GatewayConfig:
             "max_replies",
             "max_tasks_per_key",
             "max_tasks",
+            "max_header_connections",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")

@@ -77,6 +77,7 @@ def run_gateway(
     """
     import uvicorn
 
+    from agent_stream._header_timeout import protocol_class
     from agent_stream.gateway.app import Gateway, build_app
     from agent_stream.gateway.link import Agents, ChatLink, parse_agent_spec
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
@@ -114,6 +115,7 @@ def run_gateway(
                 lifespan="off",
                 timeout_graceful_shutdown=3,
                 log_level=level,
+                http=protocol_class(config.header_timeout, config.max_header_connections),
             )
         )
 

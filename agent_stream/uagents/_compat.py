@@ -47,6 +47,7 @@ from uagents_core.envelope import Envelope
 from uagents_core.identity import Identity
 from uagents_core.models import Model
 
+from agent_stream._header_timeout import protocol_class
 from agent_stream.uagents.chat_json import chat_json
 
 __all__ = [
@@ -483,23 +484,43 @@ def agent_init_without_ledger() -> Any:
 SERVER_KEEP_ALIVE = 30
 
 
-def _kept_alive_config(*args: Any, **kwargs: Any) -> uvicorn.Config:
-    kwargs.setdefault("timeout_keep_alive", SERVER_KEEP_ALIVE)
-    return uvicorn.Config(*args, **kwargs)
+def _kept_alive_config(http: type[asyncio.Protocol]) -> Callable[..., uvicorn.Config]:
+    """``uvicorn.Config`` with idle connections kept :data:`SERVER_KEEP_ALIVE` seconds and
+    ``http`` as its HTTP protocol (unless the caller says otherwise)."""
+
+    def config(*args: Any, **kwargs: Any) -> uvicorn.Config:
+        kwargs.setdefault("timeout_keep_alive", SERVER_KEEP_ALIVE)
+        kwargs.setdefault("http", http)
+        return uvicorn.Config(*args, **kwargs)
+
+    return config
 
 
-_UVICORN = types.SimpleNamespace(Config=_kept_alive_config, Server=uvicorn.Server)
+def _serve_variant(host: str | None, http: type[asyncio.Protocol]) -> Any:
+    """``ASGIServer.serve`` listening on ``host`` (None: uagents' own) with ``http``: one per
+    server run, as the protocol class counts its server's connections."""
+    names: dict[str, Any] = {
+        "uvicorn": types.SimpleNamespace(Config=_kept_alive_config(http), Server=uvicorn.Server)
+    }
+    if host is not None:
+        names["HOST"] = host
+    return variant(ASGIServer.serve, "ASGIServer.serve", **names)
 
 
-@functools.lru_cache(maxsize=8)
-def _serve_variant(host: str) -> Any:
-    return variant(ASGIServer.serve, "ASGIServer.serve", HOST=host, uvicorn=_UVICORN)
-
-
-async def serve_on(server: ASGIServer, host: str) -> None:
-    """Run uagents' ``ASGIServer.serve`` for ``server``, listening on ``host``, idle
-    connections kept :data:`SERVER_KEEP_ALIVE` seconds."""
-    await _serve_variant(host)(server)
+async def serve_on(
+    server: ASGIServer,
+    host: str | None,
+    *,
+    header_timeout: float = 5.0,
+    max_header_connections: int = 256,
+) -> None:
+    """Run uagents' ``ASGIServer.serve`` for ``server``, listening on ``host`` (None: where
+    uagents listens), idle connections kept :data:`SERVER_KEEP_ALIVE` seconds, slow clients
+    cut off (:mod:`agent_stream._header_timeout`): request headers must arrive within
+    ``header_timeout`` seconds, at most ``max_header_connections`` connections send them at
+    once."""
+    http = protocol_class(header_timeout, max_header_connections)
+    await _serve_variant(host, http)(server)
 
 
 @functools.lru_cache(maxsize=4)

@@ -34,7 +34,10 @@ Signatures are verified by uagents' code with libsecp256k1 in place of its pure-
 (:mod:`.signing`; the same envelopes are accepted and refused).
 
 An :class:`AgentServer` with a ``host`` listens there instead of uagents' ``0.0.0.0`` (local
-agents: 127.0.0.1).
+agents: 127.0.0.1). One with a ``host`` or an :class:`Edge` cuts slow clients off (slowloris):
+request headers must arrive within ``header_timeout`` (5 s), and past
+``max_header_connections`` (256) connections sending headers, a new one closes the one at it
+the longest (:mod:`agent_stream._header_timeout`; limits read when the server starts).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from uagents import Agent
 from uagents.asgi import ASGIServer
 
 from agent_stream.uagents import _compat, signing
-from agent_stream.uagents.guard import AgentGuard, short
+from agent_stream.uagents.guard import AgentGuard, GuardSettings, short
 from agent_stream.uagents.pool import BATCH_HEADER, MAX_BATCH, error_text
 from agent_stream.uagents.ratelog import TokenBucket
 
@@ -172,10 +175,17 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
     host: str | None = None
 
     async def serve(self) -> None:
-        if self.host is None:
+        if self.host is None and self.edge is None:
             await super().serve()
-        else:
-            await _compat.serve_on(self, self.host)
+            return
+        # slow clients cut off with the guard's limits (an unprotected local agent: defaults)
+        s = self.edge.guard.settings if self.edge is not None else GuardSettings()
+        await _compat.serve_on(
+            self,
+            self.host,
+            header_timeout=s.header_timeout,
+            max_header_connections=s.max_header_connections,
+        )
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: SendASGI) -> None:
         edge = self.edge

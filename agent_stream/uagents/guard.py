@@ -88,6 +88,15 @@ class GuardSettings:
         error_timeout: seconds to deliver one ErrorMessage.
         log_burst: warning lines per ``log_period``...
         log_period: ...seconds; the rest are counted.
+        header_timeout: seconds a client has to send a request's headers to the agent's
+            server, from connecting (or from the first byte of a later request on a kept-alive
+            connection); then the connection is closed (slow clients, slowloris). Read when
+            the server starts.
+        max_header_connections: connections sending request headers at once; past it, a new
+            one closes the one sending them the longest. Read when the server starts.
+
+    Raises:
+        ValueError: ``header_timeout`` not more than 0 or ``max_header_connections`` below 1.
     """
 
     max_envelope_bytes: int = 4 * 1024 * 1024
@@ -105,6 +114,16 @@ class GuardSettings:
     error_timeout: int = 5
     log_burst: int = 5
     log_period: float = 10.0
+    header_timeout: float = 5.0
+    max_header_connections: int = 256
+
+    def __post_init__(self) -> None:
+        if not self.header_timeout > 0:
+            raise ValueError(f"header_timeout must be more than 0, got {self.header_timeout}")
+        if self.max_header_connections < 1:
+            raise ValueError(
+                f"max_header_connections must be at least 1, got {self.max_header_connections}"
+            )
 
 
 def short(value: object, limit: int = 160) -> str:
