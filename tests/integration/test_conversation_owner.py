@@ -104,3 +104,63 @@ def test_another_sender_cannot_read_or_write_a_langgraph_thread(
         assert text(owner) == "thread holds: my password is hunter2 | and now?"
     finally:
         server.stop()
+
+
+# A responder that answers with the questions its conversation's history holds.
+HISTORY_APP = """
+async def app(request):
+    said = [t.text for t in request.history if t.role == "user"] + [request.text]
+
+    async def chunks():
+        yield {
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": "history holds: " + " | ".join(said)}}],
+        }
+
+    return chunks()
+"""
+
+
+def test_through_the_fleet_another_replica_keeps_conversations_apart(
+    harness: Harness, redis_url: str, seeds: tuple[str, str]
+) -> None:
+    a, b = seeds
+    app = harness.workdir / "history_app.py"
+    app.write_text(HISTORY_APP)
+    seed = f"fleet owner seed {uuid.uuid4()}"
+    replicas = [
+        harness.serve(
+            "--app", f"{app}:app", "--fleet", redis_url, "--sessions", redis_url, seed=seed
+        )
+        for _ in range(2)
+    ]
+    address = replicas[0][1]
+
+    def ask_at(replica: int, seed: str, question: str) -> str:
+        code, out, err = harness.cli(
+            "ask",
+            address,
+            question,
+            "--endpoint",
+            replicas[replica][2],
+            "--seed",
+            seed,
+            "--session",
+            session,
+            "--json",
+            "--timeout",
+            "30",
+        ).finish(60)
+        assert code == 0, err
+        return text(json.loads(out))
+
+    try:
+        session = str(uuid.uuid4())
+        assert ask_at(0, a, "my password is hunter2") == "history holds: my password is hunter2"
+        # B, at the other replica, in A's session id: a conversation of its own
+        assert ask_at(1, b, "what did they say?") == "history holds: what did they say?"
+        # A, at the other replica: its own conversation, shared by the fleet
+        assert ask_at(1, a, "and now?") == "history holds: my password is hunter2 | and now?"
+    finally:
+        for p, _, _ in replicas:
+            p.stop()
