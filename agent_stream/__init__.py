@@ -43,6 +43,7 @@ from agent_stream.writer import BlockScope, MessageHandle, StreamWriter, ThreadS
 
 if TYPE_CHECKING:
     from agent_stream.chunking import TextChunker
+    from agent_stream.render import LiveRenderer
 
 __version__ = "0.1.0"
 
@@ -53,6 +54,7 @@ __all__ = [
     "DeltaError",
     "IdGenerator",
     "InvalidMessage",
+    "LiveRenderer",
     "Message",
     "MessageHandle",
     "MessageState",
@@ -86,8 +88,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    # imported when first used: the compiled chunker, and rich for the live renderer
     if name == "TextChunker":
         from agent_stream.chunking import TextChunker
 
         return TextChunker
+    if name == "LiveRenderer":
+        from agent_stream.render import LiveRenderer
+
+        return LiveRenderer
     raise AttributeError(f"module 'agent_stream' has no attribute {name!r}")

@@ -3,9 +3,6 @@
 Messages are keyed by (thread_id, message_id), so ids reused in different threads never collide;
 blocks by block_id alone (one block may span several threads). Text appended to one path is kept
 as a list of parts and joined when read, so a million one-character deltas cost linear time.
-
-This module is over 500 lines on purpose: the Transcript's state classes and the
-Assembler that updates them share their internals; apart, each would reach into the other.
 """
 
 from __future__ import annotations

@@ -3,10 +3,6 @@
 A ``Message`` is the only currency between agent_stream's layers. JSON in and out follows the
 spec exactly: empty fields are omitted, custom types are plain strings, unknown top-level keys are
 rejected.
-
-This module is over 500 lines on purpose: the Message model, the props of every built-in
-type, their constructors and the lifecycle event payloads are the DSL's one vocabulary (spec 002),
-read side by side; each part is a short list of small models with no logic to split out.
 """
 
 from __future__ import annotations

@@ -25,9 +25,6 @@ The delegation chain travels in the request tags
 (:func:`~agent_stream.adapters.chat.wire.request_tags` ``chain=``, ``max_hops=``): the askers
 so far, origin first, and the hop limit.
 :func:`delegation_path` and :func:`check_delegation` decide whether a delegation may go ahead.
-
-Over 500 lines only through its docstrings (each parameter in an ``Args:`` section for the
-API reference); its code is well under that.
 """
 
 from __future__ import annotations

@@ -11,9 +11,6 @@ IDs and lifecycle events are handled here; the author only writes content::
 
 Every started stream, thread, block and message is ended, with status ``error`` when its body
 raises and ``cancelled`` when it is cancelled; the exception then propagates.
-
-This module is over 500 lines on purpose: the StreamWriter and its scopes (thread,
-block, message, tool call, progress) are one API over one shared core.
 """
 
 from __future__ import annotations

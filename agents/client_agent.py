@@ -16,9 +16,8 @@ import sys
 
 from uagents import Context
 
-from agent_stream.message import Message
-from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
-from agent_stream.uagents.local import free_port
+from agent_stream import Message
+from agent_stream.uagents import LocalDirectory, StreamingChat, free_port, local_agent, run_agent
 
 
 def show(msg: Message) -> None:

@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 
+from agent_stream import StreamWriter
 from agent_stream.sources import make_source
 from agent_stream.uagents import (
     ChatRequest,
@@ -31,7 +32,6 @@ from agent_stream.uagents import (
     parse_peers,
     run_agent,
 )
-from agent_stream.writer import StreamWriter
 
 
 def main() -> int:

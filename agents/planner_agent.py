@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 
-from agent_stream.relay import RelayError
+from agent_stream import RelayError, StreamWriter, ThreadScope
 from agent_stream.uagents import (
     ChatRequest,
     LocalDirectory,
@@ -33,7 +33,6 @@ from agent_stream.uagents import (
     parse_peers,
     run_agent,
 )
-from agent_stream.writer import StreamWriter, ThreadScope
 
 
 def main() -> int:

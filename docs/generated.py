@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # (heading, where it is imported from, the class's name), in the order the page shows them
 LIMIT_CLASSES: tuple[tuple[str, str, str], ...] = (
     ("ChatSettings", "agent_stream.uagents", "ChatSettings"),
-    ("ChatSettings.pump", "agent_stream.uagents.settings", "PumpLimits"),
-    ("ChatSettings.caps", "agent_stream.uagents.settings", "ReplyLimits"),
-    ("ChatSettings.delivery", "agent_stream.uagents.settings", "DeliveryPolicy"),
+    ("ChatSettings.pump", "agent_stream.uagents._settings", "PumpLimits"),
+    ("ChatSettings.caps", "agent_stream.uagents._settings", "ReplyLimits"),
+    ("ChatSettings.delivery", "agent_stream.uagents._settings", "DeliveryPolicy"),
     ("ChatSettings.sessions", "agent_stream.uagents", "SessionLimits"),
-    ("ChatSettings.history", "agent_stream.uagents.settings", "HistoryLimits"),
+    ("ChatSettings.history", "agent_stream.uagents._settings", "HistoryLimits"),
     ("Protection", "agent_stream.uagents", "Protection"),
     ("Protection.guard", "agent_stream.uagents", "GuardSettings"),
     ("Protection.lanes", "agent_stream.uagents", "LaneLimits"),

@@ -22,9 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent_stream import Message, StreamWriter, ThreadScope, collect, tool_call
 from agent_stream.commands import formats as fmt
-from agent_stream.message import Message, tool_call
-from agent_stream.writer import StreamWriter, ThreadScope, collect
 
 PINNED_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 ANSWER = (

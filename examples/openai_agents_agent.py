@@ -71,8 +71,7 @@ lead = Agent(
 
 
 async def once(question: str) -> None:
-    from agent_stream.render import LiveRenderer
-    from agent_stream.writer import StreamWriter
+    from agent_stream import LiveRenderer, StreamWriter
 
     class Request:  # what a responder reads of a ChatRequest
         text, history, session = question, (), None

@@ -6,8 +6,8 @@
 
 Offline by default: pydantic-ai's own FunctionModel streams thinking, a tool call and the answer,
 and TestModel plays the sub-agent. With OPENAI_API_KEY set, ``openai:gpt-4o-mini`` answers
-instead. The sub-agent runs through ``run_agent`` so its words stream live inside the reply, in a
-block of its own.
+instead. The sub-agent runs through ``run_sub_agent`` so its words stream live inside the reply,
+in a block of its own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolC
 from pydantic_ai.models.test import TestModel
 
 from agent_stream.sources import responder_for
-from agent_stream.sources.pydantic_ai import run_agent
+from agent_stream.sources.pydantic_ai import run_sub_agent
 
 
 async def _offline(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
@@ -55,13 +55,12 @@ agent: Agent[None, str] = Agent(
 @agent.tool_plain
 async def get_weather(city: str) -> str:
     """The weather in a city (asks the forecaster sub-agent)."""
-    result = await run_agent(forecaster, f"Forecast for {city}?")
+    result = await run_sub_agent(forecaster, f"Forecast for {city}?")
     return str(result.output)
 
 
 async def once(question: str) -> None:
-    from agent_stream.render import LiveRenderer
-    from agent_stream.writer import StreamWriter
+    from agent_stream import LiveRenderer, StreamWriter
 
     class Request:  # what a responder reads of a ChatRequest
         text, history, session = question, (), None

@@ -14,7 +14,7 @@ from uagents import Agent, Protocol
 from uagents.dispatch import dispatcher
 
 from agent_stream.uagents import local_agent
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 
 class Pair:

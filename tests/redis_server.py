@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 REDIS = shutil.which("redis-server")
 

@@ -17,6 +17,7 @@ PUBLIC: dict[str, set[str]] = {
         "DeltaError",
         "IdGenerator",
         "InvalidMessage",
+        "LiveRenderer",
         "Message",
         "MessageHandle",
         "MessageState",
@@ -58,9 +59,11 @@ PUBLIC: dict[str, set[str]] = {
         "DirectoryError",
         "Fleet",
         "GuardSettings",
+        "HistoryLimits",
         "LaneLimits",
         "LocalAgent",
         "LocalDirectory",
+        "LocalResolver",
         "PortInUse",
         "Protection",
         "PumpLimits",
@@ -76,13 +79,45 @@ PUBLIC: dict[str, set[str]] = {
         "open_store",
         "delegate",
         "endpoint_for",
+        "free_port",
         "local_agent",
+        "local_resolver",
         "network_agent",
         "parse_peers",
         "protect",
         "run_agent",
         "serve_agent",
         "wrap_chat_handler",
+    },
+    # the rooms of the uAgents side, each with what the package above takes from it
+    "agent_stream.uagents.asker": {"DeliveryError", "Reply", "delegate"},
+    "agent_stream.uagents.responder": {
+        "MemorySessionStore",
+        "PumpLimits",
+        "RedisSessionStore",
+        "SessionLimits",
+        "SessionStore",
+        "SqliteSessionStore",
+        "open_store",
+        "wrap_chat_handler",
+    },
+    "agent_stream.uagents.transport": {"GuardSettings", "LaneLimits"},
+    "agent_stream.uagents.fleet": {"Fleet", "use_replica_storage"},
+    "agent_stream.uagents.local": {
+        "AmbiguousName",
+        "DirectoryError",
+        "LocalAgent",
+        "LocalDirectory",
+        "LocalResolver",
+        "PortInUse",
+        "endpoint_for",
+        "free_port",
+        "local_agent",
+        "local_resolver",
+        "network_agent",
+        "parse_peers",
+        "run_agent",
+        "serve_agent",
     },
     "agent_stream.sources": {
         "ModelSource",
@@ -93,7 +128,7 @@ PUBLIC: dict[str, set[str]] = {
     },
     # one module per framework source, each with its responder(...) and its own helpers
     "agent_stream.sources.langgraph": {"GraphStream", "build_input", "responder"},
-    "agent_stream.sources.pydantic_ai": {"AgentEvents", "history_of", "responder", "run_agent"},
+    "agent_stream.sources.pydantic_ai": {"AgentEvents", "history_of", "responder", "run_sub_agent"},
     "agent_stream.sources.openai_agents": {
         "AgentRun",
         "agent_tools_of",
@@ -180,3 +215,44 @@ def test_the_readme_imports_public_names_only() -> None:
         assert package in PUBLIC, f"README imports from {package}, not a public package"
         for name in (n.strip().split(" as ")[0] for n in names.split("#")[0].split(",")):
             assert name in PUBLIC[package], f"README imports {name} from {package}"
+
+
+# examples/formats_demo.py writes docs/formats.md with the command line's own encoders (the
+# bytes test_docs pins): a tool of the docs, not an example of the API.
+NOT_EXAMPLES = {"formats_demo.py"}
+
+
+def _imports(source: str) -> list[tuple[str, list[str]]]:
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agent_stream"):
+            found.append((node.module or "", [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names if a.name.startswith("agent_stream")]
+    return found
+
+
+def test_examples_agents_and_docs_import_public_names_only() -> None:
+    """examples/, agents/ and the docs' Python blocks import from the public packages above
+    only, and only names in their ``__all__``."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [
+        (p, p.read_text(encoding="utf-8"))
+        for folder in ("examples", "agents")
+        for p in sorted((root / folder).glob("*.py"))
+        if p.name not in NOT_EXAMPLES
+    ]
+    for page in sorted((root / "docs").rglob("*.md")):
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+            sources.append((page, block))
+    assert len(sources) > 10
+    for path, source in sources:
+        for module, names in _imports(source):
+            assert module in PUBLIC, f"{path.name} imports from {module}, not a public package"
+            for name in names:
+                assert name in PUBLIC[module], f"{path.name} imports {name} from {module}"

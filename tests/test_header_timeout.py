@@ -14,8 +14,8 @@ from slow_client import Drip, closed_within, get, read_response
 
 from agent_stream._header_timeout import HeaderTimeoutProtocol, protocol_class
 from agent_stream.gateway.config import GatewayConfig
-from agent_stream.uagents.guard import GuardSettings
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
+from agent_stream.uagents.transport._guard import GuardSettings
 
 SLACK = 1.0  # seconds a busy 2-core machine may add to a timer
 

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

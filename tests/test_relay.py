@@ -309,7 +309,7 @@ def test_a_delegated_question_carries_the_chain_and_the_lowest_hop_limit() -> No
     from agent_stream.adapters.chat import request_tags
     from agent_stream.adapters.chat.wire import chain_of, max_hops_of
     from agent_stream.uagents import ChatRequest
-    from agent_stream.uagents.delegation import delegated_question
+    from agent_stream.uagents.asker._delegation import delegated_question
 
     def request(chain: tuple[str, ...] = (), max_hops: int | None = None) -> ChatRequest:
         msg = ChatMessage(

@@ -8,9 +8,6 @@
 - ``Warnings``: the queue of warnings an encoder or decoder reports (``drain_warnings``).
 - ``TrackingEncoder``: feed/close, the dispatch of events, errors and content, a message's
   lookup, retype and end: each encoder writes only what its own wire does.
-
-This module is over 500 lines on purpose: it is the one place the encoders keep
-what they track per message (tool calls, shown text, endings, order), so they cannot drift.
 """
 
 from __future__ import annotations

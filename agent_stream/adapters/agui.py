@@ -43,9 +43,6 @@ TOOL_CALL_RESULT). A result first closes its call.
 
 Text rewrites (replace/merge/set changing the text) follow the OpenAI rule: the extension when
 the new text extends the old, else a line break and the new text.
-
-This module is over 500 lines on purpose: it is the whole mapping of the message
-model onto AG-UI's events, one handler per kind of Message, read side by side.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ class SeedError(PermissionError):
 
 def client_seed_path() -> Path:
     """Where the client seed is kept (beside the local directory)."""
-    from agent_stream.uagents.directory import default_directory_path
+    from agent_stream.uagents.local._directory import default_directory_path
 
     return default_directory_path().parent / "client" / "seed"
 

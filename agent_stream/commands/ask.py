@@ -1,8 +1,4 @@
-"""`agent-stream ask`: ask a chat-protocol agent one question and render the reply live.
-
-Over 500 lines only through its docstrings (each parameter in an ``Args:`` section); its code
-is under that.
-"""
+"""`agent-stream ask`: ask a chat-protocol agent one question and render the reply live."""
 
 from __future__ import annotations
 
@@ -213,8 +209,7 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool) -> t
     """
     from uagents_core.identity import parse_identifier
 
-    from agent_stream.uagents import DirectoryError, LocalDirectory
-    from agent_stream.uagents.directory import AmbiguousName
+    from agent_stream.uagents import AmbiguousName, DirectoryError, LocalDirectory
 
     _, _, bare = parse_identifier(address)
     if endpoint:
@@ -283,7 +278,7 @@ def ask_once(
     from agent_stream.adapters.chat import ChatDecoder
     from agent_stream.uagents import DeliveryError, LocalDirectory, StreamingChat, local_agent
     from agent_stream.uagents._compat import context_with_session
-    from agent_stream.uagents.local import serve_agent
+    from agent_stream.uagents.local._agents import serve_agent
 
     chat = StreamingChat()
     interrupted = INTERRUPTED
@@ -393,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         The exit status.
     """
     from agent_stream.uagents import DeliveryError
-    from agent_stream.uagents.local import PortInUse, free_port, port_free
+    from agent_stream.uagents.local._agents import PortInUse, free_port, port_free
 
     if args.seed:
         seed_refused("ask", args.seed)

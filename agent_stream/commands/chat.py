@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent
-    from agent_stream.uagents.local import PortInUse, free_port, port_free, serve_agent
+    from agent_stream.uagents.local._agents import PortInUse, free_port, port_free, serve_agent
 
     if args.seed:
         seed_refused("chat", args.seed)

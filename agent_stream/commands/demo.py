@@ -184,7 +184,7 @@ def private_directory(prefix: str, **env: str) -> Iterator[dict[str, str]]:
     Yields:
         The environment for child processes.
     """
-    from agent_stream.uagents.directory import DIRECTORY_ENV
+    from agent_stream.uagents.local._directory import DIRECTORY_ENV
 
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         child = dict(os.environ, **env)
@@ -284,7 +284,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 def _start_member(
     name: str, extra: tuple[str, ...], rate: float, env: dict[str, str], verbose: bool
 ) -> subprocess.Popen[str]:
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents import free_port
 
     cmd = [
         sys.executable,
@@ -328,8 +328,7 @@ def run_team(args: argparse.Namespace) -> int:
     """
     from agent_stream.render import make_console
     from agent_stream.render_markdown import make_renderer
-    from agent_stream.uagents import DeliveryError
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents import DeliveryError, free_port
 
     console = make_console()
     procs: list[subprocess.Popen[str]] = []
@@ -375,8 +374,7 @@ def run(args: argparse.Namespace) -> int:
 
     from agent_stream.render import make_console
     from agent_stream.render_markdown import make_renderer
-    from agent_stream.uagents import DeliveryError
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents import DeliveryError, free_port
 
     console = make_console()
     with private_directory("agent-stream-demo-") as env:

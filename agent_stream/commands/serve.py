@@ -1,8 +1,4 @@
-"""`agent-stream serve`: run the streaming LLM agent (local by default, or on a Fetch network).
-
-Over 500 lines only through its docstrings (each parameter in an ``Args:`` section); its code
-is under that.
-"""
+"""`agent-stream serve`: run the streaming LLM agent (local by default, or on a Fetch network)."""
 
 from __future__ import annotations
 
@@ -219,10 +215,10 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         endpoint_for,
         local_agent,
         network_agent,
+        open_store,
         parse_peers,
+        protect,
     )
-    from agent_stream.uagents.hardening import protect
-    from agent_stream.uagents.sessions import open_store
 
     respond: Any
     if getattr(args, "app_object", None) is not None:
@@ -270,7 +266,7 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
     advertised = getattr(args, "endpoint", None)
     fleet = None
     if fleet_url:
-        from agent_stream.uagents.fleet import Fleet
+        from agent_stream.uagents import Fleet
 
         fleet = Fleet(fleet_url, policy=settings.delivery)
     spec = getattr(args, "sessions", None) or fleet_url or "memory"
@@ -431,7 +427,7 @@ def run(args: argparse.Namespace) -> int:
     Returns:
         The exit status.
     """
-    from agent_stream.uagents.local import PortInUse, port_free, serve_agent
+    from agent_stream.uagents.local._agents import PortInUse, port_free, serve_agent
 
     args.app_object = None
     if args.app is not None:

@@ -195,7 +195,7 @@ def parse_agent_spec(spec: str) -> AgentSpec:
     """
     from uagents_core.identity import parse_identifier
 
-    from agent_stream.uagents.local import parse_peer
+    from agent_stream.uagents.local._agents import parse_peer
 
     spec = spec.strip()
     if not spec:

@@ -80,8 +80,13 @@ def run_gateway(
     from agent_stream._header_timeout import protocol_class
     from agent_stream.gateway.app import Gateway, build_app
     from agent_stream.gateway.link import Agents, ChatLink, parse_agent_spec
-    from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents import (
+        LocalDirectory,
+        StreamingChat,
+        free_port,
+        local_agent,
+        run_agent,
+    )
 
     config.check()
     specs = [parse_agent_spec(s) for s in config.agents]

@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from agent_stream.uagents.wakeup import Wakeup
+from agent_stream.uagents._wakeup import Wakeup
 
 __all__ = [
     "END_KEY",

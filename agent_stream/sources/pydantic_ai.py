@@ -12,7 +12,7 @@ Mapping:
   deltas), one message per part, so parallel calls stay separate;
 - ``FunctionToolResultEvent`` -> ``tool_result`` (``is_error`` unless its outcome is success or a
   retry prompt); output tool calls are the answer's structure and are shown as tool calls;
-- a sub-agent run from a tool through :func:`run_agent` -> a block ``agent`` (label and
+- a sub-agent run from a tool through :func:`run_sub_agent` -> a block ``agent`` (label and
   ``agent_name``: the sub-agent's name) nested under the model call that asked for the tool, its
   events streamed live inside it;
 - a structured output (not a string) arrives as the output tool's call; its JSON is then also
@@ -49,7 +49,7 @@ from agent_stream.sources.emitter import drive as _drive
 from agent_stream.sources.emitter import text_of as _text_of
 from agent_stream.writer import Scope as _Scope
 
-__all__ = ["AgentEvents", "history_of", "responder", "run_agent"]
+__all__ = ["AgentEvents", "history_of", "responder", "run_sub_agent"]
 
 
 @dataclass
@@ -290,7 +290,7 @@ async def _stream(agent: Any, mapper: AgentEvents, prompt: Any, kwargs: dict[str
     return result
 
 
-async def run_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
+async def run_sub_agent(agent: Any, prompt: Any, **kwargs: Any) -> Any:
     """Run a sub-agent from a tool: inside a run streamed by :func:`responder`, its events
     stream live into a block ``agent`` nested under the model call that asked for the tool;
     elsewhere it is ``await agent.run(prompt, **kwargs)``. Returns the ``AgentRunResult``.

@@ -13,9 +13,6 @@ agent built on a reasoning model with tools would:
 Tokens are BPE-sized (:func:`tokenize`: about four characters, word pieces with their leading
 space). ``rate`` is tokens per second (default 60); ``rate=0`` streams as fast as it can and
 makes tool calls instant. ``tool_latency`` is a simulated tool's running time at the default rate.
-
-Over 500 lines only through its docstrings (each parameter in an ``Args:`` section for the
-API reference); its code is well under that.
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ def asking(reply: Any, agent: str | None = None) -> None:
     if _S.tracer is None:
         from agent_stream.telemetry.replies import ask_ended
 
-        reply._done.add_done_callback(lambda _f: ask_ended(reply))
+        reply.on_end(ask_ended)
         return
     from agent_stream.telemetry.spans import asking as traced
 

@@ -430,7 +430,7 @@ def asking(tracer: Any, reply: Any, agent: str | None) -> None:
         finally:
             ask_ended(reply)
 
-    reply._done.add_done_callback(done)
+    reply.on_end(done)
 
 
 def _ask_span_end(span: Any, reply: Any) -> None:

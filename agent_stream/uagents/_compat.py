@@ -1,7 +1,7 @@
 """Every use of a uagents private name, in one place, checked against the installed uagents.
 
-The protection of :mod:`agent_stream.uagents.hardening` and the offline agents of
-:mod:`agent_stream.uagents.local` need a few things uagents does not make public: an agent's
+The protection of :mod:`agent_stream.uagents._protection` and the offline agents of
+:mod:`agent_stream.uagents.local._agents` need a few things uagents does not make public: an agent's
 registered models (to validate a payload before it is queued, and to have uagents' own parse
 take the model the guard built), its inbox queue (to cap it), its dispenser (to send through
 per-peer lanes), its HTTP server object (to cap envelopes at the edge), its event loop, the
@@ -17,9 +17,6 @@ internal and the uagents version, before anything runs on it.
 Nothing here changes a uagents class or module: the "variants" (:func:`variant`) are copies of
 uagents functions whose global lookups of a name or two resolve differently, used only by our
 own subclasses.
-
-Over 500 lines because the seam is one module by rule: every private uagents name agent_stream
-uses is reached, listed and checked here, and nowhere else.
 """
 
 from __future__ import annotations
@@ -48,7 +45,7 @@ from uagents_core.identity import Identity
 from uagents_core.models import Model
 
 from agent_stream._header_timeout import protocol_class
-from agent_stream.uagents.chat_json import chat_json
+from agent_stream.uagents._chat_json import chat_json
 
 __all__ = [
     "INTERNALS",
@@ -403,7 +400,7 @@ def schema_digest(model: type[Model]) -> str:
 
 async def send_model(ctx: Any, destination: str, message: Model, timeout: int) -> Any:
     """``ctx.send(destination, message, timeout=timeout)``, with the schema digest cached and
-    a chat model's JSON written directly (:func:`~agent_stream.uagents.chat_json.chat_json`).
+    a chat model's JSON written directly (:func:`~agent_stream.uagents._chat_json.chat_json`).
 
     For uagents' own two contexts this does what their ``send`` does, in the same order (the
     interval-message check of an internal context; the protocol digest and pending queries of a

@@ -147,7 +147,7 @@ def answers(url: str) -> bool:
 
 
 def main() -> int:
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents import free_port
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     work = Path(tempfile.mkdtemp(prefix="agent-stream-images-"))

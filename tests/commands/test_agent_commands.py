@@ -17,7 +17,7 @@ import pytest
 
 from agent_stream.cli import main
 from agent_stream.uagents import LocalDirectory
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 ADDR = "agent1qwtsvqrttweaa5kjq7seu2natjj4gh2qnh3q99ug9narsmgwchzy72nw57p"
 ADDR2 = "agent1qg6q03f0tm5cchfskztzaj6yge9zhytd3fh9hrls73xwsdh44wey7hjrh8e"

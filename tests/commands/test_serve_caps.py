@@ -12,8 +12,8 @@ from uagents.dispatch import dispatcher
 
 from agent_stream.cli import build_parser, main
 from agent_stream.commands.serve import build
-from agent_stream.uagents.hardening import guard_of
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents._protection import guard_of
+from agent_stream.uagents.local._agents import free_port
 
 ADDR = "agent1qwtsvqrttweaa5kjq7seu2natjj4gh2qnh3q99ug9narsmgwchzy72nw57p"
 ADDR2 = "agent1qg6q03f0tm5cchfskztzaj6yge9zhytd3fh9hrls73xwsdh44wey7hjrh8e"

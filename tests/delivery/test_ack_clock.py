@@ -12,7 +12,7 @@ from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 
 from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
-from agent_stream.uagents.asker_delivery import resend_question
+from agent_stream.uagents.asker._delivery import resend_question
 
 
 def test_the_estimate_follows_rfc_6298() -> None:
@@ -112,7 +112,7 @@ async def test_an_askers_acknowledged_questions_teach_its_clock_resent_ones_do_n
     import types
     from typing import Any
 
-    from agent_stream.uagents.client import ChatClient, ask_with
+    from agent_stream.uagents.asker._client import ChatClient, ask_with
 
     peer = "agent1" + "k" * 59
 

@@ -18,8 +18,8 @@ from uagents_core.contrib.protocols.chat import (
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control, control_of
 from agent_stream.message import Message
-from agent_stream.uagents.chat_json import chat_json
-from agent_stream.uagents.responder_delivery import ResponderDelivery
+from agent_stream.uagents._chat_json import chat_json
+from agent_stream.uagents.responder._delivery import ResponderDelivery
 
 
 class FakeReply:

@@ -12,8 +12,8 @@ from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, ReplayBuffer
 from agent_stream.adapters.chat.wire import control_of, seq_span
 from agent_stream.assemble import assemble
-from agent_stream.uagents.chat_json import chat_from_json
-from agent_stream.uagents.outgoing import Outgoing, PumpLimits
+from agent_stream.uagents._chat_json import chat_from_json
+from agent_stream.uagents.responder._pump import Outgoing, PumpLimits
 from agent_stream.writer import StreamWriter
 
 FAST = DeliveryPolicy(ack_timeout=0.05, retry_delay=0.02, max_delay=0.2, within=2.0, keepalive=0.1)

@@ -10,7 +10,7 @@ from inprocess_agents import Pair
 from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, Redelivery
 from agent_stream.uagents import StreamingChat
-from agent_stream.uagents.request import ChatRequest
+from agent_stream.uagents._request import ChatRequest
 from agent_stream.writer import StreamWriter
 
 # a budget long enough that no wait is cut to its share of it

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from agents_harness import AgentProcess, Harness, port_open_failed
 
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 HERE = Path(__file__).resolve().parent
 

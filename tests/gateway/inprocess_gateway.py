@@ -19,7 +19,7 @@ from agent_stream.gateway.config import GatewayConfig
 from agent_stream.gateway.link import Agents
 from agent_stream.message import Message
 from agent_stream.uagents import LocalDirectory
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 __all__ = ["GivenReplies", "address_of", "serve_gateway"]
 

@@ -17,7 +17,7 @@ import pytest
 from agents_harness import PEERS
 from gateway_harness import Gateway, Harness, port_open_failed, sse_events, start_gateway
 
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from uagents_core.identity import Identity
 
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers"

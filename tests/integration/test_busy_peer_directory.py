@@ -20,7 +20,7 @@ from agents_harness import PEERS, Harness
 from uagents.dispatch import dispatcher
 
 from agent_stream.uagents import ChatRequest, LocalDirectory, StreamingChat, _compat, local_agent
-from agent_stream.uagents.local import endpoint_for, free_port
+from agent_stream.uagents.local._agents import endpoint_for, free_port
 from agent_stream.writer import StreamWriter
 
 PROBE_TIMEOUT = 0.3

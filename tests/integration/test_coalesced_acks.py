@@ -14,7 +14,7 @@ from agents_harness import Harness, address_of, port_open_failed
 from fault_proxy import FaultProxy, is_chat_message, payload_of, wait_until
 
 from agent_stream.adapters.chat.acks import ACKED_KEY
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import pytest
 from agents_harness import PEERS, AgentProcess, Harness, port_open_failed
 
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from hostile_peer import CHAT, envelope, post
 from uagents_core.identity import Identity
 
 from agent_stream.adapters.chat.wire import OP_CANCEL, control
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 pytestmark = pytest.mark.integration
 

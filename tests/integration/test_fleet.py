@@ -33,9 +33,9 @@ from agents_harness import (
     stop_together,
 )
 
-from agent_stream.uagents.directory import LocalDirectory
-from agent_stream.uagents.fleet import MAX_MESSAGE_BYTES, Fleet, Forwarded, parse_forwarded
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.fleet._fleet import MAX_MESSAGE_BYTES, Fleet, Forwarded, parse_forwarded
+from agent_stream.uagents.local._agents import free_port
+from agent_stream.uagents.local._directory import LocalDirectory
 
 pytestmark = pytest.mark.integration
 

@@ -33,15 +33,15 @@ from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
 from agent_stream.adapters.chat.wire import seq_span
 from agent_stream.assemble import Assembler
 from agent_stream.telemetry import METRICS, prometheus_text
-from agent_stream.uagents.fleet import Fleet
-from agent_stream.uagents.fleet_lost import (
+from agent_stream.uagents.fleet._fleet import Fleet
+from agent_stream.uagents.fleet._lost import (
     is_final,
     lost_end,
     open_entry,
     open_streams,
     parse_open_entry,
 )
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,8 @@ from uagents.dispatch import dispatcher
 
 from agent_stream.cli import build_parser
 from agent_stream.commands.serve import build
-from agent_stream.uagents.fleet import use_replica_storage
-from agent_stream.uagents.local import free_port, local_agent
+from agent_stream.uagents.fleet._fleet import use_replica_storage
+from agent_stream.uagents.local._agents import free_port, local_agent
 
 pytestmark = pytest.mark.integration
 

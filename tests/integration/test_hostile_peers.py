@@ -24,7 +24,7 @@ from hostile_peer import CHAT, FORMS, HTTP_FORMS, envelope, post, valid_question
 from test_chat_agents import QUESTION, replay_transcript
 from uagents_core.identity import Identity
 
-from agent_stream.uagents.guard import GuardSettings
+from agent_stream.uagents.transport._guard import GuardSettings
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 
 from agent_stream.assemble import Transcript, assemble
 from agent_stream.message import BLOCK_START, Message
-from agent_stream.uagents.request import ChatRequest, Turn
+from agent_stream.uagents._request import ChatRequest, Turn
 from agent_stream.writer import StreamWriter, collect
 
 

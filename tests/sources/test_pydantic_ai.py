@@ -24,7 +24,7 @@ from source_helpers import block_starts, contents, of_type, request, run, stream
 
 from agent_stream.message import Message
 from agent_stream.sources import responder_for
-from agent_stream.sources.pydantic_ai import responder, run_agent
+from agent_stream.sources.pydantic_ai import responder, run_sub_agent
 from agent_stream.writer import StreamWriter
 
 RESULTS: list[Any] = []
@@ -50,7 +50,7 @@ def weather_agent(sub_done: list[bool] | None = None) -> Agent[None, str]:
 
     @agent.tool_plain
     async def get_weather(city: str) -> str:
-        r = await run_agent(helper, f"season in {city}?")
+        r = await run_sub_agent(helper, f"season in {city}?")
         if sub_done is not None:
             sub_done.append(True)
         return f"sunny in {city} ({r.output})"
@@ -227,7 +227,7 @@ async def test_a_failing_sub_agent_ends_its_block_with_error() -> None:
 
     @agent.tool_plain
     async def ask_helper() -> str:
-        return str((await run_agent(helper, "help")).output)
+        return str((await run_sub_agent(helper, "help")).output)
 
     msgs, t = await run(responder(agent), request("q"))
     [sub] = [b for b in t.blocks if b.type == "agent"]

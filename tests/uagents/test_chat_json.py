@@ -23,7 +23,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 from uagents_core.models import Model
 
-from agent_stream.uagents.chat_json import chat_from_json, chat_json
+from agent_stream.uagents._chat_json import chat_from_json, chat_json
 
 texts = st.text(max_size=40)
 string_dicts = st.dictionaries(texts, texts, max_size=4)

@@ -21,8 +21,8 @@ from uagents_core.envelope import Envelope
 
 from agent_stream.uagents import _compat, local_agent
 from agent_stream.uagents._compat import UagentsCompatError
-from agent_stream.uagents.hardening import is_protected, protect
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents._protection import is_protected, protect
+from agent_stream.uagents.local._agents import free_port
 
 VERSION = version("uagents")
 

@@ -78,7 +78,7 @@ before = snapshot()
 from uagents import Agent
 import agent_stream, agent_stream.uagents
 from agent_stream.uagents import StreamingChat, local_agent, protect
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 
 async def main():
     chat = StreamingChat()
@@ -114,8 +114,8 @@ def test_a_stock_agent_and_a_protected_agent_in_one_process(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
     from agent_stream.uagents import ChatRequest, StreamingChat, local_agent, protect, run_agent
-    from agent_stream.uagents.hardening import guard_of
-    from agent_stream.uagents.local import endpoint_for, free_port
+    from agent_stream.uagents._protection import guard_of
+    from agent_stream.uagents.local._agents import endpoint_for, free_port
     from agent_stream.writer import StreamWriter
 
     monkeypatch.chdir(tmp_path)  # agent storage files land here

@@ -31,7 +31,7 @@ from agent_stream.uagents import (
     local_agent,
     wrap_chat_handler,
 )
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 from agent_stream.writer import StreamWriter
 
 

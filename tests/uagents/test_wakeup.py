@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agent_stream.uagents.wakeup import Wakeup
+from agent_stream.uagents._wakeup import Wakeup
 
 
 async def test_a_set_flag_does_not_sleep_and_a_clear_one_sleeps_its_timeout() -> None:

@@ -32,9 +32,6 @@ One reply = one Task:
 
 The contextId is the conversation (``context_id``); agent_stream threads have no A2A
 counterpart inside one task, so they travel in that metadata. See docs/wires-aisdk-a2a.md.
-
-This module is over 500 lines on purpose: what every Message type becomes in a Task is one
-set of rules, read and changed together.
 """
 
 from __future__ import annotations

@@ -39,9 +39,6 @@ An OpenAI client can only append, and it has one ``content`` string. So:
   message_start) end, and so do the agent's tool calls and results (their lines are written at
   their end); an ended tool line does not wait behind other threads' unfinished ones. So a tool
   call and its result sent before the answer show before it.
-
-Over 500 lines only through its docstrings (each parameter in an ``Args:`` section for the
-API reference); its code is well under that.
 """
 
 from __future__ import annotations

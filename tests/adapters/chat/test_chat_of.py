@@ -19,7 +19,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream.adapters.chat.wire import chat_of, control
-from agent_stream.uagents.client import build_question
+from agent_stream.uagents.asker._client import build_question
 
 
 def items() -> list[object]:
