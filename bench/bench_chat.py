@@ -58,7 +58,7 @@ from agent_stream.uagents import (
     parse_peers,
     run_agent,
 )
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 from agent_stream.writer import StreamWriter
 
 

@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "integration"), str(RO
 from agents_harness import Harness, address_of, port_open_failed  # noqa: E402
 from fault_proxy import FaultProxy, wait_until  # noqa: E402
 
-from agent_stream.uagents.local import free_port  # noqa: E402
+from agent_stream.uagents.local._agents import free_port  # noqa: E402
 
 PEERS = ROOT / "tests" / "delivery" / "delivery_peers.py"
 

@@ -68,7 +68,7 @@ def run_sender(port: int, tokens: int, rate: float) -> int:
 
 def run_direct(address: str, endpoint: str, repeat: int, tokens: int, clients: int = 0) -> int:
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents.local._agents import free_port
 
     chat = StreamingChat()
     agent = local_agent(
@@ -265,7 +265,7 @@ def main() -> int:
         )
 
     from agent_stream.uagents import endpoint_for
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents.local._agents import free_port
 
     procs: list[subprocess.Popen[str]] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -39,8 +39,8 @@ from uagents import Context
 from agent_stream.commands.team import FILLER
 from agent_stream.sources.replay import tokenize
 from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
-from agent_stream.uagents.directory import DIRECTORY_ENV
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
+from agent_stream.uagents.local._directory import DIRECTORY_ENV
 
 
 class Member:

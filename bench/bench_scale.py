@@ -79,7 +79,7 @@ def command_loop() -> None:
 def lifted(max_replies: int) -> dict[str, Any]:
     """Settings with every cap a crowd of conversations would hit lifted (public API only)."""
     from agent_stream.uagents import ChatSettings, Protection, ReplyLimits
-    from agent_stream.uagents.guard import GuardSettings
+    from agent_stream.uagents.transport._guard import GuardSettings
 
     guard = GuardSettings(
         new_senders_per_second=HIGH,
@@ -169,7 +169,7 @@ def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -
     from agent_stream.gateway.link import Agents, ChatLink, parse_agent_spec
     from agent_stream.gateway.server import make_store
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent, run_agent
-    from agent_stream.uagents.local import free_port
+    from agent_stream.uagents.local._agents import free_port
 
     config = GatewayConfig(
         port=port,

@@ -39,7 +39,7 @@ from agent_stream import telemetry
 from agent_stream.sources.replay import ReplayModel
 from agent_stream.telemetry.replies import ask_ended
 from agent_stream.uagents import ChatRequest, StreamingChat, local_agent
-from agent_stream.uagents.local import free_port
+from agent_stream.uagents.local._agents import free_port
 from agent_stream.writer import StreamWriter, collect
 
 RECEIVER = r"""
