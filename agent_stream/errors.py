@@ -180,7 +180,7 @@ CODES: dict[str, str] = {
     "refused",
     WarningCode.UNKNOWN_STREAM_END: "the end of a chat stream that is not open was ignored",
     WarningCode.QUESTION_UNACKNOWLEDGED: "a question went unacknowledged and unanswered through "
-    "every resend; the reply ended lost (is the agent running and reachable?)",
+    "every resend; the reply ended lost (the agent stopped, or cannot find the asker to answer)",
     WarningCode.WARNINGS_DROPPED: "more warnings waited than the queue keeps; the oldest were "
     "dropped",
 }

@@ -95,6 +95,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "delivery budget)",
     )
     p.add_argument(
+        "--quiet-timeout",
+        type=seconds,
+        default=10.0,
+        metavar="S",
+        help="end a plain agent's reply (one that does not use agent_stream) once nothing "
+        "has arrived for S seconds after its answer began; it also ends when the agent ends "
+        "the session (default: %(default)s)",
+    )
+    p.add_argument(
         "--no-reasoning", action="store_true", help="do not ask for the model's reasoning"
     )
     p.add_argument(
@@ -244,6 +253,7 @@ def ask_once(
     idle_timeout: float | None = None,
     session: uuid.UUID | None = None,
     gap_timeout: float | None = None,
+    quiet_timeout: float = 10.0,
 ) -> Any:
     """Run a client agent until the reply to ``question`` is over; returns the Reply.
 
@@ -266,6 +276,7 @@ def ask_once(
         session: the envelope session (None: a new one).
         gap_timeout: seconds a missing ChatMessage is waited for (None: the delivery
             policy's ``within``).
+        quiet_timeout: seconds of quiet that end a plain agent's reply once its answer began.
 
     Raises:
         DeliveryError: the question could not be delivered.
@@ -303,6 +314,7 @@ def ask_once(
             channels={"reasoning"} if reasoning else (),
             timeout=timeout,
             idle_timeout=idle_timeout,
+            settle=quiet_timeout,
             decoder=None if gap_timeout is None else ChatDecoder(gap_timeout=gap_timeout),
         )
 
@@ -426,6 +438,7 @@ def run(args: argparse.Namespace) -> int:
             idle_timeout=args.idle_timeout,
             session=args.session,
             gap_timeout=args.gap_timeout,
+            quiet_timeout=args.quiet_timeout,
         )
     except DeliveryError as exc:
         if renderer is not None:
@@ -498,6 +511,11 @@ def summary_line(reply: Any, started: float) -> str:
         parts.append(f"first text {reply.first_text_at - reply.asked_at:.2f} s")
     if reply.ended_at is not None:
         parts.append(f"reply {reply.ended_at - reply.asked_at:.2f} s")
+    ended_by = getattr(reply, "ended_by", None)
+    if ended_by == "end_session":
+        parts.append("the agent ended the session")
+    elif ended_by == "quiet":
+        parts.append(f"ended after {reply.quiet_period():g} s of quiet")
     usage = reply.transcript.stream_data.get("usage") if reply.transcript.stream_data else None
     if isinstance(usage, dict) and usage.get("completion_tokens"):
         parts.append(f"{usage['completion_tokens']} tokens")

@@ -84,6 +84,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="end a reply as lost when nothing arrives for S seconds (default: %(default)s)",
     )
     p.add_argument(
+        "--quiet-timeout",
+        type=seconds,
+        default=10.0,
+        metavar="S",
+        help="end a plain agent's reply (one that does not use agent_stream) once nothing "
+        "has arrived for S seconds after its answer began; it also ends when the agent ends "
+        "the session (default: %(default)s)",
+    )
+    p.add_argument(
         "--no-reasoning", action="store_true", help="do not ask for the model's reasoning"
     )
     p.add_argument(
@@ -185,6 +194,7 @@ class Conversation:
                 channels=() if self.args.no_reasoning else {"reasoning"},
                 timeout=self.args.timeout,
                 idle_timeout=self.args.idle_timeout,
+                settle=self.args.quiet_timeout,
             )
         except DeliveryError as exc:
             renderer.stop()

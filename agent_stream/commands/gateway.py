@@ -148,6 +148,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="seconds a reply may take (default: %(default)s)",
     )
     p.add_argument(
+        "--quiet-timeout",
+        type=seconds,
+        default=10.0,
+        metavar="S",
+        help="end a plain agent's reply once nothing has arrived for S seconds after its "
+        "answer began (it also ends at the agent's EndSessionContent; default: %(default)s)",
+    )
+    p.add_argument(
         "--header-timeout",
         type=seconds,
         default=5.0,
@@ -218,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
         max_tasks_per_key=args.max_tasks_per_key,
         max_tasks=args.max_tasks,
         reply_timeout=args.timeout,
+        quiet_timeout=args.quiet_timeout,
         header_timeout=args.header_timeout,
         max_header_connections=args.max_header_connections,
         reasoning=not args.no_reasoning,

@@ -44,6 +44,8 @@ class GatewayConfig:
         max_replies_per_key: replies at once per API key (per client address without keys).
         max_replies: replies at once in all.
         reply_timeout: seconds a reply may take in all.
+        quiet_timeout: seconds of quiet that end a plain agent's reply (one that does not use
+            agent_stream) once its answer began; it also ends at the agent's EndSessionContent.
         max_tasks_per_key: A2A tasks kept per API key (per client address without keys), for
             ``tasks/get`` and follow-ups; past it a new task makes room by forgetting finished
             tasks, least recently used first, and is refused (JSON-RPC -32000) when all are
@@ -70,6 +72,7 @@ class GatewayConfig:
     max_replies_per_key: int = 8
     max_replies: int = 256
     reply_timeout: float = 300.0
+    quiet_timeout: float = 10.0
     max_tasks_per_key: int = 128
     max_tasks: int = 2048
     header_timeout: float = 5.0
@@ -101,6 +104,8 @@ class GatewayConfig:
             raise ValueError("--resume-window must be positive")
         if not self.header_timeout > 0:
             raise ValueError("--header-timeout must be positive")
+        if not self.quiet_timeout > 0:
+            raise ValueError("--quiet-timeout must be positive")
         if not (
             self.resume_store == "memory"
             or self.resume_store.startswith(("redis://", "rediss://", "unix://"))

@@ -84,9 +84,10 @@ class ChatLink:
         agent: the gateway's agent, which asks.
     """
 
-    def __init__(self, chat: Any, agent: Any) -> None:
+    def __init__(self, chat: Any, agent: Any, quiet_timeout: float = 10.0) -> None:
         self.chat = chat
         self.agent = agent
+        self.quiet_timeout = quiet_timeout
 
     async def ask(
         self,
@@ -124,6 +125,7 @@ class ChatLink:
             channels={"reasoning"} if reasoning else (),
             timeout=timeout,
             history=history,
+            settle=self.quiet_timeout,
         )
         return _Relayed(reply)
 

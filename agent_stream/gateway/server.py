@@ -108,7 +108,7 @@ def run_gateway(
     _access_logging()
 
     async def main(ctx: Any) -> int:
-        gw = Gateway(config, agents, ChatLink(chat, agent), store)
+        gw = Gateway(config, agents, ChatLink(chat, agent, config.quiet_timeout), store)
         app = build_app(gw)
         server = uvicorn.Server(
             uvicorn.Config(

@@ -280,7 +280,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         session: bool = True,
         channels: Collection[str] = (),
         timeout: float = 120.0,
-        settle: float = 0.5,
+        settle: float = 10.0,
         decoder: ChatDecoder | None = None,
         deliver_within: float = 5.0,
         idle_timeout: float | None = None,
@@ -298,7 +298,8 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             session: open a session (StartSessionContent) with the question.
             channels: extra channels to ask for (e.g. ``{"reasoning"}``).
             timeout: seconds the whole reply may take before it ends ``timeout``.
-            settle: seconds to wait for late messages after the reply's end.
+            settle: seconds of quiet that end a plain (untagged) reply once some of its answer
+                arrived (it also ends at EndSessionContent).
             decoder: the ChatDecoder that decodes the reply (None: a new one with default limits).
             deliver_within: seconds during which an undelivered question is retried.
             idle_timeout: seconds of silence after which a tagged reply is ``lost`` (None: the

@@ -20,7 +20,11 @@ When a reply is over:
   stream_end's status (``completed``, ``error``, ``cancelled``, or ``lost`` when a fleet replica
   ends the reply of a replica that died);
 - an untagged reply (any other chat agent): at EndSessionContent, or once no chat stream of the
-  peer is open and nothing has arrived for ``settle`` seconds after something did;
+  peer is open and nothing has arrived for ``settle`` seconds (10 s: long enough for a model
+  call) after some of its answer did (text or a resource: a metadata-only or empty ChatMessage,
+  such as a status flag sent first, never counts as the answer); a peer that streamed its
+  answer (StartStreamContent ... EndStreamContent, as uAgents' streaming draft does) has said
+  it is done when its streams are closed, so then :data:`STREAM_SETTLE` seconds suffice;
 - ``timeout`` seconds after asking with no end: status ``timeout``;
 - a tagged reply from which nothing (not even a keepalive) arrived for ``idle_timeout`` seconds:
   status ``lost`` (the responder is dead; a slow one sends keepalives). Only keepalives make
@@ -53,7 +57,9 @@ from typing import TYPE_CHECKING, Any
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     EndSessionContent,
+    ResourceContent,
     StartSessionContent,
+    StartStreamContent,
     TextContent,
 )
 from uagents_core.identity import parse_identifier
@@ -92,6 +98,18 @@ LOG = logging.getLogger("agent_stream.uagents")
 COMPLETED = "completed"
 TIMEOUT = "timeout"
 CANCELLED = "cancelled"
+# what ended a reply (Reply.ended_by), besides its status
+STREAM_END = "stream_end"  # a tagged reply's final stream_end
+END_SESSION = "end_session"  # a plain reply's EndSessionContent
+QUIET = "quiet"  # a plain reply: no ChatMessage for `settle` seconds after its answer began
+#: Seconds of quiet that end a plain reply whose answer came in chat streams, all now closed.
+STREAM_SETTLE = 0.5
+
+
+def _answers(item: Any) -> bool:
+    """Whether a content item is (part of) an answer: text, or a resource."""
+    cls = content_class(item)
+    return (cls is TextContent and bool(item.text)) or cls is ResourceContent
 
 
 class DeliveryError(ConnectionError):
@@ -113,6 +131,10 @@ class Reply:
         status: None while streaming, then completed | error | cancelled | timeout | lost
             (undelivered: the question never arrived).
         tagged: the peer uses agent_stream.
+        answered: some of the answer (text or a resource) arrived.
+        ended_by: what ended the reply: ``stream_end`` (a tagged reply's), ``end_session`` or
+            ``quiet`` (a plain reply's EndSessionContent, or ``settle`` seconds of quiet after
+            its answer began), else its status (``timeout``, ``lost``, ``cancelled``...).
         acknowledged: the peer acknowledged the question.
         asked_at: when the question was asked (``time.monotonic()``, as the times below).
         first_text_at: when the first text came (None: none yet).
@@ -126,7 +148,8 @@ class Reply:
         question: the ChatMessage sent.
         session: the envelope session of the question (None: none).
         timeout: seconds the whole reply may take before it ends ``timeout``.
-        settle: seconds of quiet that end an untagged reply once something arrived.
+        settle: seconds of quiet that end an untagged reply once some of its answer (text or
+            a resource) arrived.
         decoder: the ChatDecoder of the reply (None: a new one whose gap timeout is the delivery
             policy's ``within``).
         idle_timeout: seconds of silence after which a tagged reply is ``lost`` (None: the
@@ -147,7 +170,7 @@ class Reply:
         *,
         session: Any = None,
         timeout: float = 120.0,
-        settle: float = 0.5,
+        settle: float = 10.0,
         decoder: ChatDecoder | None = None,
         idle_timeout: float | None = None,
         delivery: DeliveryPolicy | None = None,
@@ -161,6 +184,7 @@ class Reply:
         self.session = str(session) if session is not None else None
         self.timeout = timeout
         self.settle = settle
+        self.idle_timeout = idle_timeout
         self.delivery = delivery or DeliveryPolicy()
         # a gap is given up only when redelivery would have given up too
         self.decoder = decoder or ChatDecoder(gap_timeout=self.delivery.within)
@@ -185,6 +209,9 @@ class Reply:
         self.warnings: list[StreamWarning] = []
         self.chat_messages = 0
         self.tagged = False
+        self.answered = False
+        self.streamed = False  # the peer opened a chat stream (StartStreamContent)
+        self.ended_by: str | None = None
         self.acknowledged = False
         self.status: str | None = None
         self.asked_at = time.monotonic()
@@ -346,13 +373,17 @@ class Reply:
             content_class(i) is TextContent and i.text for i in chat.content
         ):
             self.first_text_at = now
+        if not self.answered and any(_answers(i) for i in chat.content):
+            self.answered = True
+        if not self.streamed and any(content_class(i) is StartStreamContent for i in chat.content):
+            self.streamed = True
         if self.tagged and self.decoder.finished(self.peer, self.conversation):
-            self._finish(self.transcript.status or COMPLETED, now)
+            self._finish(self.transcript.status or COMPLETED, now, STREAM_END)
         elif not self.tagged and any(content_class(i) is EndSessionContent for i in chat.content):
             # (a tagged reply ends at its stream_end, in sequence: the ChatMessage ending the
             # session may overtake others)
             self._take(self._end_streams(), now)
-            self._finish(self.transcript.status or COMPLETED, now)
+            self._finish(self.transcript.status or COMPLETED, now, END_SESSION)
         self._changed.set()
         self._kick.set()
 
@@ -390,9 +421,14 @@ class Reply:
         # The peer said the session is over: what is still held back will not come.
         return self.decoder.close()
 
-    def _finish(self, status: str, when: float | None = None) -> None:
+    def quiet_period(self) -> float:
+        """Seconds of quiet that end this reply if it is plain (its streams, if any, closed)."""
+        return min(self.settle, STREAM_SETTLE) if self.streamed else self.settle
+
+    def _finish(self, status: str, when: float | None = None, by: str | None = None) -> None:
         if self.status is not None:
             return
+        self.ended_by = by or status
         if status == COMPLETED and self.watch.cancel_at is not None:
             status = CANCELLED
         if self.tagged:
@@ -428,12 +464,13 @@ class Reply:
                     wake.append(d)
                 quiet = (
                     not self.tagged
+                    and self.answered
                     and self.last_received_at is not None
                     and self.decoder.open_streams(self.peer) == 0
                 )
                 if quiet:
                     assert self.last_received_at is not None
-                    wake.append(self.last_received_at + self.settle)
+                    wake.append(self.last_received_at + self.quiet_period())
                 delay = max(0.0, min(wake) - now)
                 self._kick.clear()
                 await self._kick.wait(delay)
@@ -455,16 +492,17 @@ class Reply:
                     return
                 if (
                     not self.tagged
+                    and self.answered
                     and self.last_received_at is not None
                     and self.decoder.open_streams(self.peer) == 0
-                    and now - self.last_received_at >= self.settle
+                    and now - self.last_received_at >= self.quiet_period()
                 ):
                     # An untagged reply is over: completed when it was read whole.
                     self._take(self.decoder.close(), now)
-                    self._finish(COMPLETED, self.last_received_at)
+                    self._finish(COMPLETED, self.last_received_at, QUIET)
                     return
                 if self.tagged and self.decoder.finished(self.peer, self.conversation):
-                    self._finish(self.transcript.status or COMPLETED, now)
+                    self._finish(self.transcript.status or COMPLETED, now, STREAM_END)
                     return
 
 
@@ -659,7 +697,7 @@ async def ask_with(
     session: bool = True,
     channels: Collection[str] = (),
     timeout: float = 120.0,
-    settle: float = 0.5,
+    settle: float = 10.0,
     decoder: ChatDecoder | None = None,
     deliver_within: float = 5.0,
     idle_timeout: float | None = None,
@@ -681,7 +719,8 @@ async def ask_with(
         session: open a session (StartSessionContent) with the question.
         channels: extra channels to ask for (e.g. ``{"reasoning"}``).
         timeout: seconds the whole reply may take before it ends ``timeout``.
-        settle: seconds of quiet that end an untagged reply once something arrived.
+        settle: seconds of quiet that end an untagged reply once some of its answer (text or
+            a resource) arrived.
         decoder: the ChatDecoder of the reply (None: a new one with default limits).
         deliver_within: seconds during which an undelivered question is sent again.
         idle_timeout: seconds of silence after which a tagged reply is ``lost`` (None: the
@@ -817,8 +856,11 @@ async def _resend_question(
     policy: DeliveryPolicy,
     patience: Callable[[], float],
 ) -> None:
+    last_refused: list[str] = []  # the last send's failure, if it failed
+
     async def send(msg: ChatMessage) -> tuple[bool, str]:
         ok, detail = await sender(ctx, destination, msg)
+        last_refused[:] = [] if ok else [str(detail)]
         return bool(ok), str(detail)
 
     def resent() -> None:
@@ -827,14 +869,33 @@ async def _resend_question(
     def answered() -> bool:
         return reply.acknowledged or reply.chat_messages > 0 or reply.done
 
-    spent = await resend_question(send, chat, answered, policy, resent, patience)
-    if spent and not answered():
+    # An asker's idle timeout also bounds the wait for the question's acknowledgement.
+    limit = None if reply.idle_timeout is None else reply.asked_at + reply.idle_timeout
+
+    def given_up() -> bool:
+        return limit is not None and time.monotonic() >= limit
+
+    spent = await resend_question(
+        send, chat, lambda: answered() or given_up(), policy, resent, patience
+    )
+    if (spent or given_up()) and not answered():
         # Nothing came back to any send: waiting out the whole timeout would tell no more.
+        # Every send was delivered (a refused one raised DeliveryError at the first): the peer
+        # took the question and never acknowledged it, which a stock uagents agent does when it
+        # cannot look up the asker's address (offline, on the Almanac).
         now = time.monotonic()
-        reason = (
-            f"the question was never acknowledged by {reply.peer} after "
-            f"{reply.question_resends + 1} sends over {now - reply.asked_at:.1f} s; is the agent "
-            "running, and does its endpoint reach it?"
-        )
+        sends = f"after {reply.question_resends + 1} sends over {now - reply.asked_at:.1f} s"
+        if last_refused:
+            reason = (
+                f"the question was never acknowledged by {reply.peer} {sends}, and its "
+                f"endpoint no longer takes it ({last_refused[0]}): is the agent still running?"
+            )
+        else:
+            reason = (
+                f"the question was never acknowledged by {reply.peer} {sends}, though its "
+                "endpoint took every send: it is likely unable to find this asker's address to "
+                "answer (a stock uagents agent offline: give it "
+                "resolve=agent_stream.uagents.local_resolver())"
+            )
         LOG.warning("reply lost: %s", reason)
         reply._lose(now, reason)

@@ -78,7 +78,8 @@ async def test_a_question_nothing_answers_ends_lost_after_its_budget_not_the_tim
     (warning,) = [w for w in reply.warnings if w.code == WarningCode.QUESTION_UNACKNOWLEDGED]
     assert peer.address in warning.detail
     assert f"after {POLICY.tries} sends" in warning.detail
-    assert "is the agent running" in warning.detail
+    assert "its endpoint took every send" in warning.detail
+    assert "local_resolver()" in warning.detail
     logged = [r for r in caplog.records if "never acknowledged" in r.getMessage()]
     assert len(logged) == 1
 
@@ -132,3 +133,19 @@ async def test_the_stretched_budget_is_bounded_and_says_whether_it_was_spent() -
     assert took <= policy.within + policy.tries * policy.max_delay + 0.3
     answered = await resend_question(send, question, lambda: True, policy, lambda: None, None)
     assert answered is False
+
+
+async def test_the_idle_timeout_also_bounds_the_wait_for_an_acknowledgement(pair: Pair) -> None:
+    got: list[str] = []
+    peer = pair.add("question budget swallowing peer three", peer_protocol(got, None))
+    slow = DeliveryPolicy(tries=5, within=20.0, ack_timeout=2.0, max_delay=8.0, jitter=0.0)
+    chat = StreamingChat(settings=ChatSettings(delivery=slow))
+    agent = pair.add("question budget asker three", chat)
+    reply = await chat.ask(
+        agent._build_context(), peer.address, "anyone?", timeout=TIMEOUT, idle_timeout=1.0
+    )
+    await asyncio.wait_for(reply.wait(), 6)  # not the 20 s of the resend budget
+    assert reply.status == "lost"
+    assert reply.ended_at is not None and reply.ended_at - reply.asked_at < 4.0
+    (warning,) = [w for w in reply.warnings if w.code == WarningCode.QUESTION_UNACKNOWLEDGED]
+    assert "local_resolver()" in warning.detail

@@ -1,0 +1,92 @@
+"""Asking agents written the way Fetch.ai's templates write them (tests/peers/template_agent.py):
+every message of their replies is shown, a metadata-only first message is not the answer, the
+reply ends when the agent ends the session or after the quiet period, and a stock
+``uagents.Agent`` given ``resolve=local_resolver()`` answers with no internet."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+from agents_harness import PEERS, AgentProcess, Harness
+
+from agent_stream.uagents import free_port
+
+pytestmark = pytest.mark.integration
+
+sys.path.insert(0, str(PEERS))
+from template_agent import ANSWER, IMAGE  # noqa: E402
+
+
+def template(h: Harness, role: str, *args: str) -> tuple[AgentProcess, str, str]:
+    port = free_port()
+    p = h.start(
+        str(PEERS / "template_agent.py"),
+        role,
+        "--port",
+        str(port),
+        "--seed",
+        f"template {role} agent {port}",
+        *args,
+    )
+    _, address, endpoint = p.wait_for("READY", timeout=90).split()
+    h.list_in_directory(address, endpoint, p.proc.pid)
+    return p, address, endpoint
+
+
+def ask(h: Harness, address: str, *args: str) -> tuple[int, str, str]:
+    return h.cli("ask", address, *args, "--timeout", "90", "Tell me").finish(120)
+
+
+def shown(transcript: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [
+        (m["type"], m["props"].get("content") or m["props"].get("url"))
+        for m in transcript["messages"]
+    ]
+
+
+def test_a_template_agent_s_metadata_first_then_its_answer_and_end_of_session(
+    harness: Harness,
+) -> None:
+    p, address, _ = template(harness, "asi1", "--delay", "2")
+    try:
+        code, out, err = ask(harness, address, "--json")
+        assert code == 0, err
+        transcript = json.loads(out)
+        assert shown(transcript) == [("text", ANSWER)]
+        code, out, err = ask(harness, address)
+        assert code == 0, err
+        assert ANSWER in out and "the agent ended the session" in out
+    finally:
+        p.stop()
+
+
+def test_a_status_then_an_image_later_are_both_shown_and_the_quiet_ends_it(
+    harness: Harness,
+) -> None:
+    p, address, _ = template(harness, "imagen", "--delay", "1")
+    try:
+        code, out, err = ask(harness, address, "--json", "--quiet-timeout", "3")
+        assert code == 0, err
+        assert shown(json.loads(out)) == [
+            ("text", "Generating your image..."),
+            ("image", IMAGE),
+        ]
+        code, out, err = ask(harness, address, "--quiet-timeout", "3")
+        assert code == 0, err
+        assert "Generating your image..." in out and IMAGE in out
+        assert "ended after 3 s of quiet" in out
+    finally:
+        p.stop()
+
+
+def test_a_stock_agent_with_the_local_resolver_answers_offline(harness: Harness) -> None:
+    p, address, _ = template(harness, "asi1", "--stock", "--delay", "0.5")
+    try:
+        code, out, err = ask(harness, address, "--json")
+        assert code == 0, err + p.stderr[-2000:]
+        assert shown(json.loads(out)) == [("text", ANSWER)]
+    finally:
+        p.stop()
