@@ -104,6 +104,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "the session (default: %(default)s)",
     )
     p.add_argument(
+        "--plain",
+        action="store_true",
+        help="send a plain question (no agent_stream metadata), as a Fetch.ai chat client "
+        "does; an agent that answered plainly before is asked plainly anyway",
+    )
+    p.add_argument(
         "--no-reasoning", action="store_true", help="do not ask for the model's reasoning"
     )
     p.add_argument(
@@ -254,6 +260,7 @@ def ask_once(
     session: uuid.UUID | None = None,
     gap_timeout: float | None = None,
     quiet_timeout: float = 10.0,
+    plain: bool = False,
 ) -> Any:
     """Run a client agent until the reply to ``question`` is over; returns the Reply.
 
@@ -277,6 +284,8 @@ def ask_once(
         gap_timeout: seconds a missing ChatMessage is waited for (None: the delivery
             policy's ``within``).
         quiet_timeout: seconds of quiet that end a plain agent's reply once its answer began.
+        plain: send an untagged question (also when the directory remembers the agent as
+            plain); the directory remembers whether the agent answered plainly.
 
     Raises:
         DeliveryError: the question could not be delivered.
@@ -293,6 +302,8 @@ def ask_once(
 
     chat = StreamingChat()
     interrupted = INTERRUPTED
+    directory = LocalDirectory() if use_directory else None
+    plain = plain or (directory is not None and directory.is_plain(target))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeakSeedWarning)  # the command says it, once
         agent = local_agent(
@@ -300,7 +311,7 @@ def ask_once(
             port,
             name="ask",
             peers={target: endpoint},
-            directory=LocalDirectory() if use_directory else None,
+            directory=directory,
             log_level=logging.INFO if verbose else logging.WARNING,
         )
     agent.include(chat, publish_manifest=True)
@@ -310,7 +321,7 @@ def ask_once(
         reply = await chat.ask(
             ctx,
             target,
-            question,
+            plain_question(question) if plain else question,
             channels={"reasoning"} if reasoning else (),
             timeout=timeout,
             idle_timeout=idle_timeout,
@@ -330,6 +341,8 @@ def ask_once(
             if on_message is not None:
                 on_message(msg)
         await reply
+        if directory is not None and reply.chat_messages:
+            directory.mark_plain(target, plain=not reply.tagged)  # how it answered, for next time
         return reply
 
     failures = DeliveryFailures(verbose)
@@ -439,6 +452,7 @@ def run(args: argparse.Namespace) -> int:
             session=args.session,
             gap_timeout=args.gap_timeout,
             quiet_timeout=args.quiet_timeout,
+            plain=args.plain,
         )
     except DeliveryError as exc:
         if renderer is not None:
@@ -479,6 +493,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 INTERRUPTED: set[Any] = set()  # replies whose ask was interrupted (Ctrl-C / SIGTERM)
+
+
+def plain_question(text: str) -> Any:
+    """A question as a Fetch.ai chat client sends it: StartSessionContent and the text, no
+    agent_stream metadata.
+
+    Args:
+        text: the question.
+    """
+    from uagents_core.contrib.protocols.chat import ChatMessage, StartSessionContent, TextContent
+
+    return ChatMessage(content=[StartSessionContent(), TextContent(text=text)])
 
 
 def delivery_line(reply: Any) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -38,6 +39,16 @@ def template(h: Harness, role: str, *args: str) -> tuple[AgentProcess, str, str]
 
 def ask(h: Harness, address: str, *args: str) -> tuple[int, str, str]:
     return h.cli("ask", address, *args, "--timeout", "90", "Tell me").finish(120)
+
+
+def got(p: AgentProcess, n: int) -> list[str]:
+    """The content types of the first ``n`` ChatMessages the template agent received."""
+    deadline = time.monotonic() + 10
+    while True:
+        lines = [ln.strip()[4:] for ln in p.lines if ln.startswith("GOT ")]
+        if len(lines) >= n or time.monotonic() > deadline:
+            return lines[:n]
+        time.sleep(0.02)
 
 
 def shown(transcript: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -88,5 +99,35 @@ def test_a_stock_agent_with_the_local_resolver_answers_offline(harness: Harness)
         code, out, err = ask(harness, address, "--json")
         assert code == 0, err + p.stderr[-2000:]
         assert shown(json.loads(out)) == [("text", ANSWER)]
+    finally:
+        p.stop()
+
+
+def test_ask_plain_sends_no_metadata_and_a_plain_agent_is_remembered_as_plain(
+    harness: Harness,
+) -> None:
+    p, address, _ = template(harness, "asi1", "--delay", "0.2")
+    try:
+        assert ask(harness, address, "--plain")[0] == 0
+        assert got(p, 1) == ["StartSessionContent TextContent"]
+        # asked without --plain: the directory remembers it answered plainly before
+        code, _, err = ask(harness, address)
+        assert code == 0, err
+        assert got(p, 2)[1] == "StartSessionContent TextContent"
+    finally:
+        p.stop()
+
+
+def test_the_first_question_to_an_unknown_agent_is_tagged_and_learns_it_is_plain(
+    harness: Harness,
+) -> None:
+    from agent_stream.uagents import LocalDirectory
+
+    p, address, _ = template(harness, "asi1", "--delay", "0.2")
+    try:
+        assert not LocalDirectory(harness.directory).is_plain(address)
+        assert ask(harness, address)[0] == 0
+        assert got(p, 1) == ["StartSessionContent MetadataContent TextContent"]
+        assert LocalDirectory(harness.directory).is_plain(address)
     finally:
         p.stop()

@@ -81,6 +81,7 @@ def main() -> None:
 
     @protocol.on_message(ChatMessage)
     async def handle(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        print("GOT " + " ".join(type(item).__name__ for item in msg.content), flush=True)
         await ctx.send(sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id))
         if args.role == "asi1":
             if any(isinstance(item, StartSessionContent) for item in msg.content):

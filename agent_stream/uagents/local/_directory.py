@@ -188,7 +188,7 @@ class LocalDirectory:
     """The local agent directory: a JSON file of running local agents (see the module doc).
 
     Format: ``{"agents": {ADDRESS: {"endpoint": URL, "name": NAME, "pid": PID,
-    "started": UNIX_TIME}}}``. Writers lock a sibling ``.lock`` file (POSIX) and replace the file
+    "started": UNIX_TIME, "plain": true (only for an agent that answers untagged)}}}``. Writers lock a sibling ``.lock`` file (POSIX) and replace the file
     atomically; readers never see a half-written file.
 
     Args:
@@ -523,6 +523,34 @@ class LocalDirectory:
                 "started": time.time(),
             }
             self._write(agents)
+
+    def mark_plain(self, address: str, plain: bool = True) -> None:
+        """Remember whether an agent answers untagged (it does not use agent_stream): later
+        questions to a plain agent go untagged. Nothing happens for an agent not listed.
+
+        Args:
+            address: the agent's address (or identifier).
+            plain: it answered untagged (False: it answered tagged).
+        """
+        with self._locked():
+            agents = self.entries()
+            entry = agents.get(bare(address))
+            if entry is None or bool(entry.get("plain")) == plain:
+                return
+            if plain:
+                entry["plain"] = True
+            else:
+                entry.pop("plain", None)
+            self._write(agents)
+
+    def is_plain(self, address: str) -> bool:
+        """Whether the agent was remembered as answering untagged (:meth:`mark_plain`).
+
+        Args:
+            address: the agent's address (or identifier).
+        """
+        entry = self.entry(bare(address))
+        return bool(entry and entry.get("plain"))
 
     def unregister(self, address: str, pid: int | None = None) -> None:
         """Remove an agent's entry (and dead ones; nothing happens when there is nothing to).
