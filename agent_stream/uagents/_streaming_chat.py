@@ -205,6 +205,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._in_flight: dict[str, Outgoing] = {}
         self._serial: dict[str, asyncio.Lock] = {}  # untagged peers: one reply at a time
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._ack_first = False  # acknowledge before answering (from_protocol: as its handler did)
         self._bound: set[int] = set()
         self._told_withheld = False
         self.caps = ReplyCaps(self.settings.caps)
@@ -263,6 +264,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             None, settings=settings, channels=channels, chunker=chunker, on_reply_end=on_reply_end
         )
         chat.responder = wrap_chat_handler(handler, chat.send, label=label)
+        # as the handler did itself: the question is acknowledged before it runs (a handler
+        # that blocks the event loop, as a synchronous model call does, would hold it back)
+        chat._ack_first = True
         return chat
 
     # -- public -----------------------------------------------------------------------------------
@@ -407,7 +411,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             if asks_coalesced_acks(msg):
                 self.acks.reads(sender)
             ids = self.acks.ack(sender, str(msg.msg_id))
-            if ids is not None:
+            if ids is not None and self._ack_first:
+                await self._acknowledge(ctx, sender, ids)
+            elif ids is not None:
                 self._spawn(self._acknowledge(ctx, sender, ids))
         session = str(ctx.session) if ctx.session is not None else None
         op = control_of(msg)

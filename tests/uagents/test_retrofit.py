@@ -142,3 +142,78 @@ def test_from_protocol_needs_a_chat_message_handler() -> None:
     bare = Protocol(spec=chat_protocol_spec)
     with pytest.raises(ValueError, match=r"no @on_message\(ChatMessage\) handler"):
         StreamingChat.from_protocol(bare)
+
+
+def asi_one_style_protocol(block_for: float) -> Protocol:
+    """A chat protocol as ASI:One-facing agents write it: acknowledge, the attachments flag, a
+    synchronous (loop-blocking) model call, the answer."""
+    import time
+
+    from uagents_core.contrib.protocols.chat import MetadataContent
+
+    proto = Protocol(spec=chat_protocol_spec)
+
+    @proto.on_message(ChatMessage)
+    async def handle(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        await ctx.send(sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id))
+        await ctx.send(
+            sender, ChatMessage(content=[MetadataContent(metadata={"attachments": "true"})])
+        )
+        time.sleep(block_for)  # a synchronous model call inside the async handler
+        await ctx.send(sender, ChatMessage(content=[TextContent(text="The answer.")]))
+
+    @proto.on_message(ChatAcknowledgement)
+    async def handle_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
+        return None
+
+    return proto
+
+
+def plain_asker(pair: Pair, name: str, got: list[tuple[float, Any]]) -> Any:
+    """A plain chat peer that records (when, what) for every ChatMessage and acknowledgement."""
+    proto = Protocol(spec=chat_protocol_spec)
+    loop = asyncio.get_running_loop()
+
+    @proto.on_message(ChatMessage)
+    async def plain_in(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        got.append((loop.time(), msg))
+        await ctx.send(sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id))
+
+    @proto.on_message(ChatAcknowledgement)
+    async def plain_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
+        got.append((loop.time(), msg))
+
+    return pair.add(name, proto)
+
+
+async def test_the_handlers_metadata_reaches_the_asker_and_the_question_is_acknowledged_first(
+    pair: Pair,
+) -> None:
+    from uagents_core.contrib.protocols.chat import MetadataContent
+
+    server = pair.add("retrofit asi-one server")
+    server.include(StreamingChat.from_protocol(asi_one_style_protocol(1.0)), publish_manifest=True)
+    got: list[tuple[float, Any]] = []
+    asker = plain_asker(pair, "retrofit asi-one plain asker", got)
+    loop = asyncio.get_running_loop()
+    asked = loop.time()
+    await asker._build_context().send(server.address, ChatMessage(content=[TextContent(text="hi")]))
+    await _until(lambda: any(isinstance(m, ChatMessage) and m.text() for _, m in got))
+    (ack_at,) = [t for t, m in got if isinstance(m, ChatAcknowledgement)]
+    assert ack_at - asked < 0.5, "acknowledged before the handler blocked the loop for 1 s"
+    flags = [
+        i.metadata
+        for _, m in got
+        if isinstance(m, ChatMessage)
+        for i in m.content
+        if isinstance(i, MetadataContent) and "attachments" in i.metadata
+    ]
+    assert flags == [{"attachments": "true"}]
+    text = "".join(
+        i.text
+        for _, m in got
+        if isinstance(m, ChatMessage)
+        for i in m.content
+        if isinstance(i, TextContent)
+    )
+    assert text == "The answer."

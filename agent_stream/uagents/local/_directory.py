@@ -188,8 +188,9 @@ class LocalDirectory:
     """The local agent directory: a JSON file of running local agents (see the module doc).
 
     Format: ``{"agents": {ADDRESS: {"endpoint": URL, "name": NAME, "pid": PID,
-    "started": UNIX_TIME, "plain": true (only for an agent that answers untagged)}}}``. Writers lock a sibling ``.lock`` file (POSIX) and replace the file
-    atomically; readers never see a half-written file.
+    "started": UNIX_TIME, "plain": true}}}`` (``plain`` only for an agent that answers
+    untagged). Writers lock a sibling ``.lock`` file (POSIX) and replace the file atomically;
+    readers never see a half-written file.
 
     Args:
         path: the directory file (None: the default path, see the module doc).

@@ -18,7 +18,6 @@ from uagents_core.contrib.protocols.chat import (
     EndSessionContent,
     MetadataContent,
     ResourceContent,
-    StartSessionContent,
     TextContent,
 )
 from uagents_core.models import Model
@@ -70,8 +69,10 @@ class _CapturingContext:
                             await self._out.send(m.model_copy(update={"message_id": None}))
                 elif isinstance(item, EndSessionContent):
                     self._request.end_session()
-                elif isinstance(item, (StartSessionContent, MetadataContent)):
-                    continue
+            # its metadata (ASI:One's attachments flag...) goes to the asker as it was sent
+            meta = [item for item in message.content if isinstance(item, MetadataContent)]
+            if meta:
+                await self._forward(self._ctx, destination, ChatMessage(content=meta))
             return status("streamed by the plugin")
         ok, detail = await self._forward(self._ctx, destination, message)
         return MsgStatus(
@@ -97,6 +98,7 @@ def wrap_chat_handler(
     The handler runs in the reply's background task with a context whose ``send`` turns the
     ChatMessages it sends back to the asker into messages of the streamed reply (text as text
     messages, resources as image/audio/video, EndSessionContent ending the session); its
+    MetadataContent goes to the asker as it is, in a ChatMessage of its own; its
     acknowledgements are dropped (the plugin acknowledges).
 
     Args:
