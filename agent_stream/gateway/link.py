@@ -82,6 +82,7 @@ class ChatLink:
     Args:
         chat: the gateway agent's StreamingChat.
         agent: the gateway's agent, which asks.
+        quiet_timeout: seconds of quiet that end a plain agent's reply once its answer began.
     """
 
     def __init__(self, chat: Any, agent: Any, quiet_timeout: float = 10.0) -> None:

@@ -3,6 +3,11 @@
 Each ChatMessage is a signed envelope, so groups that are only metadata (events, tool calls,
 merged deltas...) do not go alone at once: they wait, in order, for the next ChatMessage that
 carries content, or go on their own once the oldest has waited ``meta_delay`` seconds.
+
+For a plain asker (``text_first``) every ChatMessage carries something it shows, text or a
+resource: the bookkeeping waits, however long, for the next such ChatMessage (or the reply's
+end). A plain client that reads the first ChatMessage, or prints each one, gets the answer, not
+an empty message.
 """
 
 from __future__ import annotations
@@ -12,7 +17,13 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from uagents_core.contrib.protocols.chat import ChatMessage, EndSessionContent, MetadataContent
+from uagents_core.contrib.protocols.chat import (
+    ChatMessage,
+    EndSessionContent,
+    MetadataContent,
+    ResourceContent,
+    TextContent,
+)
 
 from agent_stream.adapters.chat.wire import (
     EPOCH,
@@ -35,6 +46,8 @@ class Batcher:
         deterministic: msg_ids derived from the conversation and sequence number, and a fixed
             timestamp.
         clock: the UTC time stamped on ChatMessages otherwise (None: the system's).
+        text_first: a plain asker's: a ChatMessage goes only with text or a resource in it
+            (or when forced, at the reply's end); ``meta_delay`` does not apply.
     """
 
     def __init__(
@@ -44,9 +57,11 @@ class Batcher:
         *,
         deterministic: bool = False,
         clock: Callable[[], datetime] | None = None,
+        text_first: bool = False,
     ) -> None:
         self.conversation = conversation
         self.meta_delay = meta_delay
+        self.text_first = text_first
         self._deterministic = deterministic
         self._clock = clock
         self._pending: list[Group] = []  # groups for the next ChatMessage, in wire order
@@ -79,10 +94,13 @@ class Batcher:
                 return []
         elif not force:
             i, n = self._scanned, len(pending)
-            while i < n and not pending[i].items:
+            carries = _shows if self.text_first else _has_items
+            while i < n and not carries(pending[i]):
                 i += 1
             if i == n:
                 self._scanned = n
+                if self.text_first:
+                    return []
                 due = self.meta_due
                 if due is None:
                     due = self.meta_due = now + self.meta_delay
@@ -130,3 +148,16 @@ class Batcher:
             msg_id = uuid.uuid4()
             ts = self._clock() if self._clock is not None else datetime.now(timezone.utc)
         return ChatMessage.construct(timestamp=ts, msg_id=msg_id, content=content)
+
+
+def _has_items(group: Group) -> bool:
+    return bool(group.items)
+
+
+def _shows(group: Group) -> bool:
+    """Whether a plain reader shows something of the group: text, or a resource."""
+    for item in group.items:
+        cls = type(item)
+        if (cls is TextContent and item.text) or cls is ResourceContent:
+            return True
+    return False

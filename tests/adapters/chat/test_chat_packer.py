@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from chat_fixtures import (
@@ -175,7 +176,7 @@ def test_string_appends_of_custom_types_are_merged_but_not_onto_other_content() 
 
 
 def test_metadata_waits_and_rides_with_the_next_chat_message_in_order() -> None:
-    enc = ChatEncoder("conv", chunker={"min_chars": 5})
+    enc = ChatEncoder("conv", tagged=True, chunker={"min_chars": 5})
     assert enc.feed(lifecycle(STREAM_START, StreamStartData()), 1.0) == []
     assert enc.feed(tool_call("c1", "search", "{}", message_id="M1"), 1.02) == []
     assert enc.next_deadline == pytest.approx(1.1)  # the oldest waits meta_delay at most
@@ -193,7 +194,7 @@ def test_metadata_waits_and_rides_with_the_next_chat_message_in_order() -> None:
 
 
 def test_metadata_alone_goes_once_it_has_waited_meta_delay() -> None:
-    enc = ChatEncoder("conv", meta_delay=0.2)
+    enc = ChatEncoder("conv", tagged=True, meta_delay=0.2)
     assert enc.feed(tool_call("c1", "search", "{}", message_id="M1"), 10.0) == []
     assert enc.feed(loading("working", message_id="M2"), 10.15) == []
     d = enc.next_deadline
@@ -209,7 +210,7 @@ def test_metadata_alone_goes_once_it_has_waited_meta_delay() -> None:
 
 
 def test_meta_delay_zero_sends_metadata_at_once() -> None:
-    enc = ChatEncoder("conv", meta_delay=0)
+    enc = ChatEncoder("conv", tagged=True, meta_delay=0)
     assert len(enc.feed(tool_call("c1", "search", "{}", message_id="M1"), 0.0)) == 1
     assert enc.next_deadline is None
 
@@ -243,6 +244,15 @@ def test_waiting_never_reorders_groups_never_delays_content_and_lasts_meta_delay
     at_once, t0 = timed(msgs, step=step, tagged=tagged, channels=channels, meta_delay=0)
     batched, t1 = timed(msgs, step=step, tagged=tagged, channels=channels)
     assert groups(batched) == groups(at_once)  # same groups, same order
+    if not tagged:  # a plain asker: every ChatMessage shows text, or ends a reply, whatever
+        # meta_delay says; and content still goes when it is ready
+        assert all(shows_text(c) or ends_stream(c) for c in batched + at_once)
+        for (md, its), made, sent in zip(
+            groups(at_once), group_times(at_once, t0), group_times(batched, t1), strict=True
+        ):
+            if its and any(isinstance(i, TextContent) and i.text for i in its):
+                assert sent == made, md
+        return
     assert len(batched) < len(at_once)
     assert sum(map(is_meta_only, batched)) < sum(map(is_meta_only, at_once))
     seqs = [
@@ -257,6 +267,30 @@ def test_waiting_never_reorders_groups_never_delays_content_and_lasts_meta_delay
             assert sent == made, md  # content goes when it is ready
         else:
             assert made <= sent <= made + 0.1 + step + 1e-9, md  # polled every step
+
+
+def shows_text(chat: Any) -> bool:
+    return any(isinstance(i, TextContent) and i.text for i in chat.content)
+
+
+def ends_stream(chat: Any) -> bool:
+    return any('"stream_end"' in md.get("props", "") for md, _ in groups([chat]))
+
+
+@pytest.mark.parametrize("channels", [None, {"reasoning"}])
+def test_a_plain_asker_gets_text_in_every_chat_message_and_the_answer_in_the_first(
+    channels: set[str] | None,
+) -> None:
+    msgs = run(hierarchical_reply)
+    chats, _ = timed(msgs, step=1 / 150, tagged=False, channels=channels)
+    assert len(chats) > 3
+    assert all(shows_text(c) for c in chats[:-1]), [plain([c]) for c in chats]
+    first_text = next(m.props["content"] for m in msgs if m.type == "text" and m.props)
+    assert plain(chats[:1]).startswith(first_text[:5])
+    assert plain(chats) == "".join(plain([c]) for c in chats)  # nothing lost on the way
+    # a tagged asker keeps its metadata-only ChatMessages (they carry no shown text for it)
+    tagged, _ = timed(msgs, step=1 / 150, tagged=True, channels=channels)
+    assert groups(tagged) == groups(chats)
 
 
 def test_meta_delay_is_validated() -> None:
