@@ -49,8 +49,10 @@ What a plain peer (one that ignores streams and metadata) sees, concatenating Te
   delta) cannot be unsent: it travels as metadata and the plain peer keeps the old text.
 - ``thinking``: nothing, not even as metadata, unless the recipient's channels include
   ``reasoning`` (then as metadata). Its message_start/message_end are withheld with it.
-- ``tool_call``, ``loading``, ``action``, ``user_input``, events and custom types: nothing
-  (metadata only).
+- ``user_input`` (what the reply asks the asker: an approval, a question): its ``content`` as a
+  readable line; a reply that asks does not end the session (no EndSessionContent) so that the
+  answer comes in it.
+- ``tool_call``, ``loading``, ``action``, events and custom types: nothing (metadata only).
 - ``image``/``audio``/``video``: a ResourceContent with the URL and ``mime_type``.
 - ``error``: a readable line ``Error: <message>`` (``Error (<code>): ...``) plus the metadata;
   a stream_end with status error and no error message before it adds the same line.
@@ -71,8 +73,10 @@ by a TextChunker per message like text and sent as one merged delta per chunk; a
 loading, merged deltas...) do not go alone at once: they wait, in order, and ride with the next
 ChatMessage that carries content, or go on their own once the oldest has waited ``meta_delay``
 seconds (:attr:`ChatEncoder.next_deadline` says when; :meth:`ChatEncoder.poll` sends them), and
-always at stream_end, :meth:`ChatEncoder.end_streams` and :meth:`ChatEncoder.close`. Groups go on
-the wire in the order they were produced: waiting never reorders them.
+always at stream_end, :meth:`ChatEncoder.end_streams` and :meth:`ChatEncoder.close`. To a plain
+asker every ChatMessage shows something (text or a resource): its metadata waits for the next
+text however long, so a client that reads only the first ChatMessage reads the answer's start.
+Groups go on the wire in the order they were produced: waiting never reorders them.
 
 Where each part lives: :mod:`.wire` (tags, ids, request helpers, :func:`coalesce`),
 :mod:`.parse` (:func:`parse_chat`), :mod:`.encoder` (lifecycle), :mod:`.content` (what each

@@ -37,6 +37,7 @@ from agent_stream.message import (
     STREAM_END,
     STREAM_START,
     TEXT,
+    USER_INPUT,
     Message,
 )
 
@@ -55,7 +56,9 @@ class ChatEncoder:
             EndSessionContent.
         chunker: TextChunker options over :data:`CHAT_CHUNKER_DEFAULTS`.
         meta_delay: seconds metadata-only groups may wait to ride with content (0: they go
-            at once; poll at :attr:`next_deadline` for them to go on time).
+            at once; poll at :attr:`next_deadline` for them to go on time), for a tagged
+            asker; a plain one gets text in every ChatMessage (its bookkeeping waits for the
+            next text, or the reply's end).
         deterministic: ChatMessage msg_ids derived from the conversation and sequence number
             and a fixed timestamp (reproducible output).
         clock: the UTC time stamped on ChatMessages (None: the system's).
@@ -84,6 +87,7 @@ class ChatEncoder:
         self.tagged = tagged
         self.channels = frozenset(channels or ())
         self.session = session
+        self.asks = False  # the reply asked the asker something (a user_input message)
         opts = dict(chunker or {})
         if "max_chars" in opts and "min_chars" not in opts:
             opts["min_chars"] = min(CHAT_CHUNKER_DEFAULTS["min_chars"], opts["max_chars"])
@@ -92,7 +96,13 @@ class ChatEncoder:
         withheld_types = frozenset(
             t for t, ch in CHANNEL_OF_TYPE.items() if ch not in self.channels
         )
-        self._batcher = Batcher(conversation, meta_delay, deterministic=deterministic, clock=clock)
+        self._batcher = Batcher(
+            conversation,
+            meta_delay,
+            deterministic=deterministic,
+            clock=clock,
+            text_first=not tagged,
+        )
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
         self._chunking = MessageChunking(
@@ -134,6 +144,8 @@ class ChatEncoder:
         chunk_id = msg.chunk_id
         if chunk_id is not None and not self._seen_chunk_ids.add(chunk_id):
             return []  # the assembler ignores a repeated chunk id: so do we
+        if msg.type == USER_INPUT:
+            self.asks = True  # the reply waits for the asker's answer: its session goes on
         if msg.type == EVENT and self._event(msg):
             return self._batcher.pack(now, force=msg.event == STREAM_END)
         message_id = msg.message_id
@@ -343,7 +355,8 @@ class ChatEncoder:
             )
         self._plain_order.route(Group(message_meta(msg), items, needs_turn=True))
         self._finished = True
-        self._batcher.session_end = self.session
+        # a reply that asks the asker something does not end the session it is answered in
+        self._batcher.session_end = self.session and not self.asks
 
     @property
     def withheld_channels(self) -> list[str]:

@@ -17,7 +17,7 @@ from agent_stream.adapters.chat.wire import (
     dumps,
     uuid4_from,
 )
-from agent_stream.message import ERROR, Message
+from agent_stream.message import ERROR, USER_INPUT, Message
 
 __all__ = ["PlainRenderer", "error_line", "ids_meta", "message_meta"]
 
@@ -147,6 +147,10 @@ class PlainRenderer:
             )
             group.needs_turn = True
             self.shown_error = True
+        elif mtype == USER_INPUT and not msg.delta and isinstance(props.get("content"), str):
+            # what the reply asks the asker (an approval, a question): a plain peer reads it
+            group.items.append(self.text_item(self.line(props["content"])))
+            group.needs_turn = True
         elif mtype in MEDIA_TYPES and not msg.delta and isinstance(props.get("url"), str):
             md = {"mime_type": mime_type(mtype, props)}
             alt = props.get("alt")
