@@ -122,6 +122,7 @@ class WarningCode:
     BAD_MESSAGE: Final = "bad_message"
     BAD_INPUT: Final = "bad_input"
     BAD_METADATA: Final = "bad_metadata"
+    BAD_CARD: Final = "bad_card"
     DUPLICATE_CHAT_MESSAGE: Final = "duplicate_chat_message"
     LATE_CHAT_MESSAGE: Final = "late_chat_message"
     GAP: Final = "gap"
@@ -165,6 +166,8 @@ CODES: dict[str, str] = {
     "message is incomplete",
     WarningCode.BAD_MESSAGE: "a peer's reply could not be read as Messages",
     WarningCode.BAD_INPUT: "a peer's ChatMessage could not be decoded; it was dropped",
+    WarningCode.BAD_CARD: "a peer's interactive card that uagents-core refuses (unknown kind, "
+    "bad payload, too deep) was ignored; the rest of its ChatMessage was kept",
     WarningCode.BAD_METADATA: "a ChatMessage's metadata group is unreadable; the group was ignored",
     WarningCode.DUPLICATE_CHAT_MESSAGE: "a ChatMessage msg_id seen before was dropped",
     WarningCode.LATE_CHAT_MESSAGE: "a ChatMessage arrived after its place in the order was given "

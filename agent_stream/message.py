@@ -35,6 +35,9 @@ ACTION = "action"
 EVENT = "event"
 USER_INPUT = "user_input"
 REFUSAL = "refusal"
+CARD = "card"
+# The kinds of interactive cards (the chat protocol's cards: uagents-core's card kinds).
+CARD_KINDS = ("carousel", "detail", "form", "review", "custom")
 BUILTIN_TYPES = frozenset(
     (
         TEXT,
@@ -49,6 +52,7 @@ BUILTIN_TYPES = frozenset(
         ACTION,
         EVENT,
         USER_INPUT,
+        CARD,
     )
 )
 
@@ -333,6 +337,21 @@ class UserInputProps(_Props):
     name: str | None = None
 
 
+class CardProps(_Props):
+    """The props of ``card`` Messages: an interactive card (the chat protocol's cards), shown
+    to a person and answered with a choice or a form's values.
+
+    ``kind`` is one of :data:`CARD_KINDS`; ``payload`` is the card's payload as uagents-core's
+    card models define it for that kind (checked where it goes on or comes off the chat wire);
+    ``card_id`` names it for the answer; ``terminal``: no answer is expected.
+    """
+
+    kind: Literal["carousel", "detail", "form", "review", "custom"]
+    payload: dict[str, Any]
+    card_id: str | None = None
+    terminal: bool | None = None
+
+
 class RefusalProps(_Props):
     """The props of ``refusal`` Messages."""
 
@@ -353,6 +372,7 @@ PROPS_MODELS: dict[str, type[_Props]] = {
     EVENT: EventProps,
     USER_INPUT: UserInputProps,
     REFUSAL: RefusalProps,
+    CARD: CardProps,
 }
 
 
@@ -533,6 +553,30 @@ def event(
         EventProps(event=name, message=message, data=dict(data) if data is not None else None),
         ids,
     )
+
+
+def card(
+    kind: str,
+    payload: Any,
+    card_id: str | None = None,
+    terminal: bool | None = None,
+    **ids: Any,
+) -> Message:
+    """An interactive card (carousel, detail, form, review or custom).
+
+    Args:
+        kind: the card's kind (:data:`CARD_KINDS`).
+        payload: its payload: a dict, or one of uagents-core's card payload models.
+        card_id: its id, echoed by the answer (None: none).
+        terminal: no answer is expected.
+        **ids: Message ids (``message_id``, ``block_id``, ``thread_id``...).
+    """
+    if hasattr(payload, "model_dump"):  # a pydantic v2 model (uagents-core's card payloads)
+        payload = payload.model_dump(mode="json", exclude_none=True)
+    props = CardProps.model_validate(
+        {"kind": kind, "payload": payload, "card_id": card_id, "terminal": terminal}
+    )
+    return _msg(CARD, props, ids)
 
 
 def user_input(

@@ -48,6 +48,7 @@ from agent_stream.message import (
     Usage,
     lifecycle,
 )
+from agent_stream.message import card as _card
 from agent_stream.message import text as _text
 from agent_stream.relay import Relayable, relay_into
 from agent_stream.toolcall import Progress, ToolCallScope
@@ -239,6 +240,29 @@ class Scope:
             The Message as sent, with its ids.
         """
         return await self.send(_text(content))
+
+    async def card(
+        self,
+        kind: str,
+        payload: Any,
+        card_id: str | None = None,
+        *,
+        terminal: bool | None = None,
+    ) -> Message:
+        """Send an interactive card: the chat protocol's own way to offer choices or ask for an
+        answer (a peer that renders no cards reads its text fallback).
+
+        Args:
+            kind: ``carousel``, ``detail``, ``form``, ``review`` or ``custom``.
+            payload: the card's payload: a dict, or one of uagents-core's card payload models
+                (``ReviewCardPayload``...).
+            card_id: its id, which the answer echoes (None: none).
+            terminal: no answer is expected.
+
+        Returns:
+            The Message as sent, with its ids.
+        """
+        return await self.send(_card(kind, payload, card_id, terminal))
 
     @property
     def holds_text(self) -> bool:

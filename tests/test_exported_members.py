@@ -35,6 +35,7 @@ PUBLIC: dict[str, set[str]] = {
         "action",
         "assemble",
         "audio",
+        "card",
         "collect",
         "error",
         "event",

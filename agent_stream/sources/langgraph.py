@@ -40,7 +40,9 @@ from typing import Any
 from agent_stream.errors import require as _require
 from agent_stream.message import TEXT, THINKING
 from agent_stream.message import event as _event
+from agent_stream.message import text as _text
 from agent_stream.message import user_input as _user_input
+from agent_stream.sources.approvals import NOTHING_WAITS, answer_of, question_card
 from agent_stream.sources.approvals import thread_id as _thread_id
 from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
@@ -257,7 +259,10 @@ class GraphStream:
                         if isinstance(value, str)
                         else json.dumps(_text_of(value), ensure_ascii=False)
                     )
-                    await self.em.send(await self.agent_block(ns), _user_input(content))
+                    asked = _user_input(content)
+                    props = {**(asked.props or {}), "card": question_card(content)}
+                    asked = asked.model_copy(update={"props": props})
+                    await self.em.send(await self.agent_block(ns), asked)
                 continue
             await self._end_llm(ns)
             for key in list(self.em.blocks):  # a subgraph run by this node has ended
@@ -298,6 +303,11 @@ def _has_checkpointer(graph: Any) -> bool:
     return cp not in (None, False)
 
 
+#: What :func:`build_input` returns for a card's answer when no interrupt waits for one: the
+#: responder says so instead of running the graph.
+NOTHING_WAITS_INPUT = object()
+
+
 async def build_input(
     graph: Any, request: Any, config: dict[str, Any], input_key: str = "messages"
 ) -> Any:
@@ -313,16 +323,22 @@ async def build_input(
     from langgraph.types import Command
 
     text = str(getattr(request, "text", request))
+    pending: list[Any] = []
+    state = None
     if _has_checkpointer(graph) and config.get("configurable", {}).get("thread_id"):
         state = await graph.aget_state(config)
         pending = list(getattr(state, "interrupts", None) or ())
         if not pending:
             for task in getattr(state, "tasks", ()) or ():
                 pending.extend(getattr(task, "interrupts", None) or ())
+    answer = answer_of(request, bool(pending)) if not isinstance(request, str) else text
+    if answer is None:  # a card's answer, and no interrupt waits for one
+        return NOTHING_WAITS_INPUT
+    if state is not None:
         if len(pending) > 1:  # parallel interrupts: the answer goes to each of them
-            return Command(resume={i.id: text for i in pending})
+            return Command(resume={i.id: answer for i in pending})
         if pending:
-            return Command(resume=text)
+            return Command(resume=answer)
         if getattr(state, "values", None):
             return {input_key: [HumanMessage(text)]}
     kinds = {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
@@ -368,6 +384,9 @@ def responder(
                 if make_input is not None
                 else await build_input(graph, request, cfg, input_key)
             )
+            if inp is NOTHING_WAITS_INPUT:
+                await em.out.send(_text(NOTHING_WAITS))
+                return
             stream = graph.astream(inp, cfg, stream_mode=MODES, subgraphs=True)
             async with contextlib.aclosing(stream):
                 async for ns, mode, data in em.events(stream):

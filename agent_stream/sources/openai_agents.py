@@ -35,7 +35,10 @@ from collections.abc import Hashable
 from typing import Any
 
 from agent_stream.errors import require as _require
+from agent_stream.message import text as _text
+from agent_stream.sources.approvals import NOTHING_WAITS as _NOTHING_WAITS
 from agent_stream.sources.approvals import PausedRuns as _PausedRuns
+from agent_stream.sources.approvals import answer_of as _answer_of
 from agent_stream.sources.approvals import asking as _asking
 from agent_stream.sources.approvals import conversation_key as _conversation_key
 from agent_stream.sources.approvals import is_yes as _is_yes
@@ -299,12 +302,16 @@ def responder(
             token = _CURRENT.set(mapper)
             try:
                 waiting = paused.take(conversation)
+                answer = _answer_of(request, waiting is not None)
                 items: Any = input_of(request)
-                if waiting is not None:  # this message answers the calls left waiting
-                    items = _answer(*waiting, str(request.text))
-                result = Runner.run_streamed(agent, items, **kw)
+                if waiting is not None and answer is not None:  # it answers the calls waiting
+                    items = _answer(*waiting, answer)
+                result = None if answer is None else Runner.run_streamed(agent, items, **kw)
             finally:
                 _CURRENT.reset(token)
+            if result is None:  # a card's answer, and nothing waits for one here
+                await em.out.send(_text(_NOTHING_WAITS))
+                return
             try:
                 async for ev in em.events(result.stream_events()):
                     if not mapper.fast(ev):

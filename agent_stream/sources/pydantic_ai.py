@@ -39,7 +39,9 @@ from typing import Any
 from agent_stream.errors import require as _require
 from agent_stream.message import TEXT, THINKING
 from agent_stream.message import text as _text
+from agent_stream.sources.approvals import NOTHING_WAITS as _NOTHING_WAITS
 from agent_stream.sources.approvals import PausedRuns as _PausedRuns
+from agent_stream.sources.approvals import answer_of as _answer_of
 from agent_stream.sources.approvals import asking as _asking
 from agent_stream.sources.approvals import conversation_key as _conversation_key
 from agent_stream.sources.approvals import is_yes as _is_yes
@@ -374,6 +376,11 @@ def responder(
         async def run() -> None:
             token = _CURRENT.set(_Run(em, mapper))
             waiting = paused.take(conversation)
+            answer = _answer_of(request, waiting is not None)
+            if answer is None:  # a card's answer, and nothing waits for one here
+                _CURRENT.reset(token)
+                await em.out.send(_text(_NOTHING_WAITS))
+                return
             prompt: str | None = str(request.text)
             kwargs: dict[str, Any] = {
                 "message_history": history_of(request) or None,
@@ -382,7 +389,7 @@ def responder(
             }
             if waiting is not None:  # this message answers the calls the last run left waiting
                 kwargs["message_history"] = waiting[0]
-                kwargs["deferred_tool_results"] = _answers(waiting[1], str(request.text))
+                kwargs["deferred_tool_results"] = _answers(waiting[1], answer)
                 prompt = None
             try:
                 result = await _stream(agent, mapper, prompt, kwargs)

@@ -41,6 +41,8 @@ class ChatRequest:
             (:class:`Turn`).
         client_history: True when the asker sent the history itself rather than the agent
             remembering it.
+        card_response: the answer to an interactive card this message carries (uagents-core's
+            ``CardResponse``: ``card_id``, ``selection``, ``text``, ``cancelled``), else None.
     """
 
     sender: str
@@ -54,6 +56,7 @@ class ChatRequest:
     ctx: Any = field(default=None, repr=False, compare=False)
     history: tuple[Turn, ...] = ()
     client_history: bool = False
+    card_response: Any = None
     _ending: list[bool] = field(default_factory=list, repr=False, compare=False)  # end_session()
 
     @property

@@ -123,6 +123,7 @@ from agent_stream.adapters.chat.acks import (
     asks_coalesced_acks,
     reads_coalesced,
 )
+from agent_stream.adapters.chat.cards import card_response_of
 from agent_stream.adapters.chat.wire import control_of, ends_session
 from agent_stream.conversation import Turn, history_to_json
 from agent_stream.uagents import _compat
@@ -469,6 +470,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             storage=getattr(ctx, "storage", None),
             logger=ctx.logger,
             ctx=ctx,
+            card_response=card_response_of(msg),
         )
         if request.tagged:  # the asker restores order by seq: its lane may pipeline
             pipeline_from(ctx, sender)

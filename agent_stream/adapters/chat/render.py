@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import mimetypes
 from typing import Any, Protocol
 
 from uagents_core.contrib.protocols.chat import Resource, ResourceContent, TextContent
 
+from agent_stream.adapters.chat.cards import CardError, card_items
 from agent_stream.adapters.chat.wire import (
     MEDIA_TYPES,
     OP_MESSAGE,
@@ -17,9 +19,11 @@ from agent_stream.adapters.chat.wire import (
     dumps,
     uuid4_from,
 )
-from agent_stream.message import ERROR, USER_INPUT, Message
+from agent_stream.message import CARD, ERROR, USER_INPUT, Message
 
 __all__ = ["PlainRenderer", "error_line", "ids_meta", "message_meta"]
+
+LOG = logging.getLogger("agent_stream.adapters.chat")
 
 
 def ids_meta(msg: Message, op: str) -> dict[str, str]:
@@ -131,6 +135,15 @@ class PlainRenderer:
         """
         return ("\n\n" + line) if self.shown_text else line
 
+    def _card(self, card: dict[str, Any], fallback: str | None) -> list[Any] | None:
+        """A card's items (its MetadataContent and text fallback); None, logged, when
+        uagents-core refuses it (the Message still goes, as metadata)."""
+        try:
+            return card_items(card, fallback)
+        except CardError as exc:
+            LOG.warning("chat encoder: card not sent as a card: %s", exc)
+            return None
+
     def render(self, msg: Message, group: Group, u: Shown | None) -> None:
         """Add to a group the items a plain peer reads for a Message carried as metadata.
 
@@ -148,9 +161,21 @@ class PlainRenderer:
             group.needs_turn = True
             self.shown_error = True
         elif mtype == USER_INPUT and not msg.delta and isinstance(props.get("content"), str):
-            # what the reply asks the asker (an approval, a question): a plain peer reads it
-            group.items.append(self.text_item(self.line(props["content"])))
+            # what the reply asks the asker (an approval, a question): a plain peer reads it,
+            # a Fetch.ai front end also gets it as the card it carries (review, form)
+            line = self.line(props["content"])
+            card = props.get("card")
+            items = self._card(card, line) if isinstance(card, dict) else None
+            group.items.extend(items or [self.text_item(line)])
+            if items:
+                self.shown_text = True
             group.needs_turn = True
+        elif mtype == CARD and not msg.delta:
+            items = self._card(props, None)
+            if items:
+                group.items.extend(items)
+                self.shown_text = True
+                group.needs_turn = True
         elif mtype in MEDIA_TYPES and not msg.delta and isinstance(props.get("url"), str):
             md = {"mime_type": mime_type(mtype, props)}
             alt = props.get("alt")

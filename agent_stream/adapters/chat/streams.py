@@ -12,11 +12,13 @@ from typing import Any
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     EndStreamContent,
+    MetadataContent,
     ResourceContent,
     StartStreamContent,
     TextContent,
 )
 
+from agent_stream.adapters.chat.cards import CardError, card_message
 from agent_stream.adapters.chat.state import (
     OVER,
     Conversation,
@@ -302,8 +304,43 @@ class StreamDecoder:
                     self.end(peer, str(item.stream_id), out)
                 elif isinstance(item, ResourceContent):
                     self.untagged_resource(item, out)
+                elif isinstance(item, MetadataContent):
+                    self.untagged_card(item, out)
+            except CardError as exc:  # a bad card: said, and the rest of the ChatMessage kept
+                self._warnings.add("bad_card", str(exc))
             except Exception as exc:  # bad peer input must not stop the conversation
                 self._warnings.add("bad_input", f"{type(exc).__name__}: {exc}")
+
+    def untagged_card(self, item: MetadataContent, out: list[Message]) -> None:
+        """A card MetadataContent (the chat protocol's interactive cards): a ``card`` Message;
+        other metadata is not ours to read.
+
+        Args:
+            item: the content item.
+            out: where the decoded Messages are appended.
+
+        Raises:
+            CardError: a card uagents-core refuses.
+        """
+        msg = card_message(item, self._next_id())
+        if msg is None:
+            return
+        out.append(msg)
+        out.append(
+            Message(
+                type=EVENT,
+                props={
+                    "event": MESSAGE_END,
+                    "data": {
+                        "message_id": msg.message_id,
+                        "type": msg.type,
+                        "chunk_count": 1,
+                        "status": "completed",
+                    },
+                },
+                message_id=msg.message_id,
+            )
+        )
 
     def untagged_text(self, peer: PeerState, text: str, now: float, out: list[Message]) -> None:
         """Text outside any tagged group: to the latest open stream, or a whole message.
