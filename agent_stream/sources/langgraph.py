@@ -42,7 +42,9 @@ from agent_stream.message import TEXT, THINKING
 from agent_stream.message import event as _event
 from agent_stream.message import text as _text
 from agent_stream.message import user_input as _user_input
-from agent_stream.sources.approvals import NOTHING_WAITS, answer_of, question_card
+from agent_stream.sources.approvals import NOTHING_WAITS as _NOTHING_WAITS
+from agent_stream.sources.approvals import answer_of as _answer_of
+from agent_stream.sources.approvals import question_card as _question_card
 from agent_stream.sources.approvals import thread_id as _thread_id
 from agent_stream.sources.emitter import AGENT, LLM, SourceResponder
 from agent_stream.sources.emitter import Emitter as _Emitter
@@ -260,7 +262,7 @@ class GraphStream:
                         else json.dumps(_text_of(value), ensure_ascii=False)
                     )
                     asked = _user_input(content)
-                    props = {**(asked.props or {}), "card": question_card(content)}
+                    props = {**(asked.props or {}), "card": _question_card(content)}
                     asked = asked.model_copy(update={"props": props})
                     await self.em.send(await self.agent_block(ns), asked)
                 continue
@@ -303,9 +305,9 @@ def _has_checkpointer(graph: Any) -> bool:
     return cp not in (None, False)
 
 
-#: What :func:`build_input` returns for a card's answer when no interrupt waits for one: the
-#: responder says so instead of running the graph.
-NOTHING_WAITS_INPUT = object()
+# What build_input returns for a card's answer when no interrupt waits for one: the
+# responder says so instead of running the graph.
+_NOTHING_WAITS_INPUT = object()
 
 
 async def build_input(
@@ -331,9 +333,9 @@ async def build_input(
         if not pending:
             for task in getattr(state, "tasks", ()) or ():
                 pending.extend(getattr(task, "interrupts", None) or ())
-    answer = answer_of(request, bool(pending)) if not isinstance(request, str) else text
+    answer = _answer_of(request, bool(pending)) if not isinstance(request, str) else text
     if answer is None:  # a card's answer, and no interrupt waits for one
-        return NOTHING_WAITS_INPUT
+        return _NOTHING_WAITS_INPUT
     if state is not None:
         if len(pending) > 1:  # parallel interrupts: the answer goes to each of them
             return Command(resume={i.id: answer for i in pending})
@@ -384,8 +386,8 @@ def responder(
                 if make_input is not None
                 else await build_input(graph, request, cfg, input_key)
             )
-            if inp is NOTHING_WAITS_INPUT:
-                await em.out.send(_text(NOTHING_WAITS))
+            if inp is _NOTHING_WAITS_INPUT:
+                await em.out.send(_text(_NOTHING_WAITS))
                 return
             stream = graph.astream(inp, cfg, stream_mode=MODES, subgraphs=True)
             async with contextlib.aclosing(stream):
