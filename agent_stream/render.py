@@ -172,6 +172,15 @@ class LiveRenderer:
             self._line(msg.thread_id, f"[{mtype}] {props.get('url', '')}", "cyan")
         elif mtype == "action":
             self._line(msg.thread_id, f"→ action {props.get('name', '')}", "dim")
+        elif mtype == "user_input" and not msg.delta and isinstance(props.get("content"), str):
+            self._line(msg.thread_id, f"? {props['content']}", "bold yellow")
+            card = props.get("card")
+            if isinstance(card, dict):
+                for line in card_lines(card)[1:]:  # its question is the line above
+                    self._line(msg.thread_id, line, "yellow")
+        elif mtype == "card" and not msg.delta:
+            for n, line in enumerate(card_lines(props)):
+                self._line(msg.thread_id, line, "bold yellow" if n == 0 else "yellow")
         elif not msg.delta:
             self._line(msg.thread_id, f"{mtype}: {_short(props)}", "dim")
 
@@ -295,6 +304,67 @@ class LiveRenderer:
         if summary:
             self.console.rule(style="green" if ok else "red")
             self._write(Text(summary + "\n", style="green" if ok else "bold red"))
+
+
+def card_lines(card: dict[str, Any]) -> list[str]:
+    """An interactive card as terminal lines: its title, rows, then its choices numbered (the
+    number a person types to choose), a form's fields, or a custom card's texts.
+
+    Args:
+        card: a ``card`` Message's props (``kind``, ``payload``), or a question's ``card``.
+    """
+    kind = card.get("kind")
+    p = card.get("payload") if isinstance(card.get("payload"), dict) else {}
+    assert isinstance(p, dict)
+    lines = [f"▣ {p.get('title') or kind or 'card'}"]
+    if p.get("subtitle"):
+        lines.append(f"  {p['subtitle']}")
+    for row in p.get("summary_rows") or ():
+        if isinstance(row, dict):
+            lines.append(f"  {row.get('label', '')}: {row.get('value', '')}")
+    for n, (label, _selection) in enumerate(card_choices(card), 1):
+        lines.append(f"  [{n}] {label}")
+    for field in p.get("fields") or ():
+        if isinstance(field, dict):
+            required = " (required)" if field.get("required") else ""
+            lines.append(f"  - {field.get('label', field.get('name', ''))}{required}")
+    if kind == "custom":
+        stack = [p.get("root")]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if node.get("type") in ("text", "heading") and isinstance(node.get("value"), str):
+                    lines.append(f"  {node['value']}")
+                stack.extend(reversed([v for v in node.values() if isinstance(v, (dict, list))]))
+            elif isinstance(node, list):
+                stack.extend(reversed(node))
+    return lines
+
+
+def card_choices(card: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A card's buttons in order, (label, selection): what a person chooses between.
+
+    Args:
+        card: a ``card`` Message's props, or a question's ``card``.
+    """
+    p = card.get("payload") if isinstance(card.get("payload"), dict) else {}
+    assert isinstance(p, dict)
+    ctas: list[Any] = []
+    if card.get("kind") == "review":
+        ctas = [p.get("approve_cta"), p.get("reject_cta")]
+    elif card.get("kind") == "carousel":
+        for item in p.get("items") or ():
+            if isinstance(item, dict) and isinstance(item.get("primary_cta"), dict):
+                cta = dict(item["primary_cta"])
+                cta["label"] = f"{item.get('title', '')}: {cta.get('label', '')}"
+                ctas.append(cta)
+    elif card.get("kind") == "detail":
+        ctas = list(p.get("ctas") or ())
+    return [
+        (str(c.get("label", "")), dict(c.get("selection") or {}))
+        for c in ctas
+        if isinstance(c, dict)
+    ]
 
 
 def _json_object(args: Any) -> bool:

@@ -4,8 +4,9 @@
 current directory goes on ``sys.path`` (after the installed packages) so the module, or the
 file's own imports of its neighbours, are found. The attribute must be something
 :func:`agent_stream.sources.responder_for` knows (a LangGraph compiled graph, a pydantic-ai
-Agent, an OpenAI Agents SDK Agent or a callable returning a model stream). Every failure is an
-:class:`AppLoadError` with a one-line message naming what was found.
+Agent, an OpenAI Agents SDK Agent, a callable returning a model stream, or a responder of the
+author's own, ``async def respond(request, out)``). Every failure is an :class:`AppLoadError`
+with a one-line message naming what was found.
 """
 
 from __future__ import annotations

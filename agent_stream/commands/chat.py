@@ -160,6 +160,8 @@ class Conversation:
         self.session = session or uuid.uuid4()
         self.ctx = context_with_session(self.agent, self.session)
 
+    card: dict[str, Any] | None = None  # the last reply's card: a number typed chooses in it
+
     def interrupt(self) -> None:
         """Ctrl-C: cancel the reply in flight (the responder is told); nothing otherwise."""
         if self.reply is not None and not self.reply.done:
@@ -186,11 +188,14 @@ class Conversation:
         renderer = make_renderer(console, reasoning=not self.args.no_reasoning)
         started = time.monotonic()
         self.cancelled = False
+        channels = () if self.args.no_reasoning else {"reasoning"}
+        asked: Any = card_answer(self.card, question, channels) or question
+        self.card = None
         try:
             self.reply = await self.chat.ask(
                 self.ctx,
                 self.target,
-                question,
+                asked,
                 channels=() if self.args.no_reasoning else {"reasoning"},
                 timeout=self.args.timeout,
                 idle_timeout=self.args.idle_timeout,
@@ -204,6 +209,7 @@ class Conversation:
         try:
             async for msg in reply:
                 renderer.feed(msg)
+                self.card = card_of(msg) or self.card
             await reply
         finally:
             renderer.stop()
@@ -214,6 +220,48 @@ class Conversation:
             print(f"warning: {w}", file=sys.stderr, flush=True)
         if self.cancelled:
             print(f"(cancelled: status {reply.status})", file=sys.stderr, flush=True)
+
+
+def card_of(msg: Any) -> dict[str, Any] | None:
+    """The interactive card a Message shows (a ``card``, or a question carrying one), if any."""
+    props = msg.props or {}
+    if msg.type == "card" and not msg.delta:
+        return dict(props)
+    card = props.get("card") if msg.type == "user_input" else None
+    return dict(card) if isinstance(card, dict) else None
+
+
+def card_answer(card: dict[str, Any] | None, typed: str, channels: Any) -> Any:
+    """The ChatMessage answering ``card`` when ``typed`` is the number of one of its choices
+    (a card response with that button's own selection, as a chat front end sends it); None
+    otherwise (the typed text is sent as it is, and answers as text).
+
+    Args:
+        card: the last reply's card (None: none).
+        typed: what was typed.
+        channels: the channels asked for.
+    """
+    import uuid as _uuid
+
+    from uagents_core.contrib.protocols.chat import ChatMessage
+    from uagents_core.contrib.protocols.chat.cards import create_card_response_content
+
+    from agent_stream.adapters.chat.wire import request_tags
+    from agent_stream.render import card_choices
+
+    if card is None or not typed.strip().isdigit():
+        return None
+    choices = card_choices(card)
+    n = int(typed.strip())
+    if not 1 <= n <= len(choices):
+        return None
+    card_id = card.get("card_id")
+    try:
+        parsed = _uuid.UUID(str(card_id)) if card_id else None
+    except ValueError:
+        parsed = None
+    response = create_card_response_content(card_id=parsed, selection=choices[n - 1][1])
+    return ChatMessage(content=[request_tags(channels), response])
 
 
 async def converse(conv: Conversation, name: str) -> int:

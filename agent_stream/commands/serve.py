@@ -69,8 +69,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         metavar="MODULE:ATTR",
         help="serve an agent built on a framework instead of a model: a LangGraph "
-        "graph, a pydantic-ai or OpenAI Agents SDK Agent, or a callable returning a "
-        "model stream (MODULE:ATTR or path/to/file.py:ATTR)",
+        "graph, a pydantic-ai or OpenAI Agents SDK Agent, a callable returning a "
+        "model stream, or a responder of your own, async def respond(request, out) "
+        "(MODULE:ATTR or path/to/file.py:ATTR)",
     )
     p.add_argument(
         "--rate",

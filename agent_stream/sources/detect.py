@@ -25,7 +25,8 @@ def _isinstance(app: Any, module: str, name: str) -> bool:
 
 
 def kind_of_app(app: Any) -> str | None:
-    """``langgraph``, ``pydantic-ai``, ``openai-agents``, ``callable`` or None.
+    """``langgraph``, ``pydantic-ai``, ``openai-agents``, ``responder`` (a responder of its own,
+    ``async (request, out)``), ``callable`` (``(request) -> stream``) or None.
 
     Args:
         app: the framework object (a graph, an agent) or a callable.
@@ -41,8 +42,25 @@ def kind_of_app(app: Any) -> str | None:
     if _isinstance(app, "agents.agent", "Agent") or _isinstance(app, "agents", "Agent"):
         return "openai-agents"
     if callable(app) and not inspect.isclass(app):
-        return "callable"
+        return "responder" if _takes_two(app) else "callable"
     return None
+
+
+def _takes_two(fn: Any) -> bool:
+    """Whether ``fn`` is a coroutine function taking (request, out): a responder as it is."""
+    method = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    if not (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(method)):
+        return False
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    return len(positional) == 2
 
 
 def responder_for(app: Any, **options: Any) -> SourceResponder:
@@ -50,8 +68,9 @@ def responder_for(app: Any, **options: Any) -> SourceResponder:
 
     Args:
         app: a LangGraph compiled graph, a pydantic-ai ``Agent``, an OpenAI Agents SDK
-            ``Agent``, or a callable ``(request) -> stream`` returning (an awaitable of) an
-            async iterable of Anthropic, OpenAI Responses, chat-completion or LiteLLM events.
+            ``Agent``, a callable ``(request) -> stream`` returning (an awaitable of) an
+            async iterable of Anthropic, OpenAI Responses, chat-completion or LiteLLM events,
+            or a responder of its own (``async def respond(request, out)``), served as it is.
         **options: the options of that framework's ``responder`` (see its module).
 
     Raises:
@@ -70,6 +89,9 @@ def responder_for(app: Any, **options: Any) -> SourceResponder:
         from agent_stream.sources.openai_agents import responder as oa
 
         return oa(app, **options)
+    if kind == "responder":  # the author's own: cards, blocks, threads, written by hand
+        responder: SourceResponder = app
+        return responder
     if kind == "callable":
         from agent_stream.sources.streams import responder as st
 

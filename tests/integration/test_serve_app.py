@@ -50,3 +50,35 @@ def test_a_wrong_app_is_one_line_and_exit_2(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     assert said in lines[0]
+
+
+RESPONDER_APP = """
+async def respond(request, out):
+    async with out.block("llm", label="Menu") as b:
+        await b.text("Pick a snack.")
+        await b.card("carousel", {
+            "title": "Snacks",
+            "items": [{"id": "a", "title": "Apple",
+                       "primary_cta": {"label": "Order", "selection": {"id": "a"}}}],
+        })
+"""
+
+
+def test_a_responder_of_ones_own_is_served_with_its_card(harness: Harness) -> None:
+    app = harness.workdir / "menu_app.py"
+    app.write_text(RESPONDER_APP)
+    server, _address, _endpoint = harness.serve("--app", f"{app}:respond", "--name", "menu")
+    try:
+        code, out, err = harness.cli("ask", "menu", "--json", "--timeout", "60", "Hungry").finish(
+            90
+        )
+        assert code == 0, err
+        transcript = json.loads(out)
+        [card] = [m for m in transcript["messages"] if m["type"] == "card"]
+        assert card["props"]["kind"] == "carousel"
+        assert card["props"]["payload"]["items"][0]["title"] == "Apple"
+        code, out, err = harness.cli("ask", "menu", "--timeout", "60", "Hungry").finish(90)
+        assert code == 0, err
+        assert "▣ Snacks" in out and "[1] Apple: Order" in out
+    finally:
+        server.stop()
