@@ -1,23 +1,25 @@
 """Protection for one uagents agent: the inbox guard, the HTTP edge caps and per-peer send lanes.
 
-Stock uagents (0.26) can be silenced by one malformed payload (:mod:`.guard` explains why),
-reads and verifies any envelope whatever its size or rate (:mod:`.edge`), and sends every
-envelope of an agent through one queue that a hanging peer blocks (:mod:`.lanes`).
+Stock uagents (0.26) can be silenced by one malformed payload (:mod:`.transport._guard` explains
+why), reads and verifies any envelope whatever its size or rate (:mod:`.transport._http_edge`),
+and sends every envelope of an agent through one queue that a hanging peer blocks
+(:mod:`.transport._lanes`).
 :func:`protect` fixes all three **for the agent it is given**, and for nothing else in the
 process: no uagents class or module is changed.
 
 - the guard becomes that agent's own ``handle_message`` (an instance attribute, which Python
   finds before the class's method);
-- the agent's server object becomes an :class:`~.edge.AgentServer` (uagents' ``ASGIServer``
+- the agent's server object becomes an :class:`~.transport._http_edge.AgentServer` (uagents' ``ASGIServer``
   subclassed, so that ``__call__`` can apply the caps: Python looks ``__call__`` up on the
   class, so an instance attribute would not do). The object keeps its identity and state and
   only its class changes, so uvicorn, which serves the object it was handed at start, applies
   the caps from the next request on, also when the agent already runs. (Agents run in a
   ``Bureau`` are served by the Bureau's own server: they get the guard and lanes only.)
-- the guard tells a :class:`~.directory.LocalResolver`'s directory who sent a verified envelope
-  (:meth:`~.directory.LocalDirectory.heard`: a busy peer's slow readiness probe is not "gone");
-- the agent signs with libsecp256k1 and its server verifies with it (:mod:`.signing`);
-- the agent gets a :class:`~.lanes.PeerDispenser`: chat-protocol envelopes go through per-peer
+- the guard tells a :class:`~.local.LocalResolver`'s directory who sent a verified envelope
+  (:meth:`~.local.LocalDirectory.heard`: a busy peer's slow readiness probe is not "gone");
+- the agent signs with libsecp256k1 and its server verifies with it
+  (:mod:`.transport._signing`);
+- the agent gets a :class:`~.transport._lanes.PeerDispenser`: chat-protocol envelopes go through per-peer
   lanes, the agent's other protocols keep uagents' own sending unless ``every_protocol``.
 
 Every uagents private name used for this is in :mod:`._compat`, checked by :func:`protect`

@@ -1,8 +1,8 @@
 """What a responder is given and what a reply's end reports: ``ChatRequest``, ``ReplyStats``.
 
 Also the two shapes a responder may have (``Responder``) and how one is run (``invoke``), and the
-channel policy's type (``ChannelPolicy``). The plugin (:mod:`.plugin`) builds these; nothing here
-sends anything.
+channel policy's type (``ChannelPolicy``). :class:`StreamingChat` (:mod:`._streaming_chat`)
+builds these; nothing here sends anything.
 """
 
 from __future__ import annotations

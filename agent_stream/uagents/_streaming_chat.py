@@ -74,7 +74,7 @@ acknowledged, within the ``settings.delivery`` policy's budget, silence being re
 from a peer known to acknowledge; a reply's ChatMessages are kept in a bounded replay buffer for the
 asker's ``resend`` op; a tagged reply sends keepalives while open; the asker's ``cancel`` op (or
 an EndSessionContent without text) cancels its reply; a question seen before is acknowledged,
-not answered again (:mod:`.responder_delivery`).
+not answered again (:mod:`.responder._delivery`).
 
 Fleet (``fleet=``, a :class:`~agent_stream.uagents.Fleet`): when several processes serve
 this agent's address behind a load balancer, a question is answered only by the replica that

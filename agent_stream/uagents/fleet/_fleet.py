@@ -19,7 +19,7 @@ to any of them. What a reply needs beyond the replica answering it goes through 
 - open replies: each replica lists the replies it mirrors and has not ended. Every second each
   replica looks for replicas whose liveness key expired and ends, for the asker, a few of their
   open replies (:meth:`Fleet.sweep`): the reply's ``stream_end`` with status ``lost``, numbered
-  after the last ChatMessage its mirror holds (:mod:`.fleet_lost`), sent once in the fleet (the
+  after the last ChatMessage its mirror holds (:mod:`._lost`), sent once in the fleet (the
   replica that takes ``SET NX`` on the reply sends it). The asker learns its reply is lost seconds
   after its replica died, not at its own idle timeout. A reply that ended (its final ChatMessage
   mirrored) or whose mirror expired is left alone, and a live replica's replies are never ended.
@@ -418,7 +418,7 @@ class Fleet:
     # -- dead replicas' replies -----------------------------------------------------------------
     async def sweep(self) -> int:
         """End, for their askers, open replies of replicas found dead: at most a few per call,
-        each once in the fleet, never a live replica's (:func:`.fleet_lost.sweep`). Runs every
+        each once in the fleet, never a live replica's (:func:`._lost.sweep`). Runs every
         second once started with ``send_to``. Returns how many this call ended."""
         return await sweep(self)
 

@@ -1,5 +1,6 @@
 """The caps on what peers can make a streaming agent hold: replies at once, refusals at once,
-question size (see :mod:`.plugin`'s doc). ``ReplyCaps`` counts; the plugin asks it."""
+question size (see the doc of :mod:`agent_stream.uagents._streaming_chat`). ``ReplyCaps``
+counts; the plugin asks it."""
 
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ settings and count into the same :attr:`AgentGuard.stats`.
 
 Should a later uagents catch every parse error itself, the guard stays harmless: valid payloads
 pass unchanged, invalid ones are answered the way uagents answers them. A chat-protocol payload
-is parsed once: the model the guard built is what uagents' own parse returns (:mod:`.handover`).
+is parsed once: the model the guard built is what uagents' own parse returns
+(:mod:`._parsed_payloads`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ HandleMessage = Callable[[Any, str, Any, Any], Awaitable[None]]
 
 @dataclass(frozen=True)
 class GuardSettings:
-    """The guard's limits (per protected agent; see the module doc and :mod:`.edge`).
+    """The guard's limits (per protected agent; see the module doc and :mod:`._http_edge`).
 
     Attributes:
         max_envelope_bytes: an HTTP body over this: 413.

@@ -28,10 +28,10 @@ post (header ``x-agent-stream-batch: 64``). A post with that header carries a JS
 and the answer is 200 with each one's HTTP status in order (``{"statuses": [...], "errors":
 [...]}``). The body limit is the one of a single envelope; a batch that is not an array of at
 most 64, or that is a query awaiting an answer (``x-uagents-connection: sync``), is answered 400
-(413 when too many). See :mod:`.pool` for the sending side.
+(413 when too many). See :mod:`._pool` for the sending side.
 
 Signatures are verified by uagents' code with libsecp256k1 in place of its pure-Python ECDSA
-(:mod:`.signing`; the same envelopes are accepted and refused).
+(:mod:`._signing`; the same envelopes are accepted and refused).
 
 An :class:`AgentServer` with a ``host`` listens there instead of uagents' ``0.0.0.0`` (local
 agents: 127.0.0.1). One with a ``host`` or an :class:`Edge` cuts slow clients off (slowloris):

@@ -17,7 +17,7 @@ one gateway no longer delays the text someone is waiting for, nor an acknowledge
 lateness makes the peer send again. What is sent inside :func:`independent` (a question opening
 a session of its own) goes beside the posts under way to any peer, within the same window: a
 gateway's thousand questions no longer wait for one another. Posts go
-over the agent's kept-alive connections (:mod:`.pool`), not one new connection per envelope.
+over the agent's kept-alive connections (:mod:`._pool`), not one new connection per envelope.
 Everything else the agent sends (its other protocols) goes the stock uagents way, with uagents'
 own timeouts, unless ``every_protocol`` puts all sends in lanes. To an endpoint that never
 answered, at most :data:`PROBE_POSTS` posts go at once until one answer says whether it takes

@@ -2,7 +2,7 @@
 
 uagents' inbox task parses every payload it handles with ``model.parse_raw`` (pydantic v1: tens
 to hundreds of microseconds for a ChatMessage, the more content items the more), after the inbox
-guard (:mod:`.guard`) parsed the same payload to know it is safe. For the chat protocol's two
+guard (:mod:`._guard`) parsed the same payload to know it is safe. For the chat protocol's two
 models (ChatMessage, ChatAcknowledgement), the guarded agent's own models table gets, in their
 place, a subclass made for that agent whose ``parse_raw`` returns the model the guard built from
 the very same payload text, else parses it as the chat model does. Handlers get the instance of

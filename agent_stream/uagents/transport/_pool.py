@@ -19,7 +19,7 @@ were seen refused by the hundred for a moment, e.g. landing on a TIME_WAIT it le
 envelopes in one post (header ``x-agent-stream-batch``: how many at most). To such an endpoint,
 :meth:`EnvelopePoster.post_many` posts a JSON array of envelopes with that header, and the
 server answers each envelope's HTTP status in order (``{"statuses": [200, 429, ...]}``), taking
-them one after the other as if each had come alone (:mod:`.edge`). Posts are what a busy lane
+them one after the other as if each had come alone (:mod:`._http_edge`). Posts are what a busy lane
 runs out of: a thousand replies' first texts due within a second queued ~2 s behind a window of
 single posts that each took 0.15 s. A server that stops taking batches (an endpoint now served
 by stock uagents) is forgotten as one and gets the envelopes one at a time again. Stock uagents

@@ -17,7 +17,7 @@ sender's key is the 33-byte compressed point its ``agent1...`` address encodes.
   shape (a 33-byte key, a 64-byte signature with ``0 < r, s < n``, lower-case bech32) goes
   uagents' own way, so nothing uagents accepts is refused here and nothing it refuses passes.
 - :class:`FastEnvelope` is uagents' ``Envelope`` verifying with :func:`verify_digest`; the
-  agent's HTTP edge (:mod:`.edge`) parses incoming envelopes as FastEnvelopes.
+  agent's HTTP edge (:mod:`._http_edge`) parses incoming envelopes as FastEnvelopes.
 
 Without ``coincurve`` installed (:data:`AVAILABLE` False), everything here is uagents' own path.
 """
