@@ -9,18 +9,19 @@ process: no uagents class or module is changed.
 
 - the guard becomes that agent's own ``handle_message`` (an instance attribute, which Python
   finds before the class's method);
-- the agent's server object becomes an :class:`~.transport._http_edge.AgentServer` (uagents' ``ASGIServer``
-  subclassed, so that ``__call__`` can apply the caps: Python looks ``__call__`` up on the
-  class, so an instance attribute would not do). The object keeps its identity and state and
-  only its class changes, so uvicorn, which serves the object it was handed at start, applies
-  the caps from the next request on, also when the agent already runs. (Agents run in a
+- the agent's server object becomes an :class:`~.transport._http_edge.AgentServer` (uagents'
+  ``ASGIServer`` subclassed, so that ``__call__`` can apply the caps: Python looks ``__call__``
+  up on the class, so an instance attribute would not do). The object keeps its identity and
+  state and only its class changes, so uvicorn, which serves the object it was handed at start,
+  applies the caps from the next request on, also when the agent already runs. (Agents run in a
   ``Bureau`` are served by the Bureau's own server: they get the guard and lanes only.)
 - the guard tells a :class:`~.local.LocalResolver`'s directory who sent a verified envelope
   (:meth:`~.local.LocalDirectory.heard`: a busy peer's slow readiness probe is not "gone");
 - the agent signs with libsecp256k1 and its server verifies with it
   (:mod:`.transport._signing`);
-- the agent gets a :class:`~.transport._lanes.PeerDispenser`: chat-protocol envelopes go through per-peer
-  lanes, the agent's other protocols keep uagents' own sending unless ``every_protocol``.
+- the agent gets a :class:`~.transport._lanes.PeerDispenser`: chat-protocol envelopes go
+  through per-peer lanes, the agent's other protocols keep uagents' own sending unless
+  ``every_protocol``.
 
 Every uagents private name used for this is in :mod:`._compat`, checked by :func:`protect`
 (and by a local agent when it starts): a uagents that renamed one fails loudly, naming it.
