@@ -4,6 +4,7 @@
 import { HttpAgent, verifyEvents } from "@ag-ui/client";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { DefaultChatTransport, readUIMessageStream, streamText } from "ai";
+import * as ai5 from "ai5";  // ai 5's own client, beside ai 6: both read /api/chat
 import OpenAI from "openai";
 import { from, lastValueFrom, toArray } from "rxjs";
 
@@ -156,8 +157,9 @@ async function aguiClient(stream) {
 }
 
 // ai: the UI message stream through DefaultChatTransport, assembled by readUIMessageStream
-async function uiStreamClient(stream) {
-  const transport = new DefaultChatTransport({ api: `${base}/aisdk/${stream}` });
+// (each version validates every chunk against its own strict schema)
+async function uiStreamClient(stream, ai = { DefaultChatTransport, readUIMessageStream }) {
+  const transport = new ai.DefaultChatTransport({ api: `${base}/aisdk/${stream}` });
   const seen = { texts: [], reasoning: [], tool_calls: [], finish: null, usage: null,
                  errors: [], header: null, data: [], files: [], order: [] };
   const chunks = await transport.sendMessages({
@@ -172,7 +174,7 @@ async function uiStreamClient(stream) {
   })();
   let last = null;
   try {
-    for await (const msg of readUIMessageStream({ stream: forUi,
+    for await (const msg of ai.readUIMessageStream({ stream: forUi,
                                                   onError: (e) => seen.errors.push(errText(e)) })) {
       last = msg;
     }
@@ -200,7 +202,8 @@ async function uiStreamClient(stream) {
 }
 
 const CLIENTS = { "node-openai": openaiClient, "node-ai-streamText": streamTextClient,
-                  "node-ag-ui": aguiClient, "node-ai-ui-stream": uiStreamClient };
+                  "node-ag-ui": aguiClient, "node-ai-ui-stream": uiStreamClient,
+                  "node-ai5-ui-stream": (stream) => uiStreamClient(stream, ai5) };
 
 for (const stream of streams) {
   for (const [name, run] of Object.entries(CLIENTS)) {

@@ -385,6 +385,7 @@ CHECKERS = {
     "node-ai-streamText": lambda s, e, n: check_openai(s, e, n, sdk=True),
     "node-ag-ui": check_agui,
     "node-ai-ui-stream": check_ui,
+    "node-ai5-ui-stream": check_ui,
     "python-a2a-sdk": check_a2a,
     "python-chat": check_chat,
 }
@@ -400,6 +401,7 @@ WIRE_OF = {
     "node-ai-streamText": "openai",
     "node-ag-ui": "agui",
     "node-ai-ui-stream": "aisdk",
+    "node-ai5-ui-stream": "aisdk",
     "python-a2a-sdk": "a2a",
     "python-chat": "chat",
 }
@@ -426,7 +428,7 @@ def _wire_errors(wire_text: str) -> list[str]:
 def check_protocol(client: str, seen: dict[str, Any], wires: dict[str, str]) -> Checks:
     """For random streams: the client accepted the wire. It reports no error but those the
     wire carried, and its own validation (verifyEvents, a2a-sdk's task manager) passed."""
-    if client == "node-ai-ui-stream":
+    if client in ("node-ai-ui-stream", "node-ai5-ui-stream"):
         sent = _wire_errors(wires["aisdk"])
         return {"protocol": (all(e in sent for e in seen["errors"]), json.dumps(seen["errors"]))}
     if client == "node-ag-ui":
