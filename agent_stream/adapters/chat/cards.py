@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 
-
 class CardError(ValueError):
     """A card that cannot go on, or come off, the wire: the message says why."""
 
