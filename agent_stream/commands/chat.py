@@ -223,7 +223,11 @@ class Conversation:
 
 
 def card_of(msg: Any) -> dict[str, Any] | None:
-    """The interactive card a Message shows (a ``card``, or a question carrying one), if any."""
+    """The interactive card a Message shows (a ``card``, or a question carrying one), if any.
+
+    Args:
+        msg: a Message of the reply.
+    """
     props = msg.props or {}
     if msg.type == "card" and not msg.delta:
         return dict(props)
