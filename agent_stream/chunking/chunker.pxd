@@ -12,7 +12,7 @@ cdef str EVENT_CHARS
 
 cdef class TextChunker:
     cdef Py_ssize_t _min_chars, _max_chars, _held, _deadline_for, _look_at, _quiet_below
-    cdef double _max_delay, _deadline
+    cdef double _max_delay, _deadline, _block_grace
     cdef object _first_chars, _trigger
     cdef DeltaBuffer _buffer
     cdef BoundaryScanner _scanner
@@ -29,8 +29,9 @@ cdef class TextChunker:
                    b=Py_ssize_t, n_cands=Py_ssize_t, stop=Py_ssize_t, held=Py_ssize_t)
     cdef list _advance(self, double now)
     cdef _settle(self)
-    @cython.locals(buf=DeltaBuffer, b=Py_ssize_t, held=Py_ssize_t, sc=BoundaryScanner)
+    @cython.locals(buf=DeltaBuffer, b=Py_ssize_t, held=Py_ssize_t, sc=BoundaryScanner,
+                   holding=bint)
     cdef bint _update_deadline(self)
     cdef bint _start_clock(self, double now)
-    @cython.locals(sc=BoundaryScanner, early_first=bint, plain=bint)
+    @cython.locals(sc=BoundaryScanner, policy=CutPolicy, early_first=bint, held=bint, plain=bint)
     cdef _arm(self)

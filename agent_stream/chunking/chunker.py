@@ -12,6 +12,13 @@ boundaries are used only when ``max_chars``, ``max_delay`` or ``flush`` forces a
 ``max_delay`` a cut releases as much as it can: the latest paragraph, sentence or line end after
 the text that is due, unless a later word boundary would release far more.
 
+Markdown stays whole in each chunk: no cut inside a table row, a heading line or a list item's
+first line, none right after a heading (it goes with what follows it), and a code block too long
+for one chunk is cut at line ends only. Under ``max_delay`` the cut moves to the latest boundary
+that keeps them whole; with none, the text before them goes and the rest may wait up to
+``block_grace`` seconds more (for the row or line to end); then, as with a line longer than
+``max_chars``, the cut is made as if the rules were not there.
+
 A terminator is confirmed by the next visible character, so ``"3."`` waits for ``"14"``; the chunk
 ends after the terminator, any closing quotes or brackets and the whitespace that follows it (up to
 and including the last line break; the next line's indentation starts the next chunk). Fenced code
@@ -73,9 +80,22 @@ def _check_int(name: str, value: object, low: int) -> int:
     return value
 
 
+def _seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ChunkerConfigError(f"{name} must be a number of seconds, got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ChunkerConfigError(f"{name} is too large, got {value!r}") from None
+
+
 def check_options(
-    min_chars: object, max_chars: object, max_delay: object, first_chars: object
-) -> tuple[int, int, float, int | None]:
+    min_chars: object,
+    max_chars: object,
+    max_delay: object,
+    first_chars: object,
+    block_grace: object = 1.0,
+) -> tuple[int, int, float, int | None, float]:
     """The chunker's options, checked.
 
     Args:
@@ -83,9 +103,10 @@ def check_options(
         max_chars: no chunk is longer (>= min_chars).
         max_delay: how long text may wait, in seconds (> 0).
         first_chars: the first chunk's early release length (0..max_chars, or None).
+        block_grace: how much longer text may wait to keep markdown whole, in seconds (>= 0).
 
     Returns:
-        (min_chars, max_chars, max_delay as a float, first_chars).
+        (min_chars, max_chars, max_delay as a float, first_chars, block_grace as a float).
 
     Raises:
         ChunkerConfigError: an option is of the wrong type or out of range; it names it.
@@ -94,18 +115,16 @@ def check_options(
     high = _check_int("max_chars", max_chars, 1)
     if high < low:
         raise ChunkerConfigError(f"max_chars ({high}) must be >= min_chars ({low})")
-    if isinstance(max_delay, bool) or not isinstance(max_delay, Real):
-        raise ChunkerConfigError(f"max_delay must be a number of seconds, got {max_delay!r}")
-    try:
-        delay = float(max_delay)
-    except OverflowError:
-        raise ChunkerConfigError(f"max_delay is too large, got {max_delay!r}") from None
+    delay = _seconds("max_delay", max_delay)
     if not delay > 0:  # also rejects NaN, and what rounds to 0.0
         raise ChunkerConfigError(f"max_delay must be > 0 seconds, got {max_delay!r}")
     first = None if first_chars is None else _check_int("first_chars", first_chars, 0)
     if first is not None and first > high:
         raise ChunkerConfigError(f"first_chars ({first}) must be <= max_chars ({high})")
-    return low, high, delay, first
+    grace = _seconds("block_grace", block_grace)
+    if not grace >= 0:  # also rejects NaN
+        raise ChunkerConfigError(f"block_grace must be >= 0 seconds, got {block_grace!r}")
+    return low, high, delay, first, grace
 
 
 class TextChunker:
@@ -116,10 +135,15 @@ class TextChunker:
         max_chars: no chunk is longer.
         max_delay: no text waits longer than this many seconds after it arrived, provided
             ``poll`` is called at ``next_deadline`` (text inside a fenced code block that is
-            still open and fits ``max_chars`` excepted).
+            still open and fits ``max_chars`` excepted, with the headings right before it, and
+            see ``block_grace``).
         first_chars: the first chunk of a message is released at its first sentence end
             whatever its length, or at the first word boundary once it holds this many
             characters; ``None`` treats it like the others.
+        block_grace: text may wait this many seconds past ``max_delay`` when releasing it
+            then would cut inside a table row, a heading line, a list item's first line or a
+            code line, or right after a heading (0: never past ``max_delay``; ``math.inf``:
+            until the line ends or ``max_chars`` is reached, like an open code fence).
 
     Raises:
         ChunkerConfigError: an option is invalid; the error names it.
@@ -127,6 +151,7 @@ class TextChunker:
 
     __slots__ = (
         "_arrivals",
+        "_block_grace",
         "_buffer",
         "_deadline",
         "_deadline_for",
@@ -147,6 +172,7 @@ class TextChunker:
     _max_chars: int
     _max_delay: float
     _first_chars: int | None
+    _block_grace: float
     _buffer: DeltaBuffer
     _scanner: BoundaryScanner
     _policy: CutPolicy
@@ -165,10 +191,15 @@ class TextChunker:
         max_chars: int = 400,
         max_delay: float = 0.25,
         first_chars: int | None = 20,
+        block_grace: float = 1.0,
     ) -> None:
-        self._min_chars, self._max_chars, self._max_delay, self._first_chars = check_options(
-            min_chars, max_chars, max_delay, first_chars
-        )
+        (
+            self._min_chars,
+            self._max_chars,
+            self._max_delay,
+            self._first_chars,
+            self._block_grace,
+        ) = check_options(min_chars, max_chars, max_delay, first_chars, block_grace)
         self._start_message()
 
     # ------------------------------------------------------------------ public API
@@ -219,7 +250,11 @@ class TextChunker:
             # too little for a chunk yet: the scanner reads this when there is enough
             self._look_at = self._min_chars - 1
             return []
-        if end == len(delta) and self._scanner.fence is None:
+        if (
+            end == len(delta)
+            and self._scanner.fence is None
+            and self._policy.held_at != self._buffer.start  # (held: it may complete it)
+        ):
             # a terminator, line break or backtick at the very end: the next delta decides
             self._look_at = -1
             sc = self._scanner
@@ -251,10 +286,12 @@ class TextChunker:
 
     @property
     def next_deadline(self) -> float | None:
-        """When to call ``poll``: arrival of the oldest buffered character + ``max_delay``.
+        """When to call ``poll``: arrival of the oldest buffered character + ``max_delay``
+        (+ ``block_grace`` while it is held to keep markdown whole).
 
         ``None`` when nothing is buffered, or when all that is buffered is a fenced code block
-        still open (it is released when it closes, outgrows ``max_chars`` or on ``flush``).
+        still open (it is released when it closes, outgrows ``max_chars`` or on ``flush``; the
+        headings right before it wait with it), or held with an infinite ``block_grace``.
         """
         d = self._deadline
         return None if d == _NEVER else d
@@ -284,10 +321,16 @@ class TextChunker:
         """Length after which the first chunk of a message is released at a word boundary."""
         return self._first_chars
 
+    @property
+    def block_grace(self) -> float:
+        """How much longer than ``max_delay`` text may wait to keep markdown whole, in seconds."""
+        return self._block_grace
+
     def __repr__(self) -> str:
         return (
             f"TextChunker(min_chars={self._min_chars}, max_chars={self._max_chars}, "
-            f"max_delay={self._max_delay}, first_chars={self._first_chars})"
+            f"max_delay={self._max_delay}, first_chars={self._first_chars}, "
+            f"block_grace={self._block_grace})"
         )
 
     # ------------------------------------------------------------------ the machines
@@ -338,8 +381,9 @@ class TextChunker:
                 self._held = buf.end - b  # nothing released, no fence: the deadline stands
             elif not self._update_deadline():
                 return out  # all released
-            if now >= self._deadline:
-                policy.time_cut(now, self._max_delay, out)
+            if now >= self._deadline or policy.held_at == buf.start:
+                # (held to keep markdown whole: new text may have completed it)
+                policy.time_cut(now, self._max_delay, self._block_grace, out)
                 self._settle()
             else:
                 self._arm()
@@ -365,8 +409,17 @@ class TextChunker:
             self._quiet_below = 0
             return False
         sc = self._scanner
-        if sc.fence is not None and sc.fence_region.start == b and not sc.fence_may_close():
-            self._deadline = _NEVER  # an open code fence that fits: nothing can go yet
+        holding = self._policy.held_at == b
+        if (
+            sc.fence is not None
+            and (sc.fence_region.start == b or (holding and self._policy.held_fence))
+            and not sc.fence_may_close()
+        ):
+            # an open code fence that fits (and the headings before it): nothing can go yet
+            self._deadline = _NEVER
+            self._deadline_for = -1
+        elif holding:  # overdue, held to keep markdown whole: the grace
+            self._deadline = buf.arrivals[buf.delta_at(b)] + self._max_delay + self._block_grace
             self._deadline_for = -1
         elif b != self._deadline_for:
             self._deadline = buf.arrivals[buf.delta_at(b)] + self._max_delay
@@ -384,13 +437,17 @@ class TextChunker:
     def _arm(self) -> None:
         """Set what feed tests each delta against, from the scanner's state."""
         sc = self._scanner
+        policy = self._policy
         self._trigger = sc.trigger()
         # Nothing can be released while fewer than min_chars are held (a boundary has a visible
-        # character after it), unless the first chunk goes early or code changes the deadline.
-        early_first = self._policy.early_first
-        plain = sc.fence is None and sc.code_ticks is None and not early_first
+        # character after it), unless the first chunk goes early, code changes the deadline or
+        # text is held to keep markdown whole (what completes it releases it).
+        early_first = policy.early_first
+        held = policy.held_at == self._buffer.start
+        plain = sc.fence is None and sc.code_ticks is None and not early_first and not held
         self._quiet_below = self._min_chars if plain else 0
-        if sc.waiting:
+        if sc.waiting or (held and not policy.held_line):
+            # (held, not a line that only a line break ends: every delta may complete it)
             self._look_at = -1
         elif early_first and self._first_chars is not None:  # (None: for mypy)
             self._look_at = min(self._first_chars - 1, self._max_chars)

@@ -4,6 +4,13 @@ A chunk is released at the first paragraph or sentence end that makes it at leas
 long (the first chunk of a message earlier, see ``first_chars``). Weaker boundaries (line ends,
 clause punctuation, word boundaries, inside a word) are used only when ``max_chars`` or
 ``max_delay`` forces a cut. Code regions that fit ``max_chars`` are never cut inside.
+
+Markdown (``markdown`` on, as it always is but while a rule gives way): no cut falls inside a
+table row, a heading line or a list item's first line, nor right after a heading line (a heading
+goes with what follows it), nor inside a line of a code block too long to keep whole. Only lines
+that start in the unreleased text count. When nothing else is left, the rules give way: to
+``max_chars`` at once (a line longer than it), to ``max_delay`` after ``block_grace`` more
+seconds (``time_cut`` holds the text meanwhile: ``held_at``).
 """
 
 from __future__ import annotations
@@ -19,10 +26,13 @@ from .scanner import (
     BoundaryScanner,
 )
 from .sentences import (
+    HEADING_LINE,
+    PLAIN_LINE,
     VISIBLE_WORD_BOUNDARY,
     glued,
     last_clause_boundary,
     last_word_boundary,
+    line_kind,
 )
 
 __all__ = ["CutPolicy"]
@@ -44,7 +54,18 @@ class CutPolicy:
             (None: the first chunk is cut like the others).
     """
 
-    __slots__ = ("buffer", "early_first", "first_chars", "max_chars", "min_chars", "scanner")
+    __slots__ = (
+        "buffer",
+        "early_first",
+        "first_chars",
+        "held_at",
+        "held_fence",
+        "held_line",
+        "markdown",
+        "max_chars",
+        "min_chars",
+        "scanner",
+    )
 
     def __init__(
         self,
@@ -61,6 +82,14 @@ class CutPolicy:
         self.first_chars = first_chars
         # no chunk released yet, and the first one may go early (``first_chars`` is set)
         self.early_first = first_chars is not None
+        # the markdown rules apply (off only while a cut is chosen as if there were none)
+        self.markdown = True
+        # the buffer start at which ``time_cut`` holds overdue text to keep markdown whole, or -1
+        self.held_at = -1
+        # what is held is a line still open outside a code fence (only a line break ends it),
+        # or headings before an open code fence that fits (held with it: ``held_fence``)
+        self.held_line = False
+        self.held_fence = False
 
     def release(self, out: list[str]) -> None:
         """Cut at sentence/paragraph ends (and early for a first chunk), then down to max_chars.
@@ -78,9 +107,11 @@ class CutPolicy:
             c = -1
             for _reach, cut, _kind in self.scanner.candidates:
                 if cut - b >= need:
-                    if cut - b <= mx:
+                    if cut - b > mx:
+                        break
+                    if self._blocking_line(cut) < 0:  # (no candidate is inside code)
                         c = cut
-                    break
+                        break
             if early and first_chars is not None and buf.end - b >= first_chars:
                 w = self._first_boundary(b + first_chars)
                 if w >= 0 and (c < 0 or w < c):
@@ -94,20 +125,74 @@ class CutPolicy:
                 return
             self.cut(c, out)
 
-    def time_cut(self, now: float, max_delay: float, out: list[str]) -> None:
+    def time_cut(self, now: float, max_delay: float, block_grace: float, out: list[str]) -> None:
         """Release what has waited max_delay: at the best boundary after the last overdue char.
+
+        A cut there that would break markdown (see the module) moves to the latest boundary after
+        the overdue text that does not; if there is none, what precedes the markdown goes and
+        the rest is held (``held_at``) until the oldest character held has waited ``max_delay +
+        block_grace``; then the cut is made where it would be without the rules. Headings right
+        before an open code fence that fits are held with it (``held_fence``), as long as it.
 
         Args:
             now: the current time, in seconds on the deltas' clock.
             max_delay: how long text may wait, in seconds.
+            block_grace: how much longer text may wait to keep markdown whole, in seconds.
             out: where the released chunks are appended.
         """
         buf = self.buffer
         sc = self.scanner
         b = buf.start
+        self.held_at = -1
+        self.held_fence = False
         k = buf.overdue_end(now, max_delay)
         if k < 0:
             return
+        self.markdown = False
+        c = self._due_cut(k)  # the cut as it would be without the markdown rules
+        self.markdown = True
+        hold = False
+        st = -1 if c is None or c <= b else self._markdown_block(c)
+        if c is not None and st >= 0:
+            if (
+                sc.fence is not None
+                and c == sc.fence_region.start
+                and buf.end - c <= self.max_chars
+                and not sc.fence_may_close()
+            ):
+                # the headings before an open code fence that fits go with it: what precedes
+                # them goes
+                up = self._blocking_line(st)
+                while st > b and up >= 0:
+                    st = up
+                    up = self._blocking_line(st)
+                c = st if st > b else None
+                hold = self.held_line = self.held_fence = True
+            else:
+                # inside a line open since before the due text: no cut after it keeps it whole
+                line = st == self._mid_line(c)
+                w: int | None = None
+                if not line or k <= st or buf.text.find("\n", st - buf.text_start) >= 0:
+                    w = self._pick(k, buf.end, False, True)
+                if w is not None:
+                    c = w
+                elif now < buf.arrival_at(b) + max_delay + block_grace:
+                    hold = True
+                    self.held_line = line and sc.fence is None
+                    # what precedes the markdown goes
+                    c = None if st == b else self._pick(b + 1, k, False, True)
+        if c is not None and c > b:
+            self.cut(c, out)
+        if hold:
+            self.held_at = buf.start
+
+    def _due_cut(self, k: int) -> int | None:
+        """``time_cut``'s choice: the latest paragraph, sentence or line end after ``k``, unless
+        it releases a sliver while a word boundary further on would release much more; all of
+        it after a stall at a terminator or a line break; before an open code fence."""
+        buf = self.buffer
+        sc = self.scanner
+        b = buf.start
         avail = buf.end
         c: int | None
         if sc.waiting and sc.waiting_for in (AFTER_TERMINATOR, AFTER_NEWLINE):
@@ -126,8 +211,7 @@ class CutPolicy:
                 c = st if st > b else None  # release what precedes an open code fence
             else:
                 c = avail  # nothing better: all of it
-        if c is not None and c > b:
-            self.cut(c, out)
+        return c
 
     def _plain_time_cut(self, k: int) -> int | None:
         """``time_cut`` with no code in the way (the common case, written out): the latest
@@ -185,8 +269,16 @@ class CutPolicy:
             c = s0 + m.end()
             if c > hi:
                 return -1
-            if c >= start and self._blocking_code(c, WORD) < 0:
-                return c
+            if c >= start and (not self.scanner.regions or self._blocking_code(c, WORD) < 0):
+                st = self._markdown_block(c) if self.markdown else -1
+                if st < 0:
+                    return c
+                if st == self._mid_line(c):  # inside a line kept whole: on from its end
+                    nl = s.find("\n", m.end(), end)
+                    if nl < 0:
+                        return -1
+                    pos = nl
+                    continue
             pos = m.end() + (1 if m.end() == m.start() else 0)
 
     def _forced_cut(self) -> int:
@@ -196,10 +288,17 @@ class CutPolicy:
         c = self._pick(b + self.min_chars, hi, False, False)
         if c is None:
             c = self._pick(b + 1, hi, True, False)
+        if c is None and self.markdown:  # no cut keeps the markdown whole: as if there were none
+            self.markdown = False
+            c = self._pick(b + self.min_chars, hi, False, False)
+            if c is None:
+                c = self._pick(b + 1, hi, True, False)
+            self.markdown = True
         return hi if c is None else c
 
     def _blocking_code(self, c: int, kind: int) -> int:
-        """-1 if a cut at ``c`` (of ``kind``) is allowed, else the start of the code it splits."""
+        """-1 if a cut at ``c`` (of ``kind``) is allowed, else the start of the code it splits
+        (-2: allowed, inside a fenced block too long to keep whole)."""
         buf = self.buffer
         sc = self.scanner
         for reg in sc.regions:
@@ -225,6 +324,87 @@ class CutPolicy:
                         return st
                 elif kind != LINE:
                     return st
+                return -2
+        return -1
+
+    def _blocked(self, c: int, kind: int) -> int:
+        """-1 if a cut at ``c`` (of ``kind``) is allowed, else the start of the code it splits
+        or (``markdown`` on) of the markdown it breaks."""
+        if self.scanner.regions:
+            st = self._blocking_code(c, kind)
+            if st >= 0:
+                return st
+        if self.markdown:
+            return self._markdown_block(c)
+        return -1
+
+    def _markdown_block(self, c: int) -> int:
+        """-1 if a cut at ``c`` keeps the markdown whole, else where what it breaks starts: the
+        line it falls inside (a table row, a heading, a list item's first line, any line of a
+        code block), or the heading it would end a chunk right after."""
+        for reg in self.scanner.regions:
+            if reg.fenced and reg.start < c and (reg.end is None or c < reg.end):
+                if reg.end is None and c == self.buffer.end and self.scanner.fence_may_close():
+                    return -1  # after what looks like its closing fence
+                return self._mid_line(c)  # inside a code block: at line ends only
+        return self._blocking_line(c)
+
+    def _mid_line(self, c: int) -> int:
+        """The start of the line ``c`` falls inside (not at its start), if that line starts in
+        the unreleased text; else -1."""
+        buf = self.buffer
+        s = buf.text
+        s0 = buf.text_start
+        lo = buf.start - s0
+        i = c - s0
+        if i <= lo or s[i - 1] == "\n":
+            return -1
+        x = s.rfind("\n", lo - 1 if lo > 0 else 0, i - 1)
+        if x < 0 and lo > 0:
+            return -1  # the line started before the unreleased text: it is cut already
+        return s0 + x + 1
+
+    def _blocking_line(self, c: int) -> int:
+        """-1 if a cut at ``c`` (outside code) falls inside no table row, heading line, list
+        item's first line or code fence line (nor a line too short yet to tell, see
+        ``line_kind``) and right after no heading line; else that line's start."""
+        buf = self.buffer
+        sc = self.scanner
+        s = buf.text
+        s0 = buf.text_start
+        if sc.marked_at < buf.start and (
+            c <= sc.scanned_to or s.find("\n", sc.scanned_to - s0, c - s0) < 0
+        ):
+            # no line that starts in the unreleased text (up to c: all of them scanned) starts
+            # like a table row, heading, list item or fence (the usual case)
+            return -1
+        lo = buf.start - s0
+        n = buf.end - s0
+        i = c - s0
+        ls = self._mid_line(c)
+        if ls >= 0:
+            ls -= s0
+            if line_kind(s, ls, n) != PLAIN_LINE:
+                return s0 + ls
+            j = i
+            while j > ls and (s[j - 1] == " " or s[j - 1] == "\t"):
+                j -= 1
+            if j > ls:
+                return -1  # after a visible character of a plain line
+            i = ls  # after blanks only: the line before decides
+        elif i <= lo or s[i - 1] != "\n":
+            return -1
+        # right after a heading? (the line of the last visible character before the cut)
+        j = i
+        while j > lo and s[j - 1] in " \t\r\n":
+            j -= 1
+        if j == lo:
+            return -1
+        x = s.rfind("\n", lo - 1 if lo > 0 else 0, j - 1)
+        if x < 0 and lo > 0:
+            return -1
+        if line_kind(s, x + 1, n) == HEADING_LINE:
+            return s0 + x + 1
         return -1
 
     def _last_match(self, kind: int, lo: int, hi: int) -> int:
@@ -240,28 +420,31 @@ class CutPolicy:
             e = find(s, a, z)
             if e < 0 or s0 + e < lo:
                 return -1
-            if not regions or self._blocking_code(s0 + e, kind) < 0:
+            if regions and self._blocking_code(s0 + e, kind) >= 0:
+                z = e - 1  # inside code: try the one before
+                continue
+            st = self._markdown_block(s0 + e) if self.markdown else -1
+            if st < 0:
                 return s0 + e
-            z = e - 1  # inside code: try the one before
+            z = st - s0  # it breaks markdown: try from the start of what it breaks
 
     def _word_cut(self, lo: int, hi: int) -> int:
         """The latest word boundary (or start of a code span or fence) in [lo, hi], or -1."""
         found = self._last_match(WORD, lo, hi)
         for reg in self.scanner.regions:
             st = reg.start
-            if found < st <= hi and st >= lo and self._blocking_code(st, WORD) < 0:
+            if found < st <= hi and st >= lo and self._blocked(st, WORD) < 0:
                 found = st
         return found
 
     def _latest_boundary(self, lo: int, hi: int) -> int:
         """The latest allowed boundary of any kind but inside a word in [lo, hi], or -1."""
         best = self._word_cut(lo, hi)
-        regions = self.scanner.regions
         for reach, cut, kind in self.scanner.candidates:
             if reach > hi:
                 break
             c = cut if cut < hi else hi
-            if c > best and c >= lo and (not regions or self._blocking_code(c, kind) < 0):
+            if c > best and c >= lo and self._blocked(c, kind) < 0:
                 best = c
         return best
 
@@ -276,8 +459,7 @@ class CutPolicy:
         """
         if hi < lo:
             return None
-        blocking = self._blocking_code
-        regions = self.scanner.regions
+        check = bool(self.scanner.regions) or self.markdown
         best = -1
         best_kind = INSIDE_WORD + 1
         for reach, cut, kind in self.scanner.candidates:
@@ -288,7 +470,7 @@ class CutPolicy:
             if (
                 c >= lo
                 and (rank < best_kind or (rank == best_kind and c > best))
-                and (not regions or blocking(c, kind) < 0)
+                and (not check or self._blocked(c, kind) < 0)
             ):
                 best, best_kind = c, rank
         if best >= 0 and not latest:
@@ -302,7 +484,7 @@ class CutPolicy:
             c = s0 + x + 1
             if c < lo or c <= best:
                 break
-            if not regions or blocking(c, LINE) < 0:
+            if not check or self._blocked(c, LINE) < 0:
                 return c
             x = s.rfind("\n", a, x)
         if best >= 0:
@@ -326,7 +508,14 @@ class CutPolicy:
             c -= 1
         if c == lo and glued(s, c - s0):
             c = hi
-        st = self._blocking_code(c, INSIDE_WORD)
+        st = self._blocked(c, INSIDE_WORD)
         if st < 0:
             return c
-        return st if st >= lo else None
+        if not self.markdown:
+            return st if st >= lo else None
+        while st >= lo:  # the start of what it splits, if a cut there splits nothing
+            c = st
+            st = self._blocked(c, LINE)
+            if st < 0:
+                return c
+        return None

@@ -16,7 +16,7 @@ cdef class CodeRegion:
 cdef class BoundaryScanner:
     cdef public DeltaBuffer buffer
     cdef public Py_ssize_t scanned_to, window_end, waiting_for, line_start, not_code_at
-    cdef public Py_ssize_t fence_closed_at
+    cdef public Py_ssize_t fence_closed_at, marked_at
     cdef public bint waiting
     cdef public object fence, code_ticks
     cdef public CodeRegion fence_region, code_region
@@ -35,7 +35,8 @@ cdef class BoundaryScanner:
     @cython.locals(flen=Py_ssize_t, x=Py_ssize_t, last=Py_ssize_t, r=Py_ssize_t, ls=Py_ssize_t,
                    nl=Py_ssize_t)
     cdef Py_ssize_t _in_fence(self, str s, Py_ssize_t s0, Py_ssize_t i, Py_ssize_t n, bint final)
-    @cython.locals(reg=CodeRegion, w=Py_ssize_t, last=Py_ssize_t, j=Py_ssize_t, lim=Py_ssize_t)
+    @cython.locals(reg=CodeRegion, w=Py_ssize_t, last=Py_ssize_t, j=Py_ssize_t, lim=Py_ssize_t,
+                   c=Py_UCS4)
     cdef Py_ssize_t _newline(self, str s, Py_ssize_t s0, Py_ssize_t i, Py_ssize_t n, bint final)
     @cython.locals(c=Py_UCS4, r=Py_ssize_t, ls=Py_ssize_t)
     cdef Py_ssize_t _ticks(self, str s, Py_ssize_t s0, Py_ssize_t i, Py_ssize_t n, bint final)

@@ -119,6 +119,7 @@ class BoundaryScanner:
         "fence_closed_at",
         "fence_region",
         "line_start",
+        "marked_at",
         "not_code_at",
         "regions",
         "scanned_to",
@@ -140,6 +141,9 @@ class BoundaryScanner:
         self.code_region = CodeRegion(0, False)  # the latest code span
         self.not_code_at = -1  # backticks here were found to open no code span
         self.fence_closed_at = -1  # the line break that ends a closing fence line
+        # the latest line start (outside code) whose first visible character may begin a table
+        # row, a heading, a list item or a fence (the first line: not looked at, so it may)
+        self.marked_at = 0
         self.regions: list[CodeRegion] = []
         self.candidates: list[tuple[int, int, int]] = []
 
@@ -292,7 +296,12 @@ class BoundaryScanner:
         if w == n and not final:
             return self._wait(AFTER_NEWLINE, i)
         last = s.rfind("\n", i, w)
-        if w < n:
+        if w == n:
+            self.marked_at = s0 + last + 1  # (read as the end: what the line holds is unknown)
+        else:
+            c = s[w]
+            if c in "|#-*+0123456789`~":  # (a table row, heading, list item or fence may start)
+                self.marked_at = s0 + last + 1
             j = i
             lim = max(self.buffer.start - s0, 0)
             while j > lim and s[j - 1] in WHITESPACE_SET:

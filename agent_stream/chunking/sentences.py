@@ -14,8 +14,14 @@ __all__ = [
     "BLANK",
     "CJK_TERMINATOR_SET",
     "CLOSER_SET",
+    "FENCE_LINE",
+    "HEADING_LINE",
+    "ITEM_LINE",
     "MAY_FOLLOW_END",
     "OPENERS",
+    "PENDING_LINE",
+    "PLAIN_LINE",
+    "TABLE_LINE",
     "TABLE_ROW",
     "TERMINATORS",
     "TERMINATOR_SET",
@@ -27,6 +33,7 @@ __all__ = [
     "glued",
     "last_clause_boundary",
     "last_word_boundary",
+    "line_kind",
 ]
 
 # Whitespace that separates words (not NBSP, figure space or narrow NBSP: those glue).
@@ -277,6 +284,66 @@ def last_clause_boundary(s: str, a: int, z: int) -> int:
         return -1
     m = _LAST_CLAUSE.match(s, a, z)
     return -1 if m is None else m.end()
+
+
+# What a line is, for where a chunk may end (``line_kind``): none of the below, a table row, an ATX
+# heading, a list item's first line, a code fence's line, or a line whose start has not arrived
+# far enough to tell.
+PLAIN_LINE, TABLE_LINE, HEADING_LINE, ITEM_LINE, FENCE_LINE, PENDING_LINE = range(6)
+
+
+def line_kind(s: str, ls: int, n: int) -> int:
+    """What the line starting at s[ls] is, as far as s[:n] shows it.
+
+    ``TABLE_LINE``: its first visible character is ``|``. ``HEADING_LINE``: one to six ``#``
+    then a space, a tab or the line's end. ``ITEM_LINE`` (a list item's first line): ``-``,
+    ``*``, ``+``, or one to nine digits and ``.`` or ``)``, then a space, a tab or the line's end.
+    ``FENCE_LINE``: three or more backticks or tildes (a code fence opening or closing). Leading
+    spaces and tabs are passed over. A start cut short by ``n`` is taken for what it may still
+    become: ``"#"`` is a heading, ``"12"`` may be a list item and ``"``"`` a fence
+    (``PENDING_LINE``), a line of blanks may be anything (``PENDING_LINE``). Otherwise
+    ``PLAIN_LINE``.
+
+    Args:
+        s: the text.
+        ls: where the line starts.
+        n: where the text known so far ends.
+    """
+    i = ls
+    while i < n and (s[i] == " " or s[i] == "\t"):
+        i += 1
+    if i == n:
+        return PENDING_LINE
+    c = s[i]
+    if c == "|":
+        return TABLE_LINE
+    r = i + 1
+    if c == "#":
+        while r < n and s[r] == "#":
+            r += 1
+        if r - i <= 6 and (r == n or s[r] in " \t\r\n"):
+            return HEADING_LINE
+        return PLAIN_LINE
+    if c == "-" or c == "*" or c == "+":
+        return ITEM_LINE if r == n or s[r] in " \t\r\n" else PLAIN_LINE
+    if c == "`" or c == "~":
+        while r < n and s[r] == c:
+            r += 1
+        if r - i >= 3:
+            return FENCE_LINE
+        return PENDING_LINE if r == n else PLAIN_LINE
+    if "0" <= c <= "9":
+        while r < n and "0" <= s[r] <= "9":
+            r += 1
+        if r - i > 9:
+            return PLAIN_LINE
+        if r == n:
+            return PENDING_LINE
+        if s[r] == "." or s[r] == ")":
+            r += 1
+            if r == n or s[r] in " \t\r\n":
+                return ITEM_LINE
+    return PLAIN_LINE
 
 
 def glued(s: str, x: int) -> bool:

@@ -168,7 +168,8 @@ def test_scanning_piece_by_piece_finds_what_scanning_at_once_finds(
 class PlainFeedChunker(TextChunker):
     """The reference for feed's two newer shortcuts (too little held for a chunk; the first delta
     after an empty buffer): feed as it was before them, which looks at the text on every delta
-    that ends a sentence, breaks a line or opens code."""
+    that ends a sentence, breaks a line or opens code (at once, not at the next delta, while text
+    is held to keep markdown whole)."""
 
     __slots__ = ()
 
@@ -190,7 +191,11 @@ class PlainFeedChunker(TextChunker):
         m = self._trigger(delta)
         if m is None:
             return []
-        if m.end() == len(delta) and sc.fence is None:
+        if (
+            m.end() == len(delta)
+            and sc.fence is None
+            and self._policy.held_at != self._buffer.start
+        ):
             self._look_at = -1
             sc.waiting = True
             sc.waiting_for = AFTER_BACKTICKS if delta[-1] in "`~" else AFTER_TERMINATOR
