@@ -82,6 +82,23 @@ def seed_refused(command: str, seed: str, *, network: bool = False) -> bool:
     return False
 
 
+def quiet_timeout_arg(p: argparse.ArgumentParser) -> None:
+    """Add ``--quiet-timeout``: the quiet that ends a plain agent's reply (``ask``, ``chat``).
+
+    Args:
+        p: the command's parser.
+    """
+    p.add_argument(
+        "--quiet-timeout",
+        type=seconds,
+        default=10.0,
+        metavar="S",
+        help="end a plain agent's reply (one that does not use agent_stream) once nothing "
+        "has arrived for S seconds after its answer began; it also ends when the agent ends "
+        "the session (default: %(default)s)",
+    )
+
+
 def client_args(p: argparse.ArgumentParser) -> None:
     """Add the options of a command that asks an agent as a client: ``--endpoint``, ``--port``
     and ``--seed``.

@@ -13,7 +13,7 @@ import uuid
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import client_args, seconds, seed_refused
+from agent_stream.commands._args import client_args, quiet_timeout_arg, seconds, seed_refused
 from agent_stream.commands._identity import SeedError, client_seed, session_id
 from agent_stream.seeds import WeakSeedWarning
 
@@ -94,15 +94,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "seconds: the reply goes on without it and does not complete (default: 20, the "
         "delivery budget)",
     )
-    p.add_argument(
-        "--quiet-timeout",
-        type=seconds,
-        default=10.0,
-        metavar="S",
-        help="end a plain agent's reply (one that does not use agent_stream) once nothing "
-        "has arrived for S seconds after its answer began; it also ends when the agent ends "
-        "the session (default: %(default)s)",
-    )
+    quiet_timeout_arg(p)
     p.add_argument(
         "--plain",
         action="store_true",

@@ -12,7 +12,7 @@ import uuid
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import client_args, seconds, seed_refused
+from agent_stream.commands._args import client_args, quiet_timeout_arg, seconds, seed_refused
 from agent_stream.commands.ask import (
     choose_seed,
     note_withheld,
@@ -83,15 +83,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="end a reply as lost when nothing arrives for S seconds (default: %(default)s)",
     )
-    p.add_argument(
-        "--quiet-timeout",
-        type=seconds,
-        default=10.0,
-        metavar="S",
-        help="end a plain agent's reply (one that does not use agent_stream) once nothing "
-        "has arrived for S seconds after its answer began; it also ends when the agent ends "
-        "the session (default: %(default)s)",
-    )
+    quiet_timeout_arg(p)
     p.add_argument(
         "--no-reasoning", action="store_true", help="do not ask for the model's reasoning"
     )
