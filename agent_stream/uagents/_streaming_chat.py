@@ -90,6 +90,7 @@ with.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -153,6 +154,10 @@ from agent_stream.uagents.transport._lanes import pipeline_from
 from agent_stream.writer import StreamWriter
 
 __all__ = ["StreamingChat"]
+
+#: Seconds a retrofitted handler's question waits for its acknowledgement to be posted before
+#: the handler runs (a loopback post takes milliseconds; a hanging asker must not hold the inbox).
+ACK_FIRST_WAIT = 0.5
 
 LOG = logging.getLogger("agent_stream.uagents")
 WAITING_REFUSALS = 8  # refusals that may wait, per refusal being sent
@@ -412,10 +417,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             if asks_coalesced_acks(msg):
                 self.acks.reads(sender)
             ids = self.acks.ack(sender, str(msg.msg_id))
-            if ids is not None and self._ack_first:
-                await self._acknowledge(ctx, sender, ids)
-            elif ids is not None:
-                self._spawn(self._acknowledge(ctx, sender, ids))
+            if ids is not None:
+                acked = self._spawn(self._acknowledge(ctx, sender, ids))
+                if self._ack_first:  # before the handler runs, but never held by a slow peer
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(acked), ACK_FIRST_WAIT)
         session = str(ctx.session) if ctx.session is not None else None
         op = control_of(msg)
         if op is not None:  # an asker asks for a resend or a cancel

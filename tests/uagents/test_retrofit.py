@@ -217,3 +217,39 @@ async def test_the_handlers_metadata_reaches_the_asker_and_the_question_is_ackno
         if isinstance(i, TextContent)
     )
     assert text == "The answer."
+
+
+async def test_an_acknowledgement_that_cannot_go_holds_the_handler_half_a_second_at_most(
+    pair: Pair,
+) -> None:
+    from agent_stream.uagents._streaming_chat import ACK_FIRST_WAIT
+
+    ran_at: list[float] = []
+    loop = asyncio.get_running_loop()
+    proto = Protocol(spec=chat_protocol_spec)
+
+    @proto.on_message(ChatMessage)
+    async def handle(ctx: Context, sender: str, msg: ChatMessage) -> None:
+        ran_at.append(loop.time())
+        await ctx.send(sender, ChatMessage(content=[TextContent(text="ok")]))
+
+    @proto.on_message(ChatAcknowledgement)
+    async def handle_ack(ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
+        return None
+
+    chat = StreamingChat.from_protocol(proto)
+
+    async def hanging(*_args: Any) -> None:  # the asker's endpoint never answers the post
+        await asyncio.sleep(30)
+
+    chat._acknowledge = hanging  # type: ignore[method-assign]
+    server = pair.add("retrofit server with a hanging asker")
+    server.include(chat, publish_manifest=True)
+    got: list[tuple[float, Any]] = []
+    asker = plain_asker(pair, "retrofit hanging asker", got)
+    asked = loop.time()
+    await asker._build_context().send(server.address, ChatMessage(content=[TextContent(text="hi")]))
+    await _until(lambda: bool(ran_at))
+    assert ran_at[0] - asked < ACK_FIRST_WAIT + 0.4
+    for task in list(chat._tasks):  # the acknowledgement still "posting"
+        task.cancel()
