@@ -101,3 +101,20 @@ async def get(port: int, path: str = "/") -> int:
         return status
     finally:
         writer.close()
+
+
+SLACK = 1.0  # seconds a busy 2-core machine may add to a timer
+
+
+async def drip_while_getting(
+    port: int, path: str = "/", timeout: float = 1.0
+) -> tuple[float | None, Drip, list[int]]:
+    """A client dripping its headers (a byte every 0.3 s) while plain GETs of ``path`` go on
+    beside it: (seconds until the dripping one was cut off, or None; it; the GETs' statuses)."""
+    drip = await Drip.open(port, period=0.3, limit=timeout + 4 * SLACK)
+    dripping = asyncio.create_task(drip.run())
+    statuses = []
+    while not dripping.done():
+        statuses.append(await get(port, path))
+        await asyncio.sleep(0.1)
+    return dripping.result(), drip, statuses

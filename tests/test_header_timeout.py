@@ -10,14 +10,12 @@ from typing import Any
 
 import pytest
 import uvicorn
-from slow_client import Drip, closed_within, get, read_response
+from slow_client import SLACK, Drip, closed_within, drip_while_getting, get, read_response
 
 from agent_stream._header_timeout import HeaderTimeoutProtocol, protocol_class
 from agent_stream.gateway.config import GatewayConfig
 from agent_stream.uagents.local._agents import free_port
 from agent_stream.uagents.transport._guard import GuardSettings
-
-SLACK = 1.0  # seconds a busy 2-core machine may add to a timer
 
 
 async def ok_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -65,13 +63,7 @@ async def serving(http: type[HeaderTimeoutProtocol]) -> AsyncIterator[int]:
 
 async def test_a_dripping_client_is_cut_off_while_others_are_answered() -> None:
     async with serving(protocol_class(1.0, 16)) as port:
-        drip = await Drip.open(port, period=0.3, limit=1.0 + 4 * SLACK)
-        dripping = asyncio.create_task(drip.run())
-        statuses = []
-        while not dripping.done():
-            statuses.append(await get(port))
-            await asyncio.sleep(0.1)
-        took = dripping.result()
+        took, drip, statuses = await drip_while_getting(port)
         # the bytes arriving did not move the deadline: cut off ~1 s after connecting
         assert took is not None, "the dripping client was never cut off"
         assert 0.9 <= took <= 1.0 + SLACK, took

@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 
 from inprocess_agents import Pair
-from slow_client import Drip, get
+from slow_client import SLACK, drip_while_getting
 
 from agent_stream.uagents._protection import Protection, protect
 from agent_stream.uagents.transport._guard import GuardSettings
-
-SLACK = 1.0  # seconds a busy 2-core machine may add to a timer
 
 
 async def test_a_dripping_client_is_dropped_by_the_agents_endpoint(pair: Pair) -> None:
@@ -22,13 +20,7 @@ async def test_a_dripping_client_is_dropped_by_the_agents_endpoint(pair: Pair) -
     assert await agent.listening() and agent.local_port is not None
     port = agent.local_port
 
-    drip = await Drip.open(port, period=0.3, limit=1.0 + 4 * SLACK)
-    dripping = asyncio.create_task(drip.run())
-    statuses = []
-    while not dripping.done():
-        statuses.append(await get(port))
-        await asyncio.sleep(0.1)
-    took = dripping.result()
+    took, _, statuses = await drip_while_getting(port)
     assert took is not None, "the dripping client was never cut off"
     assert 0.9 <= took <= 1.0 + SLACK, took
     # uagents answers a plain GET (whatever its status): the server kept answering
