@@ -555,6 +555,26 @@ def event(
     )
 
 
+def card_texts(node: Any) -> list[str]:
+    """The text and heading values of a custom card's element tree, in order (what a reader
+    that renders no cards is shown of it).
+
+    Args:
+        node: the tree (a custom card payload's ``root``), as JSON values.
+    """
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            if n.get("type") in ("text", "heading") and isinstance(n.get("value"), str):
+                out.append(n["value"])
+            stack.extend(reversed([v for v in n.values() if isinstance(v, (dict, list))]))
+        elif isinstance(n, list):
+            stack.extend(reversed(n))
+    return out
+
+
 def card(
     kind: str,
     payload: Any,

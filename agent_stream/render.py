@@ -33,6 +33,7 @@ from agent_stream.message import (
     THREAD_END,
     THREAD_START,
     Message,
+    card_texts,
 )
 
 __all__ = ["LiveRenderer", "make_console"]
@@ -329,15 +330,7 @@ def card_lines(card: dict[str, Any]) -> list[str]:
             required = " (required)" if field.get("required") else ""
             lines.append(f"  - {field.get('label', field.get('name', ''))}{required}")
     if kind == "custom":
-        stack = [p.get("root")]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, dict):
-                if node.get("type") in ("text", "heading") and isinstance(node.get("value"), str):
-                    lines.append(f"  {node['value']}")
-                stack.extend(reversed([v for v in node.values() if isinstance(v, (dict, list))]))
-            elif isinstance(node, list):
-                stack.extend(reversed(node))
+        lines.extend(f"  {t}" for t in card_texts(p.get("root")))
     return lines
 
 

@@ -205,3 +205,18 @@ def test_a_stream_may_end_lost_and_an_unknown_status_is_refused() -> None:
     assert StreamEndData.model_validate({"status": "lost"}).status == "lost"
     with pytest.raises(ValidationError):
         StreamEndData.model_validate({"status": "vanished"})
+
+
+def test_card_texts_reads_a_custom_cards_texts_and_headings_in_order() -> None:
+    from agent_stream.message import card_texts
+
+    root = {
+        "type": "section",
+        "children": [
+            {"type": "heading", "value": "Menu"},
+            {"type": "group", "children": [{"type": "text", "value": "Soup"}]},
+            {"type": "image", "src": "https://example.invalid/x.png"},
+            {"type": "text", "value": "Bread"},
+        ],
+    }
+    assert card_texts(root) == ["Menu", "Soup", "Bread"]

@@ -32,7 +32,7 @@ from uagents_core.contrib.protocols.chat.cards import (
     validate_card_payload,
 )
 
-from agent_stream.message import CARD, Message
+from agent_stream.message import CARD, Message, card_texts
 
 __all__ = [
     "CardError",
@@ -147,7 +147,7 @@ def fallback_text(payload: BaseModel) -> str:
             options = f" ({', '.join(o.label for o in f.options)})" if f.options else ""
             lines.append(f"- {f.label}{options}{' (required)' if f.required else ''}")
     elif isinstance(payload, CustomCardPayload):
-        lines.extend(_texts_of(data.get("root")))
+        lines.extend(card_texts(data.get("root")))
     else:  # carousel, detail
         for n, item in enumerate(data.get("items") or (), 1):
             sub = f" — {item['subtitle']}" if item.get("subtitle") else ""
@@ -159,21 +159,6 @@ def fallback_text(payload: BaseModel) -> str:
         for cta in data.get("ctas") or ():
             lines.append(f"[{cta['label']}]")
     return "\n".join(lines)
-
-
-def _texts_of(node: Any) -> list[str]:
-    """The text values of a custom card's element tree, in order."""
-    out: list[str] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, dict):
-            if isinstance(n.get("value"), str) and n.get("type") in ("text", "heading"):
-                out.append(n["value"])
-            stack.extend(reversed([v for v in n.values() if isinstance(v, (dict, list))]))
-        elif isinstance(n, list):
-            stack.extend(reversed(n))
-    return out
 
 
 def _short(exc: Exception, limit: int = 200) -> str:
