@@ -15,7 +15,10 @@ import from here):
 Beside the rooms: :class:`StreamingChat` (``_streaming_chat``), the agent's one chat protocol,
 which routes each ChatMessage to the responder or the asker; :class:`ChatSettings`, every limit
 in one frozen object; :func:`protect`, which puts the transport's protection on one agent; and
-``_compat``, the one seam into uagents' private names, checked at start.
+``_compat``, the one seam into uagents' private names, checked at start; and ``_clock``, the one
+clock every room reads time, sleeps and sets timers on (:class:`Clock`; ``ChatSettings.clock``,
+``ChatClient(clock=...)``): a test passes a :class:`DrivenClock` and moves time itself. Only
+network timeouts (a post, a Redis call) run on the event loop's own time.
 
 One vocabulary: the **asker** sends a question, the **responder** streams the reply.
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.conversation import HistoryLimits
+from agent_stream.uagents._clock import Clock, DrivenClock, LoopClock
 from agent_stream.uagents._compat import UagentsCompatError
 from agent_stream.uagents._conflict import ChatProtocolConflict
 from agent_stream.uagents._protection import GuardSettings, LaneLimits, Protection, protect
@@ -73,9 +77,11 @@ __all__ = [
     "ChatProtocolConflict",
     "ChatRequest",
     "ChatSettings",
+    "Clock",
     "DeliveryError",
     "DeliveryPolicy",
     "DirectoryError",
+    "DrivenClock",
     "Fleet",
     "GuardSettings",
     "HistoryLimits",
@@ -83,6 +89,7 @@ __all__ = [
     "LocalAgent",
     "LocalDirectory",
     "LocalResolver",
+    "LoopClock",
     "PortInUse",
     "Protection",
     "PumpLimits",

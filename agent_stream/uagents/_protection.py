@@ -43,6 +43,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from uagents import Agent
 
 from agent_stream.uagents import _compat
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents.transport import _signing as signing
 from agent_stream.uagents.transport._guard import AgentGuard, GuardSettings
 from agent_stream.uagents.transport._http_edge import AgentServer, Edge
@@ -99,7 +100,7 @@ class PeerDirectory(Protocol):
     def delivered(self, address: str, endpoint: str) -> None: ...
 
 
-def protect(agent: A, settings: Protection | None = None) -> A:
+def protect(agent: A, settings: Protection | None = None, *, clock: Clock = LOOP_CLOCK) -> A:
     """Protect ``agent`` (a ``uagents.Agent``) and only it; returns it. Idempotent.
 
     Inbox guard, HTTP edge caps and send lanes, before the agent runs or while it runs.
@@ -108,6 +109,7 @@ def protect(agent: A, settings: Protection | None = None) -> A:
         agent: the agent to protect.
         settings: the limits (None: the defaults of :class:`Protection`). Given again to a
             protected agent, they replace its limits (rate limits start afresh).
+        clock: the runtime's clock (the first protection's stays).
 
     Returns:
         ``agent``, protected.
@@ -125,14 +127,14 @@ def protect(agent: A, settings: Protection | None = None) -> A:
                 dispenser.limits = settings.lanes
         return agent
     settings = settings or Protection()
-    guard = AgentGuard(agent, settings.guard)
+    guard = AgentGuard(agent, settings.guard, clock)
     agent.__dict__[_ATTR] = guard
     agent.handle_message = guard.wrap(agent.handle_message)
     server = _compat.server_of(agent)
     if not isinstance(server, AgentServer):
         server.__class__ = AgentServer  # this agent's server object only
     server.edge = Edge(guard)
-    lanes = isolate(agent, settings.lanes)
+    lanes = isolate(agent, settings.lanes, clock)
     directory = getattr(_compat.resolver_of(agent), "directory", None)
     if isinstance(directory, PeerDirectory):
         # a peer that just sent a verified envelope runs: its slow probe means busy, not gone

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import time
 
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
+
 __all__ = ["RateLimitedLog", "TokenBucket"]
 
 
@@ -19,19 +21,21 @@ class TokenBucket:
     Args:
         rate: tokens added per second.
         burst: the most tokens saved up (None: ``2 * rate``).
+        clock: the runtime's clock.
     """
 
-    __slots__ = ("burst", "last", "rate", "tokens")
+    __slots__ = ("burst", "clock", "last", "rate", "tokens")
 
-    def __init__(self, rate: float, burst: float | None = None) -> None:
+    def __init__(self, rate: float, burst: float | None = None, clock: Clock = LOOP_CLOCK) -> None:
+        self.clock = clock
         self.rate = rate
         self.burst = 2.0 * rate if burst is None else burst
         self.tokens = self.burst
-        self.last = time.monotonic()
+        self.last = clock.now()
 
     def take(self) -> bool:
         """Spend one token; False (nothing spent) when none is left."""
-        now = time.monotonic()
+        now = self.clock.now()
         self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
         self.last = now
         if self.tokens < 1.0:

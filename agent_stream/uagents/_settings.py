@@ -16,7 +16,8 @@ Groups, each a frozen dataclass with documented defaults:
 - ``sessions`` (:class:`SessionLimits`): conversation memory (turns and bytes per session,
   sessions per sender and in all, idle expiry);
 - ``history`` (:class:`HistoryLimits`): the history a client may send with its question;
-- ``send_timeout``: seconds one ``ctx.send`` may take.
+- ``send_timeout``: seconds one ``ctx.send`` may take;
+- ``clock``: the runtime's time (:class:`Clock`; a test passes a :class:`DrivenClock`).
 
 ``dataclasses.replace(settings, ...)`` derives a variant; :meth:`ChatSettings.with_caps` and
 friends do the same for one field of a group.
@@ -31,6 +32,7 @@ from typing import Any
 
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.conversation import HistoryLimits
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents._protection import Protection
 from agent_stream.uagents.responder._pump import PumpLimits
 from agent_stream.uagents.responder._sessions import SessionLimits
@@ -95,6 +97,7 @@ class ChatSettings:
         sessions: how many conversation turns are kept, for whom and how long.
         history: how much of the kept conversation a responder is given.
         send_timeout: seconds one ``ctx.send`` may take.
+        clock: where the runtime reads time, sleeps and sets timers (real time by default).
     """
 
     pump: PumpLimits = field(default_factory=PumpLimits)
@@ -104,6 +107,7 @@ class ChatSettings:
     sessions: SessionLimits = field(default_factory=SessionLimits)
     history: HistoryLimits = field(default_factory=HistoryLimits)
     send_timeout: int = 30
+    clock: Clock = field(default=LOOP_CLOCK, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _at_least_one("send_timeout", self.send_timeout)

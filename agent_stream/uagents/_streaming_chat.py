@@ -113,19 +113,14 @@ from agent_stream import telemetry
 from agent_stream.adapters.chat import (
     ChatDecoder,
     ChatEncoder,
-    is_tagged_request,
-    opens_session,
-    requested_channels,
 )
 from agent_stream.adapters.chat.acks import (
     AckBatcher,
     ack_for,
     acked_ids,
-    asks_coalesced_acks,
     reads_coalesced,
 )
-from agent_stream.adapters.chat.cards import card_response_of
-from agent_stream.adapters.chat.wire import control_of, ends_session
+from agent_stream.adapters.chat.incoming import read_chat
 from agent_stream.conversation import Turn, history_to_json
 from agent_stream.uagents import _compat
 from agent_stream.uagents._protection import guard_of, is_protected, protect
@@ -145,7 +140,7 @@ from agent_stream.uagents.responder._caps import ReplyCaps
 from agent_stream.uagents.responder._delivery import ResponderDelivery
 from agent_stream.uagents.responder._memory import Memory
 from agent_stream.uagents.responder._open_replies import OpenReplies
-from agent_stream.uagents.responder._pump import Outgoing, PumpLimits, Refused, clock, describe
+from agent_stream.uagents.responder._pump import Outgoing, PumpLimits, Refused, describe
 from agent_stream.uagents.responder._reply_text import AnswerText
 from agent_stream.uagents.responder._sessions import MemorySessionStore, SessionStore
 from agent_stream.uagents.responder._wrap import wrap_chat_handler
@@ -205,9 +200,10 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self.channels = channels
         self.chunker = dict(chunker) if chunker else None
         self.on_reply_end = on_reply_end
-        self.client = ChatClient()
+        self.clock = self.settings.clock
+        self.client = ChatClient(clock=self.clock)
         self.sent_chat_messages = 0  # ChatMessages this plugin delivered (acks not counted)
-        self._outgoing = OpenReplies()
+        self._open_replies = OpenReplies()
         self._in_flight: dict[str, Outgoing] = {}
         self._serial: dict[str, asyncio.Lock] = {}  # untagged peers: one reply at a time
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -218,7 +214,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._dropped_log = RateLimitedLog(LOG, 5, 10.0)
         # refusals over max_refusals, answered as earlier ones end (a burst, not a flood)
         self._refusals_waiting: deque[tuple[Context, ChatRequest, Refused]] = deque()
-        self.desk = ResponderDelivery(self.settings.delivery)
+        self.delivery = ResponderDelivery(self.settings.delivery, self.clock)
         self.acks = AckBatcher()  # acknowledgements coalesced for peers that read them
         self.fleet = fleet
         self._ctx: Context | None = None  # the latest, for ops another replica forwards
@@ -279,7 +275,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     @property
     def active(self) -> int:
         """Replies being streamed right now."""
-        return len(self._outgoing)
+        return len(self._open_replies)
 
     async def ask(
         self,
@@ -342,7 +338,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             decoder=decoder,
             deliver_within=deliver_within,
             idle_timeout=idle_timeout,
-            delivery=self.desk.policy,
+            delivery=self.delivery.policy,
             history=None if history is None else history_to_json(history),
         )
 
@@ -382,7 +378,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             self.client,
             timeout=timeout,
             idle_timeout=idle_timeout,
-            delivery=self.desk.policy,
+            delivery=self.delivery.policy,
         )
 
     async def join(self, ctx: Context) -> None:
@@ -399,7 +395,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
 
         Runs automatically when the agent shuts down."""
         self.client.cancel_all()
-        tasks = [o.task for o in list(self._outgoing) if o.task is not None]
+        tasks = [o.task for o in list(self._open_replies) if o.task is not None]
         for t in tasks:
             t.cancel()
         if tasks:
@@ -413,53 +409,54 @@ class StreamingChat(Protocol):  # type: ignore[misc]
     # -- handlers ---------------------------------------------------------------------------------
     async def _on_chat(self, ctx: Context, sender: str, msg: ChatMessage) -> None:
         self._bind(ctx)
+        view = read_chat(msg)  # read once: every room below routes this view
         if len(self._tasks) < 1024:
-            if asks_coalesced_acks(msg):
+            if view.coalesced_acks:
                 self.acks.reads(sender)
             ids = self.acks.ack(sender, str(msg.msg_id))
             if ids is not None:
                 acked = self._spawn(self._acknowledge(ctx, sender, ids))
                 if self._ack_first:  # before the handler runs, but never held by a slow peer
                     with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(asyncio.shield(acked), ACK_FIRST_WAIT)
+                        await self.clock.wait_for(asyncio.shield(acked), ACK_FIRST_WAIT)
         session = str(ctx.session) if ctx.session is not None else None
-        op = control_of(msg)
+        op = view.op
         if op is not None:  # an asker asks for a resend or a cancel
             if self.fleet is not None and not self._holds(sender, op.get("conversation", "")):
                 # another replica holds it (forwarded), or held it (served from its mirror)
                 reply_to = functools.partial(self.send, ctx, sender)
-                self._spawn(self.fleet.route(sender, op, reply_to))
+                self._spawn(self.fleet.route(sender, dict(op), reply_to))
                 return
-            work = self.desk.control(
+            work = self.delivery.control(
                 sender,
                 op,
-                self._outgoing.find(sender, op.get("conversation", "")),
+                self._open_replies.find(sender, op.get("conversation", "")),
                 functools.partial(self.send, ctx, sender),
             )
             if work is not None:
                 self._spawn(work)
             return
-        reply = self.client.route(sender, msg, session)
+        reply = self.client.route(sender, view, session)
         if reply is not None:
-            reply.feed(msg)
+            reply.feed(view)
             if reply.tagged:  # it restores order by seq: our acks to it may be pipelined;
                 pipeline_from(ctx, sender)  # and its envelopes, which we asked for, are
                 answering_from(ctx, sender)  # admitted at a trusted peer's rate
             return
-        ends = session is not None and ends_session(msg)
+        ends = session is not None and view.ends_session
         if ends:
             self._spawn(self.memory.forget((sender, cast(str, session))))
-        if self.desk.session_cancels(sender, msg, self._outgoing.of_peer(sender)):
+        if self.delivery.session_cancels(sender, view, self._open_replies.of_peer(sender)):
             return
-        if self.client.is_late(sender, msg):
+        if self.client.is_late(sender, view):
             ctx.logger.debug(f"late reply traffic from {sender} dropped")
             return
         if self.responder is None:
             ctx.logger.debug(f"request from {sender} ignored: this agent has no responder")
             return
-        if self.desk.seen_before(sender, msg):  # resent: acknowledged again, answered once
-            conv = str(msg.msg_id)
-            for o in self._outgoing.find(sender, conv):
+        if self.delivery.seen_before(sender, view.msg_id):  # resent: acknowledged, answered once
+            conv = view.msg_id
+            for o in self._open_replies.find(sender, conv):
                 o.duplicates += 1
             ctx.logger.debug(f"question {conv} from {sender} seen before; not answered again")
             return
@@ -470,13 +467,13 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             sender=sender,
             message=msg,
             session=session,
-            tagged=is_tagged_request(msg),
-            opens_session=opens_session(msg),
-            channels=requested_channels(msg),
+            tagged=view.tagged,
+            opens_session=view.opens_session,
+            channels=view.channels,
             storage=getattr(ctx, "storage", None),
             logger=ctx.logger,
             ctx=ctx,
-            card_response=card_response_of(msg),
+            card_response=view.card_response,
         )
         if request.tagged:  # the asker restores order by seq: its lane may pipeline
             pipeline_from(ctx, sender)
@@ -489,12 +486,12 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         except Exception as exc:  # a bad channel policy or chunker options: say so, go on
             ctx.logger.error(f"cannot answer {sender}: {describe(exc)}")
             return
-        self._outgoing.add(out)
+        self._open_replies.add(out)
         self.caps.took(sender)
         out.start()
 
     async def _on_ack(self, ctx: Context, sender: str, msg: ChatAcknowledgement) -> None:
-        self.desk.note_ack(sender)
+        self.delivery.note_ack(sender)
         if reads_coalesced(msg):
             self.acks.reads(sender)
         for key in acked_ids(msg):
@@ -523,7 +520,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             out = self._in_flight.get(fwd.key)
             if out is not None and out.peer == fwd.sender:
                 del self._in_flight[fwd.key]
-                self.desk.note_ack(fwd.sender)
+                self.delivery.note_ack(fwd.sender)
                 out.acknowledged(fwd.key)
             return
         ctx = self._ctx
@@ -531,16 +528,16 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             return
         send = functools.partial(self.send, ctx, fwd.sender)
         op = dict(fwd.op)
-        replies = self._outgoing.find(fwd.sender, op.get("conversation", ""))
-        work = self.desk.control(fwd.sender, op, replies, send)
+        replies = self._open_replies.find(fwd.sender, op.get("conversation", ""))
+        work = self.delivery.control(fwd.sender, op, replies, send)
         if work is not None:
             self._spawn(work)
 
     def _holds(self, sender: str, conversation: str) -> bool:
         """Whether this replica has ``sender``'s reply ``conversation`` open or replayable."""
-        if self._outgoing.find(sender, conversation):
+        if self._open_replies.find(sender, conversation):
             return True
-        return self.desk.replay.get((sender, conversation), clock()) is not None
+        return self.delivery.replay.get((sender, conversation), self.clock.now()) is not None
 
     # -- internals --------------------------------------------------------------------------------
     async def send(self, ctx: Context, destination: str, message: Model) -> tuple[bool, str]:
@@ -647,15 +644,16 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             serial=None if request.tagged else self._serial_lock(peer),
             in_flight=self._in_flight,
             on_finished=self._finished,
-            delivery=self.desk.policy,
-            peer_acks=self.desk.peer_acks(peer, request.tagged),
-            replay=self.desk.buffer_for(peer, conversation),
+            delivery=self.delivery.policy,
+            peer_acks=self.delivery.peer_acks(peer, request.tagged),
+            replay=self.delivery.buffer_for(peer, conversation),
             keepalive=request.tagged,
             on_produced=self._produced,
             tap=tap,
-            open_replies=lambda: len(self._outgoing),  # its load: busier, fewer ChatMessages
-            ack_timer=self.desk.ack_clock.of(peer),
+            open_replies=lambda: len(self._open_replies),  # its load: busier, fewer ChatMessages
+            ack_timer=self.delivery.ack_clock.of(peer),
             pipelined=request.tagged,
+            clock=self.clock,
         )
         out.telemetry = (watch, answer)
         return out
@@ -701,6 +699,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             send=send,
             limits=limits,
             on_finished=done,
+            clock=self.clock,
         )
         out.start()
         return out
@@ -710,7 +709,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self.caps.produced(out.peer)
 
     def _finished(self, out: Outgoing) -> None:
-        self._outgoing.discard(out)
+        self._open_replies.discard(out)
         if out.telemetry is not None:
             watch, answer = out.telemetry
             ka = out.keepalive
@@ -722,7 +721,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 repairs=out.repairs,
                 answer=answer.text,
             )
-        self.desk.ended(out.peer, out.conversation)
+        self.delivery.ended(out.peer, out.conversation)
         if self.fleet is not None:
             self.fleet.mirror_ended(out.peer, out.conversation)
         if self.on_reply_end is not None:
@@ -736,7 +735,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                         out.sent,
                         out.failed,
                         out.peak_in_flight,
-                        clock() - out.started,
+                        self.clock.now() - out.started,
                         out.redelivery.resends,
                         out.duplicates,
                         out.repairs,
@@ -747,7 +746,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             except Exception as exc:  # a bad callback must not break the agent
                 LOG.warning("on_reply_end failed: %s", describe(exc))
         lock = self._serial.get(out.peer)
-        if lock is not None and not lock.locked() and not self._outgoing.has_peer(out.peer):
+        if lock is not None and not lock.locked() and not self._open_replies.has_peer(out.peer):
             del self._serial[out.peer]
 
     def _bind(self, ctx: Context) -> None:
@@ -763,7 +762,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             # (and it ends, for their askers, the replies of replicas that died)
             self.fleet.start(address, self._on_forwarded, functools.partial(self.send, ctx))
         if not is_protected(agent):
-            protect(agent, self.settings.protection)
+            protect(agent, self.settings.protection, clock=self.clock)
         guard = guard_of(agent)
         if guard is not None:  # a reply's liveness counts from when its messages arrive
             guard.on_chat.append(self.client.arrived)

@@ -3,12 +3,14 @@
 ``asyncio.wait_for(event.wait(), timeout)`` wraps the wait in a new Task (before Python 3.12) and
 arms a timer each time. A reply's send and timer loops sleep like that after nearly every
 ChatMessage; at a thousand replies that was tens of thousands of Tasks a second. :class:`Wakeup`
-waits on one future with one ``call_later``.
+waits on one future with one timer of the runtime's clock (:mod:`._clock`).
 """
 
 from __future__ import annotations
 
 import asyncio
+
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 
 __all__ = ["Wakeup"]
 
@@ -21,9 +23,10 @@ def _expire(fut: asyncio.Future[None]) -> None:
 class Wakeup:
     """A set/clear flag; :meth:`wait` returns once it is set or ``timeout`` seconds passed."""
 
-    __slots__ = ("_flag", "_waiters")
+    __slots__ = ("_clock", "_flag", "_waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = LOOP_CLOCK) -> None:
+        self._clock = clock
         self._flag = False
         self._waiters: list[asyncio.Future[None]] = []
 
@@ -53,10 +56,9 @@ class Wakeup:
         """
         if self._flag:
             return True
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
-        handle = loop.call_later(max(0.0, timeout), _expire, fut) if timeout is not None else None
+        handle = self._clock.call_later(timeout, _expire, fut) if timeout is not None else None
         try:
             await fut
         finally:

@@ -16,6 +16,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
+from agent_stream.adapters.chat.incoming import read_chat
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control, control_of
 from agent_stream.message import Message
 from agent_stream.uagents._chat_json import chat_json
@@ -65,17 +66,18 @@ def test_end_session_from_the_asker_cancels_its_replies_but_a_question_does_not(
     r, other = FakeReply("asker", "c1"), FakeReply("someone", "c2")
     replies: Any = [r, other]
     question = ChatMessage(content=[TextContent(text="hi"), EndSessionContent()])
-    assert not desk.session_cancels("asker", question, replies)
-    assert desk.session_cancels("asker", ChatMessage(content=[EndSessionContent()]), replies)
+    assert not desk.session_cancels("asker", read_chat(question), replies)
+    ending = read_chat(ChatMessage(content=[EndSessionContent()]))
+    assert desk.session_cancels("asker", ending, replies)
     assert r.cancelled == 1 and other.cancelled == 0
 
 
 def test_a_question_is_answered_once() -> None:
     desk = ResponderDelivery()
     q = ChatMessage(content=[TextContent(text="hi")])
-    assert not desk.seen_before("a", q)
-    assert desk.seen_before("a", q)
-    assert not desk.seen_before("b", q)
+    assert not desk.seen_before("a", str(q.msg_id))
+    assert desk.seen_before("a", str(q.msg_id))
+    assert not desk.seen_before("b", str(q.msg_id))
 
 
 def test_resend_from_the_replay_buffer_open_or_finished() -> None:

@@ -73,13 +73,13 @@ async def test_a_responder_learns_its_askers_acknowledgement_time_from_a_reply(p
     server = pair.add("reply ack clock server", chat)
     asker_chat = StreamingChat()
     asker = pair.add("reply ack clock asker", asker_chat)
-    assert chat.desk.ack_clock.patience(asker.address) == 0.0
+    assert chat.delivery.ack_clock.patience(asker.address) == 0.0
     reply = await asker_chat.ask(asker._build_context(), server.address, "hello")
     await asyncio.wait_for(reply.wait(), 10)
     assert reply.completed
     for _ in range(100):  # the last acknowledgements arrive just after the reply ends
-        if chat.desk.ack_clock.patience(asker.address) > 0.0:
+        if chat.delivery.ack_clock.patience(asker.address) > 0.0:
             break
         await asyncio.sleep(0.02)
-    assert 0.0 < chat.desk.ack_clock.patience(asker.address) < 5.0
-    assert chat.desk.ack_clock.patience(server.address) == 0.0  # per asker
+    assert 0.0 < chat.delivery.ack_clock.patience(asker.address) < 5.0
+    assert chat.delivery.ack_clock.patience(server.address) == 0.0  # per asker

@@ -39,6 +39,7 @@ __all__ = [
     "CardResponse",
     "card_items",
     "card_message",
+    "card_response_from",
     "card_response_of",
     "fallback_text",
 ]
@@ -117,10 +118,19 @@ def card_response_of(chat: ChatMessage) -> CardResponse | None:
     """
     for item in chat.content:
         if isinstance(item, MetadataContent):
-            response = extract_card_response(item)
+            response = card_response_from(item)
             if response is not None:
                 return response
     return None
+
+
+def card_response_from(item: MetadataContent) -> CardResponse | None:
+    """The card response one ``MetadataContent`` item carries (None: it is no card response).
+
+    Args:
+        item: a MetadataContent of an incoming ChatMessage.
+    """
+    return extract_card_response(item)
 
 
 def fallback_text(payload: BaseModel) -> str:

@@ -49,17 +49,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Generator
 from typing import TYPE_CHECKING, Any
 
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
-    EndSessionContent,
-    ResourceContent,
     StartSessionContent,
-    StartStreamContent,
     TextContent,
 )
 from uagents_core.identity import parse_identifier
@@ -69,15 +65,16 @@ from agent_stream.adapters.chat import (
     ChatDecoder,
     conversation_of,
     is_tagged_request,
-    opens_session,
     request_tags,
 )
 from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
-from agent_stream.adapters.chat.wire import OP_RESEND, chat_of, content_class, control
+from agent_stream.adapters.chat.incoming import Incoming, read_chat
+from agent_stream.adapters.chat.wire import OP_RESEND, chat_of, control
 from agent_stream.assemble import Assembler, Transcript
 from agent_stream.errors import StreamError, StreamWarning, WarningCode
 from agent_stream.message import Message
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents._wakeup import Wakeup
 from agent_stream.uagents.asker._delivery import (
     LOST,
@@ -106,12 +103,6 @@ QUIET = "quiet"  # a plain reply: no ChatMessage for `settle` seconds after its 
 STREAM_SETTLE = 0.5
 
 
-def _answers(item: Any) -> bool:
-    """Whether a content item is (part of) an answer: text, or a resource."""
-    cls = content_class(item)
-    return (cls is TextContent and bool(item.text)) or cls is ResourceContent
-
-
 class DeliveryError(ConnectionError):
     """The question could not be delivered (the peer's endpoint is unknown or unreachable)."""
 
@@ -136,7 +127,7 @@ class Reply:
             ``quiet`` (a plain reply's EndSessionContent, or ``settle`` seconds of quiet after
             its answer began), else its status (``timeout``, ``lost``, ``cancelled``...).
         acknowledged: the peer acknowledged the question.
-        asked_at: when the question was asked (``time.monotonic()``, as the times below).
+        asked_at: when the question was asked (its clock's time, as the times below).
         first_text_at: when the first text came (None: none yet).
         last_received_at: when the last ChatMessage came (None: none yet).
         ended_at: when the reply ended (None: not yet).
@@ -161,6 +152,7 @@ class Reply:
         watch_idle: end the reply ``lost`` after ``idle_timeout`` seconds of silence (None: when
             the question is tagged, so the responder sends keepalives, or ``idle_timeout`` is
             given).
+        clock: the runtime's clock (:mod:`agent_stream.uagents._clock`).
     """
 
     def __init__(
@@ -177,7 +169,9 @@ class Reply:
         send_control: SendControl | None = None,
         cancel_grace: float = 2.0,
         watch_idle: bool | None = None,
+        clock: Clock = LOOP_CLOCK,
     ) -> None:
+        self.clock = clock
         self.peer = peer
         self.question = question
         self.conversation = str(question.msg_id)
@@ -196,6 +190,7 @@ class Reply:
             idle_timeout,
             send_control,
             cancel_grace,
+            clock=clock,
             watch_idle=(
                 watch_idle
                 if watch_idle is not None
@@ -214,12 +209,12 @@ class Reply:
         self.ended_by: str | None = None
         self.acknowledged = False
         self.status: str | None = None
-        self.asked_at = time.monotonic()
+        self.asked_at = self.clock.now()
         self.first_text_at: float | None = None
         self.last_received_at: float | None = None
         self.ended_at: float | None = None
         self._changed = asyncio.Event()  # wakes iterators
-        self._kick = Wakeup()  # wakes the watch loop (no task per sleep: it wakes per ChatMessage)
+        self._kick = Wakeup(clock)  # wakes the watch loop (one per ChatMessage)
         self._done = asyncio.get_running_loop().create_future()
         self._watch: asyncio.Task[None] | None = None
 
@@ -261,7 +256,7 @@ class Reply:
     @property
     def at_risk(self) -> float:
         """Seconds during which a gap in the reply was open."""
-        return self.watch.at_risk(self.ended_at if self.ended_at is not None else time.monotonic())
+        return self.watch.at_risk(self.ended_at if self.ended_at is not None else self.clock.now())
 
     def text(self) -> str:
         """The text messages' content so far, concatenated."""
@@ -318,7 +313,7 @@ class Reply:
         Raises:
             asyncio.TimeoutError: ``timeout`` passed first (the reply goes on).
         """
-        await asyncio.wait_for(asyncio.shield(self._done), timeout)
+        await self.clock.wait_for(asyncio.shield(self._done), timeout)
         return self.transcript
 
     def __await__(self) -> Generator[Any, None, Transcript]:
@@ -336,50 +331,50 @@ class Reply:
         self._kick.set()
 
     # -- fed by the plugin ------------------------------------------------------------------------
-    def matches(self, sender: str, chat: ChatMessage, session: str | None) -> int:
+    def matches(self, sender: str, chat: Incoming, session: str | None) -> int:
         """How well an incoming ChatMessage belongs to this reply: 3 by its conversation tag,
         2 by the envelope session, 1 by the sender alone, 0 not at all.
 
         Args:
             sender: the envelope's sender.
-            chat: the incoming ChatMessage.
+            chat: the incoming ChatMessage, read.
             session: the envelope's session (None: none).
         """
         if sender != self.peer or self.done:
             return 0
-        conv = conversation_of(chat)
+        conv = chat.conversation
         if conv is not None:
             return 3 if conv == self.conversation else 0
         if session is not None and session == self.session:
             return 2
         return 1
 
-    def feed(self, chat: ChatMessage) -> None:
+    def feed(self, chat: Incoming | ChatMessage) -> None:
         """One ChatMessage of the reply.
 
         Args:
-            chat: the ChatMessage, as received (duplicates and gaps are handled here).
+            chat: the ChatMessage as received (read once by the agent; a raw one is read here),
+                duplicates and gaps are handled here.
         """
         if self.done:
             return
-        now = time.monotonic()
+        view = chat if isinstance(chat, Incoming) else read_chat(chat)
+        now = self.clock.now()
         self.chat_messages += 1
         self.last_received_at = now
         self.watch.idle.note(now)
-        if conversation_of(chat) is not None:
+        if view.conversation is not None:
             self.tagged = True
-        self._take(self.decoder.feed(self.peer, chat, now), now)
-        if self.first_text_at is None and any(
-            content_class(i) is TextContent and i.text for i in chat.content
-        ):
+        self._take(self.decoder.feed(self.peer, view.chat, now), now)
+        if self.first_text_at is None and view.has_text:
             self.first_text_at = now
-        if not self.answered and any(_answers(i) for i in chat.content):
+        if not self.answered and view.answers:
             self.answered = True
-        if not self.streamed and any(content_class(i) is StartStreamContent for i in chat.content):
+        if not self.streamed and view.starts_stream:
             self.streamed = True
         if self.tagged and self.decoder.finished(self.peer, self.conversation):
             self._finish(self.transcript.status or COMPLETED, now, STREAM_END)
-        elif not self.tagged and any(content_class(i) is EndSessionContent for i in chat.content):
+        elif not self.tagged and view.ends_session:
             # (a tagged reply ends at its stream_end, in sequence: the ChatMessage ending the
             # session may overtake others)
             self._take(self._end_streams(), now)
@@ -434,7 +429,7 @@ class Reply:
         if self.tagged:
             self.watch.close()
         self.status = status
-        self.ended_at = when if when is not None else time.monotonic()
+        self.ended_at = when if when is not None else self.clock.now()
         if not self._done.done():
             self._done.set_result(None)
         if self._watch is not None and self._watch is not asyncio.current_task():
@@ -457,7 +452,7 @@ class Reply:
         """Decoder deadlines (gaps, idle streams), the settle time, the overall timeout."""
         with contextlib.suppress(asyncio.CancelledError):
             while not self.done:
-                now = time.monotonic()
+                now = self.clock.now()
                 wake = [self.asked_at + self.timeout, *self.watch.deadlines(self.tagged)]
                 d = self.decoder.next_deadline
                 if d is not None:
@@ -476,7 +471,7 @@ class Reply:
                 await self._kick.wait(delay)
                 if self.done:
                     return
-                now = time.monotonic()
+                now = self.clock.now()
                 d = self.decoder.next_deadline
                 if d is not None and d <= now:
                     self._take(self.decoder.poll(now), now)
@@ -545,9 +540,11 @@ class ChatClient:
     Args:
         late_window: seconds after a peer's reply is over during which its untagged reply
             traffic is dropped.
+        clock: the runtime's clock; each Reply it asks runs on it.
     """
 
-    def __init__(self, late_window: float = 10.0) -> None:
+    def __init__(self, late_window: float = 10.0, *, clock: Clock = LOOP_CLOCK) -> None:
+        self.clock = clock
         # open questions per peer, oldest first (a dict: a reply that ends leaves in O(1))
         self._by_peer: dict[str, dict[Reply, None]] = {}
         self._by_conv: dict[tuple[str, str], list[Reply]] = {}  # ...per (peer, conversation)
@@ -560,7 +557,7 @@ class ChatClient:
         """Questions registered and not yet known to be over."""
         return sum(len(rs) for rs in self._by_peer.values())
 
-    def route(self, sender: str, chat: ChatMessage, session: str | None) -> Reply | None:
+    def route(self, sender: str, chat: Incoming | ChatMessage, session: str | None) -> Reply | None:
         """The Reply an incoming ChatMessage belongs to (None: it is a request).
 
         A tagged ChatMessage is looked up by (sender, conversation): constant time however
@@ -568,10 +565,11 @@ class ChatClient:
 
         Args:
             sender: the envelope's sender.
-            chat: the incoming ChatMessage.
+            chat: the incoming ChatMessage (read once by the agent; a raw one is read here).
             session: the envelope's session (None: none).
         """
-        conv = conversation_of(chat)
+        view = chat if isinstance(chat, Incoming) else read_chat(chat)
+        conv = view.conversation
         if conv is not None:  # only a reply of this conversation can score (3)
             replies = self._by_conv.get((sender, conv))
             if not replies:
@@ -585,7 +583,7 @@ class ChatClient:
         best: Reply | None = None
         score = 0
         for r in self._by_peer.get(sender, ()):
-            s = r.matches(sender, chat, session)
+            s = r.matches(sender, view, session)
             if s > score:  # ties: the oldest question wins
                 best, score = r, s
         return best
@@ -632,24 +630,25 @@ class ChatClient:
             return
         replies = self._by_conv.get((sender, conv))
         if replies:
-            now = time.monotonic()
+            now = self.clock.now()
             for r in replies:
                 if not r.done:
                     r.watch.idle.note(now)
 
-    def is_late(self, sender: str, chat: ChatMessage) -> bool:
+    def is_late(self, sender: str, chat: Incoming | ChatMessage) -> bool:
         """An incoming ChatMessage no question waits for that is reply traffic, not a request.
 
         Args:
             sender: the envelope's sender.
-            chat: the incoming ChatMessage.
+            chat: the incoming ChatMessage (read once by the agent; a raw one is read here).
         """
-        if conversation_of(chat) is not None:
+        view = chat if isinstance(chat, Incoming) else read_chat(chat)
+        if view.conversation is not None:
             return True  # a tagged reply (requests carry tags, not a conversation)
         ended = self._ended.get(sender)
-        if ended is None or time.monotonic() - ended > self.late_window:
+        if ended is None or self.clock.now() - ended > self.late_window:
             return False
-        return not (is_tagged_request(chat) or opens_session(chat))
+        return not (view.tagged or view.opens_session)
 
     def acknowledged(self, sender: str, msg_id: str) -> bool:
         """Mark the question ``msg_id`` to ``sender`` acknowledged.
@@ -663,7 +662,7 @@ class ChatClient:
         """
         for r in self._by_conv.get((sender, msg_id), ()):
             if not r.acknowledged and not r.question_resends:  # Karn: one send, one time
-                self.ack_clock.sample(sender, time.monotonic() - r.asked_at)
+                self.ack_clock.sample(sender, self.clock.now() - r.asked_at)
             r.acknowledge()
             return True
         return False
@@ -752,6 +751,7 @@ async def ask_with(
         idle_timeout=idle_timeout,
         delivery=policy,
         send_control=send_control,
+        clock=client.clock,
     )
     telemetry.asking(reply, getattr(getattr(ctx, "agent", None), "name", None))
     client.add(reply)  # before sending: the first reply may come back before send returns
@@ -763,9 +763,9 @@ async def ask_with(
             ok, detail = await sender(ctx, destination, chat)
         # A peer that was just started may not listen yet: a refused delivery costs ~3 ms and
         # never reached the peer, so try again for a short while before giving up.
-        deadline = time.monotonic() + deliver_within
-        while not ok and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        deadline = client.clock.now() + deliver_within
+        while not ok and client.clock.now() < deadline:
+            await client.clock.sleep(0.1)
             ok, detail = await sender(ctx, destination, chat)
     except asyncio.CancelledError:
         # Stopped while the question was on its way: it may have arrived, so the responder is
@@ -837,6 +837,7 @@ async def resume_with(
         delivery=delivery,
         send_control=send_control,
         watch_idle=True,  # the reply it resumes is tagged: its responder sends keepalives
+        clock=client.clock,
     )
     reply.tagged = True
     client.add(reply)
@@ -873,17 +874,17 @@ async def _resend_question(
     limit = None if reply.idle_timeout is None else reply.asked_at + reply.idle_timeout
 
     def given_up() -> bool:
-        return limit is not None and time.monotonic() >= limit
+        return limit is not None and reply.clock.now() >= limit
 
     spent = await resend_question(
-        send, chat, lambda: answered() or given_up(), policy, resent, patience
+        send, chat, lambda: answered() or given_up(), policy, resent, patience, reply.clock
     )
     if (spent or given_up()) and not answered():
         # Nothing came back to any send: waiting out the whole timeout would tell no more.
         # Every send was delivered (a refused one raised DeliveryError at the first): the peer
         # took the question and never acknowledged it, which a stock uagents agent does when it
         # cannot look up the asker's address (offline, on the Almanac).
-        now = time.monotonic()
+        now = reply.clock.now()
         sends = f"after {reply.question_resends + 1} sends over {now - reply.asked_at:.1f} s"
         if last_refused:
             reason = (

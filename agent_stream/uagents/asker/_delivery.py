@@ -9,7 +9,6 @@ Decisions come from :mod:`agent_stream.adapters.chat.delivery` (:class:`IdleWatc
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from uagents_core.contrib.protocols.chat import ChatMessage
 from agent_stream.adapters.chat import ChatDecoder
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, GapRepair, IdleWatch, Redelivery
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, control
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 
 __all__ = ["CANCEL", "LOST", "AskerDelivery", "SendControl", "resend_question"]
 
@@ -40,6 +40,7 @@ class AskerDelivery:
         cancel_grace: seconds to wait for the responder to confirm a cancel.
         watch_idle: read silence as loss (the responder sends keepalives: the question was
             tagged). A reply to an untagged question gets none, however tagged the reply is.
+        clock: the runtime's clock.
     """
 
     def __init__(
@@ -52,13 +53,15 @@ class AskerDelivery:
         send: SendControl | None,
         cancel_grace: float,
         watch_idle: bool = True,
+        clock: Clock = LOOP_CLOCK,
     ) -> None:
+        self.clock = clock
         self.peer = peer
         self.watch_idle = watch_idle
         self.conversation = conversation
         self.decoder = decoder
         self.idle = IdleWatch(
-            idle_timeout if idle_timeout is not None else policy.idle_timeout, time.monotonic()
+            idle_timeout if idle_timeout is not None else policy.idle_timeout, clock.now()
         )
         self.repair = GapRepair(policy)
         self.send = send
@@ -72,7 +75,7 @@ class AskerDelivery:
         if self.send is None:
             return False
         if self.cancel_at is None:
-            self.cancel_at = time.monotonic()
+            self.cancel_at = self.clock.now()
             self._spawn(control(OP_CANCEL, self.conversation))
         return True
 
@@ -83,7 +86,7 @@ class AskerDelivery:
             tagged: the reply is tagged (only a tagged reply is watched for silence and gaps).
 
         Returns:
-            The ``time.monotonic()`` times, in no order.
+            The clock's times, in no order.
         """
         out = []
         if tagged:
@@ -100,7 +103,7 @@ class AskerDelivery:
         """Liveness, gap repair, the cancel grace; the status to end the reply with, if any.
 
         Args:
-            now: the ``time.monotonic()`` time.
+            now: the clock's time.
             tagged: the reply is tagged (only a tagged reply is watched for silence and gaps).
         """
         if self.cancel_at is not None and now >= self.cancel_at + self.cancel_grace:
@@ -131,7 +134,7 @@ class AskerDelivery:
         """Seconds during which a gap in the reply was open.
 
         Args:
-            now: the ``time.monotonic()`` time.
+            now: the clock's time.
         """
         extra = now - self._risk_since if self._risk_since is not None else 0.0
         return self._risk_total + extra
@@ -162,6 +165,7 @@ async def resend_question(
     policy: DeliveryPolicy,
     on_resend: Callable[[], None],
     patience: Callable[[], float] | None = None,
+    clock: Clock = LOOP_CLOCK,
 ) -> bool:
     """Send the question again while ``answered()`` is False (no acknowledgement, no reply
     traffic: a silently dropped question; the responder answers a msg_id once); calls
@@ -183,6 +187,7 @@ async def resend_question(
             that after the last delivered send (capped at the policy's ``max_delay``); asked
             again when a resend comes due, so acknowledgements of other questions meanwhile
             count. A send that failed is retried on the policy's own schedule.
+        clock: the runtime's clock.
 
     Returns:
         True when the budget ran out with the question still unanswered (the last send's
@@ -190,7 +195,7 @@ async def resend_question(
     """
     rd: Redelivery[str, ChatMessage] = Redelivery(policy, peer_acks=True)
     key = str(chat.msg_id)
-    last, delivered = time.monotonic(), True
+    last, delivered = clock.now(), True
     held = 0.0  # seconds the peer's patience held resends back: the budget's clock stood still
     rd.sent(key, chat, True, last)
 
@@ -203,16 +208,16 @@ async def resend_question(
         d = rd.next_deadline
         if d is None:
             return True
-        await asyncio.sleep(max(0.0, max(d + held, wait_until()) - time.monotonic()))
+        await clock.sleep(max(0.0, max(d + held, wait_until()) - clock.now()))
         if answered():
             break
-        now = time.monotonic()
+        now = clock.now()
         if now < wait_until():  # the peer has become slower to acknowledge meanwhile
             continue
         held += max(0.0, wait_until() - (d + held))
         for _, again in rd.due(now - held):
             on_resend()
             ok, _ = await send(again)
-            last, delivered = time.monotonic(), ok
+            last, delivered = clock.now(), ok
             rd.sent(key, again, ok, last - held)
     return False

@@ -41,7 +41,6 @@ import json
 import logging
 import re
 import secrets
-import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from uagents_core.contrib.protocols.chat import ChatMessage
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND, seq_span
 from agent_stream.uagents import _compat
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents._ratelog import RateLimitedLog
 from agent_stream.uagents.fleet._lost import SESSION_FIELD, SendTo, open_entry, sweep
 
@@ -178,6 +178,8 @@ class Fleet:
         policy: the delivery policy (replay bounds and linger of the mirrors).
         timeout: seconds any one Redis call may take before the replica acts alone.
         claim_ttl: seconds a question's claim (and record of its holder) is kept.
+        clock: the runtime's clock (heartbeats, sweeps, the quiet time after a failure; a Redis
+            call's own timeout is network time, on the loop).
     """
 
     QUIET = 2.0  # seconds Redis is not asked after a failure
@@ -190,7 +192,9 @@ class Fleet:
         policy: DeliveryPolicy | None = None,
         timeout: float = 0.5,
         claim_ttl: float = 900.0,
+        clock: Clock = LOOP_CLOCK,
     ) -> None:
+        self.clock = clock
         try:
             import redis.asyncio as aioredis
         except ImportError as exc:  # pragma: no cover - redis is a dependency
@@ -475,7 +479,7 @@ class Fleet:
         """``call``, or ``default`` when Redis fails or takes over ``timeout`` seconds; for
         ``QUIET`` seconds after a failure, ``default`` at once (a hanging Redis must not cost
         every question a timeout)."""
-        if time.monotonic() < self._quiet_until:
+        if self.clock.now() < self._quiet_until:
             if asyncio.iscoroutine(call):
                 call.close()
             return default
@@ -484,7 +488,7 @@ class Fleet:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._quiet_until = time.monotonic() + self.QUIET
+            self._quiet_until = self.clock.now() + self.QUIET
             self.degraded += 1
             self._log.warning("fleet: Redis did not answer (%s); acting alone", _why(exc))
             return default
@@ -503,7 +507,7 @@ class Fleet:
             await self._wake.wait()
             self._wake.clear()
             await self._flush_once()
-            await asyncio.sleep(_FLUSH_EVERY)  # what arrives meanwhile goes in one batch
+            await self.clock.sleep(_FLUSH_EVERY)  # what arrives meanwhile goes in one batch
 
     async def _heartbeat(self) -> None:
         key = self.key("replica", self.replica)
@@ -515,11 +519,11 @@ class Fleet:
             pipe.sadd(self.key("replicas"), self.replica)
             pipe.expire(open_key, keep)
             await self.bounded(pipe.execute(), None)
-            await asyncio.sleep(_HEARTBEAT)
+            await self.clock.sleep(_HEARTBEAT)
 
     async def _sweeper(self) -> None:
         while not self._closing:
-            await asyncio.sleep(_SWEEP_EVERY)
+            await self.clock.sleep(_SWEEP_EVERY)
             try:
                 await self.sweep()
             except asyncio.CancelledError:

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
-from uagents_core.contrib.protocols.chat import ChatMessage, EndSessionContent, TextContent
+from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat.ack_clock import AckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, ReplayBuffer, ReplayStore
+from agent_stream.adapters.chat.incoming import Incoming
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.wire import OP_CANCEL, OP_RESEND
 from agent_stream.uagents._chat_json import chat_from_json
-from agent_stream.uagents.responder._pump import Outgoing, clock
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
+from agent_stream.uagents.responder._pump import Outgoing
 
 __all__ = ["ResponderDelivery"]
 
@@ -44,9 +46,11 @@ class ResponderDelivery:
 
     Args:
         policy: the delivery policy (None: the defaults).
+        clock: the runtime's clock.
     """
 
-    def __init__(self, policy: DeliveryPolicy | None = None) -> None:
+    def __init__(self, policy: DeliveryPolicy | None = None, clock: Clock = LOOP_CLOCK) -> None:
+        self.clock = clock
         self.policy = policy or DeliveryPolicy()
         self.replay: ReplayStore[tuple[str, str], str] = ReplayStore(self.policy)  # JSON kept
         self._acking: OrderedDict[str, None] = OrderedDict()
@@ -77,14 +81,14 @@ class ResponderDelivery:
         return tagged or peer in self._acking
 
     # -- questions --------------------------------------------------------------------------------
-    def seen_before(self, sender: str, msg: ChatMessage) -> bool:
+    def seen_before(self, sender: str, msg_id: str) -> bool:
         """True when this question was already taken (remembers it otherwise).
 
         Args:
             sender: the asker's address.
-            msg: the question.
+            msg_id: the question's msg_id.
         """
-        key = (sender, str(msg.msg_id))
+        key = (sender, msg_id)
         if key in self._questions:
             return True
         self._questions[key] = None
@@ -99,7 +103,7 @@ class ResponderDelivery:
             peer: the asker's address.
             conversation: the question's msg_id.
         """
-        self.replay.prune(clock())
+        self.replay.prune(self.clock.now())
         return self.replay.open((peer, conversation))
 
     def ended(self, peer: str, conversation: str) -> None:
@@ -109,11 +113,11 @@ class ResponderDelivery:
             peer: the asker's address.
             conversation: the question's msg_id.
         """
-        self.replay.end((peer, conversation), clock())
+        self.replay.end((peer, conversation), self.clock.now())
 
     # -- delivery ops -----------------------------------------------------------------------------
     def control(
-        self, sender: str, op: dict[str, str], replies: Iterable[Outgoing], send: Send
+        self, sender: str, op: Mapping[str, str], replies: Iterable[Outgoing], send: Send
     ) -> Awaitable[None] | None:
         """Handle an asker's ``resend``/``cancel``; returns the resend work to run, if any.
 
@@ -139,7 +143,7 @@ class ResponderDelivery:
         if op.get("op") != OP_RESEND:
             return None
         lo = seq_number(op.get("from"))
-        buf = self.replay.get((sender, conv), clock())
+        buf = self.replay.get((sender, conv), self.clock.now())
         if lo is None or buf is None:
             LOG.debug("resend from %s for conversation %r: nothing kept", sender[:80], conv[:80])
             return None
@@ -151,18 +155,16 @@ class ResponderDelivery:
             return out.resend(chats)
         return _send_all(chats, send)
 
-    def session_cancels(self, sender: str, msg: ChatMessage, replies: Iterable[Outgoing]) -> bool:
+    def session_cancels(self, sender: str, msg: Incoming, replies: Iterable[Outgoing]) -> bool:
         """An EndSessionContent without text from ``sender``: cancel its open replies; True
         when it was such a message (it is not a question).
 
         Args:
             sender: the peer's address.
-            msg: the incoming ChatMessage.
+            msg: the incoming ChatMessage, read.
             replies: the replies being streamed.
         """
-        if not any(isinstance(i, EndSessionContent) for i in msg.content) or any(
-            isinstance(i, TextContent) and i.text for i in msg.content
-        ):
+        if not msg.cancels_session:
             return False
         for out in list(replies):
             if out.peer == sender and out.cancel():

@@ -41,7 +41,6 @@ import asyncio
 import contextlib
 import logging
 import sys
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redel
 from agent_stream.adapters.chat.wire import OP_KEEPALIVE, content_class, control, seq_span
 from agent_stream.message import error as error_message
 from agent_stream.uagents._chat_json import chat_json
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents._wakeup import Wakeup
 from agent_stream.uagents.transport._lanes import urgent
 from agent_stream.writer import StreamWriter
@@ -65,11 +65,6 @@ LOG = logging.getLogger("agent_stream.uagents")
 
 Send = Callable[[ChatMessage], Awaitable[tuple[bool, str]]]
 Respond = Callable[[StreamWriter], Awaitable[None]]
-
-
-def clock() -> float:
-    """The pump's clock (monotonic seconds)."""
-    return time.monotonic()
 
 
 def describe(exc: BaseException) -> str:
@@ -161,6 +156,7 @@ class Outgoing:
             ``ack_timeout`` alone).
         pipelined: the peer restores order by ``seq`` (a tagged asker): up to and with the
             first text, the reply's sends do not wait for one another.
+        clock: the runtime's clock (:mod:`agent_stream.uagents._clock`).
     """
 
     def __init__(
@@ -184,7 +180,9 @@ class Outgoing:
         open_replies: Callable[[], int] | None = None,
         ack_timer: PeerAckClock | None = None,
         pipelined: bool = False,
+        clock: Clock = LOOP_CLOCK,
     ) -> None:
+        self.clock = clock
         self.peer = peer
         self.pipelined = pipelined
         self._early: set[asyncio.Task[bool]] = set()  # sends before the first text, in flight
@@ -202,17 +200,17 @@ class Outgoing:
         self.sent = 0
         self.failed = 0
         self.peak_in_flight = 0
-        self.started = clock()
+        self.started = self.clock.now()
         self.dead = False  # the peer cannot be reached: stop sending
         self.status: str | None = None
         self.task: asyncio.Task[None] | None = None
         self._closing = False
         self._armed: float | None = None
-        self._wake_sender = Wakeup()
-        self._wake_timer = Wakeup()
+        self._wake_sender = Wakeup(clock)
+        self._wake_timer = Wakeup(clock)
         self._space = asyncio.Event()
         self._space.set()
-        self._acked = Wakeup()
+        self._acked = Wakeup(clock)
         self._acks_off = False
         # delivery: resend until acknowledged, replay buffer, keepalives, figures
         self.delivery = delivery or DeliveryPolicy()
@@ -220,7 +218,7 @@ class Outgoing:
             self.delivery, peer_acks=peer_acks, timer=ack_timer, repairable=pipelined
         )
         self.replay = replay
-        self.keepalive = Keepalive(self.delivery.keepalive, clock()) if keepalive else None
+        self.keepalive = Keepalive(self.delivery.keepalive, self.clock.now()) if keepalive else None
         self.duplicates = 0  # the question arrived again (acknowledged, not answered twice)
         self.repairs = 0  # repair requests served from the replay buffer
         self._high = 0  # the last seq sent
@@ -254,7 +252,7 @@ class Outgoing:
         """
         if self._tap is not None:
             self._tap(msg)
-        self._emit(self.encoder.feed(msg, clock()))
+        self._emit(self.encoder.feed(msg, self.clock.now()))
         if self.encoder.next_deadline != self._armed:
             self._wake_timer.set()
         if len(self.queue) > self.limits.max_buffered and not self.dead:
@@ -269,14 +267,14 @@ class Outgoing:
             thread_id: the message's thread (None: none).
             message_id: the message's id.
         """
-        self._emit(self.encoder.flush(thread_id, message_id, clock()))
+        self._emit(self.encoder.flush(thread_id, message_id, self.clock.now()))
         if self.encoder.next_deadline != self._armed:
             self._wake_timer.set()
 
     def _emit(self, chats: list[ChatMessage]) -> None:
         if chats and not self.dead:
             if not self.queue:
-                self._queued_at = clock()
+                self._queued_at = self.clock.now()
             self.queue.extend(chats)
             self._queued_chars += sum(map(_text_chars, chats))
             # Holding, the sender wakes only when this ends the hold: woken for every
@@ -291,7 +289,7 @@ class Outgoing:
             return 0.0
         if chars and not self._text_sent:  # the first text: the asker waits for it
             return 0.0
-        return self._queued_at + self._hold_for - clock()
+        return self._queued_at + self._hold_for - self.clock.now()
 
     def _held_after_send(self) -> None:
         """Set the hold the agent's load calls for (see the module doc): what the encoder
@@ -302,7 +300,7 @@ class Outgoing:
         hold = min(self.limits.max_hold, self._open_replies() / rate)
         self._hold_for = hold if hold >= self.limits.min_hold else 0.0
         if self.queue:  # what the send left queued waits from now
-            self._queued_at = clock()
+            self._queued_at = self.clock.now()
 
     # -- tasks ------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -343,7 +341,7 @@ class Outgoing:
         finally:
             self.status = status
             with contextlib.suppress(Exception):
-                self._emit(self.encoder.close(clock(), status=status, error=err))
+                self._emit(self.encoder.close(self.clock.now(), status=status, error=err))
             self._closing = True
             self._wake_sender.set()
             timer.cancel()
@@ -351,7 +349,7 @@ class Outgoing:
                 self._on_produced(self)
             try:
                 if cancelled or self.dead:
-                    await asyncio.wait_for(asyncio.shield(sender), self.limits.drain_timeout)
+                    await self.clock.wait_for(asyncio.shield(sender), self.limits.drain_timeout)
                 else:
                     await asyncio.shield(sender)
             except (asyncio.TimeoutError, asyncio.CancelledError):
@@ -382,7 +380,7 @@ class Outgoing:
         limits = self.limits
         rd = self.redelivery
         while True:
-            for key, chat in rd.due(clock()):
+            for key, chat in rd.due(self.clock.now()):
                 self._count(await self._deliver(key, chat))
             if rd.given_up or (self._failures >= limits.max_failures and not self._delivered):
                 # A ChatMessage's budget ran out, or nobody ever listened: stop.
@@ -394,7 +392,7 @@ class Outgoing:
                 )
                 return
             ka = self.keepalive
-            if ka is not None and not self.dead and ka.due(clock()):
+            if ka is not None and not self.dead and ka.due(self.clock.now()):
                 # ahead of queued text to an asker that restores order: it is how the asker
                 # tells a busy responder from a dead one (late, a thousand replies went lost)
                 with urgent() if self.pipelined else contextlib.nullcontext():
@@ -409,7 +407,7 @@ class Outgoing:
                     for d in (rd.next_deadline, ka.next_deadline if ka is not None else None)
                     if d is not None
                 ]
-                timeout = max(0.0, min(wake) - clock()) if wake else None
+                timeout = max(0.0, min(wake) - self.clock.now()) if wake else None
                 await self._wake_sender.wait(timeout)
                 continue
             hold = self._hold()
@@ -421,7 +419,7 @@ class Outgoing:
                     for d in (rd.next_deadline, ka.next_deadline if ka is not None else None)
                     if d is not None
                 ]
-                timeout = min([hold, *(max(0.0, d - clock()) for d in wake)])
+                timeout = min([hold, *(max(0.0, d - self.clock.now()) for d in wake)])
                 self._holding = True
                 try:
                     await self._wake_sender.wait(timeout)
@@ -487,7 +485,7 @@ class Outgoing:
     async def _deliver(self, key: str, chat: ChatMessage) -> bool:
         """One send (first or again) of ChatMessage ``key``, noted for redelivery."""
         ok, detail = await self._send(chat)
-        now = clock()
+        now = self.clock.now()
         if key in self.unacked:
             self.redelivery.sent(key, chat, ok, now)
         if self.keepalive is not None:
@@ -538,13 +536,13 @@ class Outgoing:
         )
         if not limit or self._acks_off:
             return
-        waited = clock()
+        waited = self.clock.now()
         while len(self.unacked) >= limit and not self.dead:
-            for key, chat in rd.due(clock()):
+            for key, chat in rd.due(self.clock.now()):
                 await self._deliver(key, chat)
             if rd.given_up or len(self.unacked) < limit:
                 return
-            now = clock()
+            now = self.clock.now()
             if not rd.peer_acks and now - waited >= self.limits.ack_timeout:
                 self._acks_off = True
                 LOG.info(
@@ -567,14 +565,14 @@ class Outgoing:
         """
         self.unacked.discard(key)
         if (
-            self.redelivery.acknowledged(key, clock()) or not self.redelivery.pending
+            self.redelivery.acknowledged(key, self.clock.now()) or not self.redelivery.pending
         ) and not self._holding:  # an acknowledgement does not end a hold
             self._wake_sender.set()
         self._acked.set()
 
     def at_risk(self) -> float:
         """Seconds during which some ChatMessage of the reply was possibly lost."""
-        return self.redelivery.at_risk(clock())
+        return self.redelivery.at_risk(self.clock.now())
 
     async def _timer_loop(self) -> None:
         """Release the chunker's buffered text at its deadline (a sentence never waits)."""
@@ -583,10 +581,10 @@ class Outgoing:
             d = enc.next_deadline
             self._armed = d
             self._wake_timer.clear()
-            timeout = None if d is None else max(0.0, d - clock())
+            timeout = None if d is None else max(0.0, d - self.clock.now())
             await self._wake_timer.wait(timeout)
             d = enc.next_deadline
-            now = clock()
+            now = self.clock.now()
             if d is not None and d <= now and not enc.finished:
                 self._emit(enc.poll(now))
 

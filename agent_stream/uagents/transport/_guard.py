@@ -34,7 +34,6 @@ import asyncio
 import json
 import logging
 import re
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ from uagents_core.identity import is_user_address
 from uagents_core.models import ErrorMessage
 
 from agent_stream.uagents import _compat
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents._ratelog import RateLimitedLog, TokenBucket
 from agent_stream.uagents.transport._parsed_payloads import HANDED_OVER, Handover, base_of
 
@@ -242,9 +242,13 @@ class AgentGuard:
     Args:
         agent: the uagents agent it guards.
         settings: its limits (None: the defaults).
+        clock: the runtime's clock (its rate buckets refill on it).
     """
 
-    def __init__(self, agent: Any, settings: GuardSettings | None = None) -> None:
+    def __init__(
+        self, agent: Any, settings: GuardSettings | None = None, clock: Clock = LOOP_CLOCK
+    ) -> None:
+        self.clock = clock
         self.agent = agent
         self.stats: dict[str, int] = {"dropped": 0, "error_replies": 0, "http_refused": 0}
         self._handle: HandleMessage | None = None
@@ -268,7 +272,7 @@ class AgentGuard:
         """
         self.settings = settings
         self.log = RateLimitedLog(LOG, settings.log_burst, settings.log_period)
-        self._error_budget = TokenBucket(settings.error_rate, settings.error_rate)
+        self._error_budget = TokenBucket(settings.error_rate, settings.error_rate, self.clock)
 
     # -- the check ---------------------------------------------------------------------------------
     def check(self, schema_digest: str, message: Any) -> str | None:
@@ -436,7 +440,7 @@ class AgentGuard:
 
     def _reply_error(self, sender: str, reason: str) -> None:
         """uagents' usual answer to a payload that does not parse, rate-limited per sender."""
-        now = time.monotonic()
+        now = self.clock.now()
         last = self._last_error_reply.get(sender)
         if last is not None and now - last < self.settings.error_interval:
             return

@@ -43,7 +43,6 @@ the longest (:mod:`agent_stream._header_timeout`; limits read when the server st
 from __future__ import annotations
 
 import json
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -84,8 +83,8 @@ class Edge:
 
     def _reset(self) -> None:
         s = self._settings = self.guard.settings
-        self._new = TokenBucket(s.new_senders_per_second)
-        self._unsigned = TokenBucket(s.unsigned_per_second)
+        self._new = TokenBucket(s.new_senders_per_second, clock=self.guard.clock)
+        self._unsigned = TokenBucket(s.unsigned_per_second, clock=self.guard.clock)
         self._known: OrderedDict[str, tuple[float, TokenBucket]] = OrderedDict()
 
     def admit(self, sender: Any, signed: bool) -> bool:
@@ -100,7 +99,7 @@ class Edge:
         if not signed or not isinstance(sender, str) or sender.startswith("user"):
             return self._unsigned.take()
         entry = self._known.get(sender)
-        if entry is not None and time.monotonic() - entry[0] < KNOWN_FOR:
+        if entry is not None and self.guard.clock.now() - entry[0] < KNOWN_FOR:
             return entry[1].take()
         return self._new.take()
 
@@ -111,15 +110,21 @@ class Edge:
             sender: the verified sender's address.
         """
         entry = self._known.pop(sender, None)
-        bucket = entry[1] if entry is not None else TokenBucket(self._rate(sender))
-        self._known[sender] = (time.monotonic(), bucket)
+        bucket = (
+            entry[1]
+            if entry is not None
+            else TokenBucket(self._rate(sender), clock=self.guard.clock)
+        )
+        self._known[sender] = (self.guard.clock.now(), bucket)
         while len(self._known) > MAX_KNOWN:
             self._known.popitem(last=False)
 
     def _rate(self, sender: str) -> float:
         s = self.guard.settings
         until = self._answering.get(sender)
-        trusted = sender in s.trusted_senders or (until is not None and until > time.monotonic())
+        trusted = sender in s.trusted_senders or (
+            until is not None and until > self.guard.clock.now()
+        )
         return s.trusted_envelopes_per_second if trusted else s.sender_envelopes_per_second
 
     def answering(self, sender: str) -> None:
@@ -129,14 +134,14 @@ class Edge:
         Args:
             sender: the address of the peer answering this agent.
         """
-        self._answering[sender] = time.monotonic() + KNOWN_FOR
+        self._answering[sender] = self.guard.clock.now() + KNOWN_FOR
         self._answering.move_to_end(sender)
         while len(self._answering) > MAX_KNOWN:
             self._answering.popitem(last=False)
         entry = self._known.get(sender)
         rate = self.guard.settings.trusted_envelopes_per_second
         if entry is not None and entry[1].rate != rate:
-            self._known[sender] = (entry[0], TokenBucket(rate))
+            self._known[sender] = (entry[0], TokenBucket(rate, clock=self.guard.clock))
 
     def refused(self) -> None:
         self.guard.stats["http_refused"] += 1

@@ -46,7 +46,6 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -59,6 +58,7 @@ from uagents_core.models import Model
 from uagents_core.types import DeliveryStatus, MsgStatus
 
 from agent_stream.uagents import _compat
+from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents.transport._pool import MAX_BATCH, MAX_BATCH_BYTES, EnvelopePoster
 
 __all__ = [
@@ -219,15 +219,24 @@ def _settle(fut: asyncio.Future[Any], result: Any) -> None:
 class PeerDispenser(Dispenser):  # type: ignore[misc]
     """An agent's dispenser with one lane per destination (see the module doc)."""
 
-    def __init__(self, limits: LaneLimits | None = None, *, stock: Dispenser | None = None) -> None:
+    def __init__(
+        self,
+        limits: LaneLimits | None = None,
+        *,
+        stock: Dispenser | None = None,
+        clock: Clock = LOOP_CLOCK,
+    ) -> None:
         """Make the dispenser; no lane runs until an envelope comes.
 
         Args:
             limits: the lanes' bounds (None: the defaults).
             stock: where envelopes not for lanes go (None: this dispenser's own uagents
                 queue, which :meth:`run` serves the uagents way).
+            clock: the runtime's clock (stalls are timed on it; a post's own timeout is
+                network time, on the loop).
         """
         super().__init__()
+        self.clock = clock
         self.limits = limits or LaneLimits()
         self._stock = stock
         self._lanes: dict[str, _Lane] = {}
@@ -267,7 +276,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 super().add_envelope(envelope, endpoints, response_future, sync)
             return
         target = str(envelope.target)
-        now = time.monotonic()
+        now = self.clock.now()
         lane = self._lanes.get(target)
         if lane is None:
             until = self._stalled.get(target, 0.0)
@@ -409,10 +418,10 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 await asyncio.gather(*posts, return_exceptions=True)
             if self._lanes.get(lane.target) is lane:
                 del self._lanes[lane.target]
-            if lane.stalled_until > time.monotonic():
+            if lane.stalled_until > self.clock.now():
                 self._stalled[lane.target] = lane.stalled_until
                 if len(self._stalled) > self.limits.max_lanes:
-                    now = time.monotonic()
+                    now = self.clock.now()
                     self._stalled = {t: u for t, u in self._stalled.items() if u > now}
             for env, _, fut, _, _ in (*lane.urgent, *lane.queue):  # cancelled: none waits
                 _settle(fut, _failed(env, NOT_SENT))
@@ -432,7 +441,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
             if fut.done():  # the sender stopped waiting
                 source.popleft()
                 continue
-            if lane.stalled_until > time.monotonic():
+            if lane.stalled_until > self.clock.now():
                 source.popleft()
                 _settle(fut, _failed(env, "peer not answering"))
                 continue
@@ -475,7 +484,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
                 not lane.queue
                 and not lane.urgent
                 and not lane.posting
-                and lane.stalled_until <= time.monotonic()
+                and lane.stalled_until <= self.clock.now()
                 and self._lanes.get(lane.target) is lane
             ):
                 del self._lanes[lane.target]  # idle: gone before its sender hears back
@@ -500,7 +509,7 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         except asyncio.TimeoutError:
             lane.timeouts += 1
             if lane.timeouts >= self.limits.max_timeouts:
-                lane.stalled_until = time.monotonic() + self.limits.stall_for
+                lane.stalled_until = self.clock.now() + self.limits.stall_for
                 LOG.warning(
                     "%s does not answer (%d posts timed out after %g s); sends to it fail for %g s",
                     lane.target[:24],
@@ -539,7 +548,9 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         await self.poster.close()
 
 
-def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
+def isolate(
+    agent: Any, limits: LaneLimits | None = None, clock: Clock = LOOP_CLOCK
+) -> PeerDispenser:
     """Give ``agent`` a :class:`PeerDispenser` (idempotent); returns it.
 
     Before the agent starts, it becomes the dispenser uagents runs. On a running agent,
@@ -549,11 +560,14 @@ def isolate(agent: Any, limits: LaneLimits | None = None) -> PeerDispenser:
     Args:
         agent: the uagents agent.
         limits: the lanes' bounds (None: the defaults; ignored when it has one already).
+        clock: the runtime's clock.
     """
     current = _compat.dispenser_of(agent)
     if isinstance(current, PeerDispenser):
         return current
-    dispenser = PeerDispenser(limits, stock=current if _compat.started(agent) else None)
+    dispenser = PeerDispenser(
+        limits, stock=current if _compat.started(agent) else None, clock=clock
+    )
     _compat.set_dispenser(agent, dispenser)
     if not _compat.started(agent):
         return dispenser
