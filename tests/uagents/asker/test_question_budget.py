@@ -21,7 +21,7 @@ from uagents_core.contrib.protocols.chat import (
 
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
 from agent_stream.errors import WarningCode
-from agent_stream.uagents import ChatSettings, StreamingChat
+from agent_stream.uagents import ChatSettings, DrivenClock, StreamingChat
 from agent_stream.uagents.asker._delivery import resend_question
 
 # 4 tries within 1 s: 0, 0.1, 0.3, 0.7 s by the policy alone
@@ -116,23 +116,28 @@ async def test_an_acknowledgement_later_than_the_policys_budget_is_still_waited_
 
 
 async def test_the_stretched_budget_is_bounded_and_says_whether_it_was_spent() -> None:
+    # On a driven clock: each resend waits the peer's pace (9 s, capped at max_delay 0.15 s)
+    # instead of the policy's, so every try is made and the budget stretches, exactly.
     policy = DeliveryPolicy(tries=3, within=0.2, ack_timeout=0.05, max_delay=0.15, jitter=0.0)
     question = ChatMessage(content=[TextContent(text="hi")])
+    clock = DrivenClock(start=0.0)
     sends: list[float] = []
-    start = time.monotonic()
 
     async def send(chat: ChatMessage) -> tuple[bool, str]:
-        sends.append(time.monotonic() - start)
+        sends.append(clock.now())
         return True, "delivered"
 
-    never = await resend_question(send, question, lambda: False, policy, lambda: None, lambda: 9.0)
-    took = time.monotonic() - start
-    assert never is True
-    assert len(sends) == policy.tries - 1  # every resend, however slow the peer's pace
-    assert all(b - a >= 0.14 for a, b in zip([0.0, *sends], sends, strict=False))
-    assert took <= policy.within + policy.tries * policy.max_delay + 0.3
-    answered = await resend_question(send, question, lambda: True, policy, lambda: None, None)
-    assert answered is False
+    spending = asyncio.create_task(
+        resend_question(send, question, lambda: False, policy, lambda: None, lambda: 9.0, clock)
+    )
+    took = await clock.run_until(spending.done, step=0.01, limit=5.0)
+    assert spending.result() is True  # spent, never answered
+    assert sends == pytest.approx([0.15, 0.30])  # every resend, at the peer's (capped) pace
+    assert took <= policy.within + policy.tries * policy.max_delay
+    answered = await resend_question(
+        send, question, lambda: True, policy, lambda: None, None, clock
+    )
+    assert answered is False and len(sends) == 2
 
 
 async def test_the_idle_timeout_also_bounds_the_wait_for_an_acknowledgement(pair: Pair) -> None:
