@@ -58,6 +58,7 @@ MAX_SESSION_CHARS = 200
 STEP_CHARS = 500  # a step's arguments or result, shortened to this in its progress line
 # the wire the tool reads the reply in: every channel but reasoning
 CHANNELS = "text,tool,structured,status,error"
+_TEXT_EVENTS = ("message.delta", "message.snapshot", "refusal.delta", "refusal.snapshot")
 _TOOL_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -100,22 +101,20 @@ class _Answer:
         # a tool call is said once its arguments came: when anything else comes
         lines = [f"[tool call {n}] {_short(a)}".rstrip() for n, a in self.calling.values()]
         self.calling.clear()
-        if kind in ("message.delta", "message.snapshot"):
+        if kind in _TEXT_EVENTS:
             return [(False, x) for x in lines] + [(True, x) for x in self._text(str(kind), data)]
         return [(False, x) for x in lines + self._step(str(kind), data)]
 
     def _text(self, kind: str, data: dict[str, Any]) -> list[str]:
-        mid = str(data.get("message_id", ""))
-
-        if kind == "message.delta":
+        # message ids are unique within a thread: parallel threads may each have an M1
+        mid = f"{data.get('thread_id', '')}/{data.get('message_id', '')}"
+        if kind in ("message.delta", "refusal.delta"):
             piece = str(data.get("content", ""))
             self.texts[mid] = self.texts.get(mid, "") + piece
             return [piece] if piece else []
-        if kind == "message.snapshot":
-            whole = str(data.get("content", ""))
-            self.texts[mid] = whole
-            return [whole] if whole else []
-        return []
+        whole = str(data.get("content", ""))
+        self.texts[mid] = whole
+        return [whole] if whole else []
 
     def _step(self, kind: str, data: dict[str, Any]) -> list[str]:
         if kind == "tool_call.started":
