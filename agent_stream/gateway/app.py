@@ -93,8 +93,10 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True, with_mcp: bool = True)
                     "last-event-id",
                     "x-api-key",
                     "accept",
+                    "mcp-session-id",
+                    "mcp-protocol-version",
                 ],
-                expose_headers=["x-reply-id", *_WIRE_HEADERS],
+                expose_headers=["x-reply-id", "mcp-session-id", *_WIRE_HEADERS],
                 max_age=600,
             )
         )

@@ -34,7 +34,9 @@ import json
 import re
 import uuid
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
@@ -58,6 +60,7 @@ MAX_SESSION_CHARS = 200
 STEP_CHARS = 500  # a step's arguments or result, shortened to this in its progress line
 # the wire the tool reads the reply in: every channel but reasoning
 CHANNELS = "text,tool,structured,status,error"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 _TEXT_EVENTS = ("message.delta", "message.snapshot", "refusal.delta", "refusal.snapshot")
 _TOOL_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -373,6 +376,11 @@ class _Endpoint:
                 self._task.result()  # it failed: say why
         state = scope.setdefault("state", {})
         state["format"] = "mcp"
+        origin = Headers(scope=scope).get("origin")
+        if origin is not None and not _allowed_origin(origin, self.gw.config.cors_origins):
+            message = f"origin {origin[:200]!r} may not use /mcp (allow it with --cors-origin)"
+            await error_response("mcp", 403, "origin_not_allowed", message)(scope, receive, send)
+            return
         if scope.get("method") == "POST":
             # the gateway's own body cap, answered as a JSON-RPC error (the SDK's is plain text)
             try:
@@ -385,6 +393,19 @@ class _Endpoint:
         key = str(state.get("key", "local"))
         scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=key, scopes=[]))
         await self.manager.handle_request(scope, receive, send)
+
+
+def _allowed_origin(origin: str, allowed: list[str]) -> bool:
+    """Whether a browser page of ``origin`` may call: a ``--cors-origin``, or a page served from
+    the loopback interface. A page of any other site is refused, so that a site whose name
+    resolves to 127.0.0.1 (DNS rebinding) cannot reach the agents."""
+    if origin in allowed:
+        return True
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and parts.hostname in LOOPBACK_HOSTS
 
 
 def _replayed(body: bytes, receive: Receive) -> Receive:

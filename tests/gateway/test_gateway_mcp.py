@@ -388,3 +388,21 @@ async def test_a_cancel_stops_a_real_agents_reply(
         with contextlib.suppress(asyncio.CancelledError):
             await call
     await asyncio.to_thread(assert_echo_stopped, proc, "mcpcancel", stopped_at, within=3.0)
+
+
+async def test_a_page_of_another_site_is_refused_and_loopback_and_cors_origins_are_not(
+    tmp_path: Path,
+) -> None:
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    async with (
+        serve_gateway(
+            tmp_path, ["llm"], [text("hi")], cors_origins=["https://app.example.com"]
+        ) as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=30, headers=ACCEPT) as http,
+    ):
+        # a site whose name resolves to 127.0.0.1 (DNS rebinding) sends its own Origin
+        evil = await http.post("/mcp", content=ping, headers={"origin": "http://evil.example"})
+        assert evil.status_code == 403 and evil.json()["error"]["code"] == -32600
+        for origin in ("https://app.example.com", "http://127.0.0.1:5173", "http://localhost"):
+            r = await http.post("/mcp", content=ping, headers={"origin": origin})
+            assert r.status_code != 403, origin
