@@ -93,8 +93,9 @@ class _Answer:
         self.error: str | None = None
         self.errors: list[str] = []
 
-    def feed(self, ev: dict[str, Any]) -> list[tuple[bool, str]]:
-        """The progress lines of one event: (is it text, the line); text pieces as they are."""
+    def feed(self, ev: dict[str, Any]) -> list[tuple[str | None, str]]:
+        """The progress lines of one event: (the text's message, or None for a step; the line),
+        text pieces as they are."""
         kind, data = ev.get("type"), ev.get("data") or {}
         if kind == "tool_call.arguments.delta":
             call = self.calling.get(str(data.get("tool_call_id")))
@@ -104,13 +105,14 @@ class _Answer:
         # a tool call is said once its arguments came: when anything else comes
         lines = [f"[tool call {n}] {_short(a)}".rstrip() for n, a in self.calling.values()]
         self.calling.clear()
+        steps: list[tuple[str | None, str]] = [(None, x) for x in lines]
         if kind in _TEXT_EVENTS:
-            return [(False, x) for x in lines] + [(True, x) for x in self._text(str(kind), data)]
-        return [(False, x) for x in lines + self._step(str(kind), data)]
+            # message ids are unique within a thread: parallel threads may each have an M1
+            mid = f"{data.get('thread_id', '')}/{data.get('message_id', '')}"
+            return steps + [(mid, x) for x in self._text(mid, str(kind), data)]
+        return steps + [(None, x) for x in self._step(str(kind), data)]
 
-    def _text(self, kind: str, data: dict[str, Any]) -> list[str]:
-        # message ids are unique within a thread: parallel threads may each have an M1
-        mid = f"{data.get('thread_id', '')}/{data.get('message_id', '')}"
+    def _text(self, mid: str, kind: str, data: dict[str, Any]) -> list[str]:
         if kind in ("message.delta", "refusal.delta"):
             piece = str(data.get("content", ""))
             self.texts[mid] = self.texts.get(mid, "") + piece
@@ -210,6 +212,15 @@ class McpTools:
             "additionalProperties": False,
         }
 
+    def schema_of(self, name: str) -> dict[str, Any] | None:
+        """The input schema of the tool ``name`` (None: no such tool), for the SDK's check of a
+        2026-07-28 call's ``Mcp-Param-*`` headers.
+
+        Args:
+            name: the tool's name.
+        """
+        return self.input_schema() if name in self._agents() else None
+
     async def list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
         """``tools/list``: one tool per agent reachable now.
 
@@ -276,7 +287,7 @@ class McpTools:
 
         agent = self._agents().get(params.name)
         if agent is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name[:200]}")
         args = self._arguments(params.arguments if params.arguments is not None else {})
         if isinstance(args, str):
             return _error(args)
@@ -308,15 +319,15 @@ class McpTools:
                 gw.store, run.id, "channels", options, parsed=gw.runs.parsed
             ):
                 lines: list[str] = []
-                text_last = False  # the last line is text (not a step)
+                last: str | None = None  # the message of the last line (None: a step)
                 for _, ev in batch:
-                    for is_text, line in answer.feed(ev):
-                        # pieces of text that came together go as one notification
-                        if is_text and text_last:
+                    for mid, line in answer.feed(ev):
+                        # pieces of one text that came together go as one notification
+                        if mid is not None and mid == last:
                             lines[-1] += line
                         else:
                             lines.append(line)
-                        text_last = is_text
+                        last = mid
                 for line in lines:
                     sent += 1
                     await ctx.session.report_progress(sent, message=line)
@@ -437,6 +448,7 @@ def server(tools: McpTools) -> Server[Any]:
         "agent-stream-gateway",
         version=__version__,
         instructions="Each tool is a Fetch.ai agent: call it with a question.",
+        get_tool_input_schema=tools.schema_of,
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
     )

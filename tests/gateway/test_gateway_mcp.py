@@ -339,6 +339,26 @@ async def test_cancelling_a_call_cancels_the_agents_reply(tmp_path: Path) -> Non
         assert (await s.list_tools()).tools
 
 
+async def test_at_2026_07_28_closing_the_calls_stream_cancels_the_agents_reply(
+    tmp_path: Path,
+) -> None:
+    async with _held_gateway(tmp_path) as (url, held), Client(url + "/mcp") as client:
+        assert client.protocol_version == "2026-07-28"
+        started = asyncio.Event()
+
+        async def progress(p: float, total: float | None, message: str | None) -> None:
+            started.set()
+
+        call = asyncio.create_task(
+            client.call_tool("llm", {"question": "hold"}, progress_callback=progress)
+        )
+        await asyncio.wait_for(started.wait(), 10)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        await asyncio.wait_for(held.replies[0].cancelled.wait(), 10)
+
+
 # -- a real gateway in front of real agents -------------------------------------------------------
 async def test_a_real_agent_answers_through_mcp_with_progress(gateway: Gateway) -> None:
     messages: list[str] = []
