@@ -57,6 +57,7 @@ __all__ = ["MAX_SESSIONS", "McpTools", "routes", "tool_name"]
 PATH = "/mcp"
 MAX_SESSIONS = 4096  # (caller, agent, session) conversations remembered, least recent forgotten
 MAX_SESSION_CHARS = 200
+SESSION_IDLE = 600.0  # seconds an idle MCP session is kept (the resume window, if longer)
 STEP_CHARS = 500  # a step's arguments or result, shortened to this in its progress line
 # the wire the tool reads the reply in: every channel but reasoning
 CHANNELS = "text,tool,structured,status,error"
@@ -465,7 +466,7 @@ def routes(gw: Gateway) -> list[Route]:
     manager = StreamableHTTPSessionManager(
         app=server(McpTools(gw)),
         max_request_body_size=gw.config.max_body_bytes,
-        session_idle_timeout=max(gw.config.resume_window, 600.0),
+        session_idle_timeout=max(gw.config.resume_window, SESSION_IDLE),
         max_sessions=gw.config.max_tasks,
     )
     return [Route(PATH, _Endpoint(gw, manager), methods=["GET", "POST", "DELETE"])]
