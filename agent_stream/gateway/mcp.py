@@ -23,7 +23,8 @@ asks in the same envelope session, so the agent remembers the earlier turns (the
 :data:`MAX_SESSIONS` are kept); without it, each call is a conversation of its own.
 
 The caller is the API key (or the client address without keys): an MCP session is bound to the
-caller that opened it (another key using its id is answered as for an unknown session).
+caller that opened it (another key using its id is answered as for an unknown session), and a
+caller holds at most ``max_tasks_per_key`` sessions at once (:mod:`.mcp_sessions`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,14 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
-from agent_stream.gateway.middleware import HTTPError, caller, error_response, read_body
+from agent_stream.gateway.mcp_sessions import SessionBook
+from agent_stream.gateway.middleware import (
+    HTTPError,
+    caller,
+    error_response,
+    json_value,
+    read_body,
+)
 from agent_stream.gateway.views import event_batches
 from agent_stream.recent import RecentMap
 
@@ -357,6 +365,7 @@ class _Endpoint:
     def __init__(self, gw: Gateway, manager: StreamableHTTPSessionManager) -> None:
         self.gw = gw
         self.manager = manager
+        self.book = SessionBook(gw.config.max_tasks_per_key, manager.session_idle_timeout or 0)
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -393,6 +402,8 @@ class _Endpoint:
             message = f"origin {origin[:200]!r} may not use /mcp (allow it with --cors-origin)"
             await error_response("mcp", 403, "origin_not_allowed", message)(scope, receive, send)
             return
+        key = str(state.get("key", "local"))
+        sid = Headers(scope=scope).get("mcp-session-id")
         if scope.get("method") == "POST":
             # the gateway's own body cap, answered as a JSON-RPC error (the SDK's is plain text)
             try:
@@ -401,10 +412,45 @@ class _Endpoint:
                 await error_response("mcp", exc.status, exc.code, exc.message)(scope, receive, send)
                 return
             receive = _replayed(body, receive)
+            if sid is None and _opens_session(body) and self.book.full(key):
+                message = (
+                    f"at most {self.book.per_key} MCP sessions at once per API key: "
+                    "close one (DELETE /mcp) or let it idle out"
+                )
+                await error_response("mcp", 429, "busy", message, {"retry-after": "2"})(
+                    scope, receive, send
+                )
+                return
         # the SDK binds each MCP session to the caller that opened it
-        key = str(state.get("key", "local"))
         scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=key, scopes=[]))
-        await self.manager.handle_request(scope, receive, send)
+        await self.manager.handle_request(scope, receive, self._watched(key, sid, scope, send))
+
+    def _watched(self, key: str, sid: str | None, scope: Scope, send: Send) -> Send:
+        """``send``, noting in the book the sessions its responses open and close."""
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                if sid is None:
+                    given = Headers(raw=list(message.get("headers") or ())).get("mcp-session-id")
+                    if given is not None and status < 400:
+                        self.book.opened(key, given)
+                elif status == 404 or (scope.get("method") == "DELETE" and status < 300):
+                    self.book.closed(sid, key)
+                else:
+                    self.book.named(key, sid)
+            await send(message)
+
+        return watched
+
+
+def _opens_session(body: bytes) -> bool:
+    """Whether a POST without a session id is an ``initialize`` (what opens a session)."""
+    try:
+        data = json_value(body)
+    except HTTPError:
+        return False  # the SDK answers it
+    return isinstance(data, dict) and data.get("method") == "initialize"
 
 
 def _allowed_origin(origin: str, allowed: list[str]) -> bool:

@@ -426,3 +426,52 @@ async def test_a_page_of_another_site_is_refused_and_loopback_and_cors_origins_a
         for origin in ("https://app.example.com", "http://127.0.0.1:5173", "http://localhost"):
             r = await http.post("/mcp", content=ping, headers={"origin": origin})
             assert r.status_code != 403, origin
+
+
+def _initialize(key: str) -> dict[str, Any]:
+    return {
+        "headers": {"authorization": f"Bearer {key}"},
+        "json": {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+    }
+
+
+async def test_a_caller_may_hold_max_tasks_per_key_sessions_and_no_more(tmp_path: Path) -> None:
+    async with (
+        serve_gateway(
+            tmp_path, ["llm"], [text("hi")], api_keys=["ka", "kb"], max_tasks_per_key=2
+        ) as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=30, headers=ACCEPT) as http,
+    ):
+        opened = [await http.post("/mcp", **_initialize("ka")) for _ in range(2)]
+        assert all(r.status_code == 200 for r in opened)
+        third = await http.post("/mcp", **_initialize("ka"))
+        assert third.status_code == 429 and third.json()["error"]["code"] == -32600
+        assert "at most 2 MCP sessions" in third.json()["error"]["message"]
+        # another key's sessions are its own
+        assert (await http.post("/mcp", **_initialize("kb"))).status_code == 200
+        # another key deleting ka's session is told it does not exist, and frees nothing
+        sid = opened[0].headers["mcp-session-id"]
+        bad = await http.delete(
+            "/mcp", headers={"authorization": "Bearer kb", "mcp-session-id": sid}
+        )
+        assert bad.status_code == 404
+        assert (await http.post("/mcp", **_initialize("ka"))).status_code == 429
+        gone = await http.delete(
+            "/mcp",
+            headers={
+                "authorization": "Bearer ka",
+                "mcp-session-id": sid,
+                "mcp-protocol-version": "2025-11-25",
+            },
+        )
+        assert gone.status_code == 200
+        assert (await http.post("/mcp", **_initialize("ka"))).status_code == 200
