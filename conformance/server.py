@@ -196,8 +196,18 @@ class McpGateway:
 
     async def start(self) -> str:
         import hashlib
+        import logging
 
         import uvicorn
+
+        # uagents (which the gateway asks through) sets up INFO logging on the root logger when
+        # imported: the suite's output stays its report
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        import agent_stream.uagents  # noqa: F401
+
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
         from agent_stream.gateway.app import Gateway, build_app
         from agent_stream.gateway.config import GatewayConfig
