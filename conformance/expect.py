@@ -379,6 +379,43 @@ def check_chat(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
     }
 
 
+def _within(text: str, hay: str) -> bool:
+    """``text``'s characters occur in ``hay`` in order (other characters between them)."""
+    chars = iter(hay)
+    return all(c in chars for c in text)
+
+
+def check_mcp(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
+    """MCP (``/mcp`` of the gateway): the result is the texts, ``isError`` unless the reply
+    completed (with its error); progress carries the texts in order and a line per tool call."""
+    texts = [t for t in e.texts if t]
+    got = seen["text"]
+    if e.status == "completed":
+        fin_ok = not seen["is_error"]
+        text_ok = got == "\n\n".join(texts)
+    else:
+        fin_ok = seen["is_error"] and (e.status != "error" or (e.error or "") in got)
+        text_ok = got.startswith("\n\n".join(texts))
+    calls = [
+        line[len("[tool call ") : line.index("]")]
+        for line in seen["progress"]
+        if line.startswith("[tool call ") and "]" in line
+    ]
+    want_calls = [t["name"] or "tool" for t in e.tools]
+    said = "".join(seen["progress"])
+    # parallel threads' texts interleave: each is still there, its characters in order
+    threads = {i.thread for i in e.order if i.kind == "text"}
+    progress_ok = stream in REWRITES or (
+        all(_within(t, said) for t in texts) if len(threads) > 1 else in_order(said, texts)
+    )
+    return {
+        "text": (text_ok, json.dumps(got)[:160]),
+        "finish": (fin_ok, f"is_error={seen['is_error']} status={e.status}"),
+        "tools": (calls == want_calls, json.dumps(calls)[:200]),
+        "progress": (progress_ok and seen["increasing"], json.dumps(seen["progress"])[:200]),
+    }
+
+
 CHECKERS = {
     "node-openai": lambda s, e, n: check_openai(s, e, n),
     "python-openai": lambda s, e, n: check_openai(s, e, n),
@@ -388,6 +425,7 @@ CHECKERS = {
     "node-ai5-ui-stream": check_ui,
     "python-a2a-sdk": check_a2a,
     "python-chat": check_chat,
+    "python-mcp": check_mcp,
 }
 
 # Checks known to fail, by (wire, stream or "*", check) -> the reason: reported as "xfail"
@@ -404,6 +442,7 @@ WIRE_OF = {
     "node-ai5-ui-stream": "aisdk",
     "python-a2a-sdk": "a2a",
     "python-chat": "chat",
+    "python-mcp": "mcp",
 }
 
 
@@ -434,7 +473,7 @@ def check_protocol(client: str, seen: dict[str, Any], wires: dict[str, str]) -> 
     if client == "node-ag-ui":
         ok = seen["verify_error"] is None and (seen["error"] is None or seen["finish"] == "error")
         return {"protocol": (ok, f"{seen['verify_error']} {seen['error']}")}
-    if client == "python-chat":
+    if client in ("python-chat", "python-mcp"):
         return {"protocol": (True, "")}  # decoded without a bad line (else it crashed)
     if client == "python-a2a-sdk":
         return {

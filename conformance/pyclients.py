@@ -184,3 +184,32 @@ async def chat_client(base: str, stream: str) -> dict[str, Any]:
         "messages": [m.to_json() for m in msgs],
         "warnings": [str(w) for w in dec.drain_warnings()],
     }
+
+
+async def mcp_client(base: str, stream: str) -> dict[str, Any]:
+    """The ``mcp`` SDK's client (``streamable_http_client`` and ``ClientSession``): the tool
+    named after the stream called with a progress token; the progress lines and the result."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    progress: list[str] = []
+    values: list[float] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        values.append(p)
+        progress.append(message or "")
+
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        streamable_http_client(f"{base}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool(stream, {"question": "hi"}, progress_callback=on_progress)
+    return {
+        "text": "".join(c.text for c in result.content if c.type == "text"),
+        "is_error": bool(result.is_error),
+        "progress": progress,
+        "increasing": values == sorted(set(values)),
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,8 @@ sys.path.insert(0, str(HERE))
 
 from corpus import corpus, fuzz  # noqa: E402
 from expect import CHECKERS, KNOWN, WIRE_OF, check_protocol, expected, known  # noqa: E402
-from pyclients import a2a_client, chat_client, openai_client  # noqa: E402
-from server import WireServer  # noqa: E402
+from pyclients import a2a_client, chat_client, mcp_client, openai_client  # noqa: E402
+from server import McpGateway, WireServer  # noqa: E402
 
 from agent_stream.assemble import assemble  # noqa: E402
 
@@ -35,6 +36,8 @@ PY_CLIENTS = {
     "python-a2a-sdk": a2a_client,
     "python-chat": chat_client,
 }
+# clients of the gateway itself (its /mcp), whose agents replay the corpus streams
+GATEWAY_CLIENTS = {"python-mcp": mcp_client}
 
 
 async def node_results(base: str, names: list[str]) -> list[dict[str, Any]]:
@@ -66,22 +69,27 @@ async def main(names: list[str]) -> int:
     names = names or list(streams)
     server = WireServer(streams)
     base = await server.start()
+    folder = tempfile.TemporaryDirectory()
+    gateway = McpGateway(streams, Path(folder.name))
     t0 = time.monotonic()
     try:
+        gateway_base = await gateway.start()
         results: list[dict[str, Any]] = []
         for name in names:
-            for client, run in PY_CLIENTS.items():
+            clients = [(c, r, base) for c, r in PY_CLIENTS.items()]
+            clients += [(c, r, gateway_base) for c, r in GATEWAY_CLIENTS.items()]
+            for client, run, url in clients:
                 try:
-                    results.append(
-                        {"client": client, "stream": name, "seen": await run(base, name)}
-                    )
+                    results.append({"client": client, "stream": name, "seen": await run(url, name)})
                 except Exception as exc:
                     results.append(
                         {"client": client, "stream": name, "crash": f"{type(exc).__name__}: {exc}"}
                     )
         results += await node_results(base, names)
     finally:
+        await gateway.stop()
         await server.stop()
+        folder.cleanup()
     return report(results, streams, exact, server, time.monotonic() - t0)
 
 

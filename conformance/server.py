@@ -156,3 +156,95 @@ class WireServer:
             raise web.HTTPBadRequest(text="only message/stream is served")
         text, warns = _a2a(self._msgs(request), body.get("id"))
         return await self._send(request, "a2a", text, warns)
+
+
+class _Replayed:
+    """A corpus stream as an agent's reply to the gateway: its Messages, then the status its
+    stream_end says (none: the reply was lost)."""
+
+    def __init__(self, msgs: list[Message]) -> None:
+        self.msgs = msgs
+        self.status: str | None = None
+        self.chat_messages = 0
+
+    async def __aiter__(self) -> Any:
+        for m in self.msgs:
+            self.chat_messages += 1
+            yield m
+            await asyncio.sleep(0)
+        ends = [m for m in self.msgs if (m.props or {}).get("event") == "stream_end"]
+        self.status = str((ends[-1].props or {}).get("status") or "error") if ends else "lost"
+
+    def cancel(self) -> None:
+        self.status = "cancelled"
+
+
+class McpGateway:
+    """The real gateway (its Starlette app on uvicorn, 127.0.0.1) whose agents are the corpus
+    streams: the agent named NAME answers stream NAME, so ``/mcp``'s tool NAME replays it."""
+
+    def __init__(self, streams: dict[str, list[Message]], folder: Any) -> None:
+        self.streams = streams
+        self.folder = folder
+        self.url = ""
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._gw: Any = None
+
+    async def ask(self, address: str, question: str, **_: Any) -> _Replayed:
+        return _Replayed(self.streams[self._names[address]])
+
+    async def start(self) -> str:
+        import hashlib
+        import logging
+
+        import uvicorn
+
+        # uagents (which the gateway asks through) sets up INFO logging on the root logger when
+        # imported: the suite's output stays its report
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        import agent_stream.uagents  # noqa: F401
+
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+        from agent_stream.gateway.app import Gateway, build_app
+        from agent_stream.gateway.config import GatewayConfig
+        from agent_stream.gateway.link import Agents
+        from agent_stream.uagents import LocalDirectory
+        from agent_stream.uagents.local._agents import free_port
+
+        directory = LocalDirectory(self.folder / "agents.json")
+        self._names: dict[str, str] = {}
+        for name in self.streams:
+            address = "agent1q" + hashlib.sha256(name.encode()).hexdigest()[:52]
+            directory.register(address, f"http://127.0.0.1:1/{name}", name=name)
+            self._names[address] = name
+        self._gw = Gateway(GatewayConfig(max_replies_per_key=64), Agents([], directory), self)
+        port = free_port()
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                build_app(self._gw, with_a2a=False),
+                host="127.0.0.1",
+                port=port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+            )
+        )
+        self._task = asyncio.create_task(self._server.serve())
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+            await asyncio.sleep(0.01)
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._server is None or self._task is None:
+            return
+        self._server.should_exit = True
+        await self._gw.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(self._task, 10)

@@ -1,7 +1,8 @@
 """The gateway's ASGI app: every endpoint of a :class:`~agent_stream.gateway.core.Gateway`.
 
-Routes in :mod:`.routes`, A2A in :mod:`.a2a`, the page in :mod:`.page`. Middleware, outermost
-first: the access log, CORS (only for ``--cors-origin`` origins; none by default), API keys.
+Routes in :mod:`.routes`, A2A in :mod:`.a2a`, MCP in :mod:`.mcp`, the page in :mod:`.page`.
+Middleware, outermost first: the access log, CORS (only for ``--cors-origin`` origins; none by
+default), API keys.
 """
 
 from __future__ import annotations
@@ -56,12 +57,13 @@ def _preload_wires() -> None:
         importlib.import_module("anyio._backends._asyncio")
 
 
-def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
+def build_app(gateway: Gateway, *, with_a2a: bool = True, with_mcp: bool = True) -> Starlette:
     """The ASGI app serving every endpoint of ``gateway``.
 
     Args:
         gateway: the agents, runs and resume store the endpoints share.
         with_a2a: serve A2A (``/a2a/{agent}`` and the agent cards; needs ``a2a-sdk``).
+        with_mcp: serve MCP (``/mcp``, each agent a tool; needs ``mcp``).
     """
     _preload_wires()
     route_list = [
@@ -73,6 +75,10 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
         from agent_stream.gateway import a2a
 
         route_list = [*a2a.routes(gateway), *route_list]
+    if with_mcp:
+        from agent_stream.gateway import mcp
+
+        route_list = [*mcp.routes(gateway), *route_list]
     # outermost: the request's span (continuing its traceparent) covers everything
     middleware = [Middleware(TraceMiddleware), Middleware(AccessLog, runs=gateway.runs)]
     if gateway.config.cors_origins:
@@ -87,8 +93,10 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
                     "last-event-id",
                     "x-api-key",
                     "accept",
+                    "mcp-session-id",
+                    "mcp-protocol-version",
                 ],
-                expose_headers=["x-reply-id", *_WIRE_HEADERS],
+                expose_headers=["x-reply-id", "mcp-session-id", *_WIRE_HEADERS],
                 max_age=600,
             )
         )

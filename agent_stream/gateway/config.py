@@ -49,8 +49,11 @@ class GatewayConfig:
         max_tasks_per_key: A2A tasks kept per API key (per client address without keys), for
             ``tasks/get`` and follow-ups; past it a new task makes room by forgetting finished
             tasks, least recently used first, and is refused (JSON-RPC -32000) when all are
-            working or input-required.
-        max_tasks: A2A tasks kept in all, every agent's and caller's together (the same rule).
+            working or input-required. Also the MCP sessions one caller may have open at
+            ``/mcp`` (past it, an ``initialize`` is refused with HTTP 429).
+        max_tasks: A2A tasks kept in all, every agent's and caller's together (the same rule);
+            also the MCP sessions open at once at ``/mcp`` (past it, a new one is refused with
+            HTTP 503; a session idle for 10 minutes, or the resume window if longer, is closed).
         header_timeout: seconds a client has to send a request's headers, from connecting (or
             from the first byte of a later request on a kept-alive connection); then the
             connection is closed (slow clients, slowloris).

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -127,6 +128,14 @@ class Gateway:
             max_runs=config.max_replies,
             timeout=config.reply_timeout,
         )
+        # what else stops with the gateway (the MCP sessions), after the runs
+        self.closing: list[Callable[[], Awaitable[None]]] = []
+
+    async def close(self) -> None:
+        """Cancel every run, then stop what registered in :attr:`closing`."""
+        await self.runs.close()
+        for stop in self.closing:
+            await stop()
 
     # -- asking -----------------------------------------------------------------------------------
     def agent(self, name: str | None) -> AgentRef:
@@ -160,7 +169,8 @@ class Gateway:
         aliases: tuple[str, ...] = (),
         reply_id: str | None = None,
         sse: bool = True,
-        history: tuple[Turn, ...] = (),
+        history: tuple[Turn, ...] | None = (),
+        session: uuid.UUID | None = None,
     ) -> Run:
         """Ask: one run, its log created and the question delivered.
 
@@ -174,8 +184,10 @@ class Gateway:
             aliases: more names that find the reply (a run id, a chat id, a completion id).
             reply_id: the reply's id (None: a new one).
             sse: for ``native``: SSE framing, else JSON lines.
-            history: the client's messages before the question, sent with it (always, empty too:
-                the agent then keeps nothing of this question for the gateway's address).
+            history: the client's messages before the question, sent with it (empty too: the
+                agent then keeps nothing of this question for the gateway's address; None: the
+                agent's own memory of ``session``).
+            session: the envelope session to ask in (None: a new one).
 
         Returns:
             The run, its reply streaming into the store.
@@ -205,6 +217,7 @@ class Gateway:
                 reply_id=reply_id or new_reply_id(),
                 reasoning=self.config.reasoning,
                 history=history,
+                session=session,
             )
         except Busy as exc:
             raise HTTPError(429, "busy", str(exc), RETRY) from exc

@@ -63,7 +63,7 @@ class HTTPError(Exception):
 
 
 def client_kind(path: str) -> str:
-    """Which client's error format a path speaks: openai, agui, aisdk, a2a or native.
+    """Which client's error format a path speaks: openai, agui, aisdk, a2a, mcp or native.
 
     Args:
         path: the request's path.
@@ -76,6 +76,8 @@ def client_kind(path: str) -> str:
         return "aisdk"
     if path.startswith("/a2a/"):
         return "a2a"
+    if path == "/mcp":
+        return "mcp"
     return "native"
 
 
@@ -117,6 +119,13 @@ def error_response(
         body = {"type": "error", "errorText": message, "code": code}
     elif kind == "a2a":  # a JSON-RPC error
         rpc = {401: -32001, 404: -32001, 413: -32600, 429: -32000}.get(status, -32603)
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": rpc, "message": message, "data": {"code": code}},
+        }
+    elif kind == "mcp":  # a JSON-RPC error, as the MCP SDK answers one without a request id
+        rpc = -32603 if status >= 500 else -32600
         body = {
             "jsonrpc": "2.0",
             "id": None,

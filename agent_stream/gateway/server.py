@@ -139,7 +139,7 @@ def run_gateway(
         finally:
             shout.cancel()
             cancels.cancel()
-            await gw.runs.close()
+            await gw.close()
             await store.close()
         return 0 if server.started else 1
 

@@ -105,6 +105,6 @@ async def serve_gateway(
         yield f"http://127.0.0.1:{port}", link
     finally:
         server.should_exit = True
-        await gw.runs.close()
+        await gw.close()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, 5)
