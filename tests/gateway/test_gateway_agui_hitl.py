@@ -63,7 +63,9 @@ def _round_trip(gw: Gateway, status: str, payload: Any = None) -> dict[str, Any]
         more["payload"] = payload
     verdict = node_client("agui-resume", f"{gw.url}/agui", "delete a", "ops-agui", **more)
     assert verdict["ok"], verdict
-    asked, resumed = verdict["runs"]
+    asked: dict[str, Any] = verdict["runs"][0]
+    resumed: dict[str, Any] = verdict["runs"][1]
+    assert len(verdict["runs"]) == 2
     [finished] = _of(asked, "RUN_FINISHED")
     assert finished["outcome"]["type"] == "interrupt"
     [intr] = finished["outcome"]["interrupts"]
