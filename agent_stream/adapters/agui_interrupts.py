@@ -17,8 +17,9 @@ a tool call, a question, a LangGraph ``interrupt``), most with a ``card`` prop (
 
 A resume entry (``{interruptId, status, payload?}``) is answered as the agent reads a typed
 answer (:func:`answer_text`): an approval ``resolved`` approves (``yes``) unless its payload
-says no (``false``, ``{"approved": false}``, a ``reason`` or any text that is not a yes: that
-text goes to the model as the reason), ``cancelled`` refuses (``no``); a question ``resolved``
+says no (``false``, ``{"approved": false, "reason"?}``: ``no``, or ``Refused: <reason>`` for the
+model to read); a text payload is the typed answer itself (a yes approves, anything else
+refuses with that text as the reason); ``cancelled`` refuses (``no``); a question ``resolved``
 answers with its payload (a string as it is; a form's values: its one value, or their JSON),
 ``cancelled`` answers ``cancelled`` (what a card's cancel says).
 """
@@ -30,8 +31,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import Interrupt
-
-from agent_stream.sources.approvals import is_yes
 
 __all__ = [
     "INPUT_REQUIRED",
@@ -137,9 +136,8 @@ def _approval(status: str, payload: Any) -> str:
         ok = payload.get("approved", payload.get("approve"))
         decision = payload.get("decision")
         reason = payload.get("reason")
-        if ok is False or decision == "reject":
-            text = reason if isinstance(reason, str) and reason.strip() else "no"
-            return "no" if is_yes(text) else text  # a reason that reads as yes refuses still
+        if ok is False or decision == "reject":  # "Refused: ..." never reads as a yes
+            return f"Refused: {reason}" if isinstance(reason, str) and reason.strip() else "no"
         if ok is True or decision == "approve" or not payload:
             return "yes"
     raise BadResume(

@@ -19,7 +19,7 @@ from agent_stream.adapters.agui_interrupts import (
     response_schema,
 )
 from agent_stream.message import Message, event, text, tool_call, user_input
-from agent_stream.sources.approvals import answer_of, asking, question_card
+from agent_stream.sources.approvals import answer_of, asking, is_yes, question_card
 
 EVENT = TypeAdapter(Event)
 
@@ -199,8 +199,9 @@ def entry(iid: str, status: str = "resolved", payload: Any = None) -> ResumeEntr
         ("resolved", {"decision": "approve"}, "yes"),
         ("resolved", False, "no"),
         ("resolved", {"approved": False}, "no"),
-        ("resolved", {"approved": False, "reason": "too risky"}, "too risky"),
-        ("resolved", {"approved": False, "reason": "yes"}, "no"),
+        ("resolved", {"approved": False, "reason": "too risky"}, "Refused: too risky"),
+        ("resolved", {"approved": False, "reason": "yes"}, "Refused: yes"),
+        ("resolved", "ok", "ok"),
         ("resolved", "not now", "not now"),
         ("cancelled", None, "no"),
         ("cancelled", {"approved": True}, "no"),
@@ -212,8 +213,8 @@ def test_an_approval_resume_is_the_agents_yes_or_its_refusal(
     answer = answer_text([APPROVAL], [entry("a", status, payload)])
     assert answer == said
     # the agent reads it as the same decision (approval sources run the call on a yes)
-    approved = answer_of(type("R", (), {"text": answer, "card_response": None})()) == "yes"
-    assert approved == (said == "yes")
+    typed = answer_of(type("R", (), {"text": answer, "card_response": None})())
+    assert is_yes(str(typed)) == (said in ("yes", "ok"))
 
 
 @pytest.mark.parametrize(
