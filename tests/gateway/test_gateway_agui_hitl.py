@@ -1,9 +1,10 @@
 """AG-UI interrupts end to end: `@ag-ui/client`'s own HttpAgent, a real gateway (`agent-stream
-gateway`) and a real pydantic-ai agent whose tool needs approval (`agent-stream serve --app`),
-all on 127.0.0.1. The first run ends RUN_FINISHED with the interrupt outcome naming the tool
-call; the client refuses to start another run while it is unanswered; its resume (a new run on
-the same thread) runs the tool when resolved and refuses it when cancelled. Every run passes
-the client's verifyEvents."""
+gateway`) and real agents (`agent-stream serve --app`), all on 127.0.0.1: a pydantic-ai agent
+whose tool needs approval, and a LangGraph graph that interrupts with a question. The first run
+ends RUN_FINISHED with the interrupt outcome (naming the tool call; a form's response schema);
+the client refuses to start another run while it is unanswered; its resume (a new run on the
+same thread) runs the tool when resolved and refuses it when cancelled, and answers the graph's
+question with the payload. Every run passes the client's verifyEvents."""
 
 from __future__ import annotations
 
@@ -53,6 +54,44 @@ def approval_gateway(
         server.stop()
 
 
+GRAPH = """
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+
+async def ask(state: MessagesState) -> dict[str, Any]:
+    answer = interrupt("Send the email to Bob?")
+    return {"messages": [AIMessage(content=f"Sent: you said {answer}.")]}
+
+
+g = StateGraph(MessagesState)
+g.add_node("ask", ask)
+g.add_edge(START, "ask")
+graph = g.compile(checkpointer=InMemorySaver())
+"""
+
+
+@pytest.fixture(scope="module")
+def graph_gateway(
+    gw_harness: Harness, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gateway]:
+    """`serve --app graph_app.py:graph --name mail-agui` and a gateway in front of it."""
+    pytest.importorskip("langgraph")
+    app = tmp_path_factory.mktemp("agui-graph") / "graph_app.py"
+    app.write_text(textwrap.dedent(GRAPH), encoding="utf-8")
+    server, _, _ = gw_harness.serve("--app", f"{app}:graph", "--name", "mail-agui")
+    gw = start_gateway(gw_harness, "--agent", "mail-agui")
+    try:
+        yield gw
+    finally:
+        gw.proc.stop()
+        server.stop()
+
+
 def _of(run: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [e for e in run["events"] if e["type"] == kind]
 
@@ -89,3 +128,25 @@ def test_a_cancelled_interrupt_refuses_the_tool(approval_gateway: Gateway) -> No
     assert "deleted a" not in [r["content"] for r in _of(resumed, "TOOL_CALL_RESULT")]
     [finished] = _of(resumed, "RUN_FINISHED")
     assert finished["outcome"] == {"type": "success"}
+
+
+def test_a_graphs_question_is_answered_by_the_resume_payload(graph_gateway: Gateway) -> None:
+    verdict = node_client(
+        "agui-resume",
+        f"{graph_gateway.url}/agui",
+        "email Bob",
+        "mail-agui",
+        status="resolved",
+        payload={"answer": "yes"},
+    )
+    assert verdict["ok"], verdict
+    asked: dict[str, Any] = verdict["runs"][0]
+    resumed: dict[str, Any] = verdict["runs"][1]
+    [finished] = _of(asked, "RUN_FINISHED")
+    [intr] = finished["outcome"]["interrupts"]
+    assert intr["reason"] == "input_required" and intr["message"] == "Send the email to Bob?"
+    assert intr["responseSchema"]["required"] == ["answer"] and "toolCallId" not in intr
+    assert verdict["unanswered_refused"] is True
+    said = "".join(e["delta"] for e in _of(resumed, "TEXT_MESSAGE_CONTENT"))
+    assert "Sent: you said yes." in said
+    assert _of(resumed, "RUN_FINISHED")[0]["outcome"] == {"type": "success"}

@@ -191,3 +191,24 @@ async def test_a_pause_with_two_questions_needs_both_answered(tmp_path: Path) ->
         both = [*one, {"interruptId": b["id"], "status": "cancelled"}]
         await run(c, body(run="r3", resume=both), who={})
         assert link.asked[-1]["question"] == "no"
+
+
+async def test_a_malformed_resume_is_the_routes_invalid_input(gw: Any) -> None:
+    c, link = gw
+    await paused_run(c, link)
+    for bad in ("yes", [{"interruptId": 3}], [{"status": "resolved"}], [{"interruptId": "x"}]):
+        await refused(c, body(run="r2", resume=bad), "invalid_input")
+    assert len(link.asked) == 1
+
+
+async def test_a_resume_that_cannot_be_asked_leaves_the_pause_waiting(tmp_path: Path) -> None:
+    gateway = serve_gateway(tmp_path, ["ops"], QUESTION, max_question_bytes=100)
+    async with gateway as (url, link), httpx.AsyncClient(base_url=url, timeout=30) as c:
+        [q] = (await run(c, body(), who={}))[-1]["outcome"]["interrupts"]
+        big = [{"interruptId": q["id"], "status": "resolved", "payload": {"answer": "x" * 200}}]
+        r = await c.post("/agui", json=body(run="r2", resume=big))
+        assert r.status_code == 413 and r.json()["type"] == "RUN_ERROR"
+        link.messages = list(DONE)
+        ok = [{"interruptId": q["id"], "status": "resolved", "payload": {"answer": "Friday"}}]
+        await run(c, body(run="r3", resume=ok), who={})
+        assert [a["question"] for a in link.asked] == ["delete a", "Friday"]
