@@ -93,18 +93,17 @@ class PausedThreads:
         self._latest.put(t, reply_id)
         self._paused.pop(t)
 
-    async def settle(self, store: ResumeStore, key: str, thread_id: str) -> None:
-        """Wait until the thread's latest run, if it has ended, has had its pause kept: a
-        client may resume as soon as it reads RUN_FINISHED (waits at most :data:`SETTLE` s).
+    async def settle(self, key: str, thread_id: str) -> None:
+        """Wait until the thread's latest run has had its pause kept: a client may resume as
+        soon as it reads RUN_FINISHED, a moment before the run's log ends (waits at most
+        :data:`SETTLE` s: a run still going is no pause).
 
         Args:
-            store: the resume store holding the runs' logs.
             key: the caller.
             thread_id: the AG-UI thread.
         """
-        t = _thread(key, thread_id)
-        rid, task = self._latest.get(t), self._follower.get(t)
-        if rid is None or task is None or task.done() or not await store.ended(rid):
+        task = self._follower.get(_thread(key, thread_id))
+        if task is None or task.done():
             return
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(task), SETTLE)

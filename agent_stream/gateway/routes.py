@@ -206,7 +206,7 @@ async def agui(request: Request) -> Response:
     aliases = (own_alias(key, RUN_ALIAS + run_input.run_id),)
     gw = _gw(request)
     if run_input.resume:  # answers to the thread's paused run: asked in its session
-        await threads.settle(gw.store, key, thread)
+        await threads.settle(key, thread)
         paused, answer = threads.claim(key, thread, run_input.resume)
         agent, session = paused.agent, paused.session
         try:

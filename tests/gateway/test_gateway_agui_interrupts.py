@@ -7,6 +7,8 @@ HTTP 400 and a RUN_ERROR body, nothing asked."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from gateway_harness import sse_events
 from inprocess_gateway import GivenReplies, serve_gateway
 from wire_checks import check_agui
 
-from agent_stream.message import event, text, tool_call, user_input
+from agent_stream.message import Message, event, text, tool_call, user_input
 from agent_stream.sources.approvals import asking, question_card
 
 pytestmark = pytest.mark.integration
@@ -212,3 +214,41 @@ async def test_a_resume_that_cannot_be_asked_leaves_the_pause_waiting(tmp_path: 
         ok = [{"interruptId": q["id"], "status": "resolved", "payload": {"answer": "Friday"}}]
         await run(c, body(run="r3", resume=ok), who={})
         assert [a["question"] for a in link.asked] == ["delete a", "Friday"]
+
+
+class _Lingering:
+    """A reply that lingers ``after`` seconds past its last Message before it ends (its
+    stream_end read, its log not yet ended)."""
+
+    def __init__(self, reply: Any, after: float) -> None:
+        self.reply, self.after = reply, after
+
+    @property
+    def status(self) -> str | None:
+        return self.reply.status  # type: ignore[no-any-return]
+
+    @property
+    def chat_messages(self) -> int:
+        return self.reply.chat_messages  # type: ignore[no-any-return]
+
+    async def __aiter__(self) -> AsyncIterator[Message]:
+        async for m in self.reply:
+            yield m
+        await asyncio.sleep(self.after)
+
+    def cancel(self) -> None:
+        self.reply.cancel()
+
+
+async def test_a_resume_sent_as_soon_as_run_finished_arrives_is_taken(gw: Any) -> None:
+    c, link = gw
+    ask = link.ask
+
+    async def lingering_ask(address: str, question: str, **kw: Any) -> Any:
+        return _Lingering(await ask(address, question, **kw), 0.5)
+
+    link.ask = lingering_ask
+    [intr] = await paused_run(c, link)  # RUN_FINISHED read while the run's log is still open
+    link.messages = list(DONE)
+    await run(c, body(run="r2", resume=[{"interruptId": intr["id"], "status": "resolved"}]))
+    assert [a["question"] for a in link.asked] == ["delete a", "yes"]
