@@ -6,7 +6,11 @@ asked its caller (a ``user_input``: an approval, a question; on the wire RUN_FIN
 interrupt outcome), :class:`PausedThreads` keeps the thread's pause: the agent, the session and
 the interrupts, under the caller (its API key, or its address without keys) and the
 ``threadId``, never the ``threadId`` alone, which a client picks. Only a thread's latest run
-counts: a new run on the thread that is not a resume forgets the pause.
+counts: a new run on the thread that is not a resume forgets the pause. The pause is found by
+following the run's log to its end (:meth:`PausedThreads.watch`: encoded as its readers got it,
+only when a ``user_input`` is in it), in this process (a resume sent to another gateway process
+finds none); a resume sent as soon as RUN_FINISHED is read waits for that
+(:meth:`PausedThreads.settle`).
 
 A run whose ``RunAgentInput.resume`` answers every interrupt of its thread's pause
 (:meth:`PausedThreads.claim`) is asked in that session, its question the answer the agent reads
