@@ -75,7 +75,9 @@ def response_schema(card: Any) -> dict[str, Any] | None:
         if kind == "email":
             prop["format"] = "email"
         elif kind == "select":
-            values = [o.get("value") for o in f.get("options") or () if isinstance(o, Mapping)]
+            options = f.get("options")
+            options = options if isinstance(options, list) else []
+            values = [o.get("value") for o in options if isinstance(o, Mapping)]
             prop["enum"] = [v for v in values if isinstance(v, str)]
         if isinstance(f.get("label"), str):
             prop["title"] = f["label"]

@@ -174,6 +174,15 @@ def test_a_form_cards_fields_are_its_response_schema() -> None:
         "required": ["day", "ok"],
     }
     assert response_schema({"kind": "review", "payload": {}}) is None
+    # a card from elsewhere may be malformed: what is not a field is left out, nothing raises
+    odd = {
+        "kind": "form",
+        "payload": {"fields": [{"name": "d", "kind": "select", "options": 5}, 7]},
+    }
+    assert response_schema(odd) == {
+        "type": "object",
+        "properties": {"d": {"type": "string", "enum": []}},
+    }
     assert response_schema("not a card") is None
 
 
