@@ -156,6 +156,61 @@ async function aguiClient(stream) {
   return seen;
 }
 
+// @ag-ui/client, human in the loop: a run that ends with interrupts, a run the client itself
+// refuses while they are unanswered, then the same HttpAgent (same thread) resuming each
+// (resolved); and a fresh agent resuming an interrupt no run asked (the server's 400).
+// Every run's events go through verifyEvents.
+async function aguiResumeClient(stream) {
+  const agent = new HttpAgent({ url: `${base}/agui/${stream}` });
+  const seen = { runs: [], unanswered_refused: null, unknown_error: null };
+  const once = async (params) => {
+    const events = [];
+    const run = { texts: [], tool_results: {}, finish: null, interrupts: [], pending: [],
+                  error: null, verify_error: null };
+    try {
+      await agent.runAgent(params, { onEvent: ({ event }) => { events.push(event); } });
+    } catch (e) {
+      run.error = errText(e);
+    }
+    try {
+      await lastValueFrom(from(events).pipe(verifyEvents(), toArray()), { defaultValue: [] });
+    } catch (e) {
+      run.verify_error = errText(e);
+    }
+    const texts = new Map();
+    for (const e of events) {
+      if (e.type === "TEXT_MESSAGE_START") texts.set(e.messageId, "");
+      else if (e.type === "TEXT_MESSAGE_CONTENT") texts.set(e.messageId, texts.get(e.messageId) + e.delta);
+      else if (e.type === "TOOL_CALL_RESULT") run.tool_results[e.toolCallId] = e.content;
+      else if (e.type === "RUN_FINISHED") {
+        run.finish = e.outcome?.type ?? "absent";
+        run.interrupts = (e.outcome?.interrupts || []).map((i) => (
+          { id: i.id, reason: i.reason, message: i.message ?? null,
+            toolCallId: i.toolCallId ?? null }));
+      } else if (e.type === "RUN_ERROR") run.finish = "error";
+    }
+    run.texts = [...texts.values()];
+    run.pending = agent.pendingInterrupts.map((i) => i.id);
+    seen.runs.push(run);
+  };
+  await once({});
+  try {
+    await agent.runAgent({});
+    seen.unanswered_refused = false;
+  } catch (e) {
+    seen.unanswered_refused = errText(e).includes("pending interrupt");
+  }
+  await once({ resume: agent.pendingInterrupts.map((i) => ({ interruptId: i.id,
+                                                              status: "resolved" })) });
+  const stranger = new HttpAgent({ url: `${base}/agui/${stream}` });
+  try {
+    await stranger.runAgent({ resume: [{ interruptId: "nope", status: "resolved" }] });
+  } catch (e) {
+    seen.unknown_error = errText(e);
+  }
+  return seen;
+}
+
 // ai: the UI message stream through DefaultChatTransport, assembled by readUIMessageStream
 // (each version validates every chunk against its own strict schema)
 async function uiStreamClient(stream, ai = { DefaultChatTransport, readUIMessageStream }) {
@@ -205,8 +260,13 @@ const CLIENTS = { "node-openai": openaiClient, "node-ai-streamText": streamTextC
                   "node-ag-ui": aguiClient, "node-ai-ui-stream": uiStreamClient,
                   "node-ai5-ui-stream": (stream) => uiStreamClient(stream, ai5) };
 
-for (const stream of streams) {
-  for (const [name, run] of Object.entries(CLIENTS)) {
+// "hitl:NAME": a human-in-the-loop stream, read by the AG-UI resume client only
+const HITL_CLIENTS = { "node-ag-ui-resume": aguiResumeClient };
+
+for (const arg of streams) {
+  const hitl = arg.startsWith("hitl:");
+  const stream = hitl ? arg.slice(5) : arg;
+  for (const [name, run] of Object.entries(hitl ? HITL_CLIENTS : CLIENTS)) {
     let line;
     try {
       line = { client: name, stream, seen: await run(stream) };

@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_stream.message import Message
 
-__all__ = ["CORPUS", "corpus"]
+__all__ = ["CORPUS", "HITL", "corpus", "hitl"]
 
 
 def ev(name: str, ids: dict[str, Any] | None = None, **data: Any) -> Message:
@@ -462,6 +462,52 @@ CORPUS: dict[str, Any] = {
 def corpus() -> dict[str, list[Message]]:
     """Every stream of the corpus by name."""
     return {name: make() for name, make in CORPUS.items()}
+
+
+def _approval_paused() -> list[Message]:
+    """A reply that pauses: text, a tool call, then the approval it waits for (a pydantic-ai
+    deferred tool's ``user_input``, with its review card)."""
+    from agent_stream.sources.approvals import asking
+
+    return [
+        start("hitl"),
+        m("text", {"content": "I will delete a."}, "M1"),
+        mend("M1"),
+        m(
+            "tool_call",
+            {"id": "call_del", "name": "delete_file", "arguments": '{"path":"a"}'},
+            "M2",
+        ),
+        mend("M2"),
+        asking("call_del", "delete_file", {"path": "a"}).model_copy(update={"message_id": "M3"}),
+        end("hitl"),
+    ]
+
+
+def _approval_resumed() -> list[Message]:
+    """The reply to the approval: the tool ran, and the answer."""
+    return [
+        start("hitl-2"),
+        m(
+            "tool_result",
+            {"call_id": "call_del", "name": "delete_file", "content": "deleted a"},
+            "R1",
+        ),
+        mend("R1"),
+        m("text", {"content": "Deleted a."}, "R2"),
+        end("hitl-2"),
+    ]
+
+
+# Human in the loop: (the reply that pauses, the reply to its resume) by name. Read by AG-UI's
+# client only (a run that ends with interrupts, then a run resuming them), so the other wires'
+# checks stay those of the corpus.
+HITL: dict[str, Any] = {"approval_interrupt": (_approval_paused, _approval_resumed)}
+
+
+def hitl() -> dict[str, tuple[list[Message], list[Message]]]:
+    """Every human-in-the-loop pair by name."""
+    return {name: (ask(), resume()) for name, (ask, resume) in HITL.items()}
 
 
 _TYPES = [

@@ -416,6 +416,58 @@ def check_mcp(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
     }
 
 
+def check_agui_resume(seen: dict[str, Any], asked: Transcript, answered: Transcript) -> Checks:
+    """AG-UI human in the loop: the first run ends with one interrupt per question (an
+    approval: reason ``tool_approval``, the tool call it belongs to, the question as its
+    message); the client refuses a run leaving them unanswered; the resume's run is the
+    answered reply and ends success with nothing pending; an unknown interrupt is refused."""
+    runs = seen["runs"]
+    if len(runs) != 2:
+        return {"runs": (False, f"{len(runs)} runs")}
+    first, second = runs
+    asks = [m.props for m in asked.messages if m.type == "user_input"]
+    want = [
+        {
+            "reason": "tool_approval" if p.get("kind") == "approval" else "input_required",
+            "message": p.get("content"),
+            "toolCallId": p.get("call_id"),
+        }
+        for p in asks
+    ]
+    got = [{k: i[k] for k in ("reason", "message", "toolCallId")} for i in first["interrupts"]]
+    want_after = expected(answered)
+    return {
+        "verify": (
+            first["verify_error"] is None and second["verify_error"] is None,
+            f"{first['verify_error']} / {second['verify_error']}",
+        ),
+        "interrupts": (
+            first["finish"] == "interrupt" and got == want,
+            f"finish={first['finish']} {json.dumps(got)[:200]}",
+        ),
+        "pending": (
+            first["pending"] == [i["id"] for i in first["interrupts"]] and second["pending"] == [],
+            f"{first['pending']} then {second['pending']}",
+        ),
+        "unanswered refused": (seen["unanswered_refused"] is True, str(seen["unanswered_refused"])),
+        "resumed": (
+            second["error"] is None
+            and second["finish"] == "success"
+            and second["texts"] == want_after.texts
+            and second["tool_results"]
+            == {k: _shown(v) for k, v in want_after.tool_results.items()},
+            f"finish={second['finish']} error={second['error']} texts={second['texts']}",
+        ),
+        "unknown interrupt": (
+            "400" in str(seen["unknown_error"])
+            and "unknown_interrupt" in str(seen["unknown_error"]),
+            str(seen["unknown_error"])[:200],
+        ),
+    }
+
+
+HITL_CHECKERS = {"node-ag-ui-resume": check_agui_resume}
+
 CHECKERS = {
     "node-openai": lambda s, e, n: check_openai(s, e, n),
     "python-openai": lambda s, e, n: check_openai(s, e, n),
@@ -438,6 +490,7 @@ WIRE_OF = {
     "python-openai": "openai",
     "node-ai-streamText": "openai",
     "node-ag-ui": "agui",
+    "node-ag-ui-resume": "agui",
     "node-ai-ui-stream": "aisdk",
     "node-ai5-ui-stream": "aisdk",
     "python-a2a-sdk": "a2a",

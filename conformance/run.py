@@ -5,7 +5,9 @@ clients (conformance/clients.mjs) as a subprocess, compares what each client end
 the transcript, the order of texts, reasoning, tool calls and results within each thread
 included (random ``fuzz_NN`` streams: checked for protocol only), prints one line per
 (client, stream), a client x stream table and ``N passed, M failed`` (plus known failures,
-reported as xfail). Exit status 1 when anything unexpected failed.
+reported as xfail). Human-in-the-loop streams (``corpus.HITL``: a reply that pauses, and the
+reply to its resume) are read by AG-UI's client only: a run ending with interrupts, then the
+same agent resuming them. Exit status 1 when anything unexpected failed.
 Usage: python conformance/run.py [STREAM...]
 """
 
@@ -22,8 +24,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from corpus import corpus, fuzz  # noqa: E402
-from expect import CHECKERS, KNOWN, WIRE_OF, check_protocol, expected, known  # noqa: E402
+from corpus import corpus, fuzz, hitl  # noqa: E402
+from expect import (  # noqa: E402
+    CHECKERS,
+    HITL_CHECKERS,
+    KNOWN,
+    WIRE_OF,
+    check_protocol,
+    expected,
+    known,
+)
 from pyclients import a2a_client, chat_client, mcp_client, openai_client  # noqa: E402
 from server import McpGateway, WireServer  # noqa: E402
 
@@ -41,6 +51,7 @@ GATEWAY_CLIENTS = {"python-mcp": mcp_client}
 
 
 async def node_results(base: str, names: list[str]) -> list[dict[str, Any]]:
+    """The Node clients' results for ``names`` (``hitl:NAME``: a human-in-the-loop stream)."""
     proc = await asyncio.create_subprocess_exec(
         "node",
         str(HERE / "clients.mjs"),
@@ -66,8 +77,13 @@ async def main(names: list[str]) -> int:
     streams = corpus()
     exact = set(streams)
     streams.update(fuzz(FUZZ))
-    names = names or list(streams)
-    server = WireServer(streams)
+    pairs = hitl()
+    loops = [n for n in (names or list(pairs)) if n in pairs]
+    names = [n for n in names if n not in pairs] if names else list(streams)
+    server = WireServer(
+        {**streams, **{n: p[0] for n, p in pairs.items()}},
+        resumed={n: p[1] for n, p in pairs.items()},
+    )
     base = await server.start()
     folder = tempfile.TemporaryDirectory()
     gateway = McpGateway(streams, Path(folder.name))
@@ -85,12 +101,12 @@ async def main(names: list[str]) -> int:
                     results.append(
                         {"client": client, "stream": name, "crash": f"{type(exc).__name__}: {exc}"}
                     )
-        results += await node_results(base, names)
+        results += await node_results(base, names + [f"hitl:{n}" for n in loops])
     finally:
         await gateway.stop()
         await server.stop()
         folder.cleanup()
-    return report(results, streams, exact, server, time.monotonic() - t0)
+    return report(results, streams, exact, server, time.monotonic() - t0, pairs)
 
 
 def report(
@@ -99,14 +115,21 @@ def report(
     exact: set[str],
     server: WireServer,
     took: float,
+    pairs: dict[str, tuple[list[Any], list[Any]]] | None = None,
 ) -> int:
+    pairs = pairs or {}
     passed = failed = xfailed = 0
     table: dict[str, dict[str, str]] = {}
     still: set[tuple[str, str, str]] = set()  # KNOWN entries that did fail
-    for r in sorted(results, key=lambda r: (r["client"], list(streams).index(r["stream"]))):
+    order = [*streams, *pairs]
+    for r in sorted(results, key=lambda r: (r["client"], order.index(r["stream"]))):
         client, name = r["client"], r["stream"]
         if "crash" in r:
             bad = {"crash": (False, r["crash"])}
+        elif client in HITL_CHECKERS:
+            asked, answered = (assemble(x) for x in pairs[name])
+            checks = HITL_CHECKERS[client](r["seen"], asked, answered)
+            bad = {k: v for k, v in checks.items() if not v[0]}
         elif name in exact:
             exp = expected(assemble(streams[name]))
             bad = {k: v for k, v in CHECKERS[client](r["seen"], exp, name).items() if not v[0]}
@@ -133,8 +156,11 @@ def report(
         table.setdefault(client, {})[name] = verdict
         print(f"{verdict:5} {client:20} {name:18} {detail}".rstrip(), flush=True)
     print()
-    print_table(table, [n for n in streams if n in exact])
-    fuzzed = {c: [v for n, v in row.items() if n not in exact] for c, row in table.items()}
+    print_table(table, [n for n in streams if n in exact] + list(pairs))
+    fuzzed = {
+        c: [v for n, v in row.items() if n not in exact and n not in pairs]
+        for c, row in table.items()
+    }
     for c, verdicts in fuzzed.items():
         if verdicts:
             print(f"  {c}: {verdicts.count('ok')}/{len(verdicts)} random streams accepted")

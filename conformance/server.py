@@ -3,7 +3,9 @@ small pieces (``PIECE`` bytes, so UTF-8 characters and SSE lines are split acros
 
 Routes (all POST, the request body is read and, where it matters, obeyed):
   /openai/{stream}/chat/completions   OpenAI chunks (usage when stream_options asks for it)
-  /agui/{stream}                      AG-UI events
+  /agui/{stream}                      AG-UI events; for a human-in-the-loop stream, a RunAgentInput
+                                      whose ``resume`` answers its interrupts gets its resumed reply
+                                      (anything else naming interrupts: HTTP 400, a RUN_ERROR body)
   /aisdk/{stream}                     the AI SDK UI message stream (its v1 header)
   /a2a/{stream}                       A2A message/stream JSON-RPC responses (the request's id)
   /chat/{stream}                      Agent Chat Protocol ChatMessages, one JSON a line
@@ -54,6 +56,16 @@ def _a2a(msgs: list[Message], rpc_id: Any) -> tuple[str, list[str]]:
     return text, [str(w) for w in enc.drain_warnings()]
 
 
+def _interrupts(msgs: list[Message]) -> list[Any]:
+    """The interrupts the AG-UI encoder ends ``msgs``'s run with (none: it did not pause)."""
+    from agent_stream.adapters.agui import AGUIEncoder
+    from agent_stream.adapters.framing import run_encoder
+
+    enc = AGUIEncoder()
+    list(run_encoder(enc, msgs))
+    return list(enc.interrupts)
+
+
 def _pieces(data: bytes) -> Iterator[bytes]:
     for i in range(0, len(data), PIECE):
         yield data[i : i + PIECE]
@@ -63,8 +75,13 @@ class WireServer:
     """Serves ``streams`` (name -> Messages); ``warnings[(wire, stream)]`` says what each
     encoder could not carry."""
 
-    def __init__(self, streams: dict[str, list[Message]]) -> None:
+    def __init__(
+        self,
+        streams: dict[str, list[Message]],
+        resumed: dict[str, list[Message]] | None = None,
+    ) -> None:
         self.streams = streams
+        self.resumed = resumed or {}  # stream -> the reply to a resume of its interrupts
         self.warnings: dict[tuple[str, str], list[str]] = {}
         self.sent: dict[str, dict[str, str]] = {}  # stream -> wire -> the text sent
         self.url = ""
@@ -133,8 +150,24 @@ class WireServer:
         return await self._send(request, "openai", text, warns)
 
     async def _agui(self, request: web.Request) -> web.StreamResponse:
-        await request.json()  # RunAgentInput
-        text, warns = _wire("agui", self._msgs(request))
+        body = await request.json()  # RunAgentInput
+        msgs = self._msgs(request)
+        resume = body.get("resume")
+        if resume is not None:
+            name = request.match_info["stream"]
+            asked = sorted(i.id for i in _interrupts(msgs))
+            named = sorted(str(e.get("interruptId")) for e in resume if isinstance(e, dict))
+            if name not in self.resumed or not asked or named != asked:
+                return web.json_response(
+                    {
+                        "type": "RUN_ERROR",
+                        "message": "no such interrupt",
+                        "code": "unknown_interrupt",
+                    },
+                    status=400,
+                )
+            msgs = self.resumed[name]
+        text, warns = _wire("agui", msgs)
         return await self._send(request, "agui", text, warns)
 
     async def _aisdk(self, request: web.Request) -> web.StreamResponse:

@@ -280,9 +280,14 @@ stream that ends without stream_end ends its open messages and `stream.end` with
 
 ### AG-UI (`AGUIEncoder`, `convert --to agui`)
 
-stream -> `RUN_STARTED` ... `RUN_FINISHED` (`RUN_ERROR` for status error or an `error` Message,
-and with code `incomplete` for a stream that ends without stream_end; outcome `cancelled` for a
-cancelled stream; usage as `TokenUsage`, only when known), block -> `STEP_STARTED`/
+stream -> `RUN_STARTED` (`protocolVersion` `1.0`) ... `RUN_FINISHED` with outcome `success`
+(`RUN_ERROR` for status error or an `error` Message, and with code `incomplete` for a stream
+that ends without stream_end; outcome `cancelled` for a cancelled stream; usage as
+`TokenUsage`, only when known); a completed stream that asked its asker (`user_input`: an
+approval, a question) ends paused: outcome `interrupt` with one interrupt per question (`id`:
+its card's `card_id`, `reason` `tool_approval` or `input_required`, `message`, `toolCallId` of
+the call an approval is about, `responseSchema` for a form card; see the gateway guide for the
+resume), block -> `STEP_STARTED`/
 `STEP_FINISHED`, a block of type `agent` (a relayed or a framework's sub-agent) also ->
 `SUBAGENT_STARTED` (name: its `agent_name`; nested by `parentSubagentRunId`) and
 `SUBAGENT_FINISHED`, or `SUBAGENT_ERROR` when it fails, is cancelled or has an `error` Message
@@ -294,7 +299,7 @@ cancelled stream; usage as `TokenUsage`, only when known), block -> `STEP_STARTE
 `ACTIVITY_DELTA` with RFC 6902 patches built against what the client holds (`add` where a path
 is missing, `replace` only where it exists, `add .../-` to extend a list; a delta that cannot
 apply is dropped), everything else
-(loading, media, action, user_input, events, thread_start/thread_end) -> `CUSTOM`. Events are the
+(loading, media, action, card, events, thread_start/thread_end) -> `CUSTOM`. Events are the
 `ag_ui.core` models, encoded by `ag_ui.encoder.EventEncoder`. The order is what AG-UI clients
 enforce: `RUN_STARTED` first, no content without its start, no second start for an open id,
 nothing after `RUN_ERROR`, nothing open at `RUN_FINISHED`/`RUN_ERROR`; items of concurrent threads

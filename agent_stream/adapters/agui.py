@@ -2,10 +2,15 @@
 
 Mapping:
 
-- stream -> RUN_STARTED ... RUN_FINISHED; RUN_ERROR when the stream ends with status error or an
+- stream -> RUN_STARTED (``protocolVersion`` ``1.0``) ... RUN_FINISHED (outcome ``success``);
+  RUN_ERROR when the stream ends with status error or an
   ``error`` Message arrives (nothing follows a RUN_ERROR), or ends without stream_end (code
   ``incomplete``, with a warning); a cancelled stream -> RUN_FINISHED with outcome
   ``cancelled``. Usage goes into RUN_FINISHED's ``usage`` when the stream had it.
+- ``user_input`` (the reply asks its asker: an approval, a question): a completed run that asked
+  ends paused, RUN_FINISHED with outcome ``interrupt`` and one Interrupt per question
+  (:mod:`agent_stream.adapters.agui_interrupts`: id, reason, message, the tool call it belongs
+  to, a response schema for a form); ``interrupts`` lists them after the run.
 - block -> STEP_STARTED/STEP_FINISHED (step name: the block's label, else its type; made unique
   among open steps with the block id).
 - a block of type ``agent`` (a relayed sub-agent, a framework's sub-agent, subgraph or handoff)
@@ -28,7 +33,7 @@ Mapping:
   the client holds: ``add`` where the path is missing (intermediate objects included), ``replace``
   only where it exists, ``add .../-`` to extend lists. A delta that cannot apply is dropped with a
   warning, so every patch applies.
-- everything else (loading, image, audio, video, action, user_input, non-lifecycle events,
+- everything else (loading, image, audio, video, action, card, non-lifecycle events,
   thread_start/thread_end) -> CUSTOM with ``name`` the type (or event name) and ``value`` the
   Message JSON (or the event data).
 
@@ -53,10 +58,12 @@ from typing import Any
 
 try:
     from ag_ui.core import (
+        PROTOCOL_VERSION,
         ActivityDeltaEvent,
         ActivitySnapshotEvent,
         BaseEvent,
         CustomEvent,
+        Interrupt,
         ReasoningEndEvent,
         ReasoningMessageContentEvent,
         ReasoningMessageEndEvent,
@@ -65,6 +72,8 @@ try:
         RunErrorEvent,
         RunFinishedCancelledOutcome,
         RunFinishedEvent,
+        RunFinishedInterruptOutcome,
+        RunFinishedSuccessOutcome,
         RunStartedEvent,
         StepFinishedEvent,
         StepStartedEvent,
@@ -100,6 +109,7 @@ from agent_stream.adapters._tracking import (
     unique_id,
 )
 from agent_stream.adapters._tracking import set_shown as _set_shown
+from agent_stream.adapters.agui_interrupts import interrupt_of
 from agent_stream.adapters.framing import run_encoder
 from agent_stream.adapters.jsonpatch import json_patch
 from agent_stream.errors import DeltaError, WarningCode
@@ -120,18 +130,27 @@ from agent_stream.message import (
     THREAD_END,
     THREAD_START,
     TOOL_CALL,
+    USER_INPUT,
     Message,
 )
 
 __all__ = ["AGUIEncoder", "encode_messages", "frame_sse", "json_patch"]
 
 _TEXT, _REASONING, _TOOL, _ACTIVITY, _CUSTOM = "text", "reasoning", "tool", "activity", "custom"
+_ASK = "ask"
 _RESULT = "result"
 TOOL_RESULT = "tool_result"  # props: call_id, name, content
 INCOMPLETE_TEXT = "the stream is incomplete: it ended before stream_end"
 
 
-_KINDS = {TEXT: _TEXT, REFUSAL: _TEXT, THINKING: _REASONING, TOOL_CALL: _TOOL, TOOL_RESULT: _RESULT}
+_KINDS = {
+    TEXT: _TEXT,
+    REFUSAL: _TEXT,
+    THINKING: _REASONING,
+    TOOL_CALL: _TOOL,
+    TOOL_RESULT: _RESULT,
+    USER_INPUT: _ASK,
+}
 
 
 def _kind(type_: str) -> str:
@@ -159,6 +178,8 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
 
     ``close()`` closes everything still open and sends RUN_FINISHED (or RUN_ERROR for status
     error, or without a status: code ``incomplete``) unless the run already ended.
+    ``interrupts``: the questions the run asked (its RUN_FINISHED's interrupts once it ended
+    completed), in order.
 
     Args:
         thread_id: AG-UI's conversation id.
@@ -181,6 +202,9 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         self._agents: dict[str, str] = {}  # agent block_id -> its subagentRunId, every one
         self._failed: set[str] = set()  # open agent blocks whose SUBAGENT_ERROR went out
         self._run_ids: set[str] = set()  # subagentRunIds used (one per invocation, never reused)
+        self.interrupts: list[Interrupt] = []
+        self._interrupt_ids: set[str] = set()
+        self._call_ids: dict[str, str] = {}  # a tool call's own id -> its id on the wire
 
     def _error_msg(self, msg: Message, out: list[BaseEvent]) -> None:
         p = msg.props or {}
@@ -215,7 +239,11 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
                 EventView(msg).request_id if msg is not None and msg.event == STREAM_START else None
             )
             self.run_id = rid or "run-1"
-        out.append(RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
+        out.append(
+            RunStartedEvent(
+                thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION
+            )
+        )
 
     def _end_run(
         self,
@@ -254,7 +282,12 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         else:
             out.append(
                 RunFinishedEvent(
-                    thread_id=self.thread_id, run_id=self.run_id or "run-1", usage=tokens
+                    thread_id=self.thread_id,
+                    run_id=self.run_id or "run-1",
+                    outcome=RunFinishedInterruptOutcome(interrupts=list(self.interrupts))
+                    if self.interrupts
+                    else RunFinishedSuccessOutcome(),
+                    usage=tokens,
                 )
             )
 
@@ -374,6 +407,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             if not tc.ready:
                 self._table.open[st.key] = st  # START waits for the name
                 return
+            own = tc.call_id
             if tc.call_id is None:
                 tc.call_id = f"call_{st.wid}"
             open_ids = {
@@ -383,6 +417,8 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             }
             if tc.call_id in open_ids:  # two open calls of one id (two threads'): AG-UI needs two
                 tc.call_id = unique_id(tc.call_id, open_ids)
+            if own is not None:
+                self._call_ids[own] = tc.call_id
             out.append(
                 ToolCallStartEvent(tool_call_id=tc.call_id, tool_call_name=tc.name or "tool")
             )
@@ -402,6 +438,8 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             self._open_msg(st, out)
         elif st.kind == _RESULT:
             self._result(st, out)
+        elif st.kind == _ASK:
+            self._ask(st)
         st.done = True
         st.text = Parts()
         self._table.open.pop(st.key, None)
@@ -457,7 +495,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
                 self._text_set(st, s, out)
         elif kind == _TOOL:
             self._tool_chunk(st, msg, out)
-        elif kind == _RESULT:
+        elif kind in (_RESULT, _ASK):
             self._result_chunk(st, msg)
         elif kind == _ACTIVITY:
             self._activity(st, msg, out)
@@ -495,7 +533,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
             out.append(ToolCallArgsEvent(tool_call_id=tc.call_id or f"call_{st.wid}", delta=frag))
 
     def _result_chunk(self, st: Tracked, msg: Message) -> None:
-        """A tool result's props, kept until its message ends."""
+        """A tool result's (or a question's) props, kept until its message ends."""
         self._table.open[st.key] = st
         if keeps_props(msg):
             return
@@ -522,6 +560,23 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
         )
         out.append(
             ToolCallResultEvent(message_id=st.wid, tool_call_id=call_id, content=text, role="tool")
+        )
+
+    def _ask(self, st: Tracked) -> None:
+        """A question to the asker, whole: one more interrupt of the run."""
+        props = st.props or {}
+        card = props.get("card")
+        card_id = card.get("card_id") if isinstance(card, dict) else None
+        base = card_id if isinstance(card_id, str) and card_id else st.key[1] or "interrupt"
+        call = props.get("call_id")
+        agent = self._blocks.agent_of(st.block_id)
+        self.interrupts.append(
+            interrupt_of(
+                props,
+                unique_id(base, self._interrupt_ids),
+                tool_call_id=self._call_ids.get(call) if isinstance(call, str) else None,
+                subagent_run_id=self._agents.get(agent) if agent is not None else None,
+            )
         )
 
     def _activity(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:

@@ -13,6 +13,7 @@ run id, an AI SDK chat id) are looked up among its own replies only.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from starlette.requests import Request
@@ -22,6 +23,7 @@ from starlette.routing import Route
 from agent_stream.adapters import registry
 from agent_stream.conversation import ROLES, Turn
 from agent_stream.errors import WireError
+from agent_stream.gateway.agui_threads import PausedThreads
 from agent_stream.gateway.core import Gateway, own_alias
 from agent_stream.gateway.middleware import HTTPError, caller, read_json
 from agent_stream.gateway.questions import from_aisdk, from_openai, from_turns, text_of
@@ -169,8 +171,19 @@ async def models(request: Request) -> Response:
 
 
 # -- AG-UI ----------------------------------------------------------------------------------------
+def _agui_threads(request: Request) -> PausedThreads:
+    """The app's AG-UI thread pauses (made on first use)."""
+    state = request.app.state
+    threads: PausedThreads | None = getattr(state, "agui_threads", None)
+    if threads is None:
+        threads = state.agui_threads = PausedThreads()
+    return threads
+
+
 async def agui(request: Request) -> Response:
-    """``POST /agui``: a RunAgentInput in, AG-UI events out (SSE, ``\\n`` line ends).
+    """``POST /agui``: a RunAgentInput in, AG-UI events out (SSE, ``\\n`` line ends). A run that
+    asks its caller ends with the interrupt outcome; a RunAgentInput whose ``resume`` answers
+    them continues it (:mod:`.agui_threads`).
 
     Args:
         request: the HTTP request.
@@ -187,20 +200,48 @@ async def agui(request: Request) -> Response:
         run_input = RunAgentInput.model_validate(body)
     except ValidationError as exc:
         raise HTTPError(400, "invalid_input", f"not a RunAgentInput: {exc}") from exc
-    turns = [(str(m.role), text_of(getattr(m, "content", None))) for m in run_input.messages]
-    question = from_turns(turns)
-    fp = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
-    agent = request.query_params.get("agent") or fp.get("agent") or body.get("agent")
-    options = {"thread_id": run_input.thread_id, "run_id": run_input.run_id}
+    key, thread = caller(request), run_input.thread_id
+    threads = _agui_threads(request)
+    options = {"thread_id": thread, "run_id": run_input.run_id}
+    aliases = (own_alias(key, RUN_ALIAS + run_input.run_id),)
     gw = _gw(request)
-    run = await gw.start(
-        request,
-        agent=agent,
-        question=question.text,
-        fmt="agui",
-        options=options,
-        aliases=(own_alias(caller(request), RUN_ALIAS + run_input.run_id),),
-        history=question.history,
+    if run_input.resume:  # answers to the thread's paused run: asked in its session
+        await threads.settle(key, thread)
+        paused, answer = threads.claim(key, thread, run_input.resume)
+        agent, session = paused.agent, paused.session
+        try:
+            run = await gw.start(
+                request,
+                agent=agent,
+                question=answer,
+                fmt="agui",
+                options=options,
+                aliases=aliases,
+                session=session,
+            )
+        except BaseException:
+            threads.give_back(key, thread, paused)
+            raise
+    else:
+        turns = [(str(m.role), text_of(getattr(m, "content", None))) for m in run_input.messages]
+        question = from_turns(turns)
+        fp = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
+        named = request.query_params.get("agent") or fp.get("agent") or body.get("agent")
+        session = uuid.uuid4()
+        run = await gw.start(
+            request,
+            agent=named,
+            question=question.text,
+            fmt="agui",
+            options=options,
+            aliases=aliases,
+            history=question.history,
+            session=session,
+        )
+        agent = run.agent.name
+    threads.started(key, thread, run.id)
+    threads.watch(
+        gw.store, run.id, options, key=key, thread_id=thread, agent=agent, session=session
     )
     return gw.stream(run.id, {"format": "agui", "options": options})
 

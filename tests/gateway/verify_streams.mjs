@@ -10,7 +10,47 @@ for await (const piece of process.stdin) input += piece;
 const items = JSON.parse(input);
 const out = { ok: true, error: null, text: "", reasoning: "" };
 
-if (kind === "agui-http" || kind === "aisdk-http") {
+if (kind === "agui-resume") {
+  // @ag-ui/client over HTTP: a run that ends with interrupts, then a run of the same HttpAgent
+  // (same thread) resuming each with stdin's {"status", "payload"}; argv[3] the endpoint URL,
+  // stdin {"question", "agent", "status", "payload"}. Each run's events go through verifyEvents.
+  const url = process.argv[3];
+  const { question, agent, status, payload } = items;
+  const { HttpAgent, verifyEvents } = await import(pathToFileURL(require.resolve("@ag-ui/client")).href);
+  const { from, lastValueFrom, toArray } = await import(pathToFileURL(require.resolve("rxjs")).href);
+  const a = new HttpAgent({ url: `${url}?agent=${encodeURIComponent(agent)}`,
+                            initialMessages: [{ id: "u1", role: "user", content: question }] });
+  out.runs = [];
+  const once = async (params) => {
+    const events = [];
+    const run = { events: [], error: null, verify_error: null };
+    try {
+      await a.runAgent(params, { onEvent: ({ event }) => { events.push(event); } });
+    } catch (e) {
+      run.error = String(e?.message ?? e);
+    }
+    try {
+      await lastValueFrom(from(events).pipe(verifyEvents(false), toArray()), { defaultValue: [] });
+    } catch (e) {
+      run.verify_error = String(e?.message ?? e);
+    }
+    run.events = events;
+    run.pending = a.pendingInterrupts.map((i) => i.id);
+    out.runs.push(run);
+  };
+  await once({});
+  // a run that does not answer the pending interrupts is refused by the client itself
+  try {
+    await a.runAgent({});
+    out.unanswered_refused = false;
+  } catch (e) {
+    out.unanswered_refused = String(e?.message ?? e).includes("pending interrupt");
+  }
+  const resume = a.pendingInterrupts.map((i) => ({ interruptId: i.id, status,
+                                                   ...(payload === undefined ? {} : { payload }) }));
+  await once({ resume });
+  out.ok = out.runs.every((r) => r.error === null && r.verify_error === null);
+} else if (kind === "agui-http" || kind === "aisdk-http") {
   // the real clients over HTTP against the gateway: argv[3] is the endpoint URL, stdin
   // {"question", "agent"}
   const url = process.argv[3];

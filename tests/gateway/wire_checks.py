@@ -96,13 +96,15 @@ def node_verify(kind: str, items: list[Any]) -> dict[str, Any]:
     return verdict
 
 
-def node_client(kind: str, url: str, question: str, agent: str) -> dict[str, Any]:
+def node_client(kind: str, url: str, question: str, agent: str, **more: Any) -> dict[str, Any]:
     """The real client over HTTP: ``agui-http`` (@ag-ui/client HttpAgent.runAgent, then
-    verifyEvents) or ``aisdk-http`` (ai's DefaultChatTransport + readUIMessageStream)."""
+    verifyEvents), ``agui-resume`` (a run that pauses, then one resuming it with ``more``'s
+    ``status`` and ``payload``) or ``aisdk-http`` (ai's DefaultChatTransport +
+    readUIMessageStream)."""
     script = Path(__file__).resolve().parent / "verify_streams.mjs"
     proc = subprocess.run(
         ["node", str(script), kind, url],
-        input=json.dumps({"question": question, "agent": agent}),
+        input=json.dumps({"question": question, "agent": agent, **more}),
         text=True,
         capture_output=True,
         timeout=60,
