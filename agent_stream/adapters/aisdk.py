@@ -33,12 +33,13 @@ Messages become UI message chunks, sent as SSE ``data: <json>`` lines ending ``d
   SDK merges into the same ``message.metadata``.
 - approvals (``ai_version`` 6, the default): a ``user_input`` of kind ``approval`` whose
   ``call_id`` names a tool call of this stream -> ``tool-approval-request`` (``approvalId``
-  :func:`approval_id`, the call's ``toolCallId``) after that call's ``tool-input-available``;
-  ``useChat`` shows the call awaiting the user's decision. ai 5 has no such chunk (its schema
-  refuses it): with ``ai_version=5`` the pause stays a ``data-user_input`` part. A stream that
-  continues a paused message (``approvals``: call id -> approved) answers each call's
-  ``tool_result`` with ``tool-output-available`` (``tool-output-error`` when it failed) when
-  approved, ``tool-output-denied`` when refused (at the stream's end when no result came).
+  :func:`approval_id` of ``reply_id`` or the message id, the call's ``toolCallId``) after that
+  call's ``tool-input-available``; ``useChat`` shows the call awaiting the user's decision.
+  ai 5 has no such chunk (its schema refuses it): with ``ai_version=5`` the pause stays a
+  ``data-user_input`` part. A stream that continues a paused message (``approvals``: call id
+  -> approved) answers each call's ``tool_result`` with ``tool-output-available``
+  (``tool-output-error`` when it failed) when approved, ``tool-output-denied`` when refused
+  (at the stream's end when no result came).
 - error Message -> ``error`` (errorText; the stream goes on, but ``useChat`` reports it as the
   reply's error). Inside a sub-agent (an open block of type ``agent``, or a block nested in one)
   it fails only that sub-agent, which its caller may recover from: a ``data-error`` part (``id``
@@ -140,14 +141,14 @@ def _kind(type_: str) -> str:
     return _KINDS.get(type_, _DATA)
 
 
-def approval_id(message_id: str, part_id: str) -> str:
+def approval_id(scope: str, part_id: str) -> str:
     """The ``approvalId`` of the approval asked by a stream's ``user_input`` part.
 
     Args:
-        message_id: the stream's ``start`` messageId.
+        scope: the stream's ``reply_id``, else its ``start`` messageId.
         part_id: the user_input message's part id.
     """
-    return f"{message_id}.{part_id}"
+    return f"{scope}.{part_id}"
 
 
 def _source(c: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -209,6 +210,8 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         ai_version: the AI SDK major the client runs (5 or 6): 5 gets no approval chunks.
         approvals: for a stream continuing a paused message: each call id the user decided on,
             and whether it was approved (ai 6 only).
+        reply_id: what makes this stream's approval ids unique (None: the message id; a
+            stream continuing a message needs its own).
 
     Raises:
         ValueError: ``ai_version`` is not 5 or 6.
@@ -224,12 +227,14 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         message_id: str | None = None,
         ai_version: int = 6,
         approvals: Mapping[str, bool] | None = None,
+        reply_id: str | None = None,
     ) -> None:
         super().__init__()
         if ai_version not in VERSIONS:
             raise ValueError(f"ai_version must be one of {VERSIONS}, not {ai_version!r}")
         self.message_id = message_id
         self.ai_version = ai_version
+        self.reply_id = reply_id
         # a continued message's decisions, call id -> approved; popped once answered
         self._decided = dict(approvals or {}) if ai_version >= 6 else {}
         self._asked: set[str] = set()  # user_input parts sent as approval requests
@@ -452,7 +457,7 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         out.append(
             {
                 "type": "tool-approval-request",
-                "approvalId": approval_id(self.message_id or "", st.wid),
+                "approvalId": approval_id(self.reply_id or self.message_id or "", st.wid),
                 "toolCallId": target.tool.call_id,
             }
         )

@@ -87,6 +87,7 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
                     "last-event-id",
                     "x-api-key",
                     "accept",
+                    "x-ai-sdk-version",
                 ],
                 expose_headers=["x-reply-id", *_WIRE_HEADERS],
                 max_age=600,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -161,6 +162,7 @@ class Gateway:
         reply_id: str | None = None,
         sse: bool = True,
         history: tuple[Turn, ...] = (),
+        session: uuid.UUID | None = None,
     ) -> Run:
         """Ask: one run, its log created and the question delivered.
 
@@ -176,6 +178,7 @@ class Gateway:
             sse: for ``native``: SSE framing, else JSON lines.
             history: the client's messages before the question, sent with it (always, empty too:
                 the agent then keeps nothing of this question for the gateway's address).
+            session: the envelope session to ask in (None: a new one).
 
         Returns:
             The run, its reply streaming into the store.
@@ -205,6 +208,7 @@ class Gateway:
                 reply_id=reply_id or new_reply_id(),
                 reasoning=self.config.reasoning,
                 history=history,
+                session=session,
             )
         except Busy as exc:
             raise HTTPError(429, "busy", str(exc), RETRY) from exc
