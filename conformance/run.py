@@ -3,7 +3,8 @@
 Starts the wire server on 127.0.0.1, runs the Python clients in this process and the Node
 clients (conformance/clients.mjs) as a subprocess, compares what each client ends up with to
 the transcript, the order of texts, reasoning, tool calls and results within each thread
-included (random ``fuzz_NN`` streams: checked for protocol only), prints one line per
+included (random ``fuzz_NN`` streams: checked for protocol only; a round trip, a stream that
+pauses for approval, is read by the AI SDK clients and answered by ai 6's own chat), prints one line per
 (client, stream), a client x stream table and ``N passed, M failed`` (plus known failures,
 reported as xfail). Exit status 1 when anything unexpected failed.
 Usage: python conformance/run.py [STREAM...]
@@ -21,7 +22,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from corpus import corpus, fuzz  # noqa: E402
+from corpus import corpus, fuzz, round_trips  # noqa: E402
 from expect import CHECKERS, KNOWN, WIRE_OF, check_protocol, expected, known  # noqa: E402
 from pyclients import a2a_client, chat_client, openai_client  # noqa: E402
 from server import WireServer  # noqa: E402
@@ -61,15 +62,18 @@ async def node_results(base: str, names: list[str]) -> list[dict[str, Any]]:
 
 async def main(names: list[str]) -> int:
     streams = corpus()
-    exact = set(streams)
+    trips = round_trips()  # read by the AI SDK clients only, and answered by ai 6's chat
+    exact = set(streams) | set(trips)
     streams.update(fuzz(FUZZ))
-    names = names or list(streams)
-    server = WireServer(streams)
+    names = names or [*streams, *trips]
+    server = WireServer(streams, trips)
     base = await server.start()
     t0 = time.monotonic()
     try:
         results: list[dict[str, Any]] = []
         for name in names:
+            if name in trips:
+                continue
             for client, run in PY_CLIENTS.items():
                 try:
                     results.append(
@@ -82,7 +86,7 @@ async def main(names: list[str]) -> int:
         results += await node_results(base, names)
     finally:
         await server.stop()
-    return report(results, streams, exact, server, time.monotonic() - t0)
+    return report(results, server.streams, exact, server, time.monotonic() - t0)
 
 
 def report(
