@@ -4,9 +4,9 @@ Starts the wire server on 127.0.0.1, runs the Python clients in this process and
 clients (conformance/clients.mjs) as a subprocess, compares what each client ends up with to
 the transcript, the order of texts, reasoning, tool calls and results within each thread
 included (random ``fuzz_NN`` streams: checked for protocol only; a round trip, a stream that
-pauses for approval, is read by the AI SDK clients and answered by ai 6's own chat), prints one line per
-(client, stream), a client x stream table and ``N passed, M failed`` (plus known failures,
-reported as xfail). Exit status 1 when anything unexpected failed.
+pauses for approval, is read by the AI SDK clients and answered by ai 6's own chat), prints
+one line per (client, stream), a client x stream table and ``N passed, M failed`` (plus known
+failures, reported as xfail). Exit status 1 when anything unexpected failed.
 Usage: python conformance/run.py [STREAM...]
 """
 
