@@ -1,4 +1,11 @@
-"""AI SDK chats paused for a tool approval, and the follow-up request that answers them.
+"""AI SDK chats across requests: each chat's envelope session, the replies paused for a tool
+approval, and the follow-up request that answers them.
+
+Every request of one chat (its ``id``, per caller: :class:`ChatSessions`) asks in the same
+envelope session, so the agent's paused run waits in the conversation the next request comes
+in: a typed answer (what an ai 5 client, which gets a pause as a ``data-user_input`` part,
+sends) resumes it as on the chat protocol, and anything typed instead of a decision answers
+the pause too (anything but a yes refuses).
 
 An ai 6 client's ``/api/chat`` reply that ends asking approvals (``tool-approval-request``
 chunks, see :mod:`agent_stream.adapters.aisdk`) is remembered once it has ended completed: its
@@ -31,9 +38,11 @@ from agent_stream.recent import RecentMap
 from agent_stream.sources.approvals import is_yes
 
 __all__ = [
+    "MAX_CHATS",
     "MAX_PAUSED",
     "VERSION_HEADER",
     "ChatApprovals",
+    "ChatSessions",
     "Decision",
     "Paused",
     "ai_version",
@@ -43,6 +52,7 @@ __all__ = [
 
 LOG = logging.getLogger("agent_stream.gateway")
 MAX_PAUSED = 4096  # approvals waiting for an answer, every caller's together
+MAX_CHATS = 4096  # chats whose session is remembered, every caller's together
 MAX_RESPONSES = 64  # approval responses one follow-up may carry
 MAX_ID = 256  # characters of an approval or tool call id
 VERSION_HEADER = "x-ai-sdk-version"
@@ -69,6 +79,34 @@ def ai_version(value: str | None) -> int:
             f"not {value[:40]!r}",
         )
     return min(int(major), 6)
+
+
+@dataclass
+class ChatSessions:
+    """The envelope session of each AI SDK chat, per caller; the least recently used are
+    forgotten past :data:`MAX_CHATS` (that chat then starts afresh).
+
+    Attributes:
+        sessions: (caller, chat id) -> its session.
+    """
+
+    sessions: RecentMap[tuple[str, str], uuid.UUID] = field(
+        default_factory=lambda: RecentMap(MAX_CHATS)
+    )
+
+    def session(self, key: str, chat_id: Any) -> uuid.UUID:
+        """The session of the caller's chat (a new one the first time; a new one each time for
+        a request without a chat id, or one over :data:`MAX_ID` characters).
+
+        Args:
+            key: the caller.
+            chat_id: the request's ``id`` (None or not a string: none).
+        """
+        if not isinstance(chat_id, str) or not 0 < len(chat_id) <= MAX_ID:
+            return uuid.uuid4()
+        found = self.sessions.get((key, chat_id)) or uuid.uuid4()
+        self.sessions.put((key, chat_id), found)
+        return found
 
 
 @dataclass(frozen=True)

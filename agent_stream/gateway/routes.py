@@ -13,7 +13,6 @@ run id, an AI SDK chat id) are looked up among its own replies only.
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -28,6 +27,7 @@ from agent_stream.errors import WireError
 from agent_stream.gateway.chat_approvals import (
     VERSION_HEADER,
     ChatApprovals,
+    ChatSessions,
     Decision,
     Paused,
     ai_version,
@@ -218,16 +218,20 @@ async def agui(request: Request) -> Response:
 
 
 # -- AI SDK ---------------------------------------------------------------------------------------
-async def aisdk_chat(request: Request, approvals: ChatApprovals) -> Response:
+async def aisdk_chat(
+    request: Request, approvals: ChatApprovals, sessions: ChatSessions
+) -> Response:
     """``POST /api/chat``: ``useChat``'s default transport; the UI message stream out.
 
     ``x-ai-sdk-version: 5`` asks for what ai 5 reads (no approval chunks); without it the
-    client is taken for ai 6. A request whose last message answers a paused reply's approvals
-    (:mod:`.chat_approvals`) continues that reply's message instead of asking a question.
+    client is taken for ai 6. Every request of one chat asks in the chat's envelope session. A
+    request whose last message answers a paused reply's approvals (:mod:`.chat_approvals`)
+    continues that reply's message instead of asking a question.
 
     Args:
         request: the HTTP request.
         approvals: the gateway's replies waiting for approvals.
+        sessions: the gateway's chats' sessions.
     """
     request.state.format = "aisdk"
     resumed = await _resume(request)
@@ -245,7 +249,7 @@ async def aisdk_chat(request: Request, approvals: ChatApprovals) -> Response:
     if version < 6:
         options["ai_version"] = version
     gw = _gw(request)
-    session = uuid.uuid4()
+    session = sessions.session(caller(request), body.get("id"))
     run = await gw.start(
         request,
         agent=agent if isinstance(agent, str) else None,
@@ -510,7 +514,11 @@ def routes(gw: Gateway) -> list[Route]:
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/agui", agui, methods=["POST"]),
-        Route("/api/chat", partial(aisdk_chat, approvals=ChatApprovals()), methods=["POST"]),
+        Route(
+            "/api/chat",
+            partial(aisdk_chat, approvals=ChatApprovals(), sessions=ChatSessions()),
+            methods=["POST"],
+        ),
         Route("/api/chat/{id}/stream", aisdk_resume, methods=["GET"]),
         Route("/v1/stream", native, methods=["GET", "POST"]),
         Route("/v1/replies/{id}", reply_stop, methods=["DELETE"]),

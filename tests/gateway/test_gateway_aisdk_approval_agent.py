@@ -70,3 +70,18 @@ def test_use_chat_approves_or_denies_the_paused_tool(approval_gateway: Any, deci
         assert tool["state"] == "output-denied"
         assert "The user refused: keep it" in texts
     assert got["metadata"]["model"] == "test" and got["metadata"]["usage"]["total_tokens"] > 0
+
+
+def test_an_ai5_client_answers_the_pause_by_typing(approval_gateway: Any) -> None:
+    """ai 5 gets the pause as a data-user_input part; the next message of the chat answers it."""
+    import httpx
+
+    headers = {"x-ai-sdk-version": "5"}
+    asked = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "delete a"}]}]
+    with httpx.Client(base_url=approval_gateway.url, timeout=60, headers=headers) as http:
+        r = http.post("/api/chat", json={"id": "typed", "messages": asked})
+        assert r.status_code == 200 and '"type":"data-user_input"' in r.text
+        assert "tool-approval-request" not in r.text
+        said = {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "yes"}]}
+        r = http.post("/api/chat", json={"id": "typed", "messages": [*asked, said]})
+    assert r.status_code == 200 and "deleted a" in r.text

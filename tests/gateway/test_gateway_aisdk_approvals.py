@@ -236,3 +236,22 @@ async def test_an_answer_that_cannot_be_asked_keeps_the_approval_open(tmp_path: 
         r = await post(http, url, follow_up)
         assert r.status_code == 200 and "tool-output-available" in r.text
     assert [q for _, q in link.questions] == ["delete a", "yes"]
+
+
+async def test_a_chat_asks_in_one_session_per_caller(tmp_path: Path) -> None:
+    keys = {"k1": {"authorization": "Bearer k1"}, "k2": {"authorization": "Bearer k2"}}
+    async with (
+        serve_gateway(tmp_path, ["ops"], resumed("x"), api_keys=list(keys)) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        for chat, key in (("c1", "k1"), ("c1", "k1"), ("c2", "k1"), ("c1", "k2"), (None, "k1")):
+            body: dict[str, Any] = {"messages": [USER]}
+            if chat is not None:
+                body["id"] = chat
+            r = await post(http, url, body, headers=keys[key])
+            assert r.status_code == 200, r.text
+    sessions = [a["session"] for a in link.asked]
+    # the same chat of the same caller: one session, so a typed answer reaches a paused run
+    assert sessions[0] == sessions[1]
+    # another chat, another caller's chat of the same id, no chat id: sessions of their own
+    assert len({sessions[0], *sessions[2:]}) == 4
