@@ -317,6 +317,9 @@ class ChatApprovals:
             return
         calls: dict[str, str] = {}
         try:
+            # most replies ask nothing: a look at the entries spares them an encoding
+            if not [e async for e in store.read(run.id) if '"user_input"' in e]:
+                return
             # the ended log, encoded as its client read it: the approvals it was asked
             async for _, chunk in events(store, run.id, "aisdk", options):
                 if isinstance(chunk, dict) and chunk.get("type") == "tool-approval-request":
