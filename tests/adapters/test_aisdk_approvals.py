@@ -285,3 +285,13 @@ def test_any_stream_keeps_to_its_versions_schema(
     chunks = [c for m in msgs for c in enc.feed(m)]
     chunks += enc.close(status="completed" if ended else None)
     schema_check(chunks, version)
+
+
+def test_a_continued_message_that_pauses_again_asks_with_new_approval_ids() -> None:
+    """The same message, the same part ids: the reply id keeps the approval ids apart."""
+    first = encode_messages(paused(), message_id="msg-r1")
+    again = encode_messages(paused(), message_id="msg-r1", reply_id="r2", approvals={"c0": True})
+    [a] = [c["approvalId"] for c in first if c != DONE and c["type"] == "tool-approval-request"]
+    [b] = [c["approvalId"] for c in again if c != DONE and c["type"] == "tool-approval-request"]
+    assert again[0] == {"type": "start", "messageId": "msg-r1"}
+    assert (a, b) == (approval_id("msg-r1", "M2"), approval_id("r2", "M2")) and a != b

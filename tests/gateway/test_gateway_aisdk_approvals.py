@@ -255,3 +255,39 @@ async def test_a_chat_asks_in_one_session_per_caller(tmp_path: Path) -> None:
     assert sessions[0] == sessions[1]
     # another chat, another caller's chat of the same id, no chat id: sessions of their own
     assert len({sessions[0], *sessions[2:]}) == 4
+
+
+async def test_an_answer_sent_as_the_reply_ends_finds_its_pause() -> None:
+    """A client answers as soon as it has read the end, maybe before the gateway has kept the
+    reply's approvals (a slow store): ``settle`` waits for the caller's ending replies."""
+    import asyncio
+    import uuid
+
+    from agent_stream.gateway.chat_approvals import ChatApprovals, Decision, Paused
+    from agent_stream.gateway.link import AgentRef
+    from agent_stream.gateway.runs import Run
+    from agent_stream.gateway.store import MemoryStore, end_entry
+
+    class SlowStore(MemoryStore):
+        async def read(self, reply_id: str, start: int = 0, *, idle: Any = None) -> Any:
+            await asyncio.sleep(0.3)
+            async for e in super().read(reply_id, start, idle=idle):
+                yield e
+
+    store = SlowStore()
+    await store.create("r1", {})
+    await store.append("r1", [m.to_json() for m in ASKS] + [end_entry("completed", None)])
+    run = Run("r1", AgentRef("ops", "agent1qops"), "k1", "delete a")
+    run.task = asyncio.create_task(asyncio.sleep(0))
+    await run.task
+    run.status = "completed"
+    approvals = ChatApprovals()
+    approvals.watch(
+        store, run, {"message_id": "msg-r1"}, Paused("k1", "ops", uuid.uuid4(), "msg-r1", {})
+    )
+    answer = [Decision("msg-r1.M2", CALL, True)]
+    await approvals.settle("k2")  # another caller's ending replies: nothing to wait for
+    assert approvals.waiting.get(("k1", "msg-r1.M2")) is None  # not kept yet
+    await approvals.settle("k1")
+    paused = approvals.take("k1", answer)
+    assert paused.calls == {"msg-r1.M2": CALL} and paused.message_id == "msg-r1"
