@@ -3,7 +3,8 @@
 // {"client", "stream", "seen": {...what the client ends up with...}}.
 import { HttpAgent, verifyEvents } from "@ag-ui/client";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { DefaultChatTransport, readUIMessageStream, streamText } from "ai";
+import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses,
+         readUIMessageStream, streamText } from "ai";
 import * as ai5 from "ai5";  // ai 5's own client, beside ai 6: both read /api/chat
 import OpenAI from "openai";
 import { from, lastValueFrom, toArray } from "rxjs";
@@ -213,10 +214,12 @@ async function aguiResumeClient(stream) {
 
 // ai: the UI message stream through DefaultChatTransport, assembled by readUIMessageStream
 // (each version validates every chunk against its own strict schema)
-async function uiStreamClient(stream, ai = { DefaultChatTransport, readUIMessageStream }) {
-  const transport = new ai.DefaultChatTransport({ api: `${base}/aisdk/${stream}` });
+// (ai 5 says so in x-ai-sdk-version: the gateway's way to send it only what ai 5 reads)
+async function uiStreamClient(stream, ai = { DefaultChatTransport, readUIMessageStream },
+                              headers = undefined) {
+  const transport = new ai.DefaultChatTransport({ api: `${base}/aisdk/${stream}`, headers });
   const seen = { texts: [], reasoning: [], tool_calls: [], finish: null, usage: null,
-                 errors: [], header: null, data: [], files: [], order: [] };
+                 errors: [], header: null, data: [], files: [], order: [], sources: [] };
   const chunks = await transport.sendMessages({
     trigger: "submit-message", chatId: "c1", messageId: undefined, abortSignal: undefined,
     messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }] });
@@ -248,17 +251,69 @@ async function uiStreamClient(stream, ai = { DefaultChatTransport, readUIMessage
       seen.order.push(["tool", p.toolCallId]);
       seen.tool_calls.push({ id: p.toolCallId, name: p.toolName ?? p.type.slice(5),
                              state: p.state, input: p.input, output: p.output,
+                             approval: p.approval,
                              providerExecuted: p.providerExecuted });
     } else if (p.type.startsWith("data-")) seen.data.push({ type: p.type, data: p.data });
+    else if (p.type.startsWith("source-")) seen.sources.push(p.url ?? p.title);
     else if (p.type === "file") seen.files.push(p.url);
   }
   seen.usage = last?.metadata?.usage ?? null;
   return seen;
 }
 
+// ai 6's own chat (AbstractChat, what useChat is built on) through a pause for approval: the
+// tool part waits (approval-requested), addToolApprovalResponse answers it, and
+// sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses sends the
+// follow-up, whose reply continues the same assistant message.
+class ChatState {
+  constructor() { this.messages = []; this.status = "ready"; this.error = undefined; }
+  pushMessage(m) { this.messages = this.messages.concat(m); }
+  popMessage() { this.messages = this.messages.slice(0, -1); }
+  replaceMessage(i, m) {
+    this.messages = [...this.messages.slice(0, i), this.snapshot(m), ...this.messages.slice(i + 1)];
+  }
+  snapshot(v) { return structuredClone(v); }
+}
+
+async function approvalRoundTrip(stream, approved) {
+  const seen = { asked: null, requests: 0, errors: [], status: null, messages: 0, parts: [],
+                 metadata: null };
+  const counting = async (input, init) => { seen.requests += 1; return fetch(input, init); };
+  const chat = new AbstractChat({
+    id: "approval", state: new ChatState(),
+    transport: new DefaultChatTransport({ api: `${base}/aisdk/${stream}`, fetch: counting }),
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    onError: (e) => seen.errors.push(errText(e)) });
+  const settled = async () => {
+    for (let i = 0; i < 400 && (chat.status === "submitted" || chat.status === "streaming"); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  await chat.sendMessage({ text: "delete a" });
+  await settled();
+  const part = (chat.lastMessage?.parts ?? []).find((p) => p.state === "approval-requested");
+  if (part) {
+    seen.asked = { toolCallId: part.toolCallId, approvalId: part.approval.id };
+    await chat.addToolApprovalResponse({ id: part.approval.id, approved });
+    for (let i = 0; i < 200 && seen.requests < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    await settled();
+  }
+  seen.status = chat.status;
+  seen.messages = chat.messages.length;
+  seen.metadata = chat.lastMessage?.metadata ?? null;
+  seen.parts = (chat.lastMessage?.parts ?? []).map((p) => ({
+    type: p.type, state: p.state, toolCallId: p.toolCallId, output: p.output, text: p.text,
+    url: p.url, title: p.title }));
+  return seen;
+}
+
 const CLIENTS = { "node-openai": openaiClient, "node-ai-streamText": streamTextClient,
                   "node-ag-ui": aguiClient, "node-ai-ui-stream": uiStreamClient,
-                  "node-ai5-ui-stream": (stream) => uiStreamClient(stream, ai5) };
+                  "node-ai5-ui-stream": (stream) => uiStreamClient(stream, ai5,
+                                                                   { "x-ai-sdk-version": "5" }) };
+// the round trips: a paused stream, answered (run once per stream and decision)
+const ROUND_TRIPS = { "node-ai-approval-yes": (stream) => approvalRoundTrip(stream, true),
+                      "node-ai-approval-no": (stream) => approvalRoundTrip(stream, false) };
 
 // "hitl:NAME": a human-in-the-loop stream, read by the AG-UI resume client only
 const HITL_CLIENTS = { "node-ag-ui-resume": aguiResumeClient };
@@ -266,7 +321,10 @@ const HITL_CLIENTS = { "node-ag-ui-resume": aguiResumeClient };
 for (const arg of streams) {
   const hitl = arg.startsWith("hitl:");
   const stream = hitl ? arg.slice(5) : arg;
-  for (const [name, run] of Object.entries(hitl ? HITL_CLIENTS : CLIENTS)) {
+  const trip = !hitl && stream.startsWith("approval_"); // a round trip's stream: its own clients too
+  const clients = hitl ? HITL_CLIENTS : trip ? { ...CLIENTS, ...ROUND_TRIPS } : CLIENTS;
+  for (const [name, run] of Object.entries(clients)) {
+    if (trip && !name.includes("ui-stream") && !name.includes("approval")) continue;
     let line;
     try {
       line = { client: name, stream, seen: await run(stream) };

@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_stream.message import Message
 
-__all__ = ["CORPUS", "HITL", "corpus", "hitl"]
+__all__ = ["CORPUS", "HITL", "ROUND_TRIPS", "corpus", "hitl", "round_trips"]
 
 
 def ev(name: str, ids: dict[str, Any] | None = None, **data: Any) -> Message:
@@ -508,6 +508,58 @@ HITL: dict[str, Any] = {"approval_interrupt": (_approval_paused, _approval_resum
 def hitl() -> dict[str, tuple[list[Message], list[Message]]]:
     """Every human-in-the-loop pair by name."""
     return {name: (ask(), resume()) for name, (ask, resume) in HITL.items()}
+
+
+# -- round trips: a stream that pauses, and how it goes on once the client answered -----------
+APPROVAL_CALL = "call_del"
+
+
+def _approval_pause() -> list[Message]:
+    """An AI SDK reply that cites a web page, runs a tool call up to its approval and pauses
+    (the pydantic-ai source's ``user_input``, card and all), with the model and usage."""
+    from agent_stream.sources.approvals import asking
+
+    ask = asking(APPROVAL_CALL, "delete_file", {"path": "a"})
+    cite = {"type": "web_search_result_location", "url": "https://example.org/a", "title": "A"}
+    return [
+        start("pause"),
+        bstart("B1", "llm", model="m-1"),
+        d("text", {"content": "Deleting it."}, "M1", bid="B1"),
+        d("text", {"citations": [cite]}, "M1", bid="B1", delta_path="citations"),
+        m("citation", {"title": "Policy", "document_title": "Policy"}, "M2", bid="B1"),
+        m(
+            "tool_call",
+            {"id": APPROVAL_CALL, "name": "delete_file", "arguments": '{"path": "a"}'},
+            "M3",
+            bid="B1",
+        ),
+        bend("B1"),
+        m("user_input", ask.props, "M4"),
+        end("pause", usage={"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}),
+    ]
+
+
+def _approval_answered(approved: bool) -> list[Message]:
+    """How the paused reply goes on: the tool's result (or the refusal) and a last text."""
+    said = "deleted a" if approved else "The user refused: keep it"
+    return [
+        start("answer"),
+        m("tool_result", {"call_id": APPROVAL_CALL, "name": "delete_file", "content": said}, "M1"),
+        d("text", {"content": "Done." if approved else "Kept it."}, "M2"),
+        mend("M2"),
+        end("answer"),
+    ]
+
+
+ROUND_TRIPS: dict[str, Any] = {"approval_pause": (_approval_pause, _approval_answered)}
+
+
+def round_trips() -> dict[str, tuple[list[Message], dict[bool, list[Message]]]]:
+    """Each round trip's paused stream, and its continuation by the user's decision."""
+    return {
+        name: (pause(), {ok: answered(ok) for ok in (True, False)})
+        for name, (pause, answered) in ROUND_TRIPS.items()
+    }
 
 
 _TYPES = [

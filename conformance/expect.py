@@ -40,6 +40,7 @@ class Expected:
     order: list[Item] = field(default_factory=list)
     subagents: list[dict[str, Any]] = field(default_factory=list)
     subagent_errors: list[str] = field(default_factory=list)
+    approvals: list[str] = field(default_factory=list)  # the calls a pause asks approval for
 
 
 def _shown(content: Any) -> str:
@@ -178,6 +179,13 @@ def expected(t: Transcript) -> Expected:
         order=order_of(t),
         subagents=subagents_of(t),
         subagent_errors=subagent_errors_of(t),
+        approvals=[
+            m.props["call_id"]
+            for m in msgs
+            if m.type == "user_input"
+            and m.props.get("kind") == "approval"
+            and m.props.get("call_id") in {x["id"] for x in tools}
+        ],
     )
 
 
@@ -283,8 +291,10 @@ def check_agui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
     }
 
 
-def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
-    """The AI SDK UI message stream: parts apart, agent tools provider-executed with output."""
+def check_ui(seen: dict[str, Any], e: Expected, stream: str, version: int = 6) -> Checks:
+    """The AI SDK UI message stream: parts apart, agent tools provider-executed with output; a
+    pause for approval is the tool part's ``approval-requested`` state (ai 6), a
+    ``data-user_input`` part (ai 5)."""
     tools_ok = len(seen["tool_calls"]) == len(e.tools)
     for got, want in zip(seen["tool_calls"], e.tools, strict=False):
         tools_ok = (
@@ -297,6 +307,16 @@ def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
             tools_ok = tools_ok and got["input"] == json.loads(want["arguments"] or "{}")
         if want["id"] in e.tool_results:
             tools_ok = tools_ok and got.get("output") == e.tool_results[want["id"]]
+    if version >= 6:
+        asked = [t["id"] for t in seen["tool_calls"] if t["state"] == "approval-requested"]
+        approvals_ok = asked == e.approvals and all(
+            t.get("approval", {}).get("id") for t in seen["tool_calls"] if t["id"] in asked
+        )
+    else:
+        inputs = [d["data"] for d in seen["data"] if d["type"] == "data-user_input"]
+        approvals_ok = [i.get("call_id") for i in inputs if i.get("kind") == "approval"] == (
+            e.approvals
+        )
     errors = seen["errors"]
     fin = seen["finish"]
     if e.status == "completed":
@@ -311,6 +331,7 @@ def check_ui(seen: dict[str, Any], e: Expected, stream: str) -> Checks:
         "text": (same_texts(seen["texts"], e.texts, stream), json.dumps(seen["texts"])[:160]),
         "reasoning": (seen["reasoning"] == e.thinking, json.dumps(seen["reasoning"])[:120]),
         "tools": (tools_ok, json.dumps(seen["tool_calls"])[:200]),
+        "approvals": (approvals_ok, json.dumps(seen["tool_calls"])[:200]),
         "finish": (fin_ok, f"finish={fin} errors={errors}"),
         "usage": (_usage(seen["usage"], e.usage), json.dumps(seen["usage"])),
         # a tool part holds its output: results have no place of their own
@@ -466,6 +487,34 @@ def check_agui_resume(seen: dict[str, Any], asked: Transcript, answered: Transcr
     }
 
 
+def check_round_trip(seen: dict[str, Any], approved: bool) -> Checks:
+    """ai 6's chat through a pause for approval (corpus ``approval_pause``): asked, answered by
+    the chat's own follow-up, and continued in the same assistant message."""
+    parts = seen["parts"]
+    [tool] = [p for p in parts if p.get("toolCallId") == "call_del"] or [{}]
+    if approved:
+        tool_ok = tool.get("state") == "output-available" and tool.get("output") == "deleted a"
+    else:
+        tool_ok = tool.get("state") == "output-denied"
+    texts = [p.get("text") for p in parts if p["type"] == "text"]
+    sources = [p.get("url") or p.get("title") for p in parts if p["type"].startswith("source-")]
+    meta = seen["metadata"] or {}
+    return {
+        "asked": (seen["asked"] is not None and not seen["errors"], json.dumps(seen)[:200]),
+        "follow-up": (
+            seen["requests"] == 2 and seen["messages"] == 2 and seen["status"] == "ready",
+            f"requests={seen['requests']} messages={seen['messages']} status={seen['status']}",
+        ),
+        "tool": (tool_ok, json.dumps(tool)[:200]),
+        "text": (texts == ["Deleting it.", "Done." if approved else "Kept it."], str(texts)),
+        "sources": (sources == ["https://example.org/a", "Policy"], str(sources)),
+        "metadata": (
+            meta.get("model") == "m-1" and (meta.get("usage") or {}).get("total_tokens") == 7,
+            json.dumps(meta),
+        ),
+    }
+
+
 HITL_CHECKERS = {"node-ag-ui-resume": check_agui_resume}
 
 CHECKERS = {
@@ -474,7 +523,9 @@ CHECKERS = {
     "node-ai-streamText": lambda s, e, n: check_openai(s, e, n, sdk=True),
     "node-ag-ui": check_agui,
     "node-ai-ui-stream": check_ui,
-    "node-ai5-ui-stream": check_ui,
+    "node-ai5-ui-stream": lambda s, e, n: check_ui(s, e, n, version=5),
+    "node-ai-approval-yes": lambda s, e, n: check_round_trip(s, True),
+    "node-ai-approval-no": lambda s, e, n: check_round_trip(s, False),
     "python-a2a-sdk": check_a2a,
     "python-chat": check_chat,
     "python-mcp": check_mcp,
@@ -493,6 +544,8 @@ WIRE_OF = {
     "node-ag-ui-resume": "agui",
     "node-ai-ui-stream": "aisdk",
     "node-ai5-ui-stream": "aisdk",
+    "node-ai-approval-yes": "aisdk",
+    "node-ai-approval-no": "aisdk",
     "python-a2a-sdk": "a2a",
     "python-chat": "chat",
     "python-mcp": "mcp",

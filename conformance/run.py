@@ -3,11 +3,12 @@
 Starts the wire server on 127.0.0.1, runs the Python clients in this process and the Node
 clients (conformance/clients.mjs) as a subprocess, compares what each client ends up with to
 the transcript, the order of texts, reasoning, tool calls and results within each thread
-included (random ``fuzz_NN`` streams: checked for protocol only), prints one line per
-(client, stream), a client x stream table and ``N passed, M failed`` (plus known failures,
-reported as xfail). Human-in-the-loop streams (``corpus.HITL``: a reply that pauses, and the
-reply to its resume) are read by AG-UI's client only: a run ending with interrupts, then the
-same agent resuming them. Exit status 1 when anything unexpected failed.
+included (random ``fuzz_NN`` streams: checked for protocol only; a round trip, a stream that
+pauses for approval, is read by the AI SDK clients and answered by ai 6's own chat), prints
+one line per (client, stream), a client x stream table and ``N passed, M failed`` (plus known
+failures, reported as xfail). Human-in-the-loop streams (``corpus.HITL``: a reply that pauses,
+and the reply to its resume) are read by AG-UI's client only: a run ending with interrupts,
+then the same agent resuming them. Exit status 1 when anything unexpected failed.
 Usage: python conformance/run.py [STREAM...]
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from corpus import corpus, fuzz, hitl  # noqa: E402
+from corpus import corpus, fuzz, hitl, round_trips  # noqa: E402
 from expect import (  # noqa: E402
     CHECKERS,
     HITL_CHECKERS,
@@ -75,13 +76,15 @@ async def node_results(base: str, names: list[str]) -> list[dict[str, Any]]:
 
 async def main(names: list[str]) -> int:
     streams = corpus()
-    exact = set(streams)
+    trips = round_trips()  # read by the AI SDK clients only, and answered by ai 6's chat
+    exact = set(streams) | set(trips)
     streams.update(fuzz(FUZZ))
     pairs = hitl()
     loops = [n for n in (names or list(pairs)) if n in pairs]
-    names = [n for n in names if n not in pairs] if names else list(streams)
+    names = [n for n in names if n not in pairs] if names else [*streams, *trips]
     server = WireServer(
         {**streams, **{n: p[0] for n, p in pairs.items()}},
+        trips,
         resumed={n: p[1] for n, p in pairs.items()},
     )
     base = await server.start()
@@ -92,6 +95,8 @@ async def main(names: list[str]) -> int:
         gateway_base = await gateway.start()
         results: list[dict[str, Any]] = []
         for name in names:
+            if name in trips:
+                continue
             clients = [(c, r, base) for c, r in PY_CLIENTS.items()]
             clients += [(c, r, gateway_base) for c, r in GATEWAY_CLIENTS.items()]
             for client, run, url in clients:
@@ -106,7 +111,8 @@ async def main(names: list[str]) -> int:
         await gateway.stop()
         await server.stop()
         folder.cleanup()
-    return report(results, streams, exact, server, time.monotonic() - t0, pairs)
+    served = {n: s for n, s in server.streams.items() if n not in pairs}
+    return report(results, served, exact, server, time.monotonic() - t0, pairs)
 
 
 def report(

@@ -6,7 +6,11 @@ Routes (all POST, the request body is read and, where it matters, obeyed):
   /agui/{stream}                      AG-UI events; for a human-in-the-loop stream, a RunAgentInput
                                       whose ``resume`` answers its interrupts gets its resumed reply
                                       (anything else naming interrupts: HTTP 400, a RUN_ERROR body)
-  /aisdk/{stream}                     the AI SDK UI message stream (its v1 header)
+  /aisdk/{stream}                     the AI SDK UI message stream (its v1 header); a request
+                                      with ``x-ai-sdk-version: 5`` gets what ai 5 reads; a
+                                      round trip's follow-up (the assistant message, its tool
+                                      part ``approval-responded``) gets the paused reply's
+                                      continuation, in the same message
   /a2a/{stream}                       A2A message/stream JSON-RPC responses (the request's id)
   /chat/{stream}                      Agent Chat Protocol ChatMessages, one JSON a line
 
@@ -78,9 +82,11 @@ class WireServer:
     def __init__(
         self,
         streams: dict[str, list[Message]],
+        round_trips: dict[str, tuple[list[Message], dict[bool, list[Message]]]] | None = None,
         resumed: dict[str, list[Message]] | None = None,
     ) -> None:
-        self.streams = streams
+        self.round_trips = round_trips or {}
+        self.streams = {**streams, **{n: p for n, (p, _) in self.round_trips.items()}}
         self.resumed = resumed or {}  # stream -> the reply to a resume of its interrupts
         self.warnings: dict[tuple[str, str], list[str]] = {}
         self.sent: dict[str, dict[str, str]] = {}  # stream -> wire -> the text sent
@@ -171,10 +177,24 @@ class WireServer:
         return await self._send(request, "agui", text, warns)
 
     async def _aisdk(self, request: web.Request) -> web.StreamResponse:
-        from agent_stream.adapters.aisdk import HEADERS
+        from agent_stream.adapters.aisdk import HEADERS, AISDKEncoder, frame_sse
+        from agent_stream.adapters.framing import run_encoder
+        from agent_stream.gateway.chat_approvals import VERSION_HEADER, ai_version, responses_of
 
-        await request.json()  # {id, messages, trigger}
-        text, warns = _wire("aisdk", self._msgs(request))
+        body = await request.json()  # {id, messages, trigger, messageId}
+        options: dict[str, Any] = {"ai_version": ai_version(request.headers.get(VERSION_HEADER))}
+        msgs = self._msgs(request)
+        decisions = responses_of(body.get("messages"))
+        name = request.match_info["stream"]
+        if decisions and name in self.round_trips:  # the user decided: the reply goes on
+            approved = all(x.approved for x in decisions)
+            msgs = self.round_trips[name][1][approved]
+            options["message_id"] = body["messageId"]
+            options["reply_id"] = "answer"
+            options["approvals"] = {x.tool_call_id: approved for x in decisions}
+        enc = AISDKEncoder(**options)
+        text = "".join(frame_sse(c) for c in run_encoder(enc, msgs))
+        warns = [str(w) for w in enc.drain_warnings()]
         return await self._send(request, "aisdk", text, warns, HEADERS)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:

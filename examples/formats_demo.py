@@ -160,6 +160,11 @@ What to look for:
   its first event, extended with `append` and closed by an empty `lastChunk`; the tool call is a
   DataPart, blocks and threads are `working` status updates, and the last status update is
   `completed` (`final`, usage in its metadata).
+- **MCP** (the gateway's `/mcp`, not a `convert` format) is one `tools/call`: each piece of text
+  and a line per step (`[sub-agent Researcher]`, `[tool call get_weather] {...}`) come as
+  `notifications/progress` on the call's stream, and the result is the texts (the threads one
+  after the other); an error, a cancel or a cut reply is `isError: true`
+  ([wires-aisdk-a2a.md](wires-aisdk-a2a.md#mcp-the-gateways-mcp)).
 """
 
 
@@ -322,8 +327,10 @@ stream that ends without stream_end), block -> `start-step`/`finish-step`, text 
 `text-start/-delta/-end`, thinking -> `reasoning-start/-delta/-end`, tool_call ->
 `tool-input-start/-delta/-available` (`providerExecuted`, sent once the name is known),
 `tool_result` -> `tool-output-available`, media -> `file`, an `error` Message -> `error`
-(inside a sub-agent: a `data-error` part, and the reply goes on), others -> `data-<type>` parts.
-The whole mapping: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
+(inside a sub-agent: a `data-error` part, and the reply goes on), a pause for a tool's approval
+-> `tool-approval-request` (ai 6; ai 5, `ai_version=5`: a `data-user_input` part), citations ->
+`source-url` / `source-document`, the model -> `message-metadata`, others -> `data-<type>`
+parts. The whole mapping: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
 
 ### A2A (`A2AEncoder`, `convert --to a2a`, `decode --from a2a`)
 

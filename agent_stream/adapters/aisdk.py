@@ -5,9 +5,9 @@ Messages become UI message chunks, sent as SSE ``data: <json>`` lines ending ``d
 
 - stream -> ``start`` (messageId ``msg-<request_id>``) ... ``finish`` (finishReason, usage in
   ``messageMetadata.usage``). status error -> ``error`` then ``finish`` with finishReason
-  ``error``; cancelled -> ``abort``; closed without stream_end -> ``error`` ("the stream ended
-  before it was complete") and no ``finish``, with an ``incomplete`` warning: open parts are
-  left as they were, not completed.
+  ``error``; cancelled -> ``abort`` (with a ``reason`` for ai 6); closed without stream_end ->
+  ``error`` ("the stream ended before it was complete") and no ``finish``, with an
+  ``incomplete`` warning: open parts are left as they were, not completed.
 - block -> ``start-step``/``finish-step``. The SDK's steps do not nest and a ``finish-step``
   forgets open text, so a step opens only when no tool call is streaming and finishes once no
   block and no part is open; overlapping blocks share one step.
@@ -21,6 +21,25 @@ Messages become UI message chunks, sent as SSE ``data: <json>`` lines ending ``d
 - ``tool_result`` (props ``call_id``, ``name``, ``content``) for a call on the wire ->
   ``tool-output-available`` (providerExecuted), or ``tool-output-error`` for a failed one.
 - image, audio, video -> ``file`` (url, mediaType guessed from the url or format).
+- citations -> sources: a ``citation`` Message, or an item of a text's ``props.citations`` (as
+  the Anthropic source gives them), with an http(s) ``url`` (or ``source``) -> ``source-url``
+  (``title`` when it has one); else one naming a document (``title``, ``document_title`` or
+  ``document_index``) -> ``source-document`` (``mediaType`` its ``media_type``, else
+  ``application/pdf`` for a ``page_location``, else ``text/plain``). ``sourceId`` is a hash of
+  what it points at, and each source is sent once per stream. A citation Message naming no
+  source stays a ``data-citation`` part.
+- the first block naming a ``model`` (not inside a sub-agent) -> ``message-metadata``
+  ``{"model"}``; the stream's usage stays in ``finish``'s ``messageMetadata.usage``, which the
+  SDK merges into the same ``message.metadata``.
+- approvals (``ai_version`` 6, the default): a ``user_input`` of kind ``approval`` whose
+  ``call_id`` names a tool call of this stream -> ``tool-approval-request`` (``approvalId``
+  :func:`approval_id` of ``reply_id`` or the message id, the call's ``toolCallId``) after that
+  call's ``tool-input-available``; ``useChat`` shows the call awaiting the user's decision.
+  ai 5 has no such chunk (its schema refuses it): with ``ai_version=5`` the pause stays a
+  ``data-user_input`` part. A stream that continues a paused message (``approvals``: call id
+  -> approved) answers each call's ``tool_result`` with ``tool-output-available``
+  (``tool-output-error`` when it failed) when approved, ``tool-output-denied`` when refused
+  (at the stream's end when no result came).
 - error Message -> ``error`` (errorText; the stream goes on, but ``useChat`` reports it as the
   reply's error). Inside a sub-agent (an open block of type ``agent``, or a block nested in one)
   it fails only that sub-agent, which its caller may recover from: a ``data-error`` part (``id``
@@ -33,6 +52,7 @@ Messages become UI message chunks, sent as SSE ``data: <json>`` lines ending ``d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mimetypes
 from collections.abc import Iterable, Mapping
@@ -71,6 +91,7 @@ from agent_stream.message import (
     THREAD_END,
     THREAD_START,
     TOOL_CALL,
+    USER_INPUT,
     VIDEO,
     Message,
 )
@@ -80,6 +101,7 @@ __all__ = [
     "DONE",
     "HEADERS",
     "AISDKEncoder",
+    "approval_id",
     "encode_messages",
     "frame_sse",
     "media_type",
@@ -89,6 +111,8 @@ HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 CONTENT_TYPE = "text/event-stream"
 DONE = "[DONE]"
 TOOL_RESULT = "tool_result"
+CITATION = "citation"
+VERSIONS = (5, 6)  # the AI SDK majors whose strict chunk schemas this encoder keeps to
 INCOMPLETE_TEXT = "the stream ended before it was complete"
 _FINISH = {
     "stop": "stop",
@@ -117,6 +141,46 @@ def _kind(type_: str) -> str:
     return _KINDS.get(type_, _DATA)
 
 
+def approval_id(scope: str, part_id: str) -> str:
+    """The ``approvalId`` of the approval asked by a stream's ``user_input`` part.
+
+    Args:
+        scope: the stream's ``reply_id``, else its ``start`` messageId.
+        part_id: the user_input message's part id.
+    """
+    return f"{scope}.{part_id}"
+
+
+def _source(c: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``source-url`` or ``source-document`` chunk of one citation (no sourceId yet), or
+    None when it points at nothing."""
+
+    def s(k: str) -> str | None:
+        v = c.get(k)
+        return v if isinstance(v, str) and v.strip() else None
+
+    title = s("title") or s("document_title")
+    url = s("url") or s("source")
+    if url is not None and url.startswith(("https://", "http://")):
+        chunk: dict[str, Any] = {"type": "source-url", "url": url}
+        if title is not None:
+            chunk["title"] = title
+        return chunk
+    index = c.get("document_index")
+    if title is None and isinstance(index, int) and not isinstance(index, bool):
+        title = f"document {index}"
+    if title is None:
+        return None
+    media = s("media_type") or s("mediaType")
+    if media is None:
+        media = "application/pdf" if c.get("type") == "page_location" else "text/plain"
+    chunk = {"type": "source-document", "mediaType": media, "title": title}
+    filename = s("filename")
+    if filename is not None:
+        chunk["filename"] = filename
+    return chunk
+
+
 def media_type(type_: str, props: Mapping[str, Any]) -> str:
     """The IANA media type of an image/audio/video Message: its format, its url, or ``type/*``.
 
@@ -142,16 +206,40 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
 
     Args:
         message_id: the ``start`` chunk's ``messageId`` (None: ``msg-`` and stream_start's
-            request_id, else ``msg-agent-stream``).
+            request_id, else ``msg-agent-stream``); a continued message's own id.
+        ai_version: the AI SDK major the client runs (5 or 6): 5 gets no approval chunks.
+        approvals: for a stream continuing a paused message: each call id the user decided on,
+            and whether it was approved (ai 6 only).
+        reply_id: what makes this stream's approval ids unique (None: the message id; a
+            stream continuing a message needs its own).
+
+    Raises:
+        ValueError: ``ai_version`` is not 5 or 6.
     """
 
     INCOMPLETE_WARNING = (
         "the stream ended without stream_end; an AI SDK client gets an error part, not a finish"
     )
 
-    def __init__(self, *, message_id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        message_id: str | None = None,
+        ai_version: int = 6,
+        approvals: Mapping[str, bool] | None = None,
+        reply_id: str | None = None,
+    ) -> None:
         super().__init__()
+        if ai_version not in VERSIONS:
+            raise ValueError(f"ai_version must be one of {VERSIONS}, not {ai_version!r}")
         self.message_id = message_id
+        self.ai_version = ai_version
+        self.reply_id = reply_id
+        # a continued message's decisions, call id -> approved; popped once answered
+        self._decided = dict(approvals or {}) if ai_version >= 6 else {}
+        self._asked: set[str] = set()  # user_input parts sent as approval requests
+        self._sources: set[str] = set()
+        self._model_sent = False
         self._calls: dict[str, Tracked] = {}  # tool call id on the wire -> its call
         self._pids: set[str] = set()
         self._blocks: set[str] = set()
@@ -198,12 +286,19 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
     ) -> None:
         for st in list(self._table.open.values()):
             self._end_msg(st, out)
+        for cid, approved in list(self._decided.items()):
+            if not approved:  # refused, and the agent said nothing of it: still refused
+                out.append({"type": "tool-output-denied", "toolCallId": cid})
+        self._decided.clear()
         self._blocks.clear()
         if self._step:
             out.append({"type": "finish-step"})
             self._step = False
         if status == "cancelled":
-            out.append({"type": "abort", "reason": error or "the stream was cancelled"})
+            abort = {"type": "abort", "reason": error or "the stream was cancelled"}
+            if self.ai_version < 6:  # ai 5's abort chunk has no reason
+                del abort["reason"]
+            out.append(abort)
         else:
             reason = _FINISH.get(finish_reason or "stop", "stop")
             if status != "completed":
@@ -229,6 +324,7 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         elif name == BLOCK_START:
             bid = ev.block_id
             if bid is not None:
+                self._model(ev, bid, out)
                 self._blocks.add(bid)
                 if not self._step and not any(
                     s.kind == _TOOL and s.opened for s in self._table.open.values()
@@ -253,6 +349,17 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             self._thread(ev, out)
         elif name not in LIFECYCLE_EVENTS:
             out.append({"type": "data-event", "data": merge.copy_json(ev.msg.props or {})})
+
+    def _model(self, ev: EventView, bid: str, out: list[Any]) -> None:
+        """``message-metadata`` naming the model, at the first block that names one (a
+        sub-agent's model is not the reply's)."""
+        model = ev.data.get("model")
+        if self._model_sent or not isinstance(model, str) or not model:
+            return
+        if self._agents.agent_of(bid) is not None or ev.data.get("type") == "agent":
+            return
+        self._model_sent = True
+        out.append({"type": "message-metadata", "messageMetadata": {"model": model}})
 
     def _thread(self, ev: EventView, out: list[Any]) -> None:
         out.append(
@@ -290,6 +397,12 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
 
     def _chunk(self, st: Tracked, msg: Message, out: list[Any]) -> None:
         kind = st.kind
+        if kind == _TEXT:
+            cites = (msg.props or {}).get("citations")
+            if isinstance(cites, list):
+                for c in cites:
+                    if isinstance(c, dict):
+                        self._send_source(c, out)
         if kind in (_TEXT, _REASONING):
             ch = visible_change(msg, _SHOWN[st.type])
             if ch is None:
@@ -309,10 +422,46 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
             url = p.get("url")
             if isinstance(url, str) and url and not msg.delta:
                 out.append({"type": "file", "url": url, "mediaType": media_type(st.type, p)})
+        elif st.wid in self._asked:
+            return  # an approval asked: the tool part holds it, later changes are not sent
         elif self._update_props(st, msg):
             if st.type == TOOL_RESULT and self._tool_result(st, out):
                 return
+            if st.type == USER_INPUT and self._approval(st, out):
+                return
+            if st.type == CITATION and self._send_source(st.props or {}, out):
+                return
             self._data(st, out)
+
+    def _send_source(self, c: Mapping[str, Any], out: list[Any]) -> bool:
+        """A citation as a source chunk, once per source; False when it points at nothing."""
+        chunk = _source(c)
+        if chunk is None:
+            return False
+        sid = "src-" + hashlib.sha256(dumps(chunk).encode()).hexdigest()[:16]
+        if sid not in self._sources:
+            self._sources.add(sid)
+            out.append({"type": chunk.pop("type"), "sourceId": sid, **chunk})
+        return True
+
+    def _approval(self, st: Tracked, out: list[Any]) -> bool:
+        """An approval of a call of this stream as ``tool-approval-request`` (ai 6 only)."""
+        p = st.props or {}
+        cid = p.get("call_id")
+        target = self._calls.get(cid) if isinstance(cid, str) else None
+        if self.ai_version < 6 or p.get("kind") != "approval" or target is None:
+            return False
+        if not target.done:
+            self._end_msg(target, out)
+        self._asked.add(st.wid)
+        out.append(
+            {
+                "type": "tool-approval-request",
+                "approvalId": approval_id(self.reply_id or self.message_id or "", st.wid),
+                "toolCallId": target.tool.call_id,
+            }
+        )
+        return True
 
     def _open_text(self, st: Tracked, out: list[Any]) -> None:
         if not st.opened:
@@ -410,8 +559,12 @@ class AISDKEncoder(TrackingEncoder[Tracked, Any]):
         cid = p.get("call_id")
         target = self._calls.get(cid) if isinstance(cid, str) else None
         if target is None:
-            return False
-        if not target.done:
+            if not isinstance(cid, str) or cid not in self._decided:
+                return False
+            if not self._decided.pop(cid):  # the user refused it: whatever the agent says
+                out.append({"type": "tool-output-denied", "toolCallId": cid})
+                return True
+        elif not target.done:
             self._end_msg(target, out)
         output = p["content"] if "content" in p else merge.copy_json(p)
         if p.get("is_error") is True:  # a failed tool: the part's error state, with its text

@@ -212,7 +212,12 @@ _WIRES: tuple[Wire, ...] = (
         "Vercel AI SDK UI message stream (SSE)",
         _A + "aisdk:AISDKEncoder",
         {"sse": _A + "aisdk:frame_sse"},
-        (Option("message_id", "message_id"),),
+        (
+            Option("message_id", "message_id"),
+            Option("ai_version"),
+            Option("approvals"),
+            Option("reply_id"),
+        ),
         headers={"x-vercel-ai-ui-message-stream": "v1"},
     ),
     Wire(

@@ -106,7 +106,8 @@ def encoder_for(accept: str | None = "standard", **options: Any) -> Encoder[Any]
 
     openai: model, include_usage, completion_id, created, tool_calls; cui: sse (a framing
     option, see ``frame_for``); agui: thread_id, run_id; channels: channels; aisdk:
-    message_id; a2a: task_id, context_id; chat: conversation.
+    message_id, ai_version, approvals, reply_id;
+    a2a: task_id, context_id; chat: conversation.
 
     Args:
         accept: the spec's ``accept`` value or a wire's name (None or "": ``standard``).

@@ -95,6 +95,7 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True, with_mcp: bool = True)
                     "accept",
                     "mcp-session-id",
                     "mcp-protocol-version",
+                    "x-ai-sdk-version",
                 ],
                 expose_headers=["x-reply-id", "mcp-session-id", *_WIRE_HEADERS],
                 max_age=600,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
@@ -24,6 +26,16 @@ from agent_stream.adapters import registry
 from agent_stream.conversation import ROLES, Turn
 from agent_stream.errors import WireError
 from agent_stream.gateway.agui_threads import PausedThreads
+from agent_stream.gateway.chat_approvals import (
+    VERSION_HEADER,
+    ChatApprovals,
+    ChatSessions,
+    Decision,
+    Paused,
+    ai_version,
+    answer_text,
+    responses_of,
+)
 from agent_stream.gateway.core import Gateway, own_alias
 from agent_stream.gateway.middleware import HTTPError, caller, read_json
 from agent_stream.gateway.questions import from_aisdk, from_openai, from_turns, text_of
@@ -247,38 +259,96 @@ async def agui(request: Request) -> Response:
 
 
 # -- AI SDK ---------------------------------------------------------------------------------------
-async def aisdk_chat(request: Request) -> Response:
+async def aisdk_chat(
+    request: Request, approvals: ChatApprovals, sessions: ChatSessions
+) -> Response:
     """``POST /api/chat``: ``useChat``'s default transport; the UI message stream out.
+
+    ``x-ai-sdk-version: 5`` asks for what ai 5 reads (no approval chunks); without it the
+    client is taken for ai 6. Every request of one chat asks in the chat's envelope session. A
+    request whose last message answers a paused reply's approvals (:mod:`.chat_approvals`)
+    continues that reply's message instead of asking a question.
 
     Args:
         request: the HTTP request.
+        approvals: the gateway's replies waiting for approvals.
+        sessions: the gateway's chats' sessions.
     """
     request.state.format = "aisdk"
     resumed = await _resume(request)
     if resumed is not None:
         return resumed
+    version = ai_version(request.headers.get(VERSION_HEADER))
     body = await _body(request)
+    decisions = responses_of(body.get("messages")) if version >= 6 else []
+    if decisions:
+        return await _approved(request, body, approvals, decisions)
     question = from_aisdk(body.get("messages"))
     agent = request.query_params.get("agent") or body.get("agent")
     rid = new_reply_id()
-    chat_id = body.get("id")
-    aliases = (
-        (own_alias(caller(request), CHAT_ALIAS + chat_id),)
-        if isinstance(chat_id, str) and chat_id
-        else ()
-    )
-    options = {"message_id": f"msg-{rid}"}
+    options: dict[str, Any] = {"message_id": f"msg-{rid}"}
+    if version < 6:
+        options["ai_version"] = version
     gw = _gw(request)
+    session = sessions.session(caller(request), body.get("id"))
     run = await gw.start(
         request,
         agent=agent if isinstance(agent, str) else None,
         question=question.text,
         fmt="aisdk",
         options=options,
-        aliases=aliases,
+        aliases=_chat_alias(request, body),
         reply_id=rid,
         history=question.history,
+        session=session,
     )
+    if version >= 6:
+        approvals.watch(
+            gw.store, run, options, Paused(run.key, run.agent.name, session, f"msg-{rid}", {})
+        )
+    return gw.stream(run.id, {"format": "aisdk", "options": options})
+
+
+def _chat_alias(request: Request, body: dict[str, Any]) -> tuple[str, ...]:
+    """The caller's own alias of the request's chat id (none without one)."""
+    chat_id = body.get("id")
+    if isinstance(chat_id, str) and chat_id:
+        return (own_alias(caller(request), CHAT_ALIAS + chat_id),)
+    return ()
+
+
+async def _approved(
+    request: Request, body: dict[str, Any], approvals: ChatApprovals, decisions: list[Decision]
+) -> Response:
+    """The follow-up answering a paused reply's approvals: the answer asked in its session,
+    the reply continuing its message (the pause stays when the answer cannot be asked)."""
+    await approvals.settle(caller(request))
+    paused = approvals.take(caller(request), decisions)
+    answer = answer_text(decisions)
+    approved = answer == "yes"  # the agent takes one answer: a refusal refuses every call
+    rid = new_reply_id()
+    options: dict[str, Any] = {
+        "message_id": paused.message_id,
+        "reply_id": rid,
+        "approvals": {cid: approved for cid in paused.calls.values()},
+    }
+    gw = _gw(request)
+    try:
+        run = await gw.start(
+            request,
+            agent=paused.agent,
+            question=answer,
+            fmt="aisdk",
+            options=options,
+            aliases=_chat_alias(request, body),
+            reply_id=rid,
+            session=paused.session,
+        )
+    except BaseException:
+        approvals.put(paused)
+        raise
+    # the continued reply may ask again
+    approvals.watch(gw.store, run, options, replace(paused, calls={}))
     return gw.stream(run.id, {"format": "aisdk", "options": options})
 
 
@@ -485,7 +555,11 @@ def routes(gw: Gateway) -> list[Route]:
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/agui", agui, methods=["POST"]),
-        Route("/api/chat", aisdk_chat, methods=["POST"]),
+        Route(
+            "/api/chat",
+            partial(aisdk_chat, approvals=ChatApprovals(), sessions=ChatSessions()),
+            methods=["POST"],
+        ),
         Route("/api/chat/{id}/stream", aisdk_resume, methods=["GET"]),
         Route("/v1/stream", native, methods=["GET", "POST"]),
         Route("/v1/replies/{id}", reply_stop, methods=["DELETE"]),

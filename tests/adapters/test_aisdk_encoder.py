@@ -34,6 +34,12 @@ CHUNK_TYPES = {
     "tool-input-available",
     "tool-input-error",
     "tool-output-available",
+    "tool-output-error",
+    "tool-output-denied",
+    "tool-approval-request",
+    "source-url",
+    "source-document",
+    "message-metadata",
     "file",
 }
 
@@ -103,6 +109,18 @@ class UIReader:
             )
         elif t == "tool-output-available":
             self.tool(c["toolCallId"]).update(state="output-available", output=c["output"])
+        elif t == "tool-output-error":
+            self.tool(c["toolCallId"]).update(state="output-error", errorText=c["errorText"])
+        elif t == "tool-output-denied":
+            self.tool(c["toolCallId"]).update(state="output-denied")
+        elif t == "tool-approval-request":
+            self.tool(c["toolCallId"]).update(
+                state="approval-requested", approval={"id": c["approvalId"]}
+            )
+        elif t in ("source-url", "source-document"):
+            self.parts.append({**c, "type": t})
+        elif t == "message-metadata":
+            self.metadata = {**(self.metadata or {}), **c["messageMetadata"]}
         elif t.startswith("data-"):
             same = [
                 p for p in self.parts if p["type"] == t and "id" in c and p.get("id") == c["id"]
@@ -129,7 +147,8 @@ class UIReader:
             self.errors.append(c["errorText"])
         elif t == "finish":
             self.finish = c.get("finishReason")
-            self.metadata = c.get("messageMetadata")
+            if c.get("messageMetadata") is not None:
+                self.metadata = {**(self.metadata or {}), **c["messageMetadata"]}
         elif t == "abort":
             self.aborted = True
 
