@@ -9,13 +9,15 @@ protected (no inbox guard).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeVar
 
 from uagents import Agent, Protocol
 from uagents.dispatch import dispatcher
 
 from agent_stream.uagents import local_agent
 from agent_stream.uagents.local._agents import LocalAgent, NoRegistration, endpoint_for, free_port
+
+A = TypeVar("A", bound=Agent)
 
 
 class Pair:
@@ -31,6 +33,10 @@ class Pair:
         agent = local_agent(seed, free_port(), directory=None, **options)
         if chat is not None:
             agent.include(chat, publish_manifest=True)
+        return self.run(agent)
+
+    def run(self, agent: A) -> A:
+        """Start ``agent``'s outgoing dispenser and inbox; :meth:`close` stops them."""
         before = asyncio.all_tasks()
         agent.start_message_dispenser()
         agent.start_message_receivers()
@@ -62,9 +68,4 @@ def unprotected(pair: Pair, seed: str, chat: Protocol) -> LocalAgent:
     )
     agent.local_port = port
     agent.include(chat, publish_manifest=True)
-    before = asyncio.all_tasks()
-    agent.start_message_dispenser()
-    agent.start_message_receivers()
-    pair.tasks |= asyncio.all_tasks() - before
-    pair.agents.append(agent)
-    return agent
+    return pair.run(agent)
