@@ -1,10 +1,12 @@
 """No import cycles in agent_stream, counting every import (those inside functions too); only
 imports under ``if TYPE_CHECKING:`` are exempt. The layer contracts are ``[tool.importlinter]``
 in pyproject.toml, checked by ``lint-imports`` (``make lint``); the forbidden ones are read
-from there and checked here again on the graph with function-level imports."""
+from there and checked here again on the graph with function-level imports. And no test file
+imports another: what tests share lives in fixtures or helper modules."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -140,3 +142,17 @@ def test_the_forbidden_contracts_hold_with_imports_inside_functions_too(contract
         reached = graph.find_upstream_modules(module)  # what it imports, at any depth
         bad = sorted(m for m in reached if m.startswith(forbidden))
         assert not bad, f"{contract}: {module} reaches {bad}"
+
+
+def test_no_test_file_imports_another() -> None:
+    """Helpers shared by test files live in conftest.py fixtures or in a helper module named for
+    what it holds (tests/*_fixtures.py, tests/integration/haproxy.py, ...), never in a test file
+    that others import; code run in a child process counts too."""
+    imports = re.compile(r"^\s*(?:from\s+test_\w+\s+import|import\s+test_\w+)", re.MULTILINE)
+    found = [
+        f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group().strip()}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for text in [path.read_text(encoding="utf-8")]
+        for m in imports.finditer(text)
+    ]
+    assert not found, "\n".join(found)

@@ -10,7 +10,9 @@ from itertools import accumulate, pairwise
 from typing import Any
 
 import pytest
+from chunk_corpus import CODE, PROSE
 from chunker_impls import PURE
+from chunker_options import options
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,101 +28,6 @@ TextChunker = PURE  # the build under test: set by ``_each_build``
 def _each_build(implementation: type[PURE], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(globals(), "TextChunker", implementation)
 
-
-PROSE = [
-    "Hello",
-    " world",
-    "The",
-    " quick",
-    " brown",
-    " fox",
-    " jumps",
-    ".",
-    "!",
-    "?",
-    "?!",
-    ",",
-    ";",
-    ":",
-    " ",
-    "  ",
-    "\n",
-    "\n\n",
-    "\t",
-    "\r\n",
-    " 3.14",
-    " $29.99",
-    " v1.2.3",
-    " 1980.",
-    " e.g.",
-    " i.e.",
-    " Dr.",
-    " Mr.",
-    " U.S.",
-    " Ph.D.",
-    " J. R. R.",
-    " etc.",
-    "...",
-    "…",
-    "one.Two",
-    " https://example.com/a.b?x=1",
-    " john.doe@example.com",
-    '"',
-    "'",
-    ")",
-    "(",
-    "]",
-    "**",
-    "_",
-    "# ",
-    "## Title\n",
-    "- ",
-    "1. ",
-    "10. ",
-    "| a | b |\n",
-    "|---|---|\n",
-    "> ",
-    "今天",
-    "天气",
-    "很好",
-    "。",
-    "！",
-    "？",
-    "，",
-    "、",
-    "“",
-    "”",
-    "「",
-    "」",
-    "……",
-    "こんにちは",
-    "です",
-    "カタカナ",
-    "ｺﾝﾆﾁﾊ｡",
-    "한국어",
-    " 문장.",
-    "é",
-    "e\u0301",
-    "👍",
-    "👍🏽",
-    "👩\u200d👩\u200d👧",
-    "🇫🇷",
-    "\u00a0",
-    "\u3000",
-    "x" * 30,
-]
-CODE = [
-    "`",
-    "``",
-    "`code.x()`",
-    "```",
-    "```py\n",
-    "\n```\n",
-    "```\n",
-    "~~~\n",
-    "\n~~~",
-    "    ```\n",
-]
 
 no_ticks = st.characters(exclude_characters="`~", exclude_categories=("Cs",))
 
@@ -141,22 +48,6 @@ def streams(draw: st.DrawFn, code: bool = True) -> tuple[str, list[tuple[str, fl
     gap = st.sampled_from([0.0, 0.0, 0.001, 0.02, 0.05, 0.1, 0.3, 1.0]) | st.floats(0, 2)
     gaps = draw(st.lists(gap, min_size=len(pieces), max_size=len(pieces)))
     return text, list(zip(pieces, accumulate(gaps), strict=True))
-
-
-@st.composite
-def options(draw: st.DrawFn) -> dict[str, Any]:
-    lo = draw(st.integers(1, 60))
-    hi = draw(st.integers(lo, lo + 300))
-    first = draw(st.none() | st.integers(0, hi))
-    delay = draw(st.sampled_from([0.05, 0.25, 1.0]))
-    grace = draw(st.sampled_from([0.0, 0.1, 1.0]))
-    return {
-        "min_chars": lo,
-        "max_chars": hi,
-        "first_chars": first,
-        "max_delay": delay,
-        "block_grace": grace,
-    }
 
 
 @SETTINGS

@@ -8,9 +8,10 @@ from itertools import accumulate
 from random import Random
 from typing import Any
 
+from chunk_corpus import CODE, PROSE
+from chunker_options import options
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chunker_props import CODE, PROSE, options
 
 from agent_stream.chunking.buffer import DeltaBuffer
 from agent_stream.chunking.chunker import TextChunker  # its machines, by name

@@ -6,7 +6,6 @@ tests/peers/failing_agent.py (a responder that raises midway).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -14,20 +13,9 @@ from typing import Any
 
 import pytest
 from agents_harness import PEERS, AgentProcess, Harness, address_of, free_port, scrape
-
-from agent_stream.assemble import Transcript, assemble
-from agent_stream.sources.replay import ReplayModel
-from agent_stream.writer import collect
+from replay_answers import QUESTION, replay_transcript
 
 pytestmark = pytest.mark.integration
-
-QUESTION = "How should agents stream their output?"
-
-
-def replay_transcript(question: str) -> Transcript:
-    """What the replay model writes for ``question``, assembled locally."""
-    model = ReplayModel(rate=0)
-    return assemble(asyncio.run(collect(lambda out: model(question, out))))
 
 
 def by_key(messages: list[dict[str, Any]]) -> dict[tuple[Any, Any], dict[str, Any]]:

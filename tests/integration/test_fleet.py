@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -32,6 +28,7 @@ from agents_harness import (
     scrape,
     stop_together,
 )
+from haproxy import Haproxy, need_haproxy
 
 from agent_stream.uagents.fleet._fleet import MAX_MESSAGE_BYTES, Fleet, Forwarded, parse_forwarded
 from agent_stream.uagents.local._agents import free_port
@@ -39,104 +36,12 @@ from agent_stream.uagents.local._directory import LocalDirectory
 
 pytestmark = pytest.mark.integration
 
-HAPROXY = shutil.which("haproxy") or next(
-    (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if os.access(p, os.X_OK)), None
-)
 Q1, Q2, Q3 = "How do agents stream?", "What about retries?", "One more thing"
 REPLICAS = 3
 # Tokens per second of the replicas' replay model: a reply (Q1's is ~640 tokens and three tool
 # calls) lasts ~6.5 s, longer than an `ask` takes to start, so a kill or a cancel that follows
 # another asker's start still lands mid-reply.
 RATE = "120"
-
-
-def need_haproxy() -> str:
-    if HAPROXY is None:
-        if os.environ.get("CI"):
-            pytest.fail("haproxy is not installed (`make system-deps` installs it)")
-        pytest.skip("haproxy is not installed (Debian package haproxy; `make system-deps`)")
-    return HAPROXY
-
-
-class Haproxy:
-    """A real haproxy in front of the replicas, with an admin socket."""
-
-    def __init__(self, workdir: Path, backends: list[int]) -> None:
-        self.port = free_port()
-        self.sock = workdir / "haproxy.sock"
-        servers = "\n".join(
-            f"    server r{i} 127.0.0.1:{p} check inter 200ms fall 1 rise 1"
-            for i, p in enumerate(backends)
-        )
-        cfg = workdir / "haproxy.cfg"
-        cfg.write_text(
-            f"""global
-    maxconn 4096
-    stats socket {self.sock} mode 600 level admin
-defaults
-    mode http
-    timeout connect 1s
-    timeout client 60s
-    timeout server 60s
-    retries 3
-    option redispatch 1
-frontend agents
-    bind 127.0.0.1:{self.port}
-    default_backend fleet
-backend fleet
-    balance roundrobin
-{servers}
-"""
-        )
-        self.proc = subprocess.Popen(
-            [need_haproxy(), "-db", "-f", str(cfg)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 10
-        while port_open_failed(self.port) or not self.sock.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"haproxy did not start: {self.proc.stderr}")
-            time.sleep(0.05)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}/submit"
-
-    def admin(self, command: str) -> str:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(5)
-            s.connect(str(self.sock))
-            s.sendall(command.encode() + b"\n")
-            out = b""
-            while chunk := s.recv(4096):
-                out += chunk
-        return out.decode()
-
-    def state(self, index: int, state: str) -> None:
-        out = self.admin(f"set server fleet/r{index} state {state}")
-        assert out.strip() == "", out
-
-    def wait_up(self, index: int, timeout: float = 10) -> None:
-        """Wait until haproxy sends to replica ``index`` again (its status ``UP``)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            for row in self.admin("show stat").splitlines():
-                cols = row.split(",")
-                if cols[:2] == ["fleet", f"r{index}"] and cols[17] == "UP":
-                    return
-            assert time.monotonic() < deadline, f"haproxy did not put r{index} back up"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 class Fleet3:

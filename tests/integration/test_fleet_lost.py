@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis
 from agents_harness import Harness, address_of, port_open_failed
-from test_fleet import Haproxy, need_haproxy
+from haproxy import Haproxy, need_haproxy
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     EndSessionContent,

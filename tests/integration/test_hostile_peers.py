@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from agents_harness import AgentProcess, Harness, address_of, free_port, port_open_failed
 from hostile_peer import CHAT, FORMS, HTTP_FORMS, envelope, post, valid_question
-from test_chat_agents import QUESTION, replay_transcript
+from replay_answers import QUESTION, replay_transcript
 from uagents_core.identity import Identity
 
 from agent_stream.uagents.transport._guard import GuardSettings

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 from agents_harness import PEERS, AgentProcess, Harness, free_port
+from relay_ask import ask
 from relay_fixtures import assert_placed, keys_unique, relay_blocks, subtree
+from replay_answers import QUESTION, replay_transcript
 
-from agent_stream.assemble import Transcript, assemble
+from agent_stream.assemble import assemble
 from agent_stream.message import Message
-from agent_stream.sources.replay import ReplayModel
-from agent_stream.writer import collect
 
 pytestmark = pytest.mark.integration
 
-Q = "How should agents stream their output?"
+Q = QUESTION
 CHEF_Q = "A pasta recipe for dinner"
 CODER_Q = "Python code to retry an HTTP call"
 
@@ -62,22 +62,6 @@ MEMBERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def replay_transcript(question: str, reasoning: bool = True) -> Transcript:
-    """What a replay leaf writes for ``question`` (without its thinking unless ``reasoning``)."""
-    import asyncio
-
-    model = ReplayModel(rate=0)
-    msgs = asyncio.run(collect(lambda out: model(question, out)))
-    if not reasoning:
-        thinking = {m.message_id for m in msgs if m.type == "thinking"}
-        msgs = [
-            m
-            for m in msgs
-            if m.message_id not in thinking and (m.event_data.get("message_id") not in thinking)
-        ]
-    return assemble(msgs)
-
-
 @pytest.fixture(scope="module")
 def team(harness: Harness) -> Iterator[dict[str, tuple[AgentProcess, str]]]:
     procs: dict[str, AgentProcess] = {}
@@ -106,29 +90,6 @@ def team(harness: Harness) -> Iterator[dict[str, tuple[AgentProcess, str]]]:
     else:
         raise AssertionError("the team did not list itself in the directory")
     yield out
-
-
-def ask(
-    harness: Harness, to: str, question: str = Q, *extra: str, timeout: float = 60
-) -> dict[str, Any]:
-    port = free_port()
-    p = harness.start(
-        str(PEERS / "relay_asker.py"),
-        "--port",
-        str(port),
-        "--seed",
-        f"relay asker {port} {time.time_ns()}",
-        "--to",
-        to,
-        "--question",
-        question,
-        *extra,
-    )
-    code, out, err = p.finish(timeout=timeout)
-    assert code == 0, err
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    result["msgs"] = [Message.from_dict(m) for m in result["messages"]]
-    return result
 
 
 def root_of(msgs: list[Message], name: str) -> str:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from agents_harness import Harness, free_port
-from test_relay_agents import ask
+from relay_ask import ask
 
 pytestmark = pytest.mark.integration
 

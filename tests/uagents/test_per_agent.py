@@ -25,16 +25,7 @@ from uagents_core.contrib.protocols.chat import (
     chat_protocol_spec,
 )
 from uagents_core.identity import Identity
-
-MODULES = (
-    "uagents.agent",
-    "uagents.asgi",
-    "uagents.communication",
-    "uagents.dispatch",
-    "uagents.context",
-    "uagents.network",
-    "uagents_core.identity",
-)
+from uagents_snapshot import changed, snapshot
 
 # What uagents' own inbox task dies of (an unknown top-level key: a TypeError it does not catch).
 MALFORMED = json.dumps(
@@ -47,31 +38,10 @@ MALFORMED = json.dumps(
 )
 
 
-def snapshot() -> dict[str, Any]:
-    """Every attribute of the uagents modules above and of the classes they define."""
-    out: dict[str, Any] = {}
-    for name in MODULES:
-        module = sys.modules.get(name) or __import__(name, fromlist=["_"])
-        for key, value in vars(module).items():
-            out[f"{name}.{key}"] = value
-            if isinstance(value, type) and value.__module__ == name:
-                for attr, member in vars(value).items():
-                    out[f"{name}.{key}.{attr}"] = member
-    return out
-
-
-def changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return sorted(
-        k
-        for k in before.keys() | after.keys()
-        if k not in before or k not in after or before[k] is not after[k]
-    )
-
-
 CHILD = """
 import asyncio, sys
 sys.path.insert(0, {tests!r})
-from test_per_agent import snapshot, changed
+from uagents_snapshot import snapshot, changed
 import uagents.agent, uagents.asgi, uagents.communication, uagents.dispatch, uagents.context
 import uagents.network, uagents_core.identity
 before = snapshot()

@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path[:0] = [str(ROOT), str(HERE.parent), str(ROOT / "bench")]
 
-from test_chunker_props import CODE, PROSE  # noqa: E402
+from chunk_corpus import CODE, PROSE  # noqa: E402
 
 from agent_stream.chunking import sentences  # noqa: E402
 from agent_stream.chunking.chunker import TextChunker  # noqa: E402

@@ -17,53 +17,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from directory_helpers import ADDR, ADDR2, Endpoint
 
 from agent_stream.uagents import DirectoryError, LocalDirectory
 from agent_stream.uagents.local._agents import free_port
 from agent_stream.uagents.local._directory import LocalResolver
-
-ADDR = "agent1qwtsvqrttweaa5kjq7seu2natjj4gh2qnh3q99ug9narsmgwchzy72nw57p"
-ADDR2 = "agent1qg6q03f0tm5cchfskztzaj6yge9zhytd3fh9hrls73xwsdh44wey7hjrh8e"
-
-
-class Endpoint:
-    """An HTTP server answering readiness probes for ``serves`` (like a uagents agent)."""
-
-    def __init__(self, *serves: str) -> None:
-        self.serves = set(serves)
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_HEAD(self) -> None:
-                ready = self.headers.get("x-uagents-address") in owner.serves
-                self.send_response(200)
-                self.send_header("x-uagents-status", "ready" if ready else "not-ready")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/submit"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    e = Endpoint(ADDR, ADDR2)
-    try:
-        yield e
-    finally:
-        e.close()
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_directory import ADDR, ADDR2
-from test_directory_cache import CountingEndpoint
+from directory_helpers import ADDR, ADDR2, CountingEndpoint
 
 from agent_stream.uagents import LocalDirectory
 from agent_stream.uagents.local._agents import free_port

@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from test_directory import ADDR
-from test_directory_cache import CountingEndpoint
+from directory_helpers import ADDR, CountingEndpoint
 
 from agent_stream.uagents import LocalDirectory
 from agent_stream.uagents.local._directory import LocalResolver

@@ -9,25 +9,14 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from test_directory import ADDR, ADDR2, Endpoint
+from directory_helpers import ADDR, ADDR2, CountingEndpoint, Endpoint
 from uagents.dispatch import dispatcher
 
 from agent_stream.uagents import DirectoryError, LocalDirectory, _compat
 from agent_stream.uagents.local._directory import LocalResolver
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    e = Endpoint(ADDR, ADDR2)
-    try:
-        yield e
-    finally:
-        e.close()
 
 
 async def test_lookups_parse_the_file_once_until_it_changes(
@@ -86,25 +75,6 @@ def test_a_file_rewritten_in_place_with_new_bytes_is_parsed_again(tmp_path: Path
     assert set(directory.entries()) == {ADDR2}
     directory.path.write_text("not json")
     assert directory.entries() == {}
-
-
-class CountingEndpoint(Endpoint):
-    """An Endpoint that counts readiness probes and answers each after ``delay`` seconds."""
-
-    def __init__(self, *serves: str, delay: float = 0.0) -> None:
-        self.probes = 0
-        self.delay = delay
-        super().__init__(*serves)
-        handler = self.server.RequestHandlerClass
-        owner = self
-        original = handler.do_HEAD  # type: ignore[attr-defined]
-
-        def counted(h: Any) -> None:
-            owner.probes += 1
-            time.sleep(owner.delay)
-            original(h)
-
-        handler.do_HEAD = counted  # type: ignore[attr-defined]
 
 
 async def test_concurrent_lookups_share_one_probe(tmp_path: Path) -> None:

@@ -23,9 +23,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from directory_helpers import ADDR, ADDR2, CountingEndpoint
 from hostile_peer import ACK, CHAT, envelope, post, valid_question
-from test_directory import ADDR, ADDR2
-from test_directory_cache import CountingEndpoint
 from uagents import Agent
 from uagents.dispatch import dispatcher
 from uagents_core.envelope import Envelope

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 from hostile_peer import CHAT, FORMS, envelope, post, valid_question
-from inprocess_agents import Pair
+from inprocess_agents import Pair, unprotected
 from uagents import Agent, Context, Protocol
 from uagents.dispatch import dispatcher
 from uagents_core.identity import Identity
@@ -21,7 +21,7 @@ from uagents_core.models import ErrorMessage
 from agent_stream.uagents import ChatRequest, StreamingChat, _compat
 from agent_stream.uagents._protection import Protection, guard_of, is_protected, protect
 from agent_stream.uagents._ratelog import RateLimitedLog
-from agent_stream.uagents.local._agents import LocalAgent, NoRegistration, endpoint_for, free_port
+from agent_stream.uagents.local._agents import endpoint_for
 from agent_stream.uagents.transport._guard import AgentGuard, GuardSettings
 from agent_stream.uagents.transport._lanes import LaneLimits, PeerDispenser
 from agent_stream.writer import StreamWriter
@@ -62,30 +62,6 @@ def guard(agent: Agent) -> AgentGuard:
     g = guard_of(agent)
     assert g is not None
     return g
-
-
-def unprotected(pair: Pair, seed: str, chat: Protocol) -> LocalAgent:
-    """A local agent (no internet) that nobody protected, run like Pair's agents."""
-    port = free_port()
-    agent = LocalAgent(
-        name=None,
-        seed=seed,
-        port=port,
-        endpoint=[endpoint_for(port)],
-        registration_policy=NoRegistration(),
-        enable_agent_inspector=False,
-        report_events=False,
-        mark_inactive_on_shutdown=False,
-        loop=asyncio.get_running_loop(),
-    )
-    agent.local_port = port
-    agent.include(chat, publish_manifest=True)
-    before = asyncio.all_tasks()
-    agent.start_message_dispenser()
-    agent.start_message_receivers()
-    pair.tasks |= asyncio.all_tasks() - before
-    pair.agents.append(agent)
-    return agent
 
 
 async def test_without_the_guard_one_malformed_payload_silences_the_agent(pair: Pair) -> None:

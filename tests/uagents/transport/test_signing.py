@@ -15,7 +15,7 @@ import pytest
 from hostile_peer import CHAT, envelope, post, valid_question
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from inprocess_agents import Pair
+from inprocess_agents import Pair, unprotected
 from uagents_core.envelope import Envelope
 from uagents_core.identity import Identity
 
@@ -357,8 +357,6 @@ async def test_the_http_edge_accepts_stock_and_fast_signatures_and_refuses_forge
 
 
 async def test_an_unprotected_agent_accepts_what_a_fast_identity_signs(pair: Pair) -> None:
-    from test_guard import unprotected
-
     server = unprotected(pair, "stock verifying server", StreamingChat())
     task = asyncio.create_task(server.start_server())
     pair.tasks.add(task)
