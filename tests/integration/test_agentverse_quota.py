@@ -1,0 +1,103 @@
+"""Per-peer quotas over real signed HTTP on 127.0.0.1: a responder with a ceiling of ChatMessages
+per second and an envelope size limit (tests/peers/quota_responder.py) answers an agent_stream
+asker (tests/peers/asker_agent.py) through a recording proxy; the reply's sends keep the
+ceiling and the limit, and the text arrives byte-identical."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_harness import PEERS, AgentProcess, Harness, address_of
+from fault_proxy import FaultProxy, is_chat_message, payload_of
+
+from agent_stream.uagents.local._agents import free_port
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "peers"))
+import itertools
+
+from quota_responder import answer_for
+
+pytestmark = pytest.mark.integration
+
+
+def ready(p: AgentProcess) -> str:
+    line = p.next_line(30)
+    while not line.startswith("READY "):
+        line = p.next_line(30)
+    return line.split()[1]
+
+
+def start_responder(harness: Harness, port: int, seed: str, *args: str) -> AgentProcess:
+    return harness.start(
+        str(PEERS / "quota_responder.py"), "--port", str(port), "--seed", seed, *args
+    )
+
+
+def start_asker(harness: Harness, port: int, seed: str, to: str, to_port: int) -> AgentProcess:
+    return harness.start(
+        str(PEERS / "asker_agent.py"),
+        "--port",
+        str(port),
+        "--seed",
+        seed,
+        "--to",
+        to,
+        "--to-endpoint",
+        f"http://127.0.0.1:{to_port}/submit",
+        stdin=True,
+    )
+
+
+def test_a_reply_under_a_ceiling_keeps_it_and_the_envelope_limit_and_its_text(
+    harness: Harness,
+) -> None:
+    rate, limit = 1.0, 8192
+    r_port, a_port = free_port(), free_port()
+    stamp = time.time_ns()
+    r_seed, a_seed = f"quota responder {stamp}", f"quota asker {stamp}"
+    lock = threading.Lock()
+    posts: list[tuple[float, int, str]] = []  # the reply's ChatMessages as they reached the asker
+
+    def record(index: int, env: dict[str, Any]) -> str | None:
+        if is_chat_message(env):
+            size = len(json.dumps(env, separators=(",", ":")).encode())
+            with lock:
+                posts.append((time.monotonic(), size, str(payload_of(env).get("msg_id"))))
+        return None
+
+    with FaultProxy(f"http://127.0.0.1:{a_port}/submit", rule=record) as to_asker:
+        responder = start_responder(
+            harness,
+            r_port,
+            r_seed,
+            "--peer",
+            f"{address_of(a_seed)}={to_asker.url}",
+            "--rate",
+            str(rate),
+            "--max-envelope",
+            str(limit),
+        )
+        r_address = ready(responder)
+        asker = start_asker(harness, a_port, a_seed, r_address, r_port)
+        ready(asker)
+        got = asker.request({"text": "quota", "timeout": 90, "full_text": True}, timeout=120)
+        asker.stop()
+        responder.stop()
+    (reply,) = got["replies"]
+    assert reply["completed"], reply
+    assert reply["text"] == answer_for("quota")  # byte-identical
+    times = [t for t, _, _ in posts]
+    sizes = [s for _, s, _ in posts]
+    print(f"\n{len(posts)} ChatMessages over {times[-1] - times[0]:.2f} s, sizes {sizes}")
+    # each send starts 1/rate after the previous one ended: arrivals are that far apart
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 1 / rate - 0.02, gaps
+    assert max(sizes) <= limit
+    assert len({m for _, _, m in posts}) == len(posts)  # nothing sent twice
+    assert len(posts) < 20  # 553 pieces written: fewer, larger ChatMessages
