@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -161,6 +162,8 @@ class Gateway:
         reply_id: str | None = None,
         sse: bool = True,
         history: tuple[Turn, ...] = (),
+        session: uuid.UUID | None = None,
+        card_response: Any = None,
     ) -> Run:
         """Ask: one run, its log created and the question delivered.
 
@@ -176,6 +179,10 @@ class Gateway:
             sse: for ``native``: SSE framing, else JSON lines.
             history: the client's messages before the question, sent with it (always, empty too:
                 the agent then keeps nothing of this question for the gateway's address).
+            session: the envelope session to ask in (the session of a reply this answers; None:
+                a new one).
+            card_response: a uagents-core ``CardResponse`` answering that reply's card (None:
+                none; see :mod:`.answers`).
 
         Returns:
             The run, its reply streaming into the store.
@@ -205,6 +212,8 @@ class Gateway:
                 reply_id=reply_id or new_reply_id(),
                 reasoning=self.config.reasoning,
                 history=history,
+                session=session,
+                card_response=card_response,
             )
         except Busy as exc:
             raise HTTPError(429, "busy", str(exc), RETRY) from exc
