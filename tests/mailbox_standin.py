@@ -6,7 +6,12 @@
   is checked, it is stored for its target;
 - ``GET /v2/agents/{address}/mailbox``: what is stored for ``address``, as uagents'
   ``StoredEnvelope`` items (uuid, envelope, received_at, expires_at), oldest first;
-- ``DELETE /v2/agents/{address}/mailbox/{uuid}``: the agent acknowledges one it handled.
+- ``DELETE /v2/agents/{address}/mailbox/{uuid}``: the agent acknowledges one it handled;
+- the connection the agent inspector makes (uagents' ``register_in_agentverse``, run by the
+  agent's ``POST /connect``): ``GET /v2/identity/{address}/challenge``, ``POST /v2/identity``
+  (the challenge signed by the agent's key) and ``POST /v2/agents`` (its registration). An
+  agent's mailbox exists once it proved its identity this way (before: 404, as Agentverse
+  answers "Agent mailbox not found", and a submit for it is refused).
 
 The two reads need ``Authorization: Agent <attestation>`` (uagents-core's ``compute_attestation``:
 the agent's public key, a validity window and a nonce, signed by the agent), checked here against
@@ -36,6 +41,7 @@ from starlette.routing import Route
 from uagents_core.config import DEFAULT_MAILBOX_PATH
 from uagents_core.envelope import Envelope
 from uagents_core.identity import Identity
+from uagents_core.registration import IdentityProof, RegistrationRequest
 
 from agent_stream.uagents.local._agents import free_port
 
@@ -73,12 +79,18 @@ class MailboxStandIn:
     polls: list[Poll] = field(default_factory=list)
     deleted: int = 0
     refused: int = 0
+    registered: list[str] = field(default_factory=list)  # agents that connected, in order
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._boxes: dict[str, list[_Held]] = {}
+        self._boxes: dict[str, list[_Held]] = {}  # an agent's mailbox, once it connected
+        self._challenges: dict[str, str] = {}  # address -> the challenge it must sign
+        self._proved: set[str] = set()
         app = Starlette(
             routes=[
+                Route("/v2/identity/{address}/challenge", self._challenge, methods=["GET"]),
+                Route("/v2/identity", self._prove, methods=["POST"]),
+                Route("/v2/agents", self._register, methods=["POST"]),
                 Route(DEFAULT_MAILBOX_PATH, self._submit, methods=["POST"]),
                 Route("/v2/agents/{address}/mailbox", self._read, methods=["GET"]),
                 Route("/v2/agents/{address}/mailbox/{id}", self._delete, methods=["DELETE"]),
@@ -138,7 +150,10 @@ class MailboxStandIn:
             "expires_at": (now + timedelta(days=1)).isoformat(),
         }
         with self._lock:
-            box = self._boxes.setdefault(env.target, [])
+            box = self._boxes.get(env.target)
+            if box is None:
+                self.refused += 1
+                return JSONResponse({"detail": "no mailbox for this agent"}, status_code=404)
             if len(box) >= MAX_HELD:
                 return JSONResponse({"detail": "mailbox full"}, status_code=429)
             box.append(_Held(item["uuid"], item))
@@ -150,7 +165,9 @@ class MailboxStandIn:
         if not _attested(request.headers.get("authorization", ""), address):
             return JSONResponse({"detail": "not authorised"}, status_code=401)
         with self._lock:
-            items = [h.item for h in self._boxes.get(address, [])]
+            if address not in self._boxes:
+                return JSONResponse({"detail": "Agent mailbox not found"}, status_code=404)
+            items = [h.item for h in self._boxes[address]]
             self.polls.append(Poll(time.monotonic(), address, len(items)))
         return JSONResponse(items)
 
@@ -166,6 +183,53 @@ class MailboxStandIn:
             self._boxes[address] = kept
             self.deleted += 1
         return JSONResponse({})
+
+    async def _challenge(self, request: Request) -> Response:
+        if not _user(request):
+            return JSONResponse({"detail": "not authorised"}, status_code=401)
+        address = request.path_params["address"][:100]
+        with self._lock:
+            challenge = self._challenges[address] = uuid.uuid4().hex
+        return JSONResponse({"challenge": challenge})
+
+    async def _prove(self, request: Request) -> Response:
+        if not _user(request):
+            return JSONResponse({"detail": "not authorised"}, status_code=401)
+        try:
+            proof = IdentityProof.model_validate_json(await request.body())
+            with self._lock:
+                expected = self._challenges.pop(proof.address, None)
+            digest = hashlib.sha256(proof.challenge.encode()).digest()
+            if proof.challenge != expected or not Identity.verify_digest(
+                proof.address, digest, proof.challenge_response
+            ):
+                raise ValueError("the challenge was not signed by this address")
+        except Exception as exc:
+            return JSONResponse({"detail": f"identity not proved: {exc}"[:200]}, status_code=401)
+        with self._lock:
+            self._proved.add(proof.address)
+        return JSONResponse({"address": proof.address})
+
+    async def _register(self, request: Request) -> Response:
+        if not _user(request):
+            return JSONResponse({"detail": "not authorised"}, status_code=401)
+        try:
+            reg = RegistrationRequest.model_validate_json(await request.body())
+        except Exception as exc:
+            return JSONResponse({"detail": f"invalid registration: {exc}"[:200]}, status_code=400)
+        with self._lock:
+            if reg.address not in self._proved:
+                return JSONResponse({"detail": "prove the identity first"}, status_code=403)
+            self._boxes.setdefault(reg.address, [])
+            self.registered.append(reg.address)
+        return JSONResponse({"success": True})
+
+
+def _user(request: Request) -> bool:
+    """A user's bearer token (any: the stand-in has no accounts)."""
+    return request.headers.get("authorization", "").startswith("Bearer ") and bool(
+        request.headers["authorization"][7:].strip()
+    )
 
 
 def _attested(header: str, address: str) -> bool:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from agents_harness import PEERS, AgentProcess, Harness, address_of
 from fault_proxy import FaultProxy, is_chat_message, payload_of
@@ -122,9 +123,11 @@ def test_an_agent_on_uagents_own_mailbox_gets_every_reply_whole_without_a_resend
     harness: Harness,
 ) -> None:
     """The asker receives through uagents' mailbox client, polling a local stand-in of
-    Agentverse every second; the responder (default settings) resolves it to the stand-in's
-    mailbox submit path, so its replies follow the Agentverse preset."""
-    r_port = free_port()
+    Agentverse every second, once connected to it as the agent inspector connects an agent
+    (its ``POST /connect``: uagents' identity challenge); the responder (default settings)
+    resolves it to the stand-in's mailbox submit path, so its replies follow the Agentverse
+    preset."""
+    r_port, a_port = free_port(), free_port()
     stamp = time.time_ns()
     r_seed, a_seed = f"mailbox responder {stamp}", f"mailbox asker {stamp}"
     with MailboxStandIn() as box:
@@ -142,9 +145,18 @@ def test_an_agent_on_uagents_own_mailbox_gets_every_reply_whole_without_a_resend
             r_address,
             "--to-endpoint",
             f"http://127.0.0.1:{r_port}/submit",
+            "--port",
+            str(a_port),
             stdin=True,
         )
         assert ready(asker) == address_of(a_seed)
+        connected = httpx.post(
+            f"http://127.0.0.1:{a_port}/connect",
+            json={"user_token": "stand-in user", "agent_type": "mailbox"},
+            timeout=30,
+        )
+        assert connected.status_code == 200 and connected.json()["success"], connected.text
+        assert box.registered == [address_of(a_seed)]
         got = request(asker, {"text": "mailbox", "count": 3, "timeout": 90, "full_text": True})
         time.sleep(1.5)  # the last acknowledgements and deletions
         asker.stop()

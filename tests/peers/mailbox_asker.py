@@ -3,7 +3,9 @@
 127.0.0.1), so it serves no HTTP and polls ``URL`` for what is sent to it, every second.
 
 Driven line by line on stdin as tests/peers/asker_agent.py is (same JSON in and out). Prints
-``READY <address>`` once its mailbox client runs. Public API, and uagents' own Agent arguments.
+``READY <address>`` once its mailbox client runs. Its server on ``--port`` (127.0.0.1) serves the
+agent inspector's REST endpoints, among them ``POST /connect``, which connects it to the
+mailbox (uagents' identity challenge). Public API, and uagents' own Agent arguments.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main() -> int:
     p.add_argument("--agentverse", required=True)
     p.add_argument("--to", required=True)
     p.add_argument("--to-endpoint", required=True)
+    p.add_argument("--port", type=int, default=0)
     args = p.parse_args()
     chat = StreamingChat()
     agent = LocalAgent(
@@ -49,7 +52,7 @@ def main() -> int:
         agentverse=args.agentverse,
         # uagents runs a mailbox agent's server only for its REST handlers (the inspector's):
         # without them run_async ends at once, and the agent with it
-        port=free_port(),
+        port=args.port or free_port(),
         resolve=local_resolver({args.to: args.to_endpoint}),
         registration_policy=NoRegistration(),
         report_events=False,
