@@ -7,6 +7,7 @@ Skipped, saying why, when there is no chromium or no playwright."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,13 @@ import pytest
 from gateway_harness import Gateway, Harness, start_gateway
 from test_gateway_page import ask, browser  # noqa: F401  (the browser fixture)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "peers"))
+from menu_app import MENU_ID  # noqa: E402
+
 pytestmark = pytest.mark.integration
 
 APPS = Path(__file__).resolve().parents[1] / "peers" / "owned_apps.py"
+MENU = Path(__file__).resolve().parents[1] / "peers" / "menu_app.py"
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +31,17 @@ def cards_gateway(gw_harness: Harness) -> Gateway:
     """A gateway in front of an approval agent (``ops``) and an interrupting one (``mailer``)."""
     gw_harness.serve("--app", f"{APPS}:approval", "--name", "ops")
     gw_harness.serve("--app", f"{APPS}:interrupting", "--name", "mailer")
+    gw_harness.serve("--app", f"{MENU}:respond", "--name", "menu")
     return start_gateway(
-        gw_harness, "--agent", "ops", "--agent", "mailer", "--resume-window", "120"
+        gw_harness,
+        "--agent",
+        "ops",
+        "--agent",
+        "mailer",
+        "--agent",
+        "menu",
+        "--resume-window",
+        "120",
     )
 
 
@@ -106,6 +120,22 @@ def test_a_typed_answer_while_a_card_waits_answers_it_too(page: Any) -> None:
     second = page.locator("#reply .turn").nth(1)
     assert "Sent: you said only tomorrow." in second.inner_text()
     assert page.locator("#reply .turn").nth(0).locator(".card.answered").count() == 1
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_carousel_card_is_buttons_and_a_choice_reaches_the_responder(page: Any) -> None:
+    """A responder's own card (not a pause): its choice is ``request.card_response``."""
+    page.click("#new")
+    ask(page, "menu", "Hungry")
+    card = page.locator("#reply .turn").nth(0).locator(".card[data-kind='carousel']")
+    assert card.locator(".card-title").inner_text() == "Snacks"
+    choices = card.locator("button.card-choice")
+    assert choices.all_inner_texts() == ["Apple: Order", "Pear: Order"]
+    choices.nth(1).click()
+    wait_done(page)
+    second = page.locator("#reply .turn").nth(1)
+    assert second.locator(".user-turn").inner_text() == "Pear: Order"
+    assert "You ordered pear (card " + MENU_ID + ")." in second.inner_text()
     assert page.errors == []  # type: ignore[attr-defined]
 
 
