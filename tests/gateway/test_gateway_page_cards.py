@@ -18,7 +18,7 @@ from gateway_harness import Gateway, Harness, start_gateway
 from test_gateway_page import ask, browser  # noqa: F401  (the browser fixture)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "peers"))
-from menu_app import MENU_ID  # noqa: E402
+from menu_app import MENU_ID
 
 pytestmark = pytest.mark.integration
 
