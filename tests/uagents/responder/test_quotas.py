@@ -137,3 +137,21 @@ async def test_a_pace_spaces_sends_from_the_end_of_the_previous_one_in_turn() ->
     assert [i for _, _, i in spans] == list(range(5))  # in the order they asked
     for (_, end, _), (start, _, _) in itertools.pairwise(spans):
         assert start - end >= 0.05 - 0.002
+
+
+async def test_on_the_runtimes_clock_a_pace_keeps_an_exact_schedule() -> None:
+    from agent_stream.uagents import DrivenClock
+
+    clock = DrivenClock()
+    pace = PeerPace(2.0, clock)  # 0.5 s from the end of one send to the start of the next
+    starts: list[float] = []
+
+    async def send() -> None:
+        async with pace.slot():
+            starts.append(clock.now())
+            await clock.sleep(0.1)  # the post takes 0.1 s
+
+    tasks = [asyncio.ensure_future(send()) for _ in range(3)]
+    await clock.run_until(lambda: all(t.done() for t in tasks))
+    t0 = starts[0]
+    assert [round(s - t0, 6) for s in starts] == [0.0, 0.6, 1.2]
