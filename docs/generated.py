@@ -33,6 +33,8 @@ LIMIT_CLASSES: tuple[tuple[str, str, str], ...] = (
     ("ChatSettings.delivery", "agent_stream.uagents._settings", "DeliveryPolicy"),
     ("ChatSettings.sessions", "agent_stream.uagents", "SessionLimits"),
     ("ChatSettings.history", "agent_stream.uagents._settings", "HistoryLimits"),
+    ("ChatSettings.quotas", "agent_stream.uagents", "PeerQuotas"),
+    ("PeerQuota", "agent_stream.uagents", "PeerQuota"),
     ("Protection", "agent_stream.uagents", "Protection"),
     ("Protection.guard", "agent_stream.uagents", "GuardSettings"),
     ("Protection.lanes", "agent_stream.uagents", "LaneLimits"),
@@ -96,8 +98,15 @@ def _default(f: dataclasses.Field[Any]) -> str:
         value = f.default_factory()
     else:
         return "(required)"
-    if dataclasses.is_dataclass(value):
-        return f"`{type(value).__name__}()`"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = [
+            f"{g.name}={getattr(value, g.name)!r}"
+            for g in dataclasses.fields(value)
+            if g.init
+            and g.default is not dataclasses.MISSING
+            and getattr(value, g.name) != g.default
+        ]
+        return f"`{type(value).__name__}({', '.join(changed)})`"
     if (
         isinstance(value, int)
         and not isinstance(value, bool)

@@ -50,6 +50,7 @@ PUBLIC: dict[str, set[str]] = {
         "video",
     },
     "agent_stream.uagents": {
+        "AGENTVERSE_QUOTA",
         "AmbiguousName",
         "ChannelPolicy",
         "ChatProtocolConflict",
@@ -68,6 +69,8 @@ PUBLIC: dict[str, set[str]] = {
         "LocalDirectory",
         "LocalResolver",
         "LoopClock",
+        "PeerQuota",
+        "PeerQuotas",
         "PortInUse",
         "Protection",
         "PumpLimits",

@@ -171,6 +171,7 @@ class Gateway:
         sse: bool = True,
         history: tuple[Turn, ...] | None = (),
         session: uuid.UUID | None = None,
+        card_response: Any = None,
     ) -> Run:
         """Ask: one run, its log created and the question delivered.
 
@@ -187,7 +188,10 @@ class Gateway:
             history: the client's messages before the question, sent with it (empty too: the
                 agent then keeps nothing of this question for the gateway's address; None: the
                 agent's own memory of ``session``).
-            session: the envelope session to ask in (None: a new one).
+            session: the envelope session to ask in (the session of a reply this answers; None:
+                a new one).
+            card_response: a uagents-core ``CardResponse`` answering that reply's card (None:
+                none; see :mod:`.answers`).
 
         Returns:
             The run, its reply streaming into the store.
@@ -218,6 +222,7 @@ class Gateway:
                 reasoning=self.config.reasoning,
                 history=history,
                 session=session,
+                card_response=card_response,
             )
         except Busy as exc:
             raise HTTPError(429, "busy", str(exc), RETRY) from exc

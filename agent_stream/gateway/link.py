@@ -51,6 +51,7 @@ class AgentLink(Protocol):
         timeout: float = 120.0,
         history: Sequence[Turn] | None = None,
         session: uuid.UUID | None = None,
+        card_response: Any = None,
     ) -> LinkedReply:
         """Ask the agent at ``address`` ``question``; returns once it is delivered.
 
@@ -61,6 +62,8 @@ class AgentLink(Protocol):
             timeout: seconds the whole reply may take.
             history: the client's conversation so far (None: the agent's own memory).
             session: the envelope session to ask in (None: a new one).
+            card_response: a uagents-core ``CardResponse`` answering a card the agent sent in
+                that session (None: the question is text alone).
 
         Returns:
             The reply, streaming.
@@ -99,6 +102,7 @@ class ChatLink:
         timeout: float = 120.0,
         history: Sequence[Turn] | None = None,
         session: uuid.UUID | None = None,
+        card_response: Any = None,
     ) -> LinkedReply:
         """Ask the agent at ``address`` ``question``; returns once it is delivered.
 
@@ -109,6 +113,8 @@ class ChatLink:
             timeout: seconds the whole reply may take.
             history: the client's conversation so far (None: the agent's own memory).
             session: the envelope session to ask in (None: a new one).
+            card_response: a uagents-core ``CardResponse`` answering a card the agent sent in
+                that session (None: the question is text alone).
 
         Returns:
             The reply, streaming.
@@ -119,16 +125,46 @@ class ChatLink:
         from agent_stream.uagents._compat import context_with_session
 
         ctx = context_with_session(self.agent, session or uuid.uuid4())
+        channels = {"reasoning"} if reasoning else set()
+        asked: Any = question
+        if card_response is not None:
+            asked = _card_answer(question, card_response, channels, history)
         reply = await self.chat.ask(
             ctx,
             address,
-            question,
+            asked,
             channels={"reasoning"} if reasoning else (),
             timeout=timeout,
             history=history,
             settle=self.quiet_timeout,
         )
         return _Relayed(reply)
+
+
+def _card_answer(
+    text: str, response: Any, channels: set[str], history: Sequence[Turn] | None
+) -> Any:
+    """The ChatMessage answering a card: the request tags (with ``history``), the card response
+    as uagents-core writes it, and ``text`` (what the client showed as its answer) when any. No
+    StartSessionContent: it continues the session the card was sent in."""
+    from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
+    from uagents_core.contrib.protocols.chat.cards import create_card_response_content
+
+    from agent_stream.adapters.chat.wire import request_tags
+    from agent_stream.conversation import history_to_json
+
+    content: list[Any] = [
+        request_tags(channels, history=None if history is None else history_to_json(history)),
+        create_card_response_content(
+            card_id=response.card_id,
+            text=response.text,
+            selection=response.selection,
+            cancelled=response.cancelled,
+        ),
+    ]
+    if text.strip():
+        content.append(TextContent(text=text))
+    return ChatMessage(content=content)
 
 
 class _Relayed:

@@ -36,6 +36,7 @@ from agent_stream.gateway.chat_approvals import (
     answer_text,
     responses_of,
 )
+from agent_stream.gateway.answers import answered_session, card_response_of
 from agent_stream.gateway.core import Gateway, own_alias
 from agent_stream.gateway.middleware import HTTPError, caller, read_json
 from agent_stream.gateway.questions import from_aisdk, from_openai, from_turns, text_of
@@ -406,7 +407,9 @@ def _accept(request: Request) -> tuple[str, bool]:
 
 async def native(request: Request) -> Response:
     """``GET /v1/stream?agent=&q=`` or ``POST /v1/stream {"agent", "question", "history"}``
-    (``history``: the conversation before the question, ``[{"role", "text"}, ...]``).
+    (``history``: the conversation before the question, ``[{"role", "text"}, ...]``; ``answers``:
+    the id of a reply this answers, asked in its session, with an optional ``card_response``,
+    see :mod:`.answers`).
 
     Args:
         request: the HTTP request.
@@ -417,17 +420,22 @@ async def native(request: Request) -> Response:
     if resumed is not None:
         return resumed
     history: tuple[Turn, ...] = ()
+    gw = _gw(request)
+    session, card = None, None
     if request.method == "POST":
         body = await _body(request)
         agent, question = body.get("agent"), body.get("question")
         history = history_of(body.get("history"))
         if body.get("accept"):
             fmt = _known(str(body["accept"]))
+        card = card_response_of(body.get("card_response"))
+        session = await answered_session(gw, request, body.get("answers"), card)
+        if card is not None and question is None:
+            question = ""
     else:
         agent, question = request.query_params.get("agent"), request.query_params.get("q")
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or not (question.strip() or card is not None):
         raise HTTPError(400, "no_question", 'give the question (q= or "question")')
-    gw = _gw(request)
     options: dict[str, Any] = {}
     run = await gw.start(
         request,
@@ -437,6 +445,8 @@ async def native(request: Request) -> Response:
         options=options,
         sse=sse,
         history=history,
+        session=session,
+        card_response=card,
     )
     return gw.stream(run.id, {"format": fmt, "options": options, "sse": sse}, sse=sse)
 

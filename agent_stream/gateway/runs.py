@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_stream.conversation import Turn
+from agent_stream.gateway.answers import SESSION
 from agent_stream.gateway.link import AgentLink, AgentRef, LinkedReply
 from agent_stream.gateway.parsed import ParsedEntries
 from agent_stream.gateway.store import ResumeStore, StoreFull, end_entry
@@ -65,7 +66,9 @@ class Run:
         key: whom it counts against: the API key, or the client's address when no keys are set.
         question: the question's text.
         history: the client's conversation before the question (None: the agent's own).
-        session: the envelope session to ask in (an A2A context; None: a new one).
+        session: the envelope session to ask in (an A2A context, the session of a reply it
+            answers; a new one otherwise, kept in the reply log's metadata).
+        card_response: the card response it answers with (None: the question is text).
         started: when it started (``time.monotonic()``).
         reply: the agent's reply, once the question was delivered.
         task: the task writing the reply into the store.
@@ -87,6 +90,7 @@ class Run:
     question: str
     history: tuple[Turn, ...] | None = None
     session: uuid.UUID | None = None
+    card_response: Any = None
     started: float = field(default_factory=time.monotonic)
     reply: LinkedReply | None = None
     task: asyncio.Task[None] | None = None
@@ -189,6 +193,7 @@ class Runs:
         reasoning: bool = True,
         history: tuple[Turn, ...] | None = None,
         session: uuid.UUID | None = None,
+        card_response: Any = None,
     ) -> Run:
         """Create the log and ask; returns once the question is delivered.
 
@@ -204,7 +209,9 @@ class Runs:
             reply_id: the reply's id (None: a new one).
             reasoning: ask for the reasoning channel too.
             history: the client's conversation before the question (None: the agent's own).
-            session: the envelope session to ask in (None: a new one).
+            session: the envelope session to ask in (None: a new one); the log's metadata
+                keeps it, so that a later question can answer this reply in it.
+            card_response: a uagents-core ``CardResponse`` to answer with (None: none).
 
         Returns:
             The run, its reply streaming into the store.
@@ -216,14 +223,30 @@ class Runs:
         """
         self._check_limits(key)
         rid = reply_id or new_reply_id()
-        run = Run(rid, agent, key, question, history=history, session=session)
+        session = session or uuid.uuid4()
+        run = Run(
+            rid,
+            agent,
+            key,
+            question,
+            history=history,
+            session=session,
+            card_response=card_response,
+        )
         run.delivered = asyncio.get_running_loop().create_future()
         run.opening = asyncio.get_running_loop().create_future()
         self._open(run)  # counted from now on (the limits hold across the awaits below)
         try:
             # the owner: only the caller that started a reply may read, resume or stop it
             await self.store.create(
-                rid, {**meta, "agent": agent.name, "address": agent.address, OWNER: key}
+                rid,
+                {
+                    **meta,
+                    "agent": agent.name,
+                    "address": agent.address,
+                    OWNER: key,
+                    SESSION: str(session),
+                },
             )
             for a in aliases:
                 await self.store.alias(a, rid)
@@ -248,6 +271,8 @@ class Runs:
                 extra["history"] = run.history
             if run.session is not None:
                 extra["session"] = run.session
+            if run.card_response is not None:
+                extra["card_response"] = run.card_response
             run.reply = await self.link.ask(
                 run.agent.address, run.question, reasoning=reasoning, timeout=self.timeout, **extra
             )

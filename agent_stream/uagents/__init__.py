@@ -43,7 +43,13 @@ from agent_stream.uagents._compat import UagentsCompatError
 from agent_stream.uagents._conflict import ChatProtocolConflict
 from agent_stream.uagents._protection import GuardSettings, LaneLimits, Protection, protect
 from agent_stream.uagents._request import ChannelPolicy, ChatRequest, ReplyStats, Responder, Turn
-from agent_stream.uagents._settings import ChatSettings, ReplyLimits
+from agent_stream.uagents._settings import (
+    AGENTVERSE_QUOTA,
+    ChatSettings,
+    PeerQuota,
+    PeerQuotas,
+    ReplyLimits,
+)
 from agent_stream.uagents._streaming_chat import StreamingChat
 from agent_stream.uagents.asker import DeliveryError, Reply, delegate
 from agent_stream.uagents.fleet import Fleet
@@ -72,6 +78,7 @@ from agent_stream.uagents.responder import (
 )
 
 __all__ = [
+    "AGENTVERSE_QUOTA",
     "AmbiguousName",
     "ChannelPolicy",
     "ChatProtocolConflict",
@@ -90,6 +97,8 @@ __all__ = [
     "LocalDirectory",
     "LocalResolver",
     "LoopClock",
+    "PeerQuota",
+    "PeerQuotas",
     "PortInUse",
     "Protection",
     "PumpLimits",

@@ -16,6 +16,8 @@ Groups, each a frozen dataclass with documented defaults:
 - ``sessions`` (:class:`SessionLimits`): conversation memory (turns and bytes per session,
   sessions per sender and in all, idle expiry);
 - ``history`` (:class:`HistoryLimits`): the history a client may send with its question;
+- ``quotas`` (:class:`PeerQuotas`): what the replies to one peer may send it (ChatMessages per
+  second, envelope size), with the preset for peers reached through Agentverse;
 - ``send_timeout``: seconds one ``ctx.send`` may take;
 - ``clock``: the runtime's time (:class:`Clock`; a test passes a :class:`DrivenClock`).
 
@@ -31,16 +33,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_stream.adapters.chat.delivery import DeliveryPolicy
+from agent_stream.adapters.chat.quota import AGENTVERSE_QUOTA, PeerQuota
 from agent_stream.conversation import HistoryLimits
 from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents._protection import Protection
 from agent_stream.uagents.responder._pump import PumpLimits
+from agent_stream.uagents.responder._quotas import PeerQuotas
 from agent_stream.uagents.responder._sessions import SessionLimits
 
 __all__ = [
+    "AGENTVERSE_QUOTA",
     "ChatSettings",
     "DeliveryPolicy",
     "HistoryLimits",
+    "PeerQuota",
+    "PeerQuotas",
     "Protection",
     "PumpLimits",
     "ReplyLimits",
@@ -96,6 +103,8 @@ class ChatSettings:
         protection: the guard's limits and the send lanes' bounds.
         sessions: how many conversation turns are kept, for whom and how long.
         history: how much of the kept conversation a responder is given.
+        quotas: what the replies to one peer may send it (per-peer ceiling on ChatMessages per
+            second, envelope size), and the preset for peers reached through Agentverse.
         send_timeout: seconds one ``ctx.send`` may take.
         clock: where the runtime reads time, sleeps and sets timers (real time by default).
     """
@@ -106,6 +115,7 @@ class ChatSettings:
     protection: Protection = field(default_factory=Protection)
     sessions: SessionLimits = field(default_factory=SessionLimits)
     history: HistoryLimits = field(default_factory=HistoryLimits)
+    quotas: PeerQuotas = field(default_factory=PeerQuotas)
     send_timeout: int = 30
     clock: Clock = field(default=LOOP_CLOCK, compare=False, repr=False)
 
@@ -125,6 +135,11 @@ class ChatSettings:
     def with_delivery(self, **changes: Any) -> ChatSettings:
         """A copy with these :class:`DeliveryPolicy` fields changed."""
         return dataclasses.replace(self, delivery=dataclasses.replace(self.delivery, **changes))
+
+    def with_quotas(self, **changes: Any) -> ChatSettings:
+        """A copy with these :class:`PeerQuotas` fields changed, e.g.
+        ``with_quotas(default=PeerQuota(messages_per_second=5))``."""
+        return dataclasses.replace(self, quotas=dataclasses.replace(self.quotas, **changes))
 
 
 def _at_least_one(name: str, value: object) -> None:

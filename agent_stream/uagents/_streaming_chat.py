@@ -59,6 +59,11 @@ warning (a flood, not a peer waiting for its answer). A peer in ``caps.trusted``
 for many users) has its own replies-at-once cap and the whole refusal budget. At most 1,024
 acknowledgements are being sent at once.
 
+Quotas (``settings.quotas``, :class:`~agent_stream.uagents.PeerQuotas`): a per-peer ceiling on
+ChatMessages per second and an envelope size limit; a peer reached through Agentverse (its
+resolved endpoint is Agentverse's mailbox or proxy, or it is listed) gets the Agentverse preset:
+fewer, larger ChatMessages with the same text (:mod:`.responder._quotas`).
+
 Protection: building a StreamingChat changes nothing outside it. The agent it serves is
 protected (:func:`~agent_stream.uagents._protection.protect`: the inbox guard, the HTTP edge caps
 and per-peer send lanes for chat traffic, on that agent only) when the plugin first sees it, if
@@ -141,6 +146,7 @@ from agent_stream.uagents.responder._delivery import ResponderDelivery
 from agent_stream.uagents.responder._memory import Memory
 from agent_stream.uagents.responder._open_replies import OpenReplies
 from agent_stream.uagents.responder._pump import Outgoing, PumpLimits, Refused, describe
+from agent_stream.uagents.responder._quotas import PeerTerms, QuotaBook
 from agent_stream.uagents.responder._reply_text import AnswerText
 from agent_stream.uagents.responder._sessions import MemorySessionStore, SessionStore
 from agent_stream.uagents.responder._wrap import wrap_chat_handler
@@ -215,6 +221,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         # refusals over max_refusals, answered as earlier ones end (a burst, not a flood)
         self._refusals_waiting: deque[tuple[Context, ChatRequest, Refused]] = deque()
         self.delivery = ResponderDelivery(self.settings.delivery, self.clock)
+        self.quotas = QuotaBook(self.settings.quotas, self.clock)  # per-peer ceilings
         self.acks = AckBatcher()  # acknowledgements coalesced for peers that read them
         self.fleet = fleet
         self._ctx: Context | None = None  # the latest, for ops another replica forwards
@@ -633,6 +640,9 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             if asked.session_ended:  # the responder ended the session: the reply says so
                 encoder.session = True
 
+        async def terms() -> PeerTerms:
+            return await self.quotas.terms_for(peer, functools.partial(_endpoints_of, ctx))
+
         out = Outgoing(
             peer,
             conversation,
@@ -654,6 +664,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             ack_timer=self.delivery.ack_clock.of(peer),
             pipelined=request.tagged,
             clock=self.clock,
+            terms=terms if self.quotas.quotas.needs_lookup else None,
         )
         out.telemetry = (watch, answer)
         return out
@@ -785,3 +796,12 @@ def _chat_handler_of(protocol: Protocol) -> Callable[[Any, str, ChatMessage], Aw
             "@on_message(ChatMessage) handler"
         )
     return cast(Callable[[Any, str, ChatMessage], Awaitable[None]], handler)
+
+
+async def _endpoints_of(ctx: Context, peer: str) -> list[str]:
+    """The endpoints ``peer`` resolves to for the agent of ``ctx`` (none when unknown)."""
+    agent = next((s for s in _compat.sinks_for(ctx.agent.address) if isinstance(s, Agent)), None)
+    if agent is None:
+        return []
+    _, endpoints = await _compat.resolver_of(agent).resolve(peer)
+    return [str(e) for e in endpoints or ()]

@@ -52,7 +52,7 @@ class _Reply:
 
 class GivenReplies:
     """An AgentLink whose every reply is ``messages``; ``questions`` records what was asked,
-    ``asked`` each question's history and session too."""
+    ``asked`` each question's history, session and card response too."""
 
     def __init__(self, messages: Sequence[Message]) -> None:
         self.messages = list(messages)
@@ -68,9 +68,17 @@ class GivenReplies:
         timeout: float = 120.0,
         history: Any = None,
         session: Any = None,
+        card_response: Any = None,
     ) -> Any:
         self.questions.append((address, question))
-        self.asked.append({"question": question, "history": history, "session": session})
+        self.asked.append(
+            {
+                "question": question,
+                "history": history,
+                "session": session,
+                "card_response": card_response,
+            }
+        )
         return _Reply(self.messages)
 
 

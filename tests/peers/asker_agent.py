@@ -1,8 +1,9 @@
 """A healthy peer that keeps asking: an agent_stream client agent driven line by line on stdin.
 
-Each stdin line is JSON ``{"text": str, "repeat": int = 1, "count": int = 1, "timeout": float}``:
-it asks ``text * repeat`` ``count`` times at once (``--to`` at ``--to-endpoint``) and prints one
-JSON line: ``{"replies": [{"status", "completed", "seconds", "text_chars", "error_code"}]}``.
+Each stdin line is JSON ``{"text": str, "repeat": int = 1, "count": int = 1, "timeout": float,
+"full_text": bool}``: it asks ``text * repeat`` ``count`` times at once (``--to`` at
+``--to-endpoint``) and prints one JSON line: ``{"replies": [{"status", "completed", "seconds",
+"text_chars", "error_code", "text"}]}`` (``text``: the reply's whole text with ``full_text``).
 Prints ``READY <address>`` once it listens. Public API only.
 """
 
@@ -25,7 +26,7 @@ from agent_stream.uagents import (
 
 
 async def ask_one(
-    chat: StreamingChat, ctx: Any, to: str, text: str, timeout: float
+    chat: StreamingChat, ctx: Any, to: str, text: str, timeout: float, full_text: bool = False
 ) -> dict[str, Any]:
     started = time.monotonic()
     try:
@@ -44,6 +45,7 @@ async def ask_one(
         "completed": reply.completed,
         "seconds": round(time.monotonic() - started, 4),
         "text_chars": len(reply.text()),
+        "text": reply.text() if full_text else None,
         "error_code": (errors[0].props or {}).get("code") if errors else None,
         "error": (errors[0].props or {}).get("message") if errors else None,
     }
@@ -77,7 +79,14 @@ def main() -> int:
             text = req["text"] * int(req.get("repeat", 1))
             replies = await asyncio.gather(
                 *(
-                    ask_one(chat, ctx, args.to, text, float(req.get("timeout", 20)))
+                    ask_one(
+                        chat,
+                        ctx,
+                        args.to,
+                        text,
+                        float(req.get("timeout", 20)),
+                        bool(req.get("full_text")),
+                    )
                     for _ in range(int(req.get("count", 1)))
                 )
             )

@@ -3,6 +3,8 @@
 // ones are sent with each question as its history, so the agent can answer follow-ups.
 // Agent text reaches the DOM only as textContent, or as markdown rendered by marked and then
 // sanitised by DOMPurify; the page's CSP also forbids inline script.
+// Interactive cards (a `card` Message, or a question carrying one) show as buttons and forms;
+// answering sends the card response to the reply that asked, in its session (`answers`).
 "use strict";
 
 (() => {
@@ -55,6 +57,113 @@
     return copy(props); // replace / set of everything
   }
 
+  // -- interactive cards (uagents-core's: review, form, carousel, detail, custom) ----------------
+  const obj = (v) => (v && typeof v === "object" && !Array.isArray(v) ? v : {});
+  // A card's buttons in order, [label, selection] (as agent_stream.render.card_choices).
+  function cardChoices(card) {
+    const p = obj(card.payload);
+    let ctas = [];
+    if (card.kind === "review") ctas = [p.approve_cta, p.reject_cta];
+    else if (card.kind === "carousel") {
+      for (const item of Array.isArray(p.items) ? p.items : []) {
+        const cta = obj(item).primary_cta;
+        if (cta && typeof cta === "object") ctas.push({ ...cta, label: `${item.title || ""}: ${cta.label || ""}` });
+      }
+    } else if (card.kind === "detail") ctas = Array.isArray(p.ctas) ? p.ctas : [];
+    return ctas.filter((c) => c && typeof c === "object").map((c) => [String(c.label || ""), obj(c.selection)]);
+  }
+  function cardTexts(node, out = [], depth = 0) {
+    if (depth > 32 || !node || typeof node !== "object") return out;
+    if (typeof node.text === "string") out.push(node.text);
+    for (const child of Array.isArray(node.children) ? node.children : []) cardTexts(child, out, depth + 1);
+    return out;
+  }
+  function fieldInput(f) {
+    const name = String(f.name || "");
+    let input;
+    if (f.kind === "select") {
+      input = el("select");
+      for (const o of Array.isArray(f.options) ? f.options : []) {
+        const opt = el("option", null, String(obj(o).label ?? obj(o).value ?? ""));
+        opt.value = String(obj(o).value ?? "");
+        input.appendChild(opt);
+      }
+    } else {
+      input = el("input");
+      input.type = { number: "number", email: "email", checkbox: "checkbox" }[f.kind] || "text";
+      if (f.placeholder) input.placeholder = String(f.placeholder);
+    }
+    input.name = name;
+    input.dataset.kind = String(f.kind || "text");
+    if (f.required && f.kind !== "checkbox") input.required = true;
+    return input;
+  }
+  function formValues(form) {
+    const values = {};
+    for (const input of form.querySelectorAll("input, select")) {
+      const kind = input.dataset.kind;
+      if (kind === "checkbox") values[input.name] = input.checked;
+      else if (kind === "number") values[input.name] = input.value === "" ? null : Number(input.value);
+      else values[input.name] = input.value;
+    }
+    return values;
+  }
+  // The card as DOM (text only: every string goes in as textContent); `answer(selection, label)`
+  // is called when a button is pressed or the form submitted.
+  function cardNode(card, answer) {
+    const p = obj(card.payload);
+    const box = el("div", "card");
+    box.dataset.kind = String(card.kind || "");
+    if (card.card_id) box.dataset.cardId = String(card.card_id);
+    box.appendChild(el("div", "card-title", String(p.title || card.kind || "card")));
+    if (p.subtitle) box.appendChild(el("div", "card-subtitle", String(p.subtitle)));
+    if (p.description) box.appendChild(el("div", "card-description", String(p.description)));
+    const rows = Array.isArray(p.summary_rows) ? p.summary_rows : [];
+    if (rows.length) {
+      const dl = el("dl", "card-rows");
+      for (const r of rows) { dl.appendChild(el("dt", null, String(obj(r).label ?? ""))); dl.appendChild(el("dd", null, String(obj(r).value ?? ""))); }
+      box.appendChild(dl);
+    }
+    if (card.kind === "custom") for (const t of cardTexts(p.root)) box.appendChild(el("p", "card-text", t));
+    const choices = cardChoices(card);
+    if (choices.length) {
+      const actions = el("div", "card-actions");
+      choices.forEach(([label, selection]) => {
+        const b = el("button", "card-choice", label);
+        b.type = "button";
+        b.addEventListener("click", () => answer(selection, label, box));
+        actions.appendChild(b);
+      });
+      box.appendChild(actions);
+    }
+    const fields = Array.isArray(p.fields) ? p.fields : [];
+    if (card.kind === "form" && fields.length) {
+      const form = el("form", "card-form");
+      for (const f of fields) {
+        const label = el("label", null, String(obj(f).label || obj(f).name || ""));
+        label.appendChild(fieldInput(obj(f)));
+        form.appendChild(label);
+      }
+      const cta = obj(p.submit_cta);
+      const submit = el("button", "card-submit", String(cta.label || "Submit"));
+      submit.type = "submit";
+      form.appendChild(submit);
+      form.addEventListener("submit", (e) => {
+        e.preventDefault();
+        if (!form.reportValidity()) return;
+        const values = { ...obj(cta.selection), ...formValues(form) };
+        const shown = Object.values(formValues(form)).map(String).join(", ");
+        answer(values, shown || String(cta.label || "Submit"), box);
+      });
+      box.appendChild(form);
+    }
+    return box;
+  }
+  function closeCard(box) {
+    box.classList.add("answered");
+    for (const c of box.querySelectorAll("button, input, select")) c.disabled = true;
+  }
+
   // -- the reply view ---------------------------------------------------------------------------
   class View {
     constructor(root) {
@@ -69,6 +178,13 @@
       this.firstText = null;
       this.status = null;
       this.withheld = [];        // channels the agent said it kept (stream_end)
+      this.replyId = null;       // the gateway's id of this reply (what an answer names)
+      this.cards = [];           // the cards shown, [{card, node}], in order
+    }
+    // The card still waiting for an answer: the last one shown, unless it was answered.
+    waitingCard() {
+      const last = this.cards[this.cards.length - 1];
+      return last && !last.node.classList.contains("answered") ? last : null;
     }
     // The reply's text as the asker was given it: its text messages, in order.
     answer() {
@@ -207,6 +323,19 @@
           st.node.textContent = `${p.done ? "✓" : "⏳"} ${p.message || ""}`;
           break;
         }
+        case "card": case "user_input": {
+          const card = st.type === "card" ? p : (p.card && typeof p.card === "object" ? p.card : null);
+          if (!st.node) { st.node = el("div", st.type === "card" ? "card-message" : "question"); this.where(msg).appendChild(st.node); }
+          if (msg.delta && st.type === "card") break; // drawn once whole
+          st.node.textContent = "";
+          if (st.type === "user_input" && (p.content || p.question)) st.node.appendChild(el("p", "question-text", String(p.content || p.question)));
+          if (card && card.kind) {
+            const node = cardNode(card, (selection, label, box) => answerCard(this, card, selection, label, box));
+            st.node.appendChild(node);
+            this.cards.push({ card, node });
+          }
+          break;
+        }
         case "error": {
           if (!st.node) { st.node = el("div", "error"); this.where(msg).appendChild(st.node); }
           st.node.textContent = `Error${p.code ? ` (${p.code})` : ""}: ${p.message || ""}`;
@@ -302,6 +431,7 @@
     for (const t of conversation.turns) {
       const body = newTurn(t.q);
       const view = new View(body);
+      view.replyId = t.id || null;
       if (Array.isArray(t.msgs)) {
         for (const m of t.msgs) view.feed(m);
       } else if (t.a) {
@@ -311,11 +441,16 @@
       }
       view.flush();
       hints(view, body);
+      for (const c of view.cards.slice(0, -1)) closeCard(c.node);
+      const card = view.waitingCard();
+      if (waiting) closeCard(waiting.node); // only the last turn's card waits
+      waiting = card ? { view, ...card } : null;
     }
   }
   function newConversation() {
     if (current) return;
     conversation = { turns: [] };
+    waiting = null;
     saveConversation();
     $("reply").textContent = "";
     notice("");
@@ -345,15 +480,33 @@
     }
   }
 
-  async function ask(event) {
+  // The reply whose card waits for an answer: the last turn's, unless answered.
+  let waiting = null; // {view, card, node}
+  function ask(event) {
     event.preventDefault();
     const question = $("question").value.trim();
     if (!question || current) return;
+    const extra = {};
+    if (waiting && waiting.view.replyId) extra.answers = waiting.view.replyId; // typed: an answer too
+    $("question").value = "";
+    if (waiting) closeCard(waiting.node);
+    send(question, extra);
+  }
+  function answerCard(view, card, selection, label, box) {
+    if (current) return;
+    if (!view.replyId) { notice("this card can no longer be answered"); return; }
+    const response = { selection };
+    if (card.card_id) response.card_id = String(card.card_id);
+    closeCard(box);
+    send(label, { answers: view.replyId, card_response: response });
+  }
+
+  async function send(question, extra) {
     notice("");
     const history = historyOf(conversation.turns);
     const root = newTurn(question);
     root.scrollIntoView({ block: "start" });
-    $("question").value = "";
+    waiting = null;
     const view = new View(root);
     const msgs = [];
     const started = performance.now();
@@ -378,7 +531,7 @@
     try {
       let response = await fetch("/v1/stream", {
         method: "POST", headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
-        body: JSON.stringify({ agent: $("agent").value, question, history }),
+        body: JSON.stringify({ agent: $("agent").value, question, history, ...extra }),
       });
       for (let attempt = 0; ; attempt++) {
         if (!response.ok) {
@@ -386,6 +539,7 @@
           throw new Error(body.error?.message || `HTTP ${response.status}`);
         }
         run.id = response.headers.get("x-reply-id") || run.id;
+        view.replyId = run.id;
         try {
           await readSSE(response, onEvent);
           break;
@@ -400,8 +554,10 @@
     } finally {
       view.flush();
       hints(view, root);
-      conversation.turns.push({ q: question, a: view.answer(), status: view.status,
+      conversation.turns.push({ q: question, a: view.answer(), status: view.status, id: run.id,
                                 msgs: msgs.length <= MAX_KEPT_MESSAGES ? msgs : undefined });
+      const card = view.waitingCard();
+      waiting = card ? { view, ...card } : null;
       saveConversation();
       $("f-status").textContent = view.status || (run.stopped ? "cancelled" : "ended");
       $("f-total").textContent = `total ${((performance.now() - started) / 1000).toFixed(2)} s`;

@@ -10,7 +10,8 @@
   owner calls :meth:`Outgoing.acknowledged`);
 - ``on_finished(outgoing)``: called once when the reply is over;
 - ``limits``: :class:`PumpLimits`;
-- ``open_replies()``: how many replies the agent streams right now (its load), or None.
+- ``open_replies()``: how many replies the agent streams right now (its load), or None;
+- ``terms()``: the peer's quota and pace (:mod:`._quotas`), awaited before the first send, or None.
 
 A sender task sends the queued ChatMessages in order, each awaited (what queued up behind a slow
 send goes as one, :func:`~agent_stream.adapters.chat.coalesce`), resends what is not
@@ -31,6 +32,12 @@ no longer send them as an envelope of their own just before their first texts). 
 open the hold is below ``min_hold`` and nothing waits: text goes as the chunker releases it (at
 most its ``max_delay`` late).
 
+Per-peer quota (``terms``): every send to the peer (first, again, keepalive, repair) takes the
+peer's pace slot, shared by all replies to it; the next ChatMessage is built only once a slot is
+free, so what queued meanwhile goes as one (fewer, larger ChatMessages, the same text), as long as
+it stays under the quota's ``max_envelope_bytes``; and a ChatMessage waits at least the quota's
+``ack_timeout`` for its acknowledgement.
+
 Every stream ends whatever happens: the responder raising (an ``error`` message, then the ends
 with status error), cancellation, the peer unreachable.
 """
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sys
 from collections import deque
@@ -51,11 +59,13 @@ from uagents_core.contrib.protocols.chat import ChatMessage, TextContent
 from agent_stream.adapters.chat import ChatEncoder, coalesce
 from agent_stream.adapters.chat.ack_clock import PeerAckClock
 from agent_stream.adapters.chat.delivery import DeliveryPolicy, Keepalive, Redelivery, ReplayBuffer
+from agent_stream.adapters.chat.quota import envelope_bytes
 from agent_stream.adapters.chat.wire import OP_KEEPALIVE, content_class, control, seq_span
 from agent_stream.message import error as error_message
 from agent_stream.uagents._chat_json import chat_json
 from agent_stream.uagents._clock import LOOP_CLOCK, Clock
 from agent_stream.uagents._wakeup import Wakeup
+from agent_stream.uagents.responder._quotas import PeerPace, PeerTerms
 from agent_stream.uagents.transport._lanes import urgent
 from agent_stream.writer import StreamWriter
 
@@ -157,6 +167,7 @@ class Outgoing:
         pipelined: the peer restores order by ``seq`` (a tagged asker): up to and with the
             first text, the reply's sends do not wait for one another.
         clock: the runtime's clock (:mod:`agent_stream.uagents._clock`).
+        terms: the peer's quota and pace, awaited once before the first send (None: no quota).
     """
 
     def __init__(
@@ -181,9 +192,14 @@ class Outgoing:
         ack_timer: PeerAckClock | None = None,
         pipelined: bool = False,
         clock: Clock = LOOP_CLOCK,
+        terms: Callable[[], Awaitable[PeerTerms]] | None = None,
     ) -> None:
         self.clock = clock
         self.peer = peer
+        self._terms = terms
+        self._pace: PeerPace | None = None  # the peer's send slots (its quota's ceiling)
+        self._max_envelope: int | None = None  # coalescing stays under it
+        self._warned_size = False
         self.pipelined = pipelined
         self._early: set[asyncio.Task[bool]] = set()  # sends before the first text, in flight
         self._failures = 0  # consecutive failed deliveries
@@ -376,9 +392,39 @@ class Outgoing:
             if early:
                 await asyncio.gather(*early, return_exceptions=True)
 
+    async def _apply_terms(self) -> None:
+        """Learn the peer's quota before the first send (the responder runs meanwhile)."""
+        if self._terms is None:
+            return
+        try:
+            terms = await self._terms()
+        except Exception as exc:  # no quota rather than no reply
+            LOG.warning("reply to %s: its quota is unknown (%s)", self.peer[:80], describe(exc))
+            return
+        quota = terms.quota
+        self._pace = terms.pace
+        self._max_envelope = quota.max_envelope_bytes
+        policy = self.delivery
+        if quota.ack_timeout is not None and quota.ack_timeout > policy.ack_timeout:
+            policy = dataclasses.replace(
+                policy,
+                ack_timeout=quota.ack_timeout,
+                max_delay=max(policy.max_delay, quota.ack_timeout),
+            )
+            self.delivery = self.redelivery.policy = policy  # nothing was sent yet
+
+    async def _post(self, chat: ChatMessage) -> tuple[bool, str]:
+        """One send, in the peer's pace slot when it has a ceiling."""
+        pace = self._pace
+        if pace is None:
+            return await self._send(chat)
+        async with pace.slot():
+            return await self._send(chat)
+
     async def _send_all(self) -> None:
         limits = self.limits
         rd = self.redelivery
+        await self._apply_terms()
         while True:
             for key, chat in rd.due(self.clock.now()):
                 self._count(await self._deliver(key, chat))
@@ -396,7 +442,7 @@ class Outgoing:
                 # ahead of queued text to an asker that restores order: it is how the asker
                 # tells a busy responder from a dead one (late, a thousand replies went lost)
                 with urgent() if self.pipelined else contextlib.nullcontext():
-                    await self._send(control(OP_KEEPALIVE, self.conversation, high=str(self._high)))
+                    await self._post(control(OP_KEEPALIVE, self.conversation, high=str(self._high)))
             if not self.queue:
                 self._space.set()
                 if self.dead or (self._closing and not rd.pending and not self._early):
@@ -426,12 +472,32 @@ class Outgoing:
                 finally:
                     self._holding = False
                 continue
+            pace = self._pace
+            if pace is not None and pace.delay() > 0 and not self.dead:
+                # the peer's ceiling: what queues until its next slot goes with this one
+                await pace.ready()
+                continue
             # What queued up behind a slow send goes as one ChatMessage (same text, same order).
             n, items = 1, len(self.queue[0].content)
+            cap = self._max_envelope
+            size = _payload_bytes(self.queue[0]) if cap is not None else 0
+            if cap is not None and envelope_bytes(size) > cap and not self._warned_size:
+                self._warned_size = True
+                LOG.warning(
+                    "reply to %s: a ChatMessage of ~%d bytes is over the peer's envelope "
+                    "limit (%d); sent as it is",
+                    self.peer[:80],
+                    envelope_bytes(size),
+                    cap,
+                )
             while n < min(len(self.queue), limits.max_coalesce):
                 items += len(self.queue[n].content)
                 if items > limits.max_coalesce_items:
                     break
+                if cap is not None:
+                    size += _payload_bytes(self.queue[n])
+                    if envelope_bytes(size) > cap:
+                        break
                 n += 1
             batch = [self.queue.popleft() for _ in range(n)]
             chars = sum(map(_text_chars, batch))
@@ -484,7 +550,7 @@ class Outgoing:
 
     async def _deliver(self, key: str, chat: ChatMessage) -> bool:
         """One send (first or again) of ChatMessage ``key``, noted for redelivery."""
-        ok, detail = await self._send(chat)
+        ok, detail = await self._post(chat)
         now = self.clock.now()
         if key in self.unacked:
             self.redelivery.sent(key, chat, ok, now)
@@ -517,7 +583,7 @@ class Outgoing:
         """
         self.repairs += 1
         for chat in chats:
-            await self._send(chat)
+            await self._post(chat)
 
     def cancel(self) -> bool:
         """Cancel the reply (the responder's task); False when it is already over."""
@@ -592,6 +658,11 @@ class Outgoing:
 def _text_chars(chat: ChatMessage) -> int:
     """Characters of text ``chat`` carries."""
     return sum(len(i.text) for i in chat.content if content_class(i) is TextContent)
+
+
+def _payload_bytes(chat: ChatMessage) -> int:
+    """The size of ``chat``'s JSON payload, UTF-8."""
+    return len(chat_json(chat).encode())
 
 
 def _quiet(task: asyncio.Task[Any]) -> None:
