@@ -26,6 +26,7 @@ from agent_stream.adapters import registry
 from agent_stream.conversation import ROLES, Turn
 from agent_stream.errors import WireError
 from agent_stream.gateway.agui_threads import PausedThreads
+from agent_stream.gateway.answers import answered_session, card_response_of
 from agent_stream.gateway.chat_approvals import (
     VERSION_HEADER,
     ChatApprovals,
@@ -36,7 +37,6 @@ from agent_stream.gateway.chat_approvals import (
     answer_text,
     responses_of,
 )
-from agent_stream.gateway.answers import answered_session, card_response_of
 from agent_stream.gateway.core import Gateway, own_alias
 from agent_stream.gateway.middleware import HTTPError, caller, read_json
 from agent_stream.gateway.questions import from_aisdk, from_openai, from_turns, text_of
