@@ -387,6 +387,7 @@ CHECKERS = {
     "node-ai-ui-stream": check_ui,
     "node-ai5-ui-stream": check_ui,
     "python-a2a-sdk": check_a2a,
+    "python-a2a-sdk-0.3": check_a2a,
     "python-chat": check_chat,
 }
 
@@ -403,6 +404,7 @@ WIRE_OF = {
     "node-ai-ui-stream": "aisdk",
     "node-ai5-ui-stream": "aisdk",
     "python-a2a-sdk": "a2a",
+    "python-a2a-sdk-0.3": "a2a",
     "python-chat": "chat",
 }
 
@@ -436,7 +438,7 @@ def check_protocol(client: str, seen: dict[str, Any], wires: dict[str, str]) -> 
         return {"protocol": (ok, f"{seen['verify_error']} {seen['error']}")}
     if client == "python-chat":
         return {"protocol": (True, "")}  # decoded without a bad line (else it crashed)
-    if client == "python-a2a-sdk":
+    if client in ("python-a2a-sdk", "python-a2a-sdk-0.3"):
         return {
             "protocol": (
                 seen["error"] is None and not seen["sdk_warnings"],

@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE))
 
 from corpus import corpus, fuzz  # noqa: E402
 from expect import CHECKERS, KNOWN, WIRE_OF, check_protocol, expected, known  # noqa: E402
-from pyclients import a2a_client, chat_client, openai_client  # noqa: E402
+from pyclients import a2a03_client, a2a_client, chat_client, openai_client  # noqa: E402
 from server import WireServer  # noqa: E402
 
 from agent_stream.assemble import assemble  # noqa: E402
@@ -33,6 +33,7 @@ FUZZ = 30  # random streams, checked for protocol only (no exact transcript to c
 PY_CLIENTS = {
     "python-openai": openai_client,
     "python-a2a-sdk": a2a_client,
+    "python-a2a-sdk-0.3": a2a03_client,
     "python-chat": chat_client,
 }
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a.client.client_task_manager import ClientTaskManager
-from a2a.types import (
+from a2a.compat.v0_3.types import (
     Artifact,
     DataPart,
     Part,
@@ -20,7 +19,8 @@ from a2a.types import (
     TaskStatusUpdateEvent,
     TextPart,
 )
-from a2a.types import Message as A2AMessage
+from a2a.compat.v0_3.types import Message as A2AMessage
+from a2a_sdk import sdk_task
 
 from agent_stream.adapters.a2a import A2ADecoder, A2AEncoder
 from agent_stream.assemble import assemble
@@ -158,11 +158,8 @@ async def test_a_continued_task_opens_with_what_it_had_and_keeps_its_artifacts()
     assert final.status.state == TaskState.input_required
     assert final.status.message.message_id == "t1-input-2"  # not the first question's id
     assert first[-1].status.message.message_id == "t1-input"
-    # a2a-sdk's own client task manager ends with both turns' artifacts
-    tm = ClientTaskManager()
-    for e in events:
-        await tm.process(e)
-    task = tm.get_task_or_raise()
+    # a2a-sdk's own task manager ends with both turns' artifacts
+    task = await sdk_task(events)
     texts = [
         "".join(p.root.text for p in a.parts if isinstance(p.root, TextPart))
         for a in task.artifacts or []

@@ -18,9 +18,10 @@ from uuid import uuid4
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types import DataPart, Message, Part, Role, TaskQueryParams, TaskState, TextPart
+from a2a.types import GetTaskRequest, Role, SendMessageRequest, TaskState
+from a2a_sdk import ask, card_of, client_for, collect, texts
 from gateway_harness import Harness, start_gateway
+from google.protobuf.json_format import MessageToDict
 from inprocess_gateway import GivenReplies, serve_gateway
 
 from agent_stream.message import event, text, user_input
@@ -57,36 +58,23 @@ graph = g.compile(checkpointer=InMemorySaver())
 """
 
 
-def _message(words: str, task: Any = None, context_id: str | None = None) -> Message:
-    return Message(
-        role=Role.user,
-        message_id=str(uuid4()),
-        parts=[Part(root=TextPart(text=words))],
-        task_id=task.id if task is not None else None,
-        context_id=context_id or (task.context_id if task is not None else None),
-    )
-
-
-def _texts(task: Any) -> list[str]:
-    return [
-        "".join(p.root.text for p in a.parts if isinstance(p.root, TextPart))
-        for a in task.artifacts or []
-        if a.name == "text"
-    ]
-
-
 def _said(message: Any) -> str:
-    return "".join(p.root.text for p in message.parts if isinstance(p.root, TextPart))
+    return "".join(p.text for p in message.parts if p.HasField("text"))
 
 
-async def _send(client: Any, message: Message) -> tuple[Any, list[Any]]:
-    """The task a client ends up with, and every (task, update) item's task id and state."""
-    task, seen = None, []
-    async for item in client.send_message(message):
-        assert isinstance(item, tuple), item
-        task = item[0]
-        seen.append((task.id, task.status.state))
-    assert task is not None
+async def _send(client: Any, request: SendMessageRequest) -> tuple[Any, list[Any]]:
+    """The task a client ends up with, and every event's task id and state."""
+    built = await collect(client.send_message(request))
+    task = await built.task()
+    assert task is not None and built.message is None
+    seen = []
+    for ev in built.events:
+        which = ev.WhichOneof("payload")
+        item = getattr(ev, which)
+        if which == "task":
+            seen.append((item.id, item.status.state))
+        elif which == "status_update":
+            seen.append((item.task_id, item.status.state))
     return task, seen
 
 
@@ -104,58 +92,67 @@ def hitl_gateway(gw_harness: Harness, tmp_path_factory: pytest.TempPathFactory) 
         server.stop()
 
 
-@pytest.mark.parametrize("streaming", [True, False], ids=["message-stream", "message-send"])
+@pytest.mark.parametrize(
+    ("streaming", "version"),
+    [(True, "1.0"), (False, "1.0"), (True, "0.3"), (False, "0.3")],
+    ids=["stream-1.0", "send-1.0", "stream-0.3", "send-0.3"],
+)
 async def test_an_interrupt_asks_and_the_answer_on_the_same_task_resumes_it(
-    hitl_gateway: Any, streaming: bool
+    hitl_gateway: Any, streaming: bool, version: str
 ) -> None:
     async with httpx.AsyncClient(timeout=60) as http:
-        card = await A2ACardResolver(http, f"{hitl_gateway.url}/a2a/hitl").get_agent_card()
-        client = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create(card)
-        asked, _ = await _send(client, _message("Email Bob that the demo moved to Friday."))
-        assert asked.status.state == TaskState.input_required
+        card = await card_of(http, f"{hitl_gateway.url}/a2a/hitl")
+        client = client_for(card, http, version, streaming=streaming)
+        asked, _ = await _send(client, ask("Email Bob that the demo moved to Friday."))
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         question = asked.status.message
-        assert question is not None and "Send the email to Bob?" in _said(question)
-        [data] = [p.root for p in question.parts if isinstance(p.root, DataPart)]
-        assert data.data["value"] == {
+        assert "Send the email to Bob?" in _said(question)
+        [data] = [p.data for p in question.parts if p.HasField("data")]
+        assert MessageToDict(data)["value"] == {
             "question": "Send the email to Bob?",
             "options": ["yes", "no"],
         }
-        assert _texts(asked) == ["I drafted the email to Bob."]
+        assert texts(asked) == ["I drafted the email to Bob."]
 
-        done, seen = await _send(client, _message("yes", asked))
+        done, seen = await _send(client, ask("yes", asked.id, asked.context_id))
         assert done.id == asked.id and done.context_id == asked.context_id
         assert {tid for tid, _ in seen} == {asked.id}
         if streaming:
-            assert (
-                seen[0][1] == TaskState.working and TaskState.submitted not in dict(seen).values()
-            )
-        assert done.status.state == TaskState.completed
+            states = [s for _, s in seen]
+            assert states[0] == TaskState.TASK_STATE_WORKING
+            assert TaskState.TASK_STATE_SUBMITTED not in states
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
         # the same task: the draft it had, then the resumed run's answer
-        assert _texts(done) == ["I drafted the email to Bob.", "Sent: you said yes."]
+        if streaming:  # the stream carried only the new artifacts
+            assert texts(done)[-1] == "Sent: you said yes."
+        else:  # the task whole
+            assert texts(done) == ["I drafted the email to Bob.", "Sent: you said yes."]
 
-        got = await client.get_task(TaskQueryParams(id=asked.id))
-    assert got.status.state == TaskState.completed
-    assert _texts(got) == _texts(done)
-    history = [(m.role, _said(m)) for m in got.history or []]
-    assert history[0] == (Role.user, "Email Bob that the demo moved to Friday.")
-    assert (Role.user, "yes") in history
+        got = await client.get_task(GetTaskRequest(id=asked.id))
+    assert got.status.state == TaskState.TASK_STATE_COMPLETED
+    assert texts(got) == ["I drafted the email to Bob.", "Sent: you said yes."]
+    history = [(m.role, _said(m)) for m in got.history]
+    assert history[0] == (Role.ROLE_USER, "Email Bob that the demo moved to Friday.")
+    assert (Role.ROLE_USER, "yes") in history
     ask_at = next(i for i, (r, s) in enumerate(history) if "Send the email to Bob?" in s)
-    assert history[ask_at][0] == Role.agent and history.index((Role.user, "yes")) > ask_at
+    assert history[ask_at][0] == Role.ROLE_AGENT
+    assert history.index((Role.ROLE_USER, "yes")) > ask_at
 
 
-async def test_a_finished_task_takes_no_follow_up(hitl_gateway: Any) -> None:
-    from a2a.client.errors import A2AClientJSONRPCError
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_a_finished_task_takes_no_follow_up(hitl_gateway: Any, version: str) -> None:
+    from a2a.utils.errors import InvalidParamsError
 
     async with httpx.AsyncClient(timeout=60) as http:
-        card = await A2ACardResolver(http, f"{hitl_gateway.url}/a2a/hitl").get_agent_card()
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        asked, _ = await _send(client, _message("Email Bob."))
-        done, _ = await _send(client, _message("no", asked))
-        assert done.status.state == TaskState.completed and "you said no" in _texts(done)[-1]
-        with pytest.raises(A2AClientJSONRPCError) as info:
-            await _send(client, _message("yes after all", done))
-    assert info.value.error.code == -32602
-    assert "terminal state: completed" in (info.value.error.message or "")
+        card = await card_of(http, f"{hitl_gateway.url}/a2a/hitl")
+        client = client_for(card, http, version)
+        asked, _ = await _send(client, ask("Email Bob."))
+        done, _ = await _send(client, ask("no", asked.id, asked.context_id))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        assert "you said no" in texts(done)[-1]
+        with pytest.raises(InvalidParamsError) as info:
+            await _send(client, ask("yes after all", done.id, done.context_id))
+    assert "terminal state: completed" in info.value.message
 
 
 # -- refusals, over the gateway's own app with given replies ------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 try:
-    from a2a.types import (
+    from a2a.compat.v0_3.types import (
         DataPart,
         FilePart,
         Part,
@@ -39,7 +39,7 @@ try:
         TaskStatusUpdateEvent,
         TextPart,
     )
-    from a2a.types import Message as A2AMessage
+    from a2a.compat.v0_3.types import Message as A2AMessage
 except ImportError as _exc:  # the optional extra is not installed
     from agent_stream.errors import MissingDependency
 

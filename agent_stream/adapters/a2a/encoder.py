@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 try:
-    from a2a.types import (
+    from a2a.compat.v0_3.types import (
         Artifact,
         DataPart,
         FilePart,
@@ -56,7 +56,7 @@ try:
         TaskStatusUpdateEvent,
         TextPart,
     )
-    from a2a.types import Message as A2AMessage
+    from a2a.compat.v0_3.types import Message as A2AMessage
 except ImportError as _exc:  # the optional extra is not installed
     from agent_stream.errors import MissingDependency
 
