@@ -24,7 +24,7 @@ from gateway_harness import Harness, start_gateway
 from google.protobuf.json_format import MessageToDict
 from inprocess_gateway import GivenReplies, serve_gateway
 
-from agent_stream.message import event, text, user_input
+from agent_stream.message import Message, event, text, user_input
 
 pytest.importorskip("langgraph")
 pytestmark = pytest.mark.integration
@@ -380,3 +380,49 @@ async def test_a_question_cancelled_takes_no_answer(tmp_path: Path) -> None:
         err = await _error(http, rpc, _rpc("message/send", "yes", asked["id"]))
         assert err["code"] == -32602 and "terminal state: canceled" in err["message"]
     assert [q for _, q in link.questions] == ["email Bob"]
+
+
+REVIEW = {
+    "kind": "review",
+    "payload": {
+        "title": "Send it?",
+        "approve_cta": {"label": "Send"},
+        "reject_cta": {"label": "Cancel"},
+    },
+    "card_id": "7d3c1b0e-8c9a-4f3e-9a1d-2b6f5e4c3a21",
+}
+ASKS_A_CARD = [
+    event("stream_start", {"request_id": "q"}),
+    text("Drafted.", message_id="M1"),
+    Message(type="user_input", props={"content": "Send it?", "card": REVIEW}, message_id="M2"),
+    event("stream_end", {"status": "completed"}),
+]
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_a_card_question_pauses_with_the_card_and_the_answer_resumes_the_task(
+    tmp_path: Path, version: str
+) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS_A_CARD) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        client = client_for(await card_of(http, f"{url}/a2a/solo"), http, version)
+        asked, _ = await _send(client, ask("email Bob"))
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        question = asked.status.message
+        assert _said(question) == "Send it?"
+        cards = [
+            MessageToDict(p.data)
+            for p in question.parts
+            if p.HasField("data")
+            and MessageToDict(p.metadata).get("agent_stream", {}).get("type") == "card"
+        ]
+        assert cards == [REVIEW]
+        link.messages = DONE
+        done, seen = await _send(client, ask("Send", asked.id))
+    assert done.id == asked.id and done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert {tid for tid, _ in seen} == {asked.id}
+    assert texts(done)[-1] == "Sent."
+    assert [q for _, q in link.questions] == ["email Bob", "Send"]
+    assert link.asked[-1]["session"] == link.asked[0]["session"]
