@@ -210,17 +210,22 @@ class _Held:
 
 
 def _rpc(method: str, words: str, task_id: Any = None, context_id: Any = None) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "role": "user",
-        "messageId": str(uuid4()),
-        "kind": "message",
-        "parts": [{"kind": "text", "text": words}],
-    }
+    """A send of ``words`` as ``method``'s version writes it (0.3: ``message/...``)."""
+    message: dict[str, Any] = {"messageId": str(uuid4())}
+    if "/" in method:
+        message.update(role="user", kind="message", parts=[{"kind": "text", "text": words}])
+    else:
+        message.update(role="ROLE_USER", parts=[{"text": words}])
     if task_id is not None:
         message["taskId"] = task_id
     if context_id is not None:
         message["contextId"] = context_id
     return {"jsonrpc": "2.0", "id": 3, "method": method, "params": {"message": message}}
+
+
+def _v(method: str, headers: dict[str, str] | None = None) -> dict[str, str]:
+    """``headers`` and the A2A-Version a client of ``method``'s version sends."""
+    return {**(headers or {}), "A2A-Version": "0.3" if "/" in method else "1.0"}
 
 
 async def _error(http: httpx.AsyncClient, url: str, body: dict[str, Any], **kw: Any) -> Any:
@@ -244,7 +249,9 @@ async def _ask(http: httpx.AsyncClient, url: str, **kw: Any) -> dict[str, Any]:
     return task
 
 
-@pytest.mark.parametrize("method", ["message/send", "message/stream"])
+@pytest.mark.parametrize(
+    "method", ["message/send", "message/stream", "SendMessage", "SendStreamingMessage"]
+)
 async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
     tmp_path: Path, method: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -257,13 +264,15 @@ async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
         asked = await _ask(http, rpc, headers=keys["k1"])
         tid, cid = asked["id"], asked["contextId"]
         n = len(link.questions)
-        err = await _error(http, rpc, _rpc(method, "yes", "no-such-task"), headers=keys["k1"])
+        err = await _error(
+            http, rpc, _rpc(method, "yes", "no-such-task"), headers=_v(method, keys["k1"])
+        )
         assert err["code"] == -32001 and "no-such-task" in err["message"]
         # another caller's question: not found for them (its existence is not theirs to learn)
-        err = await _error(http, rpc, _rpc(method, "yes", tid, cid), headers=keys["k2"])
+        err = await _error(http, rpc, _rpc(method, "yes", tid, cid), headers=_v(method, keys["k2"]))
         assert err["code"] == -32001 and "not found" in err["message"]
         err = await _error(
-            http, rpc, _rpc(method, "yes", tid, "another-context"), headers=keys["k1"]
+            http, rpc, _rpc(method, "yes", tid, "another-context"), headers=_v(method, keys["k1"])
         )
         assert err["code"] == -32602 and "another-context" in err["message"]
         assert len(link.questions) == n  # nothing was asked
@@ -274,7 +283,9 @@ async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
         assert done["id"] == tid and done["status"]["state"] == "completed"
         assert link.asked[-1]["session"] == link.asked[0]["session"]
         assert link.questions[-1][1] == "yes"
-        err = await _error(http, rpc, _rpc(method, "again", tid, cid), headers=keys["k1"])
+        err = await _error(
+            http, rpc, _rpc(method, "again", tid, cid), headers=_v(method, keys["k1"])
+        )
         assert err["code"] == -32602 and "terminal state: completed" in err["message"]
         for bad, says in (
             (("", None), "taskId is empty"),
@@ -283,7 +294,7 @@ async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
             (([tid], None), "taskId must be a string, not list"),
             ((tid, {"id": cid}), "contextId must be a string, not dict"),
         ):
-            err = await _error(http, rpc, _rpc(method, "yes", *bad), headers=keys["k1"])
+            err = await _error(http, rpc, _rpc(method, "yes", *bad), headers=_v(method, keys["k1"]))
             assert err["code"] == -32602 and says in err["message"], (bad, err)
     assert len(link.questions) == n + 1
     # refused as the client's mistake, never as a failure of the gateway
@@ -426,3 +437,31 @@ async def test_a_card_question_pauses_with_the_card_and_the_answer_resumes_the_t
     assert texts(done)[-1] == "Sent."
     assert [q for _, q in link.questions] == ["email Bob", "Send"]
     assert link.asked[-1]["session"] == link.asked[0]["session"]
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_subscribe_to_task_reattaches_to_a_running_task(tmp_path: Path, version: str) -> None:
+    from a2a.types import SubscribeToTaskRequest
+
+    async with (
+        serve_gateway(tmp_path, ["solo"], DONE) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        client = client_for(await card_of(http, f"{url}/a2a/solo"), http, version)
+        gate = Gate(link)
+        gate.at = 1  # the reply holds after its first message: the task is working
+        gate.open.clear()
+        first = client.send_message(ask("email Bob"))
+        opening = await anext(first)
+        tid = opening.task.id if opening.HasField("task") else opening.status_update.task_id
+        again = client.subscribe(SubscribeToTaskRequest(id=tid))
+        reattached = await anext(again)  # the task as it is now
+        assert reattached.task.id == tid
+        assert reattached.task.status.state == TaskState.TASK_STATE_WORKING
+        gate.open.set()
+        rest = await collect(again)
+        await collect(first)
+    assert rest.states[-1] == TaskState.TASK_STATE_COMPLETED
+    ends = [e.artifact_update.artifact.parts for e in rest.events if e.HasField("artifact_update")]
+    assert any(p.text == "Sent." for parts in ends for p in parts)
+    assert [q for _, q in link.questions] == ["email Bob"]
