@@ -148,11 +148,22 @@ def check_request(body: Any) -> tuple[int, str] | None:
     params = body.get("params", {})
     if not isinstance(params, dict):
         return INVALID_PARAMS, "Invalid params: params must be an object"
+    status = params.get("status")
+    if method == "ListTasks" and status is not None and status not in _states():
+        return INVALID_PARAMS, "Invalid params: status is not a task state (TASK_STATE_...)"
     try:
         ParseDict(params, new(), ignore_unknown_fields=True)
     except (ParseError, ValueError, TypeError) as exc:
         return INVALID_PARAMS, f"Invalid params: {_parse_said(str(exc))}"
     return None
+
+
+def _states() -> frozenset[str]:
+    """The task states a client may name (``TASK_STATE_WORKING``, ...)."""
+    from a2a.types import TaskState
+
+    names: list[str] = TaskState.keys()  # a protobuf enum, not a dict
+    return frozenset(n for n in names if n != "TASK_STATE_UNSPECIFIED")
 
 
 def _parse_said(said: str, most: int = 200) -> str:

@@ -309,14 +309,18 @@ class OwnedTaskStore(_store_base()):  # type: ignore[misc]
             context: a2a-sdk's call context (the caller).
         """
         from a2a.types import ListTasksResponse
+        from a2a.utils.errors import InvalidParamsError
 
+        token = params.page_token
+        if token and not (token.isdigit() and len(token) <= 9):
+            raise InvalidParamsError("Invalid params: pageToken is not one this agent gave")
         mine = self.book.owned(self.scope, caller(context))
         if params.context_id:
             mine = [t for t in mine if t.context_id == params.context_id]
         if params.status:
             mine = [t for t in mine if t.status.state == params.status]
         size = params.page_size if params.HasField("page_size") else LIST_PAGE
-        start = int(params.page_token) if params.page_token.isdigit() else 0
+        start = int(token) if token else 0
         page = mine[start : start + size]
         more = start + size < len(mine)
         return ListTasksResponse(

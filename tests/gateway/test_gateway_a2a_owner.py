@@ -337,3 +337,34 @@ def test_the_task_caps_must_be_at_least_one(field: str, value: int) -> None:
         config.check()
     setattr(config, field, 1)
     config.check()
+
+
+async def test_list_tasks_pages_filters_and_refuses_what_it_cannot_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    v1 = {**K1, "A2A-Version": "1.0"}
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS, api_keys=["k1"]) as (url, _),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        rpc = f"{url}/a2a/solo"
+        made = [(await _task(http, rpc, f"ask {n}", headers=K1))["id"] for n in range(3)]
+        first = await _result(http, rpc, _call("ListTasks", {"pageSize": 2}), headers=v1)
+        assert [t["id"] for t in first["tasks"]] == made[::-1][:2]  # most recent first
+        assert first["totalSize"] == 3 and first["nextPageToken"]
+        rest = await _result(
+            http, rpc, _call("ListTasks", {"pageToken": first["nextPageToken"]}), headers=v1
+        )
+        assert [t["id"] for t in rest["tasks"]] == made[:1] and not rest.get("nextPageToken")
+        waiting = await _result(
+            http, rpc, _call("ListTasks", {"status": "TASK_STATE_INPUT_REQUIRED"}), headers=v1
+        )
+        assert sorted(t["id"] for t in waiting["tasks"]) == sorted(made)
+        done = await _result(
+            http, rpc, _call("ListTasks", {"status": "TASK_STATE_COMPLETED"}), headers=v1
+        )
+        assert done.get("tasks", []) == []
+        for params in ({"pageToken": "not-ours"}, {"status": "TASK_STATE_NOPE"}):
+            err = await _error(http, rpc, _call("ListTasks", params), headers=v1)
+            assert err["code"] == -32602, (params, err)
+    _no_errors_logged(caplog, capfd)
