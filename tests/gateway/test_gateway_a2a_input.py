@@ -107,11 +107,14 @@ async def test_an_interrupt_asks_and_the_answer_on_the_same_task_resumes_it(
         assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         question = asked.status.message
         assert "Send the email to Bob?" in _said(question)
-        [data] = [p.data for p in question.parts if p.HasField("data")]
-        assert MessageToDict(data)["value"] == {
+        [data, card] = [MessageToDict(p) for p in question.parts if p.HasField("data")]
+        assert data["data"]["value"] == {
             "question": "Send the email to Bob?",
             "options": ["yes", "no"],
         }
+        # the agent asks it as a form card: the card is a data part of its own
+        assert card["metadata"] == {"agent_stream": {"type": "card"}}
+        assert card["data"]["kind"] == "form" and card["data"] == data["data"]["card"]
         assert texts(asked) == ["I drafted the email to Bob."]
 
         done, seen = await _send(client, ask("yes", asked.id, asked.context_id))
