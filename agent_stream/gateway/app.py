@@ -87,6 +87,8 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True) -> Starlette:
                     "last-event-id",
                     "x-api-key",
                     "accept",
+                    # an A2A 1.0 client names its protocol version on every request
+                    "a2a-version",
                 ],
                 expose_headers=["x-reply-id", *_WIRE_HEADERS],
                 max_age=600,
