@@ -527,6 +527,7 @@ CHECKERS = {
     "node-ai-approval-yes": lambda s, e, n: check_round_trip(s, True),
     "node-ai-approval-no": lambda s, e, n: check_round_trip(s, False),
     "python-a2a-sdk": check_a2a,
+    "python-a2a-sdk-0.3": check_a2a,
     "python-chat": check_chat,
     "python-mcp": check_mcp,
 }
@@ -547,6 +548,7 @@ WIRE_OF = {
     "node-ai-approval-yes": "aisdk",
     "node-ai-approval-no": "aisdk",
     "python-a2a-sdk": "a2a",
+    "python-a2a-sdk-0.3": "a2a",
     "python-chat": "chat",
     "python-mcp": "mcp",
 }
@@ -581,7 +583,7 @@ def check_protocol(client: str, seen: dict[str, Any], wires: dict[str, str]) -> 
         return {"protocol": (ok, f"{seen['verify_error']} {seen['error']}")}
     if client in ("python-chat", "python-mcp"):
         return {"protocol": (True, "")}  # decoded without a bad line (else it crashed)
-    if client == "python-a2a-sdk":
+    if client in ("python-a2a-sdk", "python-a2a-sdk-0.3"):
         return {
             "protocol": (
                 seen["error"] is None and not seen["sdk_warnings"],

@@ -77,11 +77,24 @@ class _Records(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-async def a2a_client(base: str, stream: str) -> dict[str, Any]:
-    """``a2a-sdk``'s ``ClientFactory`` client: ``send_message`` streaming, its task manager's
-    final Task read as an app would (artifacts by their agent_stream metadata)."""
+async def a2a_client(base: str, stream: str, version: str = "1.0") -> dict[str, Any]:
+    """``a2a-sdk``'s ``ClientFactory`` client at A2A ``version`` (1.0, or 0.3 through the SDK's
+    own 0.3 transport): ``send_message`` streaming, the SDK's task manager's final Task read as
+    an app would (artifacts by their agent_stream metadata)."""
     from a2a.client import ClientConfig, ClientFactory
-    from a2a.types import AgentCapabilities, AgentCard, Message, Part, Role, TextPart
+    from a2a.compat.v0_3.conversions import to_compat_task
+    from a2a.server.context import ServerCallContext
+    from a2a.server.tasks import InMemoryTaskStore
+    from a2a.server.tasks.task_manager import TaskManager
+    from a2a.types import (
+        AgentCapabilities,
+        AgentCard,
+        AgentInterface,
+        Message,
+        Part,
+        Role,
+        SendMessageRequest,
+    )
 
     from agent_stream import merge
 
@@ -89,11 +102,14 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
         name="conformance",
         description="agent_stream wires",
         version="1",
-        url=f"{base}/a2a/{stream}",
+        supported_interfaces=[
+            AgentInterface(
+                url=f"{base}/a2a/{stream}", protocol_binding="JSONRPC", protocol_version=version
+            )
+        ],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text"],
         default_output_modes=["text"],
-        skills=[],
     )
     records = _Records()
     logging.getLogger("a2a").addHandler(records)
@@ -112,18 +128,21 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
     }
     task = None
     opened: dict[str, bool] = {}  # artifact id -> still open (no lastChunk yet)
+    mgr = TaskManager(InMemoryTaskStore(), ServerCallContext(), None, None, None)
     async with httpx.AsyncClient(timeout=30) as http:
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        msg = Message(
-            role=Role.user, message_id=str(uuid4()), parts=[Part(root=TextPart(text="hi"))]
-        )
+        msg = Message(role=Role.ROLE_USER, message_id=str(uuid4()), parts=[Part(text="hi")])
         try:
-            async for item in client.send_message(msg):
-                if isinstance(item, tuple):
-                    task = item[0]
-                    art = getattr(item[1], "artifact", None)
-                    if art is not None:  # which artifacts got their last chunk
-                        opened[art.artifact_id] = not item[1].last_chunk
+            async for item in client.send_message(SendMessageRequest(message=msg)):
+                which = item.WhichOneof("payload")
+                event = getattr(item, which)
+                if which == "message":
+                    continue
+                await mgr.process(event)
+                if which == "artifact_update":  # which artifacts got their last chunk
+                    opened[event.artifact.artifact_id] = not event.last_chunk
+            built = await mgr.get_task()
+            task = to_compat_task(built) if built is not None else None
         except Exception as exc:
             seen["error"] = f"{type(exc).__name__}: {exc}"
         finally:
@@ -164,6 +183,11 @@ async def a2a_client(base: str, stream: str) -> dict[str, Any]:
     seen["usage"] = end.get("usage")
     seen["incomplete"] = end.get("status") == "incomplete"
     return seen
+
+
+async def a2a03_client(base: str, stream: str) -> dict[str, Any]:
+    """``a2a-sdk``'s client at A2A 0.3 (its own 0.3 transport): see :func:`a2a_client`."""
+    return await a2a_client(base, stream, "0.3")
 
 
 async def chat_client(base: str, stream: str) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from expect import (  # noqa: E402
     expected,
     known,
 )
-from pyclients import a2a_client, chat_client, mcp_client, openai_client  # noqa: E402
+from pyclients import a2a03_client, a2a_client, chat_client, mcp_client, openai_client  # noqa: E402
 from server import McpGateway, WireServer  # noqa: E402
 
 from agent_stream.assemble import assemble  # noqa: E402
@@ -45,6 +45,7 @@ FUZZ = 30  # random streams, checked for protocol only (no exact transcript to c
 PY_CLIENTS = {
     "python-openai": openai_client,
     "python-a2a-sdk": a2a_client,
+    "python-a2a-sdk-0.3": a2a03_client,
     "python-chat": chat_client,
 }
 # clients of the gateway itself (its /mcp), whose agents replay the corpus streams

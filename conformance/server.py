@@ -11,7 +11,8 @@ Routes (all POST, the request body is read and, where it matters, obeyed):
                                       round trip's follow-up (the assistant message, its tool
                                       part ``approval-responded``) gets the paused reply's
                                       continuation, in the same message
-  /a2a/{stream}                       A2A message/stream JSON-RPC responses (the request's id)
+  /a2a/{stream}                       A2A SendStreamingMessage (1.0) or message/stream (0.3)
+                                      JSON-RPC responses (the request's id)
   /chat/{stream}                      Agent Chat Protocol ChatMessages, one JSON a line
 
 Every wire is made by the format registry, ``agent_stream.commands.formats`` (what
@@ -50,13 +51,25 @@ def _wire(fmt: str, msgs: list[Message], **opts: Any) -> tuple[str, list[str]]:
     return text, [ln.removeprefix("warning: ") for ln in err.getvalue().splitlines() if ln]
 
 
-def _a2a(msgs: list[Message], rpc_id: Any) -> tuple[str, list[str]]:
+def _a2a(msgs: list[Message], rpc_id: Any, v1: bool) -> tuple[str, list[str]]:
+    """The encoder's events as A2A 0.3 frames, or (``v1``) as the A2A 1.0 stream carries them."""
+    from agent_stream import jsontext
     from agent_stream.adapters.a2a import A2AEncoder
     from agent_stream.adapters.a2a.encoder import frame_sse
+    from agent_stream.adapters.a2a.versions import core_json
     from agent_stream.adapters.framing import run_encoder
 
     enc = A2AEncoder(context_id="conformance")
-    text = "".join(frame_sse(e, rpc_id) for e in run_encoder(enc, msgs))
+    events = run_encoder(enc, msgs)
+    if v1:
+        text = "".join(
+            "data: "
+            + jsontext.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": core_json(e)})
+            + "\n\n"
+            for e in events
+        )
+    else:
+        text = "".join(frame_sse(e, rpc_id) for e in events)
     return text, [str(w) for w in enc.drain_warnings()]
 
 
@@ -205,9 +218,13 @@ class WireServer:
 
     async def _a2a(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        if body.get("method") != "message/stream":
-            raise web.HTTPBadRequest(text="only message/stream is served")
-        text, warns = _a2a(self._msgs(request), body.get("id"))
+        method = body.get("method")
+        if method not in ("message/stream", "SendStreamingMessage"):
+            raise web.HTTPBadRequest(text="only SendStreamingMessage and message/stream are served")
+        v1 = method == "SendStreamingMessage"
+        if request.headers.get("A2A-Version", "0.3") != ("1.0" if v1 else "0.3"):
+            raise web.HTTPBadRequest(text=f"{method} with A2A-Version {request.headers}")
+        text, warns = _a2a(self._msgs(request), body.get("id"), v1)
         return await self._send(request, "a2a", text, warns)
 
 

@@ -334,13 +334,16 @@ parts. The whole mapping: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
 
 ### A2A (`A2AEncoder`, `convert --to a2a`, `decode --from a2a`)
 
-JSON-RPC `message/stream` responses as SSE, made of the `a2a-sdk` models (extra `a2a`). One
+JSON-RPC `message/stream` responses as SSE, made of `a2a-sdk`'s A2A 0.3 models (extra `a2a`;
+the same events as A2A 1.0, `{"statusUpdate": ...}` with `TASK_STATE_*`, through
+`agent_stream.adapters.a2a.versions`, which is what the gateway's 1.0 clients get). One
 reply is one Task (`contextId` the conversation, `--conversation`); each message is one
 Artifact built with `append`/`lastChunk`, text, refusal and thinking as TextParts, tool calls
 and custom types as DataParts, media as FileParts; lifecycle and progress are `working` status
 updates; the last is `completed`, `failed` or `canceled` (`failed` for a stream that ends
-without stream_end). `A2ADecoder` reads it back. The whole mapping, and what the wire cannot
-carry: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
+without stream_end). A question (`user_input`) ends the task `input-required`, its card (a
+`card` prop) as a data part. `A2ADecoder` reads it back, and reads A2A 1.0 events too. The
+whole mapping, and what the wire cannot carry: [wires-aisdk-a2a.md](wires-aisdk-a2a.md).
 
 What each wire does with tool calls is one table: [tool-calls.md](tool-calls.md).
 

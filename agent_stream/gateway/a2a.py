@@ -1,43 +1,51 @@
-"""Each agent as an A2A agent, through ``a2a-sdk``'s own server pieces.
+"""Each agent as an A2A agent, A2A 1.0 and 0.3 on one URL, through ``a2a-sdk``'s own server.
 
-``POST /a2a/{agent}`` is the JSON-RPC endpoint (``message/send``, ``message/stream``,
-``tasks/get``, ``tasks/cancel``, ...) of an ``A2AStarletteApplication`` with the SDK's
-``DefaultRequestHandler`` (:class:`~agent_stream.gateway.a2a_input.FollowUps`) and a task store
-of the gateway's own; its card is at
-``/a2a/{agent}/.well-known/agent-card.json`` (the SDK's well-known path under the agent's URL).
-The domain root's ``/.well-known/agent-card.json``, where the spec has clients look first, is
-the default agent's card (``--default-agent``), or the one agent's when the gateway serves one;
-otherwise a 404 whose JSON body lists each agent's card path.
+``POST /a2a/{agent}`` is the JSON-RPC endpoint of a2a-sdk 1.x (``create_jsonrpc_routes`` with
+its 0.3 compatibility layer): A2A 1.0 methods (``SendMessage``, ``SendStreamingMessage``,
+``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask``; a client sends
+``A2A-Version: 1.0``, and a 1.0 method under another version is ``-32009``) and the 0.3 ones
+(``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``,
+``tasks/resubscribe``), with the SDK's request handler (:class:`~agent_stream.gateway.a2a_input.
+FollowUps`) and a task store of the gateway's own. Its card is at
+``/a2a/{agent}/.well-known/agent-card.json``: ``supportedInterfaces`` lists the URL at 1.0 and
+at 0.3 (a 1.x client picks 1.0), and the 0.3 fields (``url``, ``preferredTransport``,
+``protocolVersion``) stay beside them for 0.3 clients. The domain root's
+``/.well-known/agent-card.json``, where the spec has clients look first, is the default agent's
+card (``--default-agent``), or the one agent's when the gateway serves one; otherwise a 404
+whose JSON body lists each agent's card path.
 
-The agents take text: a ``message/send`` or ``message/stream`` whose message has no parts, no
-text, or parts of another kind (file, data) is refused with JSON-RPC error -32602 (invalid
-params) naming what was wrong, before a task starts; nothing is dropped silently.
+The agents take text: a send whose message has no parts, no text, or parts of another kind
+(file, data) is refused with JSON-RPC error -32602 (invalid params) naming what was wrong,
+before a task starts; nothing is dropped silently.
 The executor starts an ordinary gateway run (so limits, ``/healthz`` and ``DELETE
 /v1/replies/{id}`` apply; the A2A task id is an alias) and feeds its log through the project's
-:class:`~agent_stream.adapters.a2a.A2AEncoder`. ``tasks/cancel`` cancels the run at once; the
-task ends ``canceled``. A dropped ``message/stream`` connection does not cancel it.
+:class:`~agent_stream.adapters.a2a.A2AEncoder`, whose events go out as 1.0 or 0.3 (a2a-sdk's
+own mapping, :mod:`agent_stream.adapters.a2a.versions`). Cancelling a task cancels its run at
+once; the task ends ``canceled``. A dropped stream does not cancel it.
 
 A ``contextId`` is a conversation: every task of one context (for one caller) asks in the same
 envelope session, so the agent remembers the earlier tasks' questions and answers. The gateway
 keeps the last :data:`MAX_CONTEXTS` contexts per agent; an older one starts afresh.
 
 Human in the loop: a reply that asks the caller (a ``user_input`` message, e.g. a LangGraph
-``interrupt``) ends its task ``input-required``, the question as the status message. A
-``message/send`` or ``message/stream`` whose ``message.taskId`` names that task (its
-``contextId``, or none) is the answer: it is asked in the same envelope session (so LangGraph
-resumes with ``Command(resume=<its text>)``) and its stream continues the same task (``working``,
-new artifacts, then ``completed`` or another question). Any other
-``taskId`` is refused before anything is asked (:mod:`agent_stream.gateway.a2a_input`).
+``interrupt``) ends its task ``input-required``, the question as the status message (its text,
+then a data part of the question's props: a card, a form, an interrupt's value). A send whose
+``message.taskId`` names that task (its ``contextId``, or none) is the answer: it is asked in
+the same envelope session (so LangGraph resumes with ``Command(resume=<its text>)``) and its
+stream continues the same task (``working``, new artifacts, then ``completed`` or another
+question). Any other ``taskId`` is refused before anything is asked
+(:mod:`agent_stream.gateway.a2a_input`).
 
 Every method that names a task answers for the caller's own tasks only (another API key's task
-is ``-32001``, task not found), and the tasks kept are bounded (``max_tasks_per_key``,
-``max_tasks``: finished ones forgotten least recently used first, a new task refused with
-``-32000`` when all are open): :mod:`agent_stream.gateway.a2a_tasks`. A request a2a-sdk would
-refuse as malformed (not JSON, not JSON-RPC, params of the wrong shape) is answered here with
-the same JSON-RPC error, so a client's mistake logs no error
+is ``-32001``, task not found; ``ListTasks`` lists the caller's own), and the tasks kept are
+bounded (``max_tasks_per_key``, ``max_tasks``: finished ones forgotten least recently used
+first, a new task refused with ``-32000`` when all are open): :mod:`agent_stream.gateway.
+a2a_tasks`. A request a2a-sdk would refuse as malformed (not JSON, not JSON-RPC, params of the
+wrong shape) is answered here with the same JSON-RPC error, so a client's mistake logs no error
 (:mod:`agent_stream.gateway.a2a_checks`). The body is read here once, by the project's strict
-JSON reader (nested at most 64 levels: deeper is the same -32700 as text that is not JSON, where
-the SDK's ``json.loads`` would fail with a 500), and handed on to the SDK already read.
+JSON reader (nested at most 64 levels, and an A2A request at most
+:data:`~agent_stream.gateway.a2a_checks.MAX_DEPTH`, what a task's protobuf types hold), and
+handed on to the SDK already read.
 """
 
 from __future__ import annotations
@@ -53,21 +61,25 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message as ASGIMessage
 
+from agent_stream import jsontext
 from agent_stream.gateway.a2a_checks import (
     INVALID_PARAMS,
+    MAX_DEPTH,
     PARSE_ERROR,
     check_message,
     check_request,
     rpc_error,
+    starts_task,
 )
 from agent_stream.gateway.a2a_input import (
     FOLLOW_UP_STATE,
     KEY_STATE,
+    TOO_MANY_TASKS,
     Asking,
     FollowUps,
     Waiting,
 )
-from agent_stream.gateway.a2a_tasks import OwnedTaskStore, TaskBook
+from agent_stream.gateway.a2a_tasks import TICKET_STATE, OwnedTaskStore, TaskBook, TooManyTasks
 from agent_stream.gateway.core import Gateway
 from agent_stream.gateway.link import AgentRef
 from agent_stream.gateway.middleware import HTTPError, caller, json_value, read_body
@@ -82,6 +94,8 @@ CARD_PATH = "/.well-known/agent-card.json"
 OLD_CARD_PATH = "/.well-known/agent.json"  # the A2A 0.2 name, still read by older clients
 TASK_ALIAS = "a2a-task:"
 MAX_CONTEXTS = 4096  # A2A contexts remembered per agent (each: its envelope session)
+CANCEL_WAIT = 5.0  # seconds CancelTask waits for a cancelled reply to end its task itself
+PROTOCOL_VERSIONS = ("1.0", "0.3")  # served on one URL, 1.0 first (a 1.x client's choice)
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -140,6 +154,7 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         self.contexts = ContextSessions()
         # the tasks waiting for an answer: no more than the task store keeps
         self.asking = Asking(RecentMap(gw.config.max_tasks))
+        self._running: dict[str, Any] = {}  # task id -> set when its execute() ends
 
     async def execute(self, context: Any, event_queue: Any) -> None:
         """Ask the agent the task's message; stream its reply as the task's events.
@@ -150,9 +165,11 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         """
         import asyncio
 
-        from a2a.types import Task, TaskState
+        from a2a.compat.v0_3.conversions import to_compat_message, to_compat_task
+        from a2a.compat.v0_3.types import Task, TaskState
 
         from agent_stream.adapters.a2a import A2AEncoder
+        from agent_stream.adapters.a2a.versions import to_core
         from agent_stream.uagents import DeliveryError
 
         question = context.get_user_input()
@@ -161,7 +178,12 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         key = str(state.get(KEY_STATE, "a2a"))
         answering = state.get(FOLLOW_UP_STATE)
         # a follow-up (the handler let only the answer to a question through) continues the task
-        prior = context.current_task if isinstance(answering, Waiting) else None
+        current = context.current_task
+        prior = (
+            to_compat_task(current)
+            if isinstance(answering, Waiting) and current is not None
+            else None
+        )
         enc = A2AEncoder(task_id=task_id, context_id=context_id, task=prior)
         if isinstance(answering, Waiting):
             session = answering.session
@@ -172,18 +194,26 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         gw = self.gw
         options: dict[str, Any] = {"task_id": task_id, "context_id": context_id}
         if prior is not None:  # a replay of the reply continues the task as this stream does
-            options[CONTINUES] = prior.model_dump(mode="json", by_alias=True, exclude_none=True)
+            asked = to_compat_message(context.message) if context.message is not None else None
+            kept = prior.model_copy(
+                update={"history": [*(prior.history or []), *([asked] if asked else [])]}
+            )
+            options[CONTINUES] = kept.model_dump(mode="json", by_alias=True, exclude_none=True)
 
         async def emit(evs: list[Any]) -> None:
             for ev in evs:
-                if isinstance(ev, Task) and prior is None and context.message is not None:
-                    ev.history = [context.message]  # a new task's history opens with the ask
-                await event_queue.enqueue_event(ev)
+                if isinstance(ev, Task):
+                    if prior is not None:
+                        continue  # the SDK keeps the task: the stream goes on with its updates
+                    if context.message is not None:  # a new task's history opens with the ask
+                        ev.history = [to_compat_message(context.message)]
+                await event_queue.enqueue_event(to_core(ev))
 
         async def not_asked(why: str) -> None:
-            if isinstance(answering, Waiting):  # the question stays open: answer again later
+            if isinstance(answering, Waiting) and prior is not None:
+                # the question stays open: answer again later
                 self.asking.waiting.put(str(task_id), answering)
-                await event_queue.enqueue_event(_still_asking(prior, why))
+                await event_queue.enqueue_event(to_core(_still_asking(prior, why)))
             else:
                 await emit(enc.close(status="error", error=why))
 
@@ -204,6 +234,7 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
         except (DeliveryError, Busy, StoreFull) as exc:
             await not_asked(str(exc))
             return
+        done = self._running[str(task_id)] = asyncio.Event()
         await gw.runs.attach(run.id)
         try:
             async for entry in gw.store.read(run.id):
@@ -216,10 +247,9 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
                 await emit(evs)
                 if end is not None or enc.finished:
                     break
-        except asyncio.CancelledError:
-            await emit(enc.close(status="cancelled"))
-            raise
         finally:
+            done.set()
+            self._running.pop(str(task_id), None)
             await gw.runs.detach(run.id)
         if enc.final_state == TaskState.input_required:
             self.asking.waiting.put(str(task_id), Waiting(key, session))
@@ -227,22 +257,34 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
     async def cancel(self, context: Any, event_queue: Any) -> None:
         """Stop the task's reply (or its waiting for an answer) and mark it cancelled.
 
+        A running reply is cancelled and its stream ends ``canceled`` through the encoder
+        (open artifacts closed); a task waiting for an answer ends ``canceled`` at once.
+
         Args:
             context: a2a-sdk's request context (the task's id).
             event_queue: where the task's events go.
         """
+        import asyncio
+
         from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 
-        self.asking.waiting.pop(str(context.task_id))
-        rid = await self.gw.store.resolve(TASK_ALIAS + str(context.task_id))
+        tid = str(context.task_id)
+        self.asking.waiting.pop(tid)
+        running = self._running.get(tid)
+        rid = await self.gw.store.resolve(TASK_ALIAS + tid)
         if rid is not None:
-            await self.gw.runs.cancel(rid, reason="canceled by tasks/cancel")
+            await self.gw.runs.cancel(rid, reason="canceled by CancelTask")
+        if running is not None:
+            try:  # the reply's own end (canceled) is the task's last event
+                await asyncio.wait_for(running.wait(), CANCEL_WAIT)
+                return
+            except asyncio.TimeoutError:
+                pass
         await event_queue.enqueue_event(
             TaskStatusUpdateEvent(
                 task_id=context.task_id,
-                context_id=context.context_id,
-                status=TaskStatus(state=TaskState.canceled),
-                final=True,
+                context_id=context.context_id or "",
+                status=TaskStatus(state=TaskState.TASK_STATE_CANCELED),
             )
         )
 
@@ -250,10 +292,19 @@ class GatewayExecutor(_executor_base()):  # type: ignore[misc]
 def _still_asking(task: Any, why: str) -> Any:
     """The final status of a task whose answer could not be asked: still ``input-required``,
     saying why, the question's parts after it."""
-    from a2a.types import Message as A2AMessage
-    from a2a.types import Part, Role, TaskState, TaskStatus, TaskStatusUpdateEvent, TextPart
+    from a2a.compat.v0_3.types import Message as A2AMessage
+    from a2a.compat.v0_3.types import (
+        Part,
+        Role,
+        TaskState,
+        TaskStatus,
+        TaskStatusUpdateEvent,
+        TextPart,
+    )
 
     asked = [m for m in task.history or [] if m.role == Role.agent]
+    if not asked and task.status.message is not None:
+        asked = [task.status.message]
     parts = [Part(root=TextPart(text=f"Your answer was not asked: {why}. Send it again."))]
     return TaskStatusUpdateEvent(
         task_id=task.id,
@@ -273,13 +324,18 @@ def _still_asking(task: Any, why: str) -> Any:
 
 
 def _card(gw: Gateway, agent: AgentRef, url: str) -> Any:
-    from a2a.types import AgentCapabilities, AgentCard, AgentSkill
+    """The agent's card: its 1.0 and 0.3 interfaces (one URL); a2a-sdk adds the 0.3 fields
+    (``url``, ``preferredTransport``, ``protocolVersion``) from the 0.3 one when it serves it."""
+    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
     return AgentCard(
         name=agent.name,
         description=f"Fetch.ai agent {agent.address}, through agent_stream's "
         "gateway: streams reasoning, tool progress and text.",
-        url=url,
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=v)
+            for v in PROTOCOL_VERSIONS
+        ],
         version="1.0.0",
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
@@ -296,18 +352,22 @@ def _card(gw: Gateway, agent: AgentRef, url: str) -> Any:
 
 
 def _context_base() -> type:
-    from a2a.server.apps.jsonrpc.jsonrpc_app import DefaultCallContextBuilder
+    from a2a.server.routes.common import DefaultServerCallContextBuilder
 
-    base: type = DefaultCallContextBuilder
+    base: type = DefaultServerCallContextBuilder
     return base
 
 
 class _Context(_context_base()):  # type: ignore[misc]
-    """a2a-sdk's call context, plus the caller's key (set by the API-key middleware)."""
+    """a2a-sdk's call context, plus the caller's key (set by the API-key middleware) and the
+    room given to a new task (see ``routes``)."""
 
     def build(self, request: Request) -> Any:
         ctx = super().build(request)
         ctx.state[KEY_STATE] = caller(request)
+        ticket = getattr(request.state, "a2a_ticket", None)
+        if ticket is not None:
+            ctx.state[TICKET_STATE] = ticket
         return ctx
 
 
@@ -325,18 +385,27 @@ def _replayed(request: Request, body: bytes) -> Request:
     return Request(request.scope, receive)
 
 
+class _Agent:
+    """One agent's a2a-sdk pieces: the JSON-RPC endpoint, the card endpoint, the task store."""
+
+    def __init__(self, rpc: Endpoint, card: Endpoint, store: OwnedTaskStore) -> None:
+        self.rpc = rpc
+        self.card = card
+        self.store = store
+
+
 class _Apps:
-    """One a2a-sdk application per agent, made on first use: (rpc endpoint, card endpoint)."""
+    """One a2a-sdk application per agent, made on first use."""
 
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
-        self._apps: dict[tuple[str, str, str], tuple[Endpoint, Endpoint]] = {}
+        self._apps: dict[tuple[str, str, str], _Agent] = {}
         # every agent's tasks, bounded together
         self.book = TaskBook(gw.config.max_tasks_per_key, gw.config.max_tasks)
 
-    def get(self, request: Request, agent: AgentRef, segment: str) -> tuple[Endpoint, Endpoint]:
+    def get(self, request: Request, agent: AgentRef, segment: str) -> _Agent:
         """The endpoints of ``agent``, served at ``/a2a/{segment}``."""
-        from a2a.server.apps import A2AStarletteApplication
+        from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 
         request.state.format = "a2a"
         request.state.agent = agent.name
@@ -344,24 +413,18 @@ class _Apps:
         if key not in self._apps:
             base = str(request.base_url).rstrip("/")
             url = f"{base}/a2a/{quote(segment, safe='')}"
+            card = _card(self.gw, agent, url)
             executor = GatewayExecutor(self.gw, agent)
             store = OwnedTaskStore(self.book, "\n".join(key))
-            handler = FollowUps(executor, store, executor.asking)
-            app = A2AStarletteApplication(
-                agent_card=_card(self.gw, agent, url),
-                http_handler=handler,
-                context_builder=_Context(),
-                max_content_length=self.gw.config.max_body_bytes,
+            handler = FollowUps(executor, store, executor.asking, card)
+            rpc = create_jsonrpc_routes(
+                handler, "/rpc", context_builder=_Context(), enable_v0_3_compat=True
             )
-            eps = {
-                r.path: r.endpoint
-                for r in app.routes(agent_card_url="/card", rpc_url="/rpc")
-                if isinstance(r, Route)
-            }
-            self._apps[key] = (eps["/rpc"], eps["/card"])
+            cards = create_agent_card_routes(card, card_url="/card")
+            self._apps[key] = _Agent(rpc[0].endpoint, cards[0].endpoint, store)
         return self._apps[key]
 
-    def named(self, request: Request) -> tuple[Endpoint, Endpoint]:
+    def named(self, request: Request) -> _Agent:
         """The endpoints of the agent the path names (HTTPError 404 when there is none)."""
         segment = request.path_params["agent"]
         return self.get(request, self.gw.agent(segment), segment)
@@ -410,13 +473,20 @@ def routes(gw: Gateway) -> list[Route]:
 
     async def rpc(request: Request) -> Response:
         data = await read_body(request, gw.config.max_body_bytes)
-        endpoint = apps.named(request)[0]
+        app = apps.named(request)
         try:
             # the strict reader, depth-capped: a2a-sdk's json.loads would raise RecursionError
             # (a 500) on thousands of nested brackets; it reads only bodies that passed here
             body = json_value(data)
         except HTTPError as exc:  # as a2a-sdk answers a body that is not JSON: -32700, HTTP 200
             return rpc_error(None, PARSE_ERROR, f"Parse error: {exc.message}")
+        if jsontext.too_deep(data, MAX_DEPTH):
+            return rpc_error(
+                body,
+                INVALID_PARAMS,
+                f"Invalid params: the request nests over {MAX_DEPTH} levels deep, more than an "
+                "A2A task can hold",
+            )
         wrong = check_message(body)
         if wrong is not None:
             reason, refused = wrong
@@ -425,17 +495,32 @@ def routes(gw: Gateway) -> list[Route]:
         malformed = check_request(body)
         if malformed is not None:
             return rpc_error(body, *malformed)
-        return await endpoint(_replayed(request, data))
+        ticket = None
+        if starts_task(body):  # room for the new task, before anything is asked
+            try:
+                ticket = app.store.book.admit(caller(request))
+            except TooManyTasks as exc:
+                return rpc_error(body, TOO_MANY_TASKS, str(exc), {"code": "too_many_tasks"})
+            request.state.a2a_ticket = ticket
+        try:
+            response = await app.rpc(_replayed(request, data))
+        except BaseException:
+            if ticket is not None:
+                app.store.book.release(ticket)
+            raise
+        if ticket is not None and isinstance(response, JSONResponse):
+            app.store.book.release(ticket)  # answered: the task was saved, or never made
+        return response
 
     async def card(request: Request) -> Response:
-        return await apps.named(request)[1](request)
+        return await apps.named(request).card(request)
 
     async def root_card(request: Request) -> Response:
         request.state.format = "a2a"
         ref = _root_agent(gw)
         if isinstance(ref, Response):
             return ref
-        return await apps.get(request, ref, ref.name)[1](request)
+        return await apps.get(request, ref, ref.name).card(request)
 
     return [
         Route("/a2a/{agent}", rpc, methods=["POST"]),

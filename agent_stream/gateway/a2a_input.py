@@ -10,7 +10,8 @@ caller's answer: :class:`Asking` remembers which tasks wait, for whom, in which 
 still working or answered already, ``-32602``. The answer claims the question, so a second one
 is refused; the executor reads the claim (:data:`FOLLOW_UP_STATE`) and asks in that session.
 A message without ``taskId`` starts a task only when the task store has room for it (JSON-RPC
-``-32000`` otherwise, nothing asked).
+``-32000`` otherwise, nothing asked: the A2A route admits it before the SDK sees it). Both
+versions' sends (A2A 1.0 and, through a2a-sdk's compatibility layer, 0.3) come through here.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_stream.gateway.a2a_tasks import KEY_STATE, OwnedTaskStore, TooManyTasks
+from agent_stream.gateway.a2a_tasks import FINISHED_STATES, KEY_STATE, OwnedTaskStore
 from agent_stream.recent import RecentMap
 
-__all__ = ["FOLLOW_UP_STATE", "KEY_STATE", "Asking", "FollowUps", "Waiting"]
+__all__ = ["FOLLOW_UP_STATE", "KEY_STATE", "TOO_MANY_TASKS", "Asking", "FollowUps", "Waiting"]
 
 FOLLOW_UP_STATE = "agent_stream_follow_up"  # the Waiting a checked follow-up answers
 MAX_WAITING = 4096  # input-required tasks per agent whose question is remembered
@@ -63,119 +64,139 @@ def _handler_base() -> type:
 
 class FollowUps(_handler_base()):  # type: ignore[misc]
     """a2a-sdk's request handler, letting a message with a ``taskId`` through only when it
-    answers that task's question (its caller's, the task ``input-required``), and one without
-    only when the task store has room for a new task.
+    answers that task's question (its caller's, the task ``input-required``).
+
+    The 0.3 methods reach the same handler through a2a-sdk's compatibility layer.
 
     Args:
         executor: the agent's executor.
         task_store: the agent's task store.
         asking: the agent's tasks waiting for an answer.
+        card: the agent's card.
     """
 
     task_store: OwnedTaskStore
 
-    def __init__(self, executor: Any, task_store: OwnedTaskStore, asking: Asking) -> None:
-        super().__init__(agent_executor=executor, task_store=task_store)
+    def __init__(
+        self, executor: Any, task_store: OwnedTaskStore, asking: Asking, card: Any
+    ) -> None:
+        super().__init__(agent_executor=executor, task_store=task_store, agent_card=card)
         self.asking = asking
 
     async def on_message_send(self, params: Any, context: Any = None) -> Any:
-        """``message/send``, once :meth:`check_follow_up` lets it through.
+        """``SendMessage`` (``message/send``), once :meth:`check_follow_up` lets it through.
 
         Args:
             params: the request's params.
             context: a2a-sdk's server call context.
         """
-        await self.check_follow_up(params, context)
         try:
+            await self.check_follow_up(params, context)
             return await super().on_message_send(params, context)
         finally:
             self.task_store.release(context)
 
     async def on_message_send_stream(self, params: Any, context: Any = None) -> AsyncIterator[Any]:
-        """``message/stream``, once :meth:`check_follow_up` lets it through.
+        """``SendStreamingMessage`` (``message/stream``), once :meth:`check_follow_up` lets it
+        through.
 
         Args:
             params: the request's params.
             context: a2a-sdk's server call context.
         """
-        await self.check_follow_up(params, context)
         try:
+            await self.check_follow_up(params, context)
             async for event in super().on_message_send_stream(params, context):
                 yield event
         finally:
             self.task_store.release(context)
 
+    async def on_create_task_push_notification_config(self, params: Any, context: Any) -> Any:
+        """Push notifications are not offered (the SDK's own check logs it as an error)."""
+        raise _no_push()
+
+    async def on_get_task_push_notification_config(self, params: Any, context: Any) -> Any:
+        """Push notifications are not offered."""
+        raise _no_push()
+
+    async def on_list_task_push_notification_configs(self, params: Any, context: Any) -> Any:
+        """Push notifications are not offered."""
+        raise _no_push()
+
+    async def on_delete_task_push_notification_config(self, params: Any, context: Any) -> None:
+        """Push notifications are not offered."""
+        raise _no_push()
+
     async def check_follow_up(self, params: Any, context: Any) -> None:
-        """Refuse (a2a-sdk ``ServerError``) a ``taskId`` that is not a question to this caller;
-        claim the question of one that is (a second answer to it is refused). A message
-        without ``taskId`` gets room for its new task, or is refused when there is none.
+        """Refuse (an a2a-sdk error) a ``taskId`` that is not a question to this caller; claim
+        the question of one that is (a second answer to it is refused).
 
         Args:
             params: the request's params (its message).
             context: a2a-sdk's server call context (the caller's key).
 
         Raises:
-            ServerError: the ``taskId`` is not this caller's task, names another context, or the
-                task takes no answer now; or there is no room for a new task.
+            TaskNotFoundError: the ``taskId`` is not this caller's task.
+            InvalidParamsError: it names another context, or the task takes no answer now.
         """
-        from a2a.types import InvalidParamsError, JSONRPCError, TaskNotFoundError, TaskState
-        from a2a.utils.errors import ServerError
+        from a2a.types import TaskState
+        from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
         message = params.message
         tid = message.task_id
-        state = context.state if context is not None else {}
-        if not tid:  # a new task (check_message refused an empty taskId before)
-            if context is not None:
-                try:
-                    self.task_store.admit(context)
-                except TooManyTasks as exc:
-                    raise ServerError(
-                        error=JSONRPCError(
-                            code=TOO_MANY_TASKS,
-                            message=str(exc),
-                            data={"code": "too_many_tasks"},
-                        )
-                    ) from None
+        if not tid:  # a new task: the route gave it room (check_message refused an empty id)
             return
+        state = context.state if context is not None else {}
         key = str(state.get(KEY_STATE, "a2a"))
         shown = _shown(tid)
         task = await self.task_store.get(tid, context)  # None: not this caller's
         waiting = self.asking.waiting.get(tid)
         if task is None:
-            raise ServerError(
-                error=TaskNotFoundError(
-                    message=f"Task {shown} not found: no task of yours has that id (a finished "
-                    "task is kept a limited time); send the message without taskId to start one"
-                )
+            raise TaskNotFoundError(
+                f"Task {shown} not found: no task of yours has that id (a finished "
+                "task is kept a limited time); send the message without taskId to start one"
             )
-        if message.context_id is None:
+        if not message.context_id:
             message.context_id = task.context_id
         elif message.context_id != task.context_id:
-            raise ServerError(
-                error=InvalidParamsError(
-                    message=f"Invalid params: task {shown} belongs to contextId "
-                    f"{task.context_id!r}, not {_shown(message.context_id)!r}"
-                )
+            raise InvalidParamsError(
+                f"Invalid params: task {shown} belongs to contextId "
+                f"{task.context_id!r}, not {_shown(message.context_id)!r}"
             )
         now = task.status.state
-        if now in (TaskState.completed, TaskState.canceled, TaskState.failed, TaskState.rejected):
-            raise ServerError(
-                error=InvalidParamsError(
-                    message=f"Task {shown} is in terminal state: {now.value}; it takes no more "
-                    "messages: send one without taskId (the same contextId keeps the "
-                    "conversation)"
-                )
+        name = _state(now)
+        if now in FINISHED_STATES:
+            raise InvalidParamsError(
+                f"Task {shown} is in terminal state: {name}; it takes no more "
+                "messages: send one without taskId (the same contextId keeps the "
+                "conversation)"
             )
-        if now != TaskState.input_required or waiting is None or waiting.key != key:
-            why = "answered already" if now == TaskState.input_required else now.value
-            raise ServerError(
-                error=InvalidParamsError(
-                    message=f"Task {shown} is {why}, not waiting for input: a message with its "
-                    "taskId is taken only while the task is input-required"
-                )
+        if now != TaskState.TASK_STATE_INPUT_REQUIRED or waiting is None or waiting.key != key:
+            why = "answered already" if now == TaskState.TASK_STATE_INPUT_REQUIRED else name
+            raise InvalidParamsError(
+                f"Task {shown} is {why}, not waiting for input: a message with its "
+                "taskId is taken only while the task is input-required"
             )
         self.asking.waiting.pop(tid)
         state[FOLLOW_UP_STATE] = waiting
+
+
+def _no_push() -> Exception:
+    """The error of every push-notification method: the same whoever's task it names."""
+    from a2a.utils.errors import PushNotificationNotSupportedError
+
+    return PushNotificationNotSupportedError(
+        "Push notifications are not supported by this agent: stream the task "
+        "(SendStreamingMessage, SubscribeToTask) or poll it (GetTask)"
+    )
+
+
+def _state(value: int) -> str:
+    """A task state as A2A 0.3 names it (``input-required``), which both versions' users read."""
+    from a2a.types import TaskState
+
+    name = str(TaskState.Name(value))
+    return name.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 def _shown(value: str, limit: int = 80) -> str:

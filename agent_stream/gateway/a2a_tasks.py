@@ -19,12 +19,24 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TICKET_STATE", "OwnedTaskStore", "TaskBook", "Ticket", "TooManyTasks", "caller"]
+from a2a.types import TaskState
+
+__all__ = [
+    "FINISHED_STATES",
+    "TICKET_STATE",
+    "OwnedTaskStore",
+    "TaskBook",
+    "Ticket",
+    "TooManyTasks",
+    "caller",
+]
 
 TICKET_STATE = "agent_stream_ticket"  # the room a new task was given (see TaskBook.admit)
 KEY_STATE = "agent_stream_key"  # the caller's key (or address), set by the call context
 FINISHED = frozenset({"completed", "failed", "canceled", "rejected"})
+FINISHED_STATES = frozenset(TaskState.Value(f"TASK_STATE_{s.upper()}") for s in FINISHED)
 _Id = tuple[str, str]  # (the agent's scope, the task id)
+LIST_PAGE = 50  # tasks in one ListTasks page when the caller names no page size
 
 
 def caller(context: Any) -> str:
@@ -61,8 +73,7 @@ class _Kept:
 
 
 def _finished(task: Any) -> bool:
-    state = getattr(getattr(task, "status", None), "state", None)
-    return str(getattr(state, "value", state)) in FINISHED
+    return task.status.state in FINISHED_STATES
 
 
 class TaskBook:
@@ -169,6 +180,19 @@ class TaskBook:
         while len(self._tasks) > self.total and self._forget_one(None, spare=tid):
             pass
 
+    def owned(self, scope: str, key: str) -> list[Any]:
+        """The tasks ``key`` made of agent ``scope``, most recently used first.
+
+        Args:
+            scope: the agent's scope.
+            key: the caller.
+        """
+        return [
+            kept.task
+            for (sc, _), kept in reversed(self._tasks.items())
+            if sc == scope and kept.owner == key
+        ]
+
     def delete(self, scope: str, task_id: str, key: str) -> None:
         """Forget the task, when ``key`` made it.
 
@@ -198,6 +222,15 @@ class TaskBook:
                 self._drop(tid)
                 return True
         return False
+
+
+def _copy(task: Any) -> Any:
+    """A copy of a protobuf task (None: None): the SDK changes the tasks it holds in place."""
+    if task is None:
+        return None
+    copy = type(task)()
+    copy.CopyFrom(task)
+    return copy
 
 
 def _store_base() -> type:
@@ -251,17 +284,51 @@ class OwnedTaskStore(_store_base()):  # type: ignore[misc]
         """
         ticket = (getattr(context, "state", None) or {}).get(TICKET_STATE)
         self.book.save(
-            self.scope, task, caller(context), ticket if isinstance(ticket, Ticket) else None
+            self.scope,
+            _copy(task),
+            caller(context),
+            ticket if isinstance(ticket, Ticket) else None,
         )
 
     async def get(self, task_id: str, context: Any = None) -> Any:
-        """The task, when the caller made it (None otherwise: a2a-sdk says not found).
+        """A copy of the task, when the caller made it (None otherwise: a2a-sdk says not
+        found).
 
         Args:
             task_id: the task's id.
             context: a2a-sdk's call context (the caller).
         """
-        return self.book.get(self.scope, task_id, caller(context))
+        return _copy(self.book.get(self.scope, task_id, caller(context)))
+
+    async def list(self, params: Any, context: Any = None) -> Any:
+        """``ListTasks``: the caller's tasks of this agent (of one context, or in one state,
+        when ``params`` says so), most recently used first, one page.
+
+        Args:
+            params: a2a-sdk's ``ListTasksRequest``.
+            context: a2a-sdk's call context (the caller).
+        """
+        from a2a.types import ListTasksResponse
+        from a2a.utils.errors import InvalidParamsError
+
+        token = params.page_token
+        if token and not (token.isdigit() and len(token) <= 9):
+            raise InvalidParamsError("Invalid params: pageToken is not one this agent gave")
+        mine = self.book.owned(self.scope, caller(context))
+        if params.context_id:
+            mine = [t for t in mine if t.context_id == params.context_id]
+        if params.status:
+            mine = [t for t in mine if t.status.state == params.status]
+        size = params.page_size if params.HasField("page_size") else LIST_PAGE
+        start = int(token) if token else 0
+        page = mine[start : start + size]
+        more = start + size < len(mine)
+        return ListTasksResponse(
+            tasks=[_copy(t) for t in page],
+            next_page_token=str(start + size) if more else "",
+            page_size=len(page),
+            total_size=len(mine),
+        )
 
     async def delete(self, task_id: str, context: Any = None) -> None:
         """Forget the task, when the caller made it.

@@ -96,6 +96,8 @@ def build_app(gateway: Gateway, *, with_a2a: bool = True, with_mcp: bool = True)
                     "mcp-session-id",
                     "mcp-protocol-version",
                     "x-ai-sdk-version",
+                    # an A2A 1.0 client names its protocol version on every request
+                    "a2a-version",
                 ],
                 expose_headers=["x-reply-id", "mcp-session-id", *_WIRE_HEADERS],
                 max_age=600,

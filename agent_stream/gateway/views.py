@@ -65,7 +65,7 @@ def encoder_of(fmt: str, options: dict[str, Any]) -> Encoder[Any]:
     opts = dict(options)
     continues = opts.pop(CONTINUES, None)
     if continues is not None and wire_of(fmt)[0].name == "a2a":
-        from a2a.types import Task
+        from a2a.compat.v0_3.types import Task
 
         from agent_stream.adapters.a2a import A2AEncoder
 

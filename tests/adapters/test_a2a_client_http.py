@@ -1,5 +1,7 @@
 """The ``a2a-sdk`` client reading A2AEncoder's stream over real HTTP on 127.0.0.1, served in
-5-byte pieces: the task it ends up with is the transcript's."""
+5-byte pieces, as A2A 0.3 (the encoder's own frames, read by the SDK's 0.3 transport) and as
+A2A 1.0 (the same events through ``versions.core_json``): the task it ends up with is the
+transcript's."""
 
 from __future__ import annotations
 
@@ -7,17 +9,18 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
-from uuid import uuid4
 
 import httpx
 import pytest
-from a2a.client import ClientConfig, ClientFactory
-from a2a.types import AgentCapabilities, AgentCard, Message, Part, Role, TaskState, TextPart
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, TaskState
+from a2a_sdk import ask, client_for, collect, texts
 from aiohttp import web
 from wire_corpus import corpus
 
+from agent_stream import jsontext
 from agent_stream.adapters.a2a import A2AEncoder
 from agent_stream.adapters.a2a.encoder import frame_sse
+from agent_stream.adapters.a2a.versions import core_json
 from agent_stream.adapters.framing import run_encoder
 from agent_stream.assemble import assemble
 
@@ -28,11 +31,18 @@ async def server() -> AsyncIterator[str]:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        assert body["method"] == "message/stream"
-        data = "".join(
-            frame_sse(e, body["id"])
-            for e in run_encoder(A2AEncoder(), streams[request.match_info["name"]])
-        )
+        events = run_encoder(A2AEncoder(), streams[request.match_info["name"]])
+        if body["method"] == "message/stream":
+            data = "".join(frame_sse(e, body["id"]) for e in events)
+        else:
+            assert body["method"] == "SendStreamingMessage"
+            assert request.headers["A2A-Version"] == "1.0"
+            data = "".join(
+                "data: "
+                + jsontext.dumps({"jsonrpc": "2.0", "id": body["id"], "result": core_json(e)})
+                + "\n\n"
+                for e in events
+            )
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         raw = data.encode()
@@ -54,27 +64,21 @@ async def server() -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-async def read_task(url: str) -> Any:
+async def read_task(url: str, version: str) -> Any:
     card = AgentCard(
         name="t",
         description="t",
         version="1",
-        url=url,
-        skills=[],
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=version)
+        ],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text"],
         default_output_modes=["text"],
     )
-    task = None
     async with httpx.AsyncClient(timeout=30) as http:
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        msg = Message(
-            role=Role.user, message_id=str(uuid4()), parts=[Part(root=TextPart(text="hi"))]
-        )
-        async for item in client.send_message(msg):
-            if isinstance(item, tuple):
-                task = item[0]
-    return task
+        built = await collect(client_for(card, http, version).send_message(ask("hi")))
+    return await built.task()
 
 
 @pytest.mark.integration
@@ -89,23 +93,21 @@ async def read_task(url: str) -> Any:
         "cut_stream",
     ],
 )
-async def test_the_sdk_client_ends_with_the_transcript(server: str, name: str, caplog: Any) -> None:
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_the_sdk_client_ends_with_the_transcript(
+    server: str, name: str, version: str, caplog: Any
+) -> None:
     caplog.set_level(logging.WARNING, logger="a2a")
-    task = await read_task(f"{server}/{name}")
+    task = await read_task(f"{server}/{name}", version)
     t = assemble(corpus()[name])
-    texts = [
-        "".join(p.root.text for p in a.parts)  # type: ignore[union-attr]
-        for a in task.artifacts or []
-        if a.name == "text"
-    ]
-    assert texts == [m.content for m in t.messages if m.type == "text"]
+    assert texts(task) == [m.content for m in t.messages if m.type == "text"]
     want = {
-        "completed": TaskState.completed,
-        "error": TaskState.failed,
-        "cancelled": TaskState.canceled,
-        "streaming": TaskState.failed,
+        "completed": TaskState.TASK_STATE_COMPLETED,
+        "error": TaskState.TASK_STATE_FAILED,
+        "cancelled": TaskState.TASK_STATE_CANCELED,
+        "streaming": TaskState.TASK_STATE_FAILED,
     }[t.status or ""]
-    assert task.status.state == want
+    assert task is not None and task.status.state == want
     if t.status == "error":
-        assert task.status.message.parts[0].root.text == t.stream_data["error"]
+        assert task.status.message.parts[0].text == t.stream_data["error"]
     assert not caplog.records, [r.getMessage() for r in caplog.records]

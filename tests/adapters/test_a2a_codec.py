@@ -7,8 +7,8 @@ import logging
 from typing import Any
 
 import pytest
-from a2a.client.client_task_manager import ClientTaskManager
-from a2a.types import Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
+from a2a.compat.v0_3.types import Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
+from a2a_sdk import sdk_task
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import any_message
@@ -81,10 +81,7 @@ def test_corpus_round_trip(name: str) -> None:
 async def test_the_sdk_task_manager_builds_the_same_artifacts(caplog: Any) -> None:
     caplog.set_level(logging.WARNING, logger="a2a")
     msgs = corpus()["parallel_threads"]
-    mgr = ClientTaskManager()
-    for e in encode_messages(msgs):
-        await mgr.process(e)
-    task = mgr.get_task_or_raise()
+    task = await sdk_task(encode_messages(msgs))
     assert task.status.state == TaskState.completed
     arts = {
         a.artifact_id: "".join(p.root.text for p in a.parts)  # type: ignore[union-attr]
@@ -279,7 +276,7 @@ def test_without_a2a_sdk_the_commands_name_the_extra(
 
     from agent_stream.cli import main
 
-    for mod in ("a2a", "a2a.types"):
+    for mod in ["a2a", *(m for m in sys.modules if m.startswith("a2a."))]:
         monkeypatch.setitem(sys.modules, mod, None)  # importing a2a now fails
     for mod in [m for m in sys.modules if m.startswith("agent_stream.adapters.a2a")]:
         monkeypatch.delitem(sys.modules, mod)

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a.client.client_task_manager import ClientTaskManager
-from a2a.types import (
+from a2a.compat.v0_3.types import (
     Artifact,
     DataPart,
     Part,
@@ -20,7 +19,8 @@ from a2a.types import (
     TaskStatusUpdateEvent,
     TextPart,
 )
-from a2a.types import Message as A2AMessage
+from a2a.compat.v0_3.types import Message as A2AMessage
+from a2a_sdk import sdk_task
 
 from agent_stream.adapters.a2a import A2ADecoder, A2AEncoder
 from agent_stream.assemble import assemble
@@ -158,14 +158,63 @@ async def test_a_continued_task_opens_with_what_it_had_and_keeps_its_artifacts()
     assert final.status.state == TaskState.input_required
     assert final.status.message.message_id == "t1-input-2"  # not the first question's id
     assert first[-1].status.message.message_id == "t1-input"
-    # a2a-sdk's own client task manager ends with both turns' artifacts
-    tm = ClientTaskManager()
-    for e in events:
-        await tm.process(e)
-    task = tm.get_task_or_raise()
+    # a2a-sdk's own task manager ends with both turns' artifacts
+    task = await sdk_task(events)
     texts = [
         "".join(p.root.text for p in a.parts if isinstance(p.root, TextPart))
         for a in task.artifacts or []
     ]
     assert texts == ["Drafted.", "Sent."]
     assert prior.status.state == TaskState.input_required  # the given task is not changed
+
+
+REVIEW = {
+    "kind": "review",
+    "payload": {
+        "title": "Send the email to Bob?",
+        "approve_cta": {"label": "Send"},
+        "reject_cta": {"label": "Cancel"},
+    },
+    "card_id": "7d3c1b0e-8c9a-4f3e-9a1d-2b6f5e4c3a21",
+}
+
+
+def test_a_question_asked_as_a_card_carries_the_card_as_a_data_part() -> None:
+    msgs = [
+        event("stream_start", {"request_id": "q"}),
+        Message(
+            type="user_input",
+            props={"content": "Send the email to Bob?", "card": REVIEW},
+            message_id="M2",
+        ),
+        event("stream_end", {"status": "completed"}),
+    ]
+    final = _encode(msgs)[-1]
+    assert final.status.state == TaskState.input_required
+    parts = [p.root for p in final.status.message.parts]
+    assert parts[0].text == "Send the email to Bob?"
+    cards = [p for p in parts if (p.metadata or {}).get("agent_stream", {}).get("type") == "card"]
+    assert [c.data for c in cards] == [REVIEW]
+    # the question's props still travel whole, and read back as the same question
+    [ask] = [m for m in _decode(_encode(msgs)) if m.type == "user_input"]
+    assert ask.props == {"content": "Send the email to Bob?", "card": REVIEW}
+
+
+def test_a_question_without_a_card_has_no_card_part() -> None:
+    final = _encode(_asking())[-1]
+    types = [
+        (p.root.metadata or {}).get("agent_stream", {}).get("type")
+        for p in final.status.message.parts
+    ]
+    assert "card" not in types
+
+
+def test_the_decoder_reads_the_same_stream_written_as_a2a_1_0() -> None:
+    from agent_stream.adapters.a2a.versions import core_json
+
+    events = _encode(_asking())
+    dec = A2ADecoder()
+    v1 = [m for e in events for m in dec.feed({"jsonrpc": "2.0", "id": 1, "result": core_json(e)})]
+    assert "statusUpdate" in core_json(events[-1]) and "kind" not in str(core_json(events[-1]))
+    assert _summary(v1) == _summary(_decode(events))
+    assert assemble(v1).status == "completed" and dec.ended

@@ -1,7 +1,9 @@
-"""`POST /a2a/{agent}` read by a2a-sdk's own client: the agent card, message/stream, and
-tasks/cancel of a running task (the task ends canceled at once); the card at the domain root,
-where a client looks first; messages with no parts, no text, or parts an agent cannot take,
-refused as invalid params."""
+"""`POST /a2a/{agent}` read by a2a-sdk's own client, at A2A 1.0 and at 0.3 on the same URL: the
+agent card (its 1.0 and 0.3 interfaces, the 0.3 fields beside them), SendStreamingMessage /
+message/stream, and CancelTask / tasks/cancel of a running task (the task ends canceled at
+once); the card at the domain root, where a client looks first; messages with no parts, no
+text, or parts an agent cannot take, refused as invalid params; a wrong A2A-Version, an unknown
+method, a malformed request: the protocol's own errors."""
 
 from __future__ import annotations
 
@@ -13,72 +15,75 @@ from uuid import uuid4
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types import Message, Part, Role, TaskIdParams, TaskState, TextPart
+from a2a.types import CancelTaskRequest, Message, Role, SendMessageRequest, TaskState
+from a2a_sdk import Built, ask, card_of, client_for, collect, texts
 from gateway_harness import Gateway, Harness, assert_echo_stopped, start_gateway
 from inprocess_gateway import address_of, serve_gateway
 
 pytestmark = pytest.mark.integration
 
 
-def _message(text: str) -> Message:
-    return Message(role=Role.user, message_id=str(uuid4()), parts=[Part(root=TextPart(text=text))])
-
-
-def _texts(task: Any) -> list[str]:
-    return [
-        "".join(p.root.text for p in a.parts if hasattr(p.root, "text"))
-        for a in task.artifacts or []
-        if a.name == "text"
-    ]
-
-
-async def test_card_and_message_stream(gateway: Gateway) -> None:
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_card_and_message_stream(gateway: Gateway, version: str) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
-        card = await A2ACardResolver(http, f"{gateway.url}/a2a/llm").get_agent_card()
+        card = await card_of(http, f"{gateway.url}/a2a/llm")
         assert card.name == "llm" and card.capabilities.streaming
-        assert card.url == f"{gateway.url}/a2a/llm"
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        task, states = None, []
-        async for item in client.send_message(_message("How do agents stream?")):
-            if isinstance(item, tuple):
-                task = item[0]
-                states.append(task.status.state)
-    assert task is not None and task.status.state == TaskState.completed
-    assert TaskState.working in states
-    texts = _texts(task)
-    assert texts and "Streaming agent output" in texts[-1]
+        url = f"{gateway.url}/a2a/llm"
+        assert [
+            (i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces
+        ] == [
+            (url, "JSONRPC", "1.0"),
+            (url, "JSONRPC", "0.3"),
+        ]
+        client = client_for(card, http, version)
+        built = await collect(client.send_message(ask("How do agents stream?")))
+    task = await built.task()
+    assert task is not None and task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert TaskState.TASK_STATE_WORKING in built.states
+    said = texts(task)
+    assert said and "Streaming agent output" in said[-1]
 
 
+async def test_the_card_keeps_the_0_3_fields_beside_its_interfaces(gateway: Gateway) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        raw = (await http.get(f"{gateway.url}/a2a/llm/.well-known/agent-card.json")).json()
+    url = f"{gateway.url}/a2a/llm"
+    assert raw["supportedInterfaces"] == [
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+    ]
+    # what a 0.3 client reads: the URL, its transport and version at the top
+    assert raw["url"] == url and raw["preferredTransport"] == "JSONRPC"
+    assert raw["protocolVersion"] == "0.3" and raw["capabilities"]["streaming"] is True
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
 async def test_tasks_cancel_stops_a_running_task(
-    gateway: Gateway, gw_agents: dict[str, Any]
+    gateway: Gateway, gw_agents: dict[str, Any], version: str
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
-        card = await A2ACardResolver(http, f"{gateway.url}/a2a/echo").get_agent_card()
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        seen: list[TaskState] = []
+        card = await card_of(http, f"{gateway.url}/a2a/echo")
+        client = client_for(card, http, version)
+        built = Built()
         cancel_at: float | None = None
         cancelled: Any = None
 
-        async def read() -> Any:
+        async def read() -> None:
             nonlocal cancel_at, cancelled
-            last = None
-            async for item in client.send_message(_message("[n=1000 rate=50] cancel me")):
-                if not isinstance(item, tuple):
-                    continue
-                last = item[0]
-                seen.append(last.status.state)
-                if cancel_at is None and last.artifacts:
+            async for item in client.send_message(ask("[n=1000 rate=50] cancel me")):
+                await built.add(item)
+                if cancel_at is None and item.HasField("artifact_update"):
                     cancel_at = time.monotonic()
-                    cancelled = await client.cancel_task(TaskIdParams(id=last.id))
-            return last
+                    tid = item.artifact_update.task_id
+                    cancelled = await client.cancel_task(CancelTaskRequest(id=tid))
 
-        task = await asyncio.wait_for(read(), 20)
+        await asyncio.wait_for(read(), 20)
         ended = time.monotonic()
-    assert cancel_at is not None and ended - cancel_at < 2.0
-    assert cancelled.status.state == TaskState.canceled
-    assert task.status.state == TaskState.canceled
-    assert "w1000" not in "".join(_texts(task))
+    task = await built.task()
+    assert cancel_at is not None and ended - cancel_at < 2.0 + 3.0  # generous under load
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert task is not None and task.status.state == TaskState.TASK_STATE_CANCELED
+    assert "w1000" not in "".join(texts(task))
     # the cancel reached the agent: it stopped producing too
     echo = gw_agents["echo"][0]
     await asyncio.to_thread(assert_echo_stopped, echo, "cancel", cancel_at)
@@ -96,20 +101,32 @@ def _reply(text: str) -> list[Any]:
     ]
 
 
+SENDS = ("message/send", "message/stream", "SendMessage", "SendStreamingMessage")
+
+
+def _version(method: str) -> dict[str, str]:
+    """The A2A-Version header a client of ``method``'s protocol version sends."""
+    return {"A2A-Version": "0.3" if "/" in method else "1.0"}
+
+
+def _parts(method: str, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """0.3 parts (with ``kind``) as the method's version writes them."""
+    if "/" in method:
+        return parts
+    out = []
+    for p in parts:
+        q = {k: v for k, v in p.items() if k not in ("kind", "file")}
+        if p.get("kind") == "file":
+            f = p["file"]
+            q = {"url": f["uri"]} if "uri" in f else {"raw": f["bytes"]}
+        out.append(q)
+    return out
+
+
 def _rpc(method: str, parts: list[dict[str, Any]], rid: Any = 7) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "method": method,
-        "params": {
-            "message": {
-                "role": "user",
-                "messageId": str(uuid4()),
-                "kind": "message",
-                "parts": parts,
-            }
-        },
-    }
+    message: dict[str, Any] = {"messageId": str(uuid4()), "parts": _parts(method, parts)}
+    message.update({"role": "user", "kind": "message"} if "/" in method else {"role": "ROLE_USER"})
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"message": message}}
 
 
 async def test_the_root_card_is_the_one_agents_and_a_client_finds_it_unmodified(
@@ -120,17 +137,15 @@ async def test_the_root_card_is_the_one_agents_and_a_client_finds_it_unmodified(
         httpx.AsyncClient(timeout=30) as http,
     ):
         # the resolver's default path: /.well-known/agent-card.json at the domain root
-        card = await A2ACardResolver(http, url).get_agent_card()
-        assert card.name == "solo" and card.url == f"{url}/a2a/solo"
+        card = await card_of(http, url)
+        assert card.name == "solo"
+        assert card.supported_interfaces[0].url == f"{url}/a2a/solo"
         old = (await http.get(f"{url}/.well-known/agent.json")).json()
-        assert old["name"] == "solo"
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        task = None
-        async for item in client.send_message(_message("hi")):
-            if isinstance(item, tuple):
-                task = item[0]
-    assert task is not None and task.status.state == TaskState.completed
-    assert _texts(task) == ["Hello from solo."]
+        assert old["name"] == "solo" and old["url"] == f"{url}/a2a/solo"
+        built = await collect(client_for(card, http).send_message(ask("hi")))
+    task = await built.task()
+    assert task is not None and task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert texts(task) == ["Hello from solo."]
     assert link.questions == [(address_of("solo"), "hi")]
 
 
@@ -139,8 +154,8 @@ async def test_the_root_card_is_the_default_agents(tmp_path: Path) -> None:
         serve_gateway(tmp_path, ["a", "b"], _reply("x"), default_agent="b") as (url, _),
         httpx.AsyncClient(timeout=30) as http,
     ):
-        card = await A2ACardResolver(http, url).get_agent_card()
-    assert card.name == "b" and card.url == f"{url}/a2a/b"
+        card = await card_of(http, url)
+    assert card.name == "b" and card.supported_interfaces[0].url == f"{url}/a2a/b"
 
 
 async def test_the_root_card_of_several_agents_is_a_404_naming_each_card(gateway: Gateway) -> None:
@@ -158,26 +173,28 @@ async def test_the_root_card_of_several_agents_is_a_404_naming_each_card(gateway
 async def test_a_message_without_parts_is_invalid_params_not_an_empty_question(
     tmp_path: Path,
 ) -> None:
-    from a2a.client.errors import A2AClientJSONRPCError
+    from a2a.utils.errors import InvalidParamsError
 
     async with (
         serve_gateway(tmp_path, ["solo"], _reply("an answer")) as (url, link),
         httpx.AsyncClient(timeout=30) as http,
+        httpx.AsyncClient(timeout=30) as sdk_http,
     ):
-        for method in ("message/send", "message/stream"):
-            r = await http.post(f"{url}/a2a/solo", json=_rpc(method, []))
+        for method in SENDS:
+            r = await http.post(f"{url}/a2a/solo", json=_rpc(method, []), headers=_version(method))
             assert r.status_code == 200, r.text
             body = r.json()
             assert body["id"] == 7 and "result" not in body
             assert body["error"]["code"] == -32602 and "no parts" in body["error"]["message"]
         # a2a-sdk's own client sees the JSON-RPC error
-        card = await A2ACardResolver(http, f"{url}/a2a/solo").get_agent_card()
-        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-        empty = Message(role=Role.user, message_id=str(uuid4()), parts=[])
-        with pytest.raises(A2AClientJSONRPCError) as info:
+        card = await card_of(sdk_http, f"{url}/a2a/solo")
+        client = client_for(card, sdk_http, streaming=False)
+        empty = SendMessageRequest(
+            message=Message(role=Role.ROLE_USER, message_id=str(uuid4()), parts=[])
+        )
+        with pytest.raises(InvalidParamsError):
             async for _ in client.send_message(empty):
                 pass
-        assert info.value.error.code == -32602
     assert link.questions == []  # nothing was asked
 
 
@@ -215,8 +232,10 @@ async def test_parts_the_agent_cannot_take_are_refused_by_name(
         serve_gateway(tmp_path, ["solo"], _reply("an answer")) as (url, link),
         httpx.AsyncClient(timeout=30) as http,
     ):
-        for method in ("message/send", "message/stream"):
-            r = await http.post(f"{url}/a2a/solo", json=_rpc(method, parts, rid="x1"))
+        for method in SENDS:
+            r = await http.post(
+                f"{url}/a2a/solo", json=_rpc(method, parts, rid="x1"), headers=_version(method)
+            )
             err = r.json()["error"]
             assert err["code"] == -32602 and r.json()["id"] == "x1"
             for n in named:
@@ -243,10 +262,51 @@ async def test_a_malformed_request_is_still_the_sdks_to_answer(tmp_path: Path) -
         )
         assert r.json()["error"]["code"] == -32602
         r = await http.post(
+            f"{url}/a2a/solo",
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "SendMessage",
+                "params": {"message": {"parts": {"text": "x"}}},
+            },
+            headers={"A2A-Version": "1.0"},
+        )
+        assert r.json()["error"]["code"] == -32602 and r.json()["id"] == 2
+        r = await http.post(
+            f"{url}/a2a/solo", json={"jsonrpc": "2.0", "id": 3, "method": "tasks/teleport"}
+        )
+        assert r.json()["error"]["code"] == -32601 and r.json()["id"] == 3
+        r = await http.post(f"{url}/a2a/solo", json={"jsonrpc": "2.0", "method": 5, "id": 4})
+        assert r.json()["error"]["code"] == -32600
+        r = await http.post(
             f"{url}/a2a/solo", json=_rpc("message/send", [{"kind": "text", "text": "fine"}])
         )
         assert r.json()["result"]["status"]["state"] == "completed"
-    assert link.questions == [(address_of("solo"), "fine")]
+        r = await http.post(
+            f"{url}/a2a/solo",
+            json=_rpc("SendMessage", [{"kind": "text", "text": "fine too"}]),
+            headers={"A2A-Version": "1.0"},
+        )
+        assert r.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert link.questions == [(address_of("solo"), "fine"), (address_of("solo"), "fine too")]
+
+
+async def test_a_wrong_a2a_version_is_the_protocols_error_nothing_asked(tmp_path: Path) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], _reply("x")) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        # a 1.0 method from a client that names no version (so 0.3) or another major version
+        for header in ({}, {"A2A-Version": "2.0"}, {"A2A-Version": "0.3"}):
+            for method in ("SendMessage", "SendStreamingMessage"):
+                body = _rpc(method, [{"kind": "text", "text": "hi"}])
+                r = await http.post(f"{url}/a2a/solo", json=body, headers=header)
+                assert r.status_code == 200 and r.json()["error"]["code"] == -32009, r.text
+        # a 0.3 method sent as 1.0
+        body = _rpc("message/send", [{"kind": "text", "text": "hi"}])
+        r = await http.post(f"{url}/a2a/solo", json=body, headers={"A2A-Version": "1.0"})
+        assert "error" in r.json() and "result" not in r.json()
+    assert link.questions == []
 
 
 async def test_gateway_default_agent_flag_names_the_root_card(
@@ -257,8 +317,8 @@ async def test_gateway_default_agent_flag_names_the_root_card(
     )
     try:
         async with httpx.AsyncClient(timeout=30) as http:
-            card = await A2ACardResolver(http, gw.url).get_agent_card()
-            assert card.name == "echo" and card.url == f"{gw.url}/a2a/echo"
+            card = await card_of(http, gw.url)
+            assert card.name == "echo" and card.supported_interfaces[0].url == f"{gw.url}/a2a/echo"
             # a request naming no agent gets the default one too
             r = await http.get(f"{gw.url}/v1/stream", params={"q": "who"})
             assert r.status_code == 200 and r.headers["x-reply-id"]

@@ -18,12 +18,13 @@ from uuid import uuid4
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types import DataPart, Message, Part, Role, TaskQueryParams, TaskState, TextPart
+from a2a.types import GetTaskRequest, Role, SendMessageRequest, TaskState
+from a2a_sdk import ask, card_of, client_for, collect, texts
 from gateway_harness import Harness, start_gateway
+from google.protobuf.json_format import MessageToDict
 from inprocess_gateway import GivenReplies, serve_gateway
 
-from agent_stream.message import event, text, user_input
+from agent_stream.message import Message, event, text, user_input
 
 pytest.importorskip("langgraph")
 pytestmark = pytest.mark.integration
@@ -57,36 +58,23 @@ graph = g.compile(checkpointer=InMemorySaver())
 """
 
 
-def _message(words: str, task: Any = None, context_id: str | None = None) -> Message:
-    return Message(
-        role=Role.user,
-        message_id=str(uuid4()),
-        parts=[Part(root=TextPart(text=words))],
-        task_id=task.id if task is not None else None,
-        context_id=context_id or (task.context_id if task is not None else None),
-    )
-
-
-def _texts(task: Any) -> list[str]:
-    return [
-        "".join(p.root.text for p in a.parts if isinstance(p.root, TextPart))
-        for a in task.artifacts or []
-        if a.name == "text"
-    ]
-
-
 def _said(message: Any) -> str:
-    return "".join(p.root.text for p in message.parts if isinstance(p.root, TextPart))
+    return "".join(p.text for p in message.parts if p.HasField("text"))
 
 
-async def _send(client: Any, message: Message) -> tuple[Any, list[Any]]:
-    """The task a client ends up with, and every (task, update) item's task id and state."""
-    task, seen = None, []
-    async for item in client.send_message(message):
-        assert isinstance(item, tuple), item
-        task = item[0]
-        seen.append((task.id, task.status.state))
-    assert task is not None
+async def _send(client: Any, request: SendMessageRequest) -> tuple[Any, list[Any]]:
+    """The task a client ends up with, and every event's task id and state."""
+    built = await collect(client.send_message(request))
+    task = await built.task()
+    assert task is not None and built.message is None
+    seen = []
+    for ev in built.events:
+        which = ev.WhichOneof("payload")
+        item = getattr(ev, which)
+        if which == "task":
+            seen.append((item.id, item.status.state))
+        elif which == "status_update":
+            seen.append((item.task_id, item.status.state))
     return task, seen
 
 
@@ -104,58 +92,70 @@ def hitl_gateway(gw_harness: Harness, tmp_path_factory: pytest.TempPathFactory) 
         server.stop()
 
 
-@pytest.mark.parametrize("streaming", [True, False], ids=["message-stream", "message-send"])
+@pytest.mark.parametrize(
+    ("streaming", "version"),
+    [(True, "1.0"), (False, "1.0"), (True, "0.3"), (False, "0.3")],
+    ids=["stream-1.0", "send-1.0", "stream-0.3", "send-0.3"],
+)
 async def test_an_interrupt_asks_and_the_answer_on_the_same_task_resumes_it(
-    hitl_gateway: Any, streaming: bool
+    hitl_gateway: Any, streaming: bool, version: str
 ) -> None:
     async with httpx.AsyncClient(timeout=60) as http:
-        card = await A2ACardResolver(http, f"{hitl_gateway.url}/a2a/hitl").get_agent_card()
-        client = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create(card)
-        asked, _ = await _send(client, _message("Email Bob that the demo moved to Friday."))
-        assert asked.status.state == TaskState.input_required
+        card = await card_of(http, f"{hitl_gateway.url}/a2a/hitl")
+        client = client_for(card, http, version, streaming=streaming)
+        asked, _ = await _send(client, ask("Email Bob that the demo moved to Friday."))
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         question = asked.status.message
-        assert question is not None and "Send the email to Bob?" in _said(question)
-        [data] = [p.root for p in question.parts if isinstance(p.root, DataPart)]
-        assert data.data["value"] == {
+        assert "Send the email to Bob?" in _said(question)
+        [data, card] = [MessageToDict(p) for p in question.parts if p.HasField("data")]
+        assert data["data"]["value"] == {
             "question": "Send the email to Bob?",
             "options": ["yes", "no"],
         }
-        assert _texts(asked) == ["I drafted the email to Bob."]
+        # the agent asks it as a form card: the card is a data part of its own
+        assert card["metadata"] == {"agent_stream": {"type": "card"}}
+        assert card["data"]["kind"] == "form" and card["data"] == data["data"]["card"]
+        assert texts(asked) == ["I drafted the email to Bob."]
 
-        done, seen = await _send(client, _message("yes", asked))
+        done, seen = await _send(client, ask("yes", asked.id, asked.context_id))
         assert done.id == asked.id and done.context_id == asked.context_id
         assert {tid for tid, _ in seen} == {asked.id}
         if streaming:
-            assert (
-                seen[0][1] == TaskState.working and TaskState.submitted not in dict(seen).values()
-            )
-        assert done.status.state == TaskState.completed
+            states = [s for _, s in seen]
+            assert states[0] == TaskState.TASK_STATE_WORKING
+            assert TaskState.TASK_STATE_SUBMITTED not in states
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
         # the same task: the draft it had, then the resumed run's answer
-        assert _texts(done) == ["I drafted the email to Bob.", "Sent: you said yes."]
+        if streaming:  # the stream carried only the new artifacts
+            assert texts(done)[-1] == "Sent: you said yes."
+        else:  # the task whole
+            assert texts(done) == ["I drafted the email to Bob.", "Sent: you said yes."]
 
-        got = await client.get_task(TaskQueryParams(id=asked.id))
-    assert got.status.state == TaskState.completed
-    assert _texts(got) == _texts(done)
-    history = [(m.role, _said(m)) for m in got.history or []]
-    assert history[0] == (Role.user, "Email Bob that the demo moved to Friday.")
-    assert (Role.user, "yes") in history
+        got = await client.get_task(GetTaskRequest(id=asked.id))
+    assert got.status.state == TaskState.TASK_STATE_COMPLETED
+    assert texts(got) == ["I drafted the email to Bob.", "Sent: you said yes."]
+    history = [(m.role, _said(m)) for m in got.history]
+    assert history[0] == (Role.ROLE_USER, "Email Bob that the demo moved to Friday.")
+    assert (Role.ROLE_USER, "yes") in history
     ask_at = next(i for i, (r, s) in enumerate(history) if "Send the email to Bob?" in s)
-    assert history[ask_at][0] == Role.agent and history.index((Role.user, "yes")) > ask_at
+    assert history[ask_at][0] == Role.ROLE_AGENT
+    assert history.index((Role.ROLE_USER, "yes")) > ask_at
 
 
-async def test_a_finished_task_takes_no_follow_up(hitl_gateway: Any) -> None:
-    from a2a.client.errors import A2AClientJSONRPCError
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_a_finished_task_takes_no_follow_up(hitl_gateway: Any, version: str) -> None:
+    from a2a.utils.errors import InvalidParamsError
 
     async with httpx.AsyncClient(timeout=60) as http:
-        card = await A2ACardResolver(http, f"{hitl_gateway.url}/a2a/hitl").get_agent_card()
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        asked, _ = await _send(client, _message("Email Bob."))
-        done, _ = await _send(client, _message("no", asked))
-        assert done.status.state == TaskState.completed and "you said no" in _texts(done)[-1]
-        with pytest.raises(A2AClientJSONRPCError) as info:
-            await _send(client, _message("yes after all", done))
-    assert info.value.error.code == -32602
-    assert "terminal state: completed" in (info.value.error.message or "")
+        card = await card_of(http, f"{hitl_gateway.url}/a2a/hitl")
+        client = client_for(card, http, version)
+        asked, _ = await _send(client, ask("Email Bob."))
+        done, _ = await _send(client, ask("no", asked.id, asked.context_id))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        assert "you said no" in texts(done)[-1]
+        with pytest.raises(InvalidParamsError) as info:
+            await _send(client, ask("yes after all", done.id, done.context_id))
+    assert "terminal state: completed" in info.value.message
 
 
 # -- refusals, over the gateway's own app with given replies ------------------------------------
@@ -213,17 +213,22 @@ class _Held:
 
 
 def _rpc(method: str, words: str, task_id: Any = None, context_id: Any = None) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "role": "user",
-        "messageId": str(uuid4()),
-        "kind": "message",
-        "parts": [{"kind": "text", "text": words}],
-    }
+    """A send of ``words`` as ``method``'s version writes it (0.3: ``message/...``)."""
+    message: dict[str, Any] = {"messageId": str(uuid4())}
+    if "/" in method:
+        message.update(role="user", kind="message", parts=[{"kind": "text", "text": words}])
+    else:
+        message.update(role="ROLE_USER", parts=[{"text": words}])
     if task_id is not None:
         message["taskId"] = task_id
     if context_id is not None:
         message["contextId"] = context_id
     return {"jsonrpc": "2.0", "id": 3, "method": method, "params": {"message": message}}
+
+
+def _v(method: str, headers: dict[str, str] | None = None) -> dict[str, str]:
+    """``headers`` and the A2A-Version a client of ``method``'s version sends."""
+    return {**(headers or {}), "A2A-Version": "0.3" if "/" in method else "1.0"}
 
 
 async def _error(http: httpx.AsyncClient, url: str, body: dict[str, Any], **kw: Any) -> Any:
@@ -247,7 +252,9 @@ async def _ask(http: httpx.AsyncClient, url: str, **kw: Any) -> dict[str, Any]:
     return task
 
 
-@pytest.mark.parametrize("method", ["message/send", "message/stream"])
+@pytest.mark.parametrize(
+    "method", ["message/send", "message/stream", "SendMessage", "SendStreamingMessage"]
+)
 async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
     tmp_path: Path, method: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -260,13 +267,15 @@ async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
         asked = await _ask(http, rpc, headers=keys["k1"])
         tid, cid = asked["id"], asked["contextId"]
         n = len(link.questions)
-        err = await _error(http, rpc, _rpc(method, "yes", "no-such-task"), headers=keys["k1"])
+        err = await _error(
+            http, rpc, _rpc(method, "yes", "no-such-task"), headers=_v(method, keys["k1"])
+        )
         assert err["code"] == -32001 and "no-such-task" in err["message"]
         # another caller's question: not found for them (its existence is not theirs to learn)
-        err = await _error(http, rpc, _rpc(method, "yes", tid, cid), headers=keys["k2"])
+        err = await _error(http, rpc, _rpc(method, "yes", tid, cid), headers=_v(method, keys["k2"]))
         assert err["code"] == -32001 and "not found" in err["message"]
         err = await _error(
-            http, rpc, _rpc(method, "yes", tid, "another-context"), headers=keys["k1"]
+            http, rpc, _rpc(method, "yes", tid, "another-context"), headers=_v(method, keys["k1"])
         )
         assert err["code"] == -32602 and "another-context" in err["message"]
         assert len(link.questions) == n  # nothing was asked
@@ -277,7 +286,9 @@ async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
         assert done["id"] == tid and done["status"]["state"] == "completed"
         assert link.asked[-1]["session"] == link.asked[0]["session"]
         assert link.questions[-1][1] == "yes"
-        err = await _error(http, rpc, _rpc(method, "again", tid, cid), headers=keys["k1"])
+        err = await _error(
+            http, rpc, _rpc(method, "again", tid, cid), headers=_v(method, keys["k1"])
+        )
         assert err["code"] == -32602 and "terminal state: completed" in err["message"]
         for bad, says in (
             (("", None), "taskId is empty"),
@@ -286,7 +297,7 @@ async def test_a_task_id_that_is_not_a_question_to_this_caller_is_refused(
             (([tid], None), "taskId must be a string, not list"),
             ((tid, {"id": cid}), "contextId must be a string, not dict"),
         ):
-            err = await _error(http, rpc, _rpc(method, "yes", *bad), headers=keys["k1"])
+            err = await _error(http, rpc, _rpc(method, "yes", *bad), headers=_v(method, keys["k1"]))
             assert err["code"] == -32602 and says in err["message"], (bad, err)
     assert len(link.questions) == n + 1
     # refused as the client's mistake, never as a failure of the gateway
@@ -382,4 +393,78 @@ async def test_a_question_cancelled_takes_no_answer(tmp_path: Path) -> None:
         assert r.json()["result"]["status"]["state"] == "canceled"
         err = await _error(http, rpc, _rpc("message/send", "yes", asked["id"]))
         assert err["code"] == -32602 and "terminal state: canceled" in err["message"]
+    assert [q for _, q in link.questions] == ["email Bob"]
+
+
+REVIEW = {
+    "kind": "review",
+    "payload": {
+        "title": "Send it?",
+        "approve_cta": {"label": "Send"},
+        "reject_cta": {"label": "Cancel"},
+    },
+    "card_id": "7d3c1b0e-8c9a-4f3e-9a1d-2b6f5e4c3a21",
+}
+ASKS_A_CARD = [
+    event("stream_start", {"request_id": "q"}),
+    text("Drafted.", message_id="M1"),
+    Message(type="user_input", props={"content": "Send it?", "card": REVIEW}, message_id="M2"),
+    event("stream_end", {"status": "completed"}),
+]
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_a_card_question_pauses_with_the_card_and_the_answer_resumes_the_task(
+    tmp_path: Path, version: str
+) -> None:
+    async with (
+        serve_gateway(tmp_path, ["solo"], ASKS_A_CARD) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        client = client_for(await card_of(http, f"{url}/a2a/solo"), http, version)
+        asked, _ = await _send(client, ask("email Bob"))
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        question = asked.status.message
+        assert _said(question) == "Send it?"
+        cards = [
+            MessageToDict(p.data)
+            for p in question.parts
+            if p.HasField("data")
+            and MessageToDict(p.metadata).get("agent_stream", {}).get("type") == "card"
+        ]
+        assert cards == [REVIEW]
+        link.messages = DONE
+        done, seen = await _send(client, ask("Send", asked.id))
+    assert done.id == asked.id and done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert {tid for tid, _ in seen} == {asked.id}
+    assert texts(done)[-1] == "Sent."
+    assert [q for _, q in link.questions] == ["email Bob", "Send"]
+    assert link.asked[-1]["session"] == link.asked[0]["session"]
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_subscribe_to_task_reattaches_to_a_running_task(tmp_path: Path, version: str) -> None:
+    from a2a.types import SubscribeToTaskRequest
+
+    async with (
+        serve_gateway(tmp_path, ["solo"], DONE) as (url, link),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        client = client_for(await card_of(http, f"{url}/a2a/solo"), http, version)
+        gate = Gate(link)
+        gate.at = 1  # the reply holds after its first message: the task is working
+        gate.open.clear()
+        first = client.send_message(ask("email Bob"))
+        opening = await anext(first)
+        tid = opening.task.id if opening.HasField("task") else opening.status_update.task_id
+        again = client.subscribe(SubscribeToTaskRequest(id=tid))
+        reattached = await anext(again)  # the task as it is now
+        assert reattached.task.id == tid
+        assert reattached.task.status.state == TaskState.TASK_STATE_WORKING
+        gate.open.set()
+        rest = await collect(again)
+        await collect(first)
+    assert rest.states[-1] == TaskState.TASK_STATE_COMPLETED
+    ends = [e.artifact_update.artifact.parts for e in rest.events if e.HasField("artifact_update")]
+    assert any(p.text == "Sent." for parts in ends for p in parts)
     assert [q for _, q in link.questions] == ["email Bob"]

@@ -84,6 +84,11 @@ def test_cors_only_for_listed_origins(locked: Gateway, gateway: Gateway) -> None
         assert r.headers.get("access-control-allow-origin") is None
         r = c.get(locked.url + "/healthz", headers={"origin": ORIGIN})
         assert r.headers["access-control-allow-origin"] == ORIGIN
+        # a browser's A2A 1.0 client sends A2A-Version: the preflight allows it
+        a2a = {**pre, "access-control-request-headers": "authorization,content-type,a2a-version"}
+        ok = c.options(locked.url + "/a2a/echo", headers={"origin": ORIGIN, **a2a})
+        assert ok.status_code == 200, ok.text
+        assert "a2a-version" in ok.headers["access-control-allow-headers"].lower()
         # a gateway without --cors-origin sends no CORS header to anyone
         r = c.get(gateway.url + "/healthz", headers={"origin": ORIGIN})
         assert "access-control-allow-origin" not in r.headers

@@ -23,6 +23,7 @@ import pytest
 from inprocess_gateway import serve_gateway
 from starlette.requests import Request
 
+from agent_stream.gateway.a2a_checks import MAX_DEPTH as A2A_MAX_DEPTH
 from agent_stream.gateway.middleware import HTTPError, json_value, read_body
 from agent_stream.gateway.views import parse_cursor
 from agent_stream.jsontext import MAX_DEPTH, dumps
@@ -211,8 +212,9 @@ async def test_a_body_nested_under_the_cap_is_answered(kind: str, tmp_path: Path
     path, make = ENDPOINTS[kind]
     around = depth_of(make("<extra>"), "<extra>")  # the levels of the request around it
     assert around is not None
-    body = make(nested(VALID_DEPTH - around))
-    assert depth(body) == VALID_DEPTH < MAX_DEPTH
+    valid = A2A_MAX_DEPTH if kind == "a2a" else VALID_DEPTH  # A2A's protobuf types hold less
+    body = make(nested(valid - around))
+    assert depth(body) == valid <= VALID_DEPTH < MAX_DEPTH
     async with (
         serve_gateway(tmp_path, ["llm"], REPLY) as (base, _),
         httpx.AsyncClient(base_url=base, timeout=30) as http,
@@ -220,26 +222,50 @@ async def test_a_body_nested_under_the_cap_is_answered(kind: str, tmp_path: Path
         _answered(kind, await http.post(path, content=dumps(body).encode(), headers=JSON))
 
 
+async def test_an_a2a_request_deeper_than_a_task_holds_is_invalid_params(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    around = depth_of(_a2a("<extra>"), "<extra>")
+    assert around is not None
+    body = _a2a(nested(A2A_MAX_DEPTH + 1 - around))
+    async with (
+        serve_gateway(tmp_path, ["llm"], REPLY) as (base, link),
+        httpx.AsyncClient(base_url=base, timeout=30) as http,
+    ):
+        r = await http.post("/a2a/llm", content=dumps(body).encode(), headers=JSON)
+    assert r.status_code == 200 and r.json()["id"] == 7
+    assert r.json()["error"]["code"] == -32602
+    assert f"over {A2A_MAX_DEPTH} levels" in r.json()["error"]["message"]
+    assert link.questions == []
+    assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
+
+
 async def test_a2a_answers_as_a2a_sdk_does_for_a_body_that_is_not_json() -> None:
     """The status and JSON-RPC code a bare a2a-sdk app gives a body that is not JSON are
     what the gateway gives a body nested too deep (checked above: 200, -32700)."""
-    from a2a.server.apps import A2AStarletteApplication
     from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_jsonrpc_routes
     from a2a.server.tasks import InMemoryTaskStore
-    from a2a.types import AgentCapabilities, AgentCard
+    from a2a.types import AgentCapabilities, AgentCard, AgentInterface
+    from starlette.applications import Starlette
 
     card = AgentCard(
         name="bare",
         description="a2a-sdk alone",
-        url="http://127.0.0.1/",
+        supported_interfaces=[
+            AgentInterface(
+                url="http://127.0.0.1/", protocol_binding="JSONRPC", protocol_version="1.0"
+            )
+        ],
         version="1",
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
-        skills=[],
     )
-    handler = DefaultRequestHandler(agent_executor=None, task_store=InMemoryTaskStore())
-    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build(rpc_url="/")
+    handler = DefaultRequestHandler(
+        agent_executor=None, task_store=InMemoryTaskStore(), agent_card=card
+    )
+    app = Starlette(routes=create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://sdk") as http:
         r = await http.post("/", content=NOT_JSON, headers=JSON)

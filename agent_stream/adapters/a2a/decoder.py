@@ -1,5 +1,10 @@
 """A2A streaming in: ``message/stream`` events (models, dicts or SSE lines) become Messages. Pure.
 
+Both versions' events are read: A2A 0.3 (``kind``, ``final``) and A2A 1.0 (a
+``SendStreamingMessage`` result: ``{"task"}``, ``{"statusUpdate"}``, ``{"artifactUpdate"}`` or
+``{"message"}``, read through a2a-sdk's own mapping to 0.3; a 1.0 stream has no ``final``, so
+the status that ends it is the one in a terminal or ``input-required`` state).
+
 Reads what ``A2AEncoder`` writes exactly (its ``metadata.agent_stream`` names types, ids and
 deltas) and any other A2A server's stream as well as the wire allows:
 
@@ -29,7 +34,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 try:
-    from a2a.types import (
+    from a2a.compat.v0_3.types import (
         DataPart,
         FilePart,
         Part,
@@ -39,7 +44,7 @@ try:
         TaskStatusUpdateEvent,
         TextPart,
     )
-    from a2a.types import Message as A2AMessage
+    from a2a.compat.v0_3.types import Message as A2AMessage
 except ImportError as _exc:  # the optional extra is not installed
     from agent_stream.errors import MissingDependency
 
@@ -50,6 +55,7 @@ except ImportError as _exc:  # the optional extra is not installed
 from agent_stream import jsontext
 from agent_stream.adapters._tracking import Warnings
 from agent_stream.adapters.a2a.encoder import KEY
+from agent_stream.adapters.a2a.versions import stream_json
 from agent_stream.adapters.framing import sse_payload
 from agent_stream.errors import WarningCode, WireError
 from agent_stream.message import (
@@ -71,6 +77,8 @@ __all__ = ["A2ADecoder"]
 _EVENT: TypeAdapter[Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage] = (
     TypeAdapter(Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | A2AMessage)
 )
+_V1 = frozenset({"task", "message", "statusUpdate", "artifactUpdate"})
+_PAUSED = (TaskState.input_required, TaskState.auth_required)
 _STATUS = {
     TaskState.completed: "completed",
     TaskState.canceled: "cancelled",
@@ -127,6 +135,13 @@ class A2ADecoder(Warnings):
                 err = event["error"] if isinstance(event["error"], dict) else {}
                 return self._stream_end("error", str(err.get("message") or "JSON-RPC error"))
             event = event.get("result", event)
+            if isinstance(event, dict) and "kind" not in event and _V1.intersection(event):
+                try:  # an A2A 1.0 event: {"task": ...}, {"statusUpdate": ...}, ...
+                    event = stream_json(event)
+                except ValueError as exc:
+                    raise WireError(f"not an A2A 1.0 stream event: {exc}") from None
+                if isinstance(event, TaskStatusUpdateEvent) and event.status.state in _PAUSED:
+                    event.final = True  # a 1.0 stream closes at an interrupted state too
             try:
                 event = _EVENT.validate_python(event)
             except ValidationError as exc:

@@ -22,7 +22,9 @@ One reply = one Task:
   metadata names them.
 - ``user_input`` (the agent asks, e.g. a LangGraph ``interrupt``): no artifact; a stream that
   ends completed after it ends ``input-required``, the status message the question's text and
-  a DataPart of its props (``value``: the content parsed, when a JSON object or list); the final
+  a DataPart of its props (``value``: the content parsed, when a JSON object or list), and a
+  question asked as a card (a ``card`` prop) its card as one more DataPart (metadata type
+  ``card``); the final
   status metadata lists the questions (``asks``) whatever the state, for ``A2ADecoder``.
 - ``task``: the input-required Task a reply continues: the stream opens with it (its history
   and artifacts, state ``working``), new artifact ids avoid its ids, status message ids are
@@ -41,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 try:
-    from a2a.types import (
+    from a2a.compat.v0_3.types import (
         Artifact,
         DataPart,
         FilePart,
@@ -56,7 +58,7 @@ try:
         TaskStatusUpdateEvent,
         TextPart,
     )
-    from a2a.types import Message as A2AMessage
+    from a2a.compat.v0_3.types import Message as A2AMessage
 except ImportError as _exc:  # the optional extra is not installed
     from agent_stream.errors import MissingDependency
 
@@ -80,6 +82,7 @@ from agent_stream.events import EventView
 from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
     AUDIO,
+    CARD,
     ERROR,
     IMAGE,
     LIFECYCLE_EVENTS,
@@ -147,6 +150,16 @@ def _ask_data(props: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, (dict, list)):
             data["value"] = value
     return data
+
+
+def _card_parts(asks: list[_Artifact]) -> list[Part]:
+    """The card each question is asked as (a ``card`` prop: a review or form card), as a
+    DataPart of its own (``metadata.agent_stream.type`` ``card``) that a client renders."""
+    return [
+        Part(root=DataPart(data=merge.copy_json(a.data["card"]), metadata={KEY: {"type": CARD}}))
+        for a in asks
+        if isinstance(a.data.get("card"), dict)
+    ]
 
 
 def _user_turns(task: Task) -> int:
@@ -274,6 +287,7 @@ class A2AEncoder(TrackingEncoder[_Artifact, Any]):
                 parts=[
                     _text_part("\n\n".join(c for c in contents if isinstance(c, str))),
                     *(Part(root=DataPart(data=_ask_data(a.data))) for a in asks),
+                    *_card_parts(asks),
                 ],
                 metadata={KEY: {"type": USER_INPUT}},
                 task_id=self.task_id,
