@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import any_message
-from test_aisdk_encoder import read
+from ui_reader import read
 
 from agent_stream.adapters.aisdk import DONE, AISDKEncoder, approval_id, encode_messages
 from agent_stream.message import Message, event, text, tool_call, tool_result, user_input

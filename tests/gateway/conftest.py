@@ -3,7 +3,9 @@ one gateway in front of both, all real processes on 127.0.0.1, stopped at the en
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from gateway_harness import WINDOW, AgentProcess, Gateway, Harness, echo_agent, start_gateway
@@ -31,3 +33,35 @@ def gateway(gw_harness: Harness, gw_agents: dict[str, tuple[AgentProcess, str]])
     return start_gateway(
         gw_harness, "--agent", "llm", "--agent", "echo", "--resume-window", str(WINDOW)
     )
+
+
+# The page tests' browser: Debian's chromium, headless, driven by Playwright (skipped, saying
+# why, when either is missing).
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if CHROMIUM is None:
+        pytest.skip(
+            "no chromium on this machine (Debian package chromium; `make test` "
+            "installs it with apt-get)"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (the test extra)"
+    )
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            yield b
+        finally:
+            b.close()

@@ -5,43 +5,14 @@ chromium or no playwright (`make test` installs chromium with apt-get when missi
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from gateway_harness import Gateway, Harness, start_gateway
+from page_helpers import ask
 
 pytestmark = pytest.mark.integration
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if CHROMIUM is None:
-        pytest.skip(
-            "no chromium on this machine (Debian package chromium; `make test` "
-            "installs it with apt-get)"
-        )
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (the test extra)"
-    )
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture
@@ -64,14 +35,6 @@ def quiet_gateway(gw_harness: Harness) -> Gateway:
     """A gateway in front of `serve` without --reasoning: an agent that shares no reasoning."""
     gw_harness.serve("--rate", "0", "--name", "quiet")
     return start_gateway(gw_harness, "--agent", "quiet")
-
-
-def ask(pg: Any, agent: str, question: str, wait: bool = True) -> None:
-    pg.select_option("#agent", agent)
-    pg.fill("#question", question)
-    pg.click("#ask")
-    if wait:
-        pg.wait_for_selector("body[data-state='done']", timeout=30_000)
 
 
 def test_page_builds_the_reply_live(page: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from gateway_harness import Gateway, Harness, start_gateway
-from test_gateway_page import ask, browser  # noqa: F401  (the browser fixture)
+from page_helpers import ask
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "peers"))
 from menu_app import MENU_ID
@@ -46,7 +46,7 @@ def cards_gateway(gw_harness: Harness) -> Gateway:
 
 
 @pytest.fixture
-def page(browser: Any, cards_gateway: Gateway) -> Iterator[Any]:  # noqa: F811
+def page(browser: Any, cards_gateway: Gateway) -> Iterator[Any]:
     ctx = browser.new_context()
     pg = ctx.new_page()
     pg.errors = []  # type: ignore[attr-defined]
