@@ -531,8 +531,18 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
 
     async def run(self) -> None:
         """The agent's dispenser task: the stock queue served the uagents way; when cancelled
-        (the agent stops), lanes get what is left of the stop deadline to finish."""
-        await super().run()  # returns when cancelled, after sending what was queued
+        (the agent stops), the stock queue and then the lanes get what is left of the stop
+        deadline to finish."""
+        stock = asyncio.ensure_future(super().run())
+        with contextlib.suppress(asyncio.CancelledError):  # the agent stops
+            await asyncio.shield(stock)
+        if not stock.done():
+            # Cancelled, uagents' dispenser sends what its queue holds, each post with its own
+            # timeouts (minutes to a peer that hangs): until the deadline only.
+            stock.cancel()
+            await asyncio.wait({stock}, timeout=self.stop.left())
+            stock.cancel()
+            await asyncio.gather(stock, return_exceptions=True)
         await self.drain(self.stop.left(self.limits.drain_timeout))
 
     async def drain(self, timeout: float) -> None:
