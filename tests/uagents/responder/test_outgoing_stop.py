@@ -10,6 +10,7 @@ import time
 from test_outgoing import PEER, Wire
 
 from agent_stream.adapters.chat import ChatEncoder
+from agent_stream.uagents._clock import DrivenClock
 from agent_stream.uagents._shutdown import StopDeadline
 from agent_stream.uagents.responder._pump import Outgoing, PumpLimits
 from agent_stream.writer import StreamWriter
@@ -97,3 +98,28 @@ def test_the_deadline_is_set_once_and_counts_down_to_zero() -> None:
     assert d.left() == 0.0 and d.left(5.0) == 0.0
     d.reset()
     assert not d.stopping
+
+
+async def test_on_the_driven_clock_a_hanging_send_is_given_up_exactly_at_the_deadline() -> None:
+    clock = DrivenClock(start=0.0)
+    started, finished = asyncio.Event(), []  # type: ignore[var-annotated]
+    wire = Wire()
+    out = Outgoing(
+        PEER,
+        "conv",
+        ChatEncoder("conv", tagged=True),
+        respond=lambda o: streaming(o, started),
+        send=wire,
+        limits=PumpLimits(drain_timeout=LONG, max_coalesce=1),
+        on_finished=finished.append,
+        clock=clock,
+    )
+    task = out.start()
+    await asyncio.wait_for(started.wait(), 5)
+    wire.gate = asyncio.Event()  # from now on every send hangs
+    out.stop(1.5)
+    await clock.advance(1.49)
+    assert not task.done()  # still posting its ends: the deadline has not come
+    await clock.advance(0.02)
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 5)
+    assert out.status == "cancelled" and finished == [out]
