@@ -20,7 +20,7 @@ A reply lasts 25-35 s at 20 tokens/s: conversations open at once reach the rate 
 when ``--duration`` is longer than a reply (the default's 15 s stops short of it, to keep the run
 to ~5 minutes; the table's ``open at most`` column says how many were open).
 
-    python bench/bench_open_loop.py [--rates 2,5,10,20] [--duration 15] [--rate 20]
+    python bench/bench_open_loop.py [--rates 5,10,20,40] [--duration 15] [--rate 20]
                                     [--alone 2] [--seed 1] [--keep-going]
 
 Loopback only; every wait is bounded (``--timeout`` per conversation). The machine's load average
@@ -166,7 +166,7 @@ def print_table(rows: list[dict[str, Any]], first_alone: float, whole: float, ra
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rates", default="2,5,10,20", help="conversations per second, in turn")
+    ap.add_argument("--rates", default="5,10,20,40", help="conversations per second, in turn")
     ap.add_argument("--duration", type=float, default=15.0, help="seconds of arrivals per rate")
     ap.add_argument("--rate", type=float, default=20.0, help="replay tokens/s (default: 20)")
     ap.add_argument("--alone", type=int, default=2, help="conversations alone (default: 2)")
