@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import threading
 import urllib.error
 import urllib.request
 import uuid
@@ -139,3 +141,32 @@ def post(endpoint: str, body: bytes, timeout: float = 10.0) -> int:
         return int(exc.code)
     except OSError:
         return 0
+
+
+class Hanging:
+    """An endpoint that accepts connections, reads nothing and never answers (a peer that hangs);
+    ``held`` are the connections it took."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1024)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/submit"
+        self.held: list[socket.socket] = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        """Stop accepting and drop every held connection."""
+        self.closed = True
+        self.sock.close()
+        for c in self.held:
+            c.close()

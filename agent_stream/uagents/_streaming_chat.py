@@ -34,7 +34,8 @@ handles both ChatMessage and ChatAcknowledgement. For every ChatMessage it:
    (buffered text, metadata waiting to ride along) at its ``next_deadline``;
 5. ends every stream whatever happens: the responder raising (an ``error`` message is delivered,
    then every stream ends and the reply ends with status error), cancellation, agent shutdown
-   (replies in flight are cancelled and their ends sent before the agent stops).
+   (replies in flight are cancelled and their ends posted before the agent stops, within the
+   agent's one stop deadline, :mod:`._shutdown`: a peer that hangs costs the stop at most that).
 
 Replies to a peer that did not declare tag support are sent one at a time (a plain peer never
 sees two replies interleaved); tagged replies run concurrently.
@@ -139,6 +140,7 @@ from agent_stream.uagents._request import (
     invoke,
 )
 from agent_stream.uagents._settings import ChatSettings
+from agent_stream.uagents._shutdown import StopDeadline, stop_deadline
 from agent_stream.uagents.asker._client import ChatClient, Reply, ask_with, resume_with
 from agent_stream.uagents.fleet._fleet import Fleet, Forwarded
 from agent_stream.uagents.responder._caps import ReplyCaps
@@ -161,6 +163,11 @@ __all__ = ["StreamingChat"]
 ACK_FIRST_WAIT = 0.5
 
 LOG = logging.getLogger("agent_stream.uagents")
+
+_SLACK = 0.05  # past the stop deadline, for replies to be seen giving up at it
+#: Seconds leaving the fleet gets at least, past the stop deadline too: its liveness key removed,
+#: the other replicas take over this one's askers at once rather than after its heartbeat.
+_FLEET_LEAVE = 0.25
 WAITING_REFUSALS = 8  # refusals that may wait, per refusal being sent
 
 
@@ -215,6 +222,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ack_first = False  # acknowledge before answering (from_protocol: as its handler did)
         self._bound: set[int] = set()
+        self._stop = StopDeadline(clock=self.clock)  # the agent's, once bound to it
         self._told_withheld = False
         self.caps = ReplyCaps(self.settings.caps)
         self._dropped_log = RateLimitedLog(LOG, 5, 10.0)
@@ -398,20 +406,27 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self._bind(ctx)
 
     async def shutdown(self) -> None:
-        """End every reply in flight (cancelled; their streams end) and every open question.
+        """End every reply in flight (cancelled; their ends posted) and every open question,
+        all within the agent's stop deadline (:mod:`._shutdown`), which this begins when no
+        earlier stage did: what is not posted by then is given up.
 
         Runs automatically when the agent shuts down."""
+        self._stop.begin()
         self.client.cancel_all()
-        tasks = [o.task for o in list(self._open_replies) if o.task is not None]
-        for t in tasks:
-            t.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=self._limits.drain_timeout + 1.0)
+        outs = list(self._open_replies)
+        for out in outs:
+            out.stop(self._stop.left())
+        tasks = [o.task for o in outs if o.task is not None and not o.task.done()]
+        if tasks:  # (each gives up at the deadline by itself: a little slack to see it do so)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await self.clock.wait_for(asyncio.wait(tasks), self._stop.left() + _SLACK)
         pending = [t for t in self._tasks if not t.done()]
         if pending:
-            await asyncio.wait(pending, timeout=1.0)
-        if self.fleet is not None:
-            await self.fleet.close()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await self.clock.wait_for(asyncio.wait(pending), self._stop.left())
+        if self.fleet is not None:  # (its Redis calls have bounds of their own)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await self.clock.wait_for(self.fleet.close(), max(self._stop.left(), _FLEET_LEAVE))
 
     # -- handlers ---------------------------------------------------------------------------------
     async def _on_chat(self, ctx: Context, sender: str, msg: ChatMessage) -> None:
@@ -769,6 +784,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         if agent is None or id(agent) in self._bound:
             return
         self._bound.add(id(agent))
+        self._stop = stop_deadline(agent, self.clock)
         if self.fleet is not None:
             # (and it ends, for their askers, the replies of replicas that died)
             self.fleet.start(address, self._on_forwarded, functools.partial(self.send, ctx))

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from agents_harness import AgentProcess, Harness, address_of, free_port, port_open_failed
-from hostile_peer import CHAT, FORMS, HTTP_FORMS, envelope, post, valid_question
+from hostile_peer import CHAT, FORMS, HTTP_FORMS, Hanging, envelope, post, valid_question
 from replay_answers import QUESTION, replay_transcript
 from uagents_core.identity import Identity
 
@@ -140,33 +140,6 @@ def announced_status(endpoint: str, length: int) -> int:
 
 
 # -- peers that hang or fail ------------------------------------------------------------------------
-class Hanging:
-    """Accepts connections, reads nothing, never answers; counts connections."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/submit"
-        self.held: list[socket.socket] = []
-        self.closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.closed:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self.closed = True
-        self.sock.close()
-        for c in self.held:
-            c.close()
-
-
 class Failing:
     """Answers every POST with 500; counts them."""
 

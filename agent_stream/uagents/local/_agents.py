@@ -58,6 +58,7 @@ from agent_stream.seeds import warn_weak_seed
 from agent_stream.uagents import _compat
 from agent_stream.uagents._conflict import check_include
 from agent_stream.uagents._protection import Protection, protect
+from agent_stream.uagents._shutdown import stop_deadline
 from agent_stream.uagents.local._directory import (
     DIRECTORY_ENV,
     DirectoryError,
@@ -613,13 +614,21 @@ def serve_agent(
     telemetry.configure(agent.name)  # each agent is its own service unless OTEL_* name one
     serving_thresholds()  # a thousand open replies must not spend their CPU in the collector
 
+    stop = stop_deadline(agent)
+    stop.reset()  # (an agent run again stops afresh)
+
     async def top() -> None:
         me = asyncio.current_task()
         assert me is not None
         loop = asyncio.get_running_loop()
+
+        def stopping() -> None:  # the stop's one deadline counts from the signal
+            stop.begin()
+            me.cancel()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, me.cancel)
+                loop.add_signal_handler(sig, stopping)
         if banner or (banner is None and main is None):
             agent.on_event("startup")(_banner(agent))
         if main is not None:
@@ -633,6 +642,7 @@ def serve_agent(
                 except BaseException as exc:
                     outcome["error"] = exc
                 finally:
+                    stop.begin()
                     me.cancel()
 
             async def _start_main(ctx: Context) -> None:
@@ -659,6 +669,7 @@ def serve_agent(
             # signal handlers. Either way the agent shuts down (handlers run, entry removed)
             # instead of leaving its tasks to die with the loop.
             stopped = exc
+            stop.begin()
             task.cancel()
             with contextlib.suppress(BaseException):
                 loop.run_until_complete(task)
@@ -693,7 +704,9 @@ def run_agent(
 
     ``main(ctx)``, when given, starts once the agent has started; when it returns (or raises)
     the agent shuts down gracefully and its result is returned (its exception raised). A shutdown
-    runs every shutdown handler, so streams in flight are ended and the directory entry removed.
+    runs every shutdown handler, so streams in flight are ended and the directory entry removed,
+    within one stop deadline counted from the signal (``STOP_BUDGET``, 1.5 s,
+    :mod:`agent_stream.uagents._shutdown`): a peer that hangs is given up then.
     An agent that serves others (no ``main``; ``banner`` to choose) prints its name, address and
     endpoint on stderr once it serves them.
 

@@ -39,7 +39,10 @@ it stays under the quota's ``max_envelope_bytes``; and a ChatMessage waits at le
 ``ack_timeout`` for its acknowledgement.
 
 Every stream ends whatever happens: the responder raising (an ``error`` message, then the ends
-with status error), cancellation, the peer unreachable.
+with status error), cancellation, the peer unreachable. When the agent stops
+(:meth:`Outgoing.stop`), the reply's ends are posted once, no acknowledgement is awaited (the
+agent's server no longer takes them), and what is not posted by the agent's stop deadline is
+given up.
 """
 
 from __future__ import annotations
@@ -221,6 +224,8 @@ class Outgoing:
         self.status: str | None = None
         self.task: asyncio.Task[None] | None = None
         self._closing = False
+        self._stopping = False  # the agent stops (:meth:`stop`)
+        self._sender: asyncio.Task[None] | None = None
         self._armed: float | None = None
         self._wake_sender = Wakeup(clock)
         self._wake_timer = Wakeup(clock)
@@ -321,7 +326,7 @@ class Outgoing:
     # -- tasks ------------------------------------------------------------------------------------
     async def run(self) -> None:
         """Run the responder and stream its reply; every stream ends, whatever happens."""
-        sender = asyncio.create_task(self._send_loop())
+        sender = self._sender = asyncio.create_task(self._send_loop())
         timer = asyncio.create_task(self._timer_loop())
         status, err = "completed", None
         cancelled = False
@@ -438,7 +443,7 @@ class Outgoing:
                 )
                 return
             ka = self.keepalive
-            if ka is not None and not self.dead and ka.due(self.clock.now()):
+            if ka is not None and not self.dead and not self._stopping and ka.due(self.clock.now()):
                 # ahead of queued text to an asker that restores order: it is how the asker
                 # tells a busy responder from a dead one (late, a thousand replies went lost)
                 with urgent() if self.pipelined else contextlib.nullcontext():
@@ -447,6 +452,8 @@ class Outgoing:
                 self._space.set()
                 if self.dead or (self._closing and not rd.pending and not self._early):
                     return
+                if self._stopping and self._closing and not self._early:
+                    return  # the agent stops: all is posted; no acknowledgement can come
                 self._wake_sender.clear()
                 wake = [
                     d
@@ -592,6 +599,29 @@ class Outgoing:
         self.task.cancel()
         return True
 
+    def stop(self, within: float) -> None:
+        """The agent stops: cancel the reply (when it is still being written), post its ends
+        and what is queued once, await no acknowledgement, and give up what is not posted
+        within ``within`` seconds (what is left of the agent's stop deadline).
+
+        Args:
+            within: seconds to the agent's stop deadline.
+        """
+        if self.task is None or self.task.done() or self._stopping:
+            return
+        self._stopping = True
+        self._wake_sender.set()  # a sender waiting for acknowledgements looks again
+        self._acked.set()
+        if not self._closing:
+            self.task.cancel()
+        self.clock.call_later(max(0.0, within), self._give_up)
+
+    def _give_up(self) -> None:
+        """The agent's stop deadline passed: what is still being posted is given up."""
+        for t in (self._sender, *self._early):
+            if t is not None and not t.done():
+                t.cancel()
+
     async def _window(self) -> None:
         """Wait while ``max_in_flight`` are unacknowledged (resending what is due meanwhile).
         A reply to a plain peer known to acknowledge goes one ChatMessage at a time: a resent
@@ -600,7 +630,7 @@ class Outgoing:
         limit = self.limits.max_in_flight or (
             1 if self.keepalive is None and rd.peer_acks else None
         )
-        if not limit or self._acks_off:
+        if not limit or self._acks_off or self._stopping:
             return
         waited = self.clock.now()
         while len(self.unacked) >= limit and not self.dead:
@@ -622,6 +652,8 @@ class Outgoing:
                 timeout = min(timeout, d - now)
             self._acked.clear()
             await self._acked.wait(max(0.0, timeout))
+            if self._stopping:
+                return  # the agent stops: no acknowledgement can come
 
     def acknowledged(self, key: str) -> None:
         """The peer acknowledged the ChatMessage ``key`` (its msg_id).

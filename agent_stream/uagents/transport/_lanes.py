@@ -33,7 +33,8 @@ batches. Bounds (:class:`LaneLimits`, defaults):
 - ``max_lanes`` 4096 lanes (beyond: fail at once); ``max_posting`` 256 posts at once.
 
 Every lane envelope's future gets a MsgStatus (delivered or failed), so ``ctx.send`` returns
-promptly. When the agent stops, lanes get ``drain_timeout`` (5 s) to finish.
+promptly. When the agent stops, lanes get what is left of the agent's one stop deadline
+(:mod:`agent_stream.uagents._shutdown`; at most ``drain_timeout``) to finish.
 
 Given to an agent before it starts, the PeerDispenser is the one uagents runs (its stock
 queue included). Given to a running agent, envelopes not meant for lanes go to the dispenser
@@ -59,6 +60,7 @@ from uagents_core.types import DeliveryStatus, MsgStatus
 
 from agent_stream.uagents import _compat
 from agent_stream.uagents._clock import LOOP_CLOCK, Clock
+from agent_stream.uagents._shutdown import StopDeadline, stop_deadline
 from agent_stream.uagents.transport._pool import MAX_BATCH, MAX_BATCH_BYTES, EnvelopePoster
 
 __all__ = [
@@ -87,7 +89,8 @@ class LaneLimits:
         max_queued: envelopes waiting per lane (beyond: they fail at once).
         max_lanes: lanes (destinations) at once (beyond: envelopes fail at once).
         max_posting: HTTP posts at once, all lanes together.
-        drain_timeout: seconds the lanes get to finish when the agent stops.
+        drain_timeout: seconds the lanes get at most to finish when the agent stops (they get
+            what is left of the agent's stop deadline, when it comes sooner).
         window: envelopes in flight at once to a peer that restores order (pipeline).
         max_queued_pipelined: envelopes waiting for such a peer (a gateway's many).
         keep_alive: keep connections open (False: a new connection per envelope, as uagents
@@ -247,6 +250,9 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
         self.on_delivered: list[Callable[[str, str], None]] = []
         #: The agent's kept-alive connections (its lanes' posts).
         self.poster = EnvelopePoster(self.limits.max_posting)
+        #: The agent's stop deadline, which the lanes' drain shares (:func:`isolate` gives the
+        #: agent's own).
+        self.stop = StopDeadline(clock=clock)
 
     @property
     def lanes(self) -> int:
@@ -525,9 +531,19 @@ class PeerDispenser(Dispenser):  # type: ignore[misc]
 
     async def run(self) -> None:
         """The agent's dispenser task: the stock queue served the uagents way; when cancelled
-        (the agent stops), lanes get ``drain_timeout`` to finish."""
-        await super().run()  # returns when cancelled, after sending what was queued
-        await self.drain(self.limits.drain_timeout)
+        (the agent stops), the stock queue and then the lanes get what is left of the stop
+        deadline to finish."""
+        stock = asyncio.ensure_future(super().run())
+        with contextlib.suppress(asyncio.CancelledError):  # the agent stops
+            await asyncio.shield(stock)
+        if not stock.done():
+            # Cancelled, uagents' dispenser sends what its queue holds, each post with its own
+            # timeouts (minutes to a peer that hangs): until the deadline only.
+            stock.cancel()
+            await asyncio.wait({stock}, timeout=self.stop.left())
+            stock.cancel()
+            await asyncio.gather(stock, return_exceptions=True)
+        await self.drain(self.stop.left(self.limits.drain_timeout))
 
     async def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for every lane to finish; cancel what is left; close
@@ -568,12 +584,13 @@ def isolate(
     dispenser = PeerDispenser(
         limits, stock=current if _compat.started(agent) else None, clock=clock
     )
+    dispenser.stop = stop_deadline(agent, clock)
     _compat.set_dispenser(agent, dispenser)
     if not _compat.started(agent):
         return dispenser
 
     async def _drain_lanes(_ctx: Context) -> None:
-        await dispenser.drain(dispenser.limits.drain_timeout)
+        await dispenser.drain(dispenser.stop.left(dispenser.limits.drain_timeout))
 
     agent.on_event("shutdown")(_drain_lanes)
     return dispenser
