@@ -9,6 +9,7 @@ ids, parts and ``metadata.agent_stream``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from a2a.compat.v0_3 import conversions
@@ -19,20 +20,34 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 __all__ = ["core_json", "stream_json", "to_core", "to_v03"]
 
 
+# (the 0.3 model, its 1.0 message, 0.3 -> 1.0, 1.0 -> 0.3): a2a-sdk's own conversions
+_PAIRS: tuple[tuple[type[Any], type[Any], Callable[[Any], Any], Callable[[Any], Any]], ...] = (
+    (v03.Task, v10.Task, conversions.to_core_task, conversions.to_compat_task),
+    (
+        v03.TaskStatusUpdateEvent,
+        v10.TaskStatusUpdateEvent,
+        conversions.to_core_task_status_update_event,
+        conversions.to_compat_task_status_update_event,
+    ),
+    (
+        v03.TaskArtifactUpdateEvent,
+        v10.TaskArtifactUpdateEvent,
+        conversions.to_core_task_artifact_update_event,
+        conversions.to_compat_task_artifact_update_event,
+    ),
+    (v03.Message, v10.Message, conversions.to_core_message, conversions.to_compat_message),
+)
+
+
 def to_core(event: Any) -> Any:
     """A 0.3 event (Task, status or artifact update, Message) as its 1.0 protobuf message.
 
     Args:
         event: an ``a2a.compat.v0_3.types`` event.
     """
-    if isinstance(event, v03.Task):
-        return conversions.to_core_task(event)
-    if isinstance(event, v03.TaskStatusUpdateEvent):
-        return conversions.to_core_task_status_update_event(event)
-    if isinstance(event, v03.TaskArtifactUpdateEvent):
-        return conversions.to_core_task_artifact_update_event(event)
-    if isinstance(event, v03.Message):
-        return conversions.to_core_message(event)
+    for old, _, convert, _ in _PAIRS:
+        if isinstance(event, old):
+            return convert(event)
     raise TypeError(f"not an A2A 0.3 event: {type(event).__name__}")
 
 
@@ -42,14 +57,9 @@ def to_v03(event: Any) -> Any:
     Args:
         event: an ``a2a.types`` event.
     """
-    if isinstance(event, v10.Task):
-        return conversions.to_compat_task(event)
-    if isinstance(event, v10.TaskStatusUpdateEvent):
-        return conversions.to_compat_task_status_update_event(event)
-    if isinstance(event, v10.TaskArtifactUpdateEvent):
-        return conversions.to_compat_task_artifact_update_event(event)
-    if isinstance(event, v10.Message):
-        return conversions.to_compat_message(event)
+    for _, new, _, convert in _PAIRS:
+        if isinstance(event, new):
+            return convert(event)
     raise TypeError(f"not an A2A 1.0 event: {type(event).__name__}")
 
 
