@@ -59,6 +59,8 @@ class ChatEncoder:
             at once; poll at :attr:`next_deadline` for them to go on time), for a tagged
             asker; a plain one gets text in every ChatMessage (its bookkeeping waits for the
             next text, or the reply's end).
+        fold: the recipient decodes folded items (its tag says ``fold=1``; only with
+            ``tagged``): a message complete when its ChatMessage is cut goes as one group.
         deterministic: ChatMessage msg_ids derived from the conversation and sequence number
             and a fixed timestamp (reproducible output).
         clock: the UTC time stamped on ChatMessages (None: the system's).
@@ -73,6 +75,7 @@ class ChatEncoder:
         session: bool = False,
         chunker: dict[str, Any] | None = None,
         meta_delay: float = 0.1,
+        fold: bool = False,
         deterministic: bool = False,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -102,6 +105,7 @@ class ChatEncoder:
             deterministic=deterministic,
             clock=clock,
             text_first=not tagged,
+            fold=fold and tagged,
         )
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
@@ -300,7 +304,7 @@ class ChatEncoder:
             u.withheld = True
             self._policy.withheld_seen.add(u.type)
             return
-        group = Group(message_meta(msg), [], owner=key)
+        group = Group(message_meta(msg), [], owner=key, part="start")
         if u.type in STREAM_TYPES and not u.sent and u.deferred is None:
             u.deferred = group  # goes out with the first chunk
         else:
@@ -333,7 +337,7 @@ class ChatEncoder:
             count = u.wire_chunks
         props = dict(msg.props or {})
         props["data"] = {**data, "chunk_count": count}
-        group = Group(message_meta(msg, props), [], owner=u.key)
+        group = Group(message_meta(msg, props), [], owner=u.key, part="end")
         if u.open:
             self._chunking.end_item(u, group)
         self._chunking.emit(u, group)
