@@ -47,15 +47,29 @@ JSON_FIELDS = frozenset(("props", "message_metadata"))
 # Parts one folded group may have (the decoder refuses more: a part is a Message out).
 MAX_FOLD_PARTS = 4096
 _SKIP = frozenset((TAG_KEY, "op", *FOLD_IDS))
+_FOLDABLE_OPS = frozenset((OP_MESSAGE, OP_FOLD))
 
 
 def fold_groups(groups: list[Group]) -> list[Group]:
-    """The groups of a ChatMessage with each complete message's run folded into one group.
+    """The groups of a ChatMessage with each complete message's run folded into one group,
+    and each run of groups carrying only metadata into one group whose parts carry their ids.
 
     Args:
         groups: the groups, in wire order.
     """
     out: list[Group] = []
+    run: list[Group] = []  # metadata-only groups in a row, and their parts with ids
+    run_parts: list[str] = []
+
+    def close_run() -> None:
+        if len(run) > 1:
+            meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_FOLD, "parts": _array(run_parts)}
+            out.append(Group(meta, []))
+        else:
+            out.extend(run)
+        run.clear()
+        run_parts.clear()
+
     i, n = 0, len(groups)
     while i < n:
         g = groups[i]
@@ -63,19 +77,49 @@ def fold_groups(groups: list[Group]) -> list[Group]:
             j = i + 1
             while j < n and groups[j].owner == g.owner and groups[j].part != "end":
                 j += 1
-            if j < n and groups[j].owner == g.owner:
-                folded = _fold(groups[i : j + 1])
-                if folded is not None:
-                    out.append(folded)
-                    i = j + 1
-                    continue
-        out.append(g)
+            folded = _fold(groups[i : j + 1]) if j < n and groups[j].owner == g.owner else None
+            if folded is not None:
+                ids, parts, texts = folded
+                group = _group(ids, parts, texts, g.owner)
+                if texts:
+                    close_run()
+                    out.append(group)
+                else:
+                    run.append(group)
+                    run_parts.extend(_part_of(p, ids) for p in parts)
+                i = j + 1
+                continue
+        if not g.items and g.meta.get("op") == OP_MESSAGE:
+            run.append(g)
+            run_parts.append(_part(g.meta, _ids(g.meta)))
+        else:
+            close_run()
+            out.append(g)
         i += 1
+    close_run()
     return out
 
 
-def _fold(run: list[Group]) -> Group | None:
-    """One group for a message's run (start ... end), or None when it does not fold exactly."""
+_Ids = list[tuple[str, str]]
+
+
+def _ids(meta: dict[str, str]) -> _Ids:
+    return [(k, meta[k]) for k in FOLD_IDS if k in meta]
+
+
+def _array(parts: list[str]) -> str:
+    return "[" + ",".join(parts) + "]"
+
+
+def _group(ids: _Ids, parts: list[str], texts: list[Any], owner: Any) -> Group:
+    meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_FOLD, **dict(ids)}
+    meta["parts"] = _array(parts)
+    return Group(meta, texts, owner=owner, needs_turn=bool(texts))
+
+
+def _fold(run: list[Group]) -> tuple[_Ids, list[str], list[Any]] | None:
+    """A message's run (start ... end) as (ids, parts, texts), or None when it does not fold
+    exactly."""
     head = run[0].meta
     ids = [(k, head.get(k)) for k in FOLD_IDS]
     parts: list[str] = []
@@ -93,7 +137,7 @@ def _fold(run: list[Group]) -> Group | None:
                 i == last and len(items) == 1 and content_class(items[0]) is EndStreamContent
             ):
                 return None  # a rendering for plain peers, or a stream ending midway
-            parts.append(_part(meta))
+            parts.append(_part(meta, []))
         elif op == OP_CHUNK and 0 < i < last:
             items = g.items
             kind = meta.get("type")
@@ -115,22 +159,27 @@ def _fold(run: list[Group]) -> Group | None:
             texts.append(text)
         else:
             return None
-    meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_FOLD}
-    for k, v in ids:
-        if v is not None:
-            meta[k] = v
-    meta["parts"] = "[" + ",".join(parts) + "]"
-    return Group(meta, texts, owner=run[0].owner, needs_turn=bool(texts))
+    return [(k, v) for k, v in ids if v is not None], parts, texts
 
 
-def _part(meta: dict[str, str]) -> str:
-    """A ``message`` group's fields as one JSON object (JSON text spliced in, not re-read)."""
-    fields = [
+def _part(meta: dict[str, str], ids: _Ids) -> str:
+    """A ``message`` group's fields (and ``ids``) as one JSON object (JSON text spliced in,
+    not re-read)."""
+    fields = [f"{dumps(k)}:{dumps(v)}" for k, v in ids]
+    fields += [
         f"{dumps(k)}:{v if k in JSON_FIELDS else dumps(v)}"
         for k, v in meta.items()
         if k not in _SKIP
     ]
     return "{" + ",".join(fields) + "}"
+
+
+def _part_of(part: str, ids: _Ids) -> str:
+    """A folded message's object part with the message's ids added."""
+    if not ids:
+        return part
+    head = ",".join(f"{dumps(k)}:{dumps(v)}" for k, v in ids)
+    return "{" + head + ("," + part[1:] if part != "{}" else "}")
 
 
 def read_parts(raw: str | None) -> list[Any]:

@@ -175,7 +175,10 @@ class TaggedDecoder:
                     thread_id,
                 )
                 return
-            if rejected or message_id is None:
+            if message_id is None:
+                self._warnings.add("bad_metadata", "fold group: a text part without a message")
+                return
+            if rejected:
                 continue
             n = utf8_size(text)
             if streamed + n > limits.max_stream_bytes:

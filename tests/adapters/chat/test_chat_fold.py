@@ -195,7 +195,10 @@ def test_a_message_complete_at_cut_time_is_one_group_with_its_text_as_text_conte
     assert len(chats) == 2  # the answer's end goes at once; the stream_end after it
     items = chats[0].content
     folds = [i for i in items if isinstance(i, MetadataContent) and i.metadata.get("op") == "fold"]
-    assert [f.metadata["message_id"] for f in folds] == ["M2", "M3"]
+    # the tool step's metadata (block_start, the whole loading message...) is one group without
+    # ids; the answer is one group with its ids once, its text as TextContent after it
+    assert [f.metadata.get("message_id") for f in folds] == [None, "M3"]
+    assert '"message_id":"M2"' in folds[0].metadata["parts"]
     assert not any(isinstance(i, StartStreamContent) for i in items)  # no chat stream to open
     texts = [i.text for i in items if isinstance(i, TextContent)]
     assert "".join(texts) == "Hello there. This is the whole answer."
@@ -243,15 +246,10 @@ def test_an_asker_says_in_its_tag_that_it_reads_folds() -> None:
     assert not read_chat(ChatMessage(content=[TextContent(text="q")])).reads_folds
 
 
-def _hostile(parts: str, texts: tuple[str, ...] = ()) -> ChatMessage:
-    md = {
-        TAG_KEY: "1",
-        "op": "fold",
-        "message_id": "M1",
-        "parts": parts,
-        "seq": "1",
-        "conversation": "c",
-    }
+def _hostile(parts: str, texts: tuple[str, ...] = (), message_id: str | None = "M1") -> ChatMessage:
+    md = {TAG_KEY: "1", "op": "fold", "parts": parts, "seq": "1", "conversation": "c"}
+    if message_id is not None:
+        md["message_id"] = message_id
     return chat_of([MetadataContent(metadata=md), *[TextContent(text=t) for t in texts]])
 
 
@@ -274,6 +272,12 @@ def test_a_bad_folded_group_is_a_warning_never_a_traceback(parts: str) -> None:
     dec.feed("agent1bad", _hostile(parts, ("a",) if "x" * 100 in parts else ()), 0.0)
     warnings = dec.drain_warnings()
     assert warnings and all(w.code == "bad_metadata" for w in warnings)
+
+
+def test_a_text_part_of_a_group_without_ids_is_a_warning() -> None:
+    dec = ChatDecoder()
+    assert dec.feed("agent1bad", _hostile('["text"]', ("a",), message_id=None), 0.0) == []
+    assert [w.code for w in dec.drain_warnings()] == ["bad_metadata"]
 
 
 def test_a_folded_message_counts_against_the_same_caps_as_its_stream() -> None:
