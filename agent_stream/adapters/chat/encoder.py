@@ -25,6 +25,8 @@ from agent_stream.adapters.chat.render import PlainRenderer, error_line, message
 from agent_stream.adapters.chat.wire import (
     CHANNEL_OF_TYPE,
     CHAT_CHUNKER_DEFAULTS,
+    EXTRA_KEY,
+    EXTRA_STREAM,
     STREAM_TYPES,
     Group,
     MessageKey,
@@ -110,7 +112,7 @@ class ChatEncoder:
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
         self._chunking = MessageChunking(
-            conversation, chunker_opts, self._plain, self._plain_order.route
+            conversation, chunker_opts, self._plain, self._plain_order.route, keep=fold and tagged
         )
         self._policy = ContentPolicy(
             withheld_types, self._chunking, self._plain, self._plain_order.route
@@ -336,8 +338,19 @@ class ChatEncoder:
         else:
             count = u.wire_chunks
         props = dict(msg.props or {})
-        props["data"] = {**data, "chunk_count": count}
+        end_data = props["data"] = {**data, "chunk_count": count}
+        kept = u.text
+        elide = (
+            kept is not None
+            and u.open
+            and next(reversed(end_data)) == EXTRA_KEY
+            and end_data[EXTRA_KEY] == {"content": "".join(kept)}
+        )
+        if elide:  # the text carried twice: the peer kept it, and puts it back
+            del end_data[EXTRA_KEY]
         group = Group(message_meta(msg, props), [], owner=u.key, part="end")
+        if elide:
+            group.meta[EXTRA_KEY] = EXTRA_STREAM
         if u.open:
             self._chunking.end_item(u, group)
         self._chunking.emit(u, group)

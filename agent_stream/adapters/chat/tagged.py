@@ -26,6 +26,8 @@ from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.wire import (
+    EXTRA_KEY,
+    EXTRA_STREAM,
     OP_CHUNK,
     OP_END,
     OP_FOLD,
@@ -34,6 +36,7 @@ from agent_stream.adapters.chat.wire import (
     OP_TEXT,
     TAG_KEY,
     content_class,
+    stream_id_for,
     utf8_size,
 )
 from agent_stream.message import EVENT, STREAM_END, TEXT, Message, Metadata
@@ -155,11 +158,14 @@ class TaggedDecoder:
         streamed = 0  # the text's UTF-8 bytes, as its chat stream would have counted them
         rejected = False
         next_text = iter(texts)
+        folded_text: str | None = None
         for part in parts:
             if isinstance(part, dict):
                 fields = {**ids, **{k: v for k, v in part.items() if k not in JSON_FIELDS}}
                 if self._ids_ok(fields):
-                    self._message(peer, conv_id, conv, fields, out, parsed=part)
+                    if fields.get(EXTRA_KEY) == EXTRA_STREAM and folded_text is None:
+                        folded_text = "".join(texts)
+                    self._message(peer, conv_id, conv, fields, out, part, folded_text)
                 continue
             if len(part) > limits.max_id_chars:
                 self._warnings.add(
@@ -205,6 +211,27 @@ class TaggedDecoder:
                     delta=True,
                 )
             )
+
+    def _rebuild(self, peer: PeerState, conv_id: str, msg: Message, text: str | None) -> None:
+        """Put back the extra.content a message_end left out: its stream's text (kept by the
+        decoder) or its folded message's."""
+        data = (msg.props or {}).get("data")
+        if not isinstance(data, dict) or EXTRA_KEY in data:
+            raise ValueError("extra=stream on a message without data, or with extra")
+        if text is None:
+            sid = str(stream_id_for(conv_id, msg.thread_id, msg.message_id))
+            stream = peer.streams.get(sid)
+            if stream is None or stream.kept is None:
+                self._warnings.add(
+                    "message_too_large",
+                    "the text of message_end's extra.content was not kept "
+                    f"(max_kept_bytes_total={self._state.limits.max_kept_bytes_total}); left out",
+                    msg.message_id,
+                    msg.thread_id,
+                )
+                return
+            text = "".join(stream.kept)
+        data[EXTRA_KEY] = {"content": text}
 
     def _ids_ok(self, md: dict[str, str]) -> bool:
         """Whether every id of a group is at most max_id_chars long (else a warning)."""
@@ -272,8 +299,11 @@ class TaggedDecoder:
         md: dict[str, str],
         out: list[Message],
         parsed: dict[str, Any] | None = None,
+        text: str | None = None,
     ) -> None:
-        """Decode a ``message`` group (``parsed``: a folded part's JSON fields, already read)."""
+        """Decode a ``message`` group (``parsed``: a folded part's JSON fields, already read;
+        ``text``: a folded message's text, for a message_end whose extra.content was left out).
+        """
         message_id = md.get("message_id")
         thread_id = md.get("thread_id")
         # sized before it is parsed: events and messages without id are checked alone
@@ -293,6 +323,8 @@ class TaggedDecoder:
             return
         try:
             msg = _message_of(md, raw, parsed)
+            if md.get(EXTRA_KEY) == EXTRA_STREAM:
+                self._rebuild(peer, conv_id, msg, text)
         except (KeyError, ValueError, TypeError, _V2ValidationError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc).split("\n")[0]
             self._warnings.add(

@@ -29,8 +29,11 @@ __all__ = [
     "CHANNEL_OF_TYPE",
     "CHAT_CHUNKER_DEFAULTS",
     "CONTROL_OPS",
+    "EXTRA_KEY",
+    "EXTRA_STREAM",
     "FOLD_KEY",
     "HISTORY_KEY",
+    "KEEP_KEY",
     "MEDIA_TYPES",
     "OP_CANCEL",
     "OP_CHUNK",
@@ -90,6 +93,11 @@ OP_TEXT = "text"
 OP_MESSAGE = "message"
 OP_END = "end"
 OP_FOLD = "fold"  # a message complete at cut time: its start, deltas and end in one group
+# To an asker that reads folds: a stream's opening group says ``keep=1`` (the decoder keeps its
+# text) and its message_end's group ``extra=stream`` when extra.content, left out, is that text.
+KEEP_KEY = "keep"
+EXTRA_KEY = "extra"
+EXTRA_STREAM = "stream"
 # Delivery ops: a ChatMessage of one unnumbered tagged MetadataContent naming a conversation.
 OP_KEEPALIVE = "keepalive"  # responder -> asker: the reply is open; ``high``: last seq sent
 OP_RESEND = "resend"  # asker -> responder: send ``from``..``to`` again (no ``to``: to the end)

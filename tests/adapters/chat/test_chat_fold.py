@@ -25,6 +25,7 @@ from agent_stream.adapters.chat import (
     TAG_KEY,
     ChatDecoder,
     ChatEncoder,
+    DecoderLimits,
     coalesce,
     parse_chat,
     request_tags,
@@ -123,6 +124,28 @@ def _normalised(lines: list[str]) -> list[str]:
     return [num_re.sub(r"\1 0", uuid_re.sub("U", line)) for line in lines]
 
 
+def _with_extra(msgs: list[Message]) -> list[Message]:
+    """The stream with each message_end's data ending in extra.content, the text its message's
+    plain appends make (as the writer sends it)."""
+    text: dict[tuple[str | None, str | None], str] = {}
+    out: list[Message] = []
+    for m in msgs:
+        p = m.props or {}
+        if (
+            m.delta
+            and not m.delta_path
+            and not m.delta_action
+            and isinstance(p.get("content"), str)
+        ):
+            key = (m.thread_id, m.message_id)
+            text[key] = text.get(key, "") + p["content"]
+        if m.event == MESSAGE_END:
+            data = {**m.event_data, "extra": {"content": text.get((m.thread_id, m.message_id), "")}}
+            m = m.model_copy(update={"props": {**p, "data": data}})
+        out.append(m)
+    return out
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=hierarchical_streams(),
@@ -132,6 +155,7 @@ def _normalised(lines: list[str]) -> list[str]:
     meta_delay=st.sampled_from([0.0, 0.1, 1.0]),
     json_wire=st.booleans(),
     runs=st.lists(st.integers(1, 4), max_size=10),
+    extra=st.booleans(),
 )
 def test_a_stream_sent_folded_and_unfolded_decodes_to_the_same_messages_and_client_wire_bytes(
     data: tuple[list[Message], set[Any]],
@@ -141,8 +165,11 @@ def test_a_stream_sent_folded_and_unfolded_decodes_to_the_same_messages_and_clie
     meta_delay: float,
     json_wire: bool,
     runs: list[int],
+    extra: bool,
 ) -> None:
     msgs, _ = data
+    if extra:
+        msgs = _with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
     folded = _encode(msgs, steps, fold=True, **opts)
     unfolded = _encode(msgs, steps, fold=False, **opts)
@@ -183,7 +210,11 @@ def _answer(text: str = "Hello there. This is the whole answer.") -> list[Messag
     return [
         lifecycle(MESSAGE_START, MessageStartData(message_id="M3", type="text"), **ids),
         *[Message(type="text", props={"content": w}, delta=True, **ids) for w in _words(text)],
-        lifecycle(MESSAGE_END, MessageEndData(message_id="M3", type="text"), **ids),
+        lifecycle(
+            MESSAGE_END,
+            MessageEndData(message_id="M3", type="text", chunk_count=len(_words(text))),
+            **ids,
+        ),
         lifecycle(STREAM_END, StreamEndData(status="completed")),
     ]
 
@@ -210,9 +241,9 @@ def test_a_message_still_streaming_at_cut_time_goes_as_today() -> None:
     chats = _encode(msgs, [0.05], fold=True, chunker={"max_delay": 0.1})
     assert len(chats) > 2
     assert _folds(chats) == 0
-    assert [c.json() for c in chats] == [
-        c.json() for c in _encode(msgs, [0.05], fold=False, chunker={"max_delay": 0.1})
-    ]
+    unfolded = _encode(msgs, [0.05], fold=False, chunker={"max_delay": 0.1})
+    assert len(chats) == len(unfolded)
+    assert _decode(chats) == _decode(unfolded)
 
 
 def test_folding_never_makes_the_encoder_wait() -> None:
@@ -285,3 +316,42 @@ def test_a_folded_message_counts_against_the_same_caps_as_its_stream() -> None:
     out = dec.feed("agent1big", _hostile('["text","text"]', ("12345678", "12345678")), 0.0)
     assert [m.props for m in out] == [{"content": "12345678"}]
     assert [w.code for w in dec.drain_warnings()] == ["stream_too_large"]
+
+
+def _paced_answer_with_extra() -> list[Message]:
+    return _with_extra(_answer("A sentence that streams. " * 20))
+
+
+def test_a_streamed_message_end_leaves_its_text_out_and_the_decoder_puts_it_back() -> None:
+    msgs = _paced_answer_with_extra()
+    chats = _encode(msgs, [0.05], fold=True, chunker={"max_delay": 0.1})
+    assert _folds(chats) == 0  # it streamed: the end comes in a ChatMessage of its own
+    text = "A sentence that streams. " * 20
+    [end_group] = [
+        i.metadata
+        for c in chats
+        for i in c.content
+        if '"message_end"' in i.dict().get("metadata", {}).get("props", "")
+    ]
+    assert end_group["extra"] == "stream" and text not in end_group["props"]  # once, not twice
+    unfolded = _encode(msgs, [0.05], fold=False, chunker={"max_delay": 0.1})
+    assert text in "".join(c.json() for c in unfolded)
+    decoded = _decode(chats)
+    assert decoded == _decode(unfolded)
+    [end] = [m for m in decoded if m.event == MESSAGE_END]
+    assert end.event_data["extra"] == {"content": text}
+
+
+def test_past_max_kept_bytes_total_the_text_is_not_kept_and_the_end_goes_without_it() -> None:
+    chats = _encode(_paced_answer_with_extra(), [0.05], fold=True, chunker={"max_delay": 0.1})
+    dec = ChatDecoder(limits=DecoderLimits(max_kept_bytes_total=200))
+    out: list[Message] = []
+    for c in chats:
+        out += dec.feed("agent1peer", c, 0.0)
+    [end] = [m for m in out if m.event == MESSAGE_END]
+    assert "extra" not in end.event_data
+    assert "".join(m.props["content"] for m in out if m.type == "text") == (
+        "A sentence that streams. " * 20
+    )
+    assert [w.code for w in dec.drain_warnings()] == ["message_too_large"]
+    assert dec._state.kept_bytes == 0  # released when the stream ended
