@@ -129,7 +129,7 @@ def _spawn(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[subprocess.Po
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while True:
         try:
             line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
