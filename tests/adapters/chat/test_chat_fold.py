@@ -355,3 +355,31 @@ def test_past_max_kept_bytes_total_the_text_is_not_kept_and_the_end_goes_without
     )
     assert [w.code for w in dec.drain_warnings()] == ["message_too_large"]
     assert dec._state.kept_bytes == 0  # released when the stream ended
+
+
+def _relay_hop(msgs: list[Message], steps: list[float], fold: bool) -> list[Message]:
+    """A relaying agent between the sub-agent and the asker: decode the sub-reply, re-identify
+    it under a relay block (agent_stream.relay), encode it again for the asker, decode it."""
+    from agent_stream.ids import IdGenerator
+    from agent_stream.relay import Reidentifier
+
+    relayed: list[Message] = []
+    reid = Reidentifier(IdGenerator(), block_id="R1")
+    for m in _decode(_encode(msgs, steps, fold=fold)):
+        relayed += reid.feed(m)
+    relayed += reid.close("completed")
+    return _decode(_encode(relayed, steps, fold=fold))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=hierarchical_streams(),
+    steps=st.lists(st.sampled_from([0.0, 0.0, 0.01, 0.3]), min_size=1, max_size=8),
+    extra=st.booleans(),
+)
+def test_a_relayed_reply_folded_on_both_hops_reaches_the_asker_as_the_unfolded_one(
+    data: tuple[list[Message], set[Any]], steps: list[float], extra: bool
+) -> None:
+    msgs = _with_extra(data[0]) if extra else data[0]
+    a, b = _relay_hop(msgs, steps, True), _relay_hop(msgs, steps, False)
+    assert [m.model_dump() for m in a] == [m.model_dump() for m in b]
