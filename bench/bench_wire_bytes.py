@@ -154,10 +154,12 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 # -- the asker (this process) ---------------------------------------------------------------------
 class Tally:
-    """Envelopes posted to the asker, per sender: (bytes, carries a ChatMessage)."""
+    """Envelopes posted to the asker, per sender: (bytes, carries a ChatMessage), and where
+    each one's bytes go (:data:`PARTS`)."""
 
     def __init__(self) -> None:
         self.by_sender: dict[str, list[tuple[int, bool]]] = {}
+        self.parts: dict[str, list[dict[str, int]]] = {}
 
     def note(self, body: bytes) -> None:
         try:
@@ -169,12 +171,38 @@ class Tally:
                 continue
             size = len(json.dumps(env, separators=(",", ":")))
             chat = False
+            raw = env.get("payload") or ""
+            payload: Any = None
             try:
-                payload = json.loads(base64.b64decode(env.get("payload") or ""))
+                payload = json.loads(base64.b64decode(raw))
                 chat = isinstance(payload, dict) and "content" in payload
             except ValueError:
                 pass
             self.by_sender.setdefault(env["sender"], []).append((size, chat))
+            self.parts.setdefault(env["sender"], []).append(_parts(size, raw, payload))
+
+
+# Where an envelope's bytes go: the signed envelope around the payload, base64's third, the
+# ChatMessage's own fields, the text (TextContent items), the agent_stream metadata, the rest.
+PARTS = ("envelope", "base64", "chat head", "text", "metadata", "other items")
+
+
+def _parts(size: int, raw: str, payload: Any) -> dict[str, int]:
+    body = json.dumps(payload)  # as uagents writes a model: json.dumps' default separators
+    out = dict.fromkeys(PARTS, 0)
+    out["envelope"] = size - len(raw)
+    out["base64"] = len(raw) - len(body)
+    if not isinstance(payload, dict) or not isinstance(payload.get("content"), list):
+        out["other items"] = len(body)
+        return out
+    items = payload["content"]
+    sizes = [len(json.dumps(i)) + 2 for i in items]  # ", " between items
+    out["chat head"] = len(body) - sum(sizes)
+    for item, n in zip(items, sizes, strict=True):
+        kind = item.get("type") if isinstance(item, dict) else None
+        key = {"text": "text", "metadata": "metadata"}.get(str(kind), "other items")
+        out[key] += n
+    return out
 
 
 def _count_posts(tally: Tally) -> None:
@@ -208,6 +236,7 @@ def _ask_without_fold() -> Any:
 @dataclass
 class Row:
     name: str
+    parts: dict[str, int]
     envelopes: int
     chat_messages: int
     kb: float
@@ -255,6 +284,7 @@ def ask_all(
                 rows.append(
                     Row(
                         name,
+                        {p: sum(e[p] for e in tally.parts[address][before:]) for p in PARTS},
                         len(got),
                         sum(1 for _, c in got if c),
                         sum(s for s, _ in got) / 1000,
@@ -295,6 +325,19 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             f"{ft:>12}{all(r.same_text for r in rs)!s:>11}  "
             f"{','.join(sorted({str(r.status) for r in rs}))}"
         )
+    print("where the bytes of a reply go (KB, medians):")
+    print(f"{'responder':<44}" + "".join(f"{p:>12}" for p in PARTS))
+    for name in names:
+        rs = [r for r in rows if r.name == name]
+        print(
+            f"{name:<44}" + "".join(f"{med(r.parts[p] for r in rs) / 1000:>12.1f}" for p in PARTS)
+        )
+    print(
+        "  the envelopes' floor at the chat chunker's default max_delay (0.5 s): text waits at "
+        "most 0.5 s, so an answer streaming for T s needs at least T / (0.5 s + one token) "
+        f"ChatMessages: {_answer_seconds():.1f} s of answer at {RATE:g} tokens/s -> at least "
+        f"{_answer_seconds() / (0.5 + 1 / RATE):.0f}, before the reasoning, the tools and the end"
+    )
     today = out[names[0]]
     ok = True
     for name in names[1:3]:
@@ -309,6 +352,12 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
         ok = ok and not later
     ok = ok and all(r.same_text and r.status == "completed" for r in rows if r.name != names[-1])
     return 0 if ok else 1
+
+
+def _answer_seconds() -> float:
+    from agent_stream.sources.replay import REPLIES, pick_reply, tokenize
+
+    return len(tokenize(pick_reply(QUESTION, REPLIES).answer)) / RATE
 
 
 def main() -> int:

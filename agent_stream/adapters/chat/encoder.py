@@ -112,7 +112,7 @@ class ChatEncoder:
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
         self._chunking = MessageChunking(
-            conversation, chunker_opts, self._plain, self._plain_order.route, keep=fold and tagged
+            conversation, chunker_opts, self._plain, self._plain_order.route, lean=fold and tagged
         )
         self._policy = ContentPolicy(
             withheld_types, self._chunking, self._plain, self._plain_order.route

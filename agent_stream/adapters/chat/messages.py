@@ -155,8 +155,10 @@ class MessageChunking:
         chunker_opts: the TextChunker's options.
         renderer: renders what an untagged peer sees as text.
         route: takes each group in the order it is made.
-        keep: the peer keeps each stream's text (``keep=1``), so a message_end may leave out
-            extra.content when it is that text; the chunks are kept here too, to compare.
+        lean: the peer reads folds, so it keeps each stream's text (``keep=1``) and a
+            message_end may leave out extra.content when it is that text (the chunks are kept
+            here too, to compare), and it finds a stream by its message's ids: a chunk of a
+            stream already open names those instead of the stream_id.
     """
 
     def __init__(
@@ -165,7 +167,7 @@ class MessageChunking:
         chunker_opts: dict[str, Any],
         renderer: PlainRenderer,
         route: Callable[[Group], None],
-        keep: bool = False,
+        lean: bool = False,
     ) -> None:
         from agent_stream.chunking import TextChunker
 
@@ -174,7 +176,7 @@ class MessageChunking:
         self._chunker_opts = chunker_opts
         self._renderer = renderer
         self._route = route
-        self._keep = keep
+        self._lean = lean
         self.live: dict[MessageKey, MessageState] = {}  # messages holding a chunker
 
     def buffer(self, u: MessageState, piece: str, now: float) -> None:
@@ -246,7 +248,12 @@ class MessageChunking:
             assert u.stream_id is not None
             if u.text is not None:
                 u.text.append(text)
-            meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
+            if self._lean:
+                meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "message_id": u.message_id}
+                if u.thread_id:
+                    meta["thread_id"] = u.thread_id
+            else:
+                meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
             self.emit(u, Group(meta, [item], owner=u.key, needs_turn=True))
             return
         if u.stream_id is None:
@@ -258,7 +265,7 @@ class MessageChunking:
         if u.block_id:
             meta["block_id"] = u.block_id
         meta["type"] = u.type
-        if self._keep:
+        if self._lean:
             meta[KEEP_KEY] = "1"
             u.text = [text]
         u.open = True

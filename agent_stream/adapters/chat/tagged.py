@@ -255,6 +255,9 @@ class TaggedDecoder:
         out: list[Message],
     ) -> None:
         stream_id = meta.get("stream_id")
+        if stream_id is None and "message_id" in meta:  # to an asker that reads folds: named
+            # by its message (the stream_id derives from the conversation and the message's ids)
+            stream_id = str(stream_id_for(conv.key[1], meta.get("thread_id"), meta["message_id"]))
         stream = peer.streams.get(stream_id) if stream_id is not None else None
         if stream is None:
             if stream_id is not None and self._state.refused.has(peer.sender, stream_id):
