@@ -23,7 +23,8 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
                     ``text``: a whole text message, its content the TextContent after it;
                     ``message``: a Message carried in the metadata itself (items after it are
                     only a rendering for plain peers); ``end``: only ends stream ``stream_id``
-``stream_id``       the chat stream of a ``chunk``/``end`` group
+``stream_id``       the chat stream of a ``chunk``/``end`` group (to an asker that reads folds, a
+                    chunk of a stream already open names its message's ids instead)
 ``message_id``, ``thread_id``, ``block_id``, ``type``   the Message's fields
 ``props``           the Message's props as JSON (``message`` groups)
 ``delta``, ``type_change``   ``"true"`` when set; ``delta_action``, ``delta_path`` when set
