@@ -54,7 +54,7 @@ from uagents_core.contrib.protocols.chat import (
 from uagents_core.identity import Identity
 
 QUESTION = "How do agents stream their output?"
-RATE = 60.0  # the replay model's default pace (serve's --rate default)
+RATE = 60.0  # the replay model's default pace (serve's --rate default); --rate changes it
 
 
 # -- the senders (subprocesses) -------------------------------------------------------------------
@@ -76,7 +76,7 @@ def run_sender(args: argparse.Namespace) -> int:
             await ctx.send(sender, ChatMessage(content=[StartStreamContent(stream_id=sid)]))
             for i, tok in enumerate(tokens):
                 await ctx.send(sender, ChatMessage(content=[TextContent(text=tok)]))
-                delay = start + (i + 1) / RATE - time.monotonic()
+                delay = start + (i + 1) / args.rate - time.monotonic() if args.rate else 0.0
                 if delay > 0:
                     await asyncio.sleep(delay)
             await ctx.send(sender, ChatMessage(content=[EndStreamContent(stream_id=sid)]))
@@ -97,7 +97,7 @@ def run_sender(args: argparse.Namespace) -> int:
         from agent_stream.sources.replay import ReplayModel
         from agent_stream.uagents import StreamingChat
 
-        model = ReplayModel(rate=RATE)
+        model = ReplayModel(rate=args.rate)
 
         async def respond(request: Any, out: Any) -> None:
             await model(request.text, out)
@@ -303,7 +303,7 @@ def ask_all(
 def report(rows: list[Row], args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(r.name for r in rows))
     print(
-        f"wire bytes per reply: the replay model's reply with reasoning at {RATE:g} tokens/s, "
+        f"wire bytes per reply: the replay model's reply with reasoning at {args.rate:g} tokens/s, "
         f"asked {args.runs}x (medians); fuller = chunker max_delay {args.max_delay:g} s, "
         f"min_chars {args.min_chars}, max_chars {args.max_chars}"
     )
@@ -332,12 +332,14 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
         print(
             f"{name:<44}" + "".join(f"{med(r.parts[p] for r in rs) / 1000:>12.1f}" for p in PARTS)
         )
-    print(
-        "  the envelopes' floor at the chat chunker's default max_delay (0.5 s): text waits at "
-        "most 0.5 s, so an answer streaming for T s needs at least T / (0.5 s + one token) "
-        f"ChatMessages: {_answer_seconds():.1f} s of answer at {RATE:g} tokens/s -> at least "
-        f"{_answer_seconds() / (0.5 + 1 / RATE):.0f}, before the reasoning, the tools and the end"
-    )
+    if args.rate > 0:
+        print(
+            "  the envelopes' floor at the chat chunker's default max_delay (0.5 s): text waits at "
+            "most 0.5 s, so an answer streaming for T s needs at least T / (0.5 s + one token) "
+            f"ChatMessages: {_answer_seconds(args.rate):.1f} s of answer at {args.rate:g} tokens/s -> "
+            f"at least {_answer_seconds(args.rate) / (0.5 + 1 / args.rate):.0f}, before the reasoning, "
+            "the tools and the end"
+        )
     today = out[names[0]]
     ok = True
     for name in names[1:3]:
@@ -354,15 +356,18 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _answer_seconds() -> float:
+def _answer_seconds(rate: float) -> float:
     from agent_stream.sources.replay import REPLIES, pick_reply, tokenize
 
-    return len(tokenize(pick_reply(QUESTION, REPLIES).answer)) / RATE
+    return len(tokenize(pick_reply(QUESTION, REPLIES).answer)) / rate
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=1, help="asks per responder (medians reported)")
+    p.add_argument(
+        "--rate", type=float, default=RATE, help="model tokens per second (0: as fast as it can)"
+    )
     p.add_argument("--max-delay", type=float, default=1.2, help="fuller: chunker max_delay")
     p.add_argument("--min-chars", type=int, default=400, help="fuller: chunker min_chars")
     p.add_argument("--max-chars", type=int, default=800, help="fuller: chunker max_chars")
@@ -396,6 +401,8 @@ def main() -> int:
                     "agent_stream",
                     "serve",
                     "--reasoning",
+                    "--rate",
+                    str(args.rate),
                     "--port",
                     str(serve_port),
                     "--seed",
@@ -446,6 +453,8 @@ def main() -> int:
                     str(args.min_chars),
                     "--max-chars",
                     str(args.max_chars),
+                    "--rate",
+                    str(args.rate),
                 ]
                 sproc, address = _spawn(cmd, env, tmp)
                 procs.append(sproc)
