@@ -19,14 +19,19 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
                     decoder orders ChatMessages per (sender, conversation)
 ``op``              ``chunk``: the TextContent after it is a text chunk of stream ``stream_id``
                     (the group that opens the stream also has the message's ids and type);
+                    ``fold``: a folded message or run of groups (see Folding below);
                     ``text``: a whole text message, its content the TextContent after it;
                     ``message``: a Message carried in the metadata itself (items after it are
                     only a rendering for plain peers); ``end``: only ends stream ``stream_id``
-``stream_id``       the chat stream of a ``chunk``/``end`` group
+``stream_id``       the chat stream of a ``chunk``/``end`` group (to an asker that reads folds, a
+                    chunk of a stream already open names its message's ids instead)
 ``message_id``, ``thread_id``, ``block_id``, ``type``   the Message's fields
 ``props``           the Message's props as JSON (``message`` groups)
 ``delta``, ``type_change``   ``"true"`` when set; ``delta_action``, ``delta_path`` when set
 ``message_metadata``         the Message's metadata (timestamp, sequence, trace_id) as JSON
+``parts``           (``fold`` groups) the folded Messages' fields and chunk types (:mod:`.fold`)
+``keep``, ``extra``  ``keep=1``: the decoder keeps the stream's text; ``extra=stream``: the
+                    message_end's extra.content, left out, is that text
 ==================  ==========================================================================
 
 Delivery ops (:mod:`.delivery`; docs/delivery.md): a ChatMessage holding one tagged
@@ -62,6 +67,11 @@ What a plain peer (one that ignores streams and metadata) sees, concatenating Te
   new type, with the text already sent as its content; if nothing was sent yet, the message is
   withheld whole); a change from a withheld type to text starts the message afresh (the withheld
   content is not revealed).
+
+Folding (:mod:`.fold`): to an asker whose tag says ``fold=1`` (:func:`request_tags` does), a
+message complete when its ChatMessage is cut goes as one group, ``op`` ``fold``, and each run of
+metadata-only groups as one; the decoder gives exactly the Messages the unfolded groups give.
+Nothing waits to fold. Others get the unfolded form.
 
 Without tag support declared by the recipient, streams are serialised (one open at a time, other
 messages' text waits, order within each message kept). With it, they interleave as produced.

@@ -25,6 +25,7 @@ from uagents_core.contrib.protocols.chat import (
     TextContent,
 )
 
+from agent_stream.adapters.chat.fold import fold_groups
 from agent_stream.adapters.chat.wire import (
     EPOCH,
     OP_END,
@@ -46,6 +47,7 @@ class Batcher:
         deterministic: msg_ids derived from the conversation and sequence number, and a fixed
             timestamp.
         clock: the UTC time stamped on ChatMessages otherwise (None: the system's).
+        fold: each message complete when a ChatMessage is cut goes folded (:mod:`.fold`).
         text_first: a plain asker's: a ChatMessage goes only with text or a resource in it
             (or when forced, at the reply's end); ``meta_delay`` does not apply.
     """
@@ -58,10 +60,12 @@ class Batcher:
         deterministic: bool = False,
         clock: Callable[[], datetime] | None = None,
         text_first: bool = False,
+        fold: bool = False,
     ) -> None:
         self.conversation = conversation
         self.meta_delay = meta_delay
         self.text_first = text_first
+        self.fold = fold
         self._deterministic = deterministic
         self._clock = clock
         self._pending: list[Group] = []  # groups for the next ChatMessage, in wire order
@@ -113,6 +117,8 @@ class Batcher:
         return [self._chat_message(self._content(pending))]
 
     def _content(self, groups: list[Group]) -> list[Any]:
+        if self.fold and len(groups) > 1:
+            groups = fold_groups(groups)
         content: list[Any] = []
         first = True
         for group in groups:

@@ -25,6 +25,8 @@ from agent_stream.adapters.chat.render import PlainRenderer, error_line, message
 from agent_stream.adapters.chat.wire import (
     CHANNEL_OF_TYPE,
     CHAT_CHUNKER_DEFAULTS,
+    EXTRA_KEY,
+    EXTRA_STREAM,
     STREAM_TYPES,
     Group,
     MessageKey,
@@ -59,6 +61,8 @@ class ChatEncoder:
             at once; poll at :attr:`next_deadline` for them to go on time), for a tagged
             asker; a plain one gets text in every ChatMessage (its bookkeeping waits for the
             next text, or the reply's end).
+        fold: the recipient decodes folded items (its tag says ``fold=1``; only with
+            ``tagged``): a message complete when its ChatMessage is cut goes as one group.
         deterministic: ChatMessage msg_ids derived from the conversation and sequence number
             and a fixed timestamp (reproducible output).
         clock: the UTC time stamped on ChatMessages (None: the system's).
@@ -73,6 +77,7 @@ class ChatEncoder:
         session: bool = False,
         chunker: dict[str, Any] | None = None,
         meta_delay: float = 0.1,
+        fold: bool = False,
         deterministic: bool = False,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -102,11 +107,12 @@ class ChatEncoder:
             deterministic=deterministic,
             clock=clock,
             text_first=not tagged,
+            fold=fold and tagged,
         )
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
         self._chunking = MessageChunking(
-            conversation, chunker_opts, self._plain, self._plain_order.route
+            conversation, chunker_opts, self._plain, self._plain_order.route, lean=fold and tagged
         )
         self._policy = ContentPolicy(
             withheld_types, self._chunking, self._plain, self._plain_order.route
@@ -300,7 +306,7 @@ class ChatEncoder:
             u.withheld = True
             self._policy.withheld_seen.add(u.type)
             return
-        group = Group(message_meta(msg), [], owner=key)
+        group = Group(message_meta(msg), [], owner=key, part="start")
         if u.type in STREAM_TYPES and not u.sent and u.deferred is None:
             u.deferred = group  # goes out with the first chunk
         else:
@@ -332,8 +338,19 @@ class ChatEncoder:
         else:
             count = u.wire_chunks
         props = dict(msg.props or {})
-        props["data"] = {**data, "chunk_count": count}
-        group = Group(message_meta(msg, props), [], owner=u.key)
+        end_data = props["data"] = {**data, "chunk_count": count}
+        kept = u.text
+        elide = (
+            kept is not None
+            and u.open
+            and next(reversed(end_data)) == EXTRA_KEY
+            and end_data[EXTRA_KEY] == {"content": "".join(kept)}
+        )
+        if elide:  # the text carried twice: the peer kept it, and puts it back
+            del end_data[EXTRA_KEY]
+        group = Group(message_meta(msg, props), [], owner=u.key, part="end")
+        if elide:
+            group.meta[EXTRA_KEY] = EXTRA_STREAM
         if u.open:
             self._chunking.end_item(u, group)
         self._chunking.emit(u, group)

@@ -20,7 +20,14 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream.adapters.chat.cards import CardResponse, card_response_from
-from agent_stream.adapters.chat.wire import ACKS_KEY, ACKS_MANY, CONTROL_OPS, TAG_KEY, content_class
+from agent_stream.adapters.chat.wire import (
+    ACKS_KEY,
+    ACKS_MANY,
+    CONTROL_OPS,
+    FOLD_KEY,
+    TAG_KEY,
+    content_class,
+)
 
 __all__ = ["Incoming", "read_chat"]
 
@@ -71,6 +78,11 @@ class Incoming:
     def coalesced_acks(self) -> bool:
         """A tagged question asking for coalesced acknowledgements (``acks=many``)."""
         return self.tag.get(ACKS_KEY) == ACKS_MANY
+
+    @property
+    def reads_folds(self) -> bool:
+        """A tagged question whose asker decodes folded items (``fold=1``; see .fold)."""
+        return self.tag.get(FOLD_KEY) == "1"
 
     @property
     def channels(self) -> frozenset[str]:

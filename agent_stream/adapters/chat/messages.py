@@ -15,6 +15,7 @@ from uagents_core.contrib.protocols.chat import EndStreamContent, StartStreamCon
 
 from agent_stream.adapters.chat.render import PlainRenderer
 from agent_stream.adapters.chat.wire import (
+    KEEP_KEY,
     OP_CHUNK,
     OP_END,
     OP_MESSAGE,
@@ -56,6 +57,7 @@ class MessageState:
         "sent",
         "shown",
         "stream_id",
+        "text",
         "text_ok",
         "thread_id",
         "type",
@@ -80,6 +82,7 @@ class MessageState:
         self.received = 0  # content chunks fed
         self.wire_chunks = 0  # content chunks the decoder will rebuild
         self.text_ok = True  # props.content is a string or absent: string appends can merge
+        self.text: list[str] | None = None  # its stream's chunks, when the peer keeps them too
 
 
 def text_append(msg: Message) -> str | None:
@@ -152,6 +155,10 @@ class MessageChunking:
         chunker_opts: the TextChunker's options.
         renderer: renders what an untagged peer sees as text.
         route: takes each group in the order it is made.
+        lean: the peer reads folds, so it keeps each stream's text (``keep=1``) and a
+            message_end may leave out extra.content when it is that text (the chunks are kept
+            here too, to compare), and it finds a stream by its message's ids: a chunk of a
+            stream already open names those instead of the stream_id.
     """
 
     def __init__(
@@ -160,6 +167,7 @@ class MessageChunking:
         chunker_opts: dict[str, Any],
         renderer: PlainRenderer,
         route: Callable[[Group], None],
+        lean: bool = False,
     ) -> None:
         from agent_stream.chunking import TextChunker
 
@@ -168,6 +176,7 @@ class MessageChunking:
         self._chunker_opts = chunker_opts
         self._renderer = renderer
         self._route = route
+        self._lean = lean
         self.live: dict[MessageKey, MessageState] = {}  # messages holding a chunker
 
     def buffer(self, u: MessageState, piece: str, now: float) -> None:
@@ -237,7 +246,14 @@ class MessageChunking:
         item = self._renderer.text_item(text)
         if u.open:
             assert u.stream_id is not None
-            meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
+            if u.text is not None:
+                u.text.append(text)
+            if self._lean:
+                meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "message_id": u.message_id}
+                if u.thread_id:
+                    meta["thread_id"] = u.thread_id
+            else:
+                meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
             self.emit(u, Group(meta, [item], owner=u.key, needs_turn=True))
             return
         if u.stream_id is None:
@@ -249,6 +265,9 @@ class MessageChunking:
         if u.block_id:
             meta["block_id"] = u.block_id
         meta["type"] = u.type
+        if self._lean:
+            meta[KEEP_KEY] = "1"
+            u.text = [text]
         u.open = True
         start = StartStreamContent.construct(type="start-stream", stream_id=u.stream_id)
         self.emit(u, Group(meta, [start, item], owner=u.key, opens=True))

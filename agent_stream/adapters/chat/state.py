@@ -20,6 +20,9 @@ __all__ = ["Conversation", "DecoderState", "OpenStream", "PeerState", "ReplySize
 OVER = -1  # a message's byte count once it went past max_message_bytes
 
 
+_KEPT_COST = 64  # a kept chunk beyond its text: its str object and list slot
+
+
 @dataclass(slots=True, eq=False)
 class OpenStream:
     """An open chat stream: the message its text belongs to, and what it has received.
@@ -34,6 +37,8 @@ class OpenStream:
         conversation: the conversation it belongs to (None: untagged).
         bytes: UTF-8 bytes of text received.
         chunks: text chunks received.
+        kept: its text so far, kept when its opening group says ``keep`` (its message_end
+            then leaves extra.content out); None: not kept.
     """
 
     stream_id: str
@@ -47,6 +52,8 @@ class OpenStream:
     bytes: int = 0
     chunks: int = 0
     rejected: bool = False  # over a limit: the rest of its text is dropped
+    kept: list[str] | None = None  # its text, kept to rebuild its message_end (``keep``)
+    kept_cost: int = 0  # what ``kept`` counts against max_kept_bytes_total
     announced: bool = False  # message_start emitted (untagged streams)
 
 
@@ -118,6 +125,7 @@ class DecoderState:
         self._streams: dict[tuple[str, str], None] = {}  # open streams, oldest first
         self._conversations: dict[tuple[str, str], None] = {}  # oldest first
         self._seen_shed = 0
+        self.kept_bytes = 0  # stream text kept in all (max_kept_bytes_total)
 
     # -- senders --------------------------------------------------------------------------------
     def sender_key(self, sender: str) -> str:
@@ -164,8 +172,9 @@ class DecoderState:
         self.refused.forget(sender)
         if peer is None:
             return
-        for stream_id in peer.streams:
+        for stream_id, stream in peer.streams.items():
             self._streams.pop((sender, stream_id), None)
+            self.release_kept(stream)
         for conv in list(peer.conversations.values()):
             self._drop_conversation(peer, conv)
 
@@ -269,4 +278,39 @@ class DecoderState:
             stream_id: the chat stream's id.
         """
         self._streams.pop((peer.sender, stream_id), None)
-        return peer.streams.pop(stream_id, None)
+        stream = peer.streams.pop(stream_id, None)
+        if stream is not None:
+            self.release_kept(stream)
+        return stream
+
+    def keep(self, stream: OpenStream, text: str, n: int) -> None:
+        """Keep a stream's text to rebuild its message_end (it stops keeping past
+        max_kept_bytes_total: its message_end then goes without the text, warned).
+
+        Args:
+            stream: the open stream, keeping its text.
+            text: its next chunk.
+            n: the chunk's UTF-8 bytes.
+        """
+        kept = stream.kept
+        if kept is None:
+            return
+        cost = n + _KEPT_COST
+        if self.kept_bytes + cost > self.limits.max_kept_bytes_total:
+            self.release_kept(stream)
+            stream.kept = None
+            return
+        kept.append(text)
+        stream.kept_cost += cost
+        self.kept_bytes += cost
+
+    def release_kept(self, stream: OpenStream) -> None:
+        """Forget the text a stream kept.
+
+        Args:
+            stream: the stream.
+        """
+        self.kept_bytes -= stream.kept_cost
+        stream.kept_cost = 0
+        if stream.kept is not None:
+            stream.kept = []

@@ -27,7 +27,7 @@ from agent_stream.adapters.chat.state import (
     PeerState,
     ReplySize,
 )
-from agent_stream.adapters.chat.wire import MEDIA_TYPES, MessageKey, utf8_size
+from agent_stream.adapters.chat.wire import KEEP_KEY, MEDIA_TYPES, MessageKey, utf8_size
 from agent_stream.message import AUDIO, EVENT, MESSAGE_END, MESSAGE_START, TEXT, VIDEO, Message
 
 __all__ = ["StreamDecoder"]
@@ -106,6 +106,8 @@ class StreamDecoder:
                 conversation,
                 now,
             )
+            if tagged_meta.get(KEEP_KEY) == "1":
+                stream.kept = []
         else:
             stream = OpenStream(stream_id, self._next_id(), None, None, TEXT, False, None, now)
             stream.announced = True
@@ -212,6 +214,8 @@ class StreamDecoder:
             return
         stream.bytes += n
         stream.chunks += 1
+        if stream.kept is not None:
+            self.state.keep(stream, text, n)
         out.append(
             Message.model_construct(
                 type=stream.type,

@@ -8,6 +8,8 @@ itself; the items after it are only a rendering for plain peers) or ``end``; an 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError as _V2ValidationError
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
@@ -19,17 +21,22 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream import jsontext
+from agent_stream.adapters.chat.fold import FOLD_IDS, JSON_FIELDS, read_parts
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.wire import (
+    EXTRA_KEY,
+    EXTRA_STREAM,
     OP_CHUNK,
     OP_END,
+    OP_FOLD,
     OP_KEEPALIVE,
     OP_MESSAGE,
     OP_TEXT,
     TAG_KEY,
     content_class,
+    stream_id_for,
     utf8_size,
 )
 from agent_stream.message import EVENT, STREAM_END, TEXT, Message, Metadata
@@ -70,7 +77,8 @@ class TaggedDecoder:
         meta: dict[str, str] | None = None
         op: str | None = None
         text_parts: list[str] = []
-        for item in chat.content:
+        content = chat.content
+        for index, item in enumerate(content):
             try:
                 kind = content_class(item)
                 if kind is TextContent:
@@ -80,7 +88,8 @@ class TaggedDecoder:
                         text_parts.append(item.text)
                     elif op is None:
                         streams.untagged_text(peer, item.text, now, out)
-                    # OP_MESSAGE: a rendering for plain peers; the metadata is authoritative
+                    # OP_MESSAGE: a rendering for plain peers; the metadata is authoritative;
+                    # OP_FOLD: read with its group
                 elif kind is MetadataContent:
                     md = item.metadata
                     if TAG_KEY not in md:
@@ -94,12 +103,14 @@ class TaggedDecoder:
                         op = _UNKNOWN_OP
                     elif op == OP_MESSAGE:
                         self._message(peer, conv_id, conv, md, out)
+                    elif op == OP_FOLD:
+                        self._fold(peer, conv_id, conv, md, _texts_after(content, index), out)
                     elif op == OP_KEEPALIVE:
                         conv.keepalives += 1
                         high = seq_number(md.get("high"))
                         if high is not None and not conv.finished:
                             conv.order.announce(high, now)
-                    elif op not in (OP_CHUNK, OP_TEXT, OP_END):
+                    elif op not in (OP_CHUNK, OP_TEXT, OP_END, OP_FOLD):
                         self._warnings.add("bad_metadata", f"unknown op {op!r}; group ignored")
                         op = _UNKNOWN_OP
                 elif kind is StartStreamContent:
@@ -119,6 +130,108 @@ class TaggedDecoder:
                 self._warnings.add("bad_input", f"{type(exc).__name__}: {exc}")
         if op == OP_TEXT and meta is not None:
             self._text(conv, meta, "".join(text_parts), out)
+
+    def _fold(
+        self,
+        peer: PeerState,
+        conv_id: str,
+        conv: Conversation,
+        md: dict[str, str],
+        texts: list[str],
+        out: list[Message],
+    ) -> None:
+        """Decode a folded group into the Messages its unfolded groups give (see .fold)."""
+        try:
+            parts = read_parts(md.get("parts"))
+        except ValueError as exc:
+            self._warnings.add(
+                "bad_metadata",
+                f"fold group unreadable: {exc}",
+                md.get("message_id"),
+                md.get("thread_id"),
+            )
+            return
+        ids = {k: md[k] for k in FOLD_IDS if k in md}
+        message_id = ids.get("message_id")
+        thread_id = ids.get("thread_id")
+        limits = self._state.limits
+        streamed = 0  # the text's UTF-8 bytes, as its chat stream would have counted them
+        rejected = False
+        next_text = iter(texts)
+        folded_text: str | None = None
+        for part in parts:
+            if isinstance(part, dict):
+                fields = {**ids, **{k: v for k, v in part.items() if k not in JSON_FIELDS}}
+                if self._ids_ok(fields):
+                    if fields.get(EXTRA_KEY) == EXTRA_STREAM and folded_text is None:
+                        folded_text = "".join(texts)
+                    self._message(peer, conv_id, conv, fields, out, part, folded_text)
+                continue
+            if len(part) > limits.max_id_chars:
+                self._warnings.add(
+                    "bad_metadata", "fold group: a text part's type is too long", message_id
+                )
+                return
+            text = next(next_text, None)
+            if text is None:
+                self._warnings.add(
+                    "bad_metadata",
+                    "fold group: a text part without its text",
+                    message_id,
+                    thread_id,
+                )
+                return
+            if message_id is None:
+                self._warnings.add("bad_metadata", "fold group: a text part without a message")
+                return
+            if rejected:
+                continue
+            n = utf8_size(text)
+            if streamed + n > limits.max_stream_bytes:
+                rejected = True
+                self._warnings.add(
+                    "stream_too_large",
+                    f"stream exceeds max_stream_bytes={limits.max_stream_bytes}; "
+                    "the rest of it is dropped",
+                    message_id,
+                    thread_id,
+                )
+                continue
+            if not self._streams.count(conv, (thread_id, message_id), n):
+                rejected = True
+                continue
+            streamed += n
+            out.append(
+                Message.model_construct(
+                    type=part,
+                    props={"content": text},
+                    message_id=message_id,
+                    block_id=ids.get("block_id"),
+                    thread_id=thread_id,
+                    delta=True,
+                )
+            )
+
+    def _rebuild(self, peer: PeerState, conv_id: str, msg: Message, text: str | None) -> None:
+        """Put back the extra.content a message_end left out: its stream's text (kept by the
+        decoder) or its folded message's."""
+        data = (msg.props or {}).get("data")
+        if not isinstance(data, dict) or EXTRA_KEY in data:
+            raise ValueError("extra=stream on a message without data, or with extra")
+        if text is None:
+            sid = str(stream_id_for(conv_id, msg.thread_id, msg.message_id))
+            stream = peer.streams.get(sid)
+            if stream is None or stream.kept is None:
+                self._warnings.add(
+                    "message_too_large",
+                    "the text of message_end's extra.content was not kept "
+                    f"(max_kept_bytes_total={self._state.limits.max_kept_bytes_total}); left out",
+                    msg.message_id,
+                    msg.thread_id,
+                )
+                return
+            text = "".join(stream.kept)
+        data[EXTRA_KEY] = {"content": text}
 
     def _ids_ok(self, md: dict[str, str]) -> bool:
         """Whether every id of a group is at most max_id_chars long (else a warning)."""
@@ -142,6 +255,9 @@ class TaggedDecoder:
         out: list[Message],
     ) -> None:
         stream_id = meta.get("stream_id")
+        if stream_id is None and "message_id" in meta:  # to an asker that reads folds: named
+            # by its message (the stream_id derives from the conversation and the message's ids)
+            stream_id = str(stream_id_for(conv.key[1], meta.get("thread_id"), meta["message_id"]))
         stream = peer.streams.get(stream_id) if stream_id is not None else None
         if stream is None:
             if stream_id is not None and self._state.refused.has(peer.sender, stream_id):
@@ -185,22 +301,33 @@ class TaggedDecoder:
         conv: Conversation,
         md: dict[str, str],
         out: list[Message],
+        parsed: dict[str, Any] | None = None,
+        text: str | None = None,
     ) -> None:
+        """Decode a ``message`` group (``parsed``: a folded part's JSON fields, already read;
+        ``text``: a folded message's text, for a message_end whose extra.content was left out).
+        """
         message_id = md.get("message_id")
         thread_id = md.get("thread_id")
-        raw = md.get("props")
         # sized before it is parsed: events and messages without id are checked alone
         key = (
             (thread_id, message_id) if message_id is not None and md.get("type") != EVENT else None
         )
+        if parsed is None:
+            raw = md.get("props")
+            mmd = md.get("message_metadata")
+        else:  # the JSON text the unfolded group would have carried, to count the same bytes
+            raw = _json_text(parsed.get("props"))
+            mmd = _json_text(parsed.get("message_metadata"))
         size = utf8_size(raw) if raw else 0
-        mmd = md.get("message_metadata")
         if mmd:
             size += utf8_size(mmd)
         if not self._streams.count(conv, key, size):
             return
         try:
-            msg = _message_of(md, raw)
+            msg = _message_of(md, raw, parsed)
+            if md.get(EXTRA_KEY) == EXTRA_STREAM:
+                self._rebuild(peer, conv_id, msg, text)
         except (KeyError, ValueError, TypeError, _V2ValidationError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc).split("\n")[0]
             self._warnings.add(
@@ -220,12 +347,34 @@ class TaggedDecoder:
         out.append(msg)
 
 
-def _message_of(md: dict[str, str], raw: str | None) -> Message:
-    """The Message a ``message`` group carries (raises on a bad one)."""
-    props = jsontext.loads(raw) if raw is not None else None  # InvalidJSON is a ValueError
+def _json_text(value: Any) -> str | None:
+    return None if value is None else jsontext.dumps(value)
+
+
+def _texts_after(content: list[Any], index: int) -> list[str]:
+    """The texts of the TextContent items after item ``index``, up to the next tagged group."""
+    texts: list[str] = []
+    for item in content[index + 1 :]:
+        kind = content_class(item)
+        if kind is TextContent:
+            texts.append(item.text)
+        elif kind is MetadataContent and TAG_KEY in item.metadata:
+            break
+    return texts
+
+
+def _message_of(md: dict[str, str], raw: str | None, parsed: dict[str, Any] | None) -> Message:
+    """The Message a ``message`` group (or a folded part, ``parsed``) carries (raises on a bad
+    one)."""
+    if parsed is None:
+        props = jsontext.loads(raw) if raw is not None else None  # InvalidJSON is a ValueError
+        mmd_raw = md.get("message_metadata")
+        mmd = jsontext.loads(mmd_raw) if mmd_raw else None
+    else:
+        props = parsed.get("props")
+        mmd = parsed.get("message_metadata")
     if props is not None and not isinstance(props, dict):
         raise ValueError("props is not a JSON object")
-    mmd = md.get("message_metadata")
     return Message(
         type=md["type"],
         props=props,
@@ -236,5 +385,5 @@ def _message_of(md: dict[str, str], raw: str | None) -> Message:
         delta_path=md.get("delta_path"),
         delta_action=md.get("delta_action"),  # type: ignore[arg-type]  # validated
         type_change=md.get("type_change") == "true",
-        metadata=Metadata.model_validate(jsontext.loads(mmd)) if mmd else None,
+        metadata=Metadata.model_validate(mmd) if mmd else None,
     )

@@ -29,11 +29,16 @@ __all__ = [
     "CHANNEL_OF_TYPE",
     "CHAT_CHUNKER_DEFAULTS",
     "CONTROL_OPS",
+    "EXTRA_KEY",
+    "EXTRA_STREAM",
+    "FOLD_KEY",
     "HISTORY_KEY",
+    "KEEP_KEY",
     "MEDIA_TYPES",
     "OP_CANCEL",
     "OP_CHUNK",
     "OP_END",
+    "OP_FOLD",
     "OP_KEEPALIVE",
     "OP_MESSAGE",
     "OP_RESEND",
@@ -68,6 +73,8 @@ PROTOCOL_VERSION = "1"
 # A question's tag saying its asker reads coalesced acknowledgements (see adapters.chat.acks).
 ACKS_KEY = "acks"
 ACKS_MANY = "many"
+# A question's tag saying its asker decodes folded items (``op`` ``fold``; see .fold).
+FOLD_KEY = "fold"
 
 # Types whose content is the user-facing text: streamed as TextContent.
 STREAM_TYPES = frozenset((TEXT, REFUSAL))
@@ -85,6 +92,12 @@ OP_CHUNK = "chunk"
 OP_TEXT = "text"
 OP_MESSAGE = "message"
 OP_END = "end"
+OP_FOLD = "fold"  # a message complete at cut time: its start, deltas and end in one group
+# To an asker that reads folds: a stream's opening group says ``keep=1`` (the decoder keeps its
+# text) and its message_end's group ``extra=stream`` when extra.content, left out, is that text.
+KEEP_KEY = "keep"
+EXTRA_KEY = "extra"
+EXTRA_STREAM = "stream"
 # Delivery ops: a ChatMessage of one unnumbered tagged MetadataContent naming a conversation.
 OP_KEEPALIVE = "keepalive"  # responder -> asker: the reply is open; ``high``: last seq sent
 OP_RESEND = "resend"  # asker -> responder: send ``from``..``to`` again (no ``to``: to the end)
@@ -142,9 +155,11 @@ class Group:
             is open (always so when it opens or closes a stream).
         opens: it starts its message's chat stream.
         closes: it ends its message's chat stream.
+        part: ``"start"``/``"end"`` when it carries its message's message_start/message_end
+            (what a fold looks for), else None.
     """
 
-    __slots__ = ("closes", "items", "meta", "needs_turn", "opens", "owner")
+    __slots__ = ("closes", "items", "meta", "needs_turn", "opens", "owner", "part")
 
     def __init__(
         self,
@@ -154,8 +169,10 @@ class Group:
         needs_turn: bool = False,
         opens: bool = False,
         closes: bool = False,
+        part: str | None = None,
     ) -> None:
         self.meta = meta
+        self.part = part
         self.items = items
         self.owner = owner
         self.needs_turn = needs_turn or opens or closes
@@ -204,7 +221,8 @@ def request_tags(
     """The MetadataContent an asker adds to its request to declare it understands tags.
 
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
-    ``acks=many``: the asker reads coalesced acknowledgements (:mod:`.acks`).
+    ``acks=many``: the asker reads coalesced acknowledgements (:mod:`.acks`); ``fold=1``: it
+    decodes folded items (:mod:`.fold`).
     ``chain`` (key ``chain``, comma-separated): the agents that asked so far, origin first,
     the asker last, when the request delegates part of another (see :mod:`agent_stream.relay`);
     ``max_hops`` (key ``max_hops``): the hop limit that travels with it. ``history`` (key
@@ -219,7 +237,7 @@ def request_tags(
         max_hops: the hop limit that travels with the chain (None: not sent).
         history: the conversation so far, as JSON (None: not sent).
     """
-    md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags", ACKS_KEY: ACKS_MANY}
+    md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags", ACKS_KEY: ACKS_MANY, FOLD_KEY: "1"}
     if history is not None:
         md[HISTORY_KEY] = history
     chans = sorted(set(channels))

@@ -46,6 +46,7 @@ SMALL = DecoderLimits(
     max_reply_bytes=32 * 2**10,
     max_id_chars=48,
     max_warnings=32,
+    max_kept_bytes_total=16 * 2**10,
 )
 
 KINDS = [
@@ -130,7 +131,8 @@ class Traffic:
         mid = "M" * id_len
         items: list[Any] = []
         if kind == "chunk":
-            md.update(op="chunk", stream_id=str(stream_id), message_id=mid, type="text")
+            # keep=1: the decoder keeps the stream's text (capped by max_kept_bytes_total)
+            md.update(op="chunk", stream_id=str(stream_id), message_id=mid, type="text", keep="1")
             items = [
                 StartStreamContent.construct(type="start-stream", stream_id=stream_id),
                 TextContent.construct(type="text", text=_text(size)),
