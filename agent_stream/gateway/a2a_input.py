@@ -112,19 +112,39 @@ class FollowUps(_handler_base()):  # type: ignore[misc]
             self.task_store.release(context)
 
     async def on_create_task_push_notification_config(self, params: Any, context: Any) -> Any:
-        """Push notifications are not offered (the SDK's own check logs it as an error)."""
+        """Push notifications are not offered (the SDK's own check logs it as an error).
+
+        Args:
+            params: the request's parameters.
+            context: the SDK's call context.
+        """
         raise _no_push()
 
     async def on_get_task_push_notification_config(self, params: Any, context: Any) -> Any:
-        """Push notifications are not offered."""
+        """Push notifications are not offered.
+
+        Args:
+            params: the request's parameters.
+            context: the SDK's call context.
+        """
         raise _no_push()
 
     async def on_list_task_push_notification_configs(self, params: Any, context: Any) -> Any:
-        """Push notifications are not offered."""
+        """Push notifications are not offered.
+
+        Args:
+            params: the request's parameters.
+            context: the SDK's call context.
+        """
         raise _no_push()
 
     async def on_delete_task_push_notification_config(self, params: Any, context: Any) -> None:
-        """Push notifications are not offered."""
+        """Push notifications are not offered.
+
+        Args:
+            params: the request's parameters.
+            context: the SDK's call context.
+        """
         raise _no_push()
 
     async def check_follow_up(self, params: Any, context: Any) -> None:

@@ -223,7 +223,7 @@ class ChatApprovals:
     waiting: RecentMap[tuple[str, str], Paused] = field(
         default_factory=lambda: RecentMap(MAX_PAUSED)
     )
-    _watching: dict[asyncio.Task[None], tuple[str, Run]] = field(default_factory=dict)
+    _watching: dict[asyncio.Task[None], tuple[str, Run]] = field(default_factory=dict, init=False)
 
     def put(self, paused: Paused) -> None:
         """Remember a pause (again, when its answer could not be asked).

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from chat_streams import CHUNKERS, hierarchical_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chat_roundtrip_props import CHUNKERS, hierarchical_streams
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     MetadataContent,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from test_outgoing import PEER, Wire
+from pump_wire import PEER, Wire
 
 from agent_stream.adapters.chat import ChatEncoder
 from agent_stream.uagents._clock import DrivenClock

@@ -10,13 +10,13 @@ import json
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from inprocess_agents import Pair
+from lane_helpers import A, B, post
 from uagents.communication import Dispenser
 from uagents_core.envelope import Envelope
 from uagents_core.identity import Identity
@@ -27,11 +27,7 @@ from agent_stream.uagents import StreamingChat
 from agent_stream.uagents._protection import protect
 from agent_stream.uagents.local._agents import LocalAgent, NoRegistration, free_port
 from agent_stream.uagents.local._directory import LocalResolver
-from agent_stream.uagents.transport._lanes import CHAT_DIGESTS, LaneLimits, PeerDispenser
-
-CHAT = min(CHAT_DIGESTS)
-
-A, B = "agent1" + "a" * 59, "agent1" + "b" * 59
+from agent_stream.uagents.transport._lanes import LaneLimits, PeerDispenser
 
 
 class Sink:
@@ -80,26 +76,6 @@ def hanging() -> Iterator[str]:
         yield f"http://127.0.0.1:{s.getsockname()[1]}/submit"
     finally:
         s.close()
-
-
-def envelope(target: str, payload: str, digest: str = CHAT) -> Envelope:
-    env = Envelope(
-        version=1,
-        sender="agent1" + "s" * 59,
-        target=target,
-        session=uuid.uuid4(),
-        schema_digest=digest,
-    )
-    env.encode_payload(payload)
-    return env
-
-
-def post(
-    d: PeerDispenser, target: str, url: str, payload: str, digest: str = CHAT
-) -> asyncio.Future[Any]:
-    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    d.add_envelope(envelope(target, payload, digest), [url], fut)
-    return fut
 
 
 async def test_other_protocols_keep_the_stock_uagents_sending(sink: Sink, hanging: str) -> None:

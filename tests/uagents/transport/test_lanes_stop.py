@@ -8,7 +8,7 @@ import asyncio
 import socket
 import time
 
-from test_lanes import A, post
+from lane_helpers import A, post
 from uagents_core.types import DeliveryStatus
 
 from agent_stream.uagents.transport._lanes import NOT_SENT, LaneLimits, PeerDispenser
