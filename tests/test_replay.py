@@ -158,12 +158,12 @@ async def test_a_2_mb_one_word_question_never_blocks_the_event_loop_for_long() -
             done = False
             tick = asyncio.create_task(ticker())
             await asyncio.sleep(0.01)
-            started = time.perf_counter()
+            started = time.thread_time()  # CPU time: the machine's load does not count
             t = assemble(await collect(lambda out, q=question: model(q, out)))  # type: ignore[misc]
-            took = time.perf_counter() - started
+            took = time.thread_time() - started
             done = True
             await tick
-            assert t.status == "completed" and took < 3.0  # linear: 2 MB take well under 1 s
+            assert t.status == "completed" and took < 3.0  # linear: 2 MB take well under 1 s of CPU
             assert max(gaps) < 0.05, f"the event loop ran {max(gaps):.3f} s of CPU without yielding"
     finally:
         gc.unfreeze()

@@ -302,7 +302,9 @@ def test_a_killed_responder_is_lost_within_the_idle_timeout(harness: Harness) ->
         code, out, err = ask.finish(timeout=30)
         took = time.monotonic() - killed
     assert code == 1 and "status lost" in err, err
-    assert took < 8.0, took
+    # lost after the 5 s idle timeout, not the reply's 120 s timeout (the slack is for a loaded
+    # machine: the asker's process still has to notice, print and exit)
+    assert took < 5.0 + 10.0, took
     transcript = json.loads(out)
     assert transcript["messages"], out
 
