@@ -273,6 +273,9 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
         found = self._table.get(key)
         if found is None:
             st = self._table.add(_CMsg(key, msg.type, msg.ids(), self.channels))
+        elif found.done:  # it ended: whatever type comes now comes after its message.end
+            self._after_end(msg)
+            return
         elif found.type != msg.type:
             st = self._retype(found, msg, out)
         else:

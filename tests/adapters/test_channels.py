@@ -18,7 +18,7 @@ from agent_stream.adapters.channels import (
 )
 from agent_stream.assemble import assemble
 from agent_stream.commands.formats import encode_channels as cli_encode
-from agent_stream.errors import UsageError, WireError
+from agent_stream.errors import UsageError, WarningCode, WireError
 from agent_stream.message import Message, error, event, loading, text, tool_call
 from agent_stream.writer import StreamWriter, collect
 
@@ -260,6 +260,24 @@ def _run(msgs: list[Message]) -> tuple[list[dict[str, Any]], list[str]]:
     enc = ChannelsEncoder("text,tool,status")
     events = [e for m in msgs for e in enc.feed(m)] + enc.close()
     return events, [w.code for w in enc.drain_warnings()]
+
+
+def test_a_message_of_another_type_after_its_end_sends_nothing_on_any_channel() -> None:
+    # Found by the property test below: a tool result ended by its block, then a tool call
+    # and a tool result with the same ids. Both come after the message's end: warned, not sent
+    # (they reopened it on the tool channel, and the structured one spoke after its end).
+    ids = {"message_id": "M1", "thread_id": "T1"}
+    enc = ChannelsEncoder("text,tool,structured")
+    msgs = [
+        Message(type="tool_result", props={}, **ids),
+        event("block_end"),
+        Message(type="tool_call", props={"id": "c", "name": "late"}, **ids),
+        Message(type="tool_result", props={"content": "late"}, **ids),
+    ]
+    events = [e for m in msgs for e in enc.feed(m)] + enc.close()
+    ended = next(i for i, e in enumerate(events) if e["type"] == "message.end")
+    assert [e for e in events[ended + 1 :] if e["data"].get("message_id") == "M1"] == []
+    assert [w.code for w in enc.drain_warnings()].count(WarningCode.AFTER_END) == 2
 
 
 def test_tool_call_started_waits_for_the_name_and_completed_carries_a_later_one() -> None:
