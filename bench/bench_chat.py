@@ -142,7 +142,10 @@ class Result:
     status: str | None
 
 
-def _spawn(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[subprocess.Popen[str], str]:
+def spawn(
+    cmd: list[str], env: dict[str, str], cwd: str, timeout: float = 30.0
+) -> tuple[subprocess.Popen[str], str]:
+    """Start ``cmd``; returns it and the address of its ``READY <address>`` line."""
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd
     )
@@ -155,7 +158,7 @@ def _spawn(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[subprocess.Po
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while True:
         try:
             line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -163,12 +166,13 @@ def _spawn(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[subprocess.Po
             line = None
         if line is None:
             proc.kill()
-            raise RuntimeError(f"sender {cmd[3:5]} did not start")
+            raise RuntimeError(f"{' '.join(cmd[1:5])} did not start")
         if line.startswith("READY "):
             return proc, line.split()[1]
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM, then kill after 10 s."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -242,12 +246,12 @@ def main() -> int:
                     "--max-coalesce",
                     coalesce,
                 ]
-                proc, address = _spawn(cmd, env, tmp)
+                proc, address = spawn(cmd, env, tmp)
                 senders.append((name, address, endpoint_for(port), proc))
             results = receive(senders, recv_seed, recv_port, text, args.timeout)
         finally:
             for *_, proc in senders:
-                _stop(proc)
+                stop(proc)
             os.chdir(old_cwd)
     return report(results, len(tokens), len(text), args.rate)
 

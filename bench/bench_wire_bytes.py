@@ -28,14 +28,11 @@ import asyncio
 import base64
 import json
 import os
-import queue
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -52,6 +49,10 @@ from uagents_core.contrib.protocols.chat import (
     chat_protocol_spec,
 )
 from uagents_core.identity import Identity
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_chat import spawn, stop
 
 QUESTION = "How do agents stream their output?"
 RATE = 60.0  # the replay model's default pace (serve's --rate default); --rate changes it
@@ -114,42 +115,6 @@ def run_sender(args: argparse.Namespace) -> int:
     print(f"READY {agent.address}", flush=True)
     run_agent(agent)
     return 0
-
-
-def _spawn(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            line = None
-        if line is None:
-            proc.kill()
-            raise RuntimeError(f"{cmd[1:4]} did not start")
-        if line.startswith("READY "):
-            return proc, line.split()[1]
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # -- the asker (this process) ---------------------------------------------------------------------
@@ -456,14 +421,14 @@ def main() -> int:
                     "--rate",
                     str(args.rate),
                 ]
-                sproc, address = _spawn(cmd, env, tmp)
+                sproc, address = spawn(cmd, env, tmp, timeout=120.0)
                 procs.append(sproc)
                 plans.append((name, address, endpoint_for(sport), False))
             _wait_listening(serve_port)
             rows = ask_all(plans, seed, port, args.runs, args.timeout)
         finally:
             for proc in procs:
-                _stop(proc)
+                stop(proc)
             os.chdir(old_cwd)
     return report(rows, args)
 

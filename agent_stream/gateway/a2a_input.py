@@ -120,32 +120,10 @@ class FollowUps(_handler_base()):  # type: ignore[misc]
         """
         raise _no_push()
 
-    async def on_get_task_push_notification_config(self, params: Any, context: Any) -> Any:
-        """Push notifications are not offered.
-
-        Args:
-            params: the request's parameters.
-            context: the SDK's call context.
-        """
-        raise _no_push()
-
-    async def on_list_task_push_notification_configs(self, params: Any, context: Any) -> Any:
-        """Push notifications are not offered.
-
-        Args:
-            params: the request's parameters.
-            context: the SDK's call context.
-        """
-        raise _no_push()
-
-    async def on_delete_task_push_notification_config(self, params: Any, context: Any) -> None:
-        """Push notifications are not offered.
-
-        Args:
-            params: the request's parameters.
-            context: the SDK's call context.
-        """
-        raise _no_push()
+    # every push-notification method is refused the same way
+    on_get_task_push_notification_config = on_create_task_push_notification_config
+    on_list_task_push_notification_configs = on_create_task_push_notification_config
+    on_delete_task_push_notification_config = on_create_task_push_notification_config
 
     async def check_follow_up(self, params: Any, context: Any) -> None:
         """Refuse (an a2a-sdk error) a ``taskId`` that is not a question to this caller; claim
