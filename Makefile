@@ -15,6 +15,9 @@ NODE_STAMP := conformance/node_modules/.installed
 # uv uses the interpreter make was given and never downloads one.
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
+# Installed packages are byte-compiled once, at install: with PYTHONDONTWRITEBYTECODE set (as on
+# CI) every process would otherwise compile uagents, pydantic and the rest from source again.
+export UV_COMPILE_BYTECODE := 1
 
 # The chunker's modules, which the editable install also compiles (Cython, hatch_build.py).
 SPEEDUPS := $(foreach m,buffer sentences scanner policy chunker,\
@@ -113,9 +116,11 @@ $(NODE_STAMP): conformance/package-lock.json
 # AGENT_STREAM_REQUIRE_SPEEDUPS: the tests fail if the compiled chunker was not built.
 # One pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process): most
 # tests wait on real agents and servers, so two workers halve the run on two cores.
+# PYTHONDONTWRITEBYTECODE is cleared: pytest keeps each test module's rewritten bytecode (in the
+# ignored __pycache__ folders) instead of rewriting every module in every worker on every run.
 PYTEST_WORKERS ?= auto
 unit: $(STAMP) system-deps $(NODE_STAMP)
-	AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
+	PYTHONDONTWRITEBYTECODE= AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 # A dependency clash fails the build; so does a lock that no longer matches pyproject.toml.
 check-deps: check-lock $(STAMP)
