@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 import pytest
-from agents_harness import PEERS, AgentProcess, Harness
+from agents_harness import PEERS, AgentProcess, Harness, address_of, port_open_failed
+from fault_proxy import wait_until
 
 from agent_stream.uagents import free_port
 
@@ -94,7 +95,17 @@ def test_a_status_then_an_image_later_are_both_shown_and_the_quiet_ends_it(
 
 
 def test_a_stock_agent_with_the_local_resolver_answers_offline(harness: Harness) -> None:
-    p, address, _ = template(harness, "asi1", "--stock", "--delay", "0.5")
+    # Offline, a stock agent's startup handlers wait ~33 s on Agentverse calls that fail; its
+    # server listens and answers meanwhile, so the question goes as soon as the port accepts.
+    port = free_port()
+    seed = f"template stock agent {port}"
+    p = harness.start(
+        str(PEERS / "template_agent.py"),
+        *("asi1", "--port", str(port), "--seed", seed, "--stock", "--delay", "0.5"),
+    )
+    address = address_of(seed)
+    assert wait_until(lambda: not port_open_failed(port), 60), p.stderr[-2000:]
+    harness.list_in_directory(address, f"http://127.0.0.1:{port}/submit", p.proc.pid)
     try:
         code, out, err = ask(harness, address, "--json")
         assert code == 0, err + p.stderr[-2000:]

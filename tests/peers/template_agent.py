@@ -8,9 +8,10 @@ agent_stream but for the one line that resolves local askers: ``resolve=local_re
            ResourceContent) ``--delay`` seconds later, no EndSessionContent.
 
 ``--stock`` builds the agent exactly as the docs do (but for listening on 127.0.0.1 only):
-offline, uagents spends ~33 s on its Almanac and ledger calls before it starts. Without it those
-two network calls are skipped (as tests/peers/plain_agent.py does) so that it starts at once.
-Prints ``READY <address> <endpoint>`` once it runs.
+offline, uagents spends ~33 s on its Almanac and Agentverse calls before its startup handlers
+run, while its server already listens and answers. Without it those network calls are skipped
+(as tests/peers/plain_agent.py does) so that it starts at once. Prints ``READY <address>
+<endpoint>`` from its startup handler.
 """
 
 from __future__ import annotations
