@@ -82,7 +82,10 @@ async def entries_of(batches: AsyncIterator[list[str]]) -> AsyncIterator[str]:
 
 
 class ResumeStore(Protocol):
-    """Where reply logs live. One writer per reply; any number of readers, in any process."""
+    """Where reply logs live. One writer per reply; any number of readers, in any process.
+
+    The stores subclass it: :meth:`read` is :meth:`read_batches` entry by entry, for them all.
+    """
 
     async def create(self, reply_id: str, meta: dict[str, Any]) -> None:
         """Open a log with its metadata (agent, format, encoder options, ...).
@@ -127,6 +130,7 @@ class ResumeStore(Protocol):
         Yields:
             The entries, as they are appended.
         """
+        return entries_of(self.read_batches(reply_id, start, idle=idle))
 
     def read_batches(
         self, reply_id: str, start: int = 0, *, idle: float | None = None
@@ -200,7 +204,7 @@ class _Log:
         self.aliases: list[str] = []
 
 
-class MemoryStore:
+class MemoryStore(ResumeStore):
     """The in-process store (the default): bounded, see the module docstring.
 
     Args:
@@ -289,22 +293,6 @@ class MemoryStore:
         log.changed = Wakeup()
         if self._bytes > self.max_bytes:
             self._evict(self._bytes - self.max_bytes)
-
-    async def read(
-        self, reply_id: str, start: int = 0, *, idle: float | None = None
-    ) -> AsyncIterator[str]:
-        """Entries from index ``start`` on, live until the end entry (included).
-
-        Args:
-            reply_id: the reply's id.
-            start: the index of the first entry to read.
-            idle: when given, an empty string after each ``idle`` seconds without a new entry.
-
-        Yields:
-            The entries, as they are appended.
-        """
-        async for entry in entries_of(self.read_batches(reply_id, start, idle=idle)):
-            yield entry
 
     async def read_batches(
         self, reply_id: str, start: int = 0, *, idle: float | None = None
