@@ -110,10 +110,7 @@ class RedisStore(ResumeStore):
         count += len(entries)
         size += sum(len(e) for e in entries)
         if count > self.max_entries or size > self.max_reply_bytes:
-            raise StoreFull(
-                f"reply {reply_id} is over the resume buffer's bound "
-                f"({self.max_entries} entries, {self.max_reply_bytes} bytes)"
-            )
+            raise StoreFull.reply_over(reply_id, self.max_entries, self.max_reply_bytes)
         self._sizes[reply_id] = (count, size)
         key = self._log(reply_id)
         async with self.redis.pipeline(transaction=False) as p:

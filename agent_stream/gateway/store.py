@@ -44,6 +44,20 @@ READ_BATCH = 512  # entries in one batch of a read (as one Redis read returns at
 class StoreFull(RuntimeError):
     """A log (or the store) is at its bound."""
 
+    @classmethod
+    def reply_over(cls, reply_id: str, max_entries: int, max_reply_bytes: int) -> StoreFull:
+        """The error of a reply whose log would go over its bounds.
+
+        Args:
+            reply_id: the reply's id.
+            max_entries: the bound on its entries.
+            max_reply_bytes: the bound on its bytes.
+        """
+        return cls(
+            f"reply {reply_id} is over the resume buffer's bound "
+            f"({max_entries} entries, {max_reply_bytes} bytes)"
+        )
+
 
 def end_entry(status: str, error: str | None = None) -> str:
     """The last entry of a log.
@@ -280,10 +294,7 @@ class MemoryStore(ResumeStore):
             len(log.entries) + len(entries) > self.max_entries
             or log.bytes + size > self.max_reply_bytes
         ):
-            raise StoreFull(
-                f"reply {reply_id} is over the resume buffer's bound "
-                f"({self.max_entries} entries, {self.max_reply_bytes} bytes)"
-            )
+            raise StoreFull.reply_over(reply_id, self.max_entries, self.max_reply_bytes)
         log.entries.extend(entries)
         log.bytes += size
         self._bytes += size
