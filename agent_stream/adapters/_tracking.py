@@ -196,6 +196,18 @@ class ToolCall:
                 key=key,
             )
 
+    def take_append_only(self, msg: Message, warner: Warnings, key: Key, client: str) -> None:
+        """Read one chunk for an append-only ``client``, which keeps what it got: a rewrite of
+        arguments it has is warned and dropped, as is a later id or name (:meth:`warn_changed`)."""
+        if self.take(msg) is not None:
+            warner._warn(
+                WarningCode.REWRITE,
+                f"tool call arguments rewritten after they were sent; {client} keeps the "
+                "earlier ones",
+                key=key,
+            )
+        self.warn_changed(warner, key, client)
+
     def ensure_name(self, warner: Warnings, key: Key) -> None:
         """At the message's end: a call whose name never came is named ``tool``, warned."""
         if self.name is None:

@@ -112,7 +112,7 @@ from agent_stream.adapters._tracking import set_shown as _set_shown
 from agent_stream.adapters.agui_interrupts import interrupt_of
 from agent_stream.adapters.framing import run_encoder
 from agent_stream.adapters.jsonpatch import json_patch
-from agent_stream.errors import DeltaError, WarningCode
+from agent_stream.errors import DeltaError
 from agent_stream.events import EventView
 from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
@@ -514,14 +514,7 @@ class AGUIEncoder(TrackingEncoder[Tracked, BaseEvent]):
 
     def _tool_chunk(self, st: Tracked, msg: Message, out: list[BaseEvent]) -> None:
         tc = st.tool
-        if tc.take(msg) is not None:
-            self._warn(
-                WarningCode.REWRITE,
-                "tool call arguments rewritten after they were sent; "
-                "an AG-UI client keeps the earlier ones",
-                key=st.key,
-            )
-        tc.warn_changed(self, st.key, _CLIENT)
+        tc.take_append_only(msg, self, st.key, _CLIENT)
         if not st.opened:
             if tc.ready:
                 self._open_msg(st, out)

@@ -410,13 +410,7 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
                 return
             frag = self._tool_start(st, out)
         if frag:
-            out.append(
-                {
-                    "channel": "tool",
-                    "type": "tool_call.arguments.delta",
-                    "data": {**st.ids, "tool_call_id": tc.call_id, "delta": frag},
-                }
-            )
+            out.append(self._args_delta(st, frag))
 
     def _tool_start(self, st: _CMsg, out: list[ChannelEvent]) -> str:
         """Send tool_call.started; returns the arguments so far (not sent yet)."""
@@ -433,19 +427,21 @@ class ChannelsEncoder(TrackingEncoder[_CMsg, ChannelEvent]):
         )
         return args
 
+    def _args_delta(self, st: _CMsg, frag: str) -> ChannelEvent:
+        """tool_call.arguments.delta: ``frag`` of the call's arguments."""
+        return {
+            "channel": "tool",
+            "type": "tool_call.arguments.delta",
+            "data": {**st.ids, "tool_call_id": st.tool.call_id, "delta": frag},
+        }
+
     def _tool_complete(self, st: _CMsg, out: list[ChannelEvent]) -> None:
         tc = st.tool
         if not tc.started:
             tc.ensure_name(self, st.key)
             args = self._tool_start(st, out)
             if args:
-                out.append(
-                    {
-                        "channel": "tool",
-                        "type": "tool_call.arguments.delta",
-                        "data": {**st.ids, "tool_call_id": tc.call_id, "delta": args},
-                    }
-                )
+                out.append(self._args_delta(st, args))
         out.append(
             {
                 "channel": "tool",

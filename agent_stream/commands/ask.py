@@ -236,6 +236,34 @@ def resolve_target(address: str, endpoint: str | None, use_directory: bool) -> t
     )
 
 
+def client_setup(command: str, args: argparse.Namespace) -> tuple[str, str, int, str] | None:
+    """The asking client's (agent address, agent endpoint, client port, client seed), from the
+    options :func:`~agent_stream.commands._args.client_args` adds and ``address``; None when one
+    is refused (said on stderr): exit 2.
+
+    Args:
+        command: the command's name, for the messages.
+        args: the parsed command line.
+    """
+    from agent_stream.uagents.local._agents import free_port, port_free
+
+    if args.seed:
+        seed_refused(command, args.seed)
+    try:
+        target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
+    except ValueError as exc:
+        print(f"agent-stream {command}: {exc}", file=sys.stderr)
+        return None
+    port = args.port or free_port()
+    if not port_free(port):
+        print(f"agent-stream {command}: port {port} is in use", file=sys.stderr)
+        return None
+    seed = choose_seed(command, args.seed)
+    if seed is None:
+        return None
+    return target, endpoint, port, seed
+
+
 def ask_once(
     *,
     target: str,
@@ -405,23 +433,12 @@ def run(args: argparse.Namespace) -> int:
         The exit status.
     """
     from agent_stream.uagents import DeliveryError
-    from agent_stream.uagents.local._agents import PortInUse, free_port, port_free
+    from agent_stream.uagents.local._agents import PortInUse
 
-    if args.seed:
-        seed_refused("ask", args.seed)
-    try:
-        target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
-    except ValueError as exc:
-        print(f"agent-stream ask: {exc}", file=sys.stderr)
+    client = client_setup("ask", args)
+    if client is None:
         return 2
-    port = args.port or free_port()
-    if not port_free(port):
-        print(f"agent-stream ask: port {port} is in use", file=sys.stderr)
-        return 2
-    seed = choose_seed("ask", args.seed)
-    if seed is None:
-        return 2
-
+    target, endpoint, port, seed = client
     renderer = None
     if not args.json:
         from agent_stream.render_markdown import make_renderer

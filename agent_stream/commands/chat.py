@@ -12,14 +12,8 @@ import uuid
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import client_args, quiet_timeout_arg, seconds, seed_refused
-from agent_stream.commands.ask import (
-    choose_seed,
-    note_withheld,
-    resolve_target,
-    session_arg,
-    summary_line,
-)
+from agent_stream.commands._args import client_args, quiet_timeout_arg, seconds
+from agent_stream.commands.ask import client_setup, note_withheld, session_arg, summary_line
 from agent_stream.seeds import WeakSeedWarning
 
 EPILOG = """examples:
@@ -317,22 +311,12 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from agent_stream.uagents import LocalDirectory, StreamingChat, local_agent
-    from agent_stream.uagents.local._agents import PortInUse, free_port, port_free, serve_agent
+    from agent_stream.uagents.local._agents import PortInUse, serve_agent
 
-    if args.seed:
-        seed_refused("chat", args.seed)
-    try:
-        target, endpoint = resolve_target(args.address, args.endpoint, not args.no_directory)
-    except ValueError as exc:
-        print(f"agent-stream chat: {exc}", file=sys.stderr)
+    client = client_setup("chat", args)
+    if client is None:
         return 2
-    port = args.port or free_port()
-    if not port_free(port):
-        print(f"agent-stream chat: port {port} is in use", file=sys.stderr)
-        return 2
-    seed = choose_seed("chat", args.seed)
-    if seed is None:
-        return 2
+    target, endpoint, port, seed = client
     chat = StreamingChat()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeakSeedWarning)  # said once above

@@ -18,14 +18,14 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent_stream.gateway.store import READ_BATCH, StoreFull, entries_of, parse_end
+from agent_stream.gateway.store import READ_BATCH, ResumeStore, StoreFull, parse_end
 
 __all__ = ["RedisStore"]
 
 PREFIX = "agent-stream:gw:"
 
 
-class RedisStore:
+class RedisStore(ResumeStore):
     """:class:`~agent_stream.gateway.store.ResumeStore` on a Redis server (``redis://...``).
 
     Args:
@@ -110,10 +110,7 @@ class RedisStore:
         count += len(entries)
         size += sum(len(e) for e in entries)
         if count > self.max_entries or size > self.max_reply_bytes:
-            raise StoreFull(
-                f"reply {reply_id} is over the resume buffer's bound "
-                f"({self.max_entries} entries, {self.max_reply_bytes} bytes)"
-            )
+            raise StoreFull.reply_over(reply_id, self.max_entries, self.max_reply_bytes)
         self._sizes[reply_id] = (count, size)
         key = self._log(reply_id)
         async with self.redis.pipeline(transaction=False) as p:
@@ -122,22 +119,6 @@ class RedisStore:
             if count == len(entries):
                 p.expire(key, math.ceil(self.lifetime))
             await p.execute()
-
-    async def read(
-        self, reply_id: str, start: int = 0, *, idle: float | None = None
-    ) -> AsyncIterator[str]:
-        """Entries from index ``start`` on, live until the end entry (included).
-
-        Args:
-            reply_id: the reply's id.
-            start: the index of the first entry to read.
-            idle: when given, an empty string after each ``idle`` seconds without a new entry.
-
-        Yields:
-            The entries, as they are appended.
-        """
-        async for entry in entries_of(self.read_batches(reply_id, start, idle=idle)):
-            yield entry
 
     async def read_batches(
         self, reply_id: str, start: int = 0, *, idle: float | None = None

@@ -61,7 +61,11 @@ async def _body(request: Request) -> dict[str, Any]:
     return data
 
 
-async def _resume(request: Request) -> Response | None:
+async def _resume(request: Request, fmt: str) -> Response | None:
+    """The reply the request's ``Last-Event-ID`` names, streamed again after that event in the
+    format it was asked in; None when it names none. The request's format (the access log's)
+    is the route's ``fmt`` until then."""
+    request.state.format = fmt
     gw = _gw(request)
     target = await gw.resume_target(request)
     if target is None:
@@ -78,8 +82,7 @@ async def chat_completions(request: Request) -> Response:
     Args:
         request: the HTTP request.
     """
-    request.state.format = "openai"
-    resumed = await _resume(request)
+    resumed = await _resume(request, "openai")
     if resumed is not None:
         return resumed
     gw = _gw(request)
@@ -204,8 +207,7 @@ async def agui(request: Request) -> Response:
     from ag_ui.core import RunAgentInput
     from pydantic import ValidationError
 
-    request.state.format = "agui"
-    resumed = await _resume(request)
+    resumed = await _resume(request, "agui")
     if resumed is not None:
         return resumed
     body = await _body(request)
@@ -275,8 +277,7 @@ async def aisdk_chat(
         approvals: the gateway's replies waiting for approvals.
         sessions: the gateway's chats' sessions.
     """
-    request.state.format = "aisdk"
-    resumed = await _resume(request)
+    resumed = await _resume(request, "aisdk")
     if resumed is not None:
         return resumed
     version = ai_version(request.headers.get(VERSION_HEADER))
@@ -360,8 +361,7 @@ async def aisdk_resume(request: Request) -> Response:
     Args:
         request: the HTTP request.
     """
-    request.state.format = "aisdk"
-    resumed = await _resume(request)
+    resumed = await _resume(request, "aisdk")
     if resumed is not None:
         return resumed
     gw = _gw(request)
@@ -415,8 +415,7 @@ async def native(request: Request) -> Response:
         request: the HTTP request.
     """
     fmt, sse = _accept(request)
-    request.state.format = fmt
-    resumed = await _resume(request)
+    resumed = await _resume(request, fmt)
     if resumed is not None:
         return resumed
     history: tuple[Turn, ...] = ()

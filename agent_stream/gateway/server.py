@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import socket
 import sys
 from typing import Any
 
@@ -44,14 +43,9 @@ def port_available(host: str, port: int) -> bool:
         host: the host to bind.
         port: the port.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
+    from agent_stream.uagents.local._agents import port_free
+
+    return port_free(port, host)
 
 
 def _access_logging() -> None:

@@ -44,6 +44,20 @@ READ_BATCH = 512  # entries in one batch of a read (as one Redis read returns at
 class StoreFull(RuntimeError):
     """A log (or the store) is at its bound."""
 
+    @classmethod
+    def reply_over(cls, reply_id: str, max_entries: int, max_reply_bytes: int) -> StoreFull:
+        """The error of a reply whose log would go over its bounds.
+
+        Args:
+            reply_id: the reply's id.
+            max_entries: the bound on its entries.
+            max_reply_bytes: the bound on its bytes.
+        """
+        return cls(
+            f"reply {reply_id} is over the resume buffer's bound "
+            f"({max_entries} entries, {max_reply_bytes} bytes)"
+        )
+
 
 def end_entry(status: str, error: str | None = None) -> str:
     """The last entry of a log.
@@ -82,7 +96,10 @@ async def entries_of(batches: AsyncIterator[list[str]]) -> AsyncIterator[str]:
 
 
 class ResumeStore(Protocol):
-    """Where reply logs live. One writer per reply; any number of readers, in any process."""
+    """Where reply logs live. One writer per reply; any number of readers, in any process.
+
+    The stores subclass it: :meth:`read` is :meth:`read_batches` entry by entry, for them all.
+    """
 
     async def create(self, reply_id: str, meta: dict[str, Any]) -> None:
         """Open a log with its metadata (agent, format, encoder options, ...).
@@ -127,6 +144,7 @@ class ResumeStore(Protocol):
         Yields:
             The entries, as they are appended.
         """
+        return entries_of(self.read_batches(reply_id, start, idle=idle))
 
     def read_batches(
         self, reply_id: str, start: int = 0, *, idle: float | None = None
@@ -200,7 +218,7 @@ class _Log:
         self.aliases: list[str] = []
 
 
-class MemoryStore:
+class MemoryStore(ResumeStore):
     """The in-process store (the default): bounded, see the module docstring.
 
     Args:
@@ -276,10 +294,7 @@ class MemoryStore:
             len(log.entries) + len(entries) > self.max_entries
             or log.bytes + size > self.max_reply_bytes
         ):
-            raise StoreFull(
-                f"reply {reply_id} is over the resume buffer's bound "
-                f"({self.max_entries} entries, {self.max_reply_bytes} bytes)"
-            )
+            raise StoreFull.reply_over(reply_id, self.max_entries, self.max_reply_bytes)
         log.entries.extend(entries)
         log.bytes += size
         self._bytes += size
@@ -289,22 +304,6 @@ class MemoryStore:
         log.changed = Wakeup()
         if self._bytes > self.max_bytes:
             self._evict(self._bytes - self.max_bytes)
-
-    async def read(
-        self, reply_id: str, start: int = 0, *, idle: float | None = None
-    ) -> AsyncIterator[str]:
-        """Entries from index ``start`` on, live until the end entry (included).
-
-        Args:
-            reply_id: the reply's id.
-            start: the index of the first entry to read.
-            idle: when given, an empty string after each ``idle`` seconds without a new entry.
-
-        Yields:
-            The entries, as they are appended.
-        """
-        async for entry in entries_of(self.read_batches(reply_id, start, idle=idle)):
-            yield entry
 
     async def read_batches(
         self, reply_id: str, start: int = 0, *, idle: float | None = None

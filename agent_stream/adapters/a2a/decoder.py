@@ -31,26 +31,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from a2a.compat.v0_3.types import (
+    DataPart,
+    FilePart,
+    Part,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
+from a2a.compat.v0_3.types import Message as A2AMessage
 from pydantic import TypeAdapter, ValidationError
-
-try:
-    from a2a.compat.v0_3.types import (
-        DataPart,
-        FilePart,
-        Part,
-        Task,
-        TaskArtifactUpdateEvent,
-        TaskState,
-        TaskStatusUpdateEvent,
-        TextPart,
-    )
-    from a2a.compat.v0_3.types import Message as A2AMessage
-except ImportError as _exc:  # the optional extra is not installed
-    from agent_stream.errors import MissingDependency
-
-    raise MissingDependency(
-        "the A2A format needs the 'a2a-sdk' package: pip install 'agent-stream[a2a]'"
-    ) from _exc
 
 from agent_stream import jsontext
 from agent_stream.adapters._tracking import Warnings

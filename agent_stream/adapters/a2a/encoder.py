@@ -42,29 +42,22 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-try:
-    from a2a.compat.v0_3.types import (
-        Artifact,
-        DataPart,
-        FilePart,
-        FileWithUri,
-        Part,
-        Role,
-        SendStreamingMessageSuccessResponse,
-        Task,
-        TaskArtifactUpdateEvent,
-        TaskState,
-        TaskStatus,
-        TaskStatusUpdateEvent,
-        TextPart,
-    )
-    from a2a.compat.v0_3.types import Message as A2AMessage
-except ImportError as _exc:  # the optional extra is not installed
-    from agent_stream.errors import MissingDependency
-
-    raise MissingDependency(
-        "the A2A format needs the 'a2a-sdk' package: pip install 'agent-stream[a2a]'"
-    ) from _exc
+from a2a.compat.v0_3.types import (
+    Artifact,
+    DataPart,
+    FilePart,
+    FileWithUri,
+    Part,
+    Role,
+    SendStreamingMessageSuccessResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
+from a2a.compat.v0_3.types import Message as A2AMessage
 
 from agent_stream import merge
 from agent_stream.adapters._tracking import (

@@ -329,22 +329,7 @@ class StreamDecoder:
         msg = card_message(item, self._next_id())
         if msg is None:
             return
-        out.append(msg)
-        out.append(
-            Message(
-                type=EVENT,
-                props={
-                    "event": MESSAGE_END,
-                    "data": {
-                        "message_id": msg.message_id,
-                        "type": msg.type,
-                        "chunk_count": 1,
-                        "status": "completed",
-                    },
-                },
-                message_id=msg.message_id,
-            )
-        )
+        self._whole(msg, out)
 
     def untagged_text(self, peer: PeerState, text: str, now: float, out: list[Message]) -> None:
         """Text outside any tagged group: to the latest open stream, or a whole message.
@@ -369,22 +354,7 @@ class StreamDecoder:
         if not self.count_reply(peer.untagged, n):
             return
         message_id = self._next_id()
-        out.append(Message(type=TEXT, props={"content": text}, message_id=message_id))
-        out.append(
-            Message(
-                type=EVENT,
-                props={
-                    "event": MESSAGE_END,
-                    "data": {
-                        "message_id": message_id,
-                        "type": TEXT,
-                        "chunk_count": 1,
-                        "status": "completed",
-                    },
-                },
-                message_id=message_id,
-            )
-        )
+        self._whole(Message(type=TEXT, props={"content": text}, message_id=message_id), out)
 
     def untagged_resource(self, item: ResourceContent, out: list[Message]) -> None:
         """A ResourceContent: a media message by its MIME type, else a ``resource`` message.
@@ -408,6 +378,10 @@ class StreamDecoder:
                 props={"uri": res.uri, "metadata": dict(res.metadata)},
                 message_id=message_id,
             )
+        self._whole(msg, out)
+
+    def _whole(self, msg: Message, out: list[Message]) -> None:
+        """``msg``, a whole message of one chunk, then its message_end (completed)."""
         out.append(msg)
         out.append(
             Message(
@@ -415,12 +389,12 @@ class StreamDecoder:
                 props={
                     "event": MESSAGE_END,
                     "data": {
-                        "message_id": message_id,
+                        "message_id": msg.message_id,
                         "type": msg.type,
                         "chunk_count": 1,
                         "status": "completed",
                     },
                 },
-                message_id=message_id,
+                message_id=msg.message_id,
             )
         )

@@ -27,6 +27,7 @@ from agent_stream.message import (
     TEXT,
     THINKING,
     TOOL_CALL,
+    DeltaAction,
     Message,
     MessageEndData,
     MessageStartData,
@@ -393,46 +394,30 @@ class OpenAIDecoder(Warnings):
         if call_id and t.call_id is None:
             t.call_id = call_id
             self._tools_by_id[call_id] = t
-            t.chunks += 1
-            out.append(
-                Message(
-                    type=TOOL_CALL,
-                    props={"id": call_id},
-                    delta=True,
-                    delta_path="id",
-                    delta_action="set",
-                    chunk_id=self.ids.chunk(),
-                    message_id=t.message_id,
-                )
-            )
+            self._tool_delta(t, "id", call_id, "set", out)
         if name and t.name is None:
             t.name = name
-            t.chunks += 1
-            out.append(
-                Message(
-                    type=TOOL_CALL,
-                    props={"name": t.name},
-                    delta=True,
-                    delta_path="name",
-                    delta_action="set",
-                    chunk_id=self.ids.chunk(),
-                    message_id=t.message_id,
-                )
-            )
+            self._tool_delta(t, "name", name, "set", out)
         if args:
-            t.chunks += 1
             t.parts.append(args)
-            out.append(
-                Message(
-                    type=TOOL_CALL,
-                    props={"arguments": args},
-                    delta=True,
-                    delta_path="arguments",
-                    delta_action="append",
-                    chunk_id=self.ids.chunk(),
-                    message_id=t.message_id,
-                )
+            self._tool_delta(t, "arguments", args, "append", out)
+
+    def _tool_delta(
+        self, t: _DMsg, field: str, value: str, action: DeltaAction, out: list[Message]
+    ) -> None:
+        """One tool_call delta chunk: ``action`` (set or append) ``value`` at ``field``."""
+        t.chunks += 1
+        out.append(
+            Message(
+                type=TOOL_CALL,
+                props={field: value},
+                delta=True,
+                delta_path=field,
+                delta_action=action,
+                chunk_id=self.ids.chunk(),
+                message_id=t.message_id,
             )
+        )
 
 
 def _error_text(err: Any) -> tuple[str, str | None]:

@@ -69,7 +69,7 @@ from agent_stream.adapters.openai.chunks import (
     created_from,
     known_usage,
 )
-from agent_stream.errors import DeltaError, WarningCode
+from agent_stream.errors import DeltaError
 from agent_stream.events import EventView
 from agent_stream.merge import APPEND, visible_change
 from agent_stream.message import (
@@ -415,14 +415,7 @@ class OpenAIEncoder(TrackingEncoder[_EMsg, OpenAIItem]):
     def _tool_chunk(self, st: _EMsg, msg: Message, out: list[OpenAIItem]) -> None:
         self._last_content = _C_TOOL
         tc = st.tool
-        if tc.take(msg) is not None:
-            self._warn(
-                WarningCode.REWRITE,
-                "tool call arguments rewritten after they were sent; "
-                "an OpenAI client keeps the earlier ones",
-                key=st.key,
-            )
-        tc.warn_changed(self, st.key, _CLIENT)
+        tc.take_append_only(msg, self, st.key, _CLIENT)
         if st.index is None:
             if tc.ready:  # never a nameless first fragment: hold until the name arrives
                 self._tool_start(st, out)

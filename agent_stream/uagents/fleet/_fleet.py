@@ -104,15 +104,8 @@ def parse_forwarded(data: Any, me: str) -> Forwarded | None:
         data: the pub/sub message's payload.
         me: this replica's id.
     """
-    if isinstance(data, str):
-        data = data.encode("utf-8", "replace")
-    if not isinstance(data, bytes | bytearray) or len(data) > MAX_MESSAGE_BYTES:
-        return None
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(obj, dict):
+    obj = _message_object(data)
+    if obj is None:
         return None
     sender, kind = obj.get("sender"), obj.get("kind")
     origin, to = obj.get("from"), obj.get("to")
@@ -131,6 +124,20 @@ def parse_forwarded(data: Any, me: str) -> Forwarded | None:
     if op.get("op") not in (OP_CANCEL, OP_RESEND) or not op.get("conversation"):
         return None
     return Forwarded("op", str(sender), op={str(k): str(v) for k, v in op.items()})
+
+
+def _message_object(data: Any) -> dict[str, Any] | None:
+    """A pub/sub payload's JSON object (None: not bytes or text, over ``MAX_MESSAGE_BYTES``
+    in UTF-8, not JSON, or not an object)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    if not isinstance(data, bytes | bytearray) or len(data) > MAX_MESSAGE_BYTES:
+        return None
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def use_replica_storage(agent: Any, tag: str) -> KeyValueStore:
@@ -572,13 +579,8 @@ class Fleet:
 def _own(data: Any, me: str) -> bool:
     """Whether ``data`` is a well-formed message this replica published, or one addressed to
     another replica (neither is refused, both are ignored)."""
-    if not isinstance(data, bytes | bytearray | str) or len(data) > MAX_MESSAGE_BYTES:
-        return False
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(obj, dict):
+    obj = _message_object(data)
+    if obj is None:
         return False
     to = obj.get("to")
     return obj.get("from") == me or (_short(to, _MAX_ID) and to not in ("*", me))

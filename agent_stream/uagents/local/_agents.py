@@ -521,18 +521,20 @@ def quiet_logs(level: int | str = logging.WARNING, *agent_names: str) -> None:
         logging.getLogger(name).setLevel(level)
 
 
-def port_free(port: int) -> bool:
-    """Whether ``port`` on 127.0.0.1 can be listened on right now (as the agent's server binds:
-    connections of a server that stopped, still in TIME_WAIT, do not hold the port).
+def port_free(port: int, host: str = LOCAL_HOST) -> bool:
+    """Whether ``host:port`` can be listened on right now, as a server binds it (asyncio's
+    way: connections of a server that stopped, still in TIME_WAIT, do not hold the port).
 
     Args:
-        port: the port on 127.0.0.1.
+        port: the port.
+        host: the host (an IPv4 or IPv6 address, or a name).
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         if os.name == "posix":  # (on Windows the option would let two servers share a port)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((LOCAL_HOST, port))
+            s.bind((host, port))
         except OSError:
             return False
     return True
