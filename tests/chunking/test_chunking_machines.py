@@ -19,6 +19,7 @@ from agent_stream.chunking.scanner import (
     AFTER_BACKTICKS,
     AFTER_NEWLINE,
     AFTER_TERMINATOR,
+    EVENT_CHARS,
     PARAGRAPH,
     SENTENCE,
     BoundaryScanner,
@@ -245,3 +246,9 @@ def test_a_sentence_end_confirmed_inside_one_delta_goes_at_once_around_min_chars
         assert got == [plain.feed(d, 0.0) for d in deltas]
         sentence = "a" * length + ". "
         assert got[1] == ([sentence] if len(sentence) >= 10 else []), length
+
+
+def test_feed_tests_each_character_of_a_short_token_against_the_event_characters() -> None:
+    """feed spells EVENT_CHARS out (a literal is a C switch when compiled): the same set."""
+    literals = [k for k in TextChunker.feed.__code__.co_consts if isinstance(k, str)]
+    assert any(k == EVENT_CHARS for k in literals), literals
