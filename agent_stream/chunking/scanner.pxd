@@ -5,6 +5,11 @@ from .buffer cimport DeltaBuffer
 from .sentences cimport dot_ends, ends_sentence
 
 cdef Py_ssize_t _FENCE_LINE_MAX, _FENCE_MIN
+cdef bint COMPILED
+
+
+@cython.locals(c=Py_UCS4, f=Py_UCS4)
+cpdef Py_ssize_t next_event(str s, Py_ssize_t i, Py_ssize_t n, bint in_code)
 
 
 cdef class CodeRegion:
