@@ -2,7 +2,7 @@
 cimport cython
 
 from .buffer cimport DeltaBuffer
-from .sentences cimport dot_ends, ends_sentence
+from .sentences cimport dot_ends, ends_sentence, whitespace_end
 
 cdef Py_ssize_t _FENCE_LINE_MAX, _FENCE_MIN
 cdef bint COMPILED

@@ -20,10 +20,10 @@ from .sentences import (
     TABLE_ROW,
     TERMINATOR_SET,
     TERMINATORS,
-    WHITESPACE_RUN,
     WHITESPACE_SET,
     dot_ends,
     ends_sentence,
+    whitespace_end,
 )
 
 __all__ = [
@@ -331,7 +331,7 @@ class BoundaryScanner:
             self.code_ticks = None
             self.not_code_at = reg.start
             return max(reg.start, self.buffer.start, s0) - s0
-        w = WHITESPACE_RUN.match(s, i, n).end()  # type: ignore[union-attr]
+        w = whitespace_end(s, i, n)
         if w == n and not final:
             return self._wait(AFTER_NEWLINE, i)
         last = s.rfind("\n", i, w)
@@ -393,7 +393,7 @@ class BoundaryScanner:
             if j < n and s[j] in WHITESPACE_SET:
                 w = j + 1
                 if w < n and s[w] in WHITESPACE_SET:
-                    w = WHITESPACE_RUN.match(s, w, n).end()  # type: ignore[union-attr]
+                    w = whitespace_end(s, w, n)
         if w == n:
             return j if final else self._wait(AFTER_TERMINATOR, i)
         end: bool | None

@@ -34,6 +34,7 @@ __all__ = [
     "last_clause_boundary",
     "last_word_boundary",
     "line_kind",
+    "whitespace_end",
 ]
 
 # Whitespace that separates words (not NBSP, figure space or narrow NBSP: those glue).
@@ -239,6 +240,17 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
         if m is not None and m.end() > e:
             e = m.end()
     return e
+
+
+def whitespace_end(s: str, i: int, n: int) -> int:
+    """The end of the run of whitespace that starts at s[i], before ``n`` (``i`` when s[i] is not
+    whitespace): a loop, where a run is a character or two (compiled, a loop in C)."""
+    while i < n:
+        c = s[i]
+        if (" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE:
+            return i
+        i += 1
+    return i
 
 
 def last_clause_boundary(s: str, a: int, z: int) -> int:
