@@ -239,8 +239,11 @@ class BoundaryScanner:
             while i < len(cands) and cands[i][1] <= cut:
                 i += 1
             del cands[:i]
-        if self.regions:
-            self.regions = [r for r in self.regions if r.end is None or r.end > cut]
+        regions = self.regions
+        for reg in regions:
+            if reg.end is not None and reg.end <= cut:  # (else the list stays as it is)
+                self.regions = [r for r in regions if r.end is None or r.end > cut]
+                break
 
     def scan(self, stop: int, final: bool) -> None:
         """Analyse the text from ``scanned_to`` to ``stop``.

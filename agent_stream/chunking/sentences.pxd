@@ -24,7 +24,7 @@ cpdef object ends_sentence(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t
 @cython.locals(t=Py_ssize_t, e=Py_ssize_t)
 cdef object _glued_word_ends(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t closers_end,
                              Py_ssize_t end)
-@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, x=Py_ssize_t)
+@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, x=Py_ssize_t, kind=Py_ssize_t, word=str)
 cpdef bint dot_ends(str s, Py_ssize_t dot, Py_UCS4 following, bint newline,
                     Py_ssize_t line_start)
 cdef Py_ssize_t _word_kind(str word)

@@ -468,18 +468,20 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
     x = s.rfind("\n", t, dot)
     if x >= 0:
         t = x + 1
-    kind = _WORD_KINDS.get(s[t:dot])
-    if kind is None:
-        kind = _word_kind(s[t:dot])
+    word = s[t:dot]
+    kind = _WORD_KINDS.get(word, -1)
+    if kind < 0:
+        kind = _word_kind(word)
     if kind >= _SPACED:
         if kind == _NO_WORD:
             return True
         t = dot  # another kind of space in it: look closer
         while t > lim and s[t - 1] not in WHITESPACE_SET:
             t -= 1
-        kind = _WORD_KINDS.get(s[t:dot])
-        if kind is None:
-            kind = _word_kind(s[t:dot])
+        word = s[t:dot]
+        kind = _WORD_KINDS.get(word, -1)
+        if kind < 0:
+            kind = _word_kind(word)
         if kind == _NO_WORD:
             return True
     if kind & _LISTY and 0 <= line_start <= t and BLANK.fullmatch(s, line_start, t) is not None:
