@@ -406,6 +406,13 @@ def ends_sentence(
         and s[closers_end] != "\n"
     ):
         return dot_ends(s, run, s[space_end], False, line_start)  # "word. Next": the usual case
+    if run_end == run + 1 and s[run] in ".!?":  # one of them alone: the rules below, in short
+        if space_end == closers_end:
+            return _glued_word_ends(s, run, run_end, closers_end, end)
+        newline = s.find("\n", closers_end, space_end) >= 0
+        if s[run] == ".":
+            return dot_ends(s, run, s[space_end], newline, line_start)
+        return newline or not s[space_end].islower()
     terms = s[run:run_end]
     cjk = not CJK_TERMINATOR_SET.isdisjoint(terms)
     if space_end == closers_end:  # no whitespace after it
