@@ -23,6 +23,7 @@ from .sentences import (
     WHITESPACE_SET,
     dot_ends,
     ends_sentence,
+    last_line_break,
     whitespace_end,
 )
 
@@ -220,11 +221,13 @@ class BoundaryScanner:
         if cut <= self.buffer.start:
             return
         cands = self.candidates
-        if cands and cands[-1][1] >= cut:
+        if cands:
             last = cands[-1]
-            if last[1] == cut and kind < last[2]:
-                cands[-1] = (last[0], cut, kind)
-            return
+            at = last[1]  # (compiled, a C integer: ``cut`` is compared unboxed)
+            if at >= cut:
+                if at == cut and kind < last[2]:
+                    cands[-1] = (last[0], cut, kind)
+                return
         cands.append((reach, cut, kind))
 
     def forget_before(self, cut: int) -> None:
@@ -234,10 +237,13 @@ class BoundaryScanner:
             cut: the absolute offset the cut released up to.
         """
         cands = self.candidates
-        if cands and cands[0][1] <= cut:
-            i = 1
-            while i < len(cands) and cands[i][1] <= cut:
-                i += 1
+        i = 0
+        while i < len(cands):
+            at = cands[i][1]  # (compiled, a C integer: ``cut`` is compared unboxed)
+            if at > cut:
+                break
+            i += 1
+        if i:
             del cands[:i]
         regions = self.regions
         for reg in regions:
@@ -337,7 +343,7 @@ class BoundaryScanner:
         w = whitespace_end(s, i, n)
         if w == n and not final:
             return self._wait(AFTER_NEWLINE, i)
-        last = s.rfind("\n", i, w)
+        last = last_line_break(s, i, w)
         if w == n:
             self.marked_at = s0 + last + 1  # (read as the end: what the line holds is unknown)
         else:
@@ -348,7 +354,8 @@ class BoundaryScanner:
             lim = max(self.buffer.start - s0, 0)
             while j > lim and s[j - 1] in WHITESPACE_SET:
                 j -= 1
-            if s.count("\n", j, w) >= 2 or self.fence_closed_at == s0 + i:
+            # (two line breaks: one before the last, s[i:w] holding no more after it)
+            if last_line_break(s, j, last) >= 0 or self.fence_closed_at == s0 + i:
                 self.add(s0 + i, s0 + last + 1, PARAGRAPH)
         self.line_start = s0 + last + 1
         return w
@@ -411,6 +418,6 @@ class BoundaryScanner:
                 return self._wait(NEXT_WORD, i)
             end = False
         if end:
-            last = s.rfind("\n", k, w)
+            last = last_line_break(s, k, w)
             self.add(s0 + k, s0 + (last + 1 if last >= 0 else w), SENTENCE)
         return j

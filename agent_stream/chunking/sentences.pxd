@@ -10,6 +10,7 @@ cdef Py_UCS4 _SPACE_OR_CJK_FROM, _CJK_FROM
 
 @cython.locals(e=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)
 cpdef Py_ssize_t last_word_boundary(str s, Py_ssize_t a, Py_ssize_t z)
+cpdef Py_ssize_t last_line_break(str s, Py_ssize_t a, Py_ssize_t z)
 @cython.locals(c=Py_UCS4)
 cpdef Py_ssize_t whitespace_end(str s, Py_ssize_t i, Py_ssize_t n)
 @cython.locals(x=Py_ssize_t, n=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)

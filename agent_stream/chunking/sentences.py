@@ -32,6 +32,7 @@ __all__ = [
     "ends_sentence",
     "glued",
     "last_clause_boundary",
+    "last_line_break",
     "last_word_boundary",
     "line_kind",
     "whitespace_end",
@@ -253,6 +254,23 @@ def whitespace_end(s: str, i: int, n: int) -> int:
     return i
 
 
+def last_line_break(s: str, a: int, z: int) -> int:
+    """``s.rfind("\\n", a, z)`` over a short span (a run of whitespace), a loop from its end
+    (compiled, a loop in C: ``rfind`` boxes its offsets into Python ints).
+
+    Args:
+        s: the text.
+        a: where the span starts (>= 0).
+        z: where it ends (excluded).
+    """
+    z = min(z, len(s))
+    while z > a:
+        z -= 1
+        if s[z] == "\n":
+            return z
+    return -1
+
+
 def last_clause_boundary(s: str, a: int, z: int) -> int:
     """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1.
 
@@ -409,7 +427,7 @@ def ends_sentence(
     if run_end == run + 1 and s[run] in ".!?":  # one of them alone: the rules below, in short
         if space_end == closers_end:
             return _glued_word_ends(s, run, run_end, closers_end, end)
-        newline = s.find("\n", closers_end, space_end) >= 0
+        newline = last_line_break(s, closers_end, space_end) >= 0
         if s[run] == ".":
             return dot_ends(s, run, s[space_end], newline, line_start)
         return newline or not s[space_end].islower()
@@ -419,7 +437,7 @@ def ends_sentence(
         if cjk:
             return not (closers_end > run_end and s[space_end] in _QUOTE_CONTINUERS)
         return _glued_word_ends(s, run, run_end, closers_end, end)
-    newline = s.find("\n", closers_end, space_end) >= 0
+    newline = last_line_break(s, closers_end, space_end) >= 0
     if not newline and ("…" in terms or terms.count(".") >= 2):
         return False  # an ellipsis
     if cjk:

@@ -1,6 +1,6 @@
 """The language rules in agent_stream.chunking.sentences, against straightforward references: the
-last word and clause boundary and the end of a whitespace run (on the interpreted and the compiled
-build), what a glued terminator means, graphemes that stay whole."""
+last word and clause boundary, the end of a whitespace run and the last line break in one (on the
+interpreted and the compiled build), what a glued terminator means, graphemes that stay whole."""
 
 from __future__ import annotations
 
@@ -158,3 +158,11 @@ def test_whitespace_end_is_where_the_whitespace_run_ends(s: str, data: st.DataOb
     m = WHITESPACE_RUN.match(s, i, n)
     for rules in BUILDS:
         assert rules.whitespace_end(s, i, n) == (i if m is None else m.end())
+
+
+@MANY
+@given(_texts(" \n\t\r.a"), st.data())
+def test_last_line_break_is_rfind(s: str, data: st.DataObject) -> None:
+    a, z = _span(s, data)
+    for rules in BUILDS:
+        assert rules.last_line_break(s, a, z) == s.rfind("\n", a, z)
