@@ -7,7 +7,6 @@ from .scanner cimport BoundaryScanner
 
 cdef double _NEVER
 cdef Py_ssize_t _WINDOW_SLACK, _SHORT_DELTA
-cdef str EVENT_CHARS
 
 
 cdef class TextChunker:

@@ -57,7 +57,6 @@ from .scanner import (
     AFTER_BACKTICKS,
     AFTER_NEWLINE,
     AFTER_TERMINATOR,
-    EVENT_CHARS,
     EVENT_SEARCH,
     BoundaryScanner,
 )
@@ -235,9 +234,10 @@ class TextChunker:
                 return self._advance(now)
         trigger = self._trigger
         if trigger is EVENT_SEARCH and len(delta) <= _SHORT_DELTA:
-            # a token outside code: its characters one by one (compiled, a loop in C)
+            # a token outside code: its characters one by one (compiled, a loop in C; the
+            # characters of EVENT_CHARS spelled out: compiled, a test of a literal is a switch)
             for end, c in enumerate(delta, 1):  # noqa: B007 (``end`` is used after the loop)
-                if c in EVENT_CHARS:
+                if c in ".!?…‼⁇⁈⁉؟।॥。！？｡\n`~":
                     break
             else:
                 return []

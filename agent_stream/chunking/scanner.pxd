@@ -2,9 +2,14 @@
 cimport cython
 
 from .buffer cimport DeltaBuffer
-from .sentences cimport dot_ends, ends_sentence
+from .sentences cimport dot_ends, ends_sentence, last_line_break, whitespace_end
 
 cdef Py_ssize_t _FENCE_LINE_MAX, _FENCE_MIN
+cdef bint COMPILED
+
+
+@cython.locals(c=Py_UCS4, f=Py_UCS4)
+cpdef Py_ssize_t next_event(str s, Py_ssize_t i, Py_ssize_t n, bint in_code)
 
 
 cdef class CodeRegion:
@@ -25,9 +30,9 @@ cdef class BoundaryScanner:
     cpdef object trigger(self)
     @cython.locals(ls=Py_ssize_t, buf=DeltaBuffer)
     cpdef bint fence_may_close(self)
-    @cython.locals(cands=list, last=tuple)
+    @cython.locals(cands=list, last=tuple, at=Py_ssize_t)
     cpdef add(self, Py_ssize_t reach, Py_ssize_t cut, Py_ssize_t kind)
-    @cython.locals(cands=list, i=Py_ssize_t)
+    @cython.locals(cands=list, i=Py_ssize_t, at=Py_ssize_t, regions=list, reg=CodeRegion)
     cpdef forget_before(self, Py_ssize_t cut)
     @cython.locals(buf=DeltaBuffer, s=str, s0=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_UCS4)
     cpdef scan(self, Py_ssize_t stop, bint final)

@@ -20,10 +20,11 @@ from .sentences import (
     TABLE_ROW,
     TERMINATOR_SET,
     TERMINATORS,
-    WHITESPACE_RUN,
     WHITESPACE_SET,
     dot_ends,
     ends_sentence,
+    last_line_break,
+    whitespace_end,
 )
 
 __all__ = [
@@ -81,6 +82,50 @@ _IN_FENCE = {"`": re.compile("`").search, "~": re.compile("~").search}
 EVENT_SEARCH = _EVENT.search
 _IN_CODE_SEARCH = _IN_CODE.search
 _SCAN_SEARCH = _SCAN_EVENT.search
+_NOT_BEFORE_LOWER = WHITESPACE_SET | set(OPENERS)  # (see _SCAN_EVENT: "etc. and")
+
+try:
+    import cython
+except ImportError:  # the interpreted modules, without Cython installed
+    COMPILED = False
+else:
+    COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
+
+
+def next_event(s: str, i: int, n: int, in_code: bool) -> int:
+    """Where ``scan`` stops next in s[i:n], or -1: outside code (``in_code`` false) the first
+    match of ``_SCAN_EVENT``, inside a code span the first backtick or line break.
+
+    Interpreted, a regex search; compiled, the same test as a loop in C (a search costs a match
+    object for each stop, most of a stop's cost on a long text).
+    """
+    if not COMPILED:
+        m = _IN_CODE_SEARCH(s, i, n) if in_code else _SCAN_SEARCH(s, i, n)
+        return -1 if m is None else m.start()
+    if in_code:
+        while i < n:
+            c = s[i]
+            if c == "`" or c == "\n":
+                return i
+            i += 1
+        return -1
+    while i < n:
+        c = s[i]
+        if c in ".!?…‼⁇⁈⁉؟।॥。！？｡\n`~":  # EVENT_CHARS (a literal: compiled, a switch)
+            if c in "\n`~。！？｡" or i + 1 == n:
+                return i
+            f = s[i + 1]
+            if f in MAY_FOLLOW_END and not (
+                c == "."
+                and f == " "
+                and i + 2 < n
+                and "a" <= s[i + 2] <= "z"
+                and i > 0
+                and s[i - 1] not in _NOT_BEFORE_LOWER
+            ):
+                return i
+        i += 1
+    return -1
 
 
 class CodeRegion:
@@ -176,11 +221,13 @@ class BoundaryScanner:
         if cut <= self.buffer.start:
             return
         cands = self.candidates
-        if cands and cands[-1][1] >= cut:
+        if cands:
             last = cands[-1]
-            if last[1] == cut and kind < last[2]:
-                cands[-1] = (last[0], cut, kind)
-            return
+            at = last[1]  # (compiled, a C integer: ``cut`` is compared unboxed)
+            if at >= cut:
+                if at == cut and kind < last[2]:
+                    cands[-1] = (last[0], cut, kind)
+                return
         cands.append((reach, cut, kind))
 
     def forget_before(self, cut: int) -> None:
@@ -190,13 +237,19 @@ class BoundaryScanner:
             cut: the absolute offset the cut released up to.
         """
         cands = self.candidates
-        if cands and cands[0][1] <= cut:
-            i = 1
-            while i < len(cands) and cands[i][1] <= cut:
-                i += 1
+        i = 0
+        while i < len(cands):
+            at = cands[i][1]  # (compiled, a C integer: ``cut`` is compared unboxed)
+            if at > cut:
+                break
+            i += 1
+        if i:
             del cands[:i]
-        if self.regions:
-            self.regions = [r for r in self.regions if r.end is None or r.end > cut]
+        regions = self.regions
+        for reg in regions:
+            if reg.end is not None and reg.end <= cut:  # (else the list stays as it is)
+                self.regions = [r for r in regions if r.end is None or r.end > cut]
+                break
 
     def scan(self, stop: int, final: bool) -> None:
         """Analyse the text from ``scanned_to`` to ``stop``.
@@ -223,16 +276,14 @@ class BoundaryScanner:
             self.scanned_to = stop
             return
         self.waiting = False
-        search = _SCAN_SEARCH if self.code_ticks is None else _IN_CODE_SEARCH
         while i < n and not self.waiting:
             if self.fence is not None:
                 i = self._in_fence(s, s0, i, n, final)
                 continue
-            m = search(s, i, n)
-            if m is None:
+            i = next_event(s, i, n, self.code_ticks is not None)
+            if i < 0:
                 i = n
                 break
-            i = m.start()
             c = s[i]
             if c == "\n":
                 i = self._newline(s, s0, i, n, final)
@@ -240,9 +291,6 @@ class BoundaryScanner:
                 i = self._ticks(s, s0, i, n, final)
             else:  # a terminator not glued to what follows (never found inside a code span)
                 i = self._terminator(s, s0, i, n, final)
-                continue
-            # a line break or backticks may have opened or closed a code span
-            search = _SCAN_SEARCH if self.code_ticks is None else _IN_CODE_SEARCH
         self.scanned_to = s0 + i
 
     def _wait(self, what: int, at: int) -> int:
@@ -292,10 +340,10 @@ class BoundaryScanner:
             self.code_ticks = None
             self.not_code_at = reg.start
             return max(reg.start, self.buffer.start, s0) - s0
-        w = WHITESPACE_RUN.match(s, i, n).end()  # type: ignore[union-attr]
+        w = whitespace_end(s, i, n)
         if w == n and not final:
             return self._wait(AFTER_NEWLINE, i)
-        last = s.rfind("\n", i, w)
+        last = last_line_break(s, i, w)
         if w == n:
             self.marked_at = s0 + last + 1  # (read as the end: what the line holds is unknown)
         else:
@@ -306,7 +354,8 @@ class BoundaryScanner:
             lim = max(self.buffer.start - s0, 0)
             while j > lim and s[j - 1] in WHITESPACE_SET:
                 j -= 1
-            if s.count("\n", j, w) >= 2 or self.fence_closed_at == s0 + i:
+            # (two line breaks: one before the last, s[i:w] holding no more after it)
+            if last_line_break(s, j, last) >= 0 or self.fence_closed_at == s0 + i:
                 self.add(s0 + i, s0 + last + 1, PARAGRAPH)
         self.line_start = s0 + last + 1
         return w
@@ -354,7 +403,7 @@ class BoundaryScanner:
             if j < n and s[j] in WHITESPACE_SET:
                 w = j + 1
                 if w < n and s[w] in WHITESPACE_SET:
-                    w = WHITESPACE_RUN.match(s, w, n).end()  # type: ignore[union-attr]
+                    w = whitespace_end(s, w, n)
         if w == n:
             return j if final else self._wait(AFTER_TERMINATOR, i)
         end: bool | None
@@ -369,6 +418,6 @@ class BoundaryScanner:
                 return self._wait(NEXT_WORD, i)
             end = False
         if end:
-            last = s.rfind("\n", k, w)
+            last = last_line_break(s, k, w)
             self.add(s0 + k, s0 + (last + 1 if last >= 0 else w), SENTENCE)
         return j

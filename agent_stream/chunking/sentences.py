@@ -32,8 +32,10 @@ __all__ = [
     "ends_sentence",
     "glued",
     "last_clause_boundary",
+    "last_line_break",
     "last_word_boundary",
     "line_kind",
+    "whitespace_end",
 ]
 
 # Whitespace that separates words (not NBSP, figure space or narrow NBSP: those glue).
@@ -241,6 +243,34 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
     return e
 
 
+def whitespace_end(s: str, i: int, n: int) -> int:
+    """The end of the run of whitespace that starts at s[i], before ``n`` (``i`` when s[i] is not
+    whitespace): a loop, where a run is a character or two (compiled, a loop in C)."""
+    while i < n:
+        c = s[i]
+        if (" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE:
+            return i
+        i += 1
+    return i
+
+
+def last_line_break(s: str, a: int, z: int) -> int:
+    """``s.rfind("\\n", a, z)`` over a short span (a run of whitespace), a loop from its end
+    (compiled, a loop in C: ``rfind`` boxes its offsets into Python ints).
+
+    Args:
+        s: the text.
+        a: where the span starts (>= 0).
+        z: where it ends (excluded).
+    """
+    z = min(z, len(s))
+    while z > a:
+        z -= 1
+        if s[z] == "\n":
+            return z
+    return -1
+
+
 def last_clause_boundary(s: str, a: int, z: int) -> int:
     """End of the last clause boundary in s[a:z] (, ; : … — followed by a space), or -1.
 
@@ -394,13 +424,20 @@ def ends_sentence(
         and s[closers_end] != "\n"
     ):
         return dot_ends(s, run, s[space_end], False, line_start)  # "word. Next": the usual case
+    if run_end == run + 1 and s[run] in ".!?":  # one of them alone: the rules below, in short
+        if space_end == closers_end:
+            return _glued_word_ends(s, run, run_end, closers_end, end)
+        newline = last_line_break(s, closers_end, space_end) >= 0
+        if s[run] == ".":
+            return dot_ends(s, run, s[space_end], newline, line_start)
+        return newline or not s[space_end].islower()
     terms = s[run:run_end]
     cjk = not CJK_TERMINATOR_SET.isdisjoint(terms)
     if space_end == closers_end:  # no whitespace after it
         if cjk:
             return not (closers_end > run_end and s[space_end] in _QUOTE_CONTINUERS)
         return _glued_word_ends(s, run, run_end, closers_end, end)
-    newline = s.find("\n", closers_end, space_end) >= 0
+    newline = last_line_break(s, closers_end, space_end) >= 0
     if not newline and ("…" in terms or terms.count(".") >= 2):
         return False  # an ellipsis
     if cjk:
@@ -456,18 +493,20 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
     x = s.rfind("\n", t, dot)
     if x >= 0:
         t = x + 1
-    kind = _WORD_KINDS.get(s[t:dot])
-    if kind is None:
-        kind = _word_kind(s[t:dot])
+    word = s[t:dot]
+    kind = _WORD_KINDS.get(word, -1)
+    if kind < 0:
+        kind = _word_kind(word)
     if kind >= _SPACED:
         if kind == _NO_WORD:
             return True
         t = dot  # another kind of space in it: look closer
         while t > lim and s[t - 1] not in WHITESPACE_SET:
             t -= 1
-        kind = _WORD_KINDS.get(s[t:dot])
-        if kind is None:
-            kind = _word_kind(s[t:dot])
+        word = s[t:dot]
+        kind = _WORD_KINDS.get(word, -1)
+        if kind < 0:
+            kind = _word_kind(word)
         if kind == _NO_WORD:
             return True
     if kind & _LISTY and 0 <= line_start <= t and BLANK.fullmatch(s, line_start, t) is not None:

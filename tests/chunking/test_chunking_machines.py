@@ -9,21 +9,26 @@ from random import Random
 from typing import Any
 
 from chunk_corpus import CODE, PROSE
+from chunker_impls import compiled_module
 from chunker_options import options
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_stream.chunking import scanner
 from agent_stream.chunking.buffer import DeltaBuffer
 from agent_stream.chunking.chunker import TextChunker  # its machines, by name
 from agent_stream.chunking.scanner import (
     AFTER_BACKTICKS,
     AFTER_NEWLINE,
     AFTER_TERMINATOR,
+    EVENT_CHARS,
     PARAGRAPH,
     SENTENCE,
     BoundaryScanner,
 )
+from agent_stream.chunking.sentences import MAY_FOLLOW_END, OPENERS, WHITESPACE
 
+BUILDS = [m for m in (scanner, compiled_module("scanner")) if m is not None]
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -245,3 +250,30 @@ def test_a_sentence_end_confirmed_inside_one_delta_goes_at_once_around_min_chars
         assert got == [plain.feed(d, 0.0) for d in deltas]
         sentence = "a" * length + ". "
         assert got[1] == ([sentence] if len(sentence) >= 10 else []), length
+
+
+def test_feed_tests_each_character_of_a_short_token_against_the_event_characters() -> None:
+    """feed spells EVENT_CHARS out (a literal is a C switch when compiled): the same set."""
+    literals = [k for k in TextChunker.feed.__code__.co_consts if isinstance(k, str)]
+    assert any(k == EVENT_CHARS for k in literals), literals
+
+
+# Every character the scanner's stops depend on, and a few that do not.
+_STOP_ALPHABET = sorted(
+    set(EVENT_CHARS + "".join(MAY_FOLLOW_END) + OPENERS + WHITESPACE + "az,;0中")
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_STOP_ALPHABET), max_size=16), st.data())
+def test_next_event_stops_where_the_scanner_regexes_match(s: str, data: st.DataObject) -> None:
+    """Both builds' ``next_event`` (compiled: a loop in C) against the searches it stands for."""
+    i = data.draw(st.integers(0, len(s)))
+    n = data.draw(st.integers(i, len(s)))
+    m = scanner._SCAN_EVENT.search(s, i, n)
+    in_text = -1 if m is None else m.start()
+    m = scanner._IN_CODE.search(s, i, n)
+    in_code = -1 if m is None else m.start()
+    for build in BUILDS:
+        assert build.next_event(s, i, n, False) == in_text, build
+        assert build.next_event(s, i, n, True) == in_code, build

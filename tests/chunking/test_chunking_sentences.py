@@ -1,6 +1,6 @@
 """The language rules in agent_stream.chunking.sentences, against straightforward references: the
-last word and clause boundary (on the interpreted and the compiled build), what a glued terminator
-means, graphemes that stay whole."""
+last word and clause boundary, the end of a whitespace run and the last line break in one (on the
+interpreted and the compiled build), what a glued terminator means, graphemes that stay whole."""
 
 from __future__ import annotations
 
@@ -149,3 +149,20 @@ def test_glued_keeps_graphemes_and_crlf_whole() -> None:
     assert glued("👩\u200d👧", 1) and glued("👩\u200d👧", 2)  # a zero-width joiner
     assert glued("\r\n", 1)
     assert not glued("ab", 1) and not glued("ab", 0) and not glued("ab", 2)
+
+
+@MANY
+@given(_texts(sentences.WHITESPACE + "\u00a0\u202f\u1680a.今"), st.data())
+def test_whitespace_end_is_where_the_whitespace_run_ends(s: str, data: st.DataObject) -> None:
+    i, n = _span(s, data)
+    m = WHITESPACE_RUN.match(s, i, n)
+    for rules in BUILDS:
+        assert rules.whitespace_end(s, i, n) == (i if m is None else m.end())
+
+
+@MANY
+@given(_texts(" \n\t\r.a"), st.data())
+def test_last_line_break_is_rfind(s: str, data: st.DataObject) -> None:
+    a, z = _span(s, data)
+    for rules in BUILDS:
+        assert rules.last_line_break(s, a, z) == s.rfind("\n", a, z)
