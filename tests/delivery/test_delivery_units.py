@@ -287,3 +287,29 @@ def test_a_slow_peers_message_gets_every_try_within_the_budget() -> None:
     assert len(times) == P.tries, times
     assert times == sorted(set(times))  # one send at a time, each later than the last
     assert now == pytest.approx(P.within) and r.given_up == 1
+
+
+
+def test_a_message_sent_in_order_counts_the_sign_of_life_before_it_for_its_second_budget() -> None:
+    """One message at a time (a plain peer): nothing but the message itself can be acknowledged
+    after its first send, so the acknowledgement that let it go, or the question, counts."""
+
+    def run(in_order: bool, sign: str | None) -> Redelivery[str, str]:
+        policy = DeliveryPolicy(tries=2, within=100.0, ack_timeout=1.0, jitter=0.0)
+        r: Redelivery[str, str] = Redelivery(policy, peer_acks=True, in_order=in_order)
+        if sign == "question":
+            r.heard()
+        elif sign == "ack":
+            r.sent("before", "b", True, 0.0)
+            r.acknowledged("before", 0.5)  # what let the next one go
+        r.sent("next", "a", True, 1.0)  # none of its acknowledgements ever comes
+        while (now := r.next_deadline) is not None:
+            for key, item in r.due(now):
+                r.sent(key, item, True, now)
+        return r
+
+    for sign in ("question", "ack"):
+        r = run(in_order=True, sign=sign)
+        assert (r.extended, r.given_up, r.resends) == (1, 1, 3), sign  # 2 tries, then 2 more
+    assert run(in_order=True, sign=None).extended == 0  # never heard from: no second budget
+    assert run(in_order=False, sign="ack").extended == 0  # pipelined: a later ack is the sign

@@ -129,10 +129,10 @@ class Redelivery(Generic[K, T]):
     returns. Figures: ``resends``, ``given_up`` (budget ran out), ``left_to_repair`` (budget ran
     out, but a ``repairable`` peer acknowledged something after it was first sent: it is alive,
     and asks for the gap from the replay buffer), ``extended`` (budget ran out, and a peer that
-    cannot ask for gaps acknowledged something after it was first sent: alive, so the message
-    gets a second budget, once), :meth:`at_risk` (seconds during
-    which some message had failed or gone unacknowledged past its timeout and was not yet
-    acknowledged).
+    cannot ask for gaps acknowledged something after it was first sent, or, ``in_order``, was
+    heard from at all: alive, so the message gets a second budget, once), :meth:`at_risk`
+    (seconds during which some message had failed or gone unacknowledged past its timeout and
+    was not yet acknowledged).
 
     Args:
         policy: timeouts, backoff and budget (None: the defaults of DeliveryPolicy).
@@ -146,6 +146,13 @@ class Redelivery(Generic[K, T]):
             as the peer has lately needed, kept between ``ack_timeout`` and ``max_delay``. Any
             wait is then cut to an even share of what is left of ``within`` for the tries left:
             every message gets its ``tries`` sends, however slow the peer.
+        in_order: the owner sends one message at a time, each once the one before it was
+            acknowledged (a plain peer). Nothing can be acknowledged after such a message was
+            first sent but the message itself, so the sign of life that counts for its second
+            budget is the last one before it: the acknowledgement that let it go or, for the
+            first, the peer's question (:meth:`heard`). Without it, a reply's message whose five
+            acknowledgements were lost (10% loss each way: one message in ~600) ended the reply
+            for an asker that was there and had read it.
     """
 
     def __init__(
@@ -156,11 +163,14 @@ class Redelivery(Generic[K, T]):
         rng: random.Random | None = None,
         timer: PeerAckClock | None = None,
         repairable: bool = False,
+        in_order: bool = False,
     ) -> None:
         self.policy = policy or DeliveryPolicy()
         self.peer_acks = peer_acks
         self.timer = timer
         self.repairable = repairable
+        self.in_order = in_order
+        self._heard = False  # the peer was heard from (an acknowledgement, or its question)
         self._rng = rng or random.Random()
         self._entries: dict[K, _Entry[T]] = {}
         self.resends = 0
@@ -227,6 +237,7 @@ class Redelivery(Generic[K, T]):
         """
         self.acks += 1
         self._last_ack = now
+        self._heard = True
         if not self.peer_acks:
             self.peer_acks = True
             wait = self._ack_wait()
@@ -240,6 +251,11 @@ class Redelivery(Generic[K, T]):
             self.timer.sample(now - entry.first)  # Karn: only what was sent once
         self._unmark(entry, now)
         return True
+
+    def heard(self) -> None:
+        """The peer was heard from otherwise than by an acknowledgement (its question came): for
+        an ``in_order`` owner, a sign of life for the message sent next."""
+        self._heard = True
 
     def _ack_wait(self) -> float:
         """Seconds a delivered message waits for its acknowledgement before a resend."""
@@ -266,6 +282,9 @@ class Redelivery(Generic[K, T]):
             self._mark_risky(entry, now)
             if entry.tries >= entry.limit or now >= entry.until:
                 alive = self._last_ack is not None and self._last_ack > entry.first
+                if not self.repairable and self.in_order:
+                    # sent one at a time: what let this message go is the latest sign of life
+                    alive = alive or self._heard
                 if alive and not self.repairable and entry.limit == p.tries:
                     # The peer acknowledged later messages: it is alive, and this one's sends
                     # or acknowledgements were lost by chance (five in a row at 15 % loss each

@@ -235,9 +235,17 @@ class Outgoing:
         self._acks_off = False
         # delivery: resend until acknowledged, replay buffer, keepalives, figures
         self.delivery = delivery or DeliveryPolicy()
+        # A reply to a peer that acknowledges but does not restore order goes one ChatMessage
+        # at a time (_window): each one's second budget counts the acknowledgement that let it
+        # go, or for the first the question, as the asker's sign of life.
         self.redelivery: Redelivery[str, ChatMessage] = Redelivery(
-            self.delivery, peer_acks=peer_acks, timer=ack_timer, repairable=pipelined
+            self.delivery,
+            peer_acks=peer_acks,
+            timer=ack_timer,
+            repairable=pipelined,
+            in_order=limits.max_in_flight == 1 or (not limits.max_in_flight and not keepalive),
         )
+        self.redelivery.heard()  # the question came: the asker was there
         self.replay = replay
         self.keepalive = Keepalive(self.delivery.keepalive, self.clock.now()) if keepalive else None
         self.duplicates = 0  # the question arrived again (acknowledged, not answered twice)
