@@ -98,6 +98,12 @@ def next_event(s: str, i: int, n: int, in_code: bool) -> int:
 
     Interpreted, a regex search; compiled, the same test as a loop in C (a search costs a match
     object for each stop, most of a stop's cost on a long text).
+
+    Args:
+        s: the text.
+        i: where the search starts.
+        n: where it stops.
+        in_code: s[i] is inside a code span.
     """
     if not COMPILED:
         m = _IN_CODE_SEARCH(s, i, n) if in_code else _SCAN_SEARCH(s, i, n)

@@ -245,7 +245,13 @@ def last_word_boundary(s: str, a: int, z: int) -> int:
 
 def whitespace_end(s: str, i: int, n: int) -> int:
     """The end of the run of whitespace that starts at s[i], before ``n`` (``i`` when s[i] is not
-    whitespace): a loop, where a run is a character or two (compiled, a loop in C)."""
+    whitespace): a loop, where a run is a character or two (compiled, a loop in C).
+
+    Args:
+        s: the text.
+        i: where the run may start.
+        n: where the search stops.
+    """
     while i < n:
         c = s[i]
         if (" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE:

@@ -244,8 +244,16 @@ async def test_a_chat_message_a_peer_never_acknowledges_is_resent_on_the_backoff
         span = seq_span(chat)
         assert span is not None
         firsts.setdefault(span, []).append(t)
+    first = [round(t, 6) for t in _schedule(EXACT)]
     for times in firsts.values():
-        assert _offsets(times) == [round(t, 6) for t in _schedule(EXACT)]
+        sent = _offsets(times)
+        # the documented backoff; then, sent one at a time to a peer whose question came (a sign
+        # of life), one second budget of as many sends, from the first's end within ``within``
+        assert sent[: EXACT.tries] == first
+        assert len(sent) == 2 * EXACT.tries
+        assert sent[EXACT.tries] == EXACT.within
+        assert all(a < b for a, b in zip(sent, sent[1:]))
+        assert sent[-1] <= 2 * EXACT.within
     assert out.status is not None
 
 
