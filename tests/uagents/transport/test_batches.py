@@ -31,7 +31,12 @@ from agent_stream.uagents._protection import Protection, protect
 from agent_stream.uagents.local._agents import endpoint_for
 from agent_stream.uagents.transport._guard import GuardSettings
 from agent_stream.uagents.transport._lanes import PeerDispenser
-from agent_stream.uagents.transport._pool import BATCH_HEADER, MAX_BATCH, EnvelopePoster
+from agent_stream.uagents.transport._pool import (
+    BATCH_HEADER,
+    MAX_BATCH,
+    EnvelopePoster,
+    error_text,
+)
 
 SENDER = Identity.from_seed("batch test sender seed, throwaway", 0)
 
@@ -210,6 +215,44 @@ async def test_what_a_hostile_peer_posts_as_a_batch(pair: Pair) -> None:
     assert (await raw_batch(url, huge))[0] == 413  # the body limit of one envelope
     await asyncio.sleep(0.1)
     assert got == ["good"]
+
+
+async def test_each_envelope_of_a_batch_is_answered_as_it_would_be_alone(pair: Pair) -> None:
+    """A batch's envelopes skip uagents' ASGI handler (no JSON encode and decode again): each
+    must still get the status and the error that handler gives the same envelope posted alone."""
+    got: list[str] = []
+    server, url = await served(pair, got)
+    forged = json.loads(signed(server.address, "forged").model_dump_json())
+    forged["sender"] = Identity.from_seed("someone else entirely, throwaway", 0).address
+    tampered = json.loads(
+        envelope(server.address, CHAT, valid_question("x"), identity=SENDER, tamper=True)
+    )
+    elsewhere = json.loads(signed(SENDER.address, "to nobody here").model_dump_json())
+    unsigned = json.loads(envelope(server.address, CHAT, valid_question("y")))
+    no_version = json.loads(signed(server.address, "z").model_dump_json())
+    del no_version["version"]
+    items = [
+        forged,
+        tampered,
+        elsewhere,
+        unsigned,
+        no_version,
+        json.loads(signed(server.address, "good").model_dump_json()),
+    ]
+    status, answer = await raw_batch(url, json.dumps(items).encode())
+    assert status == 200
+    alone = []
+    for item in items:
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(url, data=json.dumps(item), headers={"content-type": "application/json"}) as r,
+        ):
+            alone.append((r.status, error_text(await r.read()) if r.status != 200 else ""))
+    assert list(zip(answer["statuses"], answer["errors"], strict=True)) == alone
+    assert [a[0] for a in alone] == [400, 400, 400, 200, 400, 200]
+    await settle(got, 2)
+    await asyncio.sleep(0.1)
+    assert got == ["good", "good"]  # the signed one, batched and alone (unsigned: not handled)
 
 
 async def test_each_envelope_of_a_batch_is_admitted_on_its_own(pair: Pair) -> None:
