@@ -29,6 +29,10 @@ encode on the sender, HTTP + verify + guard + parse on the receiver).
 
 ``--base PATH`` runs the same on another checkout of agent_stream (e.g. a ``git worktree`` of an
 older commit; its compiled chunker copied in) in the same run: "before" beside "this tree".
+Compile both trees' bytecode first (``python -m compileall -q agent_stream``) when
+``PYTHONDONTWRITEBYTECODE`` is set: a tree without it compiles the modules it imports lazily
+(a wire's encoder on the first request) inside the measured window: a copy of the very same
+commit without it measured ~6 ms more agent CPU per conversation at N = 100 (one run of two).
 ``--repeat K`` runs each tree's sweep K times, the trees taking turns (and the first place: this
 tree first in odd rounds, the other in even ones), then prints the median of each N's figures and
 every run's first-text p99: at N = 1,000 on this machine a p99 moves by a second or more from
