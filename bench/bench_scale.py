@@ -29,6 +29,10 @@ encode on the sender, HTTP + verify + guard + parse on the receiver).
 
 ``--base PATH`` runs the same on another checkout of agent_stream (e.g. a ``git worktree`` of an
 older commit; its compiled chunker copied in) in the same run: "before" beside "this tree".
+Compile both trees' bytecode first (``python -m compileall -q agent_stream``) when
+``PYTHONDONTWRITEBYTECODE`` is set: a tree without it compiles the modules it imports lazily
+(a wire's encoder on the first request) inside the measured window: a copy of the very same
+commit without it measured ~6 ms more agent CPU per conversation at N = 100 (one run of two).
 ``--repeat K`` runs each tree's sweep K times, the trees taking turns (and the first place: this
 tree first in odd rounds, the other in even ones), then prints the median of each N's figures and
 every run's first-text p99: at N = 1,000 on this machine a p99 moves by a second or more from
@@ -39,6 +43,10 @@ milliseconds per conversation, which the machine's lending its cores elsewhere b
                                 [--repeat K] [--max-replies M] [--stock-phases 1,2,4,8,16]
                                 [--timeline]
     python bench/bench_scale.py --micro [--messages 2000] [--base PATH]
+
+Profiles: with ``BENCH_PROFILE=folder`` in the environment, the agent and the gateway processes
+run under cProfile (timed by CPU time) once started and write ``folder/serve-PID.prof`` / ``gateway-PID.prof``
+(``python -m pstats``); cProfile slows them, so their CPU figures are not comparable then.
 
 Loopback only; every wait is bounded (``--timeout`` per sweep step). The machine's load average
 is printed: other work on it skews every number.
@@ -122,6 +130,7 @@ def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
         tracemalloc.start(1)
 
     async def main(ctx: Any) -> None:
+        profiled("serve")
         print(f"address: {agent.address}", flush=True)
         busy_since: float | None = None
         while True:
@@ -137,6 +146,31 @@ def role_serve(port: int, rate: float, max_replies: int, stats: str) -> int:
 
     run_agent(agent, main)
     return 0
+
+
+def profiled(role: str) -> None:
+    """With ``BENCH_PROFILE`` set (a folder), profile this process with cProfile from now on and
+    write its stats to ``<folder>/<role>-<pid>.prof`` every second (the last write before the
+    process is stopped is the profile: nothing depends on how it is stopped)."""
+    folder = os.environ.get("BENCH_PROFILE")
+    if not folder:
+        return
+    import cProfile
+
+    prof = cProfile.Profile(time.process_time)  # CPU time: a loaded machine preempts us
+    path = Path(folder) / f"{role}-{os.getpid()}.prof"
+
+    async def dump() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            prof.dump_stats(path)  # stops the profiler
+            prof.enable()
+
+    tasks.add(asyncio.get_running_loop().create_task(dump()))
+    prof.enable()
+
+
+tasks: set[asyncio.Task[None]] = set()
 
 
 def trace_memory(path: str, replies: int) -> None:
@@ -196,6 +230,7 @@ def role_gateway(port: int, agent_spec: str, max_replies: int, timeout: float) -
     store = make_store(config)
 
     async def main(ctx: Any) -> None:
+        profiled("gateway")
         # the link sends as the agent (newer trees) or through a context (older ones)
         sends_as = "agent" in inspect.signature(ChatLink).parameters
         gw = Gateway(config, agents, ChatLink(chat, agent if sends_as else ctx), store)

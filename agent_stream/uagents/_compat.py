@@ -35,13 +35,14 @@ import uagents.agent as _ua_agent
 import uagents.asgi as _ua_asgi
 import uagents.context as _ua_context
 import uvicorn
+from pydantic import ValidationError
 from uagents.asgi import ASGIServer
 from uagents.communication import Dispenser
 from uagents.dispatch import dispatcher
 from uagents.resolver import Resolver
 from uagents.storage import KeyValueStore
 from uagents_core.envelope import Envelope
-from uagents_core.identity import Identity
+from uagents_core.identity import Identity, is_user_address
 from uagents_core.models import Model
 
 from agent_stream._header_timeout import protocol_class
@@ -73,6 +74,8 @@ __all__ = [
     "set_storage",
     "sinks_for",
     "started",
+    "submit_envelope",
+    "submits_directly",
     "uagents_version",
     "variant",
 ]
@@ -194,6 +197,19 @@ def _class_checks() -> list[tuple[str, Callable[[], bool], str]]:
             "no longer parses envelopes with uagents_core's Envelope",
         ),
         (
+            "ASGIServer.__call__ dispatching with dispatcher",
+            lambda: (
+                all(
+                    _looks_up(_own(ASGIServer, "__call__"), n)
+                    for n in ("dispatcher", "is_user_address", "_get_rest_handler_details")
+                )
+                and callable(getattr(dispatcher, "contains", None))
+                and inspect.iscoroutinefunction(getattr(dispatcher, "dispatch_msg", None))
+                and callable(_own(ASGIServer, "_get_rest_handler_details"))
+            ),
+            "no longer verifies and dispatches an envelope the way submit_envelope does",
+        ),
+        (
             "Agent._process_single_message parsing with _models",
             lambda: (
                 _looks_up(_own(agent_cls, "_process_single_message"), "_models")
@@ -233,6 +249,7 @@ INTERNALS: tuple[str, ...] = (
     "Agent._build_context passing _identity",
     "Envelope.sign using sign_digest",
     "ASGIServer.__call__ using Envelope",
+    "ASGIServer.__call__ dispatching with dispatcher",
     "Agent._process_single_message parsing with _models",
     "InternalContext._session",
     "Context.send building the digest then calling send_raw",
@@ -531,3 +548,48 @@ async def serve_with_envelope(
     """Run uagents' ``ASGIServer.__call__`` for ``server``, parsing (and so verifying)
     incoming envelopes as ``envelope``, a subclass of uagents_core's ``Envelope``."""
     await _call_variant(envelope)(server, scope, receive, send)
+
+
+def submits_directly(server: ASGIServer, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether :func:`submit_envelope` handles an envelope posted to ``server``'s ``/submit``
+    with ``headers`` as ``ASGIServer.__call__`` would: a JSON content type, and no REST handler
+    of ``POST /submit`` (uagents would hand the body to it)."""
+    types_ = [v for k, v in headers if k.lower() == b"content-type"]
+    if not types_ or b"application/json" not in types_[-1]:
+        return False  # uagents answers these itself (missing or wrong content type)
+    return not server._get_rest_handler_details(method="POST", endpoint="/submit")
+
+
+async def submit_envelope(
+    server: ASGIServer, envelope: type[Envelope], contents: Any
+) -> tuple[int, str]:
+    """What ``ASGIServer.__call__`` does with one envelope posted to ``/submit`` (JSON, not a
+    query, :func:`submits_directly` true) whose body parses to ``contents``, without the ASGI
+    round trip and a JSON encode and decode of the envelope: parsed (and so verified) as
+    ``envelope``, routed, dispatched. ``(200, "")`` or (the status, the error it answers).
+
+    Args:
+        server: the agent's server.
+        envelope: uagents_core's ``Envelope`` or a subclass (its ``verify``).
+        contents: the envelope's JSON object.
+    """
+    try:
+        env = envelope.model_validate(contents)
+    except ValidationError:
+        return 400, "contents do not match envelope schema"
+    if not is_user_address(env.sender):  # verify signature if sent from agent
+        try:
+            env.verify()
+        except Exception as err:
+            server._logger.warning(f"Failed to verify envelope: {err}")
+            return 400, str(err)
+    if not dispatcher.contains(address=env.target):
+        return 400, "unable to route envelope"
+    await dispatcher.dispatch_msg(
+        sender=env.sender,
+        destination=env.target,
+        schema_digest=env.schema_digest,
+        message=env.decode_payload(),
+        session=env.session,
+    )
+    return 200, ""

@@ -73,6 +73,10 @@ async def _no_envelope(self: Any, scope: Any, receive: Any, send: Any) -> None:
     return None
 
 
+async def _dispatches_another_way(self: Any, scope: Any, receive: Any, send: Any) -> None:
+    Envelope.model_validate(scope)  # parses envelopes as uagents does, hands them on another way
+
+
 async def _handles_another_way(self: Any, *args: Any) -> None:
     return None
 
@@ -86,6 +90,12 @@ CHANGED_INTERNALS: list[tuple[str, Any, str, Any]] = [
     ("Agent._build_context passing _identity", Agent, "_build_context", lambda self: None),
     ("Envelope.sign using sign_digest", Envelope, "sign", _signs_another_way),
     ("ASGIServer.__call__ using Envelope", ASGIServer, "__call__", _no_envelope),
+    (
+        "ASGIServer.__call__ dispatching with dispatcher",
+        ASGIServer,
+        "__call__",
+        _dispatches_another_way,
+    ),
     (
         "InternalContext._session",
         uagents.context.InternalContext,

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 from hostile_peer import CHAT, envelope, valid_question
 from inprocess_agents import Pair
@@ -31,7 +32,12 @@ from agent_stream.uagents._protection import Protection, protect
 from agent_stream.uagents.local._agents import endpoint_for
 from agent_stream.uagents.transport._guard import GuardSettings
 from agent_stream.uagents.transport._lanes import PeerDispenser
-from agent_stream.uagents.transport._pool import BATCH_HEADER, MAX_BATCH, EnvelopePoster
+from agent_stream.uagents.transport._pool import (
+    BATCH_HEADER,
+    MAX_BATCH,
+    EnvelopePoster,
+    error_text,
+)
 
 SENDER = Identity.from_seed("batch test sender seed, throwaway", 0)
 
@@ -210,6 +216,66 @@ async def test_what_a_hostile_peer_posts_as_a_batch(pair: Pair) -> None:
     assert (await raw_batch(url, huge))[0] == 413  # the body limit of one envelope
     await asyncio.sleep(0.1)
     assert got == ["good"]
+
+
+async def post_alone(url: str, item: Any) -> tuple[int, str, dict[str, str]]:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(url, data=json.dumps(item), headers={"content-type": "application/json"}) as r,
+    ):
+        body = await r.read()
+        kept = {k.lower(): v for k, v in r.headers.items() if k.lower() != "date"}
+        return r.status, body.decode(), kept
+
+
+async def test_each_envelope_is_answered_as_uagents_handler_answers_it(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Envelopes skip uagents' ASGI handler (their JSON is not parsed again, a batch's not
+    encoded again): each, batched or alone, must still get the status and the error that
+    handler gives it, the same headers and body alone."""
+    got: list[str] = []
+    server, url = await served(pair, got)
+    forged = json.loads(signed(server.address, "forged").model_dump_json())
+    forged["sender"] = Identity.from_seed("someone else entirely, throwaway", 0).address
+    tampered = json.loads(
+        envelope(server.address, CHAT, valid_question("x"), identity=SENDER, tamper=True)
+    )
+    elsewhere = json.loads(signed(SENDER.address, "to nobody here").model_dump_json())
+    unsigned = json.loads(envelope(server.address, CHAT, valid_question("y")))
+    no_version = json.loads(signed(server.address, "z").model_dump_json())
+    del no_version["version"]
+    items = [
+        forged,
+        tampered,
+        elsewhere,
+        unsigned,
+        no_version,
+        json.loads(signed(server.address, "good").model_dump_json()),
+    ]
+    status, answer = await raw_batch(url, json.dumps(items).encode())
+    assert status == 200
+    direct = _compat.submit_envelope
+    handled: list[Any] = []
+
+    async def counted(*args: Any) -> tuple[int, str]:
+        handled.append(args[2])
+        return await direct(*args)
+
+    with monkeypatch.context() as m:
+        m.setattr(_compat, "submit_envelope", counted)
+        alone = [await post_alone(url, item) for item in items]
+    assert handled == items  # each went the direct way
+    with monkeypatch.context() as m:  # uagents' own handler, given the body
+        m.setattr(_compat, "submits_directly", lambda *_: False)
+        by_uagents = [await post_alone(url, item) for item in items]
+    assert alone == by_uagents
+    answered = [(a[0], error_text(a[1]) if a[0] != 200 else "") for a in alone]
+    assert list(zip(answer["statuses"], answer["errors"], strict=True)) == answered
+    assert [a[0] for a in alone] == [400, 400, 400, 200, 400, 200]
+    await settle(got, 3)
+    await asyncio.sleep(0.1)
+    assert got == ["good"] * 3  # the signed one, batched then twice alone (unsigned: unhandled)
 
 
 async def test_each_envelope_of_a_batch_is_admitted_on_its_own(pair: Pair) -> None:
