@@ -16,6 +16,9 @@ envelope by envelope, each as uagents writes it alone), its bytes, and how many 
 ChatMessage; the time from the question to the first text; whether the answer is the same.
 
     python bench/bench_wire_bytes.py [--runs 1] [--max-delay 1.2 --min-chars 400 --max-chars 800]
+        [--dump envelopes.json]
+
+``--dump FILE`` writes every envelope's payload, decoded, to see where a reply's bytes go.
 
 Targets (issue 45): at most 25 KB and 15 envelopes for the reply, the same text, the first text
 no later than today's, still several ChatMessages.
@@ -125,6 +128,7 @@ class Tally:
     def __init__(self) -> None:
         self.by_sender: dict[str, list[tuple[int, bool]]] = {}
         self.parts: dict[str, list[dict[str, int]]] = {}
+        self.payloads: dict[str, list[Any]] = {}  # each envelope's decoded payload (--dump)
 
     def note(self, body: bytes) -> None:
         try:
@@ -144,6 +148,9 @@ class Tally:
             except ValueError:
                 pass
             self.by_sender.setdefault(env["sender"], []).append((size, chat))
+            self.payloads.setdefault(env["sender"], []).append(
+                {"bytes": size, "envelope": size - len(raw), "payload": payload}
+            )
             self.parts.setdefault(env["sender"], []).append(_parts(size, raw, payload))
 
 
@@ -208,6 +215,7 @@ class Row:
     first_text: float | None
     same_text: bool
     status: str | None
+    envelopes_seen: list[Any]  # each envelope: its bytes and decoded payload (--dump)
 
 
 def ask_all(
@@ -256,6 +264,7 @@ def ask_all(
                         first - reply.asked_at if first is not None else None,
                         answer in reply.text(),
                         reply.status,
+                        tally.payloads.get(address, [])[before:],
                     )
                 )
         return rows
@@ -337,6 +346,11 @@ def main() -> int:
     p.add_argument("--min-chars", type=int, default=400, help="fuller: chunker min_chars")
     p.add_argument("--max-chars", type=int, default=800, help="fuller: chunker max_chars")
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument(
+        "--dump",
+        metavar="FILE",
+        help="write every envelope of each reply (its bytes, its payload decoded) as JSON",
+    )
     p.add_argument("--role", default="asker", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--seed", help=argparse.SUPPRESS)
@@ -430,6 +444,9 @@ def main() -> int:
             for proc in procs:
                 stop(proc)
             os.chdir(old_cwd)
+    if args.dump:
+        with open(args.dump, "w", encoding="utf-8") as f:
+            json.dump([{"responder": r.name, "envelopes": r.envelopes_seen} for r in rows], f)
     return report(rows, args)
 
 
