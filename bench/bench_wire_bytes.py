@@ -4,12 +4,13 @@ tokens/s), between two agent_stream agents, each a process of its own on 127.0.0
 envelope signed and posted over HTTP.
 
 The responder is ``agent-stream serve --reasoning`` itself. The asker, an agent in this process,
-asks it once as an asker of today's tree would (its tag without ``fold=1``: the responder sends
-the unfolded form, byte for byte what it sent before folding existed) and once as it asks now
-(``fold=1``). A third row asks an agent that is ``serve --reasoning`` with fuller envelopes (the
-chat chunker's ``--max-delay``/``--min-chars``/``--max-chars`` of this bench) and a fourth a
-stock uagents agent streaming the same answer one ChatMessage per token (the chat protocol's
-StartStream, a TextContent message per token, EndStream), at the same pace.
+asks it as an asker before folding would (its tag without ``fold=1`` or ``lean=1``: the
+responder sends the unfolded form, byte for byte what it sent before folding existed), as an
+asker before the lean wire would (``fold=1`` alone: today's form, byte for byte) and as it asks
+now (``lean=1``). Another row asks an agent that is ``serve --reasoning`` with fuller envelopes
+(the chat chunker's ``--max-delay``/``--min-chars``/``--max-chars`` of this bench), asked as now,
+and the last a stock uagents agent streaming the same answer one ChatMessage per token (the chat
+protocol's StartStream, a TextContent message per token, EndStream), at the same pace.
 
 Counted at the asker's HTTP edge: every envelope the responder posted to it (batches counted
 envelope by envelope, each as uagents writes it alone), its bytes, and how many carry a
@@ -192,15 +193,18 @@ def _count_posts(tally: Tally) -> None:
     _http_edge._read = counting
 
 
-def _ask_without_fold() -> Any:
-    """Ask as today's tree asks: a tag without ``fold=1`` (returns the undo)."""
+def _ask_without(*names: str) -> Any:
+    """Ask as an older tree asks: a tag without the capabilities ``names`` (``FOLD_KEY``,
+    ``LEAN_KEY``: the responder does not know the keys sent instead); returns the undo."""
     from agent_stream.adapters.chat import wire
 
-    key = wire.FOLD_KEY
-    wire.FOLD_KEY = "fold-unknown-to-the-responder"
+    keys = {name: getattr(wire, name) for name in names}
+    for name, key in keys.items():
+        setattr(wire, name, f"{key}-unknown-to-the-responder")
 
     def undo() -> None:
-        wire.FOLD_KEY = key
+        for name, key in keys.items():
+            setattr(wire, name, key)
 
     return undo
 
@@ -219,7 +223,11 @@ class Row:
 
 
 def ask_all(
-    plans: list[tuple[str, str, str, bool]], seed: str, port: int, runs: int, timeout: float
+    plans: list[tuple[str, str, str, tuple[str, ...]]],
+    seed: str,
+    port: int,
+    runs: int,
+    timeout: float,
 ) -> list[Row]:
     from agent_stream.sources.replay import REPLIES, pick_reply
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
@@ -240,8 +248,8 @@ def ask_all(
     async def run(ctx: Context) -> list[Row]:
         rows: list[Row] = []
         for _ in range(runs):
-            for name, address, _, old in plans:
-                undo = _ask_without_fold() if old else None
+            for name, address, _, without in plans:
+                undo = _ask_without(*without) if without else None
                 try:
                     before = len(tally.by_sender.get(address, []))
                     reply = await chat.ask(
@@ -314,15 +322,15 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             f"at least {_answer_seconds(args.rate) / (0.5 + 1 / args.rate):.0f}, before the reasoning, "
             "the tools and the end"
         )
-    today = out[names[0]]
+    today = out[names[1]]  # fold=1: what the asker got before the lean wire
     ok = True
-    for name in names[1:3]:
+    for name in names[2:4]:
         env, kb, first = out[name]
         met = env <= 15 and kb <= 25.0
         later = first is not None and today[2] is not None and first > today[2] + 0.05
         print(
-            f"  {name}: {kb / today[1]:.0%} of today's bytes, {env / today[0]:.0%} of its "
-            f"envelopes; targets (<= 25 KB, <= 15 envelopes) {'met' if met else 'NOT met'}"
+            f"  {name}: {kb / today[1]:.0%} of today's (fold=1) bytes, {env / today[0]:.0%} of "
+            f"its envelopes; targets (<= 25 KB, <= 15 envelopes) {'met' if met else 'NOT met'}"
             f"{'; first text LATER than today' if later else ''}"
         )
         ok = ok and not later
@@ -366,7 +374,7 @@ def main() -> int:
     peer = f"{Identity.from_seed(seed, 0).address}={endpoint_for(port)}"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     procs: list[subprocess.Popen[str]] = []
-    plans: list[tuple[str, str, str, bool]] = []
+    plans: list[tuple[str, str, str, tuple[str, ...]]] = []
     with tempfile.TemporaryDirectory(prefix="bench-wire-bytes-") as tmp:
         old_cwd = os.getcwd()
         os.chdir(tmp)  # uagents writes storage files into the working directory
@@ -401,17 +409,23 @@ def main() -> int:
             serve_endpoint = endpoint_for(serve_port)
             plans.append(
                 (
-                    "serve --reasoning, asked as today (unfolded)",
+                    "serve --reasoning, asked unfolded",
                     serve_address,
                     serve_endpoint,
-                    True,
+                    ("FOLD_KEY", "LEAN_KEY"),
                 )
             )
             plans.append(
-                ("serve --reasoning, folded (fold=1)", serve_address, serve_endpoint, False)
+                (
+                    "serve --reasoning, folded (fold=1, as today)",
+                    serve_address,
+                    serve_endpoint,
+                    ("LEAN_KEY",),
+                )
             )
+            plans.append(("serve --reasoning, lean (lean=1)", serve_address, serve_endpoint, ()))
             for name, role in (
-                ("serve --reasoning, folded + fuller envelopes", "fuller"),
+                ("serve --reasoning, lean + fuller envelopes", "fuller"),
                 ("stock uagents, one ChatMessage per token", "per-token"),
             ):
                 sport = free_port()
@@ -437,7 +451,7 @@ def main() -> int:
                 ]
                 sproc, address = spawn(cmd, env, tmp, timeout=120.0)
                 procs.append(sproc)
-                plans.append((name, address, endpoint_for(sport), False))
+                plans.append((name, address, endpoint_for(sport), ()))
             _wait_listening(serve_port)
             rows = ask_all(plans, seed, port, args.runs, args.timeout)
         finally:

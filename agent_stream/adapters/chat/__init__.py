@@ -73,6 +73,16 @@ message complete when its ChatMessage is cut goes as one group, ``op`` ``fold``,
 metadata-only groups as one; the decoder gives exactly the Messages the unfolded groups give.
 Nothing waits to fold. Others get the unfolded form.
 
+Lean (:mod:`.batching`): to an asker whose tag says ``lean=1`` (:func:`request_tags` does; it
+implies folding), text the chunker released does not cut a ChatMessage at once: each chunk may
+wait until the chunker's deadline for its oldest character (its ``max_delay``, and the
+``block_grace`` it may add), so sentences released early gather into one ChatMessage; a
+message's first text never waits, metadata alone waits as today (``meta_delay``, or its
+chunker's deadline when later), and each ChatMessage goes once its earliest group is due. A
+ChatMessage's consecutive chunks of one stream share one ``chunk`` group (each TextContent after
+it is a chunk of its stream). Chunk boundaries are the chunker's, so the decoder gives exactly
+the Messages today's form gives. Others get today's form, byte for byte.
+
 Without tag support declared by the recipient, streams are serialised (one open at a time, other
 messages' text waits, order within each message kept). With it, they interleave as produced.
 

@@ -1,0 +1,284 @@
+"""The lean tagged wire (an asker whose tag says ``lean=1``): text the chunker released gathers
+into fewer ChatMessages, never past the chunker's own bound, and decodes to the same Messages.
+
+Properties: a stream sent lean and sent in today's forms (unfolded, folded) decodes to the same
+Messages, transcript and client wire bytes, even coalesced by a slow transport; the lean form
+sends no text later than the later of today's send and the chunker's deadline for it, its first
+text no later than today, and never more ChatMessages. Units: who gets the lean form, what
+gathers, what never waits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chat_streams import CHUNKERS, hierarchical_streams
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
+
+from agent_stream.adapters import registry
+from agent_stream.adapters.chat import (
+    TAG_KEY,
+    ChatDecoder,
+    ChatEncoder,
+    coalesce,
+    parse_chat,
+    request_tags,
+)
+from agent_stream.adapters.chat.incoming import read_chat
+from agent_stream.adapters.chat.wire import chat_of
+from agent_stream.assemble import assemble
+from agent_stream.chunking import TextChunker
+from agent_stream.message import (
+    MESSAGE_END,
+    MESSAGE_START,
+    STREAM_END,
+    Message,
+    MessageEndData,
+    MessageStartData,
+    StreamEndData,
+    lifecycle,
+)
+
+T0 = 100.0
+
+
+def _encode(
+    msgs: list[Message],
+    steps: list[float],
+    *,
+    lean: bool = False,
+    fold: bool = False,
+    tagged: bool = True,
+    reasoning: bool = True,
+    chunker: dict[str, Any] | None = None,
+    meta_delay: float = 0.1,
+) -> list[tuple[float, ChatMessage]]:
+    """Each ChatMessage and when it went, the encoder polled at every deadline it names (as the
+    responder's timer does), the Messages fed ``steps`` apart."""
+    enc = ChatEncoder(
+        "conversation-1",
+        tagged=tagged,
+        channels={"reasoning"} if reasoning else None,
+        chunker=chunker,
+        meta_delay=meta_delay,
+        fold=fold,
+        lean=lean,
+        deterministic=True,
+    )
+    out: list[tuple[float, ChatMessage]] = []
+    now = T0
+    for i, m in enumerate(msgs):
+        nxt = now + steps[i % len(steps)]
+        d = enc.next_deadline
+        while d is not None and d <= nxt:
+            now = max(now, d)
+            out += [(now, c) for c in enc.poll(now)]
+            d2 = enc.next_deadline
+            if d2 is not None and d2 <= d:
+                break  # nothing more comes of polling at this time
+            d = d2
+        now = nxt
+        out += [(now, c) for c in enc.feed(m, now)]
+    now += 1
+    out += [(now, c) for c in enc.end_streams(now)]
+    return out
+
+
+def _decode_timed(chats: list[tuple[float, ChatMessage]]) -> list[tuple[float, Message]]:
+    dec = ChatDecoder()
+    out: list[tuple[float, Message]] = []
+    last = T0
+    for t, c in chats:
+        out += [(t, m) for m in dec.feed("agent1peer", c, 1000.0)]
+        last = t
+    out += [(last, m) for m in dec.close()]
+    assert dec.drain_warnings() == []
+    return out
+
+
+def _decode(chats: list[ChatMessage]) -> list[Message]:
+    return [m for _, m in _decode_timed([(T0, c) for c in chats])]
+
+
+def _client_wires(msgs: list[Message]) -> dict[str, list[str]]:
+    """What each client wire (every registry wire but the chat wire itself) writes."""
+    import re
+
+    uuid_re = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    num_re = re.compile(r'("(?:created|timestamp|createdAt)"\s*:\s*)"?[0-9T:.\-+Z]+"?')
+    out: dict[str, list[str]] = {}
+    for wire in registry.wires():
+        if wire.name == "chat":
+            continue
+        enc = wire.make_encoder()
+        frame = wire.frame()
+        objs: list[Any] = []
+        for m in msgs:
+            objs += enc.feed(m)
+        objs += enc.close()
+        out[wire.name] = [num_re.sub(r"\1 0", uuid_re.sub("U", frame(o))) for o in objs]
+    return out
+
+
+def _first_text_at(chats: list[tuple[float, ChatMessage]]) -> float | None:
+    for t, c in chats:
+        if any(isinstance(i, TextContent) and i.text for i in c.content):
+            return t
+    return None
+
+
+def _arrivals(msgs: list[Message], steps: list[float]) -> dict[Any, list[float]]:
+    """Per message whose every content chunk is a plain string append: when each character of
+    its content was fed."""
+    out: dict[Any, list[float]] = {}
+    bad: set[Any] = set()
+    now = T0
+    for i, m in enumerate(msgs):
+        now += steps[i % len(steps)]
+        if m.message_id is None or m.type == "event":
+            continue
+        key = (m.thread_id, m.message_id)
+        p = m.props or {}
+        if (
+            m.delta
+            and not m.type_change
+            and m.delta_action is None
+            and m.delta_path is None
+            and len(p) == 1
+            and isinstance(p.get("content"), str)
+        ):
+            out.setdefault(key, []).extend([now] * len(p["content"]))
+        else:
+            bad.add(key)
+    return {k: v for k, v in out.items() if k not in bad}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=hierarchical_streams(),
+    reasoning=st.booleans(),
+    steps=st.lists(st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.3]), min_size=1, max_size=8),
+    chunker=CHUNKERS,
+    meta_delay=st.sampled_from([0.0, 0.1, 1.0]),
+    json_wire=st.booleans(),
+    runs=st.lists(st.integers(1, 4), max_size=10),
+)
+def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
+    data: tuple[list[Message], set[Any]],
+    reasoning: bool,
+    steps: list[float],
+    chunker: dict[str, Any] | None,
+    meta_delay: float,
+    json_wire: bool,
+    runs: list[int],
+) -> None:
+    msgs, _ = data
+    opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
+    lean = _encode(msgs, steps, lean=True, **opts)
+    folded = _encode(msgs, steps, fold=True, **opts)
+    unfolded = _encode(msgs, steps, **opts)
+    assert len(lean) <= len(folded) == len(unfolded)  # gathering never adds a ChatMessage
+    first, today = _first_text_at(lean), _first_text_at(unfolded)
+    assert (first is None) == (today is None)
+    assert first is None or today is None or first <= today
+
+    timed_lean = _decode_timed(lean)
+    timed_today = _decode_timed(unfolded)
+    a = [m for _, m in timed_lean]
+    b = [m for _, m in timed_today]
+    assert [m.model_dump() for m in a] == [m.model_dump() for m in b]
+    assert _decode([c for _, c in folded]) == b
+
+    # No text later than the later of today's send and the chunker's bound for it (its oldest
+    # character's arrival + max_delay + block_grace).
+    bounds = TextChunker(**{"min_chars": 120, "max_delay": 0.5, **(chunker or {})})
+    slack = bounds.max_delay + bounds.block_grace + 1e-9
+    arrivals = _arrivals(msgs, steps)
+    offsets: dict[Any, int] = {}
+    for (t_lean, m), (t_today, _) in zip(timed_lean, timed_today, strict=True):
+        key = (m.thread_id, m.message_id)
+        text = (m.props or {}).get("content")
+        if not m.delta or key not in arrivals or not isinstance(text, str):
+            continue
+        at = offsets.get(key, 0)
+        offsets[key] = at + len(text)
+        if text and at < len(arrivals[key]):
+            assert t_lean <= max(t_today, arrivals[key][at] + slack)
+
+    # the same, ChatMessages coalesced as a slow transport would, and through JSON
+    chats = [parse_chat(c.json()) if json_wire else c for _, c in lean]
+    wire: list[ChatMessage] = []
+    for n in runs:
+        if chats:
+            wire.append(coalesce(chats[:n]))
+            chats = chats[n:]
+    wire += chats
+    c = _decode(wire)
+    assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
+    assert assemble(c).to_dict() == assemble(b).to_dict()
+    assert _client_wires(c) == _client_wires(b)
+
+
+def _answer(text: str, mid: str = "M1") -> list[Message]:
+    ids = {"message_id": mid, "block_id": "B1"}
+    words = [w + " " for w in text.split(" ")]
+    return [
+        lifecycle(MESSAGE_START, MessageStartData(message_id=mid, type="text"), **ids),
+        *[Message(type="text", props={"content": w}, delta=True, **ids) for w in words],
+        lifecycle(MESSAGE_END, MessageEndData(message_id=mid, type="text"), **ids),
+        lifecycle(STREAM_END, StreamEndData(status="completed")),
+    ]
+
+
+def _texts(chat: ChatMessage) -> list[str]:
+    return [i.text for i in chat.content if isinstance(i, TextContent)]
+
+
+def test_sentences_released_early_gather_until_the_oldest_is_due() -> None:
+    # short sentences: the chunker releases each as it ends (min_chars 10); lean, they wait
+    # for the first one's deadline and go together, one group and its TextContent items
+    msgs = _answer("Hi. " + "One more sentence here. " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    lean = _encode(msgs, [0.02], lean=True, chunker=chunker)
+    today = _encode(msgs, [0.02], chunker=chunker)
+    assert len(lean) < len(today)
+    assert _first_text_at(lean) == _first_text_at(today)  # the first text never waits
+    assert _texts(lean[0][1]) == _texts(today[0][1])
+    gathered = [c for _, c in lean if len(_texts(c)) > 1]
+    assert gathered
+    for c in gathered:  # one chunk group, its texts after it
+        tags = [i for i in c.content if isinstance(i, MetadataContent) and TAG_KEY in i.metadata]
+        assert [t.metadata["op"] for t in tags].count("chunk") == 1
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_chunk_released_at_its_deadline_goes_at_once() -> None:
+    # text arriving slower than min_chars: the chunker cuts at max_delay, nothing gathers more
+    msgs = _answer("word " * 40)
+    chunker = {"min_chars": 120, "max_delay": 0.5}
+    lean = _encode(msgs, [0.1], lean=True, chunker=chunker)
+    today = _encode(msgs, [0.1], chunker=chunker)
+    assert [t for t, _ in lean] == [t for t, _ in today]
+
+
+def test_plain_and_older_tagged_askers_get_todays_form_byte_for_byte() -> None:
+    msgs = _answer("Hi. " + "One more sentence here. " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    for fold in (False, True):
+        a = _encode(msgs, [0.02], fold=fold, chunker=chunker)
+        b = _encode(msgs, [0.02], fold=fold, chunker=chunker)
+        assert [(t, c.json()) for t, c in a] == [(t, c.json()) for t, c in b]
+    # lean is ignored for a plain asker: it could not read it
+    plain = _encode(msgs, [0.02], lean=True, tagged=False, chunker=chunker)
+    assert [(t, c.json()) for t, c in plain] == [
+        (t, c.json()) for t, c in _encode(msgs, [0.02], tagged=False, chunker=chunker)
+    ]
+
+
+def test_the_asker_declares_the_lean_wire_in_its_tag() -> None:
+    asked = read_chat(chat_of([TextContent(text="hi"), request_tags()]))
+    assert asked.reads_lean and asked.reads_folds
+    old = {k: v for k, v in request_tags().metadata.items() if k != "lean"}
+    assert not read_chat(chat_of([MetadataContent(metadata=old)])).reads_lean
