@@ -32,6 +32,7 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
 ``parts``           (``fold`` groups) the folded Messages' fields and chunk types (:mod:`.fold`)
 ``keep``, ``extra``  ``keep=1``: the decoder keeps the stream's text; ``extra=stream``: the
                     message_end's extra.content, left out, is that text
+``rel``             (``fold`` groups, to a lean asker) ``1``: the parts' ids are relative
 ==================  ==========================================================================
 
 Delivery ops (:mod:`.delivery`; docs/delivery.md): a ChatMessage holding one tagged
@@ -80,8 +81,10 @@ wait until the chunker's deadline for its oldest character (its ``max_delay``, a
 message's first text never waits, metadata alone waits as today (``meta_delay``, or its
 chunker's deadline when later), and each ChatMessage goes once its earliest group is due. A
 ChatMessage's consecutive chunks of one stream share one ``chunk`` group (each TextContent after
-it is a chunk of its stream). Chunk boundaries are the chunker's, so the decoder gives exactly
-the Messages today's form gives. Others get today's form, byte for byte.
+it is a chunk of its stream), and a folded group's parts name only the ids the decoder cannot
+infer from the event data or the part before (``rel=1``, :mod:`.fold`). Chunk boundaries are the
+chunker's, so the decoder gives exactly the Messages today's form gives. Others get today's
+form, byte for byte.
 
 Without tag support declared by the recipient, streams are serialised (one open at a time, other
 messages' text waits, order within each message kept). With it, they interleave as produced.

@@ -16,7 +16,8 @@ now, or its chunker's deadline when later: the merged appends of ``thinking``), 
 ChatMessage is cut once the earliest of its groups is due. Text the chunker
 released early at a sentence end waits for more, never past the chunker's own bound, and no
 sooner-due group waits past its time. Consecutive chunk groups of one stream then go as one
-group and its TextContent items (the decoder reads each as a chunk of the group's stream).
+group and its TextContent items (the decoder reads each as a chunk of the group's stream),
+and each folded group's parts name only the ids the decoder cannot infer (``rel=1``, :mod:`.fold`).
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ from uagents_core.contrib.protocols.chat import (
     TextContent,
 )
 
-from agent_stream.adapters.chat.fold import fold_groups
+from agent_stream.adapters.chat.fold import fold_groups, relative_ids
 from agent_stream.adapters.chat.wire import (
     EPOCH,
     OP_CHUNK,
     OP_END,
+    OP_FOLD,
     PROTOCOL_VERSION,
     TAG_KEY,
     Group,
@@ -148,8 +150,12 @@ class Batcher:
     def _content(self, groups: list[Group]) -> list[Any]:
         if self.fold and len(groups) > 1:
             groups = fold_groups(groups)
-        if self.gather and len(groups) > 1:
-            groups = _join_chunks(groups)
+        if self.gather:
+            if len(groups) > 1:
+                groups = _join_chunks(groups)
+            for group in groups:
+                if group.meta.get("op") == OP_FOLD:
+                    relative_ids(group.meta)
         content: list[Any] = []
         first = True
         for group in groups:

@@ -21,7 +21,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream import jsontext
-from agent_stream.adapters.chat.fold import FOLD_IDS, JSON_FIELDS, read_parts
+from agent_stream.adapters.chat.fold import FOLD_IDS, JSON_FIELDS, REL_KEY, infer_ids, read_parts
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
@@ -154,6 +154,8 @@ class TaggedDecoder:
         ids = {k: md[k] for k in FOLD_IDS if k in md}
         message_id = ids.get("message_id")
         thread_id = ids.get("thread_id")
+        rel = md.get(REL_KEY) == "1"  # the parts' ids are relative (see .fold)
+        previous = ids
         limits = self._state.limits
         streamed = 0  # the text's UTF-8 bytes, as its chat stream would have counted them
         rejected = False
@@ -161,7 +163,18 @@ class TaggedDecoder:
         folded_text: str | None = None
         for part in parts:
             if isinstance(part, dict):
-                fields = {**ids, **{k: v for k, v in part.items() if k not in JSON_FIELDS}}
+                if rel:
+                    previous = infer_ids(part, previous)
+                    fields = {
+                        **previous,
+                        **{
+                            k: v
+                            for k, v in part.items()
+                            if k not in JSON_FIELDS and k not in FOLD_IDS
+                        },
+                    }
+                else:
+                    fields = {**ids, **{k: v for k, v in part.items() if k not in JSON_FIELDS}}
                 if self._ids_ok(fields):
                     if fields.get(EXTRA_KEY) == EXTRA_STREAM and folded_text is None:
                         folded_text = "".join(texts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from chat_streams import CHUNKERS, hierarchical_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,9 +32,13 @@ from agent_stream.adapters.chat.wire import chat_of
 from agent_stream.assemble import assemble
 from agent_stream.chunking import TextChunker
 from agent_stream.message import (
+    BLOCK_END,
+    BLOCK_START,
     MESSAGE_END,
     MESSAGE_START,
     STREAM_END,
+    BlockEndData,
+    BlockStartData,
     Message,
     MessageEndData,
     MessageStartData,
@@ -282,3 +287,83 @@ def test_the_asker_declares_the_lean_wire_in_its_tag() -> None:
     assert asked.reads_lean and asked.reads_folds
     old = {k: v for k, v in request_tags().metadata.items() if k != "lean"}
     assert not read_chat(chat_of([MetadataContent(metadata=old)])).reads_lean
+
+
+def _tool_steps() -> list[Message]:
+    """Two tool calls in a thread, each a block with a loading message: metadata alone."""
+    out: list[Message] = []
+    for n in (1, 2):
+        bid, mid = f"B{n}", f"M{n}"
+        ids = {"message_id": mid, "block_id": bid, "thread_id": "T1"}
+        out += [
+            lifecycle(BLOCK_START, BlockStartData(block_id=bid, type="tool"), block_id=bid),
+            lifecycle(MESSAGE_START, MessageStartData(message_id=mid, type="loading"), **ids),
+            Message(type="loading", props={"message": "Searching…"}, **ids),
+            Message(type="loading", props={"done": True}, delta=True, delta_action="merge", **ids),
+            lifecycle(MESSAGE_END, MessageEndData(message_id=mid, type="loading"), **ids),
+            lifecycle(BLOCK_END, BlockEndData(block_id=bid), block_id=bid, thread_id="T1"),
+        ]
+    return [*out, lifecycle(STREAM_END, StreamEndData(status="completed"))]
+
+
+def _fold_parts(chats: list[tuple[float, ChatMessage]]) -> list[tuple[dict[str, str], str]]:
+    return [
+        (i.metadata, i.metadata["parts"])
+        for _, c in chats
+        for i in c.content
+        if isinstance(i, MetadataContent) and i.metadata.get("op") == "fold"
+    ]
+
+
+def test_folded_parts_name_only_the_ids_the_decoder_cannot_infer() -> None:
+    msgs = _tool_steps()
+    lean = _encode(msgs, [0.0], lean=True, meta_delay=1.0)
+    folded = _encode(msgs, [0.0], fold=True, meta_delay=1.0)
+    [(meta, parts)] = _fold_parts(lean)
+    [(_, before)] = _fold_parts(folded)
+    assert meta["rel"] == "1" and len(parts) < len(before)
+    assert parts.count('"block_id"') < before.count('"block_id"')
+    assert parts.count('"thread_id"') < before.count('"thread_id"')
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in folded])
+
+
+def _rel(parts: str, message_id: str | None = None) -> ChatMessage:
+    md = {TAG_KEY: "1", "op": "fold", "rel": "1", "parts": parts, "seq": "1", "conversation": "c"}
+    if message_id is not None:
+        md["message_id"] = message_id
+    return chat_of([MetadataContent(metadata=md)])
+
+
+def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
+    dec = ChatDecoder()
+    parts = (
+        '[{"thread_id":"T1","block_id":"B1","type":"event","props":{"event":"message_start",'
+        '"data":{"message_id":"M1","type":"loading"}}},'
+        '{"type":"loading","props":{"message":"x"}},'
+        '{"block_id":"","type":"loading","props":{"done":true},"delta":"true"}]'
+    )
+    out = dec.feed("agent1peer", _rel(parts), 0.0)
+    assert dec.drain_warnings() == []
+    assert [(m.message_id, m.thread_id, m.block_id) for m in out] == [
+        ("M1", "T1", "B1"),
+        ("M1", "T1", "B1"),
+        ("M1", "T1", None),  # "": none
+    ]
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        '[{"message_id":5,"type":"loading"}]',
+        '[{"message_id":"' + "m" * 5000 + '","type":"loading"}]',
+        '[{"type":"event","props":{"event":"message_start","data":{"message_id":"'
+        + "m" * 5000
+        + '"}}}]',
+        '[{"thread_id":null,"type":"loading"}]',
+    ],
+)
+def test_a_bad_relative_part_is_a_warning_never_a_traceback(parts: str) -> None:
+    dec = ChatDecoder()
+    dec.feed("agent1bad", _rel(parts), 0.0)
+    warnings = dec.drain_warnings()
+    assert warnings and all(w.code == "bad_metadata" for w in warnings)
