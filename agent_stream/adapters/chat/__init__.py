@@ -30,7 +30,8 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
 ``delta``, ``type_change``   ``"true"`` when set; ``delta_action``, ``delta_path`` when set
 ``message_metadata``         the Message's metadata (timestamp, sequence, trace_id) as JSON
 ``parts``           (``fold`` groups) the folded Messages' fields and chunk types (:mod:`.fold`)
-``keep``, ``extra``  ``keep=1``: the decoder keeps the stream's text; ``extra=stream``: the
+``keep``, ``extra``  ``keep=1``: the decoder keeps the stream's text (to a lean asker, on a
+                    ``message`` group: that append's text); ``extra=stream``: the
                     message_end's extra.content, left out, is that text
 ``rel``             (``fold`` groups, to a lean asker) ``1``: the parts' ids are relative
 ==================  ==========================================================================
@@ -82,9 +83,11 @@ message's first text never waits, metadata alone waits as today (``meta_delay``,
 chunker's deadline when later), and each ChatMessage goes once its earliest group is due. A
 ChatMessage's consecutive chunks of one stream share one ``chunk`` group (each TextContent after
 it is a chunk of its stream), and a folded group's parts name only the ids the decoder cannot
-infer from the event data or the part before (``rel=1``, :mod:`.fold`). Chunk boundaries are the
-chunker's, so the decoder gives exactly the Messages today's form gives. Others get today's
-form, byte for byte.
+infer from the event data or the part before (``rel=1``, :mod:`.fold`). A message carried as
+metadata whose content went only as merged appends (``thinking`` on the reasoning channel) has
+them say ``keep=1``, and its message_end leaves out an extra.content that is their text
+(``extra=stream``), as a streamed message's does. Chunk boundaries are the chunker's, so the
+decoder gives exactly the Messages today's form gives. Others get today's form, byte for byte.
 
 Without tag support declared by the recipient, streams are serialised (one open at a time, other
 messages' text waits, order within each message kept). With it, they interleave as produced.

@@ -355,7 +355,16 @@ class ChatEncoder:
         kept = u.text
         elide = (
             kept is not None
-            and u.open
+            and (
+                u.open
+                or (  # a lean peer kept the appends carried as metadata, all of them
+                    self.lean
+                    and u.stream_id is None
+                    and u.type not in STREAM_TYPES
+                    and 0 < len(kept) == u.wire_chunks
+                    and (msg.thread_id, msg.message_id) == u.key
+                )
+            )
             and next(reversed(end_data)) == EXTRA_KEY
             and end_data[EXTRA_KEY] == {"content": "".join(kept)}
         )

@@ -265,6 +265,12 @@ class MessageChunking:
             meta["type"] = u.type
             meta["props"] = dumps({"content": text})
             meta["delta"] = "true"
+            if self._gather:  # a lean peer keeps the text of appends that were all merged
+                if u.text is None and u.wire_chunks == 1 and u.stream_id is None:
+                    u.text = []
+                if u.text is not None and u.stream_id is None and len(u.text) == u.wire_chunks - 1:
+                    u.text.append(text)
+                    meta[KEEP_KEY] = "1"
             self.emit(u, Group(meta, [], owner=u.key, due=due))
             return
         u.shown = True

@@ -10,6 +10,7 @@ gathers, what never waits.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -169,6 +170,7 @@ def _arrivals(msgs: list[Message], steps: list[float]) -> dict[Any, list[float]]
     meta_delay=st.sampled_from([0.0, 0.1, 1.0]),
     json_wire=st.booleans(),
     runs=st.lists(st.integers(1, 4), max_size=10),
+    extra=st.booleans(),
 )
 def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     data: tuple[list[Message], set[Any]],
@@ -178,8 +180,11 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     meta_delay: float,
     json_wire: bool,
     runs: list[int],
+    extra: bool,
 ) -> None:
     msgs, _ = data
+    if extra:
+        msgs = _with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
     lean = _encode(msgs, steps, lean=True, **opts)
     folded = _encode(msgs, steps, fold=True, **opts)
@@ -224,6 +229,28 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
     assert assemble(c).to_dict() == assemble(b).to_dict()
     assert _client_wires(c) == _client_wires(b)
+
+
+def _with_extra(msgs: list[Message]) -> list[Message]:
+    """The stream with each message_end's data ending in extra.content, the text its message's
+    plain appends make (as the writer sends it)."""
+    text: dict[tuple[str | None, str | None], str] = {}
+    out: list[Message] = []
+    for m in msgs:
+        p = m.props or {}
+        if (
+            m.delta
+            and not m.delta_path
+            and not m.delta_action
+            and isinstance(p.get("content"), str)
+        ):
+            key = (m.thread_id, m.message_id)
+            text[key] = text.get(key, "") + p["content"]
+        if m.event == MESSAGE_END:
+            data = {**m.event_data, "extra": {"content": text.get((m.thread_id, m.message_id), "")}}
+            m = m.model_copy(update={"props": {**p, "data": data}})
+        out.append(m)
+    return out
 
 
 def _answer(text: str, mid: str = "M1") -> list[Message]:
@@ -367,3 +394,88 @@ def test_a_bad_relative_part_is_a_warning_never_a_traceback(parts: str) -> None:
     dec.feed("agent1bad", _rel(parts), 0.0)
     warnings = dec.drain_warnings()
     assert warnings and all(w.code == "bad_metadata" for w in warnings)
+
+
+def _thinking(text: str) -> list[Message]:
+    ids = {"message_id": "M1", "block_id": "B1"}
+    words = [w + " " for w in text.split(" ")]
+    return [
+        lifecycle(MESSAGE_START, MessageStartData(message_id="M1", type="thinking"), **ids),
+        *[Message(type="thinking", props={"content": w}, delta=True, **ids) for w in words],
+        lifecycle(
+            MESSAGE_END,
+            MessageEndData(message_id="M1", type="thinking", chunk_count=len(words)),
+            **ids,
+        ),
+        lifecycle(STREAM_END, StreamEndData(status="completed")),
+    ]
+
+
+def _ends(chats: list[tuple[float, ChatMessage]]) -> list[dict[str, Any]]:
+    """The data of every message_end a ChatMessage carries (a group's or a folded part's)."""
+    out: list[dict[str, Any]] = []
+    for _, c in chats:
+        for i in c.content:
+            if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
+                md = i.metadata
+                parts = json.loads(md["parts"]) if "parts" in md else []
+                props = [p.get("props") for p in parts if isinstance(p, dict)]
+                if "props" in md:
+                    props.append(json.loads(md["props"]))
+                out += [p["data"] for p in props if p and p.get("event") == MESSAGE_END]
+    return out
+
+
+def test_reasoning_carried_as_metadata_is_not_sent_twice_in_its_message_end() -> None:
+    text = "I should check the spec first. Then compare the costs of each way. " * 3
+    msgs = _with_extra(_thinking(text))
+    for steps in ([0.0], [0.05]):  # folded whole, and streamed over several ChatMessages
+        lean = _encode(msgs, steps, lean=True, chunker={"max_delay": 0.2})
+        today = _encode(msgs, steps, fold=True, chunker={"max_delay": 0.2})
+        [end] = _ends(lean)
+        [before] = _ends(today)
+        assert "extra" not in end and before["extra"]["content"].startswith(text)
+        assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_lost_kept_append_leaves_the_text_out_with_a_warning_never_a_wrong_one() -> None:
+    text = "I should check the spec first. Then compare the costs of each way. " * 3
+    lean = [c for _, c in _encode(_with_extra(_thinking(text)), [0.05], lean=True)]
+    assert len(lean) > 2
+    dec = ChatDecoder(max_message_bytes=150)  # the appends past the cap are refused
+    out: list[Message] = []
+    for c in lean:
+        out += dec.feed("agent1peer", c, 1000.0)
+    [end] = [m for m in out if m.event == MESSAGE_END]
+    assert "extra" not in end.event_data  # not a partial text
+    assert "message_too_large" in {w.code for w in dec.drain_warnings()}
+
+
+def _group(seq: int, **md: str) -> ChatMessage:
+    meta = {TAG_KEY: "1", "op": "message", "seq": str(seq), "conversation": "c", **md}
+    return chat_of([MetadataContent(metadata=meta)])
+
+
+@pytest.mark.parametrize(
+    "appends",
+    [
+        [],  # nothing kept: an end that says its text was kept
+        [{"props": '{"content":"a"}', "delta": "true", "keep": "1"}, {"props": '{"x":1}'}],
+        [{"props": '{"content":"a"}', "delta": "true", "keep": "1"}, {"props": "[", "keep": "1"}],
+        [{"props": '{"content":"a"}', "keep": "1"}],  # not an append
+    ],
+)
+def test_an_end_whose_kept_text_is_not_whole_is_a_warning_never_a_wrong_text(
+    appends: list[dict[str, str]],
+) -> None:
+    ids = {"message_id": "M1", "type": "thinking"}
+    chats = [_group(i + 1, **ids, **a) for i, a in enumerate(appends)]
+    end = '{"event":"message_end","data":{"message_id":"M1","type":"thinking"}}'
+    chats.append(_group(len(chats) + 1, message_id="M1", type="event", props=end, extra="stream"))
+    dec = ChatDecoder()
+    out: list[Message] = []
+    for c in chats:
+        out += dec.feed("agent1peer", c, 0.0)
+    ends = [m for m in out if m.event == MESSAGE_END]
+    assert all("extra" not in m.event_data for m in ends)
+    assert dec.drain_warnings()
