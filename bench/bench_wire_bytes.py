@@ -158,17 +158,25 @@ class Tally:
 # Where an envelope's bytes go: the signed envelope around the payload, base64's third, the
 # ChatMessage's own fields, the text (TextContent items), the agent_stream metadata, the rest.
 PARTS = ("envelope", "base64", "chat head", "text", "metadata", "other items")
+# The same envelopes without a byte of agent_stream metadata (tagged MetadataContent items left
+# out, base64 of what is left): what no encoding of ours can go below at that envelope count.
+FLOOR = "no-metadata floor"
 
 
 def _parts(size: int, raw: str, payload: Any) -> dict[str, int]:
     body = json.dumps(payload)  # as uagents writes a model: json.dumps' default separators
-    out = dict.fromkeys(PARTS, 0)
+    out = dict.fromkeys((*PARTS, FLOOR), 0)
     out["envelope"] = size - len(raw)
     out["base64"] = len(raw) - len(body)
+    out[FLOOR] = size
     if not isinstance(payload, dict) or not isinstance(payload.get("content"), list):
         out["other items"] = len(body)
         return out
     items = payload["content"]
+    bare = [
+        i for i in items if not (isinstance(i, dict) and "agent_stream" in i.get("metadata", {}))
+    ]
+    out[FLOOR] = out["envelope"] + 4 * -(-len(json.dumps({**payload, "content": bare})) // 3)
     sizes = [len(json.dumps(i)) + 2 for i in items]  # ", " between items
     out["chat head"] = len(body) - sum(sizes)
     for item, n in zip(items, sizes, strict=True):
@@ -265,7 +273,10 @@ def ask_all(
                 rows.append(
                     Row(
                         name,
-                        {p: sum(e[p] for e in tally.parts[address][before:]) for p in PARTS},
+                        {
+                            p: sum(e[p] for e in tally.parts[address][before:])
+                            for p in (*PARTS, FLOOR)
+                        },
                         len(got),
                         sum(1 for _, c in got if c),
                         sum(s for s, _ in got) / 1000,
@@ -307,12 +318,15 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             f"{ft:>12}{all(r.same_text for r in rs)!s:>11}  "
             f"{','.join(sorted({str(r.status) for r in rs}))}"
         )
-    print("where the bytes of a reply go (KB, medians):")
-    print(f"{'responder':<44}" + "".join(f"{p:>12}" for p in PARTS))
+    print(
+        "where the bytes of a reply go (KB, medians; floor: the same envelopes without our metadata):"
+    )
+    print(f"{'responder':<44}" + "".join(f"{p:>12}" for p in PARTS) + f"{'floor':>8}")
     for name in names:
         rs = [r for r in rows if r.name == name]
         print(
-            f"{name:<44}" + "".join(f"{med(r.parts[p] for r in rs) / 1000:>12.1f}" for p in PARTS)
+            f"{name:<44}"
+            + "".join(f"{med(r.parts[p] for r in rs) / 1000:>12.1f}" for p in (*PARTS, FLOOR))
         )
     if args.rate > 0:
         print(
@@ -321,6 +335,12 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             f"ChatMessages: {_answer_seconds(args.rate):.1f} s of answer at {args.rate:g} tokens/s -> "
             f"at least {_answer_seconds(args.rate) / (0.5 + 1 / args.rate):.0f}, before the reasoning, "
             "the tools and the end"
+        )
+        floor = statistics.median(r.parts[FLOOR] for r in rows if r.name == names[2]) / 1000
+        print(
+            f"  the bytes' floor: {names[2]}'s envelopes without a byte of our metadata (no "
+            f"reasoning, no tool calls, no ids) would still be {floor:.1f} KB: the signed envelope "
+            "and the ChatMessage's own fields cost ~720 bytes each"
         )
     today = out[names[1]]  # fold=1: what the asker got before the lean wire
     ok = True

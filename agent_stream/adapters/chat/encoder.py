@@ -67,8 +67,9 @@ class ChatEncoder:
         lean: the recipient reads the lean wire (its tag says ``lean=1``; only with
             ``tagged``; implies ``fold``): text the chunker released waits, up to the chunker's
             deadline for its oldest character, to go with later text in one ChatMessage (a
-            stream's first chunk never waits), and a ChatMessage's consecutive chunks of one
-            stream share one group.
+            message's first text never waits), a ChatMessage's consecutive chunks of one
+            stream share one group, folded parts' ids are relative and reasoning carried as
+            metadata is not repeated in its message_end (see the package docstring, Lean).
         deterministic: ChatMessage msg_ids derived from the conversation and sequence number
             and a fixed timestamp (reproducible output).
         clock: the UTC time stamped on ChatMessages (None: the system's).
