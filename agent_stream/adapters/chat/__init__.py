@@ -83,7 +83,8 @@ message's first text never waits, metadata alone waits as today (``meta_delay``,
 chunker's deadline when later), and each ChatMessage goes once its earliest group is due. A
 ChatMessage's consecutive chunks of one stream share one ``chunk`` group (each TextContent after
 it is a chunk of its stream), and a folded group's parts name only the ids the decoder cannot
-infer from the event data or the part before (``rel=1``, :mod:`.fold`). A message carried as
+infer from the event data or the part before, and an event part is ``{"e": event, "d": data}``
+(``rel=1``, :mod:`.fold`). A message carried as
 metadata whose content went only as merged appends (``thinking`` on the reasoning channel) has
 them say ``keep=1``, and its message_end leaves out an extra.content that is their text
 (``extra=stream``), as a streamed message's does. Chunk boundaries are the chunker's, so the

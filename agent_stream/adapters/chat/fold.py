@@ -20,7 +20,8 @@ only the ids the decoder cannot infer. An id a part leaves out is, for a lifecyc
 ``props.data`` holds it (message_start's ``message_id``...), that one, else the previous part's
 (the first part's: the group's); a part that has none where the inferred one has says ``""``.
 The encoder writes each part against the same inference (:func:`infer_ids`), so the ids are
-exactly the unfolded groups'.
+exactly the unfolded groups'. There an event part whose props are its event and data alone is
+``{"e": event, "d": data}`` (no ``type``, no ``props``: :func:`expand`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ __all__ = [
     "JSON_FIELDS",
     "MAX_FOLD_PARTS",
     "REL_KEY",
+    "expand",
     "fold_groups",
     "infer_ids",
     "read_parts",
@@ -65,6 +67,7 @@ MAX_FOLD_PARTS = 4096
 _SKIP = frozenset((TAG_KEY, "op", *FOLD_IDS))
 # A folded group whose parts' ids are relative (see the module doc).
 REL_KEY = "rel"
+_REL_JSON_FIELDS = JSON_FIELDS | {"d"}
 _FOLDABLE_OPS = frozenset((OP_MESSAGE, OP_FOLD))
 
 
@@ -243,17 +246,52 @@ def relative_ids(meta: dict[str, str]) -> None:
         rest = {k: v for k, v in part.items() if k not in FOLD_IDS}
         inferred = infer_ids(rest, previous)
         named = {k: actual.get(k, "") for k in FOLD_IDS if inferred.get(k) != actual.get(k)}
-        out.append({**named, **rest})
+        out.append({**named, **_compact(rest)})
         previous = actual
     meta["parts"] = dumps(out)
     meta[REL_KEY] = "1"
 
 
-def read_parts(raw: str | None) -> list[Any]:
+def _compact(part: dict[str, Any]) -> dict[str, Any]:
+    """An event part whose props are its event and data alone, as ``{"e":..., "d":...}``."""
+    props = part.get("props")
+    if (
+        part.get("type") != "event"
+        or len(part) != 2
+        or not isinstance(props, dict)
+        or list(props) not in (["event", "data"], ["event"])
+        or not isinstance(props["event"], str)
+    ):
+        return part
+    out: dict[str, Any] = {"e": props["event"]}
+    if "data" in props:
+        out["d"] = props["data"]
+    return out
+
+
+def expand(part: dict[str, Any]) -> dict[str, Any]:
+    """A relative part as the unfolded group's fields (``e``/``d``: an event and its data).
+
+    Args:
+        part: the part, as :func:`read_parts` checked it.
+    """
+    if "e" not in part:
+        return part
+    props: dict[str, Any] = {"event": part["e"]}
+    if "d" in part:
+        props["data"] = part["d"]
+    out = {k: v for k, v in part.items() if k not in ("e", "d")}
+    out["type"] = "event"
+    out["props"] = props
+    return out
+
+
+def read_parts(raw: str | None, rel: bool = False) -> list[Any]:
     """A folded group's parts, checked for shape (raises ValueError on a bad one).
 
     Args:
         raw: the ``parts`` value.
+        rel: the group's parts are relative (``e``/``d`` event parts allowed).
     """
     if raw is None:
         raise ValueError("no parts")
@@ -262,11 +300,16 @@ def read_parts(raw: str | None) -> list[Any]:
         raise ValueError("parts is not a non-empty JSON array")
     if len(parts) > MAX_FOLD_PARTS:
         raise ValueError(f"more than {MAX_FOLD_PARTS} parts")
+    json_fields = _REL_JSON_FIELDS if rel else JSON_FIELDS
     for part in parts:
         if isinstance(part, dict):
             for k, v in part.items():
-                if k not in JSON_FIELDS and not isinstance(v, str):
+                if k not in json_fields and not isinstance(v, str):
                     raise ValueError(f"part field {k!r} is not a string")
+            if rel and "d" in part and "e" not in part:
+                raise ValueError("an event's data without its event")
+            if rel and "e" in part and ("type" in part or "props" in part):
+                raise ValueError("an event part with a type or props")
         elif not isinstance(part, str):
             raise ValueError("a part is neither an object nor a string")
     return parts

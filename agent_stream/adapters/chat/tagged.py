@@ -21,7 +21,14 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream import jsontext
-from agent_stream.adapters.chat.fold import FOLD_IDS, JSON_FIELDS, REL_KEY, infer_ids, read_parts
+from agent_stream.adapters.chat.fold import (
+    FOLD_IDS,
+    JSON_FIELDS,
+    REL_KEY,
+    expand,
+    infer_ids,
+    read_parts,
+)
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
@@ -142,8 +149,9 @@ class TaggedDecoder:
         out: list[Message],
     ) -> None:
         """Decode a folded group into the Messages its unfolded groups give (see .fold)."""
+        rel = md.get(REL_KEY) == "1"  # the parts' ids are relative (see .fold)
         try:
-            parts = read_parts(md.get("parts"))
+            parts = read_parts(md.get("parts"), rel)
         except ValueError as exc:
             self._warnings.add(
                 "bad_metadata",
@@ -155,7 +163,6 @@ class TaggedDecoder:
         ids = {k: md[k] for k in FOLD_IDS if k in md}
         message_id = ids.get("message_id")
         thread_id = ids.get("thread_id")
-        rel = md.get(REL_KEY) == "1"  # the parts' ids are relative (see .fold)
         previous = ids
         limits = self._state.limits
         streamed = 0  # the text's UTF-8 bytes, as its chat stream would have counted them
@@ -165,6 +172,7 @@ class TaggedDecoder:
         for part in parts:
             if isinstance(part, dict):
                 if rel:
+                    part = expand(part)
                     previous = infer_ids(part, previous)
                     fields = {
                         **previous,

@@ -349,6 +349,7 @@ def test_folded_parts_name_only_the_ids_the_decoder_cannot_infer() -> None:
     [(meta, parts)] = _fold_parts(lean)
     [(_, before)] = _fold_parts(folded)
     assert meta["rel"] == "1" and len(parts) < len(before)
+    assert '"e":"block_start"' in parts and '"event":"block_start"' not in parts
     assert parts.count('"block_id"') < before.count('"block_id"')
     assert parts.count('"thread_id"') < before.count('"thread_id"')
     assert _decode([c for _, c in lean]) == _decode([c for _, c in folded])
@@ -367,7 +368,8 @@ def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
         '[{"thread_id":"T1","block_id":"B1","type":"event","props":{"event":"message_start",'
         '"data":{"message_id":"M1","type":"loading"}}},'
         '{"type":"loading","props":{"message":"x"}},'
-        '{"block_id":"","type":"loading","props":{"done":true},"delta":"true"}]'
+        '{"block_id":"","type":"loading","props":{"done":true},"delta":"true"},'
+        '{"e":"message_end","d":{"message_id":"M2","type":"loading"}},{"e":"ping"}]'
     )
     out = dec.feed("agent1peer", _rel(parts), 0.0)
     assert dec.drain_warnings() == []
@@ -375,7 +377,11 @@ def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
         ("M1", "T1", "B1"),
         ("M1", "T1", "B1"),
         ("M1", "T1", None),  # "": none
+        ("M2", "T1", None),  # the event's data
+        ("M2", "T1", None),
     ]
+    assert out[3].props == {"event": "message_end", "data": {"message_id": "M2", "type": "loading"}}
+    assert out[4].type == "event" and out[4].props == {"event": "ping"}
 
 
 @pytest.mark.parametrize(
@@ -387,6 +393,10 @@ def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
         + "m" * 5000
         + '"}}}]',
         '[{"thread_id":null,"type":"loading"}]',
+        '[{"d":{"block_id":"B1"}}]',  # an event's data without its event
+        '[{"e":"block_end","type":"event"}]',
+        '[{"e":"block_end","props":{}}]',
+        '[{"e":5}]',
     ],
 )
 def test_a_bad_relative_part_is_a_warning_never_a_traceback(parts: str) -> None:
