@@ -253,19 +253,22 @@ def relative_ids(meta: dict[str, str]) -> None:
 
 
 def _compact(part: dict[str, Any]) -> dict[str, Any]:
-    """An event part whose props are its event and data alone, as ``{"e":..., "d":...}``."""
+    """An event part whose props are its event and data alone, as ``{"e":..., "d":...}`` (its
+    other fields, e.g. ``extra``, after them)."""
     props = part.get("props")
     if (
         part.get("type") != "event"
-        or len(part) != 2
         or not isinstance(props, dict)
         or list(props) not in (["event", "data"], ["event"])
         or not isinstance(props["event"], str)
+        or "e" in part
+        or "d" in part
     ):
         return part
     out: dict[str, Any] = {"e": props["event"]}
     if "data" in props:
         out["d"] = props["data"]
+    out.update((k, v) for k, v in part.items() if k not in ("type", "props"))
     return out
 
 

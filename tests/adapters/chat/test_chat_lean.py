@@ -28,6 +28,7 @@ from agent_stream.adapters.chat import (
     parse_chat,
     request_tags,
 )
+from agent_stream.adapters.chat.fold import expand
 from agent_stream.adapters.chat.incoming import read_chat
 from agent_stream.adapters.chat.wire import chat_of
 from agent_stream.assemble import assemble
@@ -429,7 +430,7 @@ def _ends(chats: list[tuple[float, ChatMessage]]) -> list[dict[str, Any]]:
             if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
                 md = i.metadata
                 parts = json.loads(md["parts"]) if "parts" in md else []
-                props = [p.get("props") for p in parts if isinstance(p, dict)]
+                props = [expand(p).get("props") for p in parts if isinstance(p, dict)]
                 if "props" in md:
                     props.append(json.loads(md["props"]))
                 out += [p["data"] for p in props if p and p.get("event") == MESSAGE_END]
