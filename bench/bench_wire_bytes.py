@@ -4,18 +4,22 @@ tokens/s), between two agent_stream agents, each a process of its own on 127.0.0
 envelope signed and posted over HTTP.
 
 The responder is ``agent-stream serve --reasoning`` itself. The asker, an agent in this process,
-asks it once as an asker of today's tree would (its tag without ``fold=1``: the responder sends
-the unfolded form, byte for byte what it sent before folding existed) and once as it asks now
-(``fold=1``). A third row asks an agent that is ``serve --reasoning`` with fuller envelopes (the
-chat chunker's ``--max-delay``/``--min-chars``/``--max-chars`` of this bench) and a fourth a
-stock uagents agent streaming the same answer one ChatMessage per token (the chat protocol's
-StartStream, a TextContent message per token, EndStream), at the same pace.
+asks it as an asker before folding would (its tag without ``fold=1`` or ``lean=1``: the
+responder sends the unfolded form, byte for byte what it sent before folding existed), as an
+asker before the lean wire would (``fold=1`` alone: today's form, byte for byte) and as it asks
+now (``lean=1``). Another row asks an agent that is ``serve --reasoning`` with fuller envelopes
+(the chat chunker's ``--max-delay``/``--min-chars``/``--max-chars`` of this bench), asked as now,
+and the last a stock uagents agent streaming the same answer one ChatMessage per token (the chat
+protocol's StartStream, a TextContent message per token, EndStream), at the same pace.
 
 Counted at the asker's HTTP edge: every envelope the responder posted to it (batches counted
 envelope by envelope, each as uagents writes it alone), its bytes, and how many carry a
 ChatMessage; the time from the question to the first text; whether the answer is the same.
 
     python bench/bench_wire_bytes.py [--runs 1] [--max-delay 1.2 --min-chars 400 --max-chars 800]
+        [--dump envelopes.json]
+
+``--dump FILE`` writes every envelope's payload, decoded, to see where a reply's bytes go.
 
 Targets (issue 45): at most 25 KB and 15 envelopes for the reply, the same text, the first text
 no later than today's, still several ChatMessages.
@@ -125,6 +129,7 @@ class Tally:
     def __init__(self) -> None:
         self.by_sender: dict[str, list[tuple[int, bool]]] = {}
         self.parts: dict[str, list[dict[str, int]]] = {}
+        self.payloads: dict[str, list[Any]] = {}  # each envelope's decoded payload (--dump)
 
     def note(self, body: bytes) -> None:
         try:
@@ -144,23 +149,34 @@ class Tally:
             except ValueError:
                 pass
             self.by_sender.setdefault(env["sender"], []).append((size, chat))
+            self.payloads.setdefault(env["sender"], []).append(
+                {"bytes": size, "envelope": size - len(raw), "payload": payload}
+            )
             self.parts.setdefault(env["sender"], []).append(_parts(size, raw, payload))
 
 
 # Where an envelope's bytes go: the signed envelope around the payload, base64's third, the
 # ChatMessage's own fields, the text (TextContent items), the agent_stream metadata, the rest.
 PARTS = ("envelope", "base64", "chat head", "text", "metadata", "other items")
+# The same envelopes without a byte of agent_stream metadata (tagged MetadataContent items left
+# out, base64 of what is left): what no encoding of ours can go below at that envelope count.
+FLOOR = "no-metadata floor"
 
 
 def _parts(size: int, raw: str, payload: Any) -> dict[str, int]:
     body = json.dumps(payload)  # as uagents writes a model: json.dumps' default separators
-    out = dict.fromkeys(PARTS, 0)
+    out = dict.fromkeys((*PARTS, FLOOR), 0)
     out["envelope"] = size - len(raw)
     out["base64"] = len(raw) - len(body)
+    out[FLOOR] = size
     if not isinstance(payload, dict) or not isinstance(payload.get("content"), list):
         out["other items"] = len(body)
         return out
     items = payload["content"]
+    bare = [
+        i for i in items if not (isinstance(i, dict) and "agent_stream" in i.get("metadata", {}))
+    ]
+    out[FLOOR] = out["envelope"] + 4 * -(-len(json.dumps({**payload, "content": bare})) // 3)
     sizes = [len(json.dumps(i)) + 2 for i in items]  # ", " between items
     out["chat head"] = len(body) - sum(sizes)
     for item, n in zip(items, sizes, strict=True):
@@ -185,15 +201,18 @@ def _count_posts(tally: Tally) -> None:
     _http_edge._read = counting
 
 
-def _ask_without_fold() -> Any:
-    """Ask as today's tree asks: a tag without ``fold=1`` (returns the undo)."""
+def _ask_without(*names: str) -> Any:
+    """Ask as an older tree asks: a tag without the capabilities ``names`` (``FOLD_KEY``,
+    ``LEAN_KEY``: the responder does not know the keys sent instead); returns the undo."""
     from agent_stream.adapters.chat import wire
 
-    key = wire.FOLD_KEY
-    wire.FOLD_KEY = "fold-unknown-to-the-responder"
+    keys = {name: getattr(wire, name) for name in names}
+    for name, key in keys.items():
+        setattr(wire, name, f"{key}-unknown-to-the-responder")
 
     def undo() -> None:
-        wire.FOLD_KEY = key
+        for name, key in keys.items():
+            setattr(wire, name, key)
 
     return undo
 
@@ -208,10 +227,15 @@ class Row:
     first_text: float | None
     same_text: bool
     status: str | None
+    envelopes_seen: list[Any]  # each envelope: its bytes and decoded payload (--dump)
 
 
 def ask_all(
-    plans: list[tuple[str, str, str, bool]], seed: str, port: int, runs: int, timeout: float
+    plans: list[tuple[str, str, str, tuple[str, ...]]],
+    seed: str,
+    port: int,
+    runs: int,
+    timeout: float,
 ) -> list[Row]:
     from agent_stream.sources.replay import REPLIES, pick_reply
     from agent_stream.uagents import StreamingChat, local_agent, run_agent
@@ -232,8 +256,8 @@ def ask_all(
     async def run(ctx: Context) -> list[Row]:
         rows: list[Row] = []
         for _ in range(runs):
-            for name, address, _, old in plans:
-                undo = _ask_without_fold() if old else None
+            for name, address, _, without in plans:
+                undo = _ask_without(*without) if without else None
                 try:
                     before = len(tally.by_sender.get(address, []))
                     reply = await chat.ask(
@@ -249,13 +273,17 @@ def ask_all(
                 rows.append(
                     Row(
                         name,
-                        {p: sum(e[p] for e in tally.parts[address][before:]) for p in PARTS},
+                        {
+                            p: sum(e[p] for e in tally.parts[address][before:])
+                            for p in (*PARTS, FLOOR)
+                        },
                         len(got),
                         sum(1 for _, c in got if c),
                         sum(s for s, _ in got) / 1000,
                         first - reply.asked_at if first is not None else None,
                         answer in reply.text(),
                         reply.status,
+                        tally.payloads.get(address, [])[before:],
                     )
                 )
         return rows
@@ -290,12 +318,15 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             f"{ft:>12}{all(r.same_text for r in rs)!s:>11}  "
             f"{','.join(sorted({str(r.status) for r in rs}))}"
         )
-    print("where the bytes of a reply go (KB, medians):")
-    print(f"{'responder':<44}" + "".join(f"{p:>12}" for p in PARTS))
+    print(
+        "where the bytes of a reply go (KB, medians; floor: the same envelopes without our metadata):"
+    )
+    print(f"{'responder':<44}" + "".join(f"{p:>12}" for p in PARTS) + f"{'floor':>8}")
     for name in names:
         rs = [r for r in rows if r.name == name]
         print(
-            f"{name:<44}" + "".join(f"{med(r.parts[p] for r in rs) / 1000:>12.1f}" for p in PARTS)
+            f"{name:<44}"
+            + "".join(f"{med(r.parts[p] for r in rs) / 1000:>12.1f}" for p in (*PARTS, FLOOR))
         )
     if args.rate > 0:
         print(
@@ -305,15 +336,21 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             f"at least {_answer_seconds(args.rate) / (0.5 + 1 / args.rate):.0f}, before the reasoning, "
             "the tools and the end"
         )
-    today = out[names[0]]
+        floor = statistics.median(r.parts[FLOOR] for r in rows if r.name == names[2]) / 1000
+        print(
+            f"  the bytes' floor: {names[2]}'s envelopes without a byte of our metadata (no "
+            f"reasoning, no tool calls, no ids) would still be {floor:.1f} KB: the signed envelope "
+            "and the ChatMessage's own fields cost ~720 bytes each"
+        )
+    today = out[names[1]]  # fold=1: what the asker got before the lean wire
     ok = True
-    for name in names[1:3]:
+    for name in names[2:4]:
         env, kb, first = out[name]
         met = env <= 15 and kb <= 25.0
         later = first is not None and today[2] is not None and first > today[2] + 0.05
         print(
-            f"  {name}: {kb / today[1]:.0%} of today's bytes, {env / today[0]:.0%} of its "
-            f"envelopes; targets (<= 25 KB, <= 15 envelopes) {'met' if met else 'NOT met'}"
+            f"  {name}: {kb / today[1]:.0%} of today's (fold=1) bytes, {env / today[0]:.0%} of "
+            f"its envelopes; targets (<= 25 KB, <= 15 envelopes) {'met' if met else 'NOT met'}"
             f"{'; first text LATER than today' if later else ''}"
         )
         ok = ok and not later
@@ -337,6 +374,11 @@ def main() -> int:
     p.add_argument("--min-chars", type=int, default=400, help="fuller: chunker min_chars")
     p.add_argument("--max-chars", type=int, default=800, help="fuller: chunker max_chars")
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument(
+        "--dump",
+        metavar="FILE",
+        help="write every envelope of each reply (its bytes, its payload decoded) as JSON",
+    )
     p.add_argument("--role", default="asker", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--seed", help=argparse.SUPPRESS)
@@ -352,7 +394,7 @@ def main() -> int:
     peer = f"{Identity.from_seed(seed, 0).address}={endpoint_for(port)}"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     procs: list[subprocess.Popen[str]] = []
-    plans: list[tuple[str, str, str, bool]] = []
+    plans: list[tuple[str, str, str, tuple[str, ...]]] = []
     with tempfile.TemporaryDirectory(prefix="bench-wire-bytes-") as tmp:
         old_cwd = os.getcwd()
         os.chdir(tmp)  # uagents writes storage files into the working directory
@@ -387,17 +429,23 @@ def main() -> int:
             serve_endpoint = endpoint_for(serve_port)
             plans.append(
                 (
-                    "serve --reasoning, asked as today (unfolded)",
+                    "serve --reasoning, asked unfolded",
                     serve_address,
                     serve_endpoint,
-                    True,
+                    ("FOLD_KEY", "LEAN_KEY"),
                 )
             )
             plans.append(
-                ("serve --reasoning, folded (fold=1)", serve_address, serve_endpoint, False)
+                (
+                    "serve --reasoning, folded (fold=1, as today)",
+                    serve_address,
+                    serve_endpoint,
+                    ("LEAN_KEY",),
+                )
             )
+            plans.append(("serve --reasoning, lean (lean=1)", serve_address, serve_endpoint, ()))
             for name, role in (
-                ("serve --reasoning, folded + fuller envelopes", "fuller"),
+                ("serve --reasoning, lean + fuller envelopes", "fuller"),
                 ("stock uagents, one ChatMessage per token", "per-token"),
             ):
                 sport = free_port()
@@ -423,13 +471,16 @@ def main() -> int:
                 ]
                 sproc, address = spawn(cmd, env, tmp, timeout=120.0)
                 procs.append(sproc)
-                plans.append((name, address, endpoint_for(sport), False))
+                plans.append((name, address, endpoint_for(sport), ()))
             _wait_listening(serve_port)
             rows = ask_all(plans, seed, port, args.runs, args.timeout)
         finally:
             for proc in procs:
                 stop(proc)
             os.chdir(old_cwd)
+    if args.dump:
+        with open(args.dump, "w", encoding="utf-8") as f:
+            json.dump([{"responder": r.name, "envelopes": r.envelopes_seen} for r in rows], f)
     return report(rows, args)
 
 

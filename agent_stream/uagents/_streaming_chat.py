@@ -504,7 +504,12 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             self._refuse(ctx, request, refusal)
             return
         try:
-            out = self._outgoing_for(ctx, request, fold=request.tagged and view.reads_folds)
+            out = self._outgoing_for(
+                ctx,
+                request,
+                fold=request.tagged and view.reads_folds,
+                lean=request.tagged and view.reads_lean,
+            )
         except Exception as exc:  # a bad channel policy or chunker options: say so, go on
             ctx.logger.error(f"cannot answer {sender}: {describe(exc)}")
             return
@@ -611,9 +616,11 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             lock = self._serial[peer] = asyncio.Lock()
         return lock
 
-    def _outgoing_for(self, ctx: Context, request: ChatRequest, *, fold: bool = False) -> Outgoing:
-        """The pump of one reply: its encoder (``fold``: the asker reads folded items), and the
-        plugin's send, lane and registries."""
+    def _outgoing_for(
+        self, ctx: Context, request: ChatRequest, *, fold: bool = False, lean: bool = False
+    ) -> Outgoing:
+        """The pump of one reply: its encoder (``fold``: the asker reads folded items; ``lean``:
+        the lean wire), and the plugin's send, lane and registries."""
         conversation = str(request.message.msg_id)
         encoder = ChatEncoder(
             conversation,
@@ -622,6 +629,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             session=request.opens_session,
             chunker=self.chunker,
             fold=fold,
+            lean=lean,
         )
         peer = request.sender
 

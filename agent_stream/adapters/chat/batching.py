@@ -8,6 +8,16 @@ For a plain asker (``text_first``) every ChatMessage carries something it shows,
 resource: the bookkeeping waits, however long, for the next such ChatMessage (or the reply's
 end). A plain client that reads the first ChatMessage, or prints each one, gets the answer, not
 an empty message.
+
+To a lean asker (``gather``) a group with content does not cut the ChatMessage at once either:
+each group is due by a time (a chunk of text: its :attr:`~.wire.Group.due`, the chunker's
+deadline for its oldest character; other content: now; metadata alone: ``meta_delay`` from
+now, or its chunker's deadline when later: the merged appends of ``thinking``), and the
+ChatMessage is cut once the earliest of its groups is due. Text the chunker
+released early at a sentence end waits for more, never past the chunker's own bound, and no
+sooner-due group waits past its time. Consecutive chunk groups of one stream then go as one
+group and its TextContent items (the decoder reads each as a chunk of the group's stream),
+and each folded group's parts name only the ids the decoder cannot infer (``rel=1``, :mod:`.fold`).
 """
 
 from __future__ import annotations
@@ -25,10 +35,12 @@ from uagents_core.contrib.protocols.chat import (
     TextContent,
 )
 
-from agent_stream.adapters.chat.fold import fold_groups
+from agent_stream.adapters.chat.fold import fold_groups, relative_ids
 from agent_stream.adapters.chat.wire import (
     EPOCH,
+    OP_CHUNK,
     OP_END,
+    OP_FOLD,
     PROTOCOL_VERSION,
     TAG_KEY,
     Group,
@@ -50,6 +62,8 @@ class Batcher:
         fold: each message complete when a ChatMessage is cut goes folded (:mod:`.fold`).
         text_first: a plain asker's: a ChatMessage goes only with text or a resource in it
             (or when forced, at the reply's end); ``meta_delay`` does not apply.
+        gather: a lean asker's: a ChatMessage is cut when its earliest group is due (module
+            doc), and a stream's consecutive chunk groups share one group.
     """
 
     def __init__(
@@ -61,16 +75,19 @@ class Batcher:
         clock: Callable[[], datetime] | None = None,
         text_first: bool = False,
         fold: bool = False,
+        gather: bool = False,
     ) -> None:
         self.conversation = conversation
         self.meta_delay = meta_delay
         self.text_first = text_first
         self.fold = fold
+        self.gather = gather
         self._deterministic = deterministic
         self._clock = clock
         self._pending: list[Group] = []  # groups for the next ChatMessage, in wire order
-        self._scanned = 0  # _pending[:_scanned] are metadata-only
-        self.meta_due: float | None = None  # _pending holds only metadata, to go by then
+        self._scanned = 0  # _pending[:_scanned] are metadata-only (gather: their due is known)
+        # _pending holds only metadata (gather: groups none of which is due yet), to go by then
+        self.meta_due: float | None = None
         self._seq = 0
         self.session_end = False  # the next ChatMessage ends the session
 
@@ -96,6 +113,20 @@ class Batcher:
         if not pending:
             if not self.session_end:
                 return []
+        elif self.gather and not force:
+            due = self.meta_due
+            for g in pending[self._scanned :]:
+                d = g.due
+                if g.items:
+                    d = now if d is None else d
+                else:  # never sooner than today: metadata alone waits meta_delay
+                    d = now + self.meta_delay if d is None else max(d, now + self.meta_delay)
+                if due is None or d < due:
+                    due = d
+            self._scanned = len(pending)
+            self.meta_due = due
+            if due is not None and now < due:
+                return []
         elif not force:
             i, n = self._scanned, len(pending)
             carries = _shows if self.text_first else _has_items
@@ -119,6 +150,12 @@ class Batcher:
     def _content(self, groups: list[Group]) -> list[Any]:
         if self.fold and len(groups) > 1:
             groups = fold_groups(groups)
+        if self.gather:
+            if len(groups) > 1:
+                groups = _join_chunks(groups)
+            for group in groups:
+                if group.meta.get("op") == OP_FOLD:
+                    relative_ids(group.meta)
         content: list[Any] = []
         first = True
         for group in groups:
@@ -154,6 +191,29 @@ class Batcher:
             msg_id = uuid.uuid4()
             ts = self._clock() if self._clock is not None else datetime.now(timezone.utc)
         return ChatMessage.construct(timestamp=ts, msg_id=msg_id, content=content)
+
+
+def _join_chunks(groups: list[Group]) -> list[Group]:
+    """Each chunk group that follows a chunk group of the same message joins it: its text items
+    go after the first group's (the decoder reads every TextContent after a chunk group as a
+    chunk of that group's stream, so the Messages are the same)."""
+    out: list[Group] = []
+    last: Group | None = None
+    for g in groups:
+        if (
+            last is not None
+            and g.owner is not None
+            and g.owner == last.owner
+            and g.meta.get("op") == OP_CHUNK
+            and last.meta.get("op") == OP_CHUNK
+            and not g.opens
+            and all(type(i) is TextContent for i in g.items)
+        ):
+            last.items = [*last.items, *g.items]
+            continue
+        out.append(g)
+        last = g
+    return out
 
 
 def _has_items(group: Group) -> bool:

@@ -19,6 +19,7 @@ from agent_stream.adapters.chat.content import ContentPolicy
 from agent_stream.adapters.chat.messages import (
     MessageChunking,
     MessageState,
+    release_due,
 )
 from agent_stream.adapters.chat.plain_order import PlainOrder
 from agent_stream.adapters.chat.render import PlainRenderer, error_line, message_meta
@@ -63,6 +64,12 @@ class ChatEncoder:
             next text, or the reply's end).
         fold: the recipient decodes folded items (its tag says ``fold=1``; only with
             ``tagged``): a message complete when its ChatMessage is cut goes as one group.
+        lean: the recipient reads the lean wire (its tag says ``lean=1``; only with
+            ``tagged``; implies ``fold``): text the chunker released waits, up to the chunker's
+            deadline for its oldest character, to go with later text in one ChatMessage (a
+            message's first text never waits), a ChatMessage's consecutive chunks of one
+            stream share one group, folded parts' ids are relative and reasoning carried as
+            metadata is not repeated in its message_end (see the package docstring, Lean).
         deterministic: ChatMessage msg_ids derived from the conversation and sequence number
             and a fixed timestamp (reproducible output).
         clock: the UTC time stamped on ChatMessages (None: the system's).
@@ -78,6 +85,7 @@ class ChatEncoder:
         chunker: dict[str, Any] | None = None,
         meta_delay: float = 0.1,
         fold: bool = False,
+        lean: bool = False,
         deterministic: bool = False,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -92,6 +100,8 @@ class ChatEncoder:
         self.tagged = tagged
         self.channels = frozenset(channels or ())
         self.session = session
+        self.lean = lean = lean and tagged
+        fold = fold or lean
         self.asks = False  # the reply asked the asker something (a user_input message)
         opts = dict(chunker or {})
         if "max_chars" in opts and "min_chars" not in opts:
@@ -108,11 +118,17 @@ class ChatEncoder:
             clock=clock,
             text_first=not tagged,
             fold=fold and tagged,
+            gather=lean,
         )
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)
         self._chunking = MessageChunking(
-            conversation, chunker_opts, self._plain, self._plain_order.route, lean=fold and tagged
+            conversation,
+            chunker_opts,
+            self._plain,
+            self._plain_order.route,
+            lean=fold and tagged,
+            gather=lean,
         )
         self._policy = ContentPolicy(
             withheld_types, self._chunking, self._plain, self._plain_order.route
@@ -181,6 +197,7 @@ class ChatEncoder:
                     if piece.__class__ is str and piece:
                         # the common case: one more token of a message already streaming
                         u.received += 1
+                        release = release_due(chunker, now) if self.lean else None
                         chunks = chunker.feed(piece, now)
                         if not chunks:
                             due = self._batcher.meta_due
@@ -188,7 +205,7 @@ class ChatEncoder:
                                 return self._batcher.pack(now)
                             return []
                         for chunk in chunks:
-                            self._chunking.chunk(u, chunk)
+                            self._chunking.chunk(u, chunk, release)
                         return self._batcher.pack(now)
         self._policy.content(u, msg, now)
         return self._batcher.pack(now)
@@ -213,13 +230,10 @@ class ChatEncoder:
         """
         for u in list(self._chunking.live.values()):
             chunker = u.chunker
-            if (
-                chunker is not None
-                and chunker.next_deadline is not None
-                and chunker.next_deadline <= now
-            ):
+            due = chunker.next_deadline if chunker is not None else None
+            if chunker is not None and due is not None and due <= now:
                 for chunk in chunker.poll(now):
-                    self._chunking.chunk(u, chunk)
+                    self._chunking.chunk(u, chunk, due)
         return self._batcher.pack(now)
 
     def end_streams(self, now: float) -> list[ChatMessage]:
@@ -342,7 +356,16 @@ class ChatEncoder:
         kept = u.text
         elide = (
             kept is not None
-            and u.open
+            and (
+                u.open
+                or (  # a lean peer kept the appends carried as metadata, all of them
+                    self.lean
+                    and u.stream_id is None
+                    and u.type not in STREAM_TYPES
+                    and 0 < len(kept) == u.wire_chunks
+                    and (msg.thread_id, msg.message_id) == u.key
+                )
+            )
             and next(reversed(end_data)) == EXTRA_KEY
             and end_data[EXTRA_KEY] == {"content": "".join(kept)}
         )

@@ -14,6 +14,14 @@ The decoder makes of it exactly the Messages the unfolded groups give, through t
 and counts. Nothing waits to be folded: only what is already in the ChatMessage folds; a message
 whose groups are apart, carry items for plain peers, change type or end a stream midway goes as
 it is.
+
+Relative ids (to an asker that reads the lean wire; the group says ``rel=1``): a part names
+only the ids the decoder cannot infer. An id a part leaves out is, for a lifecycle event whose
+``props.data`` holds it (message_start's ``message_id``...), that one, else the previous part's
+(the first part's: the group's); a part that has none where the inferred one has says ``""``.
+The encoder writes each part against the same inference (:func:`infer_ids`), so the ids are
+exactly the unfolded groups'. There an event part whose props are its event and data alone is
+``{"e": event, "d": data}`` (no ``type``, no ``props``: :func:`expand`).
 """
 
 from __future__ import annotations
@@ -38,7 +46,17 @@ from agent_stream.adapters.chat.wire import (
     dumps,
 )
 
-__all__ = ["FOLD_IDS", "JSON_FIELDS", "MAX_FOLD_PARTS", "fold_groups", "read_parts"]
+__all__ = [
+    "FOLD_IDS",
+    "JSON_FIELDS",
+    "MAX_FOLD_PARTS",
+    "REL_KEY",
+    "expand",
+    "fold_groups",
+    "infer_ids",
+    "read_parts",
+    "relative_ids",
+]
 
 # The ids a folded group carries once, for all its parts.
 FOLD_IDS = ("message_id", "thread_id", "block_id")
@@ -47,6 +65,9 @@ JSON_FIELDS = frozenset(("props", "message_metadata"))
 # Parts one folded group may have (the decoder refuses more: a part is a Message out).
 MAX_FOLD_PARTS = 4096
 _SKIP = frozenset((TAG_KEY, "op", *FOLD_IDS))
+# A folded group whose parts' ids are relative (see the module doc).
+REL_KEY = "rel"
+_REL_JSON_FIELDS = JSON_FIELDS | {"d"}
 _FOLDABLE_OPS = frozenset((OP_MESSAGE, OP_FOLD))
 
 
@@ -182,11 +203,98 @@ def _part_of(part: str, ids: _Ids) -> str:
     return "{" + head + ("," + part[1:] if part != "{}" else "}")
 
 
-def read_parts(raw: str | None) -> list[Any]:
+def infer_ids(part: dict[str, Any], previous: dict[str, str]) -> dict[str, str]:
+    """The ids of a relative part (its own, else inferred: see the module doc).
+
+    Args:
+        part: the part (its id fields strings, ``""``: none).
+        previous: the previous part's ids (the first part's: the group's).
+    """
+    props = part.get("props")
+    data = props.get("data") if isinstance(props, dict) and "event" in props else None
+    out: dict[str, str] = {}
+    for k in FOLD_IDS:
+        v = part.get(k)
+        if v is None:
+            v = data.get(k) if isinstance(data, dict) else None
+            if not isinstance(v, str):
+                v = previous.get(k)
+        if v:
+            out[k] = v
+    return out
+
+
+def relative_ids(meta: dict[str, str]) -> None:
+    """Make a folded group's parts' ids relative (``rel=1``), in place; a group whose parts
+    cannot be read back (JSON this reader refuses) stays as it is.
+
+    Args:
+        meta: the folded group's dict.
+    """
+    try:
+        parts = jsontext.loads(meta["parts"])
+    except (ValueError, TypeError):
+        return
+    group = {k: meta[k] for k in FOLD_IDS if k in meta}
+    previous = group
+    out: list[Any] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            out.append(part)
+            continue
+        actual = {**group, **{k: part[k] for k in FOLD_IDS if k in part}}
+        rest = {k: v for k, v in part.items() if k not in FOLD_IDS}
+        inferred = infer_ids(rest, previous)
+        named = {k: actual.get(k, "") for k in FOLD_IDS if inferred.get(k) != actual.get(k)}
+        out.append({**named, **_compact(rest)})
+        previous = actual
+    meta["parts"] = dumps(out)
+    meta[REL_KEY] = "1"
+
+
+def _compact(part: dict[str, Any]) -> dict[str, Any]:
+    """An event part whose props are its event and data alone, as ``{"e":..., "d":...}`` (its
+    other fields, e.g. ``extra``, after them)."""
+    props = part.get("props")
+    if (
+        part.get("type") != "event"
+        or not isinstance(props, dict)
+        or list(props) not in (["event", "data"], ["event"])
+        or not isinstance(props["event"], str)
+        or "e" in part
+        or "d" in part
+    ):
+        return part
+    out: dict[str, Any] = {"e": props["event"]}
+    if "data" in props:
+        out["d"] = props["data"]
+    out.update((k, v) for k, v in part.items() if k not in ("type", "props"))
+    return out
+
+
+def expand(part: dict[str, Any]) -> dict[str, Any]:
+    """A relative part as the unfolded group's fields (``e``/``d``: an event and its data).
+
+    Args:
+        part: the part, as :func:`read_parts` checked it.
+    """
+    if "e" not in part:
+        return part
+    props: dict[str, Any] = {"event": part["e"]}
+    if "d" in part:
+        props["data"] = part["d"]
+    out = {k: v for k, v in part.items() if k not in ("e", "d")}
+    out["type"] = "event"
+    out["props"] = props
+    return out
+
+
+def read_parts(raw: str | None, rel: bool = False) -> list[Any]:
     """A folded group's parts, checked for shape (raises ValueError on a bad one).
 
     Args:
         raw: the ``parts`` value.
+        rel: the group's parts are relative (``e``/``d`` event parts allowed).
     """
     if raw is None:
         raise ValueError("no parts")
@@ -195,11 +303,16 @@ def read_parts(raw: str | None) -> list[Any]:
         raise ValueError("parts is not a non-empty JSON array")
     if len(parts) > MAX_FOLD_PARTS:
         raise ValueError(f"more than {MAX_FOLD_PARTS} parts")
+    json_fields = _REL_JSON_FIELDS if rel else JSON_FIELDS
     for part in parts:
         if isinstance(part, dict):
             for k, v in part.items():
-                if k not in JSON_FIELDS and not isinstance(v, str):
+                if k not in json_fields and not isinstance(v, str):
                     raise ValueError(f"part field {k!r} is not a string")
+            if rel and "d" in part and "e" not in part:
+                raise ValueError("an event's data without its event")
+            if rel and "e" in part and ("type" in part or "props" in part):
+                raise ValueError("an event part with a type or props")
         elif not isinstance(part, str):
             raise ValueError("a part is neither an object nor a string")
     return parts

@@ -25,6 +25,7 @@ from agent_stream.adapters.chat.wire import (
     ACKS_MANY,
     CONTROL_OPS,
     FOLD_KEY,
+    LEAN_KEY,
     TAG_KEY,
     content_class,
 )
@@ -83,6 +84,12 @@ class Incoming:
     def reads_folds(self) -> bool:
         """A tagged question whose asker decodes folded items (``fold=1``; see .fold)."""
         return self.tag.get(FOLD_KEY) == "1"
+
+    @property
+    def reads_lean(self) -> bool:
+        """A tagged question whose asker reads the lean wire (``lean=1``; see the package
+        docstring)."""
+        return self.tag.get(LEAN_KEY) == "1"
 
     @property
     def channels(self) -> frozenset[str]:

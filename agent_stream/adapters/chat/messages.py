@@ -32,7 +32,7 @@ from agent_stream.message import Message
 if TYPE_CHECKING:
     from agent_stream.chunking import TextChunker
 
-__all__ = ["MessageChunking", "MessageState", "keeps_text", "text_append"]
+__all__ = ["MessageChunking", "MessageState", "keeps_text", "release_due", "text_append"]
 
 
 class MessageState:
@@ -61,6 +61,7 @@ class MessageState:
         "text_ok",
         "thread_id",
         "type",
+        "visible",
         "wire_chunks",
         "withheld",
     )
@@ -77,12 +78,25 @@ class MessageState:
         self.withheld = False
         self.sent = False  # something of this message went on the wire
         self.shown = False  # a plain peer has seen text of it
+        self.visible = False  # a chunk of its stream with text in it went (lean: may gather)
         self.has_content = False  # the decoder will have props for it
         self.empty_pending = False  # an empty text delta not yet on the wire
         self.received = 0  # content chunks fed
         self.wire_chunks = 0  # content chunks the decoder will rebuild
         self.text_ok = True  # props.content is a string or absent: string appends can merge
         self.text: list[str] | None = None  # its stream's chunks, when the peer keeps them too
+
+
+def release_due(chunker: TextChunker, now: float) -> float | None:
+    """The chunker's deadline for its oldest character, as it will be once ``feed`` at ``now``
+    has added a delta: the latest time what ``feed`` releases may wait (None: no deadline, an
+    open code block: it goes at once).
+
+    Args:
+        chunker: the message's chunker, before the delta is fed.
+        now: when the delta arrives.
+    """
+    return chunker.next_deadline if chunker.buffered else now + chunker.max_delay
 
 
 def text_append(msg: Message) -> str | None:
@@ -159,6 +173,9 @@ class MessageChunking:
             message_end may leave out extra.content when it is that text (the chunks are kept
             here too, to compare), and it finds a stream by its message's ids: a chunk of a
             stream already open names those instead of the stream_id.
+        gather: the peer reads the lean wire: each chunk's group carries its ``due`` (the
+            chunker's deadline for its oldest character), so the batcher may hold it until
+            then to gather it with later ones; a stream's first text is never held.
     """
 
     def __init__(
@@ -168,6 +185,7 @@ class MessageChunking:
         renderer: PlainRenderer,
         route: Callable[[Group], None],
         lean: bool = False,
+        gather: bool = False,
     ) -> None:
         from agent_stream.chunking import TextChunker
 
@@ -177,6 +195,7 @@ class MessageChunking:
         self._renderer = renderer
         self._route = route
         self._lean = lean
+        self._gather = gather
         self.live: dict[MessageKey, MessageState] = {}  # messages holding a chunker
 
     def buffer(self, u: MessageState, piece: str, now: float) -> None:
@@ -193,8 +212,9 @@ class MessageChunking:
             self.live[u.key] = u
         if piece == "" and not u.has_content:
             u.empty_pending = True
+        due = release_due(chunker, now)
         for chunk in chunker.feed(piece, now):
-            self.chunk(u, chunk)
+            self.chunk(u, chunk, due)
 
     def drop(self, u: MessageState) -> None:
         """Forget a message's chunker (and what it still buffers).
@@ -214,19 +234,24 @@ class MessageChunking:
         chunker = u.chunker
         if chunker is None:
             return
+        due = chunker.next_deadline
         chunks = chunker.flush()
         if not chunks and u.empty_pending and not u.has_content:
             chunks = [""]
         for chunk in chunks:
-            self.chunk(u, chunk)
+            self.chunk(u, chunk, due)
 
-    def chunk(self, u: MessageState, text: str) -> None:
+    def chunk(self, u: MessageState, text: str, due: float | None = None) -> None:
         """One chunk of a message's appends on the wire.
 
         Args:
             u: the message's encoder state.
             text: the chunk.
+            due: the chunker's deadline for the chunk's oldest character (None: it goes now),
+                what a lean peer's batcher may hold it to.
         """
+        if not self._gather:
+            due = None
         u.wire_chunks += 1
         u.has_content = True
         u.empty_pending = False
@@ -240,9 +265,18 @@ class MessageChunking:
             meta["type"] = u.type
             meta["props"] = dumps({"content": text})
             meta["delta"] = "true"
-            self.emit(u, Group(meta, [], owner=u.key))
+            if self._gather:  # a lean peer keeps the text of appends that were all merged
+                if u.text is None and u.wire_chunks == 1 and u.stream_id is None:
+                    u.text = []
+                if u.text is not None and u.stream_id is None and len(u.text) == u.wire_chunks - 1:
+                    u.text.append(text)
+                    meta[KEEP_KEY] = "1"
+            self.emit(u, Group(meta, [], owner=u.key, due=due))
             return
         u.shown = True
+        if not u.visible:  # its first text never waits to gather
+            due = None
+            u.visible = text != ""
         item = self._renderer.text_item(text)
         if u.open:
             assert u.stream_id is not None
@@ -254,7 +288,7 @@ class MessageChunking:
                     meta["thread_id"] = u.thread_id
             else:
                 meta = {TAG_KEY: PROTOCOL_VERSION, "op": OP_CHUNK, "stream_id": str(u.stream_id)}
-            self.emit(u, Group(meta, [item], owner=u.key, needs_turn=True))
+            self.emit(u, Group(meta, [item], owner=u.key, needs_turn=True, due=due))
             return
         if u.stream_id is None:
             u.stream_id = stream_id_for(self.conversation, u.thread_id, u.message_id)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from agent_stream.adapters.chat.bounded import BoundedTable
 from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
 from agent_stream.adapters.chat.reorder import HeldLedger, ReorderWindow
+from agent_stream.adapters.chat.wire import MessageKey
 
 __all__ = ["Conversation", "DecoderState", "OpenStream", "PeerState", "ReplySize"]
 
@@ -76,7 +77,7 @@ class Conversation:
         ledger: the decoder's ledger of held-back ChatMessages.
     """
 
-    __slots__ = ("finished", "keepalives", "key", "order", "size")
+    __slots__ = ("finished", "keepalives", "kept", "key", "order", "size")
 
     def __init__(self, sender: str, conversation: str, ledger: HeldLedger) -> None:
         self.key = (sender, conversation)  # owner of its per-message byte counts
@@ -84,6 +85,10 @@ class Conversation:
         self.finished = False
         self.size = ReplySize()
         self.keepalives = 0
+        # per message carried as metadata whose appends say ``keep``: their text, to rebuild its
+        # message_end's extra.content (None: one was refused, the text is not whole). Bounded by
+        # what the reply's caps admitted; dropped at the message's end and the reply's.
+        self.kept: dict[MessageKey, list[str] | None] = {}
 
 
 class PeerState:

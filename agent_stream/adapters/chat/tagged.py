@@ -21,13 +21,21 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream import jsontext
-from agent_stream.adapters.chat.fold import FOLD_IDS, JSON_FIELDS, read_parts
+from agent_stream.adapters.chat.fold import (
+    FOLD_IDS,
+    JSON_FIELDS,
+    REL_KEY,
+    expand,
+    infer_ids,
+    read_parts,
+)
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.wire import (
     EXTRA_KEY,
     EXTRA_STREAM,
+    KEEP_KEY,
     OP_CHUNK,
     OP_END,
     OP_FOLD,
@@ -39,7 +47,7 @@ from agent_stream.adapters.chat.wire import (
     stream_id_for,
     utf8_size,
 )
-from agent_stream.message import EVENT, STREAM_END, TEXT, Message, Metadata
+from agent_stream.message import EVENT, MESSAGE_END, STREAM_END, TEXT, Message, Metadata
 
 __all__ = ["TaggedDecoder"]
 
@@ -141,8 +149,9 @@ class TaggedDecoder:
         out: list[Message],
     ) -> None:
         """Decode a folded group into the Messages its unfolded groups give (see .fold)."""
+        rel = md.get(REL_KEY) == "1"  # the parts' ids are relative (see .fold)
         try:
-            parts = read_parts(md.get("parts"))
+            parts = read_parts(md.get("parts"), rel)
         except ValueError as exc:
             self._warnings.add(
                 "bad_metadata",
@@ -154,6 +163,7 @@ class TaggedDecoder:
         ids = {k: md[k] for k in FOLD_IDS if k in md}
         message_id = ids.get("message_id")
         thread_id = ids.get("thread_id")
+        previous = ids
         limits = self._state.limits
         streamed = 0  # the text's UTF-8 bytes, as its chat stream would have counted them
         rejected = False
@@ -161,9 +171,21 @@ class TaggedDecoder:
         folded_text: str | None = None
         for part in parts:
             if isinstance(part, dict):
-                fields = {**ids, **{k: v for k, v in part.items() if k not in JSON_FIELDS}}
+                if rel:
+                    part = expand(part)
+                    previous = infer_ids(part, previous)
+                    fields = {
+                        **previous,
+                        **{
+                            k: v
+                            for k, v in part.items()
+                            if k not in JSON_FIELDS and k not in FOLD_IDS
+                        },
+                    }
+                else:
+                    fields = {**ids, **{k: v for k, v in part.items() if k not in JSON_FIELDS}}
                 if self._ids_ok(fields):
-                    if fields.get(EXTRA_KEY) == EXTRA_STREAM and folded_text is None:
+                    if fields.get(EXTRA_KEY) == EXTRA_STREAM and folded_text is None and texts:
                         folded_text = "".join(texts)
                     self._message(peer, conv_id, conv, fields, out, part, folded_text)
                 continue
@@ -212,16 +234,25 @@ class TaggedDecoder:
                 )
             )
 
-    def _rebuild(self, peer: PeerState, conv_id: str, msg: Message, text: str | None) -> None:
+    def _rebuild(
+        self, peer: PeerState, conv_id: str, conv: Conversation, msg: Message, text: str | None
+    ) -> None:
         """Put back the extra.content a message_end left out: its stream's text (kept by the
-        decoder) or its folded message's."""
+        decoder), its folded message's, or the appends carried as metadata it kept."""
         data = (msg.props or {}).get("data")
         if not isinstance(data, dict) or EXTRA_KEY in data:
             raise ValueError("extra=stream on a message without data, or with extra")
         if text is None:
             sid = str(stream_id_for(conv_id, msg.thread_id, msg.message_id))
             stream = peer.streams.get(sid)
-            if stream is None or stream.kept is None:
+            merged = (
+                conv.kept.get((msg.thread_id, msg.message_id))
+                if stream is None and msg.message_id is not None
+                else None
+            )
+            if merged:
+                text = "".join(merged)
+            elif stream is None or stream.kept is None:
                 self._warnings.add(
                     "message_too_large",
                     "the text of message_end's extra.content was not kept "
@@ -230,7 +261,8 @@ class TaggedDecoder:
                     msg.thread_id,
                 )
                 return
-            text = "".join(stream.kept)
+            else:
+                text = "".join(stream.kept)
         data[EXTRA_KEY] = {"content": text}
 
     def _ids_ok(self, md: dict[str, str]) -> bool:
@@ -322,20 +354,46 @@ class TaggedDecoder:
         size = utf8_size(raw) if raw else 0
         if mmd:
             size += utf8_size(mmd)
+        kept_key = key if md.get(KEEP_KEY) == "1" else None
         if not self._streams.count(conv, key, size):
+            if kept_key is not None:
+                conv.kept[kept_key] = None  # the text kept is not whole
             return
         try:
             msg = _message_of(md, raw, parsed)
             if md.get(EXTRA_KEY) == EXTRA_STREAM:
-                self._rebuild(peer, conv_id, msg, text)
+                self._rebuild(peer, conv_id, conv, msg, text)
         except (KeyError, ValueError, TypeError, _V2ValidationError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc).split("\n")[0]
             self._warnings.add(
                 "bad_metadata", f"message group unreadable: {reason}", message_id, thread_id
             )
+            if kept_key is not None:
+                conv.kept[kept_key] = None
             return
+        if kept_key is not None:  # an append carried as metadata: its message_end may leave
+            kept = conv.kept.setdefault(kept_key, [])  # its text out
+            props = msg.props or {}
+            piece = props.get("content")
+            if kept is not None:
+                if (
+                    msg.delta
+                    and not msg.type_change
+                    and msg.delta_action is None
+                    and msg.delta_path is None
+                    and len(props) == 1
+                    and isinstance(piece, str)
+                ):
+                    kept.append(piece)
+                else:
+                    conv.kept[kept_key] = None
+        elif msg.type == EVENT and msg.event == MESSAGE_END and msg.message_id is not None:
+            conv.kept.pop((msg.thread_id, msg.message_id), None)
+        elif key is not None and key in conv.kept:
+            conv.kept[key] = None  # other content: the kept appends are no longer its text
         if msg.type == EVENT and msg.event == STREAM_END:
             conv.finished = True
+            conv.kept.clear()
             self._state.message_bytes.forget(conv.key)
             left = [s for s in peer.streams.values() if s.conversation == conv_id]
             for stream in left:

@@ -34,6 +34,7 @@ __all__ = [
     "FOLD_KEY",
     "HISTORY_KEY",
     "KEEP_KEY",
+    "LEAN_KEY",
     "MEDIA_TYPES",
     "OP_CANCEL",
     "OP_CHUNK",
@@ -75,6 +76,9 @@ ACKS_KEY = "acks"
 ACKS_MANY = "many"
 # A question's tag saying its asker decodes folded items (``op`` ``fold``; see .fold).
 FOLD_KEY = "fold"
+# A question's tag saying its asker reads the lean wire (see the package docstring, Lean):
+# text gathered into fewer ChatMessages within the chunker's bounds, and leaner groups.
+LEAN_KEY = "lean"
 
 # Types whose content is the user-facing text: streamed as TextContent.
 STREAM_TYPES = frozenset((TEXT, REFUSAL))
@@ -157,9 +161,11 @@ class Group:
         closes: it ends its message's chat stream.
         part: ``"start"``/``"end"`` when it carries its message's message_start/message_end
             (what a fold looks for), else None.
+        due: to a lean asker, the latest time it may wait to gather with later groups (the
+            chunker's deadline for the text it carries); None: the batcher's own rule.
     """
 
-    __slots__ = ("closes", "items", "meta", "needs_turn", "opens", "owner", "part")
+    __slots__ = ("closes", "due", "items", "meta", "needs_turn", "opens", "owner", "part")
 
     def __init__(
         self,
@@ -170,8 +176,10 @@ class Group:
         opens: bool = False,
         closes: bool = False,
         part: str | None = None,
+        due: float | None = None,
     ) -> None:
         self.meta = meta
+        self.due = due
         self.part = part
         self.items = items
         self.owner = owner
@@ -222,7 +230,8 @@ def request_tags(
 
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
     ``acks=many``: the asker reads coalesced acknowledgements (:mod:`.acks`); ``fold=1``: it
-    decodes folded items (:mod:`.fold`).
+    decodes folded items (:mod:`.fold`); ``lean=1``: it reads the lean wire (text gathered into
+    fewer ChatMessages within the chunker's bounds; see the package docstring).
     ``chain`` (key ``chain``, comma-separated): the agents that asked so far, origin first,
     the asker last, when the request delegates part of another (see :mod:`agent_stream.relay`);
     ``max_hops`` (key ``max_hops``): the hop limit that travels with it. ``history`` (key
@@ -237,7 +246,13 @@ def request_tags(
         max_hops: the hop limit that travels with the chain (None: not sent).
         history: the conversation so far, as JSON (None: not sent).
     """
-    md = {TAG_KEY: PROTOCOL_VERSION, "accept": "tags", ACKS_KEY: ACKS_MANY, FOLD_KEY: "1"}
+    md = {
+        TAG_KEY: PROTOCOL_VERSION,
+        "accept": "tags",
+        ACKS_KEY: ACKS_MANY,
+        FOLD_KEY: "1",
+        LEAN_KEY: "1",
+    }
     if history is not None:
         md[HISTORY_KEY] = history
     chans = sorted(set(channels))

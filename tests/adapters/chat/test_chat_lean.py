@@ -1,0 +1,492 @@
+"""The lean tagged wire (an asker whose tag says ``lean=1``): text the chunker released gathers
+into fewer ChatMessages, never past the chunker's own bound, and decodes to the same Messages.
+
+Properties: a stream sent lean and sent in today's forms (unfolded, folded) decodes to the same
+Messages, transcript and client wire bytes, even coalesced by a slow transport; the lean form
+sends no text later than the later of today's send and the chunker's deadline for it, its first
+text no later than today, and never more ChatMessages. Units: who gets the lean form, what
+gathers, what never waits.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from chat_streams import CHUNKERS, hierarchical_streams
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
+
+from agent_stream.adapters import registry
+from agent_stream.adapters.chat import (
+    TAG_KEY,
+    ChatDecoder,
+    ChatEncoder,
+    coalesce,
+    parse_chat,
+    request_tags,
+)
+from agent_stream.adapters.chat.fold import expand
+from agent_stream.adapters.chat.incoming import read_chat
+from agent_stream.adapters.chat.wire import chat_of
+from agent_stream.assemble import assemble
+from agent_stream.chunking import TextChunker
+from agent_stream.message import (
+    BLOCK_END,
+    BLOCK_START,
+    MESSAGE_END,
+    MESSAGE_START,
+    STREAM_END,
+    BlockEndData,
+    BlockStartData,
+    Message,
+    MessageEndData,
+    MessageStartData,
+    StreamEndData,
+    lifecycle,
+)
+
+T0 = 100.0
+
+
+def _encode(
+    msgs: list[Message],
+    steps: list[float],
+    *,
+    lean: bool = False,
+    fold: bool = False,
+    tagged: bool = True,
+    reasoning: bool = True,
+    chunker: dict[str, Any] | None = None,
+    meta_delay: float = 0.1,
+) -> list[tuple[float, ChatMessage]]:
+    """Each ChatMessage and when it went, the encoder polled at every deadline it names (as the
+    responder's timer does), the Messages fed ``steps`` apart."""
+    enc = ChatEncoder(
+        "conversation-1",
+        tagged=tagged,
+        channels={"reasoning"} if reasoning else None,
+        chunker=chunker,
+        meta_delay=meta_delay,
+        fold=fold,
+        lean=lean,
+        deterministic=True,
+    )
+    out: list[tuple[float, ChatMessage]] = []
+    now = T0
+    for i, m in enumerate(msgs):
+        nxt = now + steps[i % len(steps)]
+        d = enc.next_deadline
+        while d is not None and d <= nxt:
+            now = max(now, d)
+            out += [(now, c) for c in enc.poll(now)]
+            d2 = enc.next_deadline
+            if d2 is not None and d2 <= d:
+                break  # nothing more comes of polling at this time
+            d = d2
+        now = nxt
+        out += [(now, c) for c in enc.feed(m, now)]
+    now += 1
+    out += [(now, c) for c in enc.end_streams(now)]
+    return out
+
+
+def _decode_timed(chats: list[tuple[float, ChatMessage]]) -> list[tuple[float, Message]]:
+    dec = ChatDecoder()
+    out: list[tuple[float, Message]] = []
+    last = T0
+    for t, c in chats:
+        out += [(t, m) for m in dec.feed("agent1peer", c, 1000.0)]
+        last = t
+    out += [(last, m) for m in dec.close()]
+    assert dec.drain_warnings() == []
+    return out
+
+
+def _decode(chats: list[ChatMessage]) -> list[Message]:
+    return [m for _, m in _decode_timed([(T0, c) for c in chats])]
+
+
+def _client_wires(msgs: list[Message]) -> dict[str, list[str]]:
+    """What each client wire (every registry wire but the chat wire itself) writes."""
+    import re
+
+    uuid_re = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    num_re = re.compile(r'("(?:created|timestamp|createdAt)"\s*:\s*)"?[0-9T:.\-+Z]+"?')
+    out: dict[str, list[str]] = {}
+    for wire in registry.wires():
+        if wire.name == "chat":
+            continue
+        enc = wire.make_encoder()
+        frame = wire.frame()
+        objs: list[Any] = []
+        for m in msgs:
+            objs += enc.feed(m)
+        objs += enc.close()
+        out[wire.name] = [num_re.sub(r"\1 0", uuid_re.sub("U", frame(o))) for o in objs]
+    return out
+
+
+def _first_text_at(chats: list[tuple[float, ChatMessage]]) -> float | None:
+    for t, c in chats:
+        if any(isinstance(i, TextContent) and i.text for i in c.content):
+            return t
+    return None
+
+
+def _arrivals(msgs: list[Message], steps: list[float]) -> dict[Any, list[float]]:
+    """Per message whose every content chunk is a plain string append: when each character of
+    its content was fed."""
+    out: dict[Any, list[float]] = {}
+    bad: set[Any] = set()
+    now = T0
+    for i, m in enumerate(msgs):
+        now += steps[i % len(steps)]
+        if m.message_id is None or m.type == "event":
+            continue
+        key = (m.thread_id, m.message_id)
+        p = m.props or {}
+        if (
+            m.delta
+            and not m.type_change
+            and m.delta_action is None
+            and m.delta_path is None
+            and len(p) == 1
+            and isinstance(p.get("content"), str)
+        ):
+            out.setdefault(key, []).extend([now] * len(p["content"]))
+        else:
+            bad.add(key)
+    return {k: v for k, v in out.items() if k not in bad}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=hierarchical_streams(),
+    reasoning=st.booleans(),
+    steps=st.lists(st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.3]), min_size=1, max_size=8),
+    chunker=CHUNKERS,
+    meta_delay=st.sampled_from([0.0, 0.1, 1.0]),
+    json_wire=st.booleans(),
+    runs=st.lists(st.integers(1, 4), max_size=10),
+    extra=st.booleans(),
+)
+def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
+    data: tuple[list[Message], set[Any]],
+    reasoning: bool,
+    steps: list[float],
+    chunker: dict[str, Any] | None,
+    meta_delay: float,
+    json_wire: bool,
+    runs: list[int],
+    extra: bool,
+) -> None:
+    msgs, _ = data
+    if extra:
+        msgs = _with_extra(msgs)
+    opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
+    lean = _encode(msgs, steps, lean=True, **opts)
+    folded = _encode(msgs, steps, fold=True, **opts)
+    unfolded = _encode(msgs, steps, **opts)
+    assert len(lean) <= len(folded) == len(unfolded)  # gathering never adds a ChatMessage
+    first, today = _first_text_at(lean), _first_text_at(unfolded)
+    assert (first is None) == (today is None)
+    assert first is None or today is None or first <= today
+
+    timed_lean = _decode_timed(lean)
+    timed_today = _decode_timed(unfolded)
+    a = [m for _, m in timed_lean]
+    b = [m for _, m in timed_today]
+    assert [m.model_dump() for m in a] == [m.model_dump() for m in b]
+    assert _decode([c for _, c in folded]) == b
+
+    # No text later than the later of today's send and the chunker's bound for it (its oldest
+    # character's arrival + max_delay + block_grace).
+    bounds = TextChunker(**{"min_chars": 120, "max_delay": 0.5, **(chunker or {})})
+    slack = bounds.max_delay + bounds.block_grace + 1e-9
+    arrivals = _arrivals(msgs, steps)
+    offsets: dict[Any, int] = {}
+    for (t_lean, m), (t_today, _) in zip(timed_lean, timed_today, strict=True):
+        key = (m.thread_id, m.message_id)
+        text = (m.props or {}).get("content")
+        if not m.delta or key not in arrivals or not isinstance(text, str):
+            continue
+        at = offsets.get(key, 0)
+        offsets[key] = at + len(text)
+        if text and at < len(arrivals[key]):
+            assert t_lean <= max(t_today, arrivals[key][at] + slack)
+
+    # the same, ChatMessages coalesced as a slow transport would, and through JSON
+    chats = [parse_chat(c.json()) if json_wire else c for _, c in lean]
+    wire: list[ChatMessage] = []
+    for n in runs:
+        if chats:
+            wire.append(coalesce(chats[:n]))
+            chats = chats[n:]
+    wire += chats
+    c = _decode(wire)
+    assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
+    assert assemble(c).to_dict() == assemble(b).to_dict()
+    assert _client_wires(c) == _client_wires(b)
+
+
+def _with_extra(msgs: list[Message]) -> list[Message]:
+    """The stream with each message_end's data ending in extra.content, the text its message's
+    plain appends make (as the writer sends it)."""
+    text: dict[tuple[str | None, str | None], str] = {}
+    out: list[Message] = []
+    for m in msgs:
+        p = m.props or {}
+        if (
+            m.delta
+            and not m.delta_path
+            and not m.delta_action
+            and isinstance(p.get("content"), str)
+        ):
+            key = (m.thread_id, m.message_id)
+            text[key] = text.get(key, "") + p["content"]
+        if m.event == MESSAGE_END:
+            data = {**m.event_data, "extra": {"content": text.get((m.thread_id, m.message_id), "")}}
+            m = m.model_copy(update={"props": {**p, "data": data}})
+        out.append(m)
+    return out
+
+
+def _answer(text: str, mid: str = "M1") -> list[Message]:
+    ids = {"message_id": mid, "block_id": "B1"}
+    words = [w + " " for w in text.split(" ")]
+    return [
+        lifecycle(MESSAGE_START, MessageStartData(message_id=mid, type="text"), **ids),
+        *[Message(type="text", props={"content": w}, delta=True, **ids) for w in words],
+        lifecycle(MESSAGE_END, MessageEndData(message_id=mid, type="text"), **ids),
+        lifecycle(STREAM_END, StreamEndData(status="completed")),
+    ]
+
+
+def _texts(chat: ChatMessage) -> list[str]:
+    return [i.text for i in chat.content if isinstance(i, TextContent)]
+
+
+def test_sentences_released_early_gather_until_the_oldest_is_due() -> None:
+    # short sentences: the chunker releases each as it ends (min_chars 10); lean, they wait
+    # for the first one's deadline and go together, one group and its TextContent items
+    msgs = _answer("Hi. " + "One more sentence here. " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    lean = _encode(msgs, [0.02], lean=True, chunker=chunker)
+    today = _encode(msgs, [0.02], chunker=chunker)
+    assert len(lean) < len(today)
+    assert _first_text_at(lean) == _first_text_at(today)  # the first text never waits
+    assert _texts(lean[0][1]) == _texts(today[0][1])
+    gathered = [c for _, c in lean if len(_texts(c)) > 1]
+    assert gathered
+    for c in gathered:  # one chunk group, its texts after it
+        tags = [i for i in c.content if isinstance(i, MetadataContent) and TAG_KEY in i.metadata]
+        assert [t.metadata["op"] for t in tags].count("chunk") == 1
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_chunk_released_at_its_deadline_goes_at_once() -> None:
+    # text arriving slower than min_chars: the chunker cuts at max_delay, nothing gathers more
+    msgs = _answer("word " * 40)
+    chunker = {"min_chars": 120, "max_delay": 0.5}
+    lean = _encode(msgs, [0.1], lean=True, chunker=chunker)
+    today = _encode(msgs, [0.1], chunker=chunker)
+    assert [t for t, _ in lean] == [t for t, _ in today]
+
+
+def test_plain_and_older_tagged_askers_get_todays_form_byte_for_byte() -> None:
+    msgs = _answer("Hi. " + "One more sentence here. " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    for fold in (False, True):
+        a = _encode(msgs, [0.02], fold=fold, chunker=chunker)
+        b = _encode(msgs, [0.02], fold=fold, chunker=chunker)
+        assert [(t, c.json()) for t, c in a] == [(t, c.json()) for t, c in b]
+    # lean is ignored for a plain asker: it could not read it
+    plain = _encode(msgs, [0.02], lean=True, tagged=False, chunker=chunker)
+    assert [(t, c.json()) for t, c in plain] == [
+        (t, c.json()) for t, c in _encode(msgs, [0.02], tagged=False, chunker=chunker)
+    ]
+
+
+def test_the_asker_declares_the_lean_wire_in_its_tag() -> None:
+    asked = read_chat(chat_of([TextContent(text="hi"), request_tags()]))
+    assert asked.reads_lean and asked.reads_folds
+    old = {k: v for k, v in request_tags().metadata.items() if k != "lean"}
+    assert not read_chat(chat_of([MetadataContent(metadata=old)])).reads_lean
+
+
+def _tool_steps() -> list[Message]:
+    """Two tool calls in a thread, each a block with a loading message: metadata alone."""
+    out: list[Message] = []
+    for n in (1, 2):
+        bid, mid = f"B{n}", f"M{n}"
+        ids = {"message_id": mid, "block_id": bid, "thread_id": "T1"}
+        out += [
+            lifecycle(BLOCK_START, BlockStartData(block_id=bid, type="tool"), block_id=bid),
+            lifecycle(MESSAGE_START, MessageStartData(message_id=mid, type="loading"), **ids),
+            Message(type="loading", props={"message": "Searching…"}, **ids),
+            Message(type="loading", props={"done": True}, delta=True, delta_action="merge", **ids),
+            lifecycle(MESSAGE_END, MessageEndData(message_id=mid, type="loading"), **ids),
+            lifecycle(BLOCK_END, BlockEndData(block_id=bid), block_id=bid, thread_id="T1"),
+        ]
+    return [*out, lifecycle(STREAM_END, StreamEndData(status="completed"))]
+
+
+def _fold_parts(chats: list[tuple[float, ChatMessage]]) -> list[tuple[dict[str, str], str]]:
+    return [
+        (i.metadata, i.metadata["parts"])
+        for _, c in chats
+        for i in c.content
+        if isinstance(i, MetadataContent) and i.metadata.get("op") == "fold"
+    ]
+
+
+def test_folded_parts_name_only_the_ids_the_decoder_cannot_infer() -> None:
+    msgs = _tool_steps()
+    lean = _encode(msgs, [0.0], lean=True, meta_delay=1.0)
+    folded = _encode(msgs, [0.0], fold=True, meta_delay=1.0)
+    [(meta, parts)] = _fold_parts(lean)
+    [(_, before)] = _fold_parts(folded)
+    assert meta["rel"] == "1" and len(parts) < len(before)
+    assert '"e":"block_start"' in parts and '"event":"block_start"' not in parts
+    assert parts.count('"block_id"') < before.count('"block_id"')
+    assert parts.count('"thread_id"') < before.count('"thread_id"')
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in folded])
+
+
+def _rel(parts: str, message_id: str | None = None) -> ChatMessage:
+    md = {TAG_KEY: "1", "op": "fold", "rel": "1", "parts": parts, "seq": "1", "conversation": "c"}
+    if message_id is not None:
+        md["message_id"] = message_id
+    return chat_of([MetadataContent(metadata=md)])
+
+
+def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
+    dec = ChatDecoder()
+    parts = (
+        '[{"thread_id":"T1","block_id":"B1","type":"event","props":{"event":"message_start",'
+        '"data":{"message_id":"M1","type":"loading"}}},'
+        '{"type":"loading","props":{"message":"x"}},'
+        '{"block_id":"","type":"loading","props":{"done":true},"delta":"true"},'
+        '{"e":"message_end","d":{"message_id":"M2","type":"loading"}},{"e":"ping"}]'
+    )
+    out = dec.feed("agent1peer", _rel(parts), 0.0)
+    assert dec.drain_warnings() == []
+    assert [(m.message_id, m.thread_id, m.block_id) for m in out] == [
+        ("M1", "T1", "B1"),
+        ("M1", "T1", "B1"),
+        ("M1", "T1", None),  # "": none
+        ("M2", "T1", None),  # the event's data
+        ("M2", "T1", None),
+    ]
+    assert out[3].props == {"event": "message_end", "data": {"message_id": "M2", "type": "loading"}}
+    assert out[4].type == "event" and out[4].props == {"event": "ping"}
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        '[{"message_id":5,"type":"loading"}]',
+        '[{"message_id":"' + "m" * 5000 + '","type":"loading"}]',
+        '[{"type":"event","props":{"event":"message_start","data":{"message_id":"'
+        + "m" * 5000
+        + '"}}}]',
+        '[{"thread_id":null,"type":"loading"}]',
+        '[{"d":{"block_id":"B1"}}]',  # an event's data without its event
+        '[{"e":"block_end","type":"event"}]',
+        '[{"e":"block_end","props":{}}]',
+        '[{"e":5}]',
+    ],
+)
+def test_a_bad_relative_part_is_a_warning_never_a_traceback(parts: str) -> None:
+    dec = ChatDecoder()
+    dec.feed("agent1bad", _rel(parts), 0.0)
+    warnings = dec.drain_warnings()
+    assert warnings and all(w.code == "bad_metadata" for w in warnings)
+
+
+def _thinking(text: str) -> list[Message]:
+    ids = {"message_id": "M1", "block_id": "B1"}
+    words = [w + " " for w in text.split(" ")]
+    return [
+        lifecycle(MESSAGE_START, MessageStartData(message_id="M1", type="thinking"), **ids),
+        *[Message(type="thinking", props={"content": w}, delta=True, **ids) for w in words],
+        lifecycle(
+            MESSAGE_END,
+            MessageEndData(message_id="M1", type="thinking", chunk_count=len(words)),
+            **ids,
+        ),
+        lifecycle(STREAM_END, StreamEndData(status="completed")),
+    ]
+
+
+def _ends(chats: list[tuple[float, ChatMessage]]) -> list[dict[str, Any]]:
+    """The data of every message_end a ChatMessage carries (a group's or a folded part's)."""
+    out: list[dict[str, Any]] = []
+    for _, c in chats:
+        for i in c.content:
+            if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
+                md = i.metadata
+                parts = json.loads(md["parts"]) if "parts" in md else []
+                props = [expand(p).get("props") for p in parts if isinstance(p, dict)]
+                if "props" in md:
+                    props.append(json.loads(md["props"]))
+                out += [p["data"] for p in props if p and p.get("event") == MESSAGE_END]
+    return out
+
+
+def test_reasoning_carried_as_metadata_is_not_sent_twice_in_its_message_end() -> None:
+    text = "I should check the spec first. Then compare the costs of each way. " * 3
+    msgs = _with_extra(_thinking(text))
+    for steps in ([0.0], [0.05]):  # folded whole, and streamed over several ChatMessages
+        lean = _encode(msgs, steps, lean=True, chunker={"max_delay": 0.2})
+        today = _encode(msgs, steps, fold=True, chunker={"max_delay": 0.2})
+        [end] = _ends(lean)
+        [before] = _ends(today)
+        assert "extra" not in end and before["extra"]["content"].startswith(text)
+        assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_lost_kept_append_leaves_the_text_out_with_a_warning_never_a_wrong_one() -> None:
+    text = "I should check the spec first. Then compare the costs of each way. " * 3
+    lean = [c for _, c in _encode(_with_extra(_thinking(text)), [0.05], lean=True)]
+    assert len(lean) > 2
+    dec = ChatDecoder(max_message_bytes=150)  # the appends past the cap are refused
+    out: list[Message] = []
+    for c in lean:
+        out += dec.feed("agent1peer", c, 1000.0)
+    [end] = [m for m in out if m.event == MESSAGE_END]
+    assert "extra" not in end.event_data  # not a partial text
+    assert "message_too_large" in {w.code for w in dec.drain_warnings()}
+
+
+def _group(seq: int, **md: str) -> ChatMessage:
+    meta = {TAG_KEY: "1", "op": "message", "seq": str(seq), "conversation": "c", **md}
+    return chat_of([MetadataContent(metadata=meta)])
+
+
+@pytest.mark.parametrize(
+    "appends",
+    [
+        [],  # nothing kept: an end that says its text was kept
+        [{"props": '{"content":"a"}', "delta": "true", "keep": "1"}, {"props": '{"x":1}'}],
+        [{"props": '{"content":"a"}', "delta": "true", "keep": "1"}, {"props": "[", "keep": "1"}],
+        [{"props": '{"content":"a"}', "keep": "1"}],  # not an append
+    ],
+)
+def test_an_end_whose_kept_text_is_not_whole_is_a_warning_never_a_wrong_text(
+    appends: list[dict[str, str]],
+) -> None:
+    ids = {"message_id": "M1", "type": "thinking"}
+    chats = [_group(i + 1, **ids, **a) for i, a in enumerate(appends)]
+    end = '{"event":"message_end","data":{"message_id":"M1","type":"thinking"}}'
+    chats.append(_group(len(chats) + 1, message_id="M1", type="event", props=end, extra="stream"))
+    dec = ChatDecoder()
+    out: list[Message] = []
+    for c in chats:
+        out += dec.feed("agent1peer", c, 0.0)
+    ends = [m for m in out if m.event == MESSAGE_END]
+    assert all("extra" not in m.event_data for m in ends)
+    assert dec.drain_warnings()
