@@ -6,6 +6,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, cast
 
@@ -148,6 +149,7 @@ MessageKey = tuple[str | None, str]
 dumps = jsontext.dumps  # compact JSON, as metadata values carry it
 
 
+@dataclass(slots=True, eq=False)
 class Group:
     """A tagged MetadataContent's dict and the content items it describes, as they go on the wire.
 
@@ -165,27 +167,17 @@ class Group:
             chunker's deadline for the text it carries); None: the batcher's own rule.
     """
 
-    __slots__ = ("closes", "due", "items", "meta", "needs_turn", "opens", "owner", "part")
+    meta: dict[str, str]
+    items: list[Any]
+    owner: MessageKey | None = None
+    needs_turn: bool = False
+    opens: bool = False
+    closes: bool = False
+    part: str | None = None
+    due: float | None = None
 
-    def __init__(
-        self,
-        meta: dict[str, str],
-        items: list[Any],
-        owner: MessageKey | None = None,
-        needs_turn: bool = False,
-        opens: bool = False,
-        closes: bool = False,
-        part: str | None = None,
-        due: float | None = None,
-    ) -> None:
-        self.meta = meta
-        self.due = due
-        self.part = part
-        self.items = items
-        self.owner = owner
-        self.needs_turn = needs_turn or opens or closes
-        self.opens = opens
-        self.closes = closes
+    def __post_init__(self) -> None:
+        self.needs_turn = self.needs_turn or self.opens or self.closes
 
 
 def utf8_size(text: str) -> int:
