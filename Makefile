@@ -114,11 +114,12 @@ $(NODE_STAMP): conformance/package-lock.json
 	touch $(NODE_STAMP)
 
 # AGENT_STREAM_REQUIRE_SPEEDUPS: the tests fail if the compiled chunker was not built.
-# One pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process): most
-# tests wait on real agents and servers, so two workers halve the run on two cores.
+# One pytest worker per core and one more (pytest-xdist; PYTEST_WORKERS=0 runs them in this
+# process): many tests wait on real agents, servers and timeouts with a core idle, and the extra
+# worker fills it (on two cores, with nothing else running, the CPUs were 58% busy with two).
 # PYTHONDONTWRITEBYTECODE is cleared: pytest keeps each test module's rewritten bytecode (in the
 # ignored __pycache__ folders) instead of rewriting every module in every worker on every run.
-PYTEST_WORKERS ?= auto
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
 unit: $(STAMP) system-deps $(NODE_STAMP)
 	PYTHONDONTWRITEBYTECODE= AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
