@@ -289,7 +289,6 @@ def test_a_slow_peers_message_gets_every_try_within_the_budget() -> None:
     assert now == pytest.approx(P.within) and r.given_up == 1
 
 
-
 def test_a_message_sent_in_order_counts_the_sign_of_life_before_it_for_its_second_budget() -> None:
     """One message at a time (a plain peer): nothing but the message itself can be acknowledged
     after its first send, so the acknowledgement that let it go, or the question, counts."""
