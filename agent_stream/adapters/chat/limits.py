@@ -61,7 +61,7 @@ class DecoderLimits:
     max_message_bytes: int = 8 * MiB  # a message, event or message without id
     max_stream_bytes: int = 8 * MiB  # the text of one chat stream
     max_reply_bytes: int = 32 * MiB  # a conversation (untagged: everything from a sender)
-    # text of open streams kept to rebuild their message_end's extra.content (``keep``), in all
+    # text kept to rebuild message_ends' extra.content (``keep``: open streams' and appends), in all
     max_kept_bytes_total: int = 8 * MiB
     max_id_chars: int = 256  # an id (message, thread, block, stream, type, conversation)
     max_warnings: int = 1024  # undrained warnings; past it the oldest are dropped, counted

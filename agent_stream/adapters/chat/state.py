@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from agent_stream.adapters.chat.bounded import BoundedTable
 from agent_stream.adapters.chat.limits import DecoderLimits, WarningQueue
 from agent_stream.adapters.chat.reorder import HeldLedger, ReorderWindow
-from agent_stream.adapters.chat.wire import MessageKey
+from agent_stream.adapters.chat.wire import MessageKey, utf8_size
 
 __all__ = ["Conversation", "DecoderState", "OpenStream", "PeerState", "ReplySize"]
 
@@ -77,7 +77,7 @@ class Conversation:
         ledger: the decoder's ledger of held-back ChatMessages.
     """
 
-    __slots__ = ("finished", "keepalives", "kept", "key", "order", "size")
+    __slots__ = ("finished", "keepalives", "kept", "kept_costs", "key", "order", "size")
 
     def __init__(self, sender: str, conversation: str, ledger: HeldLedger) -> None:
         self.key = (sender, conversation)  # owner of its per-message byte counts
@@ -86,9 +86,11 @@ class Conversation:
         self.size = ReplySize()
         self.keepalives = 0
         # per message carried as metadata whose appends say ``keep``: their text, to rebuild its
-        # message_end's extra.content (None: one was refused, the text is not whole). Bounded by
-        # what the reply's caps admitted; dropped at the message's end and the reply's.
+        # message_end's extra.content (None: one was refused, the text is not whole). Counted
+        # against max_kept_bytes_total with the streams' (DecoderState.keep_append); dropped at
+        # the message's end, the reply's and the conversation's.
         self.kept: dict[MessageKey, list[str] | None] = {}
+        self.kept_costs: dict[MessageKey, int] = {}  # what each counts against the total
 
 
 class PeerState:
@@ -250,6 +252,7 @@ class DecoderState:
         self._conversations.pop(conv.key, None)
         conv.order.clear()
         self.message_bytes.forget(conv.key)
+        self.clear_kept(conv)
 
     # -- streams ----------------------------------------------------------------------------------
     def open_stream(self, peer: PeerState, stream: OpenStream) -> None:
@@ -308,6 +311,57 @@ class DecoderState:
         kept.append(text)
         stream.kept_cost += cost
         self.kept_bytes += cost
+
+    def keep_append(self, conv: Conversation, key: MessageKey, piece: str) -> None:
+        """Keep an append carried as metadata to rebuild its message_end (past
+        max_kept_bytes_total, counted with the streams' text, its text is no longer whole: the
+        message_end then goes without it, warned).
+
+        Args:
+            conv: the conversation.
+            key: the message's (thread_id, message_id).
+            piece: the append's text.
+        """
+        kept = conv.kept.setdefault(key, [])
+        if kept is None:
+            return
+        cost = utf8_size(piece) + _KEPT_COST
+        if self.kept_bytes + cost > self.limits.max_kept_bytes_total:
+            self.spoil_kept(conv, key)
+            return
+        kept.append(piece)
+        conv.kept_costs[key] = conv.kept_costs.get(key, 0) + cost
+        self.kept_bytes += cost
+
+    def spoil_kept(self, conv: Conversation, key: MessageKey) -> None:
+        """A message's kept appends are no longer its whole text: forget them, keep nothing more.
+
+        Args:
+            conv: the conversation.
+            key: the message's (thread_id, message_id).
+        """
+        conv.kept[key] = None
+        self.kept_bytes -= conv.kept_costs.pop(key, 0)
+
+    def drop_kept(self, conv: Conversation, key: MessageKey) -> None:
+        """Forget a message's kept appends (its message_end came).
+
+        Args:
+            conv: the conversation.
+            key: the message's (thread_id, message_id).
+        """
+        conv.kept.pop(key, None)
+        self.kept_bytes -= conv.kept_costs.pop(key, 0)
+
+    def clear_kept(self, conv: Conversation) -> None:
+        """Forget every message's kept appends of a conversation (it ended or was dropped).
+
+        Args:
+            conv: the conversation.
+        """
+        conv.kept.clear()
+        self.kept_bytes -= sum(conv.kept_costs.values())
+        conv.kept_costs.clear()
 
     def release_kept(self, stream: OpenStream) -> None:
         """Forget the text a stream kept.

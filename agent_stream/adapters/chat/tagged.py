@@ -357,7 +357,7 @@ class TaggedDecoder:
         kept_key = key if md.get(KEEP_KEY) == "1" else None
         if not self._streams.count(conv, key, size):
             if kept_key is not None:
-                conv.kept[kept_key] = None  # the text kept is not whole
+                self._state.spoil_kept(conv, kept_key)  # the text kept is not whole
             return
         try:
             msg = _message_of(md, raw, parsed)
@@ -369,31 +369,29 @@ class TaggedDecoder:
                 "bad_metadata", f"message group unreadable: {reason}", message_id, thread_id
             )
             if kept_key is not None:
-                conv.kept[kept_key] = None
+                self._state.spoil_kept(conv, kept_key)
             return
         if kept_key is not None:  # an append carried as metadata: its message_end may leave
-            kept = conv.kept.setdefault(kept_key, [])  # its text out
-            props = msg.props or {}
+            props = msg.props or {}  # its text out
             piece = props.get("content")
-            if kept is not None:
-                if (
-                    msg.delta
-                    and not msg.type_change
-                    and msg.delta_action is None
-                    and msg.delta_path is None
-                    and len(props) == 1
-                    and isinstance(piece, str)
-                ):
-                    kept.append(piece)
-                else:
-                    conv.kept[kept_key] = None
+            if (
+                msg.delta
+                and not msg.type_change
+                and msg.delta_action is None
+                and msg.delta_path is None
+                and len(props) == 1
+                and isinstance(piece, str)
+            ):
+                self._state.keep_append(conv, kept_key, piece)
+            else:
+                self._state.spoil_kept(conv, kept_key)
         elif msg.type == EVENT and msg.event == MESSAGE_END and msg.message_id is not None:
-            conv.kept.pop((msg.thread_id, msg.message_id), None)
+            self._state.drop_kept(conv, (msg.thread_id, msg.message_id))
         elif key is not None and key in conv.kept:
-            conv.kept[key] = None  # other content: the kept appends are no longer its text
+            self._state.spoil_kept(conv, key)  # other content: the appends are not its text
         if msg.type == EVENT and msg.event == STREAM_END:
             conv.finished = True
-            conv.kept.clear()
+            self._state.clear_kept(conv)
             self._state.message_bytes.forget(conv.key)
             left = [s for s in peer.streams.values() if s.conversation == conv_id]
             for stream in left:

@@ -24,6 +24,7 @@ from agent_stream.adapters.chat import (
     TAG_KEY,
     ChatDecoder,
     ChatEncoder,
+    DecoderLimits,
     coalesce,
     parse_chat,
     request_tags,
@@ -490,3 +491,23 @@ def test_an_end_whose_kept_text_is_not_whole_is_a_warning_never_a_wrong_text(
     ends = [m for m in out if m.event == MESSAGE_END]
     assert all("extra" not in m.event_data for m in ends)
     assert dec.drain_warnings()
+
+
+def test_appends_kept_as_metadata_count_against_max_kept_bytes_total_and_are_released() -> None:
+    # two conversations keep their thinking's appends to rebuild its end; the budget holds one
+    dec = ChatDecoder(limits=DecoderLimits(max_kept_bytes_total=1000))
+    end = '{"event":"message_end","data":{"message_id":"M1","type":"thinking"}}'
+    append = {"props": json.dumps({"content": "x" * 600}), "delta": "true", "keep": "1"}
+    out: list[Message] = []
+    for conv in ("c1", "c2"):
+        ids = {"conversation": conv, "message_id": "M1", "type": "thinking"}
+        out += dec.feed("agent1peer", _group(1, **ids, **append), 0.0)
+    assert 600 < dec._state.kept_bytes <= 1000  # the first's, counted; the second's not kept
+    for conv in ("c1", "c2"):
+        ids = {"conversation": conv, "message_id": "M1", "type": "event"}
+        out += dec.feed("agent1peer", _group(2, **ids, props=end, extra="stream"), 0.0)
+    first, second = [m for m in out if m.event == MESSAGE_END]
+    assert first.event_data["extra"] == {"content": "x" * 600}
+    assert "extra" not in second.event_data  # never a partial text
+    assert "message_too_large" in {w.code for w in dec.drain_warnings()}
+    assert dec._state.kept_bytes == 0  # released at each message's end
