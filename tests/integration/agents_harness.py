@@ -52,7 +52,8 @@ class AgentProcess:
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         )
         self.lines: list[str] = []
-        self._q: queue.Queue[str | None] = queue.Queue()
+        self._q: queue.Queue[str | None] = queue.Queue()  # the lines in order, each read once
+        self._taken = 0  # lines taken from _q (read by wait_for/next_line)
         self._err: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_err, daemon=True).start()
@@ -74,17 +75,17 @@ class AgentProcess:
         return "".join(self._err)
 
     def wait_for(self, prefix: str, timeout: float = 20.0) -> str:
-        """The first stdout line starting with ``prefix`` (waiting for it)."""
-        for line in self.lines:
+        """The first stdout line starting with ``prefix`` (waiting for it). The lines before it
+        count as read: next_line goes on after it."""
+        for i, line in enumerate(list(self.lines)):
             if line.startswith(prefix):
+                while self._taken <= i:  # a line seen but not yet read is read now
+                    self._take(5.0)
                 return line.rstrip("\n")
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            try:
-                line = self._q.get(timeout=max(left, 0.0))
-            except queue.Empty:
-                line = None
+            line = self._take(max(left, 0.0))
             if line is None:
                 raise AssertionError(
                     f"{self.cmd[:4]}: no line starting with {prefix!r} "
@@ -95,16 +96,23 @@ class AgentProcess:
 
     def next_line(self, timeout: float = 30.0) -> str:
         """The next stdout line not read by wait_for/next_line yet (waiting for it)."""
-        try:
-            line = self._q.get(timeout=timeout)
-        except queue.Empty:
-            line = None
+        line = self._take(timeout)
         if line is None:
             raise AssertionError(
                 f"{self.cmd[:4]}: no line within {timeout} s "
                 f"(exit {self.proc.poll()}); stderr:\n{self.stderr[-3000:]}"
             )
         return line.rstrip("\n")
+
+    def _take(self, timeout: float) -> str | None:
+        """The next line from the reader (None: none within ``timeout``, or stdout closed)."""
+        try:
+            line = self._q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if line is not None:
+            self._taken += 1
+        return line
 
     def request(self, obj: Any, timeout: float = 60.0) -> Any:
         """Write ``obj`` as a JSON line to stdin; the next stdout line, parsed."""
