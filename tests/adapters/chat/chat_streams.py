@@ -319,3 +319,25 @@ CHUNKERS = st.sampled_from(
         {"min_chars": 5, "max_chars": 30, "max_delay": 0.1},
     ]
 )
+
+
+def with_extra(msgs: list[Message]) -> list[Message]:
+    """The stream with each message_end's data ending in extra.content, the text its message's
+    plain appends make (as the writer sends it)."""
+    text: dict[tuple[str | None, str | None], str] = {}
+    out: list[Message] = []
+    for m in msgs:
+        p = m.props or {}
+        if (
+            m.delta
+            and not m.delta_path
+            and not m.delta_action
+            and isinstance(p.get("content"), str)
+        ):
+            key = (m.thread_id, m.message_id)
+            text[key] = text.get(key, "") + p["content"]
+        if m.event == MESSAGE_END:
+            data = {**m.event_data, "extra": {"content": text.get((m.thread_id, m.message_id), "")}}
+            m = m.model_copy(update={"props": {**p, "data": data}})
+        out.append(m)
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chat_streams import CHUNKERS, hierarchical_streams
+from chat_streams import CHUNKERS, hierarchical_streams, with_extra
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from uagents_core.contrib.protocols.chat import (
@@ -124,28 +124,6 @@ def _normalised(lines: list[str]) -> list[str]:
     return [num_re.sub(r"\1 0", uuid_re.sub("U", line)) for line in lines]
 
 
-def _with_extra(msgs: list[Message]) -> list[Message]:
-    """The stream with each message_end's data ending in extra.content, the text its message's
-    plain appends make (as the writer sends it)."""
-    text: dict[tuple[str | None, str | None], str] = {}
-    out: list[Message] = []
-    for m in msgs:
-        p = m.props or {}
-        if (
-            m.delta
-            and not m.delta_path
-            and not m.delta_action
-            and isinstance(p.get("content"), str)
-        ):
-            key = (m.thread_id, m.message_id)
-            text[key] = text.get(key, "") + p["content"]
-        if m.event == MESSAGE_END:
-            data = {**m.event_data, "extra": {"content": text.get((m.thread_id, m.message_id), "")}}
-            m = m.model_copy(update={"props": {**p, "data": data}})
-        out.append(m)
-    return out
-
-
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=hierarchical_streams(),
@@ -169,7 +147,7 @@ def test_a_stream_sent_folded_and_unfolded_decodes_to_the_same_messages_and_clie
 ) -> None:
     msgs, _ = data
     if extra:
-        msgs = _with_extra(msgs)
+        msgs = with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
     folded = _encode(msgs, steps, fold=True, **opts)
     unfolded = _encode(msgs, steps, fold=False, **opts)
@@ -318,12 +296,12 @@ def test_a_folded_message_counts_against_the_same_caps_as_its_stream() -> None:
     assert [w.code for w in dec.drain_warnings()] == ["stream_too_large"]
 
 
-def _paced_answer_with_extra() -> list[Message]:
-    return _with_extra(_answer("A sentence that streams. " * 20))
+def _paced_answerwith_extra() -> list[Message]:
+    return with_extra(_answer("A sentence that streams. " * 20))
 
 
 def test_a_streamed_message_end_leaves_its_text_out_and_the_decoder_puts_it_back() -> None:
-    msgs = _paced_answer_with_extra()
+    msgs = _paced_answerwith_extra()
     chats = _encode(msgs, [0.05], fold=True, chunker={"max_delay": 0.1})
     assert _folds(chats) == 0  # it streamed: the end comes in a ChatMessage of its own
     text = "A sentence that streams. " * 20
@@ -343,7 +321,7 @@ def test_a_streamed_message_end_leaves_its_text_out_and_the_decoder_puts_it_back
 
 
 def test_past_max_kept_bytes_total_the_text_is_not_kept_and_the_end_goes_without_it() -> None:
-    chats = _encode(_paced_answer_with_extra(), [0.05], fold=True, chunker={"max_delay": 0.1})
+    chats = _encode(_paced_answerwith_extra(), [0.05], fold=True, chunker={"max_delay": 0.1})
     dec = ChatDecoder(limits=DecoderLimits(max_kept_bytes_total=200))
     out: list[Message] = []
     for c in chats:
@@ -380,6 +358,6 @@ def _relay_hop(msgs: list[Message], steps: list[float], fold: bool) -> list[Mess
 def test_a_relayed_reply_folded_on_both_hops_reaches_the_asker_as_the_unfolded_one(
     data: tuple[list[Message], set[Any]], steps: list[float], extra: bool
 ) -> None:
-    msgs = _with_extra(data[0]) if extra else data[0]
+    msgs = with_extra(data[0]) if extra else data[0]
     a, b = _relay_hop(msgs, steps, True), _relay_hop(msgs, steps, False)
     assert [m.model_dump() for m in a] == [m.model_dump() for m in b]

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 import pytest
-from chat_streams import CHUNKERS, hierarchical_streams
+from chat_streams import CHUNKERS, hierarchical_streams, with_extra
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, TextContent
@@ -186,7 +186,7 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
 ) -> None:
     msgs, _ = data
     if extra:
-        msgs = _with_extra(msgs)
+        msgs = with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
     lean = _encode(msgs, steps, lean=True, **opts)
     folded = _encode(msgs, steps, fold=True, **opts)
@@ -231,28 +231,6 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
     assert assemble(c).to_dict() == assemble(b).to_dict()
     assert _client_wires(c) == _client_wires(b)
-
-
-def _with_extra(msgs: list[Message]) -> list[Message]:
-    """The stream with each message_end's data ending in extra.content, the text its message's
-    plain appends make (as the writer sends it)."""
-    text: dict[tuple[str | None, str | None], str] = {}
-    out: list[Message] = []
-    for m in msgs:
-        p = m.props or {}
-        if (
-            m.delta
-            and not m.delta_path
-            and not m.delta_action
-            and isinstance(p.get("content"), str)
-        ):
-            key = (m.thread_id, m.message_id)
-            text[key] = text.get(key, "") + p["content"]
-        if m.event == MESSAGE_END:
-            data = {**m.event_data, "extra": {"content": text.get((m.thread_id, m.message_id), "")}}
-            m = m.model_copy(update={"props": {**p, "data": data}})
-        out.append(m)
-    return out
 
 
 def _answer(text: str, mid: str = "M1") -> list[Message]:
@@ -440,7 +418,7 @@ def _ends(chats: list[tuple[float, ChatMessage]]) -> list[dict[str, Any]]:
 
 def test_reasoning_carried_as_metadata_is_not_sent_twice_in_its_message_end() -> None:
     text = "I should check the spec first. Then compare the costs of each way. " * 3
-    msgs = _with_extra(_thinking(text))
+    msgs = with_extra(_thinking(text))
     for steps in ([0.0], [0.05]):  # folded whole, and streamed over several ChatMessages
         lean = _encode(msgs, steps, lean=True, chunker={"max_delay": 0.2})
         today = _encode(msgs, steps, fold=True, chunker={"max_delay": 0.2})
@@ -452,7 +430,7 @@ def test_reasoning_carried_as_metadata_is_not_sent_twice_in_its_message_end() ->
 
 def test_a_lost_kept_append_leaves_the_text_out_with_a_warning_never_a_wrong_one() -> None:
     text = "I should check the spec first. Then compare the costs of each way. " * 3
-    lean = [c for _, c in _encode(_with_extra(_thinking(text)), [0.05], lean=True)]
+    lean = [c for _, c in _encode(with_extra(_thinking(text)), [0.05], lean=True)]
     assert len(lean) > 2
     dec = ChatDecoder(max_message_bytes=150)  # the appends past the cap are refused
     out: list[Message] = []
