@@ -256,6 +256,21 @@ class Harness:
 
         LocalDirectory(self.directory).register(address, endpoint, "plain", pid=pid)
 
+    def wait_answering(self, *names: str, timeout: float = 30.0) -> None:
+        """Wait until every agent named in ``names`` is listed in the directory and answers its
+        readiness probe (a name given twice: two agents of that name)."""
+        from collections import Counter
+
+        from agent_stream.uagents import LocalDirectory
+
+        directory = LocalDirectory(self.directory)
+        deadline = time.monotonic() + timeout
+        for name, count in Counter(names).items():
+            while len(directory.named(name)) < count:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{count} agent(s) named {name!r} never answered")
+                time.sleep(0.05)
+
     def directory_entries(self) -> dict[str, Any]:
         try:
             data: dict[str, Any] = json.loads(self.directory.read_text())

@@ -81,14 +81,7 @@ def team(harness: Harness) -> Iterator[dict[str, tuple[AgentProcess, str]]]:
     out = {
         name: (p, p.wait_for("address:", 60).split(":", 1)[1].strip()) for name, p in procs.items()
     }
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        listed = {e.get("name") for e in harness.directory_entries().values()}
-        if listed >= set(MEMBERS):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("the team did not list itself in the directory")
+    harness.wait_answering(*MEMBERS)
     yield out
 
 

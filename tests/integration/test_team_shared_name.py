@@ -4,7 +4,6 @@ naming both addresses instead of asking one of them at random (real processes on
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from agents_harness import Harness, free_port
@@ -30,10 +29,7 @@ def test_a_relay_to_a_name_two_agents_share_is_refused_naming_both(harness: Harn
             *extra,
         )
         addresses.append(p.wait_for("address:", 60).split(":", 1)[1].strip())
-    deadline = time.monotonic() + 30
-    while [e.get("name") for e in harness.directory_entries().values()].count("twin") < 2:
-        assert time.monotonic() < deadline, "the twins were never listed"
-        time.sleep(0.05)
+    harness.wait_answering("twin", "twin", "boss")
     result = ask(harness, addresses[2])
     said = json.dumps([m.to_dict() for m in result["msgs"]])
     assert "2 running agents are named 'twin'" in said, said[-3000:]

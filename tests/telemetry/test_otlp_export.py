@@ -136,10 +136,7 @@ def test_one_trace_follows_a_question_through_every_relaying_agent(
             )
         for p in procs.values():
             p.wait_for("address:", 60)
-        deadline = time.monotonic() + 30
-        while {e.get("name") for e in h.directory_entries().values()} < set(members):
-            assert time.monotonic() < deadline, "the team did not list itself"
-            time.sleep(0.05)
+        h.wait_answering(*members)
         port = free_port()
         asker = h.start(
             str(PEERS / "relay_asker.py"),
@@ -228,6 +225,7 @@ def test_the_gateway_continues_an_http_traceparent_to_the_agent_it_asks(
             "0",
         )
         agent.wait_for("address:", 60)
+        h.wait_answering("researcher")
         gport = free_port()
         gateway = h.cli("gateway", "--port", str(gport), "--agent", "researcher")
         url = gateway.wait_for("gateway:", 60).split(" ", 1)[1].strip().rstrip("/")
