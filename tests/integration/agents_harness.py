@@ -4,6 +4,11 @@ Every agent runs in a process of its own, in a temporary working directory (uage
 storage files into the current directory), on a port chosen at run time, with a private local
 agent directory (``AGENT_STREAM_DIRECTORY``) so tests never see the user's agents. Every process
 a test starts is stopped in teardown (SIGTERM, then SIGKILL).
+
+``python -m agent_stream ...`` and peer scripts are forked from the test worker's zygote
+(``tests/zygote.py``): separate processes with their own pipes, directory, environment, signals
+and exit status, which skip the second of imports a fresh interpreter pays. ``fresh=True`` (or
+``AGENT_STREAM_TEST_FRESH=1`` for a whole run) starts a new interpreter instead.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from uagents_core.identity import Identity
+from zygote import ForkedProcess, Zygote, can_fork
 
 from agent_stream.uagents.local._agents import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers"
+ZYGOTE = Zygote()
 
 
 def address_of(seed: str) -> str:
@@ -40,17 +47,29 @@ def address_of(seed: str) -> str:
 class AgentProcess:
     """A running process whose stdout is read line by line in the background."""
 
-    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str], stdin: bool = False) -> None:
+    def __init__(
+        self,
+        cmd: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        stdin: bool = False,
+        fresh: bool = False,
+    ) -> None:
         self.cmd = cmd
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        )
+        self.proc: subprocess.Popen[str] | ForkedProcess
+        forked = cmd[0] == sys.executable and can_fork(cmd[1:])
+        if forked and not fresh and not os.environ.get("AGENT_STREAM_TEST_FRESH"):
+            self.proc = ZYGOTE.popen(cmd[1:], cwd, env, stdin)
+        else:
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            )
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()  # the lines in order, each read once
         self._taken = 0  # lines taken from _q (read by wait_for/next_line)
@@ -192,8 +211,9 @@ class Harness:
         self.env["PYTHONPATH"] = str(ROOT) + (os.pathsep + pp if pp else "")
         self.procs: list[AgentProcess] = []
 
-    def start(self, *args: str, stdin: bool = False) -> AgentProcess:
-        p = AgentProcess([sys.executable, *args], self.workdir, self.env, stdin=stdin)
+    def start(self, *args: str, stdin: bool = False, fresh: bool = False) -> AgentProcess:
+        """``python ARGS`` (forked from the zygote unless ``fresh``)."""
+        p = AgentProcess([sys.executable, *args], self.workdir, self.env, stdin=stdin, fresh=fresh)
         self.procs.append(p)
         return p
 
