@@ -44,10 +44,33 @@ PRELOAD = (
     "agent_stream.commands.chat",
     "agent_stream.commands.demo",
     "agent_stream.uagents",
+    "agent_stream.commands.gateway",
+    "agent_stream.gateway.app",
+    "agent_stream.gateway.server",
+    "agent_stream.gateway.mcp",
+    "mcp.server.streamable_http_manager",
+    "mcp.server.lowlevel",
+    "mcp_types",
+    "a2a.types",
+    "a2a.server",
+    "a2a.client",
+    "sse_starlette",
+    "opentelemetry.trace",
+    "uagents_core.contrib.protocols.chat.cards",
+    "uvicorn.protocols.http.httptools_impl",
+    "uvicorn.protocols.http.h11_impl",
+    "uvicorn.lifespan.on",
+    "rich.console",
+    "rich.markdown",
     "uagents",
     "uagents_core.contrib.protocols.chat",
     "uvloop",
+    "agent_stream.render",
+    "agent_stream.render_markdown",
+    "websockets.server",
 )
+# Modules that read the environment when imported: a child imports them itself, with its own.
+NOT_PRELOADED = ("agent_stream.chunking",)
 
 MAX_REQUEST = 1 << 20
 
@@ -62,6 +85,9 @@ def serve(path: str) -> None:
             __import__(name)
     import gc
 
+    preloaded = [name for name in NOT_PRELOADED if name in sys.modules]
+    if preloaded:
+        raise RuntimeError(f"the zygote must not import {preloaded}: they read the environment")
     gc.collect()
     gc.freeze()  # the preloaded heap stays shared with the children, out of their collections
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
