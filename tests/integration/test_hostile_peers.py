@@ -271,6 +271,7 @@ def test_signed_envelopes_from_a_crowd_of_new_senders_are_admitted_at_a_bounded_
         statuses = list(pool.map(lambda b: post(endpoint, b), bodies))
         took = time.monotonic() - started
     assert set(statuses) <= {200, 429}
+    # Whenever the posts came faster than the budget admits, the bound leaves some refused (429);
+    # on a machine slow enough that they did not, the budget rightly admitted them all.
     assert statuses.count(200) <= 2 * budget + budget * took + 1, (statuses.count(200), took)
-    assert statuses.count(429) > 0
     assert ask(asker)["completed"]  # the known sender is not held to the crowd's budget
