@@ -1,5 +1,8 @@
 """Who sends urgently: an asker's question, and a reply up to and with its first text, go ahead
-of queued text (:func:`agent_stream.uagents.transport._lanes.urgent`); a reply's later ChatMessages do not."""
+of queued text (:func:`agent_stream.uagents.transport._lanes.urgent`); a reply's later ChatMessages do not.
+
+The replies run on a driven clock (their model's pauses and slow posts are driven seconds), so
+what goes before what does not depend on how busy the machine is."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import Any
 from uagents_core.contrib.protocols.chat import ChatMessage
 
 from agent_stream.adapters.chat import ChatEncoder
+from agent_stream.uagents import DrivenClock
 from agent_stream.uagents.asker._client import ChatClient, ask_with
 from agent_stream.uagents.responder._pump import Outgoing, PumpLimits
 from agent_stream.uagents.transport import _lanes as lanes
@@ -18,8 +22,9 @@ from agent_stream.writer import StreamWriter
 PEER = "agent1" + "q" * 59
 
 
-async def _pump(respond: Any, send: Any, **kw: Any) -> None:
-    """One reply to PEER through an Outgoing (sentence-sized chunks, no rate limit), to its end."""
+async def _pump(respond: Any, send: Any, clock: DrivenClock, **kw: Any) -> None:
+    """One reply to PEER through an Outgoing (sentence-sized chunks, no rate limit) on
+    ``clock``, driven to its end."""
     out = Outgoing(
         PEER,
         "conv",
@@ -27,9 +32,12 @@ async def _pump(respond: Any, send: Any, **kw: Any) -> None:
         respond=respond,
         send=send,
         limits=PumpLimits(agent_rate=0),
+        clock=clock,
         **kw,
     )
-    await asyncio.wait_for(out.start(), 10)
+    task = asyncio.ensure_future(out.start())
+    await clock.run_until(task.done, step=0.01, limit=30.0)
+    await task
 
 
 def _has_text(chat: ChatMessage) -> bool:
@@ -37,6 +45,7 @@ def _has_text(chat: ChatMessage) -> bool:
 
 
 async def test_a_reply_is_sent_urgently_up_to_its_first_text_and_not_after() -> None:
+    clock = DrivenClock()
     sent: list[tuple[bool, bool]] = []  # (urgent?, carries text?)
 
     async def send(chat: ChatMessage) -> tuple[bool, str]:
@@ -45,13 +54,13 @@ async def test_a_reply_is_sent_urgently_up_to_its_first_text_and_not_after() -> 
 
     async def respond(out: StreamWriter) -> None:
         async with out.block("llm") as b:
-            await asyncio.sleep(0.2)  # the block's start goes first, alone
+            await clock.sleep(0.2)  # the block's start goes first, alone
             async with b.message("text") as m:
                 for s in ("One. ", "Two. ", "Three. "):
                     await m.append(s)
-                    await asyncio.sleep(0.1)
+                    await clock.sleep(0.1)
 
-    await _pump(respond, send)
+    await _pump(respond, send, clock)
     first = next(i for i, (_, text) in enumerate(sent) if text)
     assert first > 0 and len(sent) > first + 1  # something before it, and text after it
     assert [u for u, _ in sent] == [i <= first for i in range(len(sent))]
@@ -74,23 +83,24 @@ async def test_a_question_is_sent_urgently() -> None:
 async def _overlaps(pipelined: bool) -> tuple[list[str], bool]:
     """A reply whose first send (its start) takes 0.5 s to post, and whose first text comes
     meanwhile: the events of its sends, and whether the text went while the start was posting."""
+    clock = DrivenClock()
     events: list[str] = []
 
     async def send(chat: ChatMessage) -> tuple[bool, str]:
         kind = "text" if _has_text(chat) else "start"
         events.append(f"{kind} sent")
         if len(events) == 1:
-            await asyncio.sleep(0.5)
+            await clock.sleep(0.5)
         events.append(f"{kind} done")
         return True, "delivered"
 
     async def respond(out: StreamWriter) -> None:
         async with out.block("llm") as b:
-            await asyncio.sleep(0.2)  # the start goes first, alone, and is slow to post
+            await clock.sleep(0.2)  # the start goes first, alone, and is slow to post
             async with b.message("text") as m:
                 await m.append("The first text. ")
 
-    await _pump(respond, send, pipelined=pipelined)
+    await _pump(respond, send, clock, pipelined=pipelined)
     text_sent = events.index("text sent")
     return events, text_sent < events.index("start done")
 
@@ -111,6 +121,7 @@ async def test_the_first_text_is_posted_from_the_pump_not_from_a_task_of_its_own
     (tasks of their own); the first text itself is posted from the pump's sender, like the
     text after it: a task of its own began it a loop turn later, a third of a second at a
     thousand replies."""
+    clock = DrivenClock()
     sends: list[tuple[bool, asyncio.Task[Any] | None]] = []  # (carries text?, posting task)
 
     async def send(chat: ChatMessage) -> tuple[bool, str]:
@@ -119,13 +130,13 @@ async def test_the_first_text_is_posted_from_the_pump_not_from_a_task_of_its_own
 
     async def respond(out: StreamWriter) -> None:
         async with out.block("llm") as b:
-            await asyncio.sleep(0.2)
+            await clock.sleep(0.2)
             async with b.message("text") as m:
                 for s in ("One. ", "Two. ", "Three. "):
                     await m.append(s)
-                    await asyncio.sleep(0.1)
+                    await clock.sleep(0.1)
 
-    await _pump(respond, send, pipelined=True)
+    await _pump(respond, send, clock, pipelined=True)
     first = next(i for i, (text, _) in enumerate(sends) if text)
     sender = sends[first][1]
     assert first > 0 and len(sends) > first + 1
@@ -138,6 +149,7 @@ async def _keepalive_urgency(pipelined: bool) -> list[bool]:
     from agent_stream.adapters.chat.delivery import DeliveryPolicy
     from agent_stream.adapters.chat.wire import OP_KEEPALIVE, tagged_items
 
+    clock = DrivenClock()
     urgency: list[bool] = []
 
     async def send(chat: ChatMessage) -> tuple[bool, str]:
@@ -149,11 +161,16 @@ async def _keepalive_urgency(pipelined: bool) -> list[bool]:
     async def respond(out: StreamWriter) -> None:
         async with out.block("llm") as b, b.message("text") as m:
             await m.append("Thinking about it. ")
-            await asyncio.sleep(0.5)  # quiet: keepalives go meanwhile
+            await clock.sleep(0.5)  # quiet: keepalives go meanwhile
             await m.append("Done.")
 
     await _pump(
-        respond, send, delivery=DeliveryPolicy(keepalive=0.1), keepalive=True, pipelined=pipelined
+        respond,
+        send,
+        clock,
+        delivery=DeliveryPolicy(keepalive=0.1),
+        keepalive=True,
+        pipelined=pipelined,
     )
     return urgency
 
