@@ -450,7 +450,9 @@ async def test_independent_envelopes_go_beside_the_posts_under_way_to_a_plain_pe
             assert sorted(rec.got[1:-1]) == [f"q{i}" for i in range(8)]
             assert rec.got[-1] == "after"  # it waited for every question's post
             assert rec.most_posts >= 6  # each question posted as it came, beside the others
-            assert took < 0.2 * 3  # about one round trip for the questions, one for "after"
+            # about one round trip for the questions and one for "after" (0.4 s); one post at a
+            # time would take nine (1.8 s): the bound sits between, with room for a busy machine
+            assert took < 0.2 * 6
 
             # not independent: one post at a time, in order (those queued behind one batched)
             rec.got.clear()
