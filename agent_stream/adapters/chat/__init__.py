@@ -126,6 +126,7 @@ from agent_stream.adapters.chat.limits import DecoderLimits
 from agent_stream.adapters.chat.parse import parse_chat
 from agent_stream.adapters.chat.wire import (
     CHAT_CHUNKER_DEFAULTS,
+    LEAN_GATHER,
     PROTOCOL_VERSION,
     TAG_KEY,
     coalesce,
@@ -139,6 +140,7 @@ from agent_stream.adapters.chat.wire import (
 
 __all__ = [
     "CHAT_CHUNKER_DEFAULTS",
+    "LEAN_GATHER",
     "PROTOCOL_VERSION",
     "TAG_KEY",
     "ChatDecoder",

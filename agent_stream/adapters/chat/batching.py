@@ -10,14 +10,15 @@ end). A plain client that reads the first ChatMessage, or prints each one, gets 
 an empty message.
 
 To a lean asker (``gather``) a group with content does not cut the ChatMessage at once either:
-each group is due by a time (a chunk of text: its :attr:`~.wire.Group.due`, the chunker's
-deadline for its oldest character; other content: now; metadata alone: ``meta_delay`` from
-now, or its chunker's deadline when later: the merged appends of ``thinking``), and the
-ChatMessage is cut once the earliest of its groups is due. Text the chunker
-released early at a sentence end waits for more, never past the chunker's own bound, and no
-sooner-due group waits past its time. Consecutive chunk groups of one stream then go as one
-group and its TextContent items (the decoder reads each as a chunk of the group's stream),
-and each folded group's parts name only the ids the decoder cannot infer (``rel=1``, :mod:`.fold`).
+each group is due by a time (a chunk of text: its :attr:`~.wire.Group.due`, the end of the gather
+window for its oldest character, see :class:`~.messages.MessageChunking`; other content: now;
+metadata alone, or with only the end of a stream: ``meta_delay`` from now, or its chunker's
+deadline when later: the merged appends of ``thinking``), and the ChatMessage is cut once the
+earliest of its groups is due. Text the chunker released waits for more, never past its own
+bound, and no sooner-due group waits past its time. Consecutive chunk groups of one stream then
+go as one group and its TextContent items (the decoder reads each as a chunk of the group's
+stream), and each folded group's parts name only the ids the decoder cannot infer (``rel=1``,
+:mod:`.fold`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     EndSessionContent,
+    EndStreamContent,
     MetadataContent,
     ResourceContent,
     TextContent,
@@ -117,9 +119,10 @@ class Batcher:
             due = self.meta_due
             for g in pending[self._scanned :]:
                 d = g.due
-                if g.items:
+                if _carries_content(g):
                     d = now if d is None else d
-                else:  # never sooner than today: metadata alone waits meta_delay
+                else:  # never sooner than today: metadata alone (or ending a stream) waits
+                    # meta_delay
                     d = now + self.meta_delay if d is None else max(d, now + self.meta_delay)
                 if due is None or d < due:
                     due = d
@@ -214,6 +217,12 @@ def _join_chunks(groups: list[Group]) -> list[Group]:
         out.append(g)
         last = g
     return out
+
+
+def _carries_content(group: Group) -> bool:
+    """Whether a group carries content, not only metadata and stream ends (a lean asker's
+    stream end waits as metadata does)."""
+    return any(type(item) is not EndStreamContent for item in group.items)
 
 
 def _has_items(group: Group) -> bool:

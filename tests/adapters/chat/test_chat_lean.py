@@ -1,11 +1,13 @@
 """The lean tagged wire (an asker whose tag says ``lean=1``): text the chunker released gathers
-into fewer ChatMessages, never past the chunker's own bound, and decodes to the same Messages.
+into fewer ChatMessages, within the gather window (``lean_gather``) after its oldest character,
+and decodes to the same Messages.
 
 Properties: a stream sent lean and sent in today's forms (unfolded, folded) decodes to the same
 Messages, transcript and client wire bytes, even coalesced by a slow transport; the lean form
-sends no text later than the later of today's send and the chunker's deadline for it, its first
-text no later than today, and never more ChatMessages. Units: who gets the lean form, what
-gathers, what never waits.
+sends no text later than the later of today's send and its bound (its oldest character's
+arrival + the gather window, or the chunker's deadline when later; a message's first chunk: the
+chunker's deadline), no message's first text later than today, and never more ChatMessages.
+Units: who gets the lean form, what gathers, what never waits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, Te
 
 from agent_stream.adapters import registry
 from agent_stream.adapters.chat import (
+    CHAT_CHUNKER_DEFAULTS,
+    LEAN_GATHER,
     TAG_KEY,
     ChatDecoder,
     ChatEncoder,
@@ -62,6 +66,7 @@ def _encode(
     reasoning: bool = True,
     chunker: dict[str, Any] | None = None,
     meta_delay: float = 0.1,
+    lean_gather: float = LEAN_GATHER,
 ) -> list[tuple[float, ChatMessage]]:
     """Each ChatMessage and when it went, the encoder polled at every deadline it names (as the
     responder's timer does), the Messages fed ``steps`` apart."""
@@ -73,6 +78,7 @@ def _encode(
         meta_delay=meta_delay,
         fold=fold,
         lean=lean,
+        lean_gather=lean_gather,
         deterministic=True,
     )
     out: list[tuple[float, ChatMessage]] = []
@@ -173,6 +179,7 @@ def _arrivals(msgs: list[Message], steps: list[float]) -> dict[Any, list[float]]
     json_wire=st.booleans(),
     runs=st.lists(st.integers(1, 4), max_size=10),
     extra=st.booleans(),
+    lean_gather=st.sampled_from([0.0, 0.3, LEAN_GATHER, 4.0]),
 )
 def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     data: tuple[list[Message], set[Any]],
@@ -183,12 +190,13 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     json_wire: bool,
     runs: list[int],
     extra: bool,
+    lean_gather: float,
 ) -> None:
     msgs, _ = data
     if extra:
         msgs = with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
-    lean = _encode(msgs, steps, lean=True, **opts)
+    lean = _encode(msgs, steps, lean=True, lean_gather=lean_gather, **opts)
     folded = _encode(msgs, steps, fold=True, **opts)
     unfolded = _encode(msgs, steps, **opts)
     assert len(lean) <= len(folded) == len(unfolded)  # gathering never adds a ChatMessage
@@ -203,12 +211,15 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     assert [m.model_dump() for m in a] == [m.model_dump() for m in b]
     assert _decode([c for _, c in folded]) == b
 
-    # No text later than the later of today's send and the chunker's bound for it (its oldest
-    # character's arrival + max_delay + block_grace).
+    # No text later than the later of today's send and its bound: its oldest character's
+    # arrival + the gather window, or + max_delay (+ block_grace) when later; a message's
+    # first chunk, the chunker's bound alone; a text message's first text, today's send.
     bounds = TextChunker(**{"min_chars": 120, "max_delay": 0.5, **(chunker or {})})
-    slack = bounds.max_delay + bounds.block_grace + 1e-9
+    chunker_slack = bounds.max_delay + bounds.block_grace + 1e-9
+    slack = max(lean_gather, bounds.max_delay) + bounds.block_grace + 1e-9
     arrivals = _arrivals(msgs, steps)
     offsets: dict[Any, int] = {}
+    shown: set[Any] = set()
     for (t_lean, m), (t_today, _) in zip(timed_lean, timed_today, strict=True):
         key = (m.thread_id, m.message_id)
         text = (m.props or {}).get("content")
@@ -216,8 +227,14 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
             continue
         at = offsets.get(key, 0)
         offsets[key] = at + len(text)
+        if text and m.type in ("text", "refusal") and key not in shown:
+            shown.add(key)
+            assert t_lean <= t_today  # a message's first text never waits
         if text and at < len(arrivals[key]):
-            assert t_lean <= max(t_today, arrivals[key][at] + slack)
+            first_chunk = at == 0
+            assert t_lean <= max(
+                t_today, arrivals[key][at] + (chunker_slack if first_chunk else slack)
+            )
 
     # the same, ChatMessages coalesced as a slow transport would, and through JSON
     chats = [parse_chat(c.json()) if json_wire else c for _, c in lean]
@@ -266,13 +283,75 @@ def test_sentences_released_early_gather_until_the_oldest_is_due() -> None:
     assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
 
 
-def test_a_chunk_released_at_its_deadline_goes_at_once() -> None:
+def test_with_a_gather_window_within_max_delay_a_chunk_released_at_its_deadline_goes_at_once() -> (
+    None
+):
     # text arriving slower than min_chars: the chunker cuts at max_delay, nothing gathers more
+    # (but the last, which the message's end flushes: its stream's end waits meta_delay, as
+    # metadata does, for the reply's end to go with it)
     msgs = _answer("word " * 40)
+    chunker = {"min_chars": 120, "max_delay": 0.5}
+    for window in (0.0, 0.5):
+        lean = _encode(msgs, [0.1], lean=True, chunker=chunker, lean_gather=window)
+        today = _encode(msgs, [0.1], chunker=chunker)
+        assert [t for t, _ in lean][:-2] == [t for t, _ in today][:-2]
+        assert lean[-2][0] <= today[-2][0] + 0.1 + 1e-9
+
+
+def test_released_text_waits_the_gather_window_after_its_oldest_character() -> None:
+    # a word every 0.1 s: the chunker releases a chunk every ~0.6 s (max_delay 0.5); lean, each
+    # ChatMessage after the first goes 1.5 s after its oldest word arrived, two chunks in it
+    msgs = _answer("word " * 60)
     chunker = {"min_chars": 120, "max_delay": 0.5}
     lean = _encode(msgs, [0.1], lean=True, chunker=chunker)
     today = _encode(msgs, [0.1], chunker=chunker)
-    assert [t for t, _ in lean] == [t for t, _ in today]
+    assert lean[0][0] == today[0][0]  # the first text never waits
+    assert len(lean) <= len(today) // 2 + 1
+    arrival = [T0 + 0.1 * (i + 2) for i in range(60)]  # word i is the (i + 2)th Message fed
+    words_sent = 0
+    gathered = [(t, _texts(c)) for t, c in lean if _texts(c)]
+    for n, (t, texts) in enumerate(gathered):
+        if words_sent:
+            due = arrival[words_sent] + LEAN_GATHER
+            if n < len(gathered) - 1:  # (the last goes with the message's end)
+                assert t == pytest.approx(due) and len(texts) == 2
+            assert t <= due + 1e-9
+        words_sent += sum(len(x.split()) for x in texts)
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_relays_flush_keeps_the_chunkers_deadline_not_the_gather_window() -> None:
+    # a relay flushes each sub-agent chunk: it goes on as it came, within the chunker's bound
+    enc = ChatEncoder("c", tagged=True, lean=True, deterministic=True)
+    ids = {"message_id": "M1"}
+    sent: list[tuple[float, ChatMessage]] = []
+    now = T0
+    for i, word in enumerate(["First chunk. ", "Second chunk. ", "Third chunk. "]):
+        now = T0 + i
+        sent += [
+            (now, c)
+            for c in enc.feed(Message(type="text", props={"content": word}, delta=True, **ids), now)
+        ]
+        sent += [(now, c) for c in enc.flush(None, "M1", now)]
+        d = enc.next_deadline
+        if d is not None:
+            assert d <= now + CHAT_CHUNKER_DEFAULTS["max_delay"]
+            sent += [(d, c) for c in enc.poll(d)]
+    assert [_texts(c) for _, c in sent] == [
+        ["First chunk. "],
+        ["Second chunk. "],
+        ["Third chunk. "],
+    ]
+
+
+def test_a_messages_end_waits_meta_delay_so_the_replys_end_goes_with_it() -> None:
+    # the end of the answer's stream is not content: lean, it waits as metadata does, and the
+    # reply's end 50 ms later rides in the same ChatMessage
+    msgs = _answer("Hi there. " * 3)
+    lean = _encode(msgs, [0.05], lean=True)
+    today = _encode(msgs, [0.05], fold=True)
+    assert len(lean) == len(today) - 1
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
 
 
 def test_plain_and_older_tagged_askers_get_todays_form_byte_for_byte() -> None:
