@@ -24,7 +24,8 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
                     ``message``: a Message carried in the metadata itself (items after it are
                     only a rendering for plain peers); ``end``: only ends stream ``stream_id``
 ``stream_id``       the chat stream of a ``chunk``/``end`` group (to an asker that reads folds, a
-                    chunk of a stream already open names its message's ids instead)
+                    chunk of a stream already open names its message's ids instead; to a lean
+                    one, no ids at all when the chunk group before it was of the same stream)
 ``message_id``, ``thread_id``, ``block_id``, ``type``   the Message's fields
 ``props``           the Message's props as JSON (``message`` groups)
 ``delta``, ``type_change``   ``"true"`` when set; ``delta_action``, ``delta_path`` when set

@@ -17,7 +17,9 @@ deadline when later: the merged appends of ``thinking``), and the ChatMessage is
 earliest of its groups is due. Text the chunker released waits for more, never past its own
 bound, and no sooner-due group waits past its time. Consecutive chunk groups of one stream then
 go as one group and its TextContent items (the decoder reads each as a chunk of the group's
-stream), and each folded group's parts name only the ids the decoder cannot infer (``rel=1``,
+stream), a chunk group of the stream the chunk group before it on the wire was of names no ids
+(the decoder, reading in order, infers them; after a gap it cannot, and drops the text with a
+warning), and each folded group's parts name only the ids the decoder cannot infer (``rel=1``,
 :mod:`.fold`).
 """
 
@@ -46,6 +48,7 @@ from agent_stream.adapters.chat.wire import (
     PROTOCOL_VERSION,
     TAG_KEY,
     Group,
+    MessageKey,
     uuid4_from,
 )
 
@@ -92,6 +95,8 @@ class Batcher:
         self.meta_due: float | None = None
         self._seq = 0
         self.session_end = False  # the next ChatMessage ends the session
+        # gather: the message whose stream the last chunk group on the wire was of
+        self._stream_of_last_chunk: MessageKey | None = None
 
     def add(self, group: Group) -> None:
         """Queue a group for the next ChatMessage.
@@ -157,8 +162,11 @@ class Batcher:
             if len(groups) > 1:
                 groups = _join_chunks(groups)
             for group in groups:
-                if group.meta.get("op") == OP_FOLD:
+                op = group.meta.get("op")
+                if op == OP_FOLD:
                     relative_ids(group.meta)
+                elif op == OP_CHUNK:
+                    self._follow_on(group)
         content: list[Any] = []
         first = True
         for group in groups:
@@ -185,6 +193,15 @@ class Batcher:
                 )
             content.append(EndSessionContent.construct(type="end-session"))
         return content
+
+    def _follow_on(self, group: Group) -> None:
+        """A chunk group of the stream the previous chunk group on the wire was of names no ids
+        (the decoder reads it as that stream's: :mod:`.tagged`)."""
+        meta = group.meta
+        if "stream_id" not in meta and group.owner == self._stream_of_last_chunk:
+            meta.pop("message_id", None)
+            meta.pop("thread_id", None)
+        self._stream_of_last_chunk = group.owner
 
     def _chat_message(self, content: list[Any]) -> ChatMessage:
         if self._deterministic:

@@ -568,3 +568,142 @@ def test_appends_kept_as_metadata_count_against_max_kept_bytes_total_and_are_rel
     assert "extra" not in second.event_data  # never a partial text
     assert "message_too_large" in {w.code for w in dec.drain_warnings()}
     assert dec._state.kept_bytes == 0  # released at each message's end
+
+
+def _chunk_chat(seq: int | None, *items: Any, conversation: str = "c", **md: str) -> ChatMessage:
+    """A ChatMessage of one chunk group (``md``: its ids) and the items after it."""
+    meta = {TAG_KEY: "1", "op": "chunk", "conversation": conversation, **md}
+    if seq is not None:
+        meta["seq"] = str(seq)
+    return chat_of([MetadataContent(metadata=meta), *items])
+
+
+def _opening(seq: int, mid: str, text: str, conversation: str = "c") -> ChatMessage:
+    from uagents_core.contrib.protocols.chat import StartStreamContent
+
+    from agent_stream.adapters.chat import stream_id_for
+
+    sid = stream_id_for(conversation, None, mid)
+    return _chunk_chat(
+        seq,
+        StartStreamContent(stream_id=sid),
+        TextContent(text=text),
+        conversation=conversation,
+        stream_id=str(sid),
+        message_id=mid,
+        type="text",
+    )
+
+
+def _texts_of(out: list[Message]) -> list[tuple[str | None, str]]:
+    return [(m.message_id, m.props["content"]) for m in out if m.type == "text" and m.props]
+
+
+def test_a_follow_on_chunk_group_naming_no_ids_is_of_the_previous_chunk_groups_stream() -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _opening(2, "M2", "Two. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text="more two. ")), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(4, TextContent(text="one. "), message_id="M1"), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(5, TextContent(text="and one.")), 0.0)
+    assert dec.drain_warnings() == []
+    assert _texts_of(out) == [
+        ("M1", "One. "),
+        ("M2", "Two. "),
+        ("M2", "more two. "),
+        ("M1", "one. "),
+        ("M1", "and one."),
+    ]
+
+
+def _dropped(dec: ChatDecoder, out: list[Message]) -> None:
+    """The id-less text went nowhere, with a warning, never into another message."""
+    assert all("lost" not in (m.props or {}).get("content", "") for m in out)
+    assert "bad_metadata" in {w.code for w in dec.drain_warnings()}
+
+
+def test_a_chunk_group_naming_no_ids_with_no_chunk_group_before_it_is_dropped() -> None:
+    dec = ChatDecoder()
+    _dropped(dec, dec.feed("agent1peer", _chunk_chat(1, TextContent(text="lost")), 0.0))
+
+
+def test_a_chunk_group_naming_no_ids_after_a_skipped_gap_is_not_read_as_the_older_stream() -> None:
+    # ChatMessage 2 (which opened M2) never arrives: the id-less text after it is M2's, not M1's
+    dec = ChatDecoder(gap_timeout=1.0)
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text="lost")), 0.0)
+    out += dec.poll(5.0)  # the gap is given up
+    assert {"gap", "bad_metadata"} <= {w.code for w in dec.drain_warnings()}
+    out += dec.feed("agent1peer", _chunk_chat(4, TextContent(text="lost too")), 5.0)
+    assert [t for t in _texts_of(out) if t[0] == "M1"] == [("M1", "One. ")]
+    out += dec.feed("agent1peer", _chunk_chat(5, TextContent(text="named. "), message_id="M1"), 5.0)
+    out += dec.feed("agent1peer", _chunk_chat(6, TextContent(text="inferred again.")), 5.0)
+    assert [t for t in _texts_of(out) if t[0] == "M1"] == [
+        ("M1", "One. "),
+        ("M1", "named. "),
+        ("M1", "inferred again."),
+    ]
+
+
+def test_a_chunk_group_naming_no_ids_in_an_unnumbered_chat_message_is_dropped() -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(None, TextContent(text="lost")), 0.0)
+    assert _texts_of(out) == [("M1", "One. ")]
+    _dropped(dec, out)
+
+
+def test_a_chunk_group_naming_no_ids_is_never_of_another_conversation_or_peer() -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(1, TextContent(text="lost"), conversation="c2"), 0.0)
+    out += dec.feed("agent1other", _chunk_chat(1, TextContent(text="lost")), 0.0)
+    assert _texts_of(out) == [("M1", "One. ")]
+    _dropped(dec, out)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        {"thread_id": "T1"},  # a thread without its message: malformed, not inferred
+        {"message_id": "m" * 5000},  # refused: what follows it is not inferred either
+    ],
+)
+def test_a_chunk_group_with_partial_or_refused_ids_leaves_nothing_to_infer(
+    ids: dict[str, str],
+) -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(2, TextContent(text="lost"), **ids), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text="lost too")), 0.0)
+    assert _texts_of(out) == [("M1", "One. ")]
+    _dropped(dec, out)
+
+
+def test_lean_follow_on_chunks_of_one_stream_name_no_ids_and_others_do() -> None:
+    # an answer in thread T1, another in T2 in its middle: a chunk group names its message's
+    # ids only when the chunk group before it on the wire was of the other stream
+    def answer(tid: str, mid: str, n: int, start: int = 0) -> list[Message]:
+        ids = {"message_id": mid, "thread_id": tid}
+        return [
+            Message(type="text", props={"content": f"{mid} says {i}. "}, delta=True, **ids)
+            for i in range(start, start + n)
+        ]
+
+    msgs = [*answer("T1", "M1", 40), *answer("T2", "M2", 10), *answer("T1", "M1", 40, 40)]
+    msgs.append(lifecycle(STREAM_END, StreamEndData(status="completed")))
+    chunker = {"min_chars": 10, "max_delay": 0.2}
+    lean = _encode(msgs, [0.05], lean=True, chunker=chunker)
+    today = _encode(msgs, [0.05], fold=True, chunker=chunker)
+    groups = [
+        i.metadata
+        for _, c in lean
+        for i in c.content
+        if isinstance(i, MetadataContent) and i.metadata.get("op") == "chunk"
+    ]
+    follow_ons = [g for g in groups if "stream_id" not in g]
+    bare = [g for g in follow_ons if "message_id" not in g]
+    assert bare and all("thread_id" not in g for g in bare)
+    named = {(g.get("thread_id"), g.get("message_id")) for g in follow_ons if g not in bare}
+    assert ("T1", "M1") in named  # M1 again after M2's text
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
