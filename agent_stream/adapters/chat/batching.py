@@ -19,8 +19,8 @@ bound, and no sooner-due group waits past its time. Consecutive chunk groups of 
 go as one group and its TextContent items (the decoder reads each as a chunk of the group's
 stream), a chunk group of the stream the chunk group before it on the wire was of names no ids
 (the decoder, reading in order, infers them; after a gap it cannot, and drops the text with a
-warning), and each folded group's parts name only the ids the decoder cannot infer (``rel=1``,
-:mod:`.fold`).
+warning), and each folded group goes as the lean wire's ``p`` (its parts name only the ids the
+decoder cannot infer, their quotes swapped: :mod:`.fold`).
 """
 
 from __future__ import annotations

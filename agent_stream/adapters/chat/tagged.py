@@ -24,9 +24,10 @@ from agent_stream import jsontext
 from agent_stream.adapters.chat.fold import (
     FOLD_IDS,
     JSON_FIELDS,
-    REL_KEY,
+    LEAN_PARTS_KEY,
     expand,
     infer_ids,
+    lean_parts,
     read_parts,
 )
 from agent_stream.adapters.chat.reorder import seq_number
@@ -163,9 +164,15 @@ class TaggedDecoder:
         out: list[Message],
     ) -> None:
         """Decode a folded group into the Messages its unfolded groups give (see .fold)."""
-        rel = md.get(REL_KEY) == "1"  # the parts' ids are relative (see .fold)
+        raw = md.get("parts")
+        lean = md.get(LEAN_PARTS_KEY)
+        rel = lean is not None  # the lean wire's: ids relative, quotes swapped (see .fold)
         try:
-            parts = read_parts(md.get("parts"), rel)
+            if lean is not None:
+                if raw is not None:
+                    raise ValueError("both parts and p")
+                raw = lean_parts(lean)
+            parts = read_parts(raw, rel)
         except ValueError as exc:
             self._warnings.add(
                 "bad_metadata",

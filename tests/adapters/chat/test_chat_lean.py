@@ -392,9 +392,14 @@ def _tool_steps() -> list[Message]:
     return [*out, lifecycle(STREAM_END, StreamEndData(status="completed"))]
 
 
+def _parts_text(md: dict[str, str]) -> str:
+    """A folded group's parts as JSON text (the lean wire's ``p`` with its quotes swapped back)."""
+    return md["p"].translate(str.maketrans("\"'", "'\"")) if "p" in md else md["parts"]
+
+
 def _fold_parts(chats: list[tuple[float, ChatMessage]]) -> list[tuple[dict[str, str], str]]:
     return [
-        (i.metadata, i.metadata["parts"])
+        (i.metadata, _parts_text(i.metadata))
         for _, c in chats
         for i in c.content
         if isinstance(i, MetadataContent) and i.metadata.get("op") == "fold"
@@ -407,7 +412,7 @@ def test_folded_parts_name_only_the_ids_the_decoder_cannot_infer() -> None:
     folded = _encode(msgs, [0.0], fold=True, meta_delay=1.0)
     [(meta, parts)] = _fold_parts(lean)
     [(_, before)] = _fold_parts(folded)
-    assert meta["rel"] == "1" and len(parts) < len(before)
+    assert "parts" not in meta and len(meta["p"]) < len(before)
     assert '"e":"block_start"' in parts and '"event":"block_start"' not in parts
     assert parts.count('"block_id"') < before.count('"block_id"')
     assert parts.count('"thread_id"') < before.count('"thread_id"')
@@ -415,7 +420,9 @@ def test_folded_parts_name_only_the_ids_the_decoder_cannot_infer() -> None:
 
 
 def _rel(parts: str, message_id: str | None = None) -> ChatMessage:
-    md = {TAG_KEY: "1", "op": "fold", "rel": "1", "parts": parts, "seq": "1", "conversation": "c"}
+    """A lean folded group of ``parts`` (JSON text; carried with its quotes swapped)."""
+    lean = parts.translate(str.maketrans("\"'", "'\""))
+    md = {TAG_KEY: "1", "op": "fold", "p": lean, "seq": "1", "conversation": "c"}
     if message_id is not None:
         md["message_id"] = message_id
     return chat_of([MetadataContent(metadata=md)])
@@ -465,6 +472,47 @@ def test_a_bad_relative_part_is_a_warning_never_a_traceback(parts: str) -> None:
     assert warnings and all(w.code == "bad_metadata" for w in warnings)
 
 
+def test_the_lean_wire_carries_folded_parts_with_their_quotes_swapped_not_escaped() -> None:
+    # a tool call's arguments are JSON in JSON: both levels of quotes swap back exactly
+    msgs = _tool_steps()
+    msgs.insert(
+        2,
+        Message(
+            type="tool_call",
+            props={"id": "c1", "name": "it's", "arguments": '{"q": "say \\"hi\\" it\'s"}'},
+            message_id="M9",
+            block_id="B1",
+            thread_id="T1",
+        ),
+    )
+    lean = _encode(msgs, [0.0], lean=True, meta_delay=1.0)
+    folded = _encode(msgs, [0.0], fold=True, meta_delay=1.0)
+    [(meta, _)] = _fold_parts(lean)
+    [(before, _)] = _fold_parts(folded)
+    assert meta["p"].count('"') == before["parts"].count("'") < before["parts"].count('"')
+    lean_bytes = len(lean[0][1].json())
+    assert lean_bytes < len(folded[0][1].json()) - before["parts"].count('"') // 2
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in folded])
+
+
+@pytest.mark.parametrize(
+    "md",
+    [
+        {"p": "[{'type':'loading'}]", "parts": '[{"type":"loading"}]'},  # both: which one?
+        {"p": '[{"type":"loading"}]'},  # quotes not swapped: not JSON once swapped back
+        {"p": "[{'type':'loading'"},  # cut short
+        {"p": ""},
+    ],
+)
+def test_a_bad_lean_parts_value_is_a_warning_never_a_traceback(md: dict[str, str]) -> None:
+    dec = ChatDecoder()
+    meta = {TAG_KEY: "1", "op": "fold", "seq": "1", "conversation": "c", **md}
+    out = dec.feed("agent1bad", chat_of([MetadataContent(metadata=meta)]), 0.0)
+    assert out == []
+    warnings = dec.drain_warnings()
+    assert warnings and all(w.code == "bad_metadata" for w in warnings)
+
+
 def _thinking(text: str) -> list[Message]:
     ids = {"message_id": "M1", "block_id": "B1"}
     words = [w + " " for w in text.split(" ")]
@@ -487,7 +535,7 @@ def _ends(chats: list[tuple[float, ChatMessage]]) -> list[dict[str, Any]]:
         for i in c.content:
             if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
                 md = i.metadata
-                parts = json.loads(md["parts"]) if "parts" in md else []
+                parts = json.loads(_parts_text(md)) if "parts" in md or "p" in md else []
                 props = [expand(p).get("props") for p in parts if isinstance(p, dict)]
                 if "props" in md:
                     props.append(json.loads(md["props"]))
