@@ -205,7 +205,11 @@ class ChatEncoder:
                     if piece.__class__ is str and piece:
                         # the common case: one more token of a message already streaming
                         u.received += 1
-                        release = release_due(chunker, now) if self.lean else None
+                        release = None
+                        if self.lean:
+                            release = release_due(chunker, now)
+                            if release is not None:
+                                u.deadline = release
                         chunks = chunker.feed(piece, now)
                         if not chunks:
                             due = self._batcher.meta_due

@@ -54,6 +54,7 @@ __all__ = [
     "JSON_FIELDS",
     "LEAN_PARTS_KEY",
     "MAX_FOLD_PARTS",
+    "REL_KEY",
     "expand",
     "fold_groups",
     "infer_ids",
@@ -71,6 +72,9 @@ MAX_FOLD_PARTS = 4096
 _SKIP = frozenset((TAG_KEY, "op", *FOLD_IDS))
 # A folded group's parts as the lean wire carries them (see the module doc).
 LEAN_PARTS_KEY = "p"
+# Before ``p``, a lean folded group said ``rel=1`` beside its ``parts`` (ids relative, quotes
+# escaped): still read, from responders of that time.
+REL_KEY = "rel"
 _SWAP_QUOTES = str.maketrans({'"': "'", "'": '"'})
 _REL_JSON_FIELDS = JSON_FIELDS | {"d"}
 _FOLDABLE_OPS = frozenset((OP_MESSAGE, OP_FOLD))

@@ -47,6 +47,7 @@ class MessageState:
     __slots__ = (
         "block_id",
         "chunker",
+        "deadline",
         "deferred",
         "empty_pending",
         "has_content",
@@ -85,6 +86,8 @@ class MessageState:
         self.wire_chunks = 0  # content chunks the decoder will rebuild
         self.text_ok = True  # props.content is a string or absent: string appends can merge
         self.text: list[str] | None = None  # its stream's chunks, when the peer keeps them too
+        # lean: the chunker's last deadline known for the oldest text it held (see chunk)
+        self.deadline: float | None = None
 
 
 def release_due(chunker: TextChunker, now: float) -> float | None:
@@ -219,6 +222,8 @@ class MessageChunking:
         if piece == "" and not u.has_content:
             u.empty_pending = True
         due = release_due(chunker, now)
+        if due is not None:
+            u.deadline = due
         for chunk in chunker.feed(piece, now):
             self.chunk(u, chunk, due, gathers=True)
 
@@ -257,15 +262,18 @@ class MessageChunking:
         Args:
             u: the message's encoder state.
             text: the chunk.
-            due: the chunker's deadline for the chunk's oldest character (None: it goes now),
-                what a lean peer's batcher may hold it to.
+            due: the chunker's deadline for the chunk's oldest character (None: none, an open
+                code block), what a lean peer's batcher may hold it to (None: it goes now).
             gathers: unless it is the message's first chunk, it may wait the gather window
                 (False: a relay's flush).
         """
         if not self._gather:
             due = None
-        elif due is not None and gathers and u.wire_chunks:
-            due += self._extra
+        elif gathers:
+            if due is None:  # a code block the chunker held open has no deadline: the last
+                due = u.deadline  # one it had holds for it too (its text came no sooner)
+            if due is not None and u.wire_chunks:  # not the message's first: it may wait
+                due += self._extra  # the gather window after its oldest character
         u.wire_chunks += 1
         u.has_content = True
         u.empty_pending = False

@@ -25,6 +25,7 @@ from agent_stream.adapters.chat.fold import (
     FOLD_IDS,
     JSON_FIELDS,
     LEAN_PARTS_KEY,
+    REL_KEY,
     expand,
     infer_ids,
     lean_parts,
@@ -166,7 +167,8 @@ class TaggedDecoder:
         """Decode a folded group into the Messages its unfolded groups give (see .fold)."""
         raw = md.get("parts")
         lean = md.get(LEAN_PARTS_KEY)
-        rel = lean is not None  # the lean wire's: ids relative, quotes swapped (see .fold)
+        # the lean wire's: ids relative (``p``: quotes swapped too; see .fold)
+        rel = lean is not None or md.get(REL_KEY) == "1"
         try:
             if lean is not None:
                 if raw is not None:

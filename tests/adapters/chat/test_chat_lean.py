@@ -303,7 +303,8 @@ def test_released_text_waits_the_gather_window_after_its_oldest_character() -> N
     # ChatMessage after the first goes 1.5 s after its oldest word arrived, two chunks in it
     msgs = _answer("word " * 60)
     chunker = {"min_chars": 120, "max_delay": 0.5}
-    lean = _encode(msgs, [0.1], lean=True, chunker=chunker)
+    window = 1.5
+    lean = _encode(msgs, [0.1], lean=True, chunker=chunker, lean_gather=window)
     today = _encode(msgs, [0.1], chunker=chunker)
     assert lean[0][0] == today[0][0]  # the first text never waits
     assert len(lean) <= len(today) // 2 + 1
@@ -312,11 +313,30 @@ def test_released_text_waits_the_gather_window_after_its_oldest_character() -> N
     gathered = [(t, _texts(c)) for t, c in lean if _texts(c)]
     for n, (t, texts) in enumerate(gathered):
         if words_sent:
-            due = arrival[words_sent] + LEAN_GATHER
+            due = arrival[words_sent] + window
             if n < len(gathered) - 1:  # (the last goes with the message's end)
                 assert t == pytest.approx(due) and len(texts) == 2
             assert t <= due + 1e-9
         words_sent += sum(len(x.split()) for x in texts)
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_code_block_released_when_its_fence_closes_waits_too() -> None:
+    # a fenced code block has no chunker deadline while it is open; released when it closes, it
+    # still gathers (by the last deadline the chunker had: its text came no sooner), here with
+    # the sentences after it, rather than cutting a ChatMessage at once
+    text = (
+        "First. "
+        + "Some words before the code. " * 2
+        + "\n\n```python\nx = 1\ny = 2\n```\n\n"
+        + "Then more words after it. " * 4
+    )
+    msgs = _answer(text)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    lean = _encode(msgs, [0.05], lean=True, chunker=chunker)
+    [with_code] = [_texts(c) for _, c in lean if any("```" in x for x in _texts(c))]
+    assert any(x.startswith("Then more words") for x in with_code)
+    today = _encode(msgs, [0.05], chunker=chunker)
     assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
 
 
@@ -419,16 +439,25 @@ def test_folded_parts_name_only_the_ids_the_decoder_cannot_infer() -> None:
     assert _decode([c for _, c in lean]) == _decode([c for _, c in folded])
 
 
-def _rel(parts: str, message_id: str | None = None) -> ChatMessage:
-    """A lean folded group of ``parts`` (JSON text; carried with its quotes swapped)."""
-    lean = parts.translate(str.maketrans("\"'", "'\""))
-    md = {TAG_KEY: "1", "op": "fold", "p": lean, "seq": "1", "conversation": "c"}
+def _rel(parts: str, message_id: str | None = None, swapped: bool = True) -> ChatMessage:
+    """A lean folded group of ``parts`` (JSON text): carried with its quotes swapped, as ``p``,
+    or (``swapped`` False) as an earlier responder's ``parts`` with ``rel=1``."""
+    lean = (
+        {"p": parts.translate(str.maketrans("\"'", "'\""))}
+        if swapped
+        else {
+            "parts": parts,
+            "rel": "1",
+        }
+    )
+    md = {TAG_KEY: "1", "op": "fold", **lean, "seq": "1", "conversation": "c"}
     if message_id is not None:
         md["message_id"] = message_id
     return chat_of([MetadataContent(metadata=md)])
 
 
-def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
+@pytest.mark.parametrize("swapped", [True, False])
+def test_relative_ids_follow_the_event_data_then_the_previous_part(swapped: bool) -> None:
     dec = ChatDecoder()
     parts = (
         '[{"thread_id":"T1","block_id":"B1","type":"event","props":{"event":"message_start",'
@@ -437,7 +466,7 @@ def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
         '{"block_id":"","type":"loading","props":{"done":true},"delta":"true"},'
         '{"e":"message_end","d":{"message_id":"M2","type":"loading"}},{"e":"ping"}]'
     )
-    out = dec.feed("agent1peer", _rel(parts), 0.0)
+    out = dec.feed("agent1peer", _rel(parts, swapped=swapped), 0.0)
     assert dec.drain_warnings() == []
     assert [(m.message_id, m.thread_id, m.block_id) for m in out] == [
         ("M1", "T1", "B1"),
