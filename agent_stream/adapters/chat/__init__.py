@@ -81,7 +81,7 @@ Lean (:mod:`.batching`, :mod:`.fold`): to an asker whose tag says ``lean=1`` (:f
 does; it implies folding), fewer, fuller ChatMessages with less metadata in each:
 
 - Text the chunker released does not cut a ChatMessage at once: it may wait until the gather
-  window, ``lean_gather`` seconds (:data:`.wire.LEAN_GATHER`, 1.5 s; ``StreamingChat`` and
+  window, ``lean_gather`` seconds (:data:`.wire.LEAN_GATHER`, 1.75 s; ``StreamingChat`` and
   :class:`ChatEncoder` take it), after its oldest character arrived, never less than the
   chunker's own deadline (``max_delay``, and the ``block_grace`` it may add), so sentences
   gather into one ChatMessage. A message's first text never waits (a stream's first chunk goes
