@@ -8,7 +8,8 @@ asks it as an asker before folding would (its tag without ``fold=1`` or ``lean=1
 responder sends the unfolded form, byte for byte what it sent before folding existed), as an
 asker before the lean wire would (``fold=1`` alone: today's form, byte for byte) and as it asks
 now (``lean=1``). Another row asks an agent that is ``serve --reasoning`` with fuller envelopes
-(the chat chunker's ``--max-delay``/``--min-chars``/``--max-chars`` of this bench), asked as now,
+(the chat chunker's ``--max-delay``/``--min-chars``/``--max-chars`` and the lean wire's gather
+window ``--lean-gather`` of this bench), asked as now,
 and the last a stock uagents agent streaming the same answer one ChatMessage per token (the chat
 protocol's StartStream, a TextContent message per token, EndStream), at the same pace.
 
@@ -17,9 +18,12 @@ envelope by envelope, each as uagents writes it alone), its bytes, and how many 
 ChatMessage; the time from the question to the first text; whether the answer is the same.
 
     python bench/bench_wire_bytes.py [--runs 1] [--max-delay 1.2 --min-chars 400 --max-chars 800]
-        [--dump envelopes.json]
+        [--lean-gather 1.5] [--dump envelopes.json] [--base PATH]
 
 ``--dump FILE`` writes every envelope's payload, decoded, to see where a reply's bytes go.
+``--base PATH`` also asks another checkout's ``serve --reasoning`` (e.g. main's tree, from
+``git archive main``), the same three ways, in the same run: rows "before: ...". Its lean row
+needs this tree's asker to read that tree's lean wire.
 
 Targets (issue 45): at most 25 KB and 15 envelopes for the reply, the same text, the first text
 no later than today's, still several ChatMessages.
@@ -113,7 +117,9 @@ def run_sender(args: argparse.Namespace) -> int:
             "max_delay": args.max_delay,
         }
         agent.include(
-            StreamingChat(respond, channels={"reasoning"}, chunker=chunker),
+            StreamingChat(
+                respond, channels={"reasoning"}, chunker=chunker, lean_gather=args.lean_gather
+            ),
             publish_manifest=True,
         )
     print(f"READY {agent.address}", flush=True)
@@ -293,12 +299,21 @@ def ask_all(
     return out
 
 
+UNFOLDED = "serve --reasoning, asked unfolded"
+FOLDED = "serve --reasoning, folded (fold=1, as today)"
+LEAN = "serve --reasoning, lean (lean=1)"
+FULLER = "serve --reasoning, lean + fuller envelopes"
+PER_TOKEN = "stock uagents, one ChatMessage per token"
+BEFORE = "before: "  # a row of the --base tree's serve
+
+
 def report(rows: list[Row], args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(r.name for r in rows))
     print(
         f"wire bytes per reply: the replay model's reply with reasoning at {args.rate:g} tokens/s, "
         f"asked {args.runs}x (medians); fuller = chunker max_delay {args.max_delay:g} s, "
-        f"min_chars {args.min_chars}, max_chars {args.max_chars}"
+        f"min_chars {args.min_chars}, max_chars {args.max_chars}, gather window "
+        f"{args.lean_gather:g} s"
     )
     print(
         f"{'responder':<44}{'envelopes':>10}{'ChatMessages':>14}{'KB':>8}"
@@ -329,22 +344,26 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             + "".join(f"{med(r.parts[p] for r in rs) / 1000:>12.1f}" for p in (*PARTS, FLOOR))
         )
     if args.rate > 0:
+        from agent_stream.adapters.chat import LEAN_GATHER
+
+        seconds, token = _answer_seconds(args.rate), 1 / args.rate
         print(
-            "  the envelopes' floor at the chat chunker's default max_delay (0.5 s): text waits at "
-            "most 0.5 s, so an answer streaming for T s needs at least T / (0.5 s + one token) "
-            f"ChatMessages: {_answer_seconds(args.rate):.1f} s of answer at {args.rate:g} tokens/s -> "
-            f"at least {_answer_seconds(args.rate) / (0.5 + 1 / args.rate):.0f}, before the reasoning, "
-            "the tools and the end"
+            "  the envelopes' floor: text waits at most the chat chunker's max_delay (0.5 s) "
+            f"today, the lean wire's gather window ({LEAN_GATHER:g} s) lean, after its oldest "
+            "character, so an answer streaming for T s needs at least T / (that + one token) "
+            f"ChatMessages: {seconds:.1f} s of answer at {args.rate:g} tokens/s -> at least "
+            f"{seconds / (0.5 + token):.0f} today, {seconds / (LEAN_GATHER + token):.0f} lean, "
+            "before the reasoning, the tools and the end"
         )
-        floor = statistics.median(r.parts[FLOOR] for r in rows if r.name == names[2]) / 1000
+        floor = statistics.median(r.parts[FLOOR] for r in rows if r.name == LEAN) / 1000
         print(
-            f"  the bytes' floor: {names[2]}'s envelopes without a byte of our metadata (no "
+            f"  the bytes' floor: {LEAN}'s envelopes without a byte of our metadata (no "
             f"reasoning, no tool calls, no ids) would still be {floor:.1f} KB: the signed envelope "
             "and the ChatMessage's own fields cost ~720 bytes each"
         )
-    today = out[names[1]]  # fold=1: what the asker got before the lean wire
+    today = out[FOLDED]  # fold=1: what the asker got before the lean wire
     ok = True
-    for name in names[2:4]:
+    for name in [n for n in (LEAN, FULLER, BEFORE + LEAN) if n in out]:
         env, kb, first = out[name]
         met = env <= 15 and kb <= 25.0
         later = first is not None and today[2] is not None and first > today[2] + 0.05
@@ -354,7 +373,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> int:
             f"{'; first text LATER than today' if later else ''}"
         )
         ok = ok and not later
-    ok = ok and all(r.same_text and r.status == "completed" for r in rows if r.name != names[-1])
+    ok = ok and all(r.same_text and r.status == "completed" for r in rows if r.name != PER_TOKEN)
     return 0 if ok else 1
 
 
@@ -373,17 +392,33 @@ def main() -> int:
     p.add_argument("--max-delay", type=float, default=1.2, help="fuller: chunker max_delay")
     p.add_argument("--min-chars", type=int, default=400, help="fuller: chunker min_chars")
     p.add_argument("--max-chars", type=int, default=800, help="fuller: chunker max_chars")
+    p.add_argument(
+        "--lean-gather",
+        type=float,
+        default=None,
+        help="fuller: the lean wire's gather window, seconds (default: the library's)",
+    )
     p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument(
         "--dump",
         metavar="FILE",
         help="write every envelope of each reply (its bytes, its payload decoded) as JSON",
     )
+    p.add_argument(
+        "--base",
+        type=Path,
+        metavar="PATH",
+        help="another checkout whose serve --reasoning is asked too (rows 'before: ...')",
+    )
     p.add_argument("--role", default="asker", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--seed", help=argparse.SUPPRESS)
     p.add_argument("--peer", action="append", default=[], help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.lean_gather is None:
+        from agent_stream.adapters.chat import LEAN_GATHER
+
+        args.lean_gather = LEAN_GATHER
     if args.role != "asker":
         return run_sender(args)
 
@@ -399,55 +434,47 @@ def main() -> int:
         old_cwd = os.getcwd()
         os.chdir(tmp)  # uagents writes storage files into the working directory
         try:
-            serve_port = free_port()
-            serve_seed = secrets.token_hex(32)
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "agent_stream",
-                    "serve",
-                    "--reasoning",
-                    "--rate",
-                    str(args.rate),
-                    "--port",
-                    str(serve_port),
-                    "--seed",
-                    serve_seed,
-                    "--peer",
-                    peer,
-                    "--no-directory",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=dict(env, AGENT_STREAM_SEED=serve_seed),
-                cwd=tmp,
-                text=True,
-            )
-            procs.append(proc)
-            serve_address = str(Identity.from_seed(serve_seed, 0).address)
-            serve_endpoint = endpoint_for(serve_port)
-            plans.append(
-                (
-                    "serve --reasoning, asked unfolded",
-                    serve_address,
-                    serve_endpoint,
-                    ("FOLD_KEY", "LEAN_KEY"),
+            serve_ports: list[int] = []
+            for prefix, tree in [("", None)] + ([(BEFORE, args.base)] if args.base else []):
+                serve_port = free_port()
+                serve_seed = secrets.token_hex(32)
+                serve_env = dict(env, AGENT_STREAM_SEED=serve_seed)
+                if tree is not None:  # that tree's agent_stream, without writing into it
+                    serve_env.update(PYTHONPATH=str(tree.resolve()), PYTHONDONTWRITEBYTECODE="1")
+                proc = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "agent_stream",
+                        "serve",
+                        "--reasoning",
+                        "--rate",
+                        str(args.rate),
+                        "--port",
+                        str(serve_port),
+                        "--seed",
+                        serve_seed,
+                        "--peer",
+                        peer,
+                        "--no-directory",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=serve_env,
+                    cwd=tmp,
+                    text=True,
                 )
-            )
-            plans.append(
-                (
-                    "serve --reasoning, folded (fold=1, as today)",
-                    serve_address,
-                    serve_endpoint,
-                    ("LEAN_KEY",),
-                )
-            )
-            plans.append(("serve --reasoning, lean (lean=1)", serve_address, serve_endpoint, ()))
-            for name, role in (
-                ("serve --reasoning, lean + fuller envelopes", "fuller"),
-                ("stock uagents, one ChatMessage per token", "per-token"),
-            ):
+                procs.append(proc)
+                serve_ports.append(serve_port)
+                serve_address = str(Identity.from_seed(serve_seed, 0).address)
+                serve_endpoint = endpoint_for(serve_port)
+                for name, without in (
+                    (UNFOLDED, ("FOLD_KEY", "LEAN_KEY")),
+                    (FOLDED, ("LEAN_KEY",)),
+                    (LEAN, ()),
+                ):
+                    plans.append((prefix + name, serve_address, serve_endpoint, without))
+            for name, role in ((FULLER, "fuller"), (PER_TOKEN, "per-token")):
                 sport = free_port()
                 cmd = [
                     sys.executable,
@@ -468,11 +495,14 @@ def main() -> int:
                     str(args.max_chars),
                     "--rate",
                     str(args.rate),
+                    "--lean-gather",
+                    str(args.lean_gather),
                 ]
                 sproc, address = spawn(cmd, env, tmp, timeout=120.0)
                 procs.append(sproc)
                 plans.append((name, address, endpoint_for(sport), ()))
-            _wait_listening(serve_port)
+            for serve_port in serve_ports:
+                _wait_listening(serve_port)
             rows = ask_all(plans, seed, port, args.runs, args.timeout)
         finally:
             for proc in procs:

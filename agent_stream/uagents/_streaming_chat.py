@@ -117,6 +117,7 @@ from uagents_core.types import DeliveryStatus
 
 from agent_stream import telemetry
 from agent_stream.adapters.chat import (
+    LEAN_GATHER,
     ChatDecoder,
     ChatEncoder,
 )
@@ -181,6 +182,10 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         channels: the channel policy (which extra channels, e.g. ``{"reasoning"}``, this agent
             shares with a peer that asks for them).
         chunker: TextChunker options for the text it sends.
+        lean_gather: to an asker that reads the lean wire, seconds after its oldest
+            character that released text may wait to go with later text in one ChatMessage
+            (the gather window, :data:`~agent_stream.adapters.chat.LEAN_GATHER`; a message's
+            first text never waits, structure no longer than today).
         on_reply_end: called with a :class:`ReplyStats` when each reply is over.
         sessions: where conversation turns are kept (a
             :class:`~agent_stream.uagents.SessionStore`; default: in memory, within
@@ -196,11 +201,14 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         settings: ChatSettings | None = None,
         channels: ChannelPolicy = None,
         chunker: Mapping[str, Any] | None = None,
+        lean_gather: float = LEAN_GATHER,
         on_reply_end: Callable[[ReplyStats], None] | None = None,
         sessions: SessionStore | None = None,
         fleet: Fleet | None = None,
     ) -> None:
         super().__init__(spec=chat_protocol_spec)
+        if isinstance(lean_gather, bool) or not 0 <= lean_gather < float("inf"):
+            raise ValueError(f"lean_gather must be a finite number >= 0, got {lean_gather!r}")
         # The chunker's modules, imported now rather than by the first reply's encoder: then,
         # a thousand questions arriving at once waited ~60 ms behind the import.
         importlib.import_module("agent_stream.chunking")
@@ -212,6 +220,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         self.responder = responder
         self.channels = channels
         self.chunker = dict(chunker) if chunker else None
+        self.lean_gather = lean_gather
         self.on_reply_end = on_reply_end
         self.clock = self.settings.clock
         self.client = ChatClient(clock=self.clock)
@@ -252,6 +261,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         settings: ChatSettings | None = None,
         channels: ChannelPolicy = None,
         chunker: Mapping[str, Any] | None = None,
+        lean_gather: float = LEAN_GATHER,
         on_reply_end: Callable[[ReplyStats], None] | None = None,
     ) -> StreamingChat:
         """A StreamingChat that answers with ``protocol``'s own ChatMessage handler.
@@ -268,6 +278,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             settings: every limit, as for the class (None: the defaults).
             channels: the channel policy, as for the class.
             chunker: TextChunker options for the text it sends.
+            lean_gather: the lean wire's gather window, as for the class.
             on_reply_end: called with a :class:`ReplyStats` when each reply is over.
 
         Returns:
@@ -278,7 +289,12 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         """
         handler = _chat_handler_of(protocol)
         chat = cls(
-            None, settings=settings, channels=channels, chunker=chunker, on_reply_end=on_reply_end
+            None,
+            settings=settings,
+            channels=channels,
+            chunker=chunker,
+            lean_gather=lean_gather,
+            on_reply_end=on_reply_end,
         )
         chat.responder = wrap_chat_handler(handler, chat.send, label=label)
         # as the handler did itself: the question is acknowledged before it runs (a handler
@@ -630,6 +646,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             chunker=self.chunker,
             fold=fold,
             lean=lean,
+            lean_gather=self.lean_gather,
         )
         peer = request.sender
 

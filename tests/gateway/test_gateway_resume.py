@@ -133,8 +133,10 @@ def _read_some(
 
 def test_cut_mid_message_then_resume_live(gateway: Gateway) -> None:
     """A real cut: the connection drops mid-message, the reply goes on, the client resumes."""
-    q = "[n=60 rate=40] live"
-    expected = "live" + "".join(f" w{i}" for i in range(1, 61))
+    # 5 s of reply: the agent's ChatMessages to the gateway (a lean asker) come up to the gather
+    # window (1.75 s) apart, so a shorter one could be over by the time the client resumes
+    q = "[n=200 rate=40] live"
+    expected = "live" + "".join(f" w{i}" for i in range(1, 201))
     with gateway.client() as c:
         _, got = _read_some(
             c, "POST", "/agui", 6, json=agui_body(q, run_id="cut-live", agent="echo")

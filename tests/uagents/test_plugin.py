@@ -166,6 +166,27 @@ async def test_reasoning_needs_the_policy_and_the_request(pair: Pair) -> None:
     assert types(by_callable) == ["thinking", "text"]
 
 
+async def test_the_lean_gather_window_reaches_each_replys_encoder(pair: Pair) -> None:
+    # sentences every 50 ms for 1.5 s, each released as it ends: with no gather window they go
+    # a few to a ChatMessage (the chunker's max_delay); with a long one, all but the first
+    # text wait for the reply's end
+    async def sentences(request: ChatRequest) -> AsyncIterator[str]:
+        for i in range(30):
+            yield f"Sentence {i}. "
+            await asyncio.sleep(0.05)
+
+    sent: dict[float, int] = {}
+    chunker = {"min_chars": 5, "max_delay": 0.2}
+    for window in (0.0, 10.0):
+        chat = StreamingChat(sentences, chunker=chunker, lean_gather=window)
+        reply, _ = await ask(pair, chat)
+        assert reply.completed and reply.text() == "".join(f"Sentence {i}. " for i in range(30))
+        sent[window] = chat.sent_chat_messages
+    assert sent[10.0] <= 3 < sent[0.0]
+    with pytest.raises(ValueError, match="lean_gather"):
+        StreamingChat(sentences, lean_gather=-1.0)
+
+
 async def test_wrapping_an_existing_non_streaming_handler(pair: Pair) -> None:
     async def legacy(ctx: Any, sender: str, msg: ChatMessage) -> None:
         await ctx.send(sender, ChatAcknowledgement(acknowledged_msg_id=msg.msg_id))

@@ -24,16 +24,18 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
                     ``message``: a Message carried in the metadata itself (items after it are
                     only a rendering for plain peers); ``end``: only ends stream ``stream_id``
 ``stream_id``       the chat stream of a ``chunk``/``end`` group (to an asker that reads folds, a
-                    chunk of a stream already open names its message's ids instead)
+                    chunk of a stream already open names its message's ids instead; to a lean
+                    one, no ids at all when the chunk group before it was of the same stream)
 ``message_id``, ``thread_id``, ``block_id``, ``type``   the Message's fields
 ``props``           the Message's props as JSON (``message`` groups)
 ``delta``, ``type_change``   ``"true"`` when set; ``delta_action``, ``delta_path`` when set
 ``message_metadata``         the Message's metadata (timestamp, sequence, trace_id) as JSON
-``parts``           (``fold`` groups) the folded Messages' fields and chunk types (:mod:`.fold`)
+``parts``           (``fold`` groups) the folded Messages' fields and chunk types (:mod:`.fold`);
+                    to a lean asker ``p`` instead: the same JSON, ids relative, ``"`` and ``'``
+                    swapped (so its quotes need no escaping)
 ``keep``, ``extra``  ``keep=1``: the decoder keeps the stream's text (to a lean asker, on a
                     ``message`` group: that append's text); ``extra=stream``: the
                     message_end's extra.content, left out, is that text
-``rel``             (``fold`` groups, to a lean asker) ``1``: the parts' ids are relative
 ==================  ==========================================================================
 
 Delivery ops (:mod:`.delivery`; docs/delivery.md): a ChatMessage holding one tagged
@@ -75,20 +77,32 @@ message complete when its ChatMessage is cut goes as one group, ``op`` ``fold``,
 metadata-only groups as one; the decoder gives exactly the Messages the unfolded groups give.
 Nothing waits to fold. Others get the unfolded form.
 
-Lean (:mod:`.batching`): to an asker whose tag says ``lean=1`` (:func:`request_tags` does; it
-implies folding), text the chunker released does not cut a ChatMessage at once: each chunk may
-wait until the chunker's deadline for its oldest character (its ``max_delay``, and the
-``block_grace`` it may add), so sentences released early gather into one ChatMessage; a
-message's first text never waits, metadata alone waits as today (``meta_delay``, or its
-chunker's deadline when later), and each ChatMessage goes once its earliest group is due. A
-ChatMessage's consecutive chunks of one stream share one ``chunk`` group (each TextContent after
-it is a chunk of its stream), and a folded group's parts name only the ids the decoder cannot
-infer from the event data or the part before, and an event part is ``{"e": event, "d": data}``
-(``rel=1``, :mod:`.fold`). A message carried as
-metadata whose content went only as merged appends (``thinking`` on the reasoning channel) has
-them say ``keep=1``, and its message_end leaves out an extra.content that is their text
-(``extra=stream``), as a streamed message's does. Chunk boundaries are the chunker's, so the
-decoder gives exactly the Messages today's form gives. Others get today's form, byte for byte.
+Lean (:mod:`.batching`, :mod:`.fold`): to an asker whose tag says ``lean=1`` (:func:`request_tags`
+does; it implies folding), fewer, fuller ChatMessages with less metadata in each:
+
+- Text the chunker released does not cut a ChatMessage at once: it may wait until the gather
+  window, ``lean_gather`` seconds (:data:`.wire.LEAN_GATHER`, 1.75 s; ``StreamingChat`` and
+  :class:`ChatEncoder` take it), after its oldest character arrived, never less than the
+  chunker's own deadline (``max_delay``, and the ``block_grace`` it may add), so sentences
+  gather into one ChatMessage. A message's first text never waits (a stream's first chunk goes
+  at once; a message carried as metadata, ``thinking``, keeps the chunker's deadline for its
+  first append); metadata alone, and a stream's end, wait as they do today (``meta_delay``, or
+  the chunker's deadline when later), so structure is no later; text a relay flushes keeps the
+  chunker's deadline (hops do not add windows up). Each ChatMessage goes once its earliest group
+  is due.
+- A ChatMessage's consecutive chunks of one stream share one ``chunk`` group (each TextContent
+  after it is a chunk of its stream), and a chunk group of the stream the chunk group before it
+  was of names no ids (the decoder, reading the reply in order, infers them; after a gap it does
+  not, and drops that text with a warning).
+- A folded group carries ``p`` instead of ``parts``: the parts name only the ids the decoder
+  cannot infer from the event data or the part before, an event part is
+  ``{"e": event, "d": data}``, and the JSON's ``"`` and ``'`` are swapped (:mod:`.fold`).
+- A message carried as metadata whose content went only as merged appends (``thinking`` on the
+  reasoning channel) has them say ``keep=1``, and its message_end leaves out an extra.content
+  that is their text (``extra=stream``), as a streamed message's does.
+
+Chunk boundaries are the chunker's, so the decoder gives exactly the Messages today's form gives.
+Others get today's form, byte for byte.
 
 Without tag support declared by the recipient, streams are serialised (one open at a time, other
 messages' text waits, order within each message kept). With it, they interleave as produced.
@@ -126,6 +140,7 @@ from agent_stream.adapters.chat.limits import DecoderLimits
 from agent_stream.adapters.chat.parse import parse_chat
 from agent_stream.adapters.chat.wire import (
     CHAT_CHUNKER_DEFAULTS,
+    LEAN_GATHER,
     PROTOCOL_VERSION,
     TAG_KEY,
     coalesce,
@@ -139,6 +154,7 @@ from agent_stream.adapters.chat.wire import (
 
 __all__ = [
     "CHAT_CHUNKER_DEFAULTS",
+    "LEAN_GATHER",
     "PROTOCOL_VERSION",
     "TAG_KEY",
     "ChatDecoder",

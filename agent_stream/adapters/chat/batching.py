@@ -10,14 +10,17 @@ end). A plain client that reads the first ChatMessage, or prints each one, gets 
 an empty message.
 
 To a lean asker (``gather``) a group with content does not cut the ChatMessage at once either:
-each group is due by a time (a chunk of text: its :attr:`~.wire.Group.due`, the chunker's
-deadline for its oldest character; other content: now; metadata alone: ``meta_delay`` from
-now, or its chunker's deadline when later: the merged appends of ``thinking``), and the
-ChatMessage is cut once the earliest of its groups is due. Text the chunker
-released early at a sentence end waits for more, never past the chunker's own bound, and no
-sooner-due group waits past its time. Consecutive chunk groups of one stream then go as one
-group and its TextContent items (the decoder reads each as a chunk of the group's stream),
-and each folded group's parts name only the ids the decoder cannot infer (``rel=1``, :mod:`.fold`).
+each group is due by a time (a chunk of text: its :attr:`~.wire.Group.due`, the end of the gather
+window for its oldest character, see :class:`~.messages.MessageChunking`; other content: now;
+metadata alone, or with only the end of a stream: ``meta_delay`` from now, or its chunker's
+deadline when later: the merged appends of ``thinking``), and the ChatMessage is cut once the
+earliest of its groups is due. Text the chunker released waits for more, never past its own
+bound, and no sooner-due group waits past its time. Consecutive chunk groups of one stream then
+go as one group and its TextContent items (the decoder reads each as a chunk of the group's
+stream), a chunk group of the stream the chunk group before it on the wire was of names no ids
+(the decoder, reading in order, infers them; after a gap it cannot, and drops the text with a
+warning), and each folded group goes as the lean wire's ``p`` (its parts name only the ids the
+decoder cannot infer, their quotes swapped: :mod:`.fold`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
     EndSessionContent,
+    EndStreamContent,
     MetadataContent,
     ResourceContent,
     TextContent,
@@ -44,6 +48,7 @@ from agent_stream.adapters.chat.wire import (
     PROTOCOL_VERSION,
     TAG_KEY,
     Group,
+    MessageKey,
     uuid4_from,
 )
 
@@ -90,6 +95,8 @@ class Batcher:
         self.meta_due: float | None = None
         self._seq = 0
         self.session_end = False  # the next ChatMessage ends the session
+        # gather: the message whose stream the last chunk group on the wire was of
+        self._stream_of_last_chunk: MessageKey | None = None
 
     def add(self, group: Group) -> None:
         """Queue a group for the next ChatMessage.
@@ -117,9 +124,10 @@ class Batcher:
             due = self.meta_due
             for g in pending[self._scanned :]:
                 d = g.due
-                if g.items:
+                if _carries_content(g):
                     d = now if d is None else d
-                else:  # never sooner than today: metadata alone waits meta_delay
+                else:  # never sooner than today: metadata alone (or ending a stream) waits
+                    # meta_delay
                     d = now + self.meta_delay if d is None else max(d, now + self.meta_delay)
                 if due is None or d < due:
                     due = d
@@ -154,8 +162,11 @@ class Batcher:
             if len(groups) > 1:
                 groups = _join_chunks(groups)
             for group in groups:
-                if group.meta.get("op") == OP_FOLD:
+                op = group.meta.get("op")
+                if op == OP_FOLD:
                     relative_ids(group.meta)
+                elif op == OP_CHUNK:
+                    self._follow_on(group)
         content: list[Any] = []
         first = True
         for group in groups:
@@ -182,6 +193,15 @@ class Batcher:
                 )
             content.append(EndSessionContent.construct(type="end-session"))
         return content
+
+    def _follow_on(self, group: Group) -> None:
+        """A chunk group of the stream the previous chunk group on the wire was of names no ids
+        (the decoder reads it as that stream's: :mod:`.tagged`)."""
+        meta = group.meta
+        if "stream_id" not in meta and group.owner == self._stream_of_last_chunk:
+            meta.pop("message_id", None)
+            meta.pop("thread_id", None)
+        self._stream_of_last_chunk = group.owner
 
     def _chat_message(self, content: list[Any]) -> ChatMessage:
         if self._deterministic:
@@ -214,6 +234,12 @@ def _join_chunks(groups: list[Group]) -> list[Group]:
         out.append(g)
         last = g
     return out
+
+
+def _carries_content(group: Group) -> bool:
+    """Whether a group carries content, not only metadata and stream ends (a lean asker's
+    stream end waits as metadata does)."""
+    return any(type(item) is not EndStreamContent for item in group.items)
 
 
 def _has_items(group: Group) -> bool:

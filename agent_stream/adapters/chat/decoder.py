@@ -142,7 +142,7 @@ class ChatDecoder:
             return out
         seq = seq_number(head.get("seq"))
         if seq is None:
-            self._tagged.decode(peer, conv_id, chat, now, out)
+            self._tagged.decode(peer, conv_id, chat, now, out, ordered=False)
             return out
         last = max(seq_number(head.get("seq_last")) or seq, seq)
         conv = peer.conversations.get(conv_id)
@@ -155,7 +155,7 @@ class ChatDecoder:
             # mirror, which may lack the last ChatMessages that reached the asker. Dropped as
             # late, the reply would wait for its idle timeout; it ends now.
             conv.order.clear()
-            self._tagged.decode(peer, conv_id, chat, now, out)
+            self._tagged.decode(peer, conv_id, chat, now, out, ordered=False)
             return out
         conv.order.offer(
             chat,

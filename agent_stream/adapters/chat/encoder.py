@@ -28,6 +28,7 @@ from agent_stream.adapters.chat.wire import (
     CHAT_CHUNKER_DEFAULTS,
     EXTRA_KEY,
     EXTRA_STREAM,
+    LEAN_GATHER,
     STREAM_TYPES,
     Group,
     MessageKey,
@@ -65,11 +66,16 @@ class ChatEncoder:
         fold: the recipient decodes folded items (its tag says ``fold=1``; only with
             ``tagged``): a message complete when its ChatMessage is cut goes as one group.
         lean: the recipient reads the lean wire (its tag says ``lean=1``; only with
-            ``tagged``; implies ``fold``): text the chunker released waits, up to the chunker's
-            deadline for its oldest character, to go with later text in one ChatMessage (a
-            message's first text never waits), a ChatMessage's consecutive chunks of one
-            stream share one group, folded parts' ids are relative and reasoning carried as
-            metadata is not repeated in its message_end (see the package docstring, Lean).
+            ``tagged``; implies ``fold``): text the chunker released waits, up to
+            ``lean_gather`` after its oldest character, to go with later text in one
+            ChatMessage (a message's first text never waits), a ChatMessage's consecutive
+            chunks of one stream share one group, a stream's follow-on chunks name no ids,
+            folded parts' ids are relative and reasoning carried as metadata is not repeated
+            in its message_end (see the package docstring, Lean).
+        lean_gather: the lean wire's gather window, in seconds (:data:`~.wire.LEAN_GATHER`):
+            how long after its oldest character's arrival text the chunker released may wait
+            for later text to go with it (never less than the chunker's own deadline; text
+            a relay flushes keeps the chunker's deadline). Ignored unless ``lean``.
         deterministic: ChatMessage msg_ids derived from the conversation and sequence number
             and a fixed timestamp (reproducible output).
         clock: the UTC time stamped on ChatMessages (None: the system's).
@@ -86,21 +92,22 @@ class ChatEncoder:
         meta_delay: float = 0.1,
         fold: bool = False,
         lean: bool = False,
+        lean_gather: float = LEAN_GATHER,
         deterministic: bool = False,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         from agent_stream.chunking import TextChunker
 
-        if not 0 <= meta_delay < float("inf"):
-            raise ValueError(
-                f"ChatEncoder: meta_delay must be a finite number >= 0, got {meta_delay!r}"
-            )
+        for name, value in (("meta_delay", meta_delay), ("lean_gather", lean_gather)):
+            if isinstance(value, bool) or not 0 <= value < float("inf"):
+                raise ValueError(f"ChatEncoder: {name} must be a finite number >= 0, got {value!r}")
         self.conversation = conversation
         self.meta_delay = meta_delay
         self.tagged = tagged
         self.channels = frozenset(channels or ())
         self.session = session
         self.lean = lean = lean and tagged
+        self.lean_gather = lean_gather
         fold = fold or lean
         self.asks = False  # the reply asked the asker something (a user_input message)
         opts = dict(chunker or {})
@@ -129,6 +136,7 @@ class ChatEncoder:
             self._plain_order.route,
             lean=fold and tagged,
             gather=lean,
+            window=lean_gather,
         )
         self._policy = ContentPolicy(
             withheld_types, self._chunking, self._plain, self._plain_order.route
@@ -197,7 +205,11 @@ class ChatEncoder:
                     if piece.__class__ is str and piece:
                         # the common case: one more token of a message already streaming
                         u.received += 1
-                        release = release_due(chunker, now) if self.lean else None
+                        release = None
+                        if self.lean:
+                            release = release_due(chunker, now)
+                            if release is not None:
+                                u.deadline = release
                         chunks = chunker.feed(piece, now)
                         if not chunks:
                             due = self._batcher.meta_due
@@ -205,7 +217,7 @@ class ChatEncoder:
                                 return self._batcher.pack(now)
                             return []
                         for chunk in chunks:
-                            self._chunking.chunk(u, chunk, release)
+                            self._chunking.chunk(u, chunk, release, gathers=True)
                         return self._batcher.pack(now)
         self._policy.content(u, msg, now)
         return self._batcher.pack(now)
@@ -233,7 +245,7 @@ class ChatEncoder:
             due = chunker.next_deadline if chunker is not None else None
             if chunker is not None and due is not None and due <= now:
                 for chunk in chunker.poll(now):
-                    self._chunking.chunk(u, chunk, due)
+                    self._chunking.chunk(u, chunk, due, gathers=True)
         return self._batcher.pack(now)
 
     def end_streams(self, now: float) -> list[ChatMessage]:
@@ -260,7 +272,7 @@ class ChatEncoder:
         u = self._messages.get((thread_id, message_id))
         if u is None or u.chunker is None or not u.chunker.buffered:
             return []
-        self._chunking.flush(u)
+        self._chunking.flush(u, gathers=False)
         return self._batcher.pack(now)
 
     def close(

@@ -15,13 +15,16 @@ and counts. Nothing waits to be folded: only what is already in the ChatMessage 
 whose groups are apart, carry items for plain peers, change type or end a stream midway goes as
 it is.
 
-Relative ids (to an asker that reads the lean wire; the group says ``rel=1``): a part names
-only the ids the decoder cannot infer. An id a part leaves out is, for a lifecycle event whose
-``props.data`` holds it (message_start's ``message_id``...), that one, else the previous part's
-(the first part's: the group's); a part that has none where the inferred one has says ``""``.
-The encoder writes each part against the same inference (:func:`infer_ids`), so the ids are
-exactly the unfolded groups'. There an event part whose props are its event and data alone is
-``{"e": event, "d": data}`` (no ``type``, no ``props``: :func:`expand`).
+Lean parts (to an asker that reads the lean wire): the group carries them as ``p`` instead of
+``parts``, the JSON text with every ``"`` and ``'`` swapped (:func:`lean_parts`: a metadata value
+is a string, so each ``"`` of the JSON would go escaped, two bytes; the swap is its own inverse),
+and a part names only the ids the decoder cannot infer. An id a part leaves out is, for a
+lifecycle event whose ``props.data`` holds it (message_start's ``message_id``...), that one,
+else the previous part's (the first part's: the group's); a part that has none where the
+inferred one has says ``""``. The encoder writes each part against the same inference
+(:func:`infer_ids`), so the ids are exactly the unfolded groups'. There an event part whose
+props are its event and data alone is ``{"e": event, "d": data}`` (no ``type``, no ``props``:
+:func:`expand`).
 """
 
 from __future__ import annotations
@@ -49,11 +52,13 @@ from agent_stream.adapters.chat.wire import (
 __all__ = [
     "FOLD_IDS",
     "JSON_FIELDS",
+    "LEAN_PARTS_KEY",
     "MAX_FOLD_PARTS",
     "REL_KEY",
     "expand",
     "fold_groups",
     "infer_ids",
+    "lean_parts",
     "read_parts",
     "relative_ids",
 ]
@@ -65,8 +70,12 @@ JSON_FIELDS = frozenset(("props", "message_metadata"))
 # Parts one folded group may have (the decoder refuses more: a part is a Message out).
 MAX_FOLD_PARTS = 4096
 _SKIP = frozenset((TAG_KEY, "op", *FOLD_IDS))
-# A folded group whose parts' ids are relative (see the module doc).
+# A folded group's parts as the lean wire carries them (see the module doc).
+LEAN_PARTS_KEY = "p"
+# Before ``p``, a lean folded group said ``rel=1`` beside its ``parts`` (ids relative, quotes
+# escaped): still read, from responders of that time.
 REL_KEY = "rel"
+_SWAP_QUOTES = str.maketrans({'"': "'", "'": '"'})
 _REL_JSON_FIELDS = JSON_FIELDS | {"d"}
 _FOLDABLE_OPS = frozenset((OP_MESSAGE, OP_FOLD))
 
@@ -224,9 +233,20 @@ def infer_ids(part: dict[str, Any], previous: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def lean_parts(text: str) -> str:
+    """A folded group's parts as ``p`` carries them, from their JSON text, and back: every ``"``
+    and ``'`` swapped (so the JSON's quotes need no escaping in the metadata's JSON).
+
+    Args:
+        text: the parts' JSON text (or a ``p`` value, to read it).
+    """
+    return text.translate(_SWAP_QUOTES)
+
+
 def relative_ids(meta: dict[str, str]) -> None:
-    """Make a folded group's parts' ids relative (``rel=1``), in place; a group whose parts
-    cannot be read back (JSON this reader refuses) stays as it is.
+    """Make a folded group the lean wire's, in place: its parts' ids relative, carried as ``p``
+    (:func:`lean_parts`); a group whose parts cannot be read back (JSON this reader refuses)
+    stays as it is.
 
     Args:
         meta: the folded group's dict.
@@ -248,8 +268,8 @@ def relative_ids(meta: dict[str, str]) -> None:
         named = {k: actual.get(k, "") for k in FOLD_IDS if inferred.get(k) != actual.get(k)}
         out.append({**named, **_compact(rest)})
         previous = actual
-    meta["parts"] = dumps(out)
-    meta[REL_KEY] = "1"
+    del meta["parts"]
+    meta[LEAN_PARTS_KEY] = lean_parts(dumps(out))
 
 
 def _compact(part: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ _SENDER_COST = 1 * KiB + _ID
 _SEEN_ID_COST = 320
 _REFUSED_COST = 400
 _STREAM_COST = 1 * KiB + 6 * _ID
-_CONVERSATION_COST = 2 * KiB + _ID
+_CONVERSATION_COST = 2 * KiB + 2 * _ID  # its id, and its last chunk group's stream's
 _TRACKED_COST = 320
 _HELD_COST = 256  # ledger entry; the ChatMessage itself is counted by its estimated size
 _WARNING_COST = 1 * KiB + 4 * 600  # detail at most 600 characters
@@ -85,7 +85,7 @@ class DecoderLimits:
             + self.max_seen_ids_total * _SEEN_ID_COST
             + self.max_refused_total * _REFUSED_COST
             + self.max_open_streams_total * (_STREAM_COST - 6 * _ID + 6 * id_cost)
-            + self.max_conversations_total * (_CONVERSATION_COST - _ID + id_cost)
+            + self.max_conversations_total * (_CONVERSATION_COST - 2 * _ID + 2 * id_cost)
             + self.max_tracked_total * _TRACKED_COST
             + self.max_held_total * _HELD_COST
             + self.max_held_bytes

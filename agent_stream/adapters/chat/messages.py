@@ -47,6 +47,7 @@ class MessageState:
     __slots__ = (
         "block_id",
         "chunker",
+        "deadline",
         "deferred",
         "empty_pending",
         "has_content",
@@ -85,6 +86,8 @@ class MessageState:
         self.wire_chunks = 0  # content chunks the decoder will rebuild
         self.text_ok = True  # props.content is a string or absent: string appends can merge
         self.text: list[str] | None = None  # its stream's chunks, when the peer keeps them too
+        # lean: the chunker's last deadline known for the oldest text it held (see chunk)
+        self.deadline: float | None = None
 
 
 def release_due(chunker: TextChunker, now: float) -> float | None:
@@ -174,8 +177,11 @@ class MessageChunking:
             here too, to compare), and it finds a stream by its message's ids: a chunk of a
             stream already open names those instead of the stream_id.
         gather: the peer reads the lean wire: each chunk's group carries its ``due`` (the
-            chunker's deadline for its oldest character), so the batcher may hold it until
-            then to gather it with later ones; a stream's first text is never held.
+            chunker's deadline for its oldest character; for a chunk the chunker released on
+            its own, its oldest character's arrival + ``window`` when later), so the batcher
+            may hold it until then to gather it with later ones; a message's first chunk
+            waits no longer than the chunker's deadline, a stream's first text not at all.
+        window: the gather window (the lean wire's ``lean_gather``), in seconds.
     """
 
     def __init__(
@@ -186,6 +192,7 @@ class MessageChunking:
         route: Callable[[Group], None],
         lean: bool = False,
         gather: bool = False,
+        window: float = 0.0,
     ) -> None:
         from agent_stream.chunking import TextChunker
 
@@ -196,6 +203,8 @@ class MessageChunking:
         self._route = route
         self._lean = lean
         self._gather = gather
+        # how much longer than the chunker's deadline released text may wait to gather
+        self._extra = max(0.0, window - chunker_opts["max_delay"]) if gather else 0.0
         self.live: dict[MessageKey, MessageState] = {}  # messages holding a chunker
 
     def buffer(self, u: MessageState, piece: str, now: float) -> None:
@@ -213,8 +222,10 @@ class MessageChunking:
         if piece == "" and not u.has_content:
             u.empty_pending = True
         due = release_due(chunker, now)
+        if due is not None:
+            u.deadline = due
         for chunk in chunker.feed(piece, now):
-            self.chunk(u, chunk, due)
+            self.chunk(u, chunk, due, gathers=True)
 
     def drop(self, u: MessageState) -> None:
         """Forget a message's chunker (and what it still buffers).
@@ -225,11 +236,13 @@ class MessageChunking:
         u.chunker = None
         self.live.pop(u.key, None)
 
-    def flush(self, u: MessageState) -> None:
+    def flush(self, u: MessageState, gathers: bool = True) -> None:
         """Send what a message's chunker buffers (an empty append alone still goes once).
 
         Args:
             u: the message's encoder state.
+            gathers: to a lean peer, the text may wait the gather window (False: a relay's
+                flush, its chunk passed on as it came: the chunker's deadline at most).
         """
         chunker = u.chunker
         if chunker is None:
@@ -239,19 +252,28 @@ class MessageChunking:
         if not chunks and u.empty_pending and not u.has_content:
             chunks = [""]
         for chunk in chunks:
-            self.chunk(u, chunk, due)
+            self.chunk(u, chunk, due, gathers)
 
-    def chunk(self, u: MessageState, text: str, due: float | None = None) -> None:
+    def chunk(
+        self, u: MessageState, text: str, due: float | None = None, gathers: bool = False
+    ) -> None:
         """One chunk of a message's appends on the wire.
 
         Args:
             u: the message's encoder state.
             text: the chunk.
-            due: the chunker's deadline for the chunk's oldest character (None: it goes now),
-                what a lean peer's batcher may hold it to.
+            due: the chunker's deadline for the chunk's oldest character (None: none, an open
+                code block), what a lean peer's batcher may hold it to (None: it goes now).
+            gathers: unless it is the message's first chunk, it may wait the gather window
+                (False: a relay's flush).
         """
         if not self._gather:
             due = None
+        elif gathers:
+            if due is None:  # a code block the chunker held open has no deadline: the last
+                due = u.deadline  # one it had holds for it too (its text came no sooner)
+            if due is not None and u.wire_chunks:  # not the message's first: it may wait
+                due += self._extra  # the gather window after its oldest character
         u.wire_chunks += 1
         u.has_content = True
         u.empty_pending = False

@@ -77,7 +77,16 @@ class Conversation:
         ledger: the decoder's ledger of held-back ChatMessages.
     """
 
-    __slots__ = ("finished", "keepalives", "kept", "kept_costs", "key", "order", "size")
+    __slots__ = (
+        "finished",
+        "keepalives",
+        "kept",
+        "kept_costs",
+        "key",
+        "last_stream",
+        "order",
+        "size",
+    )
 
     def __init__(self, sender: str, conversation: str, ledger: HeldLedger) -> None:
         self.key = (sender, conversation)  # owner of its per-message byte counts
@@ -91,6 +100,9 @@ class Conversation:
         # the message's end, the reply's and the conversation's.
         self.kept: dict[MessageKey, list[str] | None] = {}
         self.kept_costs: dict[MessageKey, int] = {}  # what each counts against the total
+        # the stream of the last chunk group decoded in order, and the gaps skipped then: a lean
+        # follow-on chunk group (no ids) is of it, unless a gap was skipped since
+        self.last_stream: tuple[str, int] | None = None
 
 
 class PeerState:

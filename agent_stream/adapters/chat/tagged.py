@@ -24,9 +24,11 @@ from agent_stream import jsontext
 from agent_stream.adapters.chat.fold import (
     FOLD_IDS,
     JSON_FIELDS,
+    LEAN_PARTS_KEY,
     REL_KEY,
     expand,
     infer_ids,
+    lean_parts,
     read_parts,
 )
 from agent_stream.adapters.chat.reorder import seq_number
@@ -69,7 +71,13 @@ class TaggedDecoder:
         self._warnings = state.warnings
 
     def decode(
-        self, peer: PeerState, conv_id: str, chat: ChatMessage, now: float, out: list[Message]
+        self,
+        peer: PeerState,
+        conv_id: str,
+        chat: ChatMessage,
+        now: float,
+        out: list[Message],
+        ordered: bool = True,
     ) -> None:
         """Decode a tagged ChatMessage, in its turn.
 
@@ -79,11 +87,15 @@ class TaggedDecoder:
             chat: the ChatMessage.
             now: the current time, in seconds on the caller's monotonic clock.
             out: where the decoded Messages are appended.
+            ordered: it is decoded in its conversation's order (numbered, after the ones
+                before it), so a chunk group naming no stream is of the previous chunk
+                group's stream; False: such a group's text is dropped.
         """
         conv = self._state.conversation(peer, conv_id)
         streams = self._streams
         meta: dict[str, str] | None = None
         op: str | None = None
+        stream_id: str | None = None  # the stream of the chunk group being read
         text_parts: list[str] = []
         content = chat.content
         for index, item in enumerate(content):
@@ -91,7 +103,7 @@ class TaggedDecoder:
                 kind = content_class(item)
                 if kind is TextContent:
                     if op == OP_CHUNK and meta is not None:
-                        self._chunk(peer, conv, meta, item.text, now, out)
+                        self._chunk(peer, conv, stream_id, meta, item.text, now, out)
                     elif op == OP_TEXT:
                         text_parts.append(item.text)
                     elif op is None:
@@ -108,7 +120,11 @@ class TaggedDecoder:
                     meta = md
                     op = md.get("op")
                     if not self._ids_ok(md):
+                        if op == OP_CHUNK and ordered:
+                            conv.last_stream = None  # what follows it cannot be inferred
                         op = _UNKNOWN_OP
+                    elif op == OP_CHUNK:
+                        stream_id = self._stream_of(conv, md, ordered)
                     elif op == OP_MESSAGE:
                         self._message(peer, conv_id, conv, md, out)
                     elif op == OP_FOLD:
@@ -149,9 +165,16 @@ class TaggedDecoder:
         out: list[Message],
     ) -> None:
         """Decode a folded group into the Messages its unfolded groups give (see .fold)."""
-        rel = md.get(REL_KEY) == "1"  # the parts' ids are relative (see .fold)
+        raw = md.get("parts")
+        lean = md.get(LEAN_PARTS_KEY)
+        # the lean wire's: ids relative (``p``: quotes swapped too; see .fold)
+        rel = lean is not None or md.get(REL_KEY) == "1"
         try:
-            parts = read_parts(md.get("parts"), rel)
+            if lean is not None:
+                if raw is not None:
+                    raise ValueError("both parts and p")
+                raw = lean_parts(lean)
+            parts = read_parts(raw, rel)
         except ValueError as exc:
             self._warnings.add(
                 "bad_metadata",
@@ -277,22 +300,41 @@ class TaggedDecoder:
                 return False
         return True
 
+    def _stream_of(self, conv: Conversation, md: dict[str, str], ordered: bool) -> str | None:
+        """The stream a chunk group's text is of (None: none can be told; warned)."""
+        stream_id = md.get("stream_id")
+        if stream_id is None and "message_id" in md:  # to an asker that reads folds: named
+            # by its message (the stream_id derives from the conversation and the message's ids)
+            stream_id = str(stream_id_for(conv.key[1], md.get("thread_id"), md["message_id"]))
+        if stream_id is None and "thread_id" not in md:  # to a lean asker: the stream of the
+            last = conv.last_stream  # previous chunk group, unless a gap was skipped since
+            if ordered and last is not None and last[1] == conv.order.skipped:
+                stream_id = last[0]
+        if stream_id is None:
+            self._warnings.add(
+                "bad_metadata",
+                "chunk group names no stream and follows no chunk group of this reply in "
+                "order; its text is dropped",
+            )
+        if ordered:
+            conv.last_stream = None if stream_id is None else (stream_id, conv.order.skipped)
+        return stream_id
+
     def _chunk(
         self,
         peer: PeerState,
         conv: Conversation,
+        stream_id: str | None,
         meta: dict[str, str],
         text: str,
         now: float,
         out: list[Message],
     ) -> None:
-        stream_id = meta.get("stream_id")
-        if stream_id is None and "message_id" in meta:  # to an asker that reads folds: named
-            # by its message (the stream_id derives from the conversation and the message's ids)
-            stream_id = str(stream_id_for(conv.key[1], meta.get("thread_id"), meta["message_id"]))
-        stream = peer.streams.get(stream_id) if stream_id is not None else None
+        if stream_id is None:
+            return  # warned by _stream_of
+        stream = peer.streams.get(stream_id)
         if stream is None:
-            if stream_id is not None and self._state.refused.has(peer.sender, stream_id):
+            if self._state.refused.has(peer.sender, stream_id):
                 return
             self._warnings.add(
                 "stream_not_open",

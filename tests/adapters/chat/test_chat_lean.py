@@ -1,11 +1,13 @@
 """The lean tagged wire (an asker whose tag says ``lean=1``): text the chunker released gathers
-into fewer ChatMessages, never past the chunker's own bound, and decodes to the same Messages.
+into fewer ChatMessages, within the gather window (``lean_gather``) after its oldest character,
+and decodes to the same Messages.
 
 Properties: a stream sent lean and sent in today's forms (unfolded, folded) decodes to the same
 Messages, transcript and client wire bytes, even coalesced by a slow transport; the lean form
-sends no text later than the later of today's send and the chunker's deadline for it, its first
-text no later than today, and never more ChatMessages. Units: who gets the lean form, what
-gathers, what never waits.
+sends no text later than the later of today's send and its bound (its oldest character's
+arrival + the gather window, or the chunker's deadline when later; a message's first chunk: the
+chunker's deadline), no message's first text later than today, and never more ChatMessages.
+Units: who gets the lean form, what gathers, what never waits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from uagents_core.contrib.protocols.chat import ChatMessage, MetadataContent, Te
 
 from agent_stream.adapters import registry
 from agent_stream.adapters.chat import (
+    CHAT_CHUNKER_DEFAULTS,
+    LEAN_GATHER,
     TAG_KEY,
     ChatDecoder,
     ChatEncoder,
@@ -62,6 +66,7 @@ def _encode(
     reasoning: bool = True,
     chunker: dict[str, Any] | None = None,
     meta_delay: float = 0.1,
+    lean_gather: float = LEAN_GATHER,
 ) -> list[tuple[float, ChatMessage]]:
     """Each ChatMessage and when it went, the encoder polled at every deadline it names (as the
     responder's timer does), the Messages fed ``steps`` apart."""
@@ -73,6 +78,7 @@ def _encode(
         meta_delay=meta_delay,
         fold=fold,
         lean=lean,
+        lean_gather=lean_gather,
         deterministic=True,
     )
     out: list[tuple[float, ChatMessage]] = []
@@ -173,6 +179,7 @@ def _arrivals(msgs: list[Message], steps: list[float]) -> dict[Any, list[float]]
     json_wire=st.booleans(),
     runs=st.lists(st.integers(1, 4), max_size=10),
     extra=st.booleans(),
+    lean_gather=st.sampled_from([0.0, 0.3, LEAN_GATHER, 4.0]),
 )
 def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     data: tuple[list[Message], set[Any]],
@@ -183,12 +190,13 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     json_wire: bool,
     runs: list[int],
     extra: bool,
+    lean_gather: float,
 ) -> None:
     msgs, _ = data
     if extra:
         msgs = with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
-    lean = _encode(msgs, steps, lean=True, **opts)
+    lean = _encode(msgs, steps, lean=True, lean_gather=lean_gather, **opts)
     folded = _encode(msgs, steps, fold=True, **opts)
     unfolded = _encode(msgs, steps, **opts)
     assert len(lean) <= len(folded) == len(unfolded)  # gathering never adds a ChatMessage
@@ -203,12 +211,15 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
     assert [m.model_dump() for m in a] == [m.model_dump() for m in b]
     assert _decode([c for _, c in folded]) == b
 
-    # No text later than the later of today's send and the chunker's bound for it (its oldest
-    # character's arrival + max_delay + block_grace).
+    # No text later than the later of today's send and its bound: its oldest character's
+    # arrival + the gather window, or + max_delay (+ block_grace) when later; a message's
+    # first chunk, the chunker's bound alone; a text message's first text, today's send.
     bounds = TextChunker(**{"min_chars": 120, "max_delay": 0.5, **(chunker or {})})
-    slack = bounds.max_delay + bounds.block_grace + 1e-9
+    chunker_slack = bounds.max_delay + bounds.block_grace + 1e-9
+    slack = max(lean_gather, bounds.max_delay) + bounds.block_grace + 1e-9
     arrivals = _arrivals(msgs, steps)
     offsets: dict[Any, int] = {}
+    shown: set[Any] = set()
     for (t_lean, m), (t_today, _) in zip(timed_lean, timed_today, strict=True):
         key = (m.thread_id, m.message_id)
         text = (m.props or {}).get("content")
@@ -216,8 +227,14 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
             continue
         at = offsets.get(key, 0)
         offsets[key] = at + len(text)
+        if text and m.type in ("text", "refusal") and key not in shown:
+            shown.add(key)
+            assert t_lean <= t_today  # a message's first text never waits
         if text and at < len(arrivals[key]):
-            assert t_lean <= max(t_today, arrivals[key][at] + slack)
+            first_chunk = at == 0
+            assert t_lean <= max(
+                t_today, arrivals[key][at] + (chunker_slack if first_chunk else slack)
+            )
 
     # the same, ChatMessages coalesced as a slow transport would, and through JSON
     chats = [parse_chat(c.json()) if json_wire else c for _, c in lean]
@@ -266,13 +283,95 @@ def test_sentences_released_early_gather_until_the_oldest_is_due() -> None:
     assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
 
 
-def test_a_chunk_released_at_its_deadline_goes_at_once() -> None:
+def test_with_a_gather_window_within_max_delay_a_chunk_released_at_its_deadline_goes_at_once() -> (
+    None
+):
     # text arriving slower than min_chars: the chunker cuts at max_delay, nothing gathers more
+    # (but the last, which the message's end flushes: its stream's end waits meta_delay, as
+    # metadata does, for the reply's end to go with it)
     msgs = _answer("word " * 40)
     chunker = {"min_chars": 120, "max_delay": 0.5}
-    lean = _encode(msgs, [0.1], lean=True, chunker=chunker)
+    for window in (0.0, 0.5):
+        lean = _encode(msgs, [0.1], lean=True, chunker=chunker, lean_gather=window)
+        today = _encode(msgs, [0.1], chunker=chunker)
+        assert [t for t, _ in lean][:-2] == [t for t, _ in today][:-2]
+        assert lean[-2][0] <= today[-2][0] + 0.1 + 1e-9
+
+
+def test_released_text_waits_the_gather_window_after_its_oldest_character() -> None:
+    # a word every 0.1 s: the chunker releases a chunk every ~0.6 s (max_delay 0.5); lean, each
+    # ChatMessage after the first goes 1.5 s after its oldest word arrived, two chunks in it
+    msgs = _answer("word " * 60)
+    chunker = {"min_chars": 120, "max_delay": 0.5}
+    window = 1.5
+    lean = _encode(msgs, [0.1], lean=True, chunker=chunker, lean_gather=window)
     today = _encode(msgs, [0.1], chunker=chunker)
-    assert [t for t, _ in lean] == [t for t, _ in today]
+    assert lean[0][0] == today[0][0]  # the first text never waits
+    assert len(lean) <= len(today) // 2 + 1
+    arrival = [T0 + 0.1 * (i + 2) for i in range(60)]  # word i is the (i + 2)th Message fed
+    words_sent = 0
+    gathered = [(t, _texts(c)) for t, c in lean if _texts(c)]
+    for n, (t, texts) in enumerate(gathered):
+        if words_sent:
+            due = arrival[words_sent] + window
+            if n < len(gathered) - 1:  # (the last goes with the message's end)
+                assert t == pytest.approx(due) and len(texts) == 2
+            assert t <= due + 1e-9
+        words_sent += sum(len(x.split()) for x in texts)
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_code_block_released_when_its_fence_closes_waits_too() -> None:
+    # a fenced code block has no chunker deadline while it is open; released when it closes, it
+    # still gathers (by the last deadline the chunker had: its text came no sooner), here with
+    # the sentences after it, rather than cutting a ChatMessage at once
+    text = (
+        "First. "
+        + "Some words before the code. " * 2
+        + "\n\n```python\nx = 1\ny = 2\n```\n\n"
+        + "Then more words after it. " * 4
+    )
+    msgs = _answer(text)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    lean = _encode(msgs, [0.05], lean=True, chunker=chunker)
+    [with_code] = [_texts(c) for _, c in lean if any("```" in x for x in _texts(c))]
+    assert any(x.startswith("Then more words") for x in with_code)
+    today = _encode(msgs, [0.05], chunker=chunker)
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+def test_a_relays_flush_keeps_the_chunkers_deadline_not_the_gather_window() -> None:
+    # a relay flushes each sub-agent chunk: it goes on as it came, within the chunker's bound
+    enc = ChatEncoder("c", tagged=True, lean=True, deterministic=True)
+    ids = {"message_id": "M1"}
+    sent: list[tuple[float, ChatMessage]] = []
+    now = T0
+    for i, word in enumerate(["First chunk. ", "Second chunk. ", "Third chunk. "]):
+        now = T0 + i
+        sent += [
+            (now, c)
+            for c in enc.feed(Message(type="text", props={"content": word}, delta=True, **ids), now)
+        ]
+        sent += [(now, c) for c in enc.flush(None, "M1", now)]
+        d = enc.next_deadline
+        if d is not None:
+            assert d <= now + CHAT_CHUNKER_DEFAULTS["max_delay"]
+            sent += [(d, c) for c in enc.poll(d)]
+    assert [_texts(c) for _, c in sent] == [
+        ["First chunk. "],
+        ["Second chunk. "],
+        ["Third chunk. "],
+    ]
+
+
+def test_a_messages_end_waits_meta_delay_so_the_replys_end_goes_with_it() -> None:
+    # the end of the answer's stream is not content: lean, it waits as metadata does, and the
+    # reply's end 50 ms later rides in the same ChatMessage
+    msgs = _answer("Hi there. " * 3)
+    lean = _encode(msgs, [0.05], lean=True)
+    today = _encode(msgs, [0.05], fold=True)
+    assert len(lean) == len(today) - 1
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
 
 
 def test_plain_and_older_tagged_askers_get_todays_form_byte_for_byte() -> None:
@@ -313,9 +412,14 @@ def _tool_steps() -> list[Message]:
     return [*out, lifecycle(STREAM_END, StreamEndData(status="completed"))]
 
 
+def _parts_text(md: dict[str, str]) -> str:
+    """A folded group's parts as JSON text (the lean wire's ``p`` with its quotes swapped back)."""
+    return md["p"].translate(str.maketrans("\"'", "'\"")) if "p" in md else md["parts"]
+
+
 def _fold_parts(chats: list[tuple[float, ChatMessage]]) -> list[tuple[dict[str, str], str]]:
     return [
-        (i.metadata, i.metadata["parts"])
+        (i.metadata, _parts_text(i.metadata))
         for _, c in chats
         for i in c.content
         if isinstance(i, MetadataContent) and i.metadata.get("op") == "fold"
@@ -328,21 +432,32 @@ def test_folded_parts_name_only_the_ids_the_decoder_cannot_infer() -> None:
     folded = _encode(msgs, [0.0], fold=True, meta_delay=1.0)
     [(meta, parts)] = _fold_parts(lean)
     [(_, before)] = _fold_parts(folded)
-    assert meta["rel"] == "1" and len(parts) < len(before)
+    assert "parts" not in meta and len(meta["p"]) < len(before)
     assert '"e":"block_start"' in parts and '"event":"block_start"' not in parts
     assert parts.count('"block_id"') < before.count('"block_id"')
     assert parts.count('"thread_id"') < before.count('"thread_id"')
     assert _decode([c for _, c in lean]) == _decode([c for _, c in folded])
 
 
-def _rel(parts: str, message_id: str | None = None) -> ChatMessage:
-    md = {TAG_KEY: "1", "op": "fold", "rel": "1", "parts": parts, "seq": "1", "conversation": "c"}
+def _rel(parts: str, message_id: str | None = None, swapped: bool = True) -> ChatMessage:
+    """A lean folded group of ``parts`` (JSON text): carried with its quotes swapped, as ``p``,
+    or (``swapped`` False) as an earlier responder's ``parts`` with ``rel=1``."""
+    lean = (
+        {"p": parts.translate(str.maketrans("\"'", "'\""))}
+        if swapped
+        else {
+            "parts": parts,
+            "rel": "1",
+        }
+    )
+    md = {TAG_KEY: "1", "op": "fold", **lean, "seq": "1", "conversation": "c"}
     if message_id is not None:
         md["message_id"] = message_id
     return chat_of([MetadataContent(metadata=md)])
 
 
-def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
+@pytest.mark.parametrize("swapped", [True, False])
+def test_relative_ids_follow_the_event_data_then_the_previous_part(swapped: bool) -> None:
     dec = ChatDecoder()
     parts = (
         '[{"thread_id":"T1","block_id":"B1","type":"event","props":{"event":"message_start",'
@@ -351,7 +466,7 @@ def test_relative_ids_follow_the_event_data_then_the_previous_part() -> None:
         '{"block_id":"","type":"loading","props":{"done":true},"delta":"true"},'
         '{"e":"message_end","d":{"message_id":"M2","type":"loading"}},{"e":"ping"}]'
     )
-    out = dec.feed("agent1peer", _rel(parts), 0.0)
+    out = dec.feed("agent1peer", _rel(parts, swapped=swapped), 0.0)
     assert dec.drain_warnings() == []
     assert [(m.message_id, m.thread_id, m.block_id) for m in out] == [
         ("M1", "T1", "B1"),
@@ -386,6 +501,47 @@ def test_a_bad_relative_part_is_a_warning_never_a_traceback(parts: str) -> None:
     assert warnings and all(w.code == "bad_metadata" for w in warnings)
 
 
+def test_the_lean_wire_carries_folded_parts_with_their_quotes_swapped_not_escaped() -> None:
+    # a tool call's arguments are JSON in JSON: both levels of quotes swap back exactly
+    msgs = _tool_steps()
+    msgs.insert(
+        2,
+        Message(
+            type="tool_call",
+            props={"id": "c1", "name": "it's", "arguments": '{"q": "say \\"hi\\" it\'s"}'},
+            message_id="M9",
+            block_id="B1",
+            thread_id="T1",
+        ),
+    )
+    lean = _encode(msgs, [0.0], lean=True, meta_delay=1.0)
+    folded = _encode(msgs, [0.0], fold=True, meta_delay=1.0)
+    [(meta, _)] = _fold_parts(lean)
+    [(before, _)] = _fold_parts(folded)
+    assert meta["p"].count('"') == before["parts"].count("'") < before["parts"].count('"')
+    lean_bytes = len(lean[0][1].json())
+    assert lean_bytes < len(folded[0][1].json()) - before["parts"].count('"') // 2
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in folded])
+
+
+@pytest.mark.parametrize(
+    "md",
+    [
+        {"p": "[{'type':'loading'}]", "parts": '[{"type":"loading"}]'},  # both: which one?
+        {"p": '[{"type":"loading"}]'},  # quotes not swapped: not JSON once swapped back
+        {"p": "[{'type':'loading'"},  # cut short
+        {"p": ""},
+    ],
+)
+def test_a_bad_lean_parts_value_is_a_warning_never_a_traceback(md: dict[str, str]) -> None:
+    dec = ChatDecoder()
+    meta = {TAG_KEY: "1", "op": "fold", "seq": "1", "conversation": "c", **md}
+    out = dec.feed("agent1bad", chat_of([MetadataContent(metadata=meta)]), 0.0)
+    assert out == []
+    warnings = dec.drain_warnings()
+    assert warnings and all(w.code == "bad_metadata" for w in warnings)
+
+
 def _thinking(text: str) -> list[Message]:
     ids = {"message_id": "M1", "block_id": "B1"}
     words = [w + " " for w in text.split(" ")]
@@ -408,7 +564,7 @@ def _ends(chats: list[tuple[float, ChatMessage]]) -> list[dict[str, Any]]:
         for i in c.content:
             if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
                 md = i.metadata
-                parts = json.loads(md["parts"]) if "parts" in md else []
+                parts = json.loads(_parts_text(md)) if "parts" in md or "p" in md else []
                 props = [expand(p).get("props") for p in parts if isinstance(p, dict)]
                 if "props" in md:
                     props.append(json.loads(md["props"]))
@@ -489,3 +645,142 @@ def test_appends_kept_as_metadata_count_against_max_kept_bytes_total_and_are_rel
     assert "extra" not in second.event_data  # never a partial text
     assert "message_too_large" in {w.code for w in dec.drain_warnings()}
     assert dec._state.kept_bytes == 0  # released at each message's end
+
+
+def _chunk_chat(seq: int | None, *items: Any, conversation: str = "c", **md: str) -> ChatMessage:
+    """A ChatMessage of one chunk group (``md``: its ids) and the items after it."""
+    meta = {TAG_KEY: "1", "op": "chunk", "conversation": conversation, **md}
+    if seq is not None:
+        meta["seq"] = str(seq)
+    return chat_of([MetadataContent(metadata=meta), *items])
+
+
+def _opening(seq: int, mid: str, text: str, conversation: str = "c") -> ChatMessage:
+    from uagents_core.contrib.protocols.chat import StartStreamContent
+
+    from agent_stream.adapters.chat import stream_id_for
+
+    sid = stream_id_for(conversation, None, mid)
+    return _chunk_chat(
+        seq,
+        StartStreamContent(stream_id=sid),
+        TextContent(text=text),
+        conversation=conversation,
+        stream_id=str(sid),
+        message_id=mid,
+        type="text",
+    )
+
+
+def _texts_of(out: list[Message]) -> list[tuple[str | None, str]]:
+    return [(m.message_id, m.props["content"]) for m in out if m.type == "text" and m.props]
+
+
+def test_a_follow_on_chunk_group_naming_no_ids_is_of_the_previous_chunk_groups_stream() -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _opening(2, "M2", "Two. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text="more two. ")), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(4, TextContent(text="one. "), message_id="M1"), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(5, TextContent(text="and one.")), 0.0)
+    assert dec.drain_warnings() == []
+    assert _texts_of(out) == [
+        ("M1", "One. "),
+        ("M2", "Two. "),
+        ("M2", "more two. "),
+        ("M1", "one. "),
+        ("M1", "and one."),
+    ]
+
+
+def _dropped(dec: ChatDecoder, out: list[Message]) -> None:
+    """The id-less text went nowhere, with a warning, never into another message."""
+    assert all("lost" not in (m.props or {}).get("content", "") for m in out)
+    assert "bad_metadata" in {w.code for w in dec.drain_warnings()}
+
+
+def test_a_chunk_group_naming_no_ids_with_no_chunk_group_before_it_is_dropped() -> None:
+    dec = ChatDecoder()
+    _dropped(dec, dec.feed("agent1peer", _chunk_chat(1, TextContent(text="lost")), 0.0))
+
+
+def test_a_chunk_group_naming_no_ids_after_a_skipped_gap_is_not_read_as_the_older_stream() -> None:
+    # ChatMessage 2 (which opened M2) never arrives: the id-less text after it is M2's, not M1's
+    dec = ChatDecoder(gap_timeout=1.0)
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text="lost")), 0.0)
+    out += dec.poll(5.0)  # the gap is given up
+    assert {"gap", "bad_metadata"} <= {w.code for w in dec.drain_warnings()}
+    out += dec.feed("agent1peer", _chunk_chat(4, TextContent(text="lost too")), 5.0)
+    assert [t for t in _texts_of(out) if t[0] == "M1"] == [("M1", "One. ")]
+    out += dec.feed("agent1peer", _chunk_chat(5, TextContent(text="named. "), message_id="M1"), 5.0)
+    out += dec.feed("agent1peer", _chunk_chat(6, TextContent(text="inferred again.")), 5.0)
+    assert [t for t in _texts_of(out) if t[0] == "M1"] == [
+        ("M1", "One. "),
+        ("M1", "named. "),
+        ("M1", "inferred again."),
+    ]
+
+
+def test_a_chunk_group_naming_no_ids_in_an_unnumbered_chat_message_is_dropped() -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(None, TextContent(text="lost")), 0.0)
+    assert _texts_of(out) == [("M1", "One. ")]
+    _dropped(dec, out)
+
+
+def test_a_chunk_group_naming_no_ids_is_never_of_another_conversation_or_peer() -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(1, TextContent(text="lost"), conversation="c2"), 0.0)
+    out += dec.feed("agent1other", _chunk_chat(1, TextContent(text="lost")), 0.0)
+    assert _texts_of(out) == [("M1", "One. ")]
+    _dropped(dec, out)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        {"thread_id": "T1"},  # a thread without its message: malformed, not inferred
+        {"message_id": "m" * 5000},  # refused: what follows it is not inferred either
+    ],
+)
+def test_a_chunk_group_with_partial_or_refused_ids_leaves_nothing_to_infer(
+    ids: dict[str, str],
+) -> None:
+    dec = ChatDecoder()
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(2, TextContent(text="lost"), **ids), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text="lost too")), 0.0)
+    assert _texts_of(out) == [("M1", "One. ")]
+    _dropped(dec, out)
+
+
+def test_lean_follow_on_chunks_of_one_stream_name_no_ids_and_others_do() -> None:
+    # an answer in thread T1, another in T2 in its middle: a chunk group names its message's
+    # ids only when the chunk group before it on the wire was of the other stream
+    def answer(tid: str, mid: str, n: int, start: int = 0) -> list[Message]:
+        ids = {"message_id": mid, "thread_id": tid}
+        return [
+            Message(type="text", props={"content": f"{mid} says {i}. "}, delta=True, **ids)
+            for i in range(start, start + n)
+        ]
+
+    msgs = [*answer("T1", "M1", 40), *answer("T2", "M2", 10), *answer("T1", "M1", 40, 40)]
+    msgs.append(lifecycle(STREAM_END, StreamEndData(status="completed")))
+    chunker = {"min_chars": 10, "max_delay": 0.2}
+    lean = _encode(msgs, [0.05], lean=True, chunker=chunker)
+    today = _encode(msgs, [0.05], fold=True, chunker=chunker)
+    groups = [
+        i.metadata
+        for _, c in lean
+        for i in c.content
+        if isinstance(i, MetadataContent) and i.metadata.get("op") == "chunk"
+    ]
+    follow_ons = [g for g in groups if "stream_id" not in g]
+    bare = [g for g in follow_ons if "message_id" not in g]
+    assert bare and all("thread_id" not in g for g in bare)
+    named = {(g.get("thread_id"), g.get("message_id")) for g in follow_ons if g not in bare}
+    assert ("T1", "M1") in named  # M1 again after M2's text
+    assert _decode([c for _, c in lean]) == _decode([c for _, c in today])

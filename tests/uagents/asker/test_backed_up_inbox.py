@@ -26,7 +26,10 @@ async def test_a_reply_waiting_in_a_backed_up_inbox_is_not_lost(pair: Pair) -> N
                 await m.append(s + " ")
                 await asyncio.sleep(0.25)
 
-    answerer = pair.add("backed-up inbox answerer", StreamingChat(respond))
+    # no gather window: a ChatMessage at least every chunker deadline (0.5 s), well within the
+    # idle timeout, so only the inbox's backlog could make the reply look silent (the default
+    # window, 1.75 s, is within the 5 s keepalive and 15 s idle timeout, not this test's 1.5 s)
+    answerer = pair.add("backed-up inbox answerer", StreamingChat(respond, lean_gather=0.0))
     chat = StreamingChat()
     asker = pair.add("backed-up inbox asker", chat)
     stalls: list[float] = []
