@@ -33,6 +33,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def gather_window(text: str) -> float:
+    """A gather window in seconds: 0 (text goes as released) or more, finite."""
+    value = _number(text)
+    if value < 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be 0 seconds or more, finite, got {text}")
+    return value
+
+
 def port(text: str) -> int:
     """A TCP port to listen on: 1 to 65535."""
     try:

@@ -9,7 +9,7 @@ import sys
 import warnings
 from typing import Any
 
-from agent_stream.commands._args import port, rate, seed_refused
+from agent_stream.commands._args import gather_window, port, rate, seed_refused
 from agent_stream.errors import StreamError
 from agent_stream.seeds import WeakSeedWarning
 
@@ -150,6 +150,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "process's own",
     )
     p.add_argument(
+        "--lean-gather",
+        type=gather_window,
+        default=None,
+        metavar="SECONDS",
+        help="to agent_stream askers: how long released text may wait to go with later text "
+        "in one ChatMessage, fewer and fuller envelopes (a message's first text never waits; "
+        "0: each chunk as released; default: 1.75)",
+    )
+    p.add_argument(
         "--network",
         choices=("local", "testnet", "mainnet"),
         default="local",
@@ -272,10 +281,14 @@ def build(args: argparse.Namespace, seed: str) -> tuple[Any, Any, str]:
         fleet = Fleet(fleet_url, policy=settings.delivery)
     spec = getattr(args, "sessions", None) or fleet_url or "memory"
     store = open_store(spec, settings.sessions)
+    from agent_stream.adapters.chat import LEAN_GATHER
+
+    gather = getattr(args, "lean_gather", None)
     chat = StreamingChat(
         respond,
         channels={"reasoning"} if args.reasoning else None,
         settings=settings,
+        lean_gather=LEAN_GATHER if gather is None else gather,
         sessions=store,
         fleet=fleet,
     )

@@ -1,4 +1,4 @@
-"""`agent-stream serve --max-replies N --trust ADDRESS[=N]`: the caps a gateway in front of
+"""`agent-stream serve --max-replies N --trust ADDRESS[=N] --lean-gather S`: the caps a gateway in front of
 the agent needs, refused in one line when they cannot work."""
 
 from __future__ import annotations
@@ -76,3 +76,26 @@ def test_bad_values_are_refused_in_one_line(
     code = main(["serve", "--seed", SEED, "--no-directory", "--port", str(free_port()), *extra])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and said in err[-1] and err[-1].startswith("agent-stream serve: ")
+
+
+def test_lean_gather_reaches_the_agent_and_its_help_names_the_default(
+    built: list[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_stream.adapters.chat import LEAN_GATHER
+
+    agent, chat, _ = build(serve_args("--lean-gather", "0.2"), SEED)
+    built.append(agent)
+    assert chat.lean_gather == 0.2
+    agent, chat, _ = build(serve_args(), SEED)
+    built.append(agent)
+    assert chat.lean_gather == LEAN_GATHER
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--help"])
+    assert f"default: {LEAN_GATHER:g})" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("value", ["-1", "inf", "nan", "soon"])
+def test_a_bad_lean_gather_is_refused(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(["serve", "--lean-gather", value])
+    assert caught.value.code == 2 and "--lean-gather" in capsys.readouterr().err

@@ -57,6 +57,8 @@ def test_an_askers_acknowledgements_of_a_reply_coalesce_and_cover_every_chatmess
             r_seed,
             "--rate",
             "150",
+            "--lean-gather",  # each chunk as released: several arrive while an ack is held
+            "0",
             "--no-directory",
             "--peer",
             f"{address_of(a_seed)}={to_ask.url}",
