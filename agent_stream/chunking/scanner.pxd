@@ -2,7 +2,49 @@
 cimport cython
 
 from .buffer cimport DeltaBuffer
-from .sentences cimport dot_ends, ends_sentence, last_line_break, whitespace_end
+from .sentences cimport (dot_ends, ends_sentence, is_blank, is_space, last_line_break,
+                         whitespace_end)
+
+cdef extern from *:
+    """
+    /* scanner.find_stop: the first character in s[i:n] that may stop the scanner, or -1;
+       outside code one of EVENT_CHARS, inside a code span a backtick or a line break. One loop
+       per character width, the string's data read directly (no call, no bounds check). */
+    static Py_ssize_t agent_stream_find_stop(PyObject *s, Py_ssize_t i, Py_ssize_t n,
+                                             int in_code) {
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        if (n > PyUnicode_GET_LENGTH(s)) n = PyUnicode_GET_LENGTH(s);
+        if (i < 0) i = 0;
+        if (in_code) {
+            for (; i < n; i++) {
+                Py_UCS4 c = PyUnicode_READ(kind, data, i);
+                if (c == '`' || c == '\\n') return i;
+            }
+            return -1;
+        }
+        if (kind == PyUnicode_1BYTE_KIND) {  /* (every stop under U+0100 is ASCII) */
+            const Py_UCS1 *p = (const Py_UCS1 *)data;
+            for (; i < n; i++) {
+                switch (p[i]) {
+                case '.': case '!': case '?': case '\\n': case '`': case '~': return i;
+                }
+            }
+            return -1;
+        }
+        for (; i < n; i++) {
+            switch (PyUnicode_READ(kind, data, i)) {
+            case '.': case '!': case '?': case '\\n': case '`': case '~':
+            case 0x2026: case 0x203C: case 0x2047: case 0x2048: case 0x2049: case 0x061F:
+            case 0x0964: case 0x0965: case 0x3002: case 0xFF01: case 0xFF1F: case 0xFF61:
+                return i;
+            }
+        }
+        return -1;
+    }
+    """
+    Py_ssize_t find_stop "agent_stream_find_stop"(str s, Py_ssize_t i, Py_ssize_t n,
+                                                  bint in_code)
 
 cdef Py_ssize_t _FENCE_LINE_MAX, _FENCE_MIN
 cdef bint COMPILED

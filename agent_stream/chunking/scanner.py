@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 
 from .buffer import DeltaBuffer
 from .sentences import (
-    BLANK,
     CJK_TERMINATOR_SET,
     CLOSER_SET,
     MAY_FOLLOW_END,
@@ -23,6 +23,8 @@ from .sentences import (
     WHITESPACE_SET,
     dot_ends,
     ends_sentence,
+    is_blank,
+    is_space,
     last_line_break,
     whitespace_end,
 )
@@ -87,9 +89,30 @@ _NOT_BEFORE_LOWER = WHITESPACE_SET | set(OPENERS)  # (see _SCAN_EVENT: "etc. and
 try:
     import cython
 except ImportError:  # the interpreted modules, without Cython installed
-    COMPILED = False
-else:
-    COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
+    cython = SimpleNamespace(compiled=False)
+COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
+
+if not cython.compiled:  # (compiled, Cython drops this: scanner.pxd declares it, in C)
+
+    def find_stop(s: str, i: int, n: int, in_code: bool) -> int:
+        """The first character in s[i:n] that may stop the scanner, or -1: outside code one
+        of ``EVENT_CHARS``, inside a code span a backtick or a line break.
+
+        Compiled, a loop in C over the string's characters (scanner.pxd); interpreted (unused,
+        ``next_event`` searches with regexes), a loop.
+
+        Args:
+            s: the text.
+            i: where the search starts.
+            n: where it stops.
+            in_code: s[i] is inside a code span.
+        """
+        stops = "`\n" if in_code else EVENT_CHARS
+        while i < n:
+            if s[i] in stops:
+                return i
+            i += 1
+        return -1
 
 
 def next_event(s: str, i: int, n: int, in_code: bool) -> int:
@@ -109,29 +132,27 @@ def next_event(s: str, i: int, n: int, in_code: bool) -> int:
         m = _IN_CODE_SEARCH(s, i, n) if in_code else _SCAN_SEARCH(s, i, n)
         return -1 if m is None else m.start()
     if in_code:
-        while i < n:
-            c = s[i]
-            if c == "`" or c == "\n":
-                return i
-            i += 1
-        return -1
-    while i < n:
+        return find_stop(s, i, n, True)
+    while True:
+        i = find_stop(s, i, n, False)
+        if i < 0:
+            return -1
         c = s[i]
-        if c in ".!?…‼⁇⁈⁉؟।॥。！？｡\n`~":  # EVENT_CHARS (a literal: compiled, a switch)
-            if c in "\n`~。！？｡" or i + 1 == n:
-                return i
-            f = s[i + 1]
-            if f in MAY_FOLLOW_END and not (
+        if c in "\n`~。！？｡" or i + 1 == n:
+            return i
+        f = s[i + 1]
+        if f == " ":  # (the usual case, and "etc. and": no end after a word, before a lowercase)
+            if not (
                 c == "."
-                and f == " "
                 and i + 2 < n
                 and "a" <= s[i + 2] <= "z"
                 and i > 0
-                and s[i - 1] not in _NOT_BEFORE_LOWER
-            ):
+                and ("a" <= s[i - 1] <= "z" or s[i - 1] not in _NOT_BEFORE_LOWER)
+            ):  # (a lowercase letter before it, the usual case, needs no set lookup)
                 return i
+        elif f in MAY_FOLLOW_END:
+            return i
         i += 1
-    return -1
 
 
 class CodeRegion:
@@ -319,7 +340,7 @@ class BoundaryScanner:
         while r < n and s[r] == fch:
             r += 1
         ls = self.line_start - s0
-        if ls < 0 or BLANK.fullmatch(s, ls, x) is None or (r - x < flen and r < n):
+        if ls < 0 or not is_blank(s, ls, x) or (r - x < flen and r < n):
             return r
         if r == n and not final:
             return self._wait(AFTER_BACKTICKS, x)
@@ -358,7 +379,7 @@ class BoundaryScanner:
                 self.marked_at = s0 + last + 1
             j = i
             lim = max(self.buffer.start - s0, 0)
-            while j > lim and s[j - 1] in WHITESPACE_SET:
+            while j > lim and is_space(s[j - 1]):
                 j -= 1
             # (two line breaks: one before the last, s[i:w] holding no more after it)
             if last_line_break(s, j, last) >= 0 or self.fence_closed_at == s0 + i:
@@ -375,12 +396,7 @@ class BoundaryScanner:
         if r == n and not final:
             return self._wait(AFTER_BACKTICKS, i)
         ls = self.line_start - s0
-        if (
-            r - i >= _FENCE_MIN
-            and self.code_ticks is None
-            and ls >= 0
-            and BLANK.fullmatch(s, ls, i) is not None
-        ):
+        if r - i >= _FENCE_MIN and self.code_ticks is None and ls >= 0 and is_blank(s, ls, i):
             self.fence_region = CodeRegion(self.line_start, True)
             self.regions.append(self.fence_region)
             self.fence = (c, r - i)
@@ -400,15 +416,15 @@ class BoundaryScanner:
         if ls >= 0 and s[ls] in " \t|" and TABLE_ROW.match(s, ls) is not None:
             return i + 1  # never inside a table row
         j = i + 1
-        if j < n and s[j] in _RUN_OR_CLOSER:  # more terminators, closers, whitespace: one look
+        if j < n and s[j] > " " and s[j] in _RUN_OR_CLOSER:  # more of them, closers: one look
             m = _TAIL.match(s, j, n)
             j, k = m.span(1)  # type: ignore[union-attr]
             w = m.end()  # type: ignore[union-attr]
         else:  # the usual case: a space or two, or nothing, after one terminator
             k = w = j
-            if j < n and s[j] in WHITESPACE_SET:
+            if j < n and is_space(s[j]):
                 w = j + 1
-                if w < n and s[w] in WHITESPACE_SET:
+                if w < n and is_space(s[w]):
                     w = whitespace_end(s, w, n)
         if w == n:
             return j if final else self._wait(AFTER_TERMINATOR, i)

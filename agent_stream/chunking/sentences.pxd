@@ -10,6 +10,9 @@ cdef Py_UCS4 _SPACE_OR_CJK_FROM, _CJK_FROM
 
 @cython.locals(e=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)
 cpdef Py_ssize_t last_word_boundary(str s, Py_ssize_t a, Py_ssize_t z)
+cpdef bint is_space(Py_UCS4 c)
+@cython.locals(n=Py_ssize_t, c=Py_UCS4)
+cpdef bint is_blank(str s, Py_ssize_t a, Py_ssize_t z)
 cpdef Py_ssize_t last_line_break(str s, Py_ssize_t a, Py_ssize_t z)
 @cython.locals(c=Py_UCS4)
 cpdef Py_ssize_t whitespace_end(str s, Py_ssize_t i, Py_ssize_t n)
@@ -25,7 +28,7 @@ cpdef object ends_sentence(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t
 @cython.locals(t=Py_ssize_t, e=Py_ssize_t)
 cdef object _glued_word_ends(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t closers_end,
                              Py_ssize_t end)
-@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, x=Py_ssize_t, kind=Py_ssize_t, word=str)
+@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, kind=Py_ssize_t, word=str)
 cpdef bint dot_ends(str s, Py_ssize_t dot, Py_UCS4 following, bint newline,
                     Py_ssize_t line_start)
 cdef Py_ssize_t _word_kind(str word)

@@ -31,6 +31,8 @@ __all__ = [
     "dot_ends",
     "ends_sentence",
     "glued",
+    "is_blank",
+    "is_space",
     "last_clause_boundary",
     "last_line_break",
     "last_word_boundary",
@@ -258,6 +260,38 @@ def whitespace_end(s: str, i: int, n: int) -> int:
             return i
         i += 1
     return i
+
+
+def is_space(c: str) -> bool:
+    """True when ``c`` separates words (is in ``WHITESPACE``): most characters are told apart by
+    two comparisons (compiled, in C, where a set lookup makes a string of the character).
+
+    Args:
+        c: one character.
+    """
+    return not (" " < c < _SPACE_OR_CJK_FROM) and c in WHITESPACE
+
+
+def is_blank(s: str, a: int, z: int) -> bool:
+    """``BLANK.fullmatch(s, a, z) is not None`` (s[a:z] holds only spaces and tabs, the offsets
+    clamped as a regex clamps them), a loop (compiled, in C: a match costs a match object).
+
+    Args:
+        s: the text.
+        a: where the span starts.
+        z: where it ends (excluded).
+    """
+    n = len(s)
+    a = min(max(a, 0), n)
+    z = min(max(z, 0), n)
+    if a > z:
+        return False
+    while a < z:
+        c = s[a]
+        if c != " " and c != "\t":
+            return False
+        a += 1
+    return True
 
 
 def last_line_break(s: str, a: int, z: int) -> int:
@@ -495,10 +529,9 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
         line_start: where the dot's line starts (-1 when it is no longer in ``s``).
     """
     lim = max(dot - _WORD_LOOKBACK, 0)
-    t = s.rfind(" ", lim, dot) + 1 or lim  # the word before it starts after a space or a line break
-    x = s.rfind("\n", t, dot)
-    if x >= 0:
-        t = x + 1
+    t = dot  # the word before it starts after a space or a line break (a loop: words are short)
+    while t > lim and s[t - 1] != " " and s[t - 1] != "\n":
+        t -= 1
     word = s[t:dot]
     kind = _WORD_KINDS.get(word, -1)
     if kind < 0:
@@ -515,7 +548,7 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
             kind = _word_kind(word)
         if kind == _NO_WORD:
             return True
-    if kind & _LISTY and 0 <= line_start <= t and BLANK.fullmatch(s, line_start, t) is not None:
+    if kind & _LISTY and 0 <= line_start <= t and is_blank(s, line_start, t):
         return False  # "1. ", "a. ", "iv. " at the start of a line
     if newline:
         return True
