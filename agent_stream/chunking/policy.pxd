@@ -3,7 +3,8 @@ cimport cython
 
 from .buffer cimport DeltaBuffer
 from .scanner cimport BoundaryScanner, CodeRegion
-from .sentences cimport glued, last_clause_boundary, last_word_boundary, line_kind
+from .sentences cimport (find_char, glued, last_clause_boundary, last_word_boundary, line_kind,
+                         rfind_char, substring)
 
 cdef Py_ssize_t _BACKTRACK
 

@@ -15,6 +15,8 @@ seconds (``time_cut`` holds the text meanwhile: ``held_at``).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from .buffer import DeltaBuffer
 from .scanner import (
     AFTER_NEWLINE,
@@ -34,6 +36,13 @@ from .sentences import (
     last_word_boundary,
     line_kind,
 )
+
+try:
+    import cython
+except ImportError:  # the interpreted modules, without Cython installed
+    cython = SimpleNamespace(compiled=False)
+if not cython.compiled:  # (compiled, Cython drops this: sentences.pxd declares them, in C)
+    from .sentences import find_char, rfind_char, substring
 
 __all__ = ["CutPolicy"]
 
@@ -172,7 +181,11 @@ class CutPolicy:
                 # inside a line open since before the due text: no cut after it keeps it whole
                 line = st == self._mid_line(c)
                 w: int | None = None
-                if not line or k <= st or buf.text.find("\n", st - buf.text_start) >= 0:
+                if (
+                    not line
+                    or k <= st
+                    or find_char(buf.text, "\n", st - buf.text_start, len(buf.text)) >= 0
+                ):
                     w = self._pick(k, buf.end, False, True)
                 if w is not None:
                     c = w
@@ -230,7 +243,7 @@ class CutPolicy:
         if most < k:
             return self._pick(k, avail, True, True)
         lo = max(k, b + min(self.min_chars, most - b) // 2)
-        x = s.rfind("\n", lo - 1 - s0, z)
+        x = rfind_char(s, "\n", lo - 1 - s0, z)
         c = max(ends, s0 + x + 1 if x >= 0 else -1)
         if c < lo:
             x = last_clause_boundary(s, max(lo - _BACKTRACK - s0, 0), z)
@@ -249,7 +262,7 @@ class CutPolicy:
         if c > sc.scanned_to:
             sc.scan(c, True)  # what is skipped is read as if it ended here
         s0 = buf.text_start
-        out.append(buf.text[buf.start - s0 : c - s0])
+        out.append(substring(buf.text, buf.start - s0, c - s0))
         buf.start = c
         self.early_first = False
         sc.forget_before(c)
@@ -274,7 +287,7 @@ class CutPolicy:
                 if st < 0:
                     return c
                 if st == self._mid_line(c):  # inside a line kept whole: on from its end
-                    nl = s.find("\n", m.end(), end)
+                    nl = find_char(s, "\n", m.end(), end)
                     if nl < 0:
                         return -1
                     pos = nl
@@ -320,7 +333,7 @@ class CutPolicy:
                     # too long: cut at line ends; inside a line only when the chunk would
                     # otherwise hold nothing but (part of) that one line
                     s0 = buf.text_start
-                    if buf.text.rfind("\n", max(buf.start - s0, 0), c - s0) >= 0:
+                    if rfind_char(buf.text, "\n", max(buf.start - s0, 0), c - s0) >= 0:
                         return st
                 elif kind != LINE:
                     return st
@@ -359,7 +372,7 @@ class CutPolicy:
         i = c - s0
         if i <= lo or s[i - 1] == "\n":
             return -1
-        x = s.rfind("\n", lo - 1 if lo > 0 else 0, i - 1)
+        x = rfind_char(s, "\n", lo - 1 if lo > 0 else 0, i - 1)
         if x < 0 and lo > 0:
             return -1  # the line started before the unreleased text: it is cut already
         return s0 + x + 1
@@ -373,7 +386,7 @@ class CutPolicy:
         s = buf.text
         s0 = buf.text_start
         if sc.marked_at < buf.start and (
-            c <= sc.scanned_to or s.find("\n", sc.scanned_to - s0, c - s0) < 0
+            c <= sc.scanned_to or find_char(s, "\n", sc.scanned_to - s0, c - s0) < 0
         ):
             # no line that starts in the unreleased text (up to c: all of them scanned) starts
             # like a table row, heading, list item or fence (the usual case)
@@ -400,7 +413,7 @@ class CutPolicy:
             j -= 1
         if j == lo:
             return -1
-        x = s.rfind("\n", lo - 1 if lo > 0 else 0, j - 1)
+        x = rfind_char(s, "\n", lo - 1 if lo > 0 else 0, j - 1)
         if x < 0 and lo > 0:
             return -1
         if line_kind(s, x + 1, n) == HEADING_LINE:
@@ -479,14 +492,14 @@ class CutPolicy:
         s = buf.text
         s0 = buf.text_start
         a = max(lo - 1 - s0, 0)
-        x = s.rfind("\n", a, hi - s0)
+        x = rfind_char(s, "\n", a, hi - s0)
         while x >= 0:
             c = s0 + x + 1
             if c < lo or c <= best:
                 break
             if not check or self._blocked(c, LINE) < 0:
                 return c
-            x = s.rfind("\n", a, x)
+            x = rfind_char(s, "\n", a, x)
         if best >= 0:
             return best
         c = self._last_match(CLAUSE, lo, hi)

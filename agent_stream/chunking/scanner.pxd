@@ -2,14 +2,18 @@
 cimport cython
 
 from .buffer cimport DeltaBuffer
-from .sentences cimport (dot_ends, ends_sentence, is_blank, is_space, last_line_break,
-                         whitespace_end)
+from .sentences cimport (dot_ends, ends_sentence, find_char, is_blank, is_space,
+                         last_line_break, rfind_char, whitespace_end)
 
 cdef extern from *:
     """
     /* scanner.find_stop: the first character in s[i:n] that may stop the scanner, or -1;
        outside code one of EVENT_CHARS, inside a code span a backtick or a line break. One loop
        per character width, the string's data read directly (no call, no bounds check). */
+    #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+    #include <emmintrin.h>
+    #define AGENT_STREAM_SSE2 1
+    #endif
     static Py_ssize_t agent_stream_find_stop(PyObject *s, Py_ssize_t i, Py_ssize_t n,
                                              int in_code) {
         int kind = PyUnicode_KIND(s);
@@ -25,6 +29,21 @@ cdef extern from *:
         }
         if (kind == PyUnicode_1BYTE_KIND) {  /* (every stop under U+0100 is ASCII) */
             const Py_UCS1 *p = (const Py_UCS1 *)data;
+    #ifdef AGENT_STREAM_SSE2
+            /* sixteen characters at a time: compared with each stop, the matches' bits ORed */
+            const __m128i dot = _mm_set1_epi8('.'), bang = _mm_set1_epi8('!');
+            const __m128i ask = _mm_set1_epi8('?'), nl = _mm_set1_epi8('\\n');
+            const __m128i tick = _mm_set1_epi8('`'), tilde = _mm_set1_epi8('~');
+            for (; i + 16 <= n; i += 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+                __m128i m = _mm_or_si128(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, dot), _mm_cmpeq_epi8(v, bang)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(v, ask), _mm_cmpeq_epi8(v, nl))),
+                    _mm_or_si128(_mm_cmpeq_epi8(v, tick), _mm_cmpeq_epi8(v, tilde)));
+                int bits = _mm_movemask_epi8(m);
+                if (bits) return i + __builtin_ctz((unsigned int)bits);
+            }
+    #endif
             for (; i < n; i++) {
                 switch (p[i]) {
                 case '.': case '!': case '?': case '\\n': case '`': case '~': return i;
@@ -74,7 +93,8 @@ cdef class BoundaryScanner:
     cpdef bint fence_may_close(self)
     @cython.locals(cands=list, last=tuple, at=Py_ssize_t)
     cpdef add(self, Py_ssize_t reach, Py_ssize_t cut, Py_ssize_t kind)
-    @cython.locals(cands=list, i=Py_ssize_t, at=Py_ssize_t, regions=list, reg=CodeRegion)
+    @cython.locals(cands=list, i=Py_ssize_t, at=Py_ssize_t, regions=list, reg=CodeRegion,
+                   end=object)
     cpdef forget_before(self, Py_ssize_t cut)
     @cython.locals(buf=DeltaBuffer, s=str, s0=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_UCS4)
     cpdef scan(self, Py_ssize_t stop, bint final)

@@ -92,7 +92,8 @@ except ImportError:  # the interpreted modules, without Cython installed
     cython = SimpleNamespace(compiled=False)
 COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
 
-if not cython.compiled:  # (compiled, Cython drops this: scanner.pxd declares it, in C)
+if not cython.compiled:  # (compiled, Cython drops this: the .pxd files declare them, in C)
+    from .sentences import find_char, rfind_char
 
     def find_stop(s: str, i: int, n: int, in_code: bool) -> int:
         """The first character in s[i:n] that may stop the scanner, or -1: outside code one
@@ -150,8 +151,10 @@ def next_event(s: str, i: int, n: int, in_code: bool) -> int:
                 and ("a" <= s[i - 1] <= "z" or s[i - 1] not in _NOT_BEFORE_LOWER)
             ):  # (a lowercase letter before it, the usual case, needs no set lookup)
                 return i
-        elif f in MAY_FOLLOW_END:
+        elif f == "\n" or "A" <= f <= "Z":
             return i
+        elif not ("a" <= f <= "z" or "0" <= f <= "9") and f in MAY_FOLLOW_END:
+            return i  # (a lowercase letter or a digit may not follow: no set lookup for them)
         i += 1
 
 
@@ -270,13 +273,32 @@ class BoundaryScanner:
             if at > cut:
                 break
             i += 1
-        if i:
+        if i == 1:
+            del cands[0]  # (the usual case; compiled, no slice object and no int made for it)
+        elif i:
             del cands[:i]
         regions = self.regions
-        for reg in regions:
-            if reg.end is not None and reg.end <= cut:  # (else the list stays as it is)
-                self.regions = [r for r in regions if r.end is None or r.end > cut]
+        # the usual case: the first ones ended (code is met in order), removed in place
+        i = 0
+        while i < len(regions):
+            end = regions[i].end
+            if end is None:
                 break
+            at = end  # (compiled, a C integer: ``cut`` is compared unboxed)
+            if at > cut:
+                break
+            i += 1
+        if i == 1:
+            del regions[0]
+        elif i:
+            del regions[:i]
+        for reg in regions:
+            end = reg.end
+            if end is not None:
+                at = end
+                if at <= cut:  # (else the list stays as it is)
+                    self.regions = [r for r in regions if r.end is None or r.end > cut]
+                    break
 
     def scan(self, stop: int, final: bool) -> None:
         """Analyse the text from ``scanned_to`` to ``stop``.
@@ -295,7 +317,7 @@ class BoundaryScanner:
             and self.waiting
             and self.waiting_for == AFTER_TERMINATOR
             and stop == self.window_end
-            and s.find("\n", i, n) < 0
+            and find_char(s, "\n", i, n) < 0
         ):
             # Stalled at a terminator with only more of them, closers and spaces after it, to
             # ``stop``: at the end of the text it ends no sentence, and no line either.
@@ -330,8 +352,8 @@ class BoundaryScanner:
         """Inside a fence only a closing fence line matters: find the fence character."""
         assert self.fence is not None
         fch, flen = self.fence
-        x = s.find(fch, i, n)
-        last = s.rfind("\n", i, n if x < 0 else x)
+        x = find_char(s, fch, i, n)
+        last = rfind_char(s, "\n", i, n if x < 0 else x)
         if last >= 0:
             self.line_start = s0 + last + 1
         if x < 0:
@@ -346,7 +368,7 @@ class BoundaryScanner:
             return self._wait(AFTER_BACKTICKS, x)
         if r - x < flen:
             return r
-        nl = s.find("\n", r, n)
+        nl = find_char(s, "\n", r, n)
         if s[r : n if nl < 0 else nl].strip(" \t\r"):
             return r  # text after the fence characters: not a closing fence
         if nl < 0 and not final:

@@ -2,14 +2,78 @@
 cimport cython
 
 cdef Py_ssize_t _WORD_LOOKBACK, _LOOK_BACK, _NEVER, _UPPER, _NOT_LOWER, _RULE, _LISTY, _SPACED, _NO_WORD
-cdef Py_ssize_t _WORD_KINDS_MAX
+cdef Py_ssize_t _WORD_KINDS_MAX, _PLAIN_WORD_FROM
 cdef dict _WORD_KINDS
 cdef str WHITESPACE
 cdef Py_UCS4 _SPACE_OR_CJK_FROM, _CJK_FROM
 
+cdef extern from *:
+    """
+    /* sentences.find_char and rfind_char: str.find(c, a, z) and str.rfind(c, a, z) for one
+       character c, the offsets adjusted as str.find adjusts them; the string's data read
+       directly (memchr for one byte a character), without str.find's dispatch. */
+    #include <string.h>
+    static void agent_stream_adjust(Py_ssize_t len, Py_ssize_t *a, Py_ssize_t *z) {
+        if (*z > len) *z = len;
+        else if (*z < 0) { *z += len; if (*z < 0) *z = 0; }
+        if (*a < 0) { *a += len; if (*a < 0) *a = 0; }
+    }
+    static Py_ssize_t agent_stream_find_char(PyObject *s, Py_UCS4 c, Py_ssize_t a,
+                                             Py_ssize_t z) {
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        agent_stream_adjust(PyUnicode_GET_LENGTH(s), &a, &z);
+        if (a >= z) return -1;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *p = (const Py_UCS1 *)data;
+            const Py_UCS1 *f;
+            if (c > 0xFF) return -1;
+            f = (const Py_UCS1 *)memchr(p + a, (int)c, (size_t)(z - a));
+            return f == NULL ? -1 : f - p;
+        }
+        for (; a < z; a++) {
+            if (PyUnicode_READ(kind, data, a) == c) return a;
+        }
+        return -1;
+    }
+    static Py_ssize_t agent_stream_rfind_char(PyObject *s, Py_UCS4 c, Py_ssize_t a,
+                                              Py_ssize_t z) {
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        agent_stream_adjust(PyUnicode_GET_LENGTH(s), &a, &z);
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *p = (const Py_UCS1 *)data;
+            if (c > 0xFF || a >= z) return -1;
+    #ifdef HAVE_MEMRCHR
+            {
+                const Py_UCS1 *f = (const Py_UCS1 *)memrchr(p + a, (int)c, (size_t)(z - a));
+                return f == NULL ? -1 : f - p;
+            }
+    #else
+            while (z > a) {
+                if (p[--z] == c) return z;
+            }
+            return -1;
+    #endif
+        }
+        while (z > a) {
+            z--;
+            if (PyUnicode_READ(kind, data, z) == c) return z;
+        }
+        return -1;
+    }
+    """
+    Py_ssize_t find_char "agent_stream_find_char"(str s, Py_UCS4 c, Py_ssize_t a, Py_ssize_t z)
+    Py_ssize_t rfind_char "agent_stream_rfind_char"(str s, Py_UCS4 c, Py_ssize_t a,
+                                                    Py_ssize_t z)
+    # (CPython's: the slice s[a:z], 0 <= a <= z; Cython's own slicing works out whether a piece
+    # of a one-byte string is ASCII by reading it, where CPython knows it from s)
+    str substring "PyUnicode_Substring"(str s, Py_ssize_t a, Py_ssize_t z)
+
 
 @cython.locals(e=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)
 cpdef Py_ssize_t last_word_boundary(str s, Py_ssize_t a, Py_ssize_t z)
+cpdef Py_ssize_t char_search(str s, Py_UCS4 c, Py_ssize_t a, Py_ssize_t z, bint backwards)
 cpdef bint is_space(Py_UCS4 c)
 @cython.locals(n=Py_ssize_t, c=Py_UCS4)
 cpdef bint is_blank(str s, Py_ssize_t a, Py_ssize_t z)
@@ -28,7 +92,7 @@ cpdef object ends_sentence(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t
 @cython.locals(t=Py_ssize_t, e=Py_ssize_t)
 cdef object _glued_word_ends(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t closers_end,
                              Py_ssize_t end)
-@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, kind=Py_ssize_t, word=str)
+@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, kind=Py_ssize_t, word=str, c=Py_UCS4, letters=bint)
 cpdef bint dot_ends(str s, Py_ssize_t dot, Py_UCS4 following, bint newline,
                     Py_ssize_t line_start)
 cdef Py_ssize_t _word_kind(str word)

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from types import SimpleNamespace
+
+try:
+    import cython
+except ImportError:  # the interpreted modules, without Cython installed
+    cython = SimpleNamespace(compiled=False)
 
 __all__ = [
     "BLANK",
@@ -28,6 +34,7 @@ __all__ = [
     "VISIBLE_WORD_BOUNDARY",
     "WHITESPACE_RUN",
     "WHITESPACE_SET",
+    "char_search",
     "dot_ends",
     "ends_sentence",
     "glued",
@@ -256,10 +263,42 @@ def whitespace_end(s: str, i: int, n: int) -> int:
     """
     while i < n:
         c = s[i]
-        if (" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE:
+        if c != " " and c != "\n" and ((" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE):
             return i
         i += 1
     return i
+
+
+if not cython.compiled:  # (compiled, Cython drops this: sentences.pxd declares them, in C)
+    # ``s.find(c, a, z)`` and ``s.rfind(c, a, z)`` for one character ``c`` (compiled, loops over
+    # the string's data, without ``str.find``'s dispatch); ``s[a:z]`` for 0 <= a <= z (compiled,
+    # CPython's slicing, which knows an ASCII string's pieces are ASCII).
+    find_char = str.find
+    rfind_char = str.rfind
+
+    def substring(s: str, a: int, z: int) -> str:
+        """``s[a:z]`` (compiled, ``PyUnicode_Substring``).
+
+        Args:
+            s: the text.
+            a: where the piece starts (>= 0).
+            z: where it ends (>= a).
+        """
+        return s[a:z]
+
+
+def char_search(s: str, c: str, a: int, z: int, backwards: bool) -> int:
+    """``find_char`` (``rfind_char`` when ``backwards``) as a Python function in both builds (the
+    compiled ones are C, for the tests to hold them to ``str.find``).
+
+    Args:
+        s: the text.
+        c: the character looked for.
+        a: where the search starts.
+        z: where it ends (excluded).
+        backwards: the last one, not the first.
+    """
+    return rfind_char(s, c, a, z) if backwards else find_char(s, c, a, z)
 
 
 def is_space(c: str) -> bool:
@@ -269,7 +308,7 @@ def is_space(c: str) -> bool:
     Args:
         c: one character.
     """
-    return not (" " < c < _SPACE_OR_CJK_FROM) and c in WHITESPACE
+    return c == " " or c == "\n" or (not (" " < c < _SPACE_OR_CJK_FROM) and c in WHITESPACE)
 
 
 def is_blank(s: str, a: int, z: int) -> bool:
@@ -530,12 +569,21 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
     """
     lim = max(dot - _WORD_LOOKBACK, 0)
     t = dot  # the word before it starts after a space or a line break (a loop: words are short)
-    while t > lim and s[t - 1] != " " and s[t - 1] != "\n":
+    letters = True  # all ASCII letters so far
+    while t > lim:
+        c = s[t - 1]
+        if c == " " or c == "\n":
+            break
+        if letters and not ("a" <= c <= "z" or "A" <= c <= "Z"):
+            letters = False
         t -= 1
-    word = s[t:dot]
-    kind = _WORD_KINDS.get(word, -1)
-    if kind < 0:
-        kind = _word_kind(word)
+    if letters and dot - t >= _PLAIN_WORD_FROM:
+        kind = _NOT_LOWER  # a plain word, no abbreviation, too long for a list marker
+    else:
+        word = s[t:dot]
+        kind = _WORD_KINDS.get(word, -1)
+        if kind < 0:
+            kind = _word_kind(word)
     if kind >= _SPACED:
         if kind == _NO_WORD:
             return True
@@ -570,6 +618,9 @@ _SPACED = 8
 _NO_WORD = 16
 _WORD_KINDS: dict[str, int] = {}
 _WORD_KINDS_MAX = 4096  # a cache of the words seen: cleared when it grows past this
+# A word of ASCII letters this long is none of the abbreviations and no list marker: what
+# ``_word_kind`` says of it is ``_NOT_LOWER`` (``dot_ends`` needs no lookup).
+_PLAIN_WORD_FROM = max(6, *map(len, _NEVER_ENDS | _ENDS_BEFORE_CAPITAL)) + 1
 
 
 def _word_kind(word: str) -> int:

@@ -7,12 +7,23 @@ from chunker_impls import compiled_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_stream.chunking import sentences
-from agent_stream.chunking.sentences import BLANK, WHITESPACE, WHITESPACE_SET
+from agent_stream.chunking import scanner, sentences
+from agent_stream.chunking.scanner import EVENT_CHARS
+from agent_stream.chunking.sentences import (
+    BLANK,
+    MAY_FOLLOW_END,
+    OPENERS,
+    WHITESPACE,
+    WHITESPACE_SET,
+)
 
 MANY = settings(max_examples=500, deadline=None)
 # The rules of both builds (the compiled one when it is built).
 BUILDS = [m for m in (sentences, compiled_module("sentences")) if m is not None]
+SCANNERS = [m for m in (scanner, compiled_module("scanner")) if m is not None]
+# The scanner's stops, what decides them, and the letters they are usually among (in runs long
+# enough for the compiled search's sixteen characters at a time).
+_STOPS = sorted(set(EVENT_CHARS + "".join(MAY_FOLLOW_END) + OPENERS + "az,;0中é"))
 
 
 @MANY
@@ -36,3 +47,49 @@ def test_is_space_on_every_whitespace_character_and_its_neighbours() -> None:
     for rules in BUILDS:
         for c in near | {"\x85", "\u00a0", "\u200b", "\u202f", "\ufeff"}:
             assert rules.is_space(c) == (c in WHITESPACE_SET), (rules, hex(ord(c)))
+
+
+@MANY
+@given(
+    st.text(alphabet="ab\n \u00e9\u4e2d\U0001f600", max_size=14),
+    st.sampled_from(["\n", "a", "\u00e9", "\u4e2d", "\U0001f600", "\u0100"]),
+    st.integers(-16, 16),
+    st.integers(-16, 16),
+)
+def test_find_char_and_rfind_char_are_str_find(s: str, c: str, a: int, z: int) -> None:
+    """Any width of string and character, offsets out of range and crossed too."""
+    for rules in BUILDS:
+        assert rules.char_search(s, c, a, z, False) == s.find(c, a, z), rules
+        assert rules.char_search(s, c, a, z, True) == s.rfind(c, a, z), rules
+
+
+@MANY
+@given(
+    st.text(
+        alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        min_size=sentences._PLAIN_WORD_FROM,
+    )
+)
+def test_a_long_word_of_letters_is_plain_before_a_dot(word: str) -> None:
+    """``dot_ends`` takes a word of ASCII letters this long for ``_NOT_LOWER`` without a lookup:
+    what ``_word_kind`` says of it."""
+    assert sentences._word_kind(word) == sentences._NOT_LOWER
+
+
+@MANY
+@given(
+    st.lists(st.one_of(st.sampled_from(_STOPS), st.just("abcdefgh")), max_size=40).map("".join),
+    st.data(),
+)
+def test_next_event_in_long_texts_stops_where_the_scanner_regexes_match(
+    s: str, data: st.DataObject
+) -> None:
+    i = data.draw(st.integers(0, len(s)))
+    n = data.draw(st.integers(i, len(s)))
+    m = scanner._SCAN_EVENT.search(s, i, n)
+    in_text = -1 if m is None else m.start()
+    m = scanner._IN_CODE.search(s, i, n)
+    in_code = -1 if m is None else m.start()
+    for build in SCANNERS:
+        assert build.next_event(s, i, n, False) == in_text, build
+        assert build.next_event(s, i, n, True) == in_code, build
