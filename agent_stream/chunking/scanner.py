@@ -256,7 +256,7 @@ class BoundaryScanner:
             at = last[1]  # (compiled, a C integer: ``cut`` is compared unboxed)
             if at >= cut:
                 if at == cut and kind < last[2]:
-                    cands[-1] = (last[0], cut, kind)
+                    cands[-1] = (last[0], last[1], kind)  # (its offsets' objects, no new ones)
                 return
         cands.append((reach, cut, kind))
 
@@ -277,8 +277,10 @@ class BoundaryScanner:
             del cands[0]  # (the usual case; compiled, no slice object and no int made for it)
         elif i:
             del cands[:i]
+        # Code is met in order and never nests: the regions are in the order of their starts,
+        # each ends before the next starts, only the last may be open. Those ending by the cut
+        # are the first ones.
         regions = self.regions
-        # the usual case: the first ones ended (code is met in order), removed in place
         i = 0
         while i < len(regions):
             end = regions[i].end
@@ -292,13 +294,6 @@ class BoundaryScanner:
             del regions[0]
         elif i:
             del regions[:i]
-        for reg in regions:
-            end = reg.end
-            if end is not None:
-                at = end
-                if at <= cut:  # (else the list stays as it is)
-                    self.regions = [r for r in regions if r.end is None or r.end > cut]
-                    break
 
     def scan(self, stop: int, final: bool) -> None:
         """Analyse the text from ``scanned_to`` to ``stop``.

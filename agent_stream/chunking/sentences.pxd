@@ -5,6 +5,7 @@ cdef Py_ssize_t _WORD_LOOKBACK, _LOOK_BACK, _NEVER, _UPPER, _NOT_LOWER, _RULE, _
 cdef Py_ssize_t _WORD_KINDS_MAX, _PLAIN_WORD_FROM
 cdef dict _WORD_KINDS
 cdef str WHITESPACE
+cdef bint COMPILED
 cdef Py_UCS4 _SPACE_OR_CJK_FROM, _CJK_FROM
 
 cdef extern from *:
@@ -62,7 +63,47 @@ cdef extern from *:
         }
         return -1;
     }
+
+    /* dot_ends's cache in front of _WORD_KINDS, for the words of one-byte strings: the kind of
+       the word s[t:dot] found by its characters, no string made and no dict looked into. A slot
+       per hash of the characters; the last word stored in a slot keeps it. */
+    #define AGENT_STREAM_WORD_MAX 15
+    #define AGENT_STREAM_WORD_SLOTS 512
+    typedef struct {
+        unsigned char len;
+        signed char kind;
+        Py_UCS1 chars[AGENT_STREAM_WORD_MAX];
+    } agent_stream_word;
+    static agent_stream_word agent_stream_words[AGENT_STREAM_WORD_SLOTS];
+    static agent_stream_word *agent_stream_word_slot(PyObject *s, Py_ssize_t t,
+                                                     Py_ssize_t dot) {
+        const Py_UCS1 *w;
+        size_t h = 2166136261u;
+        Py_ssize_t k;
+        if (PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND || t < 0 || dot - t <= 0
+            || dot - t > AGENT_STREAM_WORD_MAX || dot > PyUnicode_GET_LENGTH(s)) return NULL;
+        w = PyUnicode_1BYTE_DATA(s) + t;
+        for (k = 0; k < dot - t; k++) h = (h ^ w[k]) * 16777619u;
+        return &agent_stream_words[(h ^ (h >> 16)) & (AGENT_STREAM_WORD_SLOTS - 1)];
+    }
+    static Py_ssize_t agent_stream_cached_kind(PyObject *s, Py_ssize_t t, Py_ssize_t dot) {
+        agent_stream_word *e = agent_stream_word_slot(s, t, dot);
+        if (e == NULL || e->len != dot - t
+            || memcmp(e->chars, PyUnicode_1BYTE_DATA(s) + t, (size_t)(dot - t)) != 0) return -1;
+        return e->kind;
+    }
+    static void agent_stream_cache_kind(PyObject *s, Py_ssize_t t, Py_ssize_t dot,
+                                        Py_ssize_t kind) {
+        agent_stream_word *e = agent_stream_word_slot(s, t, dot);
+        if (e == NULL || kind < 0 || kind > 127) return;
+        e->len = (unsigned char)(dot - t);
+        e->kind = (signed char)kind;
+        memcpy(e->chars, PyUnicode_1BYTE_DATA(s) + t, (size_t)(dot - t));
+    }
     """
+    Py_ssize_t cached_kind "agent_stream_cached_kind"(str s, Py_ssize_t t, Py_ssize_t dot)
+    void cache_kind "agent_stream_cache_kind"(str s, Py_ssize_t t, Py_ssize_t dot,
+                                              Py_ssize_t kind)
     Py_ssize_t find_char "agent_stream_find_char"(str s, Py_UCS4 c, Py_ssize_t a, Py_ssize_t z)
     Py_ssize_t rfind_char "agent_stream_rfind_char"(str s, Py_UCS4 c, Py_ssize_t a,
                                                     Py_ssize_t z)

@@ -15,6 +15,7 @@ try:
     import cython
 except ImportError:  # the interpreted modules, without Cython installed
     cython = SimpleNamespace(compiled=False)
+COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
 
 __all__ = [
     "BLANK",
@@ -275,6 +276,28 @@ if not cython.compiled:  # (compiled, Cython drops this: sentences.pxd declares 
     # CPython's slicing, which knows an ASCII string's pieces are ASCII).
     find_char = str.find
     rfind_char = str.rfind
+
+    def cached_kind(s: str, t: int, dot: int) -> int:
+        """What ``_word_kind`` says of s[t:dot], if remembered by the compiled build's own cache
+        (sentences.pxd, in C), else -1; interpreted, not called.
+
+        Args:
+            s: the text.
+            t: where the word starts.
+            dot: where it ends (the dot after it).
+        """
+        return -1
+
+    def cache_kind(s: str, t: int, dot: int, kind: int) -> None:
+        """Remember what ``_word_kind`` says of s[t:dot] (compiled, in C); interpreted, not
+        called.
+
+        Args:
+            s: the text.
+            t: where the word starts.
+            dot: where it ends (the dot after it).
+            kind: what ``_word_kind`` says of it.
+        """
 
     def substring(s: str, a: int, z: int) -> str:
         """``s[a:z]`` (compiled, ``PyUnicode_Substring``).
@@ -580,10 +603,14 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
     if letters and dot - t >= _PLAIN_WORD_FROM:
         kind = _NOT_LOWER  # a plain word, no abbreviation, too long for a list marker
     else:
-        word = s[t:dot]
-        kind = _WORD_KINDS.get(word, -1)
+        kind = cached_kind(s, t, dot) if COMPILED else -1  # (compiled: by its characters, in C)
         if kind < 0:
-            kind = _word_kind(word)
+            word = s[t:dot]
+            kind = _WORD_KINDS.get(word, -1)
+            if kind < 0:
+                kind = _word_kind(word)
+            if COMPILED:
+                cache_kind(s, t, dot, kind)
     if kind >= _SPACED:
         if kind == _NO_WORD:
             return True

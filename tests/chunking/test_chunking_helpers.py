@@ -3,11 +3,13 @@ hot paths (compiled, loops in C), against what they stand for, on both builds.""
 
 from __future__ import annotations
 
+import itertools
+
 from chunker_impls import compiled_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_stream.chunking import scanner, sentences
+from agent_stream.chunking import buffer, scanner, sentences
 from agent_stream.chunking.scanner import EVENT_CHARS
 from agent_stream.chunking.sentences import (
     BLANK,
@@ -21,6 +23,7 @@ MANY = settings(max_examples=500, deadline=None)
 # The rules of both builds (the compiled one when it is built).
 BUILDS = [m for m in (sentences, compiled_module("sentences")) if m is not None]
 SCANNERS = [m for m in (scanner, compiled_module("scanner")) if m is not None]
+BUFFERS = [m for m in (buffer, compiled_module("buffer")) if m is not None]
 # The scanner's stops, what decides them, and the letters they are usually among (in runs long
 # enough for the compiled search's sixteen characters at a time).
 _STOPS = sorted(set(EVENT_CHARS + "".join(MAY_FOLLOW_END) + OPENERS + "az,;0中é"))
@@ -93,3 +96,31 @@ def test_next_event_in_long_texts_stops_where_the_scanner_regexes_match(
     for build in SCANNERS:
         assert build.next_event(s, i, n, False) == in_text, build
         assert build.next_event(s, i, n, True) == in_code, build
+
+
+_CODE_ATOMS = ["a", " b", ".", " ", "\n", "\n\n", "`", "``", "```", "~~~", "x.y", "|", "1. ", "- "]
+
+
+@MANY
+@given(st.lists(st.sampled_from(_CODE_ATOMS), max_size=50), st.data())
+def test_code_regions_are_in_order_and_only_the_last_is_open(
+    atoms: list[str], data: st.DataObject
+) -> None:
+    """What ``forget_before`` relies on to drop the regions a cut released from the front:
+    however the text arrives, each region ends before the next starts, only the last is open."""
+    text = "".join(atoms)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    for build, buffers in zip(SCANNERS, BUFFERS, strict=True):
+        buf = buffers.DeltaBuffer()
+        sc = build.BoundaryScanner(buf)
+        for a, z in zip([0, *cuts], [*cuts, len(text)], strict=True):
+            buf.deltas.append(text[a:z])
+            buf.join()
+            sc.scan(buf.end, False)
+            regions = sc.regions
+            for one, after in itertools.pairwise(regions):
+                assert one.end is not None and one.start < one.end <= after.start, build
+        sc.scan(buf.end, True)
+        regions = sc.regions
+        for one, after in itertools.pairwise(regions):
+            assert one.end is not None and one.start < one.end <= after.start, build
