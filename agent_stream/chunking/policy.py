@@ -30,11 +30,12 @@ from .scanner import (
 from .sentences import (
     HEADING_LINE,
     PLAIN_LINE,
-    VISIBLE_WORD_BOUNDARY,
     glued,
+    is_space,
     last_clause_boundary,
     last_word_boundary,
     line_kind,
+    visible_word_boundary,
 )
 
 try:
@@ -114,7 +115,8 @@ class CutPolicy:
             early = self.early_first
             need = 1 if early else self.min_chars
             c = -1
-            for _reach, cut, _kind in self.scanner.candidates:
+            for cand in self.scanner.candidates:
+                cut = cand[1]  # (compiled, read from the tuple unboxed, nothing unpacked)
                 if cut - b >= need:
                     if cut - b > mx:
                         break
@@ -276,10 +278,10 @@ class CutPolicy:
         pos = max(start - 1, buf.start) - s0
         end = buf.end - s0
         while True:
-            m = VISIBLE_WORD_BOUNDARY.search(s, pos, end)
-            if m is None:
+            e = visible_word_boundary(s, pos, end)  # (VISIBLE_WORD_BOUNDARY's match's end)
+            if e < 0:
                 return -1
-            c = s0 + m.end()
+            c = s0 + e
             if c > hi:
                 return -1
             if c >= start and (not self.scanner.regions or self._blocking_code(c, WORD) < 0):
@@ -287,12 +289,12 @@ class CutPolicy:
                 if st < 0:
                     return c
                 if st == self._mid_line(c):  # inside a line kept whole: on from its end
-                    nl = find_char(s, "\n", m.end(), end)
+                    nl = find_char(s, "\n", e, end)
                     if nl < 0:
                         return -1
                     pos = nl
                     continue
-            pos = m.end() + (1 if m.end() == m.start() else 0)
+            pos = e if is_space(s[e - 1]) else e + 1  # (on past an empty match)
 
     def _forced_cut(self) -> int:
         """A cut for a buffer over ``max_chars``: the best boundary in it, else inside a word."""

@@ -93,8 +93,8 @@ cdef class BoundaryScanner:
     cpdef bint fence_may_close(self)
     @cython.locals(cands=list, last=tuple, at=Py_ssize_t)
     cpdef add(self, Py_ssize_t reach, Py_ssize_t cut, Py_ssize_t kind)
-    @cython.locals(cands=list, i=Py_ssize_t, at=Py_ssize_t, regions=list, reg=CodeRegion,
-                   end=object)
+    @cython.locals(cands=list, cand=tuple, i=Py_ssize_t, at=Py_ssize_t, regions=list,
+                   reg=CodeRegion, end=object)
     cpdef forget_before(self, Py_ssize_t cut)
     @cython.locals(buf=DeltaBuffer, s=str, s0=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_UCS4)
     cpdef scan(self, Py_ssize_t stop, bint final)

@@ -269,7 +269,8 @@ class BoundaryScanner:
         cands = self.candidates
         i = 0
         while i < len(cands):
-            at = cands[i][1]  # (compiled, a C integer: ``cut`` is compared unboxed)
+            cand = cands[i]
+            at = cand[1]  # (compiled, a C integer: ``cut`` is compared unboxed)
             if at > cut:
                 break
             i += 1
@@ -283,7 +284,8 @@ class BoundaryScanner:
         regions = self.regions
         i = 0
         while i < len(regions):
-            end = regions[i].end
+            reg = regions[i]
+            end = reg.end
             if end is None:
                 break
             at = end  # (compiled, a C integer: ``cut`` is compared unboxed)

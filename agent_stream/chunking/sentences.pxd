@@ -4,7 +4,7 @@ cimport cython
 cdef Py_ssize_t _WORD_LOOKBACK, _LOOK_BACK, _NEVER, _UPPER, _NOT_LOWER, _RULE, _LISTY, _SPACED, _NO_WORD
 cdef Py_ssize_t _WORD_KINDS_MAX, _PLAIN_WORD_FROM
 cdef dict _WORD_KINDS
-cdef str WHITESPACE
+cdef str WHITESPACE, _CJK_PUNCT
 cdef bint COMPILED
 cdef Py_UCS4 _SPACE_OR_CJK_FROM, _CJK_FROM
 
@@ -116,6 +116,9 @@ cdef extern from *:
 cpdef Py_ssize_t last_word_boundary(str s, Py_ssize_t a, Py_ssize_t z)
 cpdef Py_ssize_t char_search(str s, Py_UCS4 c, Py_ssize_t a, Py_ssize_t z, bint backwards)
 cpdef bint is_space(Py_UCS4 c)
+cpdef bint is_cjk(Py_UCS4 c)
+@cython.locals(p=Py_ssize_t, e=Py_ssize_t, c=Py_UCS4)
+cpdef Py_ssize_t visible_word_boundary(str s, Py_ssize_t pos, Py_ssize_t end)
 @cython.locals(n=Py_ssize_t, c=Py_UCS4)
 cpdef bint is_blank(str s, Py_ssize_t a, Py_ssize_t z)
 cpdef Py_ssize_t last_line_break(str s, Py_ssize_t a, Py_ssize_t z)

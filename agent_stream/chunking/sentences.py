@@ -40,11 +40,13 @@ __all__ = [
     "ends_sentence",
     "glued",
     "is_blank",
+    "is_cjk",
     "is_space",
     "last_clause_boundary",
     "last_line_break",
     "last_word_boundary",
     "line_kind",
+    "visible_word_boundary",
     "whitespace_end",
 ]
 
@@ -332,6 +334,46 @@ def is_space(c: str) -> bool:
         c: one character.
     """
     return c == " " or c == "\n" or (not (" " < c < _SPACE_OR_CJK_FROM) and c in WHITESPACE)
+
+
+def is_cjk(c: str) -> bool:
+    """True when ``c`` is one of ``_CJK_CHARS`` (kana, CJK ideographs, halfwidth katakana), by
+    comparisons (compiled, in C).
+
+    Args:
+        c: one character.
+    """
+    return (
+        "\u3040" <= c <= "\u30ff"
+        or "\u3400" <= c <= "\u4dbf"
+        or "\u4e00" <= c <= "\u9fff"
+        or "\uf900" <= c <= "\ufaff"
+        or "\uff66" <= c <= "\uff9f"
+    )
+
+
+def visible_word_boundary(s: str, pos: int, end: int) -> int:
+    """Where the first match of ``VISIBLE_WORD_BOUNDARY`` in s[pos:end] ends, or -1: the end of a
+    run of whitespace with a visible character after it, or a place after a CJK character before
+    a visible one that is not CJK punctuation (an empty match: ``s[e - 1]`` is no space). A loop
+    (compiled, in C: a search makes a match object and tries both alternatives everywhere).
+
+    Args:
+        s: the text.
+        pos: where the search starts.
+        end: where it stops.
+    """
+    end = min(end, len(s))
+    p = max(pos, 0)
+    while p < end:
+        c = s[p]
+        if is_space(c):  # (a run reaching ``end`` has nothing visible after it: none further)
+            e = whitespace_end(s, p, end)
+            return e if e < end else -1
+        if p > 0 and s[p - 1] >= _CJK_FROM and is_cjk(s[p - 1]) and c not in _CJK_PUNCT:
+            return p
+        p += 1
+    return -1
 
 
 def is_blank(s: str, a: int, z: int) -> bool:

@@ -4,6 +4,7 @@ hot paths (compiled, loops in C), against what they stand for, on both builds.""
 from __future__ import annotations
 
 import itertools
+import re
 
 from chunker_impls import compiled_module
 from hypothesis import given, settings
@@ -124,3 +125,24 @@ def test_code_regions_are_in_order_and_only_the_last_is_open(
         regions = sc.regions
         for one, after in itertools.pairwise(regions):
             assert one.end is not None and one.start < one.end <= after.start, build
+
+
+def test_is_cjk_is_the_cjk_class_on_every_character_of_the_basic_plane() -> None:
+    cjk = re.compile(f"[{sentences._CJK_CHARS}]")
+    for rules in BUILDS:
+        wrong = [hex(o) for o in range(0x10000) if rules.is_cjk(chr(o)) != bool(cjk.match(chr(o)))]
+        assert not wrong, (rules, wrong[:10])
+
+
+@MANY
+@given(st.text(alphabet=" \t\n\u3000a.今カ。」ｦ", max_size=16), st.data())
+def test_visible_word_boundary_ends_where_the_regex_match_ends(s: str, data: st.DataObject) -> None:
+    """Any offsets, the search's lookbehind reading before ``pos`` too."""
+    pos = data.draw(st.integers(-2, len(s) + 2))
+    end = data.draw(st.integers(-2, len(s) + 2))
+    m = sentences.VISIBLE_WORD_BOUNDARY.search(s, max(pos, 0), max(end, 0))
+    for rules in BUILDS:
+        e = rules.visible_word_boundary(s, pos, end)
+        assert e == (-1 if m is None else m.end()), rules
+        if m is not None:  # an empty match is told by what precedes its end
+            assert (m.start() == m.end()) == (not rules.is_space(s[e - 1])), rules
