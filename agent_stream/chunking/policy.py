@@ -399,7 +399,8 @@ class CutPolicy:
         ls = self._mid_line(c)
         if ls >= 0:
             ls -= s0
-            if line_kind(s, ls, n) != PLAIN_LINE:
+            # (a line that starts with none of these is plain: line_kind need not read it)
+            if s[ls] in " \t|#-*+`~0123456789" and line_kind(s, ls, n) != PLAIN_LINE:
                 return s0 + ls
             j = i
             while j > ls and (s[j - 1] == " " or s[j - 1] == "\t"):
@@ -418,7 +419,7 @@ class CutPolicy:
         x = rfind_char(s, "\n", lo - 1 if lo > 0 else 0, j - 1)
         if x < 0 and lo > 0:
             return -1
-        if line_kind(s, x + 1, n) == HEADING_LINE:
+        if s[x + 1] in " \t#" and line_kind(s, x + 1, n) == HEADING_LINE:  # (a heading: "#")
             return s0 + x + 1
         return -1
 

@@ -79,6 +79,10 @@ cdef class CodeRegion:
     cdef public bint fenced
 
 
+@cython.locals(reg=CodeRegion)
+cdef CodeRegion _region(Py_ssize_t start, bint fenced)
+
+
 cdef class BoundaryScanner:
     cdef public DeltaBuffer buffer
     cdef public Py_ssize_t scanned_to, window_end, waiting_for, line_start, not_code_at

@@ -174,6 +174,21 @@ class CodeRegion:
         self.fenced = fenced
 
 
+def _region(start: int, fenced: bool) -> CodeRegion:
+    """``CodeRegion(start, fenced)``, made without a call through the type (compiled, its fields
+    are set in C).
+
+    Args:
+        start: its absolute offset.
+        fenced: a fenced block (else a code span).
+    """
+    reg = CodeRegion.__new__(CodeRegion)
+    reg.start = start
+    reg.end = None
+    reg.fenced = fenced
+    return reg
+
+
 class BoundaryScanner:
     """Finds code regions and paragraph/sentence boundaries in a ``DeltaBuffer``'s text.
 
@@ -416,12 +431,12 @@ class BoundaryScanner:
             return self._wait(AFTER_BACKTICKS, i)
         ls = self.line_start - s0
         if r - i >= _FENCE_MIN and self.code_ticks is None and ls >= 0 and is_blank(s, ls, i):
-            self.fence_region = CodeRegion(self.line_start, True)
+            self.fence_region = _region(self.line_start, True)
             self.regions.append(self.fence_region)
             self.fence = (c, r - i)
         elif c == "`" and s0 + i != self.not_code_at:
             if self.code_ticks is None:
-                self.code_region = CodeRegion(s0 + i, False)
+                self.code_region = _region(s0 + i, False)
                 self.regions.append(self.code_region)
                 self.code_ticks = r - i
             elif self.code_ticks == r - i:

@@ -100,7 +100,55 @@ cdef extern from *:
         e->kind = (signed char)kind;
         memcpy(e->chars, PyUnicode_1BYTE_DATA(s) + t, (size_t)(dot - t));
     }
+
+    /* whitespace_end for a one-byte string: the end of the run of " \\t\\n\\r\\f\\v" (the only
+       WHITESPACE under U+0100) from s[i], before n; -2 for another string. */
+    static Py_ssize_t agent_stream_ucs1_whitespace_end(PyObject *s, Py_ssize_t i,
+                                                       Py_ssize_t n) {
+        const Py_UCS1 *p;
+        if (PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND || i < 0) return -2;
+        p = PyUnicode_1BYTE_DATA(s);
+        if (n > PyUnicode_GET_LENGTH(s)) n = PyUnicode_GET_LENGTH(s);
+        for (; i < n; i++) {
+            switch (p[i]) {
+            case ' ': case '\\t': case '\\n': case '\\r': case '\\f': case '\\v': continue;
+            }
+            break;
+        }
+        return i;
+    }
+    /* dot_ends: where the word before the dot at s[dot] starts, after the last space or line
+       break in s[lim:dot] (lim when there is none); 0 <= lim <= dot <= len(s). */
+    static Py_ssize_t agent_stream_word_start(PyObject *s, Py_ssize_t lim, Py_ssize_t dot) {
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        Py_UCS4 c;
+        if (lim < 0) lim = 0;
+        if (dot > PyUnicode_GET_LENGTH(s)) dot = PyUnicode_GET_LENGTH(s);
+        while (dot > lim) {
+            c = PyUnicode_READ(kind, data, dot - 1);
+            if (c == ' ' || c == '\\n') break;
+            dot--;
+        }
+        return dot;
+    }
+    /* s[t:z] holds ASCII letters only (0 <= t <= z <= len(s)) */
+    static int agent_stream_ascii_letters(PyObject *s, Py_ssize_t t, Py_ssize_t z) {
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        Py_UCS4 c;
+        if (t < 0 || t >= z || z > PyUnicode_GET_LENGTH(s)) return 0;
+        for (; t < z; t++) {
+            c = PyUnicode_READ(kind, data, t);
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return 0;
+        }
+        return 1;
+    }
     """
+    Py_ssize_t ucs1_whitespace_end "agent_stream_ucs1_whitespace_end"(str s, Py_ssize_t i,
+                                                                      Py_ssize_t n)
+    Py_ssize_t word_start "agent_stream_word_start"(str s, Py_ssize_t lim, Py_ssize_t dot)
+    bint ascii_letters "agent_stream_ascii_letters"(str s, Py_ssize_t t, Py_ssize_t z)
     Py_ssize_t cached_kind "agent_stream_cached_kind"(str s, Py_ssize_t t, Py_ssize_t dot)
     void cache_kind "agent_stream_cache_kind"(str s, Py_ssize_t t, Py_ssize_t dot,
                                               Py_ssize_t kind)
@@ -122,7 +170,7 @@ cpdef Py_ssize_t visible_word_boundary(str s, Py_ssize_t pos, Py_ssize_t end)
 @cython.locals(n=Py_ssize_t, c=Py_UCS4)
 cpdef bint is_blank(str s, Py_ssize_t a, Py_ssize_t z)
 cpdef Py_ssize_t last_line_break(str s, Py_ssize_t a, Py_ssize_t z)
-@cython.locals(c=Py_UCS4)
+@cython.locals(c=Py_UCS4, e=Py_ssize_t)
 cpdef Py_ssize_t whitespace_end(str s, Py_ssize_t i, Py_ssize_t n)
 @cython.locals(x=Py_ssize_t, n=Py_ssize_t, stop=Py_ssize_t, c=Py_UCS4)
 cpdef Py_ssize_t last_clause_boundary(str s, Py_ssize_t a, Py_ssize_t z)
@@ -136,7 +184,7 @@ cpdef object ends_sentence(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t
 @cython.locals(t=Py_ssize_t, e=Py_ssize_t)
 cdef object _glued_word_ends(str s, Py_ssize_t run, Py_ssize_t run_end, Py_ssize_t closers_end,
                              Py_ssize_t end)
-@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, kind=Py_ssize_t, word=str, c=Py_UCS4, letters=bint)
+@cython.locals(lim=Py_ssize_t, t=Py_ssize_t, kind=Py_ssize_t, word=str)
 cpdef bint dot_ends(str s, Py_ssize_t dot, Py_UCS4 following, bint newline,
                     Py_ssize_t line_start)
 cdef Py_ssize_t _word_kind(str word)

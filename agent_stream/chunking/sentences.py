@@ -264,6 +264,10 @@ def whitespace_end(s: str, i: int, n: int) -> int:
         i: where the run may start.
         n: where the search stops.
     """
+    if COMPILED:
+        e = ucs1_whitespace_end(s, i, n)  # (a one-byte string: its data read in C)
+        if e >= 0:
+            return e
     while i < n:
         c = s[i]
         if c != " " and c != "\n" and ((" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE):
@@ -278,6 +282,41 @@ if not cython.compiled:  # (compiled, Cython drops this: sentences.pxd declares 
     # CPython's slicing, which knows an ASCII string's pieces are ASCII).
     find_char = str.find
     rfind_char = str.rfind
+
+    def ucs1_whitespace_end(s: str, i: int, n: int) -> int:
+        """``whitespace_end`` for a one-byte string (compiled, in C); interpreted, not called.
+
+        Args:
+            s: the text.
+            i: where the run may start.
+            n: where the search stops.
+        """
+        return -2
+
+    def word_start(s: str, lim: int, dot: int) -> int:
+        """Where the word before the dot at s[dot] starts: after the last space or line break in
+        s[lim:dot], else ``lim`` (compiled, in C).
+
+        Args:
+            s: the text.
+            lim: how far back to look (>= 0).
+            dot: the dot's position.
+        """
+        t = dot
+        while t > lim and s[t - 1] != " " and s[t - 1] != "\n":
+            t -= 1
+        return t
+
+    def ascii_letters(s: str, t: int, z: int) -> bool:
+        """s[t:z] holds ASCII letters only (compiled, in C).
+
+        Args:
+            s: the text.
+            t: where the word starts.
+            z: where it ends (excluded).
+        """
+        word = s[t:z]
+        return word.isascii() and word.isalpha()
 
     def cached_kind(s: str, t: int, dot: int) -> int:
         """What ``_word_kind`` says of s[t:dot], if remembered by the compiled build's own cache
@@ -399,20 +438,15 @@ def is_blank(s: str, a: int, z: int) -> bool:
 
 
 def last_line_break(s: str, a: int, z: int) -> int:
-    """``s.rfind("\\n", a, z)`` over a short span (a run of whitespace), a loop from its end
-    (compiled, a loop in C: ``rfind`` boxes its offsets into Python ints).
+    """``s.rfind("\\n", a, z)`` over a short span (a run of whitespace): ``rfind_char``
+    (compiled, in C: ``rfind`` boxes its offsets into Python ints).
 
     Args:
         s: the text.
         a: where the span starts (>= 0).
         z: where it ends (excluded).
     """
-    z = min(z, len(s))
-    while z > a:
-        z -= 1
-        if s[z] == "\n":
-            return z
-    return -1
+    return rfind_char(s, "\n", a, z) if z > 0 else -1
 
 
 def last_clause_boundary(s: str, a: int, z: int) -> int:
@@ -633,16 +667,8 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
         line_start: where the dot's line starts (-1 when it is no longer in ``s``).
     """
     lim = max(dot - _WORD_LOOKBACK, 0)
-    t = dot  # the word before it starts after a space or a line break (a loop: words are short)
-    letters = True  # all ASCII letters so far
-    while t > lim:
-        c = s[t - 1]
-        if c == " " or c == "\n":
-            break
-        if letters and not ("a" <= c <= "z" or "A" <= c <= "Z"):
-            letters = False
-        t -= 1
-    if letters and dot - t >= _PLAIN_WORD_FROM:
+    t = word_start(s, lim, dot)  # (after a space or a line break)
+    if dot - t >= _PLAIN_WORD_FROM and ascii_letters(s, t, dot):
         kind = _NOT_LOWER  # a plain word, no abbreviation, too long for a list marker
     else:
         kind = cached_kind(s, t, dot) if COMPILED else -1  # (compiled: by its characters, in C)
