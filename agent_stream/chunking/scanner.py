@@ -1,3 +1,6 @@
+# cython: boundscheck=False, wraparound=False
+# (compiled: a character read in a few instructions, where a checked read is a call of ~30: every
+# offset read here is >= 0 and has just been compared with the end of the text, ``n``)
 """The boundary scanner: reads the buffered text once, left to right, and notes code spans, fenced
 code blocks, line starts and the places a chunk may end (paragraph and sentence ends).
 
@@ -132,6 +135,7 @@ def next_event(s: str, i: int, n: int, in_code: bool) -> int:
     if not COMPILED:
         m = _IN_CODE_SEARCH(s, i, n) if in_code else _SCAN_SEARCH(s, i, n)
         return -1 if m is None else m.start()
+    n = min(n, len(s))  # (the reads below are unchecked, compiled: never past the text)
     if in_code:
         return find_stop(s, i, n, True)
     while True:
@@ -267,11 +271,12 @@ class BoundaryScanner:
             return
         cands = self.candidates
         if cands:
-            last = cands[-1]
+            last = cands[len(cands) - 1]
             at = last[1]  # (compiled, a C integer: ``cut`` is compared unboxed)
             if at >= cut:
                 if at == cut and kind < last[2]:
-                    cands[-1] = (last[0], last[1], kind)  # (its offsets' objects, no new ones)
+                    # (its offsets' objects, no new ones)
+                    cands[len(cands) - 1] = (last[0], last[1], kind)
                 return
         cands.append((reach, cut, kind))
 
