@@ -88,6 +88,10 @@ EVENT_SEARCH = _EVENT.search
 _IN_CODE_SEARCH = _IN_CODE.search
 _SCAN_SEARCH = _SCAN_EVENT.search
 _NOT_BEFORE_LOWER = WHITESPACE_SET | set(OPENERS)  # (see _SCAN_EVENT: "etc. and")
+# The two sets above for the compiled next_event over a one-byte string (ucs1_next_event, in C):
+# a byte for each of the 256 characters, 1 for those in the set.
+_FOLLOWS_END_UCS1 = bytes(chr(o) in MAY_FOLLOW_END for o in range(256))
+_BEFORE_LOWER_UCS1 = bytes(chr(o) in _NOT_BEFORE_LOWER for o in range(256))
 
 try:
     import cython
@@ -118,6 +122,19 @@ if not cython.compiled:  # (compiled, Cython drops this: the .pxd files declare 
             i += 1
         return -1
 
+    def ucs1_next_event(s: str, i: int, n: int, follows_end: bytes, before_lower: bytes) -> int:
+        """``next_event`` outside code for a one-byte string, in C (scanner.pxd); interpreted,
+        not called (-2: not done here).
+
+        Args:
+            s: the text.
+            i: where the search starts.
+            n: where it stops.
+            follows_end: ``_FOLLOWS_END_UCS1``.
+            before_lower: ``_BEFORE_LOWER_UCS1``.
+        """
+        return -2
+
 
 def next_event(s: str, i: int, n: int, in_code: bool) -> int:
     """Where ``scan`` stops next in s[i:n], or -1: outside code (``in_code`` false) the first
@@ -138,6 +155,9 @@ def next_event(s: str, i: int, n: int, in_code: bool) -> int:
     n = min(n, len(s))  # (the reads below are unchecked, compiled: never past the text)
     if in_code:
         return find_stop(s, i, n, True)
+    e = ucs1_next_event(s, i, n, _FOLLOWS_END_UCS1, _BEFORE_LOWER_UCS1)
+    if e != -2:
+        return e  # a one-byte string: the loop below, in C
     while True:
         i = find_stop(s, i, n, False)
         if i < 0:

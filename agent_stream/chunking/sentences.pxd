@@ -29,6 +29,12 @@ cdef extern from *:
             const Py_UCS1 *p = (const Py_UCS1 *)data;
             const Py_UCS1 *f;
             if (c > 0xFF) return -1;
+            if (z - a < 16) {  /* (a short span: a loop costs less than the call) */
+                for (; a < z; a++) {
+                    if (p[a] == c) return a;
+                }
+                return -1;
+            }
             f = (const Py_UCS1 *)memchr(p + a, (int)c, (size_t)(z - a));
             return f == NULL ? -1 : f - p;
         }
@@ -46,16 +52,15 @@ cdef extern from *:
             const Py_UCS1 *p = (const Py_UCS1 *)data;
             if (c > 0xFF || a >= z) return -1;
     #ifdef HAVE_MEMRCHR
-            {
+            if (z - a >= 16) {  /* (a short span: the loop below costs less than the call) */
                 const Py_UCS1 *f = (const Py_UCS1 *)memrchr(p + a, (int)c, (size_t)(z - a));
                 return f == NULL ? -1 : f - p;
             }
-    #else
+    #endif
             while (z > a) {
                 if (p[--z] == c) return z;
             }
             return -1;
-    #endif
         }
         while (z > a) {
             z--;
