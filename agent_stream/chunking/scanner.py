@@ -250,9 +250,9 @@ class BoundaryScanner:
         self.waiting_for = AFTER_TERMINATOR
         self.line_start = 0  # where the current line starts
         self.fence: tuple[str, int] | None = None  # an open fence: its character and length
-        self.fence_region = CodeRegion(0, True)  # the latest fenced block
+        self.fence_region = _region(0, True)  # the latest fenced block
         self.code_ticks: int | None = None  # an open code span: its number of backticks
-        self.code_region = CodeRegion(0, False)  # the latest code span
+        self.code_region = _region(0, False)  # the latest code span
         self.not_code_at = -1  # backticks here were found to open no code span
         self.fence_closed_at = -1  # the line break that ends a closing fence line
         # the latest line start (outside code) whose first visible character may begin a table
