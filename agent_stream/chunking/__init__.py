@@ -5,7 +5,9 @@
 functions; ``policy`` the cut decisions.
 
 These modules are also compiled, as they are, by Cython at install time when a C compiler is
-there (``hatch_build.py``; the ``.pxd`` files beside them give the types): the extension modules
+there (``hatch_build.py``; the ``.pxd`` files beside them give the types, and a few loops over a
+string's data in C that the compiled build uses where the interpreted one has Python; the
+``if not cython.compiled:`` blocks are those loops' interpreted stand-ins): the extension modules
 go into ``_compiled`` under the same names, so both stay importable. ``TextChunker`` here is the
 compiled one when it imports, else the interpreted one; both give the same chunks.
 ``AGENT_STREAM_PURE_PYTHON=1`` (any non-empty value) forces the interpreted one. ``IMPLEMENTATION``

@@ -3,7 +3,8 @@ cimport cython
 
 from .buffer cimport DeltaBuffer
 from .scanner cimport BoundaryScanner, CodeRegion
-from .sentences cimport glued, last_clause_boundary, last_word_boundary, line_kind
+from .sentences cimport (find_char, glued, is_space, last_clause_boundary, last_word_boundary,
+                         line_kind, rfind_char, substring, visible_word_boundary)
 
 cdef Py_ssize_t _BACKTRACK
 
@@ -17,7 +18,7 @@ cdef class CutPolicy:
     cdef public Py_ssize_t held_at
 
     @cython.locals(buf=DeltaBuffer, mx=Py_ssize_t, b=Py_ssize_t, early=bint, need=Py_ssize_t,
-                   c=Py_ssize_t, cut=Py_ssize_t, w=Py_ssize_t, looked=Py_ssize_t)
+                   c=Py_ssize_t, cand=tuple, cut=Py_ssize_t, w=Py_ssize_t, looked=Py_ssize_t)
     cpdef release(self, list out)
     @cython.locals(buf=DeltaBuffer, sc=BoundaryScanner, b=Py_ssize_t, k=Py_ssize_t, hold=bint,
                    st=Py_ssize_t, up=Py_ssize_t, line=bint)
@@ -32,7 +33,7 @@ cdef class CutPolicy:
     @cython.locals(buf=DeltaBuffer, sc=BoundaryScanner, s0=Py_ssize_t)
     cpdef cut(self, Py_ssize_t c, list out)
     @cython.locals(buf=DeltaBuffer, s=str, s0=Py_ssize_t, hi=Py_ssize_t, pos=Py_ssize_t,
-                   end=Py_ssize_t, c=Py_ssize_t, st=Py_ssize_t, nl=Py_ssize_t)
+                   end=Py_ssize_t, e=Py_ssize_t, c=Py_ssize_t, st=Py_ssize_t, nl=Py_ssize_t)
     cdef Py_ssize_t _first_boundary(self, Py_ssize_t start)
     @cython.locals(b=Py_ssize_t, hi=Py_ssize_t)
     cdef Py_ssize_t _forced_cut(self)

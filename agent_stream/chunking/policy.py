@@ -15,6 +15,8 @@ seconds (``time_cut`` holds the text meanwhile: ``held_at``).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from .buffer import DeltaBuffer
 from .scanner import (
     AFTER_NEWLINE,
@@ -28,12 +30,20 @@ from .scanner import (
 from .sentences import (
     HEADING_LINE,
     PLAIN_LINE,
-    VISIBLE_WORD_BOUNDARY,
     glued,
+    is_space,
     last_clause_boundary,
     last_word_boundary,
     line_kind,
+    visible_word_boundary,
 )
+
+try:
+    import cython
+except ImportError:  # the interpreted modules, without Cython installed
+    cython = SimpleNamespace(compiled=False)
+if not cython.compiled:  # (compiled, Cython drops this: sentences.pxd declares them, in C)
+    from .sentences import find_char, rfind_char, substring
 
 __all__ = ["CutPolicy"]
 
@@ -105,7 +115,8 @@ class CutPolicy:
             early = self.early_first
             need = 1 if early else self.min_chars
             c = -1
-            for _reach, cut, _kind in self.scanner.candidates:
+            for cand in self.scanner.candidates:
+                cut = cand[1]  # (compiled, read from the tuple unboxed, nothing unpacked)
                 if cut - b >= need:
                     if cut - b > mx:
                         break
@@ -172,7 +183,11 @@ class CutPolicy:
                 # inside a line open since before the due text: no cut after it keeps it whole
                 line = st == self._mid_line(c)
                 w: int | None = None
-                if not line or k <= st or buf.text.find("\n", st - buf.text_start) >= 0:
+                if (
+                    not line
+                    or k <= st
+                    or find_char(buf.text, "\n", st - buf.text_start, len(buf.text)) >= 0
+                ):
                     w = self._pick(k, buf.end, False, True)
                 if w is not None:
                     c = w
@@ -230,7 +245,7 @@ class CutPolicy:
         if most < k:
             return self._pick(k, avail, True, True)
         lo = max(k, b + min(self.min_chars, most - b) // 2)
-        x = s.rfind("\n", lo - 1 - s0, z)
+        x = rfind_char(s, "\n", lo - 1 - s0, z)
         c = max(ends, s0 + x + 1 if x >= 0 else -1)
         if c < lo:
             x = last_clause_boundary(s, max(lo - _BACKTRACK - s0, 0), z)
@@ -249,7 +264,7 @@ class CutPolicy:
         if c > sc.scanned_to:
             sc.scan(c, True)  # what is skipped is read as if it ended here
         s0 = buf.text_start
-        out.append(buf.text[buf.start - s0 : c - s0])
+        out.append(substring(buf.text, buf.start - s0, c - s0))
         buf.start = c
         self.early_first = False
         sc.forget_before(c)
@@ -263,10 +278,10 @@ class CutPolicy:
         pos = max(start - 1, buf.start) - s0
         end = buf.end - s0
         while True:
-            m = VISIBLE_WORD_BOUNDARY.search(s, pos, end)
-            if m is None:
+            e = visible_word_boundary(s, pos, end)  # (VISIBLE_WORD_BOUNDARY's match's end)
+            if e < 0:
                 return -1
-            c = s0 + m.end()
+            c = s0 + e
             if c > hi:
                 return -1
             if c >= start and (not self.scanner.regions or self._blocking_code(c, WORD) < 0):
@@ -274,12 +289,12 @@ class CutPolicy:
                 if st < 0:
                     return c
                 if st == self._mid_line(c):  # inside a line kept whole: on from its end
-                    nl = s.find("\n", m.end(), end)
+                    nl = find_char(s, "\n", e, end)
                     if nl < 0:
                         return -1
                     pos = nl
                     continue
-            pos = m.end() + (1 if m.end() == m.start() else 0)
+            pos = e if is_space(s[e - 1]) else e + 1  # (on past an empty match)
 
     def _forced_cut(self) -> int:
         """A cut for a buffer over ``max_chars``: the best boundary in it, else inside a word."""
@@ -320,7 +335,7 @@ class CutPolicy:
                     # too long: cut at line ends; inside a line only when the chunk would
                     # otherwise hold nothing but (part of) that one line
                     s0 = buf.text_start
-                    if buf.text.rfind("\n", max(buf.start - s0, 0), c - s0) >= 0:
+                    if rfind_char(buf.text, "\n", max(buf.start - s0, 0), c - s0) >= 0:
                         return st
                 elif kind != LINE:
                     return st
@@ -359,7 +374,7 @@ class CutPolicy:
         i = c - s0
         if i <= lo or s[i - 1] == "\n":
             return -1
-        x = s.rfind("\n", lo - 1 if lo > 0 else 0, i - 1)
+        x = rfind_char(s, "\n", lo - 1 if lo > 0 else 0, i - 1)
         if x < 0 and lo > 0:
             return -1  # the line started before the unreleased text: it is cut already
         return s0 + x + 1
@@ -373,7 +388,7 @@ class CutPolicy:
         s = buf.text
         s0 = buf.text_start
         if sc.marked_at < buf.start and (
-            c <= sc.scanned_to or s.find("\n", sc.scanned_to - s0, c - s0) < 0
+            c <= sc.scanned_to or find_char(s, "\n", sc.scanned_to - s0, c - s0) < 0
         ):
             # no line that starts in the unreleased text (up to c: all of them scanned) starts
             # like a table row, heading, list item or fence (the usual case)
@@ -384,7 +399,8 @@ class CutPolicy:
         ls = self._mid_line(c)
         if ls >= 0:
             ls -= s0
-            if line_kind(s, ls, n) != PLAIN_LINE:
+            # (a line that starts with none of these is plain: line_kind need not read it)
+            if s[ls] in " \t|#-*+`~0123456789" and line_kind(s, ls, n) != PLAIN_LINE:
                 return s0 + ls
             j = i
             while j > ls and (s[j - 1] == " " or s[j - 1] == "\t"):
@@ -400,10 +416,10 @@ class CutPolicy:
             j -= 1
         if j == lo:
             return -1
-        x = s.rfind("\n", lo - 1 if lo > 0 else 0, j - 1)
+        x = rfind_char(s, "\n", lo - 1 if lo > 0 else 0, j - 1)
         if x < 0 and lo > 0:
             return -1
-        if line_kind(s, x + 1, n) == HEADING_LINE:
+        if s[x + 1] in " \t#" and line_kind(s, x + 1, n) == HEADING_LINE:  # (a heading: "#")
             return s0 + x + 1
         return -1
 
@@ -479,14 +495,14 @@ class CutPolicy:
         s = buf.text
         s0 = buf.text_start
         a = max(lo - 1 - s0, 0)
-        x = s.rfind("\n", a, hi - s0)
+        x = rfind_char(s, "\n", a, hi - s0)
         while x >= 0:
             c = s0 + x + 1
             if c < lo or c <= best:
                 break
             if not check or self._blocked(c, LINE) < 0:
                 return c
-            x = s.rfind("\n", a, x)
+            x = rfind_char(s, "\n", a, x)
         if best >= 0:
             return best
         c = self._last_match(CLAUSE, lo, hi)

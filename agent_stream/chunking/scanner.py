@@ -1,3 +1,6 @@
+# cython: boundscheck=False, wraparound=False
+# (compiled: a character read in a few instructions, where a checked read is a call of ~30: every
+# offset read here is >= 0 and has just been compared with the end of the text, ``n``)
 """The boundary scanner: reads the buffered text once, left to right, and notes code spans, fenced
 code blocks, line starts and the places a chunk may end (paragraph and sentence ends).
 
@@ -9,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 
 from .buffer import DeltaBuffer
 from .sentences import (
-    BLANK,
     CJK_TERMINATOR_SET,
     CLOSER_SET,
     MAY_FOLLOW_END,
@@ -23,6 +26,8 @@ from .sentences import (
     WHITESPACE_SET,
     dot_ends,
     ends_sentence,
+    is_blank,
+    is_space,
     last_line_break,
     whitespace_end,
 )
@@ -83,13 +88,52 @@ EVENT_SEARCH = _EVENT.search
 _IN_CODE_SEARCH = _IN_CODE.search
 _SCAN_SEARCH = _SCAN_EVENT.search
 _NOT_BEFORE_LOWER = WHITESPACE_SET | set(OPENERS)  # (see _SCAN_EVENT: "etc. and")
+# The two sets above for the compiled next_event over a one-byte string (ucs1_next_event, in C):
+# a byte for each of the 256 characters, 1 for those in the set.
+_FOLLOWS_END_UCS1 = bytes(chr(o) in MAY_FOLLOW_END for o in range(256))
+_BEFORE_LOWER_UCS1 = bytes(chr(o) in _NOT_BEFORE_LOWER for o in range(256))
 
 try:
     import cython
 except ImportError:  # the interpreted modules, without Cython installed
-    COMPILED = False
-else:
-    COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
+    cython = SimpleNamespace(compiled=False)
+COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
+
+if not cython.compiled:  # (compiled, Cython drops this: the .pxd files declare them, in C)
+    from .sentences import find_char, rfind_char
+
+    def find_stop(s: str, i: int, n: int, in_code: bool) -> int:
+        """The first character in s[i:n] that may stop the scanner, or -1: outside code one
+        of ``EVENT_CHARS``, inside a code span a backtick or a line break.
+
+        Compiled, a loop in C over the string's characters (scanner.pxd); interpreted (unused,
+        ``next_event`` searches with regexes), a loop.
+
+        Args:
+            s: the text.
+            i: where the search starts.
+            n: where it stops.
+            in_code: s[i] is inside a code span.
+        """
+        stops = "`\n" if in_code else EVENT_CHARS
+        while i < n:
+            if s[i] in stops:
+                return i
+            i += 1
+        return -1
+
+    def ucs1_next_event(s: str, i: int, n: int, follows_end: bytes, before_lower: bytes) -> int:
+        """``next_event`` outside code for a one-byte string, in C (scanner.pxd); interpreted,
+        not called (-2: not done here).
+
+        Args:
+            s: the text.
+            i: where the search starts.
+            n: where it stops.
+            follows_end: ``_FOLLOWS_END_UCS1``.
+            before_lower: ``_BEFORE_LOWER_UCS1``.
+        """
+        return -2
 
 
 def next_event(s: str, i: int, n: int, in_code: bool) -> int:
@@ -108,30 +152,34 @@ def next_event(s: str, i: int, n: int, in_code: bool) -> int:
     if not COMPILED:
         m = _IN_CODE_SEARCH(s, i, n) if in_code else _SCAN_SEARCH(s, i, n)
         return -1 if m is None else m.start()
+    n = min(n, len(s))  # (the reads below are unchecked, compiled: never past the text)
     if in_code:
-        while i < n:
-            c = s[i]
-            if c == "`" or c == "\n":
-                return i
-            i += 1
-        return -1
-    while i < n:
+        return find_stop(s, i, n, True)
+    e = ucs1_next_event(s, i, n, _FOLLOWS_END_UCS1, _BEFORE_LOWER_UCS1)
+    if e != -2:
+        return e  # a one-byte string: the loop below, in C
+    while True:
+        i = find_stop(s, i, n, False)
+        if i < 0:
+            return -1
         c = s[i]
-        if c in ".!?…‼⁇⁈⁉؟।॥。！？｡\n`~":  # EVENT_CHARS (a literal: compiled, a switch)
-            if c in "\n`~。！？｡" or i + 1 == n:
-                return i
-            f = s[i + 1]
-            if f in MAY_FOLLOW_END and not (
+        if c in "\n`~。！？｡" or i + 1 == n:
+            return i
+        f = s[i + 1]
+        if f == " ":  # (the usual case, and "etc. and": no end after a word, before a lowercase)
+            if not (
                 c == "."
-                and f == " "
                 and i + 2 < n
                 and "a" <= s[i + 2] <= "z"
                 and i > 0
-                and s[i - 1] not in _NOT_BEFORE_LOWER
-            ):
+                and ("a" <= s[i - 1] <= "z" or s[i - 1] not in _NOT_BEFORE_LOWER)
+            ):  # (a lowercase letter before it, the usual case, needs no set lookup)
                 return i
+        elif f == "\n" or "A" <= f <= "Z":
+            return i
+        elif not ("a" <= f <= "z" or "0" <= f <= "9") and f in MAY_FOLLOW_END:
+            return i  # (a lowercase letter or a digit may not follow: no set lookup for them)
         i += 1
-    return -1
 
 
 class CodeRegion:
@@ -148,6 +196,21 @@ class CodeRegion:
         self.start = start
         self.end: int | None = None
         self.fenced = fenced
+
+
+def _region(start: int, fenced: bool) -> CodeRegion:
+    """``CodeRegion(start, fenced)``, made without a call through the type (compiled, its fields
+    are set in C).
+
+    Args:
+        start: its absolute offset.
+        fenced: a fenced block (else a code span).
+    """
+    reg = CodeRegion.__new__(CodeRegion)
+    reg.start = start
+    reg.end = None
+    reg.fenced = fenced
+    return reg
 
 
 class BoundaryScanner:
@@ -187,9 +250,9 @@ class BoundaryScanner:
         self.waiting_for = AFTER_TERMINATOR
         self.line_start = 0  # where the current line starts
         self.fence: tuple[str, int] | None = None  # an open fence: its character and length
-        self.fence_region = CodeRegion(0, True)  # the latest fenced block
+        self.fence_region = _region(0, True)  # the latest fenced block
         self.code_ticks: int | None = None  # an open code span: its number of backticks
-        self.code_region = CodeRegion(0, False)  # the latest code span
+        self.code_region = _region(0, False)  # the latest code span
         self.not_code_at = -1  # backticks here were found to open no code span
         self.fence_closed_at = -1  # the line break that ends a closing fence line
         # the latest line start (outside code) whose first visible character may begin a table
@@ -228,11 +291,12 @@ class BoundaryScanner:
             return
         cands = self.candidates
         if cands:
-            last = cands[-1]
+            last = cands[len(cands) - 1]
             at = last[1]  # (compiled, a C integer: ``cut`` is compared unboxed)
             if at >= cut:
                 if at == cut and kind < last[2]:
-                    cands[-1] = (last[0], cut, kind)
+                    # (its offsets' objects, no new ones)
+                    cands[len(cands) - 1] = (last[0], last[1], kind)
                 return
         cands.append((reach, cut, kind))
 
@@ -245,17 +309,33 @@ class BoundaryScanner:
         cands = self.candidates
         i = 0
         while i < len(cands):
-            at = cands[i][1]  # (compiled, a C integer: ``cut`` is compared unboxed)
+            cand = cands[i]
+            at = cand[1]  # (compiled, a C integer: ``cut`` is compared unboxed)
             if at > cut:
                 break
             i += 1
-        if i:
+        if i == 1:
+            del cands[0]  # (the usual case; compiled, no slice object and no int made for it)
+        elif i:
             del cands[:i]
+        # Code is met in order and never nests: the regions are in the order of their starts,
+        # each ends before the next starts, only the last may be open. Those ending by the cut
+        # are the first ones.
         regions = self.regions
-        for reg in regions:
-            if reg.end is not None and reg.end <= cut:  # (else the list stays as it is)
-                self.regions = [r for r in regions if r.end is None or r.end > cut]
+        i = 0
+        while i < len(regions):
+            reg = regions[i]
+            end = reg.end
+            if end is None:
                 break
+            at = end  # (compiled, a C integer: ``cut`` is compared unboxed)
+            if at > cut:
+                break
+            i += 1
+        if i == 1:
+            del regions[0]
+        elif i:
+            del regions[:i]
 
     def scan(self, stop: int, final: bool) -> None:
         """Analyse the text from ``scanned_to`` to ``stop``.
@@ -274,7 +354,7 @@ class BoundaryScanner:
             and self.waiting
             and self.waiting_for == AFTER_TERMINATOR
             and stop == self.window_end
-            and s.find("\n", i, n) < 0
+            and find_char(s, "\n", i, n) < 0
         ):
             # Stalled at a terminator with only more of them, closers and spaces after it, to
             # ``stop``: at the end of the text it ends no sentence, and no line either.
@@ -309,8 +389,8 @@ class BoundaryScanner:
         """Inside a fence only a closing fence line matters: find the fence character."""
         assert self.fence is not None
         fch, flen = self.fence
-        x = s.find(fch, i, n)
-        last = s.rfind("\n", i, n if x < 0 else x)
+        x = find_char(s, fch, i, n)
+        last = rfind_char(s, "\n", i, n if x < 0 else x)
         if last >= 0:
             self.line_start = s0 + last + 1
         if x < 0:
@@ -319,13 +399,13 @@ class BoundaryScanner:
         while r < n and s[r] == fch:
             r += 1
         ls = self.line_start - s0
-        if ls < 0 or BLANK.fullmatch(s, ls, x) is None or (r - x < flen and r < n):
+        if ls < 0 or not is_blank(s, ls, x) or (r - x < flen and r < n):
             return r
         if r == n and not final:
             return self._wait(AFTER_BACKTICKS, x)
         if r - x < flen:
             return r
-        nl = s.find("\n", r, n)
+        nl = find_char(s, "\n", r, n)
         if s[r : n if nl < 0 else nl].strip(" \t\r"):
             return r  # text after the fence characters: not a closing fence
         if nl < 0 and not final:
@@ -358,7 +438,7 @@ class BoundaryScanner:
                 self.marked_at = s0 + last + 1
             j = i
             lim = max(self.buffer.start - s0, 0)
-            while j > lim and s[j - 1] in WHITESPACE_SET:
+            while j > lim and is_space(s[j - 1]):
                 j -= 1
             # (two line breaks: one before the last, s[i:w] holding no more after it)
             if last_line_break(s, j, last) >= 0 or self.fence_closed_at == s0 + i:
@@ -375,18 +455,13 @@ class BoundaryScanner:
         if r == n and not final:
             return self._wait(AFTER_BACKTICKS, i)
         ls = self.line_start - s0
-        if (
-            r - i >= _FENCE_MIN
-            and self.code_ticks is None
-            and ls >= 0
-            and BLANK.fullmatch(s, ls, i) is not None
-        ):
-            self.fence_region = CodeRegion(self.line_start, True)
+        if r - i >= _FENCE_MIN and self.code_ticks is None and ls >= 0 and is_blank(s, ls, i):
+            self.fence_region = _region(self.line_start, True)
             self.regions.append(self.fence_region)
             self.fence = (c, r - i)
         elif c == "`" and s0 + i != self.not_code_at:
             if self.code_ticks is None:
-                self.code_region = CodeRegion(s0 + i, False)
+                self.code_region = _region(s0 + i, False)
                 self.regions.append(self.code_region)
                 self.code_ticks = r - i
             elif self.code_ticks == r - i:
@@ -400,15 +475,15 @@ class BoundaryScanner:
         if ls >= 0 and s[ls] in " \t|" and TABLE_ROW.match(s, ls) is not None:
             return i + 1  # never inside a table row
         j = i + 1
-        if j < n and s[j] in _RUN_OR_CLOSER:  # more terminators, closers, whitespace: one look
+        if j < n and s[j] > " " and s[j] in _RUN_OR_CLOSER:  # more of them, closers: one look
             m = _TAIL.match(s, j, n)
             j, k = m.span(1)  # type: ignore[union-attr]
             w = m.end()  # type: ignore[union-attr]
         else:  # the usual case: a space or two, or nothing, after one terminator
             k = w = j
-            if j < n and s[j] in WHITESPACE_SET:
+            if j < n and is_space(s[j]):
                 w = j + 1
-                if w < n and s[w] in WHITESPACE_SET:
+                if w < n and is_space(s[w]):
                     w = whitespace_end(s, w, n)
         if w == n:
             return j if final else self._wait(AFTER_TERMINATOR, i)

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from types import SimpleNamespace
+
+try:
+    import cython
+except ImportError:  # the interpreted modules, without Cython installed
+    cython = SimpleNamespace(compiled=False)
+COMPILED = cython.compiled  # (False when Cython runs this module uncompiled)
 
 __all__ = [
     "BLANK",
@@ -28,13 +35,18 @@ __all__ = [
     "VISIBLE_WORD_BOUNDARY",
     "WHITESPACE_RUN",
     "WHITESPACE_SET",
+    "char_search",
     "dot_ends",
     "ends_sentence",
     "glued",
+    "is_blank",
+    "is_cjk",
+    "is_space",
     "last_clause_boundary",
     "last_line_break",
     "last_word_boundary",
     "line_kind",
+    "visible_word_boundary",
     "whitespace_end",
 ]
 
@@ -252,29 +264,189 @@ def whitespace_end(s: str, i: int, n: int) -> int:
         i: where the run may start.
         n: where the search stops.
     """
+    if COMPILED:
+        e = ucs1_whitespace_end(s, i, n)  # (a one-byte string: its data read in C)
+        if e >= 0:
+            return e
     while i < n:
         c = s[i]
-        if (" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE:
+        if c != " " and c != "\n" and ((" " < c < _SPACE_OR_CJK_FROM) or c not in WHITESPACE):
             return i
         i += 1
     return i
 
 
+if not cython.compiled:  # (compiled, Cython drops this: sentences.pxd declares them, in C)
+    # ``s.find(c, a, z)`` and ``s.rfind(c, a, z)`` for one character ``c`` (compiled, loops over
+    # the string's data, without ``str.find``'s dispatch); ``s[a:z]`` for 0 <= a <= z (compiled,
+    # CPython's slicing, which knows an ASCII string's pieces are ASCII).
+    find_char = str.find
+    rfind_char = str.rfind
+
+    def ucs1_whitespace_end(s: str, i: int, n: int) -> int:
+        """``whitespace_end`` for a one-byte string (compiled, in C); interpreted, not called.
+
+        Args:
+            s: the text.
+            i: where the run may start.
+            n: where the search stops.
+        """
+        return -2
+
+    def word_start(s: str, lim: int, dot: int) -> int:
+        """Where the word before the dot at s[dot] starts: after the last space or line break in
+        s[lim:dot], else ``lim`` (compiled, in C).
+
+        Args:
+            s: the text.
+            lim: how far back to look (>= 0).
+            dot: the dot's position.
+        """
+        t = dot
+        while t > lim and s[t - 1] != " " and s[t - 1] != "\n":
+            t -= 1
+        return t
+
+    def ascii_letters(s: str, t: int, z: int) -> bool:
+        """s[t:z] holds ASCII letters only (compiled, in C).
+
+        Args:
+            s: the text.
+            t: where the word starts.
+            z: where it ends (excluded).
+        """
+        word = s[t:z]
+        return word.isascii() and word.isalpha()
+
+    def cached_kind(s: str, t: int, dot: int) -> int:
+        """What ``_word_kind`` says of s[t:dot], if remembered by the compiled build's own cache
+        (sentences.pxd, in C), else -1; interpreted, not called.
+
+        Args:
+            s: the text.
+            t: where the word starts.
+            dot: where it ends (the dot after it).
+        """
+        return -1
+
+    def cache_kind(s: str, t: int, dot: int, kind: int) -> None:
+        """Remember what ``_word_kind`` says of s[t:dot] (compiled, in C); interpreted, not
+        called.
+
+        Args:
+            s: the text.
+            t: where the word starts.
+            dot: where it ends (the dot after it).
+            kind: what ``_word_kind`` says of it.
+        """
+
+    def substring(s: str, a: int, z: int) -> str:
+        """``s[a:z]`` (compiled, ``PyUnicode_Substring``).
+
+        Args:
+            s: the text.
+            a: where the piece starts (>= 0).
+            z: where it ends (>= a).
+        """
+        return s[a:z]
+
+
+def char_search(s: str, c: str, a: int, z: int, backwards: bool) -> int:
+    """``find_char`` (``rfind_char`` when ``backwards``) as a Python function in both builds (the
+    compiled ones are C, for the tests to hold them to ``str.find``).
+
+    Args:
+        s: the text.
+        c: the character looked for.
+        a: where the search starts.
+        z: where it ends (excluded).
+        backwards: the last one, not the first.
+    """
+    return rfind_char(s, c, a, z) if backwards else find_char(s, c, a, z)
+
+
+def is_space(c: str) -> bool:
+    """True when ``c`` separates words (is in ``WHITESPACE``): most characters are told apart by
+    two comparisons (compiled, in C, where a set lookup makes a string of the character).
+
+    Args:
+        c: one character.
+    """
+    return c == " " or c == "\n" or (not (" " < c < _SPACE_OR_CJK_FROM) and c in WHITESPACE)
+
+
+def is_cjk(c: str) -> bool:
+    """True when ``c`` is one of ``_CJK_CHARS`` (kana, CJK ideographs, halfwidth katakana), by
+    comparisons (compiled, in C).
+
+    Args:
+        c: one character.
+    """
+    return (
+        "\u3040" <= c <= "\u30ff"
+        or "\u3400" <= c <= "\u4dbf"
+        or "\u4e00" <= c <= "\u9fff"
+        or "\uf900" <= c <= "\ufaff"
+        or "\uff66" <= c <= "\uff9f"
+    )
+
+
+def visible_word_boundary(s: str, pos: int, end: int) -> int:
+    """Where the first match of ``VISIBLE_WORD_BOUNDARY`` in s[pos:end] ends, or -1: the end of a
+    run of whitespace with a visible character after it, or a place after a CJK character before
+    a visible one that is not CJK punctuation (an empty match: ``s[e - 1]`` is no space). A loop
+    (compiled, in C: a search makes a match object and tries both alternatives everywhere).
+
+    Args:
+        s: the text.
+        pos: where the search starts.
+        end: where it stops.
+    """
+    end = min(end, len(s))
+    p = max(pos, 0)
+    while p < end:
+        c = s[p]
+        if is_space(c):  # (a run reaching ``end`` has nothing visible after it: none further)
+            e = whitespace_end(s, p, end)
+            return e if e < end else -1
+        if p > 0 and s[p - 1] >= _CJK_FROM and is_cjk(s[p - 1]) and c not in _CJK_PUNCT:
+            return p
+        p += 1
+    return -1
+
+
+def is_blank(s: str, a: int, z: int) -> bool:
+    """``BLANK.fullmatch(s, a, z) is not None`` (s[a:z] holds only spaces and tabs, the offsets
+    clamped as a regex clamps them), a loop (compiled, in C: a match costs a match object).
+
+    Args:
+        s: the text.
+        a: where the span starts.
+        z: where it ends (excluded).
+    """
+    n = len(s)
+    a = min(max(a, 0), n)
+    z = min(max(z, 0), n)
+    if a > z:
+        return False
+    while a < z:
+        c = s[a]
+        if c != " " and c != "\t":
+            return False
+        a += 1
+    return True
+
+
 def last_line_break(s: str, a: int, z: int) -> int:
-    """``s.rfind("\\n", a, z)`` over a short span (a run of whitespace), a loop from its end
-    (compiled, a loop in C: ``rfind`` boxes its offsets into Python ints).
+    """``s.rfind("\\n", a, z)`` over a short span (a run of whitespace): ``rfind_char``
+    (compiled, in C: ``rfind`` boxes its offsets into Python ints).
 
     Args:
         s: the text.
         a: where the span starts (>= 0).
         z: where it ends (excluded).
     """
-    z = min(z, len(s))
-    while z > a:
-        z -= 1
-        if s[z] == "\n":
-            return z
-    return -1
+    return rfind_char(s, "\n", a, z) if z > 0 else -1
 
 
 def last_clause_boundary(s: str, a: int, z: int) -> int:
@@ -495,14 +667,18 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
         line_start: where the dot's line starts (-1 when it is no longer in ``s``).
     """
     lim = max(dot - _WORD_LOOKBACK, 0)
-    t = s.rfind(" ", lim, dot) + 1 or lim  # the word before it starts after a space or a line break
-    x = s.rfind("\n", t, dot)
-    if x >= 0:
-        t = x + 1
-    word = s[t:dot]
-    kind = _WORD_KINDS.get(word, -1)
-    if kind < 0:
-        kind = _word_kind(word)
+    t = word_start(s, lim, dot)  # (after a space or a line break)
+    if dot - t >= _PLAIN_WORD_FROM and ascii_letters(s, t, dot):
+        kind = _NOT_LOWER  # a plain word, no abbreviation, too long for a list marker
+    else:
+        kind = cached_kind(s, t, dot) if COMPILED else -1  # (compiled: by its characters, in C)
+        if kind < 0:
+            word = s[t:dot]
+            kind = _WORD_KINDS.get(word, -1)
+            if kind < 0:
+                kind = _word_kind(word)
+            if COMPILED:
+                cache_kind(s, t, dot, kind)
     if kind >= _SPACED:
         if kind == _NO_WORD:
             return True
@@ -515,7 +691,7 @@ def dot_ends(s: str, dot: int, following: str, newline: bool, line_start: int) -
             kind = _word_kind(word)
         if kind == _NO_WORD:
             return True
-    if kind & _LISTY and 0 <= line_start <= t and BLANK.fullmatch(s, line_start, t) is not None:
+    if kind & _LISTY and 0 <= line_start <= t and is_blank(s, line_start, t):
         return False  # "1. ", "a. ", "iv. " at the start of a line
     if newline:
         return True
@@ -537,6 +713,9 @@ _SPACED = 8
 _NO_WORD = 16
 _WORD_KINDS: dict[str, int] = {}
 _WORD_KINDS_MAX = 4096  # a cache of the words seen: cleared when it grows past this
+# A word of ASCII letters this long is none of the abbreviations and no list marker: what
+# ``_word_kind`` says of it is ``_NOT_LOWER`` (``dot_ends`` needs no lookup).
+_PLAIN_WORD_FROM = max(6, *map(len, _NEVER_ENDS | _ENDS_BEFORE_CAPITAL)) + 1
 
 
 def _word_kind(word: str) -> int:
