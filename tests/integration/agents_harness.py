@@ -256,7 +256,10 @@ class Harness:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             listening = not port_open_failed(port)
-            listed = "--no-directory" in args or address in self.directory_entries()
+            listed = (  # by this process: a killed one of the same address may still be
+                "--no-directory" in args
+                or self.directory_entries().get(address, {}).get("endpoint") == endpoint
+            )
             if listening and listed:
                 break
             time.sleep(0.02)
