@@ -114,12 +114,13 @@ $(NODE_STAMP): conformance/package-lock.json
 	touch $(NODE_STAMP)
 
 # AGENT_STREAM_REQUIRE_SPEEDUPS: the tests fail if the compiled chunker was not built.
-# One pytest worker per core and one more (pytest-xdist; PYTEST_WORKERS=0 runs them in this
+# One pytest worker per core and two more (pytest-xdist; PYTEST_WORKERS=0 runs them in this
 # process): many tests wait on real agents, servers and timeouts with a core idle, and the extra
-# worker fills it (on two cores, with nothing else running, the CPUs were 58% busy with two).
+# workers fill it (on two cores with nothing else running: 4 min 45 s with three, 4 min 13 s
+# with four; the CPUs were 58% busy with two).
 # PYTHONDONTWRITEBYTECODE is cleared: pytest keeps each test module's rewritten bytecode (in the
 # ignored __pycache__ folders) instead of rewriting every module in every worker on every run.
-PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 2)' 2>/dev/null || echo auto)
 unit: $(STAMP) system-deps $(NODE_STAMP)
 	PYTHONDONTWRITEBYTECODE= AGENT_STREAM_REQUIRE_SPEEDUPS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
