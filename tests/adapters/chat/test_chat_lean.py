@@ -83,19 +83,26 @@ def _encode(
     )
     out: list[tuple[float, ChatMessage]] = []
     now = T0
-    for i, m in enumerate(msgs):
-        nxt = now + steps[i % len(steps)]
+
+    def poll_until(nxt: float) -> None:
+        nonlocal now
         d = enc.next_deadline
         while d is not None and d <= nxt:
             now = max(now, d)
-            out += [(now, c) for c in enc.poll(now)]
+            out.extend((now, c) for c in enc.poll(now))
             d2 = enc.next_deadline
             if d2 is not None and d2 <= d:
                 break  # nothing more comes of polling at this time
             d = d2
+
+    for i, m in enumerate(msgs):
+        nxt = now + steps[i % len(steps)]
+        poll_until(nxt)
         now = nxt
         out += [(now, c) for c in enc.feed(m, now)]
-    now += 1
+    end = now + 1
+    poll_until(end)  # the deadlines of what is held after the last Message, too
+    now = end
     out += [(now, c) for c in enc.end_streams(now)]
     return out
 
