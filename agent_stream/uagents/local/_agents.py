@@ -540,8 +540,29 @@ def port_free(port: int, host: str = LOCAL_HOST) -> bool:
     return True
 
 
+# Ports free_port hands out: below Linux's default ephemeral range (32768-60999), so neither an
+# outgoing connection nor another process's bind to port 0 takes one between its choice and the
+# agent's bind; chosen at random, so processes choosing at once rarely choose alike.
+_PORTS = range(20000, 32768)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
+    """A TCP port on 127.0.0.1 that is free right now (below the ephemeral range, not one this
+    process handed out before; the kernel's choice when none is found)."""
+    import secrets
+
+    for _ in range(64):
+        candidate = secrets.choice(_PORTS)  # not the random module: tests seed it
+        if candidate in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((LOCAL_HOST, candidate))
+            except OSError:
+                continue
+        _handed_out.add(candidate)
+        return candidate
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOCAL_HOST, 0))
         return int(s.getsockname()[1])
