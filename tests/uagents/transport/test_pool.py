@@ -301,7 +301,8 @@ async def test_by_default_a_pipelined_peer_gets_64_envelopes_in_one_round_trip(
         took = time.monotonic() - started
         assert all(r.status == DeliveryStatus.DELIVERED for r in results)
         assert rec.most_in_flight == 64
-        assert took < 0.3 * 2.5  # one round trip (eight would be needed with a window of 8)
+        # one round trip (0.3 s), with room for a busy machine; a window of 8 needs eight (2.4 s)
+        assert took < 0.3 * 5
     finally:
         await d.drain(1)
 
