@@ -11,11 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_stream.chunking import buffer, scanner, sentences
-from agent_stream.chunking.scanner import EVENT_CHARS
 from agent_stream.chunking.sentences import (
     BLANK,
-    MAY_FOLLOW_END,
-    OPENERS,
     WHITESPACE,
     WHITESPACE_SET,
 )
@@ -25,9 +22,6 @@ MANY = settings(max_examples=500, deadline=None)
 BUILDS = [m for m in (sentences, compiled_module("sentences")) if m is not None]
 SCANNERS = [m for m in (scanner, compiled_module("scanner")) if m is not None]
 BUFFERS = [m for m in (buffer, compiled_module("buffer")) if m is not None]
-# The scanner's stops, what decides them, and the letters they are usually among (in runs long
-# enough for the compiled search's sixteen characters at a time).
-_STOPS = sorted(set(EVENT_CHARS + "".join(MAY_FOLLOW_END) + OPENERS + "az,;0中é"))
 
 
 @MANY
@@ -78,25 +72,6 @@ def test_a_long_word_of_letters_is_plain_before_a_dot(word: str) -> None:
     """``dot_ends`` takes a word of ASCII letters this long for ``_NOT_LOWER`` without a lookup:
     what ``_word_kind`` says of it."""
     assert sentences._word_kind(word) == sentences._NOT_LOWER
-
-
-@MANY
-@given(
-    st.lists(st.one_of(st.sampled_from(_STOPS), st.just("abcdefgh")), max_size=40).map("".join),
-    st.data(),
-)
-def test_next_event_in_long_texts_stops_where_the_scanner_regexes_match(
-    s: str, data: st.DataObject
-) -> None:
-    i = data.draw(st.integers(0, len(s)))
-    n = data.draw(st.integers(i, len(s)))
-    m = scanner._SCAN_EVENT.search(s, i, n)
-    in_text = -1 if m is None else m.start()
-    m = scanner._IN_CODE.search(s, i, n)
-    in_code = -1 if m is None else m.start()
-    for build in SCANNERS:
-        assert build.next_event(s, i, n, False) == in_text, build
-        assert build.next_event(s, i, n, True) == in_code, build
 
 
 _CODE_ATOMS = ["a", " b", ".", " ", "\n", "\n\n", "`", "``", "```", "~~~", "x.y", "|", "1. ", "- "]

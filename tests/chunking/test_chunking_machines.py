@@ -260,14 +260,25 @@ def test_feed_tests_each_character_of_a_short_token_against_the_event_characters
 
 # Every character the scanner's stops depend on, and a few that do not.
 _STOP_ALPHABET = sorted(
-    set(EVENT_CHARS + "".join(MAY_FOLLOW_END) + OPENERS + WHITESPACE + "az,;0中")
+    set(EVENT_CHARS + "".join(MAY_FOLLOW_END) + OPENERS + WHITESPACE + "az,;0中é")
 )
 
 
-@settings(max_examples=1000, deadline=None)
-@given(st.text(alphabet=st.sampled_from(_STOP_ALPHABET), max_size=16), st.data())
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet=st.sampled_from(_STOP_ALPHABET), max_size=16),
+        # long texts: stops among runs of letters as long as the compiled search's sixteen
+        # characters at a time
+        st.lists(st.one_of(st.sampled_from(_STOP_ALPHABET), st.just("abcdefgh")), max_size=40).map(
+            "".join
+        ),
+    ),
+    st.data(),
+)
 def test_next_event_stops_where_the_scanner_regexes_match(s: str, data: st.DataObject) -> None:
-    """Both builds' ``next_event`` (compiled: a loop in C) against the searches it stands for."""
+    """Both builds' ``next_event`` (compiled: a loop in C) against the searches it stands for,
+    in short texts of stops and in long ones where stops sit among runs of letters."""
     i = data.draw(st.integers(0, len(s)))
     n = data.draw(st.integers(i, len(s)))
     m = scanner._SCAN_EVENT.search(s, i, n)
