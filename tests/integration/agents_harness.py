@@ -37,6 +37,9 @@ from agent_stream.uagents.local._agents import free_port
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers"
 ZYGOTE = Zygote()
+# Seconds a process the harness starts may take to come up (listen, list itself, join a fleet).
+# A wait for readiness, not a bound under test: on two loaded cores a start takes seconds.
+STARTUP_WITHIN = 60.0
 
 
 def address_of(seed: str) -> str:
@@ -253,7 +256,7 @@ class Harness:
         endpoint = p.wait_for("endpoint:").split(":", 1)[1].strip()
         # The address is printed before the agent's startup runs: wait until it listens and,
         # unless told otherwise, has listed itself in the local directory.
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + STARTUP_WITHIN
         while time.monotonic() < deadline:
             listening = not port_open_failed(port)
             listed = (  # by this process: a killed one of the same address may still be

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 from agents_harness import (
+    STARTUP_WITHIN,
     AgentProcess,
     Harness,
     address_of,
@@ -77,12 +78,12 @@ class Fleet3:
         for proc, p in zip(self.replicas, ports, strict=True):
             assert proc.wait_for("address:").split(":", 1)[1].strip() == self.address
             self.ids.append(proc.wait_for("replica:").split(":", 1)[1].strip())
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + STARTUP_WITHIN
             while port_open_failed(p):
                 assert time.monotonic() < deadline, proc.stderr
                 time.sleep(0.05)
         assert len(set(self.ids)) == REPLICAS
-        deadline = time.monotonic() + 10  # every replica has joined (heartbeat written)
+        deadline = time.monotonic() + STARTUP_WITHIN  # every replica has joined (heartbeat written)
         while not all(self.redis.exists(self._key("replica", i)) for i in self.ids):
             assert time.monotonic() < deadline, "replicas did not join the fleet"
             time.sleep(0.05)

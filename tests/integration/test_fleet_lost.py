@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import redis
-from agents_harness import Harness, address_of, port_open_failed
+from agents_harness import STARTUP_WITHIN, Harness, address_of, port_open_failed
 from haproxy import Haproxy, need_haproxy
 from uagents_core.contrib.protocols.chat import (
     ChatMessage,
@@ -449,11 +449,16 @@ class Served:
             for p in ports
         ]
         self.ids = [p.wait_for("replica:").split(":", 1)[1].strip() for p in self.replicas]
-        deadline = time.monotonic() + 15
-        while any(port_open_failed(p) for p in ports) or not all(
-            self.redis.exists(self.key("replica", i)) for i in self.ids
-        ):
-            assert time.monotonic() < deadline, "the replicas did not come up"
+        deadline = time.monotonic() + STARTUP_WITHIN
+        while True:
+            closed = [p for p in ports if port_open_failed(p)]
+            absent = [i for i in self.ids if not self.redis.exists(self.key("replica", i))]
+            if not closed and not absent:
+                break
+            assert time.monotonic() < deadline, (
+                f"the replicas did not come up: ports not listening {closed}, "
+                f"replicas not in the fleet {absent}"
+            )
             time.sleep(0.05)
 
     def key(self, *parts: str) -> str:
