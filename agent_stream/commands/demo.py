@@ -304,19 +304,37 @@ def _start_member(
 
 
 def _wait_listed(
-    names: set[str], procs: list[subprocess.Popen[str]], timeout: float = 60.0
+    members: dict[str, subprocess.Popen[str]], timeout: float = 60.0
 ) -> dict[str, tuple[str, str]]:
-    """(address, endpoint) of every member once all of them listed themselves."""
+    """(address, endpoint) of every member once all of them listed themselves.
+
+    Raises:
+        RuntimeError: a member exited first, or one was not listed within ``timeout`` seconds;
+            the message names it.
+    """
     from agent_stream.uagents import LocalDirectory
 
     book = LocalDirectory()
     deadline = time.monotonic() + timeout
     while True:
         found = {e.get("name"): (a, e.get("endpoint", "")) for a, e in book.entries().items()}
-        if names <= set(found):
-            return {n: found[n] for n in names}
-        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
-            raise RuntimeError("the team did not start (try --verbose)")
+        if set(members) <= set(found):
+            return {n: found[n] for n in members}
+        exited = [
+            f"{name} exited with status {proc.returncode}"
+            for name, proc in members.items()
+            if name not in found and proc.poll() is not None
+        ]
+        if exited:
+            raise RuntimeError(
+                f"the team did not start: {', '.join(exited)} (--verbose shows its log)"
+            )
+        if time.monotonic() > deadline:
+            missing = ", ".join(n for n in members if n not in found)
+            raise RuntimeError(
+                f"the team did not start: {missing} not listed after {timeout:g} s "
+                "(--verbose shows their logs)"
+            )
         time.sleep(0.05)
 
 
@@ -331,7 +349,7 @@ def run_team(args: argparse.Namespace) -> int:
     from agent_stream.uagents import DeliveryError, free_port
 
     console = make_console()
-    procs: list[subprocess.Popen[str]] = []
+    members: dict[str, subprocess.Popen[str]] = {}
     with private_directory("agent-stream-team-", PYTHONUNBUFFERED="1") as env:
         renderer = None if args.json else make_renderer(console)
         try:
@@ -342,8 +360,8 @@ def run_team(args: argparse.Namespace) -> int:
                     style="bold",
                 )
             for name, extra in TEAM.items():
-                procs.append(_start_member(name, extra, args.rate, env, args.verbose))
-            team = _wait_listed(set(TEAM), procs)
+                members[name] = _start_member(name, extra, args.rate, env, args.verbose)
+            team = _wait_listed(members)
             address, endpoint = team["planner"]
             if renderer is not None:
                 for name, (addr, url) in team.items():
@@ -355,7 +373,7 @@ def run_team(args: argparse.Namespace) -> int:
             print(f"agent-stream demo: {exc}", file=sys.stderr)
             return 1
         finally:
-            for proc in reversed(procs):
+            for proc in reversed(members.values()):
                 stop(proc)
     return show_reply(args, reply, renderer, started, "all four agents stopped")
 
