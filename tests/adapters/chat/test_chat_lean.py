@@ -791,3 +791,87 @@ def test_lean_follow_on_chunks_of_one_stream_name_no_ids_and_others_do() -> None
     named = {(g.get("thread_id"), g.get("message_id")) for g in follow_ons if g not in bare}
     assert ("T1", "M1") in named  # M1 again after M2's text
     assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+# -- cut text: a chunk group's ``cuts`` -------------------------------------------------------------
+def _stream_then(cuts: str | None, *texts: str, limits: DecoderLimits | None = None) -> Any:
+    """A stream opened, then a follow-on chunk group (``cuts``, if any) and ``texts`` after it,
+    then more text in its own group: (the chunks decoded, the warnings' codes)."""
+    dec = ChatDecoder(limits=limits)
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    md = {} if cuts is None else {"cuts": cuts}
+    out += dec.feed("agent1peer", _chunk_chat(2, *(TextContent(text=t) for t in texts), **md), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text=" after.")), 0.0)
+    return [t for mid, t in _texts_of(out) if mid == "M1"], {w.code for w in dec.drain_warnings()}
+
+
+@pytest.mark.parametrize(
+    ("cuts", "text", "chunks"),
+    [
+        ("2,3", "abcde", ["ab", "cde"]),
+        ("5", "abcde", ["abcde"]),
+        ("2,1,1,3", "中文😀e\u0301ab", ["中文", "😀", "e", "\u0301ab"]),
+        (",".join(["1"] * 1024), "x" * 1024, ["x"] * 1024),  # max_cuts, no more
+    ],
+)
+def test_cuts_cut_a_chunk_groups_text_into_its_chunks(
+    cuts: str, text: str, chunks: list[str]
+) -> None:
+    got, warned = _stream_then(cuts, text)
+    assert got == ["One. ", *chunks, " after."] and not warned
+
+
+def test_cuts_cut_only_the_first_text_after_their_group() -> None:
+    got, warned = _stream_then("2,3", "abcde", "fg")
+    assert got == ["One. ", "ab", "cde", "fg", " after."] and not warned
+
+
+@pytest.mark.parametrize(
+    ("cuts", "text"),
+    [
+        ("", "abcde"),
+        ("abc", "abcde"),
+        ("2,x", "abcde"),
+        ("-2,7", "abcde"),
+        ("+2,3", "abcde"),
+        (" 2,3", "abcde"),
+        ("2.0,3", "abcde"),
+        ("2,,3", "abcde"),
+        ("2,3,", "abcde"),
+        (",5", "abcde"),
+        ("0,5", "abcde"),  # a chunk is never empty
+        ("02,3", "abcde"),
+        ("٢,٣", "abcde"),  # Arabic-Indic digits: decimal, not ASCII
+        ("²,3", "abcde"),  # a superscript: a digit, not a decimal
+        ("2,2", "abcde"),  # short of the text
+        ("3,3", "abcde"),  # past it
+        ("5", ""),
+        ("1,1", "😀"),  # UTF-16 units, not characters
+        ("2,4", "😀中文"),  # UTF-8 bytes of the emoji... not characters either
+        ("9" * 13 + ",1", "abcde"),
+        ("1" * 5000, "abcde"),
+        ("1e3", "abcde"),
+        (",".join(["1"] * 1025), "x" * 1025),  # more than max_cuts
+        (",".join(["1"] * 100_000), "x" * 100_000),
+    ],
+)
+def test_bad_cuts_deliver_the_whole_text_as_one_chunk_with_a_warning(cuts: str, text: str) -> None:
+    got, warned = _stream_then(cuts, text)
+    assert got == ["One. ", text, " after."]  # never lost, never raised: one chunk
+    assert warned == {"bad_metadata"}
+
+
+def test_max_cuts_caps_the_chunks_of_one_group() -> None:
+    small = DecoderLimits(max_cuts=3)
+    got, warned = _stream_then("1,1,1", "abc", limits=small)
+    assert got == ["One. ", "a", "b", "c", " after."] and not warned
+    got, warned = _stream_then("1,1,1,1", "abcd", limits=small)
+    assert got == ["One. ", "abcd", " after."] and warned == {"bad_metadata"}
+
+
+def test_cuts_on_a_group_that_is_not_a_chunk_group_are_ignored() -> None:
+    dec = ChatDecoder()
+    md = {TAG_KEY: "1", "op": "text", "seq": "1", "conversation": "c", "message_id": "M1"}
+    chat = chat_of([MetadataContent(metadata={**md, "cuts": "1,1"}), TextContent(text="ab")])
+    out = dec.feed("agent1peer", chat, 0.0)
+    assert _texts_of(out) == [("M1", "ab")] and dec.drain_warnings() == []
