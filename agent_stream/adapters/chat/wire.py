@@ -240,7 +240,8 @@ def request_tags(
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
     ``acks=many``: the asker reads coalesced acknowledgements (:mod:`.acks`); ``fold=1``: it
     decodes folded items (:mod:`.fold`); ``lean=1``: it reads the lean wire (text gathered into
-    fewer ChatMessages within the chunker's bounds; see the package docstring).
+    fewer ChatMessages within the chunker's bounds; see the package docstring); ``cuts=1``: it
+    reads a lean chunk group's chunks as one TextContent cut by the group's ``cuts``.
     ``chain`` (key ``chain``, comma-separated): the agents that asked so far, origin first,
     the asker last, when the request delegates part of another (see :mod:`agent_stream.relay`);
     ``max_hops`` (key ``max_hops``): the hop limit that travels with it. ``history`` (key
@@ -261,6 +262,7 @@ def request_tags(
         ACKS_KEY: ACKS_MANY,
         FOLD_KEY: "1",
         LEAN_KEY: "1",
+        CUTS_KEY: "1",
     }
     if history is not None:
         md[HISTORY_KEY] = history

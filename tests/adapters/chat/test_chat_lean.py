@@ -7,7 +7,9 @@ Messages, transcript and client wire bytes, even coalesced by a slow transport; 
 sends no text later than the later of today's send and its bound (its oldest character's
 arrival + the gather window, or the chunker's deadline when later; a message's first chunk: the
 chunker's deadline), no message's first text later than today, and never more ChatMessages.
-Units: who gets the lean form, what gathers, what never waits.
+Sent cut (an asker that also says ``cuts=1``), the lean form is the same ChatMessages, at the
+same times, once each group's one TextContent is cut back by its ``cuts``, byte for byte.
+Units: who gets the lean form, what gathers, what never waits, cut text and bad ``cuts``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def _encode(
     steps: list[float],
     *,
     lean: bool = False,
+    cuts: bool = False,
     fold: bool = False,
     tagged: bool = True,
     reasoning: bool = True,
@@ -78,6 +81,7 @@ def _encode(
         meta_delay=meta_delay,
         fold=fold,
         lean=lean,
+        cuts=cuts,
         lean_gather=lean_gather,
         deterministic=True,
     )
@@ -105,6 +109,30 @@ def _encode(
     now = end
     out += [(now, c) for c in enc.end_streams(now)]
     return out
+
+
+def _uncut(chat: ChatMessage) -> ChatMessage:
+    """``chat`` as an asker without ``cuts=1`` gets it: each chunk group's ``cuts`` left out, the
+    TextContent after it cut into one per chunk (checked: positive lengths that add up)."""
+    content: list[Any] = []
+    cuts: list[int] | None = None
+    for item in chat.content:
+        if isinstance(item, MetadataContent) and "cuts" in item.metadata:
+            md = dict(item.metadata)
+            cuts = [int(n) for n in md.pop("cuts").split(",")]
+            assert len(cuts) > 1 and all(n > 0 for n in cuts)
+            item = MetadataContent.construct(type="metadata", metadata=md)
+        elif isinstance(item, TextContent) and cuts is not None:
+            assert sum(cuts) == len(item.text)
+            at = 0
+            for n in cuts:
+                content.append(TextContent.construct(type="text", text=item.text[at : at + n]))
+                at += n
+            cuts = None
+            continue
+        content.append(item)
+    assert cuts is None
+    return ChatMessage.construct(timestamp=chat.timestamp, msg_id=chat.msg_id, content=content)
 
 
 def _decode_timed(chats: list[tuple[float, ChatMessage]]) -> list[tuple[float, Message]]:
@@ -204,6 +232,10 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
         msgs = with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
     lean = _encode(msgs, steps, lean=True, lean_gather=lean_gather, **opts)
+    cut = _encode(msgs, steps, lean=True, cuts=True, lean_gather=lean_gather, **opts)
+    # cut text: the lean form once each group's text is cut back by its cuts, byte for byte,
+    # at the same times (a boundary lost or shifted shows here, and in the Messages below)
+    assert [(t, _uncut(c).json()) for t, c in cut] == [(t, c.json()) for t, c in lean]
     folded = _encode(msgs, steps, fold=True, **opts)
     unfolded = _encode(msgs, steps, **opts)
     assert len(lean) <= len(folded) == len(unfolded)  # gathering never adds a ChatMessage
@@ -243,18 +275,21 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
                 t_today, arrivals[key][at] + (chunker_slack if first_chunk else slack)
             )
 
-    # the same, ChatMessages coalesced as a slow transport would, and through JSON
-    chats = [parse_chat(c.json()) if json_wire else c for _, c in lean]
-    wire: list[ChatMessage] = []
-    for n in runs:
-        if chats:
-            wire.append(coalesce(chats[:n]))
-            chats = chats[n:]
-    wire += chats
-    c = _decode(wire)
-    assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
-    assert assemble(c).to_dict() == assemble(b).to_dict()
-    assert _client_wires(c) == _client_wires(b)
+    # the same, ChatMessages coalesced as a slow transport would, and through JSON (cut text:
+    # its lengths are the characters JSON gives back, not its escapes' or its UTF-8 bytes)
+    want_wires = _client_wires(b)
+    for form in (lean, cut):
+        chats = [parse_chat(c.json()) if json_wire else c for _, c in form]
+        wire: list[ChatMessage] = []
+        for n in runs:
+            if chats:
+                wire.append(coalesce(chats[:n]))
+                chats = chats[n:]
+        wire += chats
+        c = _decode(wire)
+        assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
+        assert assemble(c).to_dict() == assemble(b).to_dict()
+        assert _client_wires(c) == want_wires
 
 
 def _answer(text: str, mid: str = "M1") -> list[Message]:
@@ -393,13 +428,26 @@ def test_plain_and_older_tagged_askers_get_todays_form_byte_for_byte() -> None:
     assert [(t, c.json()) for t, c in plain] == [
         (t, c.json()) for t, c in _encode(msgs, [0.02], tagged=False, chunker=chunker)
     ]
+    # cuts without lean (an asker that reads one but not the other) is ignored too
+    for fold in (False, True):
+        assert [(t, c.json()) for t, c in _encode(msgs, [0.02], fold=fold, cuts=True)] == [
+            (t, c.json()) for t, c in _encode(msgs, [0.02], fold=fold)
+        ]
+    # an asker of the previous release (lean=1 alone): a TextContent per chunk, no cuts
+    lean = _encode(msgs, [0.02], lean=True, chunker=chunker)
+    assert any(len(_texts(c)) > 1 for _, c in lean)
+    assert all("cuts" not in c.json() for _, c in lean)
 
 
 def test_the_asker_declares_the_lean_wire_in_its_tag() -> None:
     asked = read_chat(chat_of([TextContent(text="hi"), request_tags()]))
-    assert asked.reads_lean and asked.reads_folds
+    assert asked.reads_lean and asked.reads_folds and asked.reads_cuts
     old = {k: v for k, v in request_tags().metadata.items() if k != "lean"}
     assert not read_chat(chat_of([MetadataContent(metadata=old)])).reads_lean
+    assert not read_chat(chat_of([MetadataContent(metadata=old)])).reads_cuts  # only with lean
+    previous = {k: v for k, v in request_tags().metadata.items() if k != "cuts"}
+    view = read_chat(chat_of([MetadataContent(metadata=previous)]))
+    assert view.reads_lean and not view.reads_cuts
 
 
 def _tool_steps() -> list[Message]:
@@ -793,7 +841,72 @@ def test_lean_follow_on_chunks_of_one_stream_name_no_ids_and_others_do() -> None
     assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
 
 
-# -- cut text: a chunk group's ``cuts`` -------------------------------------------------------------
+# -- cut text (an asker whose tag says cuts=1 too) -------------------------------------------------
+def _cut_groups(chats: list[tuple[float, ChatMessage]]) -> list[tuple[dict[str, str], list[str]]]:
+    """Each chunk group's metadata and the texts after it, up to the next tagged group."""
+    out: list[tuple[dict[str, str], list[str]]] = []
+    for _, c in chats:
+        for i in c.content:
+            if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
+                out.append((i.metadata, []))
+            elif isinstance(i, TextContent) and out:
+                out[-1][1].append(i.text)
+    return [(md, texts) for md, texts in out if md.get("op") == "chunk"]
+
+
+def test_gathered_chunks_go_as_one_text_and_their_lengths_in_characters() -> None:
+    # CJK, an emoji outside the BMP (two UTF-16 units, four UTF-8 bytes, one code point) and a
+    # combining mark: lengths count Python characters, the same after a trip through JSON
+    msgs = _answer("Hi. " + "中文句子。 Emoji 😀 here, e\u0301 too! " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    lean = _encode(msgs, [0.02], lean=True, chunker=chunker)
+    cut = _encode(msgs, [0.02], lean=True, cuts=True, chunker=chunker)
+    assert [t for t, _ in cut] == [t for t, _ in lean]
+    before = _cut_groups(lean)
+    after = _cut_groups([(t, parse_chat(c.json())) for t, c in cut])
+    assert len(before) == len(after) and any(len(texts) > 1 for _, texts in before)
+    for (md, texts), (cut_md, [text]) in zip(before, after, strict=True):
+        assert text == "".join(texts)  # a plain reader reads the same text
+        if len(texts) > 1:
+            assert cut_md["cuts"] == ",".join(str(len(t)) for t in texts)
+        else:
+            assert "cuts" not in cut_md  # one chunk: nothing to say
+        assert {k: v for k, v in cut_md.items() if k != "cuts"} == md
+    assert sum(len(c.json()) for _, c in cut) < sum(len(c.json()) for _, c in lean)
+    today = _decode([c for _, c in lean])
+    assert _decode([parse_chat(c.json()) for _, c in cut]) == today
+    assert len([m for m in today if m.type == "text"]) > len(after)  # chunks, not groups
+
+
+def test_a_shifted_cut_decodes_to_other_chunks() -> None:
+    # what the property compares would see a boundary moved by one character
+    msgs = _answer("Hi. " + "One more sentence here. " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    cut = [c for _, c in _encode(msgs, [0.02], lean=True, cuts=True, chunker=chunker)]
+    today = _decode([c for _, c in _encode(msgs, [0.02], lean=True, chunker=chunker)])
+    assert _decode(cut) == today
+    [md] = [md for md, _ in _cut_groups([(0.0, c) for c in cut]) if "cuts" in md][:1]
+    first, second, *rest = (int(n) for n in md["cuts"].split(","))
+    md["cuts"] = ",".join(map(str, [first + 1, second - 1, *rest]))
+    assert _decode(cut) != today
+
+
+def test_a_group_of_more_chunks_than_max_cuts_goes_on_in_a_follow_on_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agent_stream.adapters.chat import batching
+
+    monkeypatch.setattr(batching, "MAX_CUTS", 3)
+    msgs = _answer("Hi. " + "One more sentence here. " * 30)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    cut = _encode(msgs, [0.0], lean=True, cuts=True, chunker=chunker)
+    groups = _cut_groups(cut)
+    assert all(len(md.get("cuts", "").split(",")) <= 3 for md, _ in groups)
+    assert sum(1 for md, _ in groups if "cuts" in md) > 2
+    today = _decode([c for _, c in _encode(msgs, [0.0], lean=True, chunker=chunker)])
+    assert _decode([c for _, c in cut]) == today
+
+
 def _stream_then(cuts: str | None, *texts: str, limits: DecoderLimits | None = None) -> Any:
     """A stream opened, then a follow-on chunk group (``cuts``, if any) and ``texts`` after it,
     then more text in its own group: (the chunks decoded, the warnings' codes)."""
