@@ -37,7 +37,7 @@ from agent_stream.adapters.chat import (
 )
 from agent_stream.adapters.chat.fold import expand
 from agent_stream.adapters.chat.incoming import read_chat
-from agent_stream.adapters.chat.wire import chat_of
+from agent_stream.adapters.chat.wire import chat_of, uuid4_from
 from agent_stream.assemble import assemble
 from agent_stream.chunking import TextChunker
 from agent_stream.message import (
@@ -988,3 +988,22 @@ def test_cuts_on_a_group_that_is_not_a_chunk_group_are_ignored() -> None:
     chat = chat_of([MetadataContent(metadata={**md, "cuts": "1,1"}), TextContent(text="ab")])
     out = dec.feed("agent1peer", chat, 0.0)
     assert _texts_of(out) == [("M1", "ab")] and dec.drain_warnings() == []
+
+
+def test_a_group_with_an_empty_chunk_is_not_cut() -> None:
+    # a stream whose first chunk was empty (an empty append flushed) then went on: its lengths
+    # would say 0, which the decoder refuses, so the group goes as today, a TextContent a chunk
+    from uagents_core.contrib.protocols.chat import StartStreamContent
+
+    from agent_stream.adapters.chat.batching import _cut
+    from agent_stream.adapters.chat.wire import Group
+
+    start = StartStreamContent.construct(type="start-stream", stream_id=uuid4_from("s"))
+    texts = [TextContent.construct(type="text", text=t) for t in ("", "ab", "c")]
+    group = Group({TAG_KEY: "1", "op": "chunk"}, [start, *texts])
+    _cut(group)
+    assert group.items == [start, *texts] and "cuts" not in group.meta
+    group = Group({TAG_KEY: "1", "op": "chunk"}, [start, *texts[1:]])
+    _cut(group)
+    assert [getattr(i, "text", None) for i in group.items] == [None, "abc"]
+    assert group.meta["cuts"] == "2,1"
