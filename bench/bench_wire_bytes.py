@@ -7,7 +7,7 @@ The responder is ``agent-stream serve --reasoning`` itself. The asker, an agent 
 asks it as an asker before folding would (its tag without ``fold=1`` or ``lean=1``: the
 responder sends the unfolded form, byte for byte what it sent before folding existed), as an
 asker before the lean wire would (``fold=1`` alone: today's form, byte for byte) and as it asks
-now (``lean=1``). Another row asks an agent that is ``serve --reasoning`` with fuller envelopes
+now (``lean=1``, with ``cuts=1``: a chunk group's chunks as one TextContent and their lengths). Another row asks an agent that is ``serve --reasoning`` with fuller envelopes
 (the chat chunker's ``--max-delay``/``--min-chars``/``--max-chars`` and the lean wire's gather
 window ``--lean-gather`` of this bench), asked as now,
 and the last a stock uagents agent streaming the same answer one ChatMessage per token (the chat

@@ -525,6 +525,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
                 request,
                 fold=request.tagged and view.reads_folds,
                 lean=request.tagged and view.reads_lean,
+                cuts=request.tagged and view.reads_cuts,
             )
         except Exception as exc:  # a bad channel policy or chunker options: say so, go on
             ctx.logger.error(f"cannot answer {sender}: {describe(exc)}")
@@ -633,10 +634,16 @@ class StreamingChat(Protocol):  # type: ignore[misc]
         return lock
 
     def _outgoing_for(
-        self, ctx: Context, request: ChatRequest, *, fold: bool = False, lean: bool = False
+        self,
+        ctx: Context,
+        request: ChatRequest,
+        *,
+        fold: bool = False,
+        lean: bool = False,
+        cuts: bool = False,
     ) -> Outgoing:
         """The pump of one reply: its encoder (``fold``: the asker reads folded items; ``lean``:
-        the lean wire), and the plugin's send, lane and registries."""
+        the lean wire; ``cuts``: cut text on it), and the plugin's send, lane and registries."""
         conversation = str(request.message.msg_id)
         encoder = ChatEncoder(
             conversation,
@@ -646,6 +653,7 @@ class StreamingChat(Protocol):  # type: ignore[misc]
             chunker=self.chunker,
             fold=fold,
             lean=lean,
+            cuts=cuts,
             lean_gather=self.lean_gather,
         )
         peer = request.sender

@@ -49,9 +49,12 @@ ASKER = "agent1qasker" + "x" * 40
 LOST_METRIC = "agent_stream_fleet_replies_lost_total"
 
 
-def reply(conversation: str, sentences: int, *, end: bool = False) -> list[ChatMessage]:
-    """A tagged reply's ChatMessages as a replica sends them (ended when ``end``)."""
-    enc = ChatEncoder(conversation, tagged=True, meta_delay=0)
+def reply(
+    conversation: str, sentences: int, *, end: bool = False, lean: bool = False
+) -> list[ChatMessage]:
+    """A tagged reply's ChatMessages as a replica sends them (ended when ``end``; ``lean``: to
+    an asker of today, the lean wire with cut text)."""
+    enc = ChatEncoder(conversation, tagged=True, meta_delay=0, lean=lean, cuts=lean)
     out = enc.feed(M.event("stream_start"), 0.0)
     for i in range(sentences):
         text = f"Sentence {i} of the reply, long enough to make a chunk of its own here. "
@@ -392,6 +395,18 @@ def test_the_lost_end_closes_what_the_replys_own_end_would_have() -> None:
     assert [("seq" in md, "conversation" in md) for md in heads] == [(True, True), (False, False)]
     with pytest.raises(ValueError):
         lost_end("conv", 9, streams=["not a uuid"])
+
+
+def test_a_lean_reply_with_cut_text_leaves_open_the_streams_it_started() -> None:
+    # several sentences gathered, their chunks one TextContent cut by the group's cuts: the
+    # mirror still names the stream it started, and the lost end closes it
+    chats = reply("lean", 12, lean=True)
+    assert any("cuts" in c.json() for c in chats)
+    streams = open_streams(c.json() for c in chats)
+    assert streams == started(chats) and len(streams) == 1
+    assert open_streams(c.json() for c in reply("lean", 12, end=True, lean=True)) == []
+    end = lost_end("lean", len(chats) + 1, streams=streams)
+    assert plain_view(end) == [("end-stream", streams[0])]
 
 
 def test_open_streams_are_started_and_not_ended_whatever_the_mirror_holds() -> None:

@@ -11,7 +11,7 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from inprocess_agents import Pair
@@ -19,6 +19,7 @@ from uagents.dispatch import dispatcher
 from uagents_core.contrib.protocols.chat import (
     ChatAcknowledgement,
     ChatMessage,
+    MetadataContent,
     TextContent,
 )
 
@@ -185,6 +186,52 @@ async def test_the_lean_gather_window_reaches_each_replys_encoder(pair: Pair) ->
     assert sent[10.0] <= 3 < sent[0.0]
     with pytest.raises(ValueError, match="lean_gather"):
         StreamingChat(sentences, lean_gather=-1.0)
+
+
+async def test_cut_text_goes_to_an_asker_that_reads_it_not_to_one_of_the_previous_release(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sentences gathered into one ChatMessage (a long gather window): to an asker whose tag
+    # says cuts=1 (request_tags' today) their chunks go as one TextContent and the group's
+    # cuts; to one that says lean=1 alone (the previous release), a TextContent per chunk
+    from agent_stream.adapters.chat import wire
+
+    async def sentences(request: ChatRequest) -> AsyncIterator[str]:
+        for i in range(20):
+            yield f"Sentence {i}, 中文 😀. "
+            await asyncio.sleep(0.01)
+
+    want = "".join(f"Sentence {i}, 中文 😀. " for i in range(20))
+    for previous in (False, True):
+        sent: list[ChatMessage] = []
+        chat = StreamingChat(sentences, chunker={"min_chars": 5, "max_delay": 0.2}, lean_gather=10)
+        send = chat.send
+
+        async def recording(
+            ctx: Any, to: str, message: Any, send: Any = send, sent: Any = sent
+        ) -> tuple[bool, str]:
+            if isinstance(message, ChatMessage):
+                sent.append(message)
+            return cast("tuple[bool, str]", await send(ctx, to, message))
+
+        monkeypatch.setattr(chat, "send", recording)
+        if previous:  # the asker's tag without cuts=1 (a key the responder does not know)
+            monkeypatch.setattr(wire, "CUTS_KEY", "cuts-unknown-to-the-responder")
+        reply, _ = await ask(pair, chat)
+        monkeypatch.undo()
+        assert reply.completed and reply.text() == want
+        texts = [[i.text for i in c.content if isinstance(i, TextContent)] for c in sent]
+        cut = [
+            i.metadata["cuts"]
+            for c in sent
+            for i in c.content
+            if isinstance(i, MetadataContent) and "cuts" in i.metadata
+        ]
+        if previous:
+            assert not cut and max(map(len, texts)) > 2
+        else:
+            assert cut and max(map(len, texts)) == 1
+            assert max(len(c.split(",")) for c in cut) > 2
 
 
 async def test_wrapping_an_existing_non_streaming_handler(pair: Pair) -> None:

@@ -17,8 +17,9 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
 ``conversation``    the conversation the reply belongs to (first group of a ChatMessage); one
                     per reply (e.g. the request's msg_id): stream_ids derive from it, and the
                     decoder orders ChatMessages per (sender, conversation)
-``op``              ``chunk``: the TextContent after it is a text chunk of stream ``stream_id``
-                    (the group that opens the stream also has the message's ids and type);
+``op``              ``chunk``: each TextContent after it is a text chunk of stream
+                    ``stream_id`` (the group that opens the stream also has the message's ids
+                    and type; with ``cuts``, the first is cut into chunks by its lengths);
                     ``fold``: a folded message or run of groups (see Folding below);
                     ``text``: a whole text message, its content the TextContent after it;
                     ``message``: a Message carried in the metadata itself (items after it are
@@ -33,6 +34,9 @@ tagged MetadataContent. Keys (absent ids are left out, never sent as "" or "None
 ``parts``           (``fold`` groups) the folded Messages' fields and chunk types (:mod:`.fold`);
                     to a lean asker ``p`` instead: the same JSON, ids relative, ``"`` and ``'``
                     swapped (so its quotes need no escaping)
+``cuts``            (``chunk`` groups, to an asker whose tag says ``cuts=1``) the lengths in
+                    characters (code points), comma-separated, of the chunks the TextContent
+                    after it is cut into (see Lean)
 ``keep``, ``extra``  ``keep=1``: the decoder keeps the stream's text (to a lean asker, on a
                     ``message`` group: that append's text); ``extra=stream``: the
                     message_end's extra.content, left out, is that text
@@ -94,6 +98,15 @@ does; it implies folding), fewer, fuller ChatMessages with less metadata in each
   after it is a chunk of its stream), and a chunk group of the stream the chunk group before it
   was of names no ids (the decoder, reading the reply in order, infers them; after a gap it does
   not, and drops that text with a warning).
+- Cut text: to an asker whose tag also says ``cuts=1`` (:func:`request_tags` does), those chunks
+  go as one TextContent, their concatenation (a plain reader reads the same text), and the group
+  says ``cuts``: their lengths in characters (Python ``str`` length, after JSON decoding),
+  comma-separated, e.g. ``"57,120,31"`` (left out for one chunk; never 0; at most
+  :data:`.wire.MAX_CUTS`, 1024, per group: more go on in a follow-on group). The decoder cuts the
+  text back into the same chunks; lengths it cannot use (not positive decimals, not adding up
+  to the text's length, more than ``DecoderLimits.max_cuts``) give the whole text as one chunk,
+  with a ``bad_metadata`` warning. An asker that says ``lean=1`` alone gets a TextContent per
+  chunk.
 - A folded group carries ``p`` instead of ``parts``: the parts name only the ids the decoder
   cannot infer from the event data or the part before, an event part is
   ``{"e": event, "d": data}``, and the JSON's ``"`` and ``'`` are swapped (:mod:`.fold`).

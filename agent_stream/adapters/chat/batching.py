@@ -17,10 +17,12 @@ deadline when later: the merged appends of ``thinking``), and the ChatMessage is
 earliest of its groups is due. Text the chunker released waits for more, never past its own
 bound, and no sooner-due group waits past its time. Consecutive chunk groups of one stream then
 go as one group and its TextContent items (the decoder reads each as a chunk of the group's
-stream), a chunk group of the stream the chunk group before it on the wire was of names no ids
-(the decoder, reading in order, infers them; after a gap it cannot, and drops the text with a
-warning), and each folded group goes as the lean wire's ``p`` (its parts name only the ids the
-decoder cannot infer, their quotes swapped: :mod:`.fold`).
+stream; to an asker that reads ``cuts=1``, ``cuts``: one TextContent, the chunks' concatenation,
+and the group's ``cuts`` their lengths, at most :data:`~.wire.MAX_CUTS` per group), a chunk group
+of the stream the chunk group before it on the wire was of names no ids (the decoder, reading in
+order, infers them; after a gap it cannot, and drops the text with a warning), and each folded
+group goes as the lean wire's ``p`` (its parts name only the ids the decoder cannot infer, their
+quotes swapped: :mod:`.fold`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from uagents_core.contrib.protocols.chat import (
 
 from agent_stream.adapters.chat.fold import fold_groups, relative_ids
 from agent_stream.adapters.chat.wire import (
+    CUTS_KEY,
     EPOCH,
+    MAX_CUTS,
     OP_CHUNK,
     OP_END,
     OP_FOLD,
@@ -69,6 +73,8 @@ class Batcher:
             (or when forced, at the reply's end); ``meta_delay`` does not apply.
         gather: a lean asker's: a ChatMessage is cut when its earliest group is due (module
             doc), and a stream's consecutive chunk groups share one group.
+        cuts: (with ``gather``) the asker reads cut text: a shared group's chunks go as one
+            TextContent and the group's ``cuts``.
     """
 
     def __init__(
@@ -81,12 +87,14 @@ class Batcher:
         text_first: bool = False,
         fold: bool = False,
         gather: bool = False,
+        cuts: bool = False,
     ) -> None:
         self.conversation = conversation
         self.meta_delay = meta_delay
         self.text_first = text_first
         self.fold = fold
         self.gather = gather
+        self.cuts = cuts and gather
         self._deterministic = deterministic
         self._clock = clock
         self._pending: list[Group] = []  # groups for the next ChatMessage, in wire order
@@ -160,12 +168,14 @@ class Batcher:
             groups = fold_groups(groups)
         if self.gather:
             if len(groups) > 1:
-                groups = _join_chunks(groups)
+                groups = _join_chunks(groups, MAX_CUTS if self.cuts else None)
             for group in groups:
                 op = group.meta.get("op")
                 if op == OP_FOLD:
                     relative_ids(group.meta)
                 elif op == OP_CHUNK:
+                    if self.cuts:
+                        _cut(group)
                     self._follow_on(group)
         content: list[Any] = []
         first = True
@@ -213,12 +223,14 @@ class Batcher:
         return ChatMessage.construct(timestamp=ts, msg_id=msg_id, content=content)
 
 
-def _join_chunks(groups: list[Group]) -> list[Group]:
+def _join_chunks(groups: list[Group], most: int | None = None) -> list[Group]:
     """Each chunk group that follows a chunk group of the same message joins it: its text items
     go after the first group's (the decoder reads every TextContent after a chunk group as a
-    chunk of that group's stream, so the Messages are the same)."""
+    chunk of that group's stream, so the Messages are the same); ``most``: the most text items
+    a group takes (the next goes as a group of its own: a follow-on, naming no ids)."""
     out: list[Group] = []
     last: Group | None = None
+    texts = 0  # the text items of ``last``
     for g in groups:
         if (
             last is not None
@@ -228,12 +240,30 @@ def _join_chunks(groups: list[Group]) -> list[Group]:
             and last.meta.get("op") == OP_CHUNK
             and not g.opens
             and all(type(i) is TextContent for i in g.items)
+            and (most is None or texts + len(g.items) <= most)
         ):
             last.items = [*last.items, *g.items]
+            texts += len(g.items)
             continue
         out.append(g)
         last = g
+        texts = sum(1 for i in g.items if type(i) is TextContent)
     return out
+
+
+def _cut(group: Group) -> None:
+    """A chunk group's chunks as one TextContent, their concatenation (what a plain reader
+    reads), and its ``cuts`` their lengths in characters, which the decoder cuts it back by;
+    a group of one chunk, or with an empty one (never cut: a length is never 0), as it is."""
+    at = [n for n, i in enumerate(group.items) if type(i) is TextContent]
+    if len(at) < 2:
+        return
+    texts = [group.items[n].text for n in at]
+    if not all(texts) or at[-1] - at[0] != len(at) - 1:
+        return
+    joined = TextContent.construct(type="text", text="".join(texts))
+    group.items = [*group.items[: at[0]], joined, *group.items[at[-1] + 1 :]]
+    group.meta[CUTS_KEY] = ",".join(str(len(t)) for t in texts)
 
 
 def _carries_content(group: Group) -> bool:

@@ -72,6 +72,9 @@ class ChatEncoder:
             chunks of one stream share one group, a stream's follow-on chunks name no ids,
             folded parts' ids are relative and reasoning carried as metadata is not repeated
             in its message_end (see the package docstring, Lean).
+        cuts: the recipient reads cut text (its tag says ``cuts=1``; only with ``lean``): the
+            chunks a group shares go as one TextContent, their concatenation, and the group's
+            ``cuts`` says their lengths (see the package docstring, Lean).
         lean_gather: the lean wire's gather window, in seconds (:data:`~.wire.LEAN_GATHER`):
             how long after its oldest character's arrival text the chunker released may wait
             for later text to go with it (never less than the chunker's own deadline; text
@@ -92,6 +95,7 @@ class ChatEncoder:
         meta_delay: float = 0.1,
         fold: bool = False,
         lean: bool = False,
+        cuts: bool = False,
         lean_gather: float = LEAN_GATHER,
         deterministic: bool = False,
         clock: Callable[[], datetime] | None = None,
@@ -107,6 +111,7 @@ class ChatEncoder:
         self.channels = frozenset(channels or ())
         self.session = session
         self.lean = lean = lean and tagged
+        self.cuts = cuts and lean
         self.lean_gather = lean_gather
         fold = fold or lean
         self.asks = False  # the reply asked the asker something (a user_input message)
@@ -126,6 +131,7 @@ class ChatEncoder:
             text_first=not tagged,
             fold=fold and tagged,
             gather=lean,
+            cuts=self.cuts,
         )
         self._plain_order = PlainOrder(tagged, self._batcher.add)
         self._plain = PlainRenderer(conversation)

@@ -24,6 +24,7 @@ from agent_stream.adapters.chat.wire import (
     ACKS_KEY,
     ACKS_MANY,
     CONTROL_OPS,
+    CUTS_KEY,
     FOLD_KEY,
     LEAN_KEY,
     TAG_KEY,
@@ -90,6 +91,12 @@ class Incoming:
         """A tagged question whose asker reads the lean wire (``lean=1``; see the package
         docstring)."""
         return self.tag.get(LEAN_KEY) == "1"
+
+    @property
+    def reads_cuts(self) -> bool:
+        """A tagged question whose asker reads a lean chunk group's chunks as one TextContent
+        cut by the group's ``cuts`` (``cuts=1``; only with ``lean=1``)."""
+        return self.reads_lean and self.tag.get(CUTS_KEY) == "1"
 
     @property
     def channels(self) -> frozenset[str]:

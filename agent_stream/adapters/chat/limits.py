@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, fields
 
+from agent_stream.adapters.chat.wire import MAX_CUTS
 from agent_stream.errors import StreamWarning
 
 __all__ = ["DecoderLimits", "WarningQueue"]
@@ -64,6 +65,8 @@ class DecoderLimits:
     # text kept to rebuild message_ends' extra.content (``keep``: open streams' and appends), in all
     max_kept_bytes_total: int = 8 * MiB
     max_id_chars: int = 256  # an id (message, thread, block, stream, type, conversation)
+    # chunks one chunk group's text may be cut into (``cuts``); more: the text is one chunk, warned
+    max_cuts: int = MAX_CUTS
     max_warnings: int = 1024  # undrained warnings; past it the oldest are dropped, counted
 
     def __post_init__(self) -> None:

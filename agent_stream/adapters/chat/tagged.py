@@ -1,7 +1,8 @@
 """Decoding one tagged ChatMessage, group by group, into Messages.
 
 A tagged group is a MetadataContent holding the tag and the items after it: ``chunk`` (stream
-text of ``stream_id``), ``text`` (a whole text message), ``message`` (a Message in the metadata
+text of ``stream_id``, each TextContent a chunk; with ``cuts``, the first one is cut into the
+chunks of those lengths), ``text`` (a whole text message), ``message`` (a Message in the metadata
 itself; the items after it are only a rendering for plain peers) or ``end``; an unnumbered
 ``keepalive`` tells the last seq the sender sent (a missing tail is then a gap).
 """
@@ -35,6 +36,7 @@ from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
 from agent_stream.adapters.chat.wire import (
+    CUTS_KEY,
     EXTRA_KEY,
     EXTRA_STREAM,
     KEEP_KEY,
@@ -96,6 +98,7 @@ class TaggedDecoder:
         meta: dict[str, str] | None = None
         op: str | None = None
         stream_id: str | None = None  # the stream of the chunk group being read
+        cuts: str | None = None  # its ``cuts``, until its first TextContent is cut by them
         text_parts: list[str] = []
         content = chat.content
         for index, item in enumerate(content):
@@ -103,7 +106,12 @@ class TaggedDecoder:
                 kind = content_class(item)
                 if kind is TextContent:
                     if op == OP_CHUNK and meta is not None:
-                        self._chunk(peer, conv, stream_id, meta, item.text, now, out)
+                        if cuts is None:
+                            self._chunk(peer, conv, stream_id, meta, item.text, now, out)
+                        else:
+                            raw, cuts = cuts, None
+                            for piece in self._cut(item.text, raw, meta):
+                                self._chunk(peer, conv, stream_id, meta, piece, now, out)
                     elif op == OP_TEXT:
                         text_parts.append(item.text)
                     elif op is None:
@@ -119,12 +127,14 @@ class TaggedDecoder:
                         text_parts = []
                     meta = md
                     op = md.get("op")
+                    cuts = None
                     if not self._ids_ok(md):
                         if op == OP_CHUNK and ordered:
                             conv.last_stream = None  # what follows it cannot be inferred
                         op = _UNKNOWN_OP
                     elif op == OP_CHUNK:
                         stream_id = self._stream_of(conv, md, ordered)
+                        cuts = md.get(CUTS_KEY)
                     elif op == OP_MESSAGE:
                         self._message(peer, conv_id, conv, md, out)
                     elif op == OP_FOLD:
@@ -319,6 +329,41 @@ class TaggedDecoder:
         if ordered:
             conv.last_stream = None if stream_id is None else (stream_id, conv.order.skipped)
         return stream_id
+
+    def _cut(self, text: str, raw: str, meta: dict[str, str]) -> list[str]:
+        """A chunk group's text cut into its chunks by its ``cuts``: their lengths in characters
+        (code points), comma-separated, each a positive decimal, at most ``max_cuts`` of them,
+        summing to the text's length. Anything else: the whole text as one chunk, warned (the
+        text is never lost, only its chunk boundaries)."""
+        most = self._state.limits.max_cuts
+        problem = None
+        lengths: list[int] = []
+        if raw.count(",") >= most:
+            problem = f"more than max_cuts={most} chunks"
+        else:
+            for n in raw.split(","):
+                if not (0 < len(n) <= 12 and n.isascii() and n.isdecimal() and n[0] != "0"):
+                    problem = f"{n[:20]!r} is not a positive length"
+                    break
+                lengths.append(int(n))
+            else:
+                total = sum(lengths)
+                if total != len(text):
+                    problem = f"lengths sum to {total}, not the text's {len(text)} characters"
+        if problem is not None:
+            self._warnings.add(
+                "bad_metadata",
+                f"chunk group: bad cuts ({problem}); its text is one chunk",
+                meta.get("message_id"),
+                meta.get("thread_id"),
+            )
+            return [text]
+        pieces: list[str] = []
+        at = 0
+        for length in lengths:
+            pieces.append(text[at : at + length])
+            at += length
+        return pieces
 
     def _chunk(
         self,

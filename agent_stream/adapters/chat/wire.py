@@ -30,6 +30,7 @@ __all__ = [
     "CHANNEL_OF_TYPE",
     "CHAT_CHUNKER_DEFAULTS",
     "CONTROL_OPS",
+    "CUTS_KEY",
     "EXTRA_KEY",
     "EXTRA_STREAM",
     "FOLD_KEY",
@@ -37,6 +38,7 @@ __all__ = [
     "KEEP_KEY",
     "LEAN_GATHER",
     "LEAN_KEY",
+    "MAX_CUTS",
     "MEDIA_TYPES",
     "OP_CANCEL",
     "OP_CHUNK",
@@ -81,6 +83,14 @@ FOLD_KEY = "fold"
 # A question's tag saying its asker reads the lean wire (see the package docstring, Lean):
 # text gathered into fewer ChatMessages within the chunker's bounds, and leaner groups.
 LEAN_KEY = "lean"
+# A question's tag saying its asker reads cut text (``cuts=1``, with ``lean=1``): to it, a lean
+# chunk group's chunks go as one TextContent, their concatenation, and the group's ``cuts``
+# (this key too) says where it is cut: the chunks' lengths in characters (code points),
+# comma-separated, e.g. ``"57,120,31"``; absent when the group carries one chunk.
+CUTS_KEY = "cuts"
+# The most chunks one chunk group's text is cut into (the encoder starts another group past it;
+# the decoder's default :attr:`~.limits.DecoderLimits.max_cuts`).
+MAX_CUTS = 1024
 
 # Types whose content is the user-facing text: streamed as TextContent.
 STREAM_TYPES = frozenset((TEXT, REFUSAL))
@@ -230,7 +240,8 @@ def request_tags(
     ``channels`` are extra channels it would like (e.g. ``"reasoning"``); the sender decides.
     ``acks=many``: the asker reads coalesced acknowledgements (:mod:`.acks`); ``fold=1``: it
     decodes folded items (:mod:`.fold`); ``lean=1``: it reads the lean wire (text gathered into
-    fewer ChatMessages within the chunker's bounds; see the package docstring).
+    fewer ChatMessages within the chunker's bounds; see the package docstring); ``cuts=1``: it
+    reads a lean chunk group's chunks as one TextContent cut by the group's ``cuts``.
     ``chain`` (key ``chain``, comma-separated): the agents that asked so far, origin first,
     the asker last, when the request delegates part of another (see :mod:`agent_stream.relay`);
     ``max_hops`` (key ``max_hops``): the hop limit that travels with it. ``history`` (key
@@ -251,6 +262,7 @@ def request_tags(
         ACKS_KEY: ACKS_MANY,
         FOLD_KEY: "1",
         LEAN_KEY: "1",
+        CUTS_KEY: "1",
     }
     if history is not None:
         md[HISTORY_KEY] = history

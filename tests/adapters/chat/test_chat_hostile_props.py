@@ -73,6 +73,10 @@ action = st.tuples(
 )
 
 
+# A chunk group's ``cuts`` a hostile sender may write (the decoder reads the text whole, warned).
+BAD_CUTS = ["", "x", "0,1", "-1,2", "1,", "1," * 3000, "9" * 40, "٣", ",".join(["1"] * 2000)]
+
+
 def _text(n: int) -> str:
     return "é" * (n // 2) if n % 3 == 0 else "x" * n
 
@@ -133,9 +137,14 @@ class Traffic:
         if kind == "chunk":
             # keep=1: the decoder keeps the stream's text (capped by max_kept_bytes_total)
             md.update(op="chunk", stream_id=str(stream_id), message_id=mid, type="text", keep="1")
+            text = _text(size)
+            if id_len % 4 == 0 and len(text) > 1:  # its text cut in two
+                md["cuts"] = f"1,{len(text) - 1}"
+            elif id_len % 4 == 1:
+                md["cuts"] = BAD_CUTS[size % len(BAD_CUTS)]
             items = [
                 StartStreamContent.construct(type="start-stream", stream_id=stream_id),
-                TextContent.construct(type="text", text=_text(size)),
+                TextContent.construct(type="text", text=text),
             ]
         elif kind == "text":
             md.update(op="text", message_id=mid, type="text")

@@ -7,7 +7,9 @@ Messages, transcript and client wire bytes, even coalesced by a slow transport; 
 sends no text later than the later of today's send and its bound (its oldest character's
 arrival + the gather window, or the chunker's deadline when later; a message's first chunk: the
 chunker's deadline), no message's first text later than today, and never more ChatMessages.
-Units: who gets the lean form, what gathers, what never waits.
+Sent cut (an asker that also says ``cuts=1``), the lean form is the same ChatMessages, at the
+same times, once each group's one TextContent is cut back by its ``cuts``, byte for byte.
+Units: who gets the lean form, what gathers, what never waits, cut text and bad ``cuts``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from agent_stream.adapters.chat import (
 )
 from agent_stream.adapters.chat.fold import expand
 from agent_stream.adapters.chat.incoming import read_chat
-from agent_stream.adapters.chat.wire import chat_of
+from agent_stream.adapters.chat.wire import chat_of, uuid4_from
 from agent_stream.assemble import assemble
 from agent_stream.chunking import TextChunker
 from agent_stream.message import (
@@ -61,6 +63,7 @@ def _encode(
     steps: list[float],
     *,
     lean: bool = False,
+    cuts: bool = False,
     fold: bool = False,
     tagged: bool = True,
     reasoning: bool = True,
@@ -78,6 +81,7 @@ def _encode(
         meta_delay=meta_delay,
         fold=fold,
         lean=lean,
+        cuts=cuts,
         lean_gather=lean_gather,
         deterministic=True,
     )
@@ -105,6 +109,30 @@ def _encode(
     now = end
     out += [(now, c) for c in enc.end_streams(now)]
     return out
+
+
+def _uncut(chat: ChatMessage) -> ChatMessage:
+    """``chat`` as an asker without ``cuts=1`` gets it: each chunk group's ``cuts`` left out, the
+    TextContent after it cut into one per chunk (checked: positive lengths that add up)."""
+    content: list[Any] = []
+    cuts: list[int] | None = None
+    for item in chat.content:
+        if isinstance(item, MetadataContent) and "cuts" in item.metadata:
+            md = dict(item.metadata)
+            cuts = [int(n) for n in md.pop("cuts").split(",")]
+            assert len(cuts) > 1 and all(n > 0 for n in cuts)
+            item = MetadataContent.construct(type="metadata", metadata=md)
+        elif isinstance(item, TextContent) and cuts is not None:
+            assert sum(cuts) == len(item.text)
+            at = 0
+            for n in cuts:
+                content.append(TextContent.construct(type="text", text=item.text[at : at + n]))
+                at += n
+            cuts = None
+            continue
+        content.append(item)
+    assert cuts is None
+    return ChatMessage.construct(timestamp=chat.timestamp, msg_id=chat.msg_id, content=content)
 
 
 def _decode_timed(chats: list[tuple[float, ChatMessage]]) -> list[tuple[float, Message]]:
@@ -204,6 +232,10 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
         msgs = with_extra(msgs)
     opts: dict[str, Any] = {"reasoning": reasoning, "chunker": chunker, "meta_delay": meta_delay}
     lean = _encode(msgs, steps, lean=True, lean_gather=lean_gather, **opts)
+    cut = _encode(msgs, steps, lean=True, cuts=True, lean_gather=lean_gather, **opts)
+    # cut text: the lean form once each group's text is cut back by its cuts, byte for byte,
+    # at the same times (a boundary lost or shifted shows here, and in the Messages below)
+    assert [(t, _uncut(c).json()) for t, c in cut] == [(t, c.json()) for t, c in lean]
     folded = _encode(msgs, steps, fold=True, **opts)
     unfolded = _encode(msgs, steps, **opts)
     assert len(lean) <= len(folded) == len(unfolded)  # gathering never adds a ChatMessage
@@ -243,18 +275,21 @@ def test_a_stream_sent_lean_decodes_as_sent_today_no_text_later_than_its_bound(
                 t_today, arrivals[key][at] + (chunker_slack if first_chunk else slack)
             )
 
-    # the same, ChatMessages coalesced as a slow transport would, and through JSON
-    chats = [parse_chat(c.json()) if json_wire else c for _, c in lean]
-    wire: list[ChatMessage] = []
-    for n in runs:
-        if chats:
-            wire.append(coalesce(chats[:n]))
-            chats = chats[n:]
-    wire += chats
-    c = _decode(wire)
-    assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
-    assert assemble(c).to_dict() == assemble(b).to_dict()
-    assert _client_wires(c) == _client_wires(b)
+    # the same, ChatMessages coalesced as a slow transport would, and through JSON (cut text:
+    # its lengths are the characters JSON gives back, not its escapes' or its UTF-8 bytes)
+    want_wires = _client_wires(b)
+    for form in (lean, cut):
+        chats = [parse_chat(c.json()) if json_wire else c for _, c in form]
+        wire: list[ChatMessage] = []
+        for n in runs:
+            if chats:
+                wire.append(coalesce(chats[:n]))
+                chats = chats[n:]
+        wire += chats
+        c = _decode(wire)
+        assert [m.model_dump() for m in c] == [m.model_dump() for m in b]
+        assert assemble(c).to_dict() == assemble(b).to_dict()
+        assert _client_wires(c) == want_wires
 
 
 def _answer(text: str, mid: str = "M1") -> list[Message]:
@@ -393,13 +428,26 @@ def test_plain_and_older_tagged_askers_get_todays_form_byte_for_byte() -> None:
     assert [(t, c.json()) for t, c in plain] == [
         (t, c.json()) for t, c in _encode(msgs, [0.02], tagged=False, chunker=chunker)
     ]
+    # cuts without lean (an asker that reads one but not the other) is ignored too
+    for fold in (False, True):
+        assert [(t, c.json()) for t, c in _encode(msgs, [0.02], fold=fold, cuts=True)] == [
+            (t, c.json()) for t, c in _encode(msgs, [0.02], fold=fold)
+        ]
+    # an asker of the previous release (lean=1 alone): a TextContent per chunk, no cuts
+    lean = _encode(msgs, [0.02], lean=True, chunker=chunker)
+    assert any(len(_texts(c)) > 1 for _, c in lean)
+    assert all("cuts" not in c.json() for _, c in lean)
 
 
 def test_the_asker_declares_the_lean_wire_in_its_tag() -> None:
     asked = read_chat(chat_of([TextContent(text="hi"), request_tags()]))
-    assert asked.reads_lean and asked.reads_folds
+    assert asked.reads_lean and asked.reads_folds and asked.reads_cuts
     old = {k: v for k, v in request_tags().metadata.items() if k != "lean"}
     assert not read_chat(chat_of([MetadataContent(metadata=old)])).reads_lean
+    assert not read_chat(chat_of([MetadataContent(metadata=old)])).reads_cuts  # only with lean
+    previous = {k: v for k, v in request_tags().metadata.items() if k != "cuts"}
+    view = read_chat(chat_of([MetadataContent(metadata=previous)]))
+    assert view.reads_lean and not view.reads_cuts
 
 
 def _tool_steps() -> list[Message]:
@@ -791,3 +839,171 @@ def test_lean_follow_on_chunks_of_one_stream_name_no_ids_and_others_do() -> None
     named = {(g.get("thread_id"), g.get("message_id")) for g in follow_ons if g not in bare}
     assert ("T1", "M1") in named  # M1 again after M2's text
     assert _decode([c for _, c in lean]) == _decode([c for _, c in today])
+
+
+# -- cut text (an asker whose tag says cuts=1 too) -------------------------------------------------
+def _cut_groups(chats: list[tuple[float, ChatMessage]]) -> list[tuple[dict[str, str], list[str]]]:
+    """Each chunk group's metadata and the texts after it, up to the next tagged group."""
+    out: list[tuple[dict[str, str], list[str]]] = []
+    for _, c in chats:
+        for i in c.content:
+            if isinstance(i, MetadataContent) and TAG_KEY in i.metadata:
+                out.append((i.metadata, []))
+            elif isinstance(i, TextContent) and out:
+                out[-1][1].append(i.text)
+    return [(md, texts) for md, texts in out if md.get("op") == "chunk"]
+
+
+def test_gathered_chunks_go_as_one_text_and_their_lengths_in_characters() -> None:
+    # CJK, an emoji outside the BMP (two UTF-16 units, four UTF-8 bytes, one code point) and a
+    # combining mark: lengths count Python characters, the same after a trip through JSON
+    msgs = _answer("Hi. " + "中文句子。 Emoji 😀 here, e\u0301 too! " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    lean = _encode(msgs, [0.02], lean=True, chunker=chunker)
+    cut = _encode(msgs, [0.02], lean=True, cuts=True, chunker=chunker)
+    assert [t for t, _ in cut] == [t for t, _ in lean]
+    before = _cut_groups(lean)
+    after = _cut_groups([(t, parse_chat(c.json())) for t, c in cut])
+    assert len(before) == len(after) and any(len(texts) > 1 for _, texts in before)
+    for (md, texts), (cut_md, [text]) in zip(before, after, strict=True):
+        assert text == "".join(texts)  # a plain reader reads the same text
+        if len(texts) > 1:
+            assert cut_md["cuts"] == ",".join(str(len(t)) for t in texts)
+        else:
+            assert "cuts" not in cut_md  # one chunk: nothing to say
+        assert {k: v for k, v in cut_md.items() if k != "cuts"} == md
+    assert sum(len(c.json()) for _, c in cut) < sum(len(c.json()) for _, c in lean)
+    today = _decode([c for _, c in lean])
+    assert _decode([parse_chat(c.json()) for _, c in cut]) == today
+    assert len([m for m in today if m.type == "text"]) > len(after)  # chunks, not groups
+
+
+def test_a_shifted_cut_decodes_to_other_chunks() -> None:
+    # what the property compares would see a boundary moved by one character
+    msgs = _answer("Hi. " + "One more sentence here. " * 12)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    cut = [c for _, c in _encode(msgs, [0.02], lean=True, cuts=True, chunker=chunker)]
+    today = _decode([c for _, c in _encode(msgs, [0.02], lean=True, chunker=chunker)])
+    assert _decode(cut) == today
+    [md] = [md for md, _ in _cut_groups([(0.0, c) for c in cut]) if "cuts" in md][:1]
+    first, second, *rest = (int(n) for n in md["cuts"].split(","))
+    md["cuts"] = ",".join(map(str, [first + 1, second - 1, *rest]))
+    assert _decode(cut) != today
+
+
+def test_a_group_of_more_chunks_than_max_cuts_goes_on_in_a_follow_on_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agent_stream.adapters.chat import batching
+
+    monkeypatch.setattr(batching, "MAX_CUTS", 3)
+    msgs = _answer("Hi. " + "One more sentence here. " * 30)
+    chunker = {"min_chars": 10, "max_delay": 0.5}
+    cut = _encode(msgs, [0.0], lean=True, cuts=True, chunker=chunker)
+    groups = _cut_groups(cut)
+    assert all(len(md.get("cuts", "").split(",")) <= 3 for md, _ in groups)
+    assert sum(1 for md, _ in groups if "cuts" in md) > 2
+    today = _decode([c for _, c in _encode(msgs, [0.0], lean=True, chunker=chunker)])
+    assert _decode([c for _, c in cut]) == today
+
+
+def _stream_then(cuts: str | None, *texts: str, limits: DecoderLimits | None = None) -> Any:
+    """A stream opened, then a follow-on chunk group (``cuts``, if any) and ``texts`` after it,
+    then more text in its own group: (the chunks decoded, the warnings' codes)."""
+    dec = ChatDecoder(limits=limits)
+    out = dec.feed("agent1peer", _opening(1, "M1", "One. "), 0.0)
+    md = {} if cuts is None else {"cuts": cuts}
+    out += dec.feed("agent1peer", _chunk_chat(2, *(TextContent(text=t) for t in texts), **md), 0.0)
+    out += dec.feed("agent1peer", _chunk_chat(3, TextContent(text=" after.")), 0.0)
+    return [t for mid, t in _texts_of(out) if mid == "M1"], {w.code for w in dec.drain_warnings()}
+
+
+@pytest.mark.parametrize(
+    ("cuts", "text", "chunks"),
+    [
+        ("2,3", "abcde", ["ab", "cde"]),
+        ("5", "abcde", ["abcde"]),
+        ("2,1,1,3", "中文😀e\u0301ab", ["中文", "😀", "e", "\u0301ab"]),
+        (",".join(["1"] * 1024), "x" * 1024, ["x"] * 1024),  # max_cuts, no more
+    ],
+)
+def test_cuts_cut_a_chunk_groups_text_into_its_chunks(
+    cuts: str, text: str, chunks: list[str]
+) -> None:
+    got, warned = _stream_then(cuts, text)
+    assert got == ["One. ", *chunks, " after."] and not warned
+
+
+def test_cuts_cut_only_the_first_text_after_their_group() -> None:
+    got, warned = _stream_then("2,3", "abcde", "fg")
+    assert got == ["One. ", "ab", "cde", "fg", " after."] and not warned
+
+
+@pytest.mark.parametrize(
+    ("cuts", "text"),
+    [
+        ("", "abcde"),
+        ("abc", "abcde"),
+        ("2,x", "abcde"),
+        ("-2,7", "abcde"),
+        ("+2,3", "abcde"),
+        (" 2,3", "abcde"),
+        ("2.0,3", "abcde"),
+        ("2,,3", "abcde"),
+        ("2,3,", "abcde"),
+        (",5", "abcde"),
+        ("0,5", "abcde"),  # a chunk is never empty
+        ("02,3", "abcde"),
+        ("٢,٣", "abcde"),  # Arabic-Indic digits: decimal, not ASCII
+        ("²,3", "abcde"),  # a superscript: a digit, not a decimal
+        ("2,2", "abcde"),  # short of the text
+        ("3,3", "abcde"),  # past it
+        ("5", ""),
+        ("1,1", "😀"),  # UTF-16 units, not characters
+        ("2,4", "😀中文"),  # UTF-8 bytes of the emoji... not characters either
+        ("9" * 13 + ",1", "abcde"),
+        ("1" * 5000, "abcde"),
+        ("1e3", "abcde"),
+        (",".join(["1"] * 1025), "x" * 1025),  # more than max_cuts
+        (",".join(["1"] * 100_000), "x" * 100_000),
+    ],
+)
+def test_bad_cuts_deliver_the_whole_text_as_one_chunk_with_a_warning(cuts: str, text: str) -> None:
+    got, warned = _stream_then(cuts, text)
+    assert got == ["One. ", text, " after."]  # never lost, never raised: one chunk
+    assert warned == {"bad_metadata"}
+
+
+def test_max_cuts_caps_the_chunks_of_one_group() -> None:
+    small = DecoderLimits(max_cuts=3)
+    got, warned = _stream_then("1,1,1", "abc", limits=small)
+    assert got == ["One. ", "a", "b", "c", " after."] and not warned
+    got, warned = _stream_then("1,1,1,1", "abcd", limits=small)
+    assert got == ["One. ", "abcd", " after."] and warned == {"bad_metadata"}
+
+
+def test_cuts_on_a_group_that_is_not_a_chunk_group_are_ignored() -> None:
+    dec = ChatDecoder()
+    md = {TAG_KEY: "1", "op": "text", "seq": "1", "conversation": "c", "message_id": "M1"}
+    chat = chat_of([MetadataContent(metadata={**md, "cuts": "1,1"}), TextContent(text="ab")])
+    out = dec.feed("agent1peer", chat, 0.0)
+    assert _texts_of(out) == [("M1", "ab")] and dec.drain_warnings() == []
+
+
+def test_a_group_with_an_empty_chunk_is_not_cut() -> None:
+    # a stream whose first chunk was empty (an empty append flushed) then went on: its lengths
+    # would say 0, which the decoder refuses, so the group goes as today, a TextContent a chunk
+    from uagents_core.contrib.protocols.chat import StartStreamContent
+
+    from agent_stream.adapters.chat.batching import _cut
+    from agent_stream.adapters.chat.wire import Group
+
+    start = StartStreamContent.construct(type="start-stream", stream_id=uuid4_from("s"))
+    texts = [TextContent.construct(type="text", text=t) for t in ("", "ab", "c")]
+    group = Group({TAG_KEY: "1", "op": "chunk"}, [start, *texts])
+    _cut(group)
+    assert group.items == [start, *texts] and "cuts" not in group.meta
+    group = Group({TAG_KEY: "1", "op": "chunk"}, [start, *texts[1:]])
+    _cut(group)
+    assert [getattr(i, "text", None) for i in group.items] == [None, "abc"]
+    assert group.meta["cuts"] == "2,1"

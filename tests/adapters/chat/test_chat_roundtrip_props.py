@@ -3,7 +3,8 @@
 Streams have several threads (message ids reused across threads), blocks, interleavings, random
 delta splits, whole messages, path deltas, type changes and reasoning; time advances randomly and
 the encoder is polled on its deadlines, so chunks are released by size, boundary and time; runs
-of ChatMessages may be coalesced and they may arrive with neighbours swapped.
+of ChatMessages may be coalesced and they may arrive with neighbours swapped; to a tagged asker,
+in today's form, folded, lean, or lean with cut text (``cuts=1``).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def _compare(
     runs=st.lists(st.integers(1, 4), max_size=20),
     chunker=CHUNKERS,
     meta_delay=st.sampled_from([0.0, 0.1, 1.0]),
+    form=st.sampled_from(["", "fold", "lean", "cuts"]),
 )
 def test_decode_of_encode_assembles_like_the_original(
     data: tuple[list[Message], set[Any]],
@@ -84,6 +86,7 @@ def test_decode_of_encode_assembles_like_the_original(
     runs: list[int],
     chunker: dict[str, Any] | None,
     meta_delay: float,
+    form: str,
 ) -> None:
     msgs, secret_keys = data
     conv = "conversation-1"
@@ -93,6 +96,9 @@ def test_decode_of_encode_assembles_like_the_original(
         channels={"reasoning"} if reasoning else None,
         chunker=chunker,
         meta_delay=meta_delay,
+        fold=form == "fold",
+        lean=form in ("lean", "cuts"),
+        cuts=form == "cuts",
     )
     chats: list[ChatMessage] = []
     now = 100.0
