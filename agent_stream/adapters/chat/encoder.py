@@ -19,6 +19,7 @@ from agent_stream.adapters.chat.content import ContentPolicy
 from agent_stream.adapters.chat.messages import (
     MessageChunking,
     MessageState,
+    plain_append,
     release_due,
 )
 from agent_stream.adapters.chat.plain_order import PlainOrder
@@ -198,33 +199,23 @@ class ChatEncoder:
             if u.block_id is None and msg.block_id is not None:
                 u.block_id = msg.block_id
             chunker = u.chunker  # set only while the message's appends are buffered
-            if (
-                chunker is not None
-                and msg.delta
-                and not msg.type_change
-                and msg.delta_action is None
-                and msg.delta_path is None
-            ):
-                props = msg.props
-                if props is not None and len(props) == 1:
-                    piece = props.get("content")
-                    if piece.__class__ is str and piece:
-                        # the common case: one more token of a message already streaming
-                        u.received += 1
-                        release = None
-                        if self.lean:
-                            release = release_due(chunker, now)
-                            if release is not None:
-                                u.deadline = release
-                        chunks = chunker.feed(piece, now)
-                        if not chunks:
-                            due = self._batcher.meta_due
-                            if due is not None and now >= due:
-                                return self._batcher.pack(now)
-                            return []
-                        for chunk in chunks:
-                            self._chunking.chunk(u, chunk, release, gathers=True)
+            if chunker is not None and (piece := plain_append(msg)):
+                # the common case: one more token of a message already streaming
+                u.received += 1
+                release = None
+                if self.lean:
+                    release = release_due(chunker, now)
+                    if release is not None:
+                        u.deadline = release
+                chunks = chunker.feed(piece, now)
+                if not chunks:
+                    due = self._batcher.meta_due
+                    if due is not None and now >= due:
                         return self._batcher.pack(now)
+                    return []
+                for chunk in chunks:
+                    self._chunking.chunk(u, chunk, release, gathers=True)
+                return self._batcher.pack(now)
         self._policy.content(u, msg, now)
         return self._batcher.pack(now)
 

@@ -32,7 +32,14 @@ from agent_stream.message import Message
 if TYPE_CHECKING:
     from agent_stream.chunking import TextChunker
 
-__all__ = ["MessageChunking", "MessageState", "keeps_text", "release_due", "text_append"]
+__all__ = [
+    "MessageChunking",
+    "MessageState",
+    "keeps_text",
+    "plain_append",
+    "release_due",
+    "text_append",
+]
 
 
 class MessageState:
@@ -126,6 +133,25 @@ def text_append(msg: Message) -> str | None:
     else:
         return None
     return value if isinstance(value, str) else None
+
+
+def plain_append(msg: Message) -> str | None:
+    """The string a chunk appends when it is a plain append, the form a writer gives each
+    token: a delta whose props are ``content`` alone, a string, with no type change, path or
+    action. None otherwise (:func:`text_append` also reads the other forms of a text append).
+
+    Args:
+        msg: the chunk.
+    """
+    if not msg.delta or msg.type_change or msg.delta_action is not None:
+        return None
+    if msg.delta_path is not None:
+        return None
+    props = msg.props
+    if props is None or len(props) != 1:
+        return None
+    piece = props.get("content")
+    return piece if piece.__class__ is str else None
 
 
 def _str_or_none(value: Any) -> bool:

@@ -32,6 +32,7 @@ from agent_stream.adapters.chat.fold import (
     lean_parts,
     read_parts,
 )
+from agent_stream.adapters.chat.messages import plain_append
 from agent_stream.adapters.chat.reorder import seq_number
 from agent_stream.adapters.chat.state import Conversation, DecoderState, PeerState
 from agent_stream.adapters.chat.streams import StreamDecoder
@@ -459,16 +460,8 @@ class TaggedDecoder:
                 self._state.spoil_kept(conv, kept_key)
             return
         if kept_key is not None:  # an append carried as metadata: its message_end may leave
-            props = msg.props or {}  # its text out
-            piece = props.get("content")
-            if (
-                msg.delta
-                and not msg.type_change
-                and msg.delta_action is None
-                and msg.delta_path is None
-                and len(props) == 1
-                and isinstance(piece, str)
-            ):
+            piece = plain_append(msg)  # its text out
+            if piece is not None:
                 self._state.keep_append(conv, kept_key, piece)
             else:
                 self._state.spoil_kept(conv, kept_key)

@@ -30,6 +30,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream.adapters.chat import ChatDecoder, ChatEncoder
+from agent_stream.adapters.chat.messages import plain_append
 from agent_stream.assemble import assemble
 from agent_stream.message import Message as M
 from agent_stream.message import action, tool_call
@@ -208,3 +209,25 @@ def test_a_message_already_short_of_chunks_stays_incomplete() -> None:
     assert assemble(msgs).get(None, "M1").status == "incomplete"  # type: ignore[union-attr]
     decoded, _ = decode(encode(msgs))
     assert assemble(decoded).get(None, "M1").status == "incomplete"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("fields", "want"),
+    [
+        ({"delta": True, "props": {"content": "tok"}}, "tok"),
+        ({"delta": True, "props": {"content": ""}}, ""),
+        ({"delta": False, "props": {"content": "tok"}}, None),
+        ({"delta": True, "props": {"content": "tok", "done": True}}, None),
+        ({"delta": True, "props": {"content": 3}}, None),
+        ({"delta": True, "props": {"content": "tok"}, "delta_action": "append"}, None),
+        ({"delta": True, "props": {"content": "tok"}, "delta_path": "content"}, None),
+        ({"delta": True, "props": {"content": "tok"}, "type_change": True}, None),
+        ({"delta": True}, None),
+    ],
+)
+def test_plain_append_is_the_one_form_a_writer_gives_each_token(
+    fields: dict[str, object], want: str | None
+) -> None:
+    """The encoder's per-token path and the decoder's kept text both read only this form."""
+    msg = M.model_validate({"message_id": "m1", "type": "text", **fields})
+    assert plain_append(msg) == want
