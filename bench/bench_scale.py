@@ -44,6 +44,9 @@ milliseconds per conversation, which the machine's lending its cores elsewhere b
                                 [--timeline]
     python bench/bench_scale.py --micro [--messages 2000] [--base PATH]
 
+Samples: with ``BENCH_SPY=folder``, py-spy samples the agent and the gateway over a window of
+the crowd (``BENCH_SPY_WINDOW=from,seconds`` from the clients' start): :func:`spy`.
+
 Profiles: with ``BENCH_PROFILE=folder`` in the environment, the agent and the gateway processes
 run under cProfile (timed by CPU time) once started and write ``folder/serve-PID.prof`` / ``gateway-PID.prof``
 (``python -m pstats``); cProfile slows them, so their CPU figures are not comparable then.
@@ -683,11 +686,14 @@ def step(
         sent0 = json.loads(Path(stats).read_text())["chat_messages"]
         t0 = time.monotonic()
         sampler = CpuTimeline(procs, t0) if args.timeline else None
+        spies = spy(procs, n) if n > 1 else []
         try:
             rows = asyncio.run(crowd(base, address, n, args.timeout))
         finally:
             if sampler is not None:
                 sampler.stop()
+            for s in spies:
+                s.wait(60)
         wall = time.monotonic() - t0
         cpu = [(p.cpu() - c) / wall * 100 for p, c in zip(procs, cpu0, strict=True)]
         me1 = os.times()
@@ -751,6 +757,32 @@ def text_differences(want: str, wrong: list[dict[str, Any]]) -> str:
             f"alone {want[max(0, i - 30) : i + 50]!r} / this {t[max(0, i - 30) : i + 50]!r}"
         )
     return "\n".join(lines)
+
+
+def spy(procs: list[Proc], n: int) -> list[subprocess.Popen[bytes]]:
+    """With ``BENCH_SPY=folder`` (and py-spy on the PATH, or at ``BENCH_PYSPY``), sample the
+    agent and the gateway with py-spy over a window from the clients' start
+    (``BENCH_SPY_WINDOW=from,seconds``, default ``0,10``; py-spy takes whole seconds), written as collapsed stacks to
+    ``folder/{serve,gateway}-N.txt``: where each process's CPU went in that window (py-spy reads
+    the processes from outside: their CPU figures stay comparable)."""
+    folder = os.environ.get("BENCH_SPY")
+    if not folder:
+        return []
+    start, seconds = (float(x) for x in os.environ.get("BENCH_SPY_WINDOW", "0,10").split(","))
+    exe = os.environ.get("BENCH_PYSPY", "py-spy")
+    out = []
+    for role, proc in zip(("serve", "gateway"), procs, strict=True):
+        cmd = [exe, "record", "--pid", str(proc.p.pid), "--rate", "250", "--format", "raw"]
+        cmd += [
+            "--duration",
+            str(max(1, round(seconds))),
+            "-o",
+            f"{folder}/{role}-{n}.txt",
+            "--nonblocking",
+        ]
+        shell = f"sleep {start}; exec {' '.join(cmd)}"
+        out.append(subprocess.Popen(["sh", "-c", shell], stdout=subprocess.DEVNULL))
+    return out
 
 
 class CpuTimeline:
