@@ -333,19 +333,20 @@ class TracedReply(ReplyObserver):
             answer=answer,
         )
         try:
-            self._end_spans(status, chat_messages, resends, keepalives, repairs, answer)
+            figures = {
+                "chat_messages": chat_messages,
+                "resends": resends,
+                "keepalives": keepalives,
+                "gaps_repaired": repairs,
+            }
+            self._end_spans(status, figures, answer)
         except Exception as exc:
             _warn_once(exc)
 
     def _end_spans(
-        self,
-        status: str,
-        chat_messages: int,
-        resends: int,
-        keepalives: int,
-        repairs: int,
-        answer: Callable[[], str] | None,
+        self, status: str, figures: dict[str, int], answer: Callable[[], str] | None
     ) -> None:
+        """End the reply's spans; ``figures`` go on its span as ``agent_stream.<name>``."""
         span = self.span
         for tool in self._tools.values():
             tool.end()
@@ -355,10 +356,8 @@ class TracedReply(ReplyObserver):
         self._tools.clear()
         self._blocks.clear()
         span.set_attribute("agent_stream.status", status)
-        span.set_attribute("agent_stream.chat_messages", chat_messages)
-        span.set_attribute("agent_stream.resends", resends)
-        span.set_attribute("agent_stream.keepalives", keepalives)
-        span.set_attribute("agent_stream.gaps_repaired", repairs)
+        for name, value in figures.items():
+            span.set_attribute(f"agent_stream.{name}", value)
         if self.first_text is not None:
             span.set_attribute(
                 "agent_stream.time_to_first_text", round(self.first_text - self.started, 6)

@@ -75,6 +75,8 @@ async def test_reply_span_tree_with_genai_attributes_and_no_content(
     assert a["gen_ai.usage.input_tokens"] == 12 and a["gen_ai.usage.output_tokens"] == 7
     assert a["gen_ai.request.model"] == "replay-1"
     assert a["agent_stream.status"] == "completed" and a["agent_stream.chat_messages"] >= 1
+    for figure in ("resends", "keepalives", "gaps_repaired"):
+        assert a[f"agent_stream.{figure}"] == 0, figure  # a clean reply: none of them
     assert a["agent_stream.time_to_first_text"] >= 0
     assert attrs(block)["gen_ai.operation.name"] == "chat"
     assert attrs(tool)["gen_ai.tool.name"] == "lookup"
