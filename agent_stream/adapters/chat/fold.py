@@ -240,7 +240,9 @@ def lean_parts(text: str) -> str:
     Args:
         text: the parts' JSON text (or a ``p`` value, to read it).
     """
-    return text.translate(_SWAP_QUOTES)
+    if "\0" in text:  # (never in JSON text: only a peer's p can hold one)
+        return text.translate(_SWAP_QUOTES)
+    return text.replace('"', "\0").replace("'", '"').replace("\0", "'")  # 1/20 of the time
 
 
 def relative_ids(meta: dict[str, str]) -> None:

@@ -30,7 +30,7 @@ from agent_stream.adapters.chat import (
     parse_chat,
     request_tags,
 )
-from agent_stream.adapters.chat.fold import MAX_FOLD_PARTS
+from agent_stream.adapters.chat.fold import _SWAP_QUOTES, MAX_FOLD_PARTS, lean_parts
 from agent_stream.adapters.chat.incoming import read_chat
 from agent_stream.adapters.chat.wire import OP_FOLD, chat_of
 from agent_stream.message import (
@@ -361,3 +361,11 @@ def test_a_relayed_reply_folded_on_both_hops_reaches_the_asker_as_the_unfolded_o
     msgs = with_extra(data[0]) if extra else data[0]
     a, b = _relay_hop(msgs, steps, True), _relay_hop(msgs, steps, False)
     assert [m.model_dump() for m in a] == [m.model_dump() for m in b]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(['"', "'", "\0", "a", "\\", "{", "é", "中"])) | st.text())
+def test_lean_parts_swaps_exactly_the_quotes_whatever_the_text(text: str) -> None:
+    """Its three replaces stand for the translate table, a peer's NUL characters included."""
+    assert lean_parts(text) == text.translate(_SWAP_QUOTES)
+    assert lean_parts(lean_parts(text)) == text
