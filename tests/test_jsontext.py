@@ -249,3 +249,27 @@ def test_loads_reads_what_the_standard_path_reads_and_refuses_alike(
     raw = text.encode("utf-8", "surrogatepass")
     assert _outcome(jsontext.loads, text) == _outcome(_standard_loads, text)
     assert _outcome(jsontext.loads, raw) == _outcome(_standard_loads, raw)
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(jsontext.INT_MIN, jsontext.INT_MAX)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_JSON_VALUES)
+def test_dumped_size_is_the_utf8_size_of_dumps(value: Any) -> None:
+    """Counted with orjson when no float is in it, the same bytes the standard writer's text
+    has: control characters, quotes, backslashes and every plane of Unicode included."""
+    assert jsontext.dumped_size(value) == len(jsontext.dumps(value).encode("utf-8"))
+
+
+def test_dumped_size_of_a_lone_surrogate_fails_as_encoding_dumps_would() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        jsontext.dumped_size({"content": "a\ud800b"})

@@ -436,12 +436,16 @@ class TaggedDecoder:
         if parsed is None:
             raw = md.get("props")
             mmd = md.get("message_metadata")
-        else:  # the JSON text the unfolded group would have carried, to count the same bytes
-            raw = _json_text(parsed.get("props"))
-            mmd = _json_text(parsed.get("message_metadata"))
-        size = utf8_size(raw) if raw else 0
-        if mmd:
-            size += utf8_size(mmd)
+            size = utf8_size(raw) if raw else 0
+            if mmd:
+                size += utf8_size(mmd)
+        else:  # the bytes of the JSON the unfolded group would have carried: the same count
+            raw = None
+            size = sum(
+                jsontext.dumped_size(v)
+                for v in (parsed.get("props"), parsed.get("message_metadata"))
+                if v is not None
+            )
         kept_key = key if md.get(KEEP_KEY) == "1" else None
         if not self._streams.count(conv, key, size):
             if kept_key is not None:
@@ -481,10 +485,6 @@ class TaggedDecoder:
                     "streams_left_open", f"{len(left)} stream(s) not ended before stream_end"
                 )
         out.append(msg)
-
-
-def _json_text(value: Any) -> str | None:
-    return None if value is None else jsontext.dumps(value)
 
 
 def _texts_after(content: list[Any], index: int) -> list[str]:
