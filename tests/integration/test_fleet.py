@@ -58,35 +58,41 @@ class Fleet3:
         self.replicas: list[AgentProcess] = []
         self.ids: list[str] = []
         self.metrics = [free_port() for _ in range(REPLICAS)]
-        for p, m in zip(ports, self.metrics, strict=True):
-            proc = h.cli(
-                "serve",
-                "--port",
-                str(p),
-                "--seed",
-                self.seed,
-                "--rate",
-                RATE,
-                "--fleet",
-                redis_url,
-                "--endpoint",
-                self.lb.endpoint,
-                "--metrics-port",
-                str(m),
-            )
-            self.replicas.append(proc)
-        for proc, p in zip(self.replicas, ports, strict=True):
-            assert proc.wait_for("address:").split(":", 1)[1].strip() == self.address
-            self.ids.append(proc.wait_for("replica:").split(":", 1)[1].strip())
-            deadline = time.monotonic() + STARTUP_WITHIN
-            while port_open_failed(p):
-                assert time.monotonic() < deadline, proc.stderr
+        try:
+            for p, m in zip(ports, self.metrics, strict=True):
+                proc = h.cli(
+                    "serve",
+                    "--port",
+                    str(p),
+                    "--seed",
+                    self.seed,
+                    "--rate",
+                    RATE,
+                    "--fleet",
+                    redis_url,
+                    "--endpoint",
+                    self.lb.endpoint,
+                    "--metrics-port",
+                    str(m),
+                )
+                self.replicas.append(proc)
+            for proc, p in zip(self.replicas, ports, strict=True):
+                assert proc.wait_for("address:").split(":", 1)[1].strip() == self.address
+                self.ids.append(proc.wait_for("replica:").split(":", 1)[1].strip())
+                deadline = time.monotonic() + STARTUP_WITHIN
+                while port_open_failed(p):
+                    assert time.monotonic() < deadline, proc.stderr
+                    time.sleep(0.05)
+            assert len(set(self.ids)) == REPLICAS
+            deadline = (
+                time.monotonic() + STARTUP_WITHIN
+            )  # every replica has joined (heartbeat written)
+            while not all(self.redis.exists(self._key("replica", i)) for i in self.ids):
+                assert time.monotonic() < deadline, "replicas did not join the fleet"
                 time.sleep(0.05)
-        assert len(set(self.ids)) == REPLICAS
-        deadline = time.monotonic() + STARTUP_WITHIN  # every replica has joined (heartbeat written)
-        while not all(self.redis.exists(self._key("replica", i)) for i in self.ids):
-            assert time.monotonic() < deadline, "replicas did not join the fleet"
-            time.sleep(0.05)
+        except BaseException:
+            self.stop()  # what it started, haproxy included, stops with the failure
+            raise
 
     def _key(self, *parts: str) -> str:
         return ":".join(("agent_stream:fleet", self.address, *parts))

@@ -463,18 +463,22 @@ class Served:
             )
             for p in ports
         ]
-        self.ids = [p.wait_for("replica:").split(":", 1)[1].strip() for p in self.replicas]
-        deadline = time.monotonic() + STARTUP_WITHIN
-        while True:
-            closed = [p for p in ports if port_open_failed(p)]
-            absent = [i for i in self.ids if not self.redis.exists(self.key("replica", i))]
-            if not closed and not absent:
-                break
-            assert time.monotonic() < deadline, (
-                f"the replicas did not come up: ports not listening {closed}, "
-                f"replicas not in the fleet {absent}"
-            )
-            time.sleep(0.05)
+        try:
+            self.ids = [p.wait_for("replica:").split(":", 1)[1].strip() for p in self.replicas]
+            deadline = time.monotonic() + STARTUP_WITHIN
+            while True:
+                closed = [p for p in ports if port_open_failed(p)]
+                absent = [i for i in self.ids if not self.redis.exists(self.key("replica", i))]
+                if not closed and not absent:
+                    break
+                assert time.monotonic() < deadline, (
+                    f"the replicas did not come up: ports not listening {closed}, "
+                    f"replicas not in the fleet {absent}"
+                )
+                time.sleep(0.05)
+        except BaseException:
+            self.stop()  # what it started, haproxy included, stops with the failure
+            raise
 
     def key(self, *parts: str) -> str:
         return ":".join(("agent_stream:fleet", self.address, *parts))
