@@ -14,7 +14,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from agents_harness import AgentProcess, Harness, port_open_failed
+from agents_harness import STARTUP_WITHIN, AgentProcess, Harness
 
 from agent_stream.uagents.local._agents import free_port
 
@@ -62,12 +62,8 @@ def echo_agent(h: Harness, name: str = "echo") -> tuple[AgentProcess, str]:
         name,
     )
     address = p.wait_for("address:").split(":", 1)[1].strip()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if not port_open_failed(port) and address in h.directory_entries():
-            return p, address
-        time.sleep(0.02)
-    raise AssertionError("echo agent did not come up")
+    h.wait_up("echo agent", port, address)
+    return p, address
 
 
 def echo_produced(proc: AgentProcess, mark: str) -> int:
@@ -107,7 +103,7 @@ def start_gateway(h: Harness, *args: str) -> Gateway:
     port = free_port()
     p = h.cli("gateway", "--port", str(port), *args)
     url = p.wait_for("gateway:", timeout=30).split(" ", 1)[1].strip().rstrip("/")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + STARTUP_WITHIN
     while time.monotonic() < deadline:
         try:
             if httpx.get(url + "/healthz", timeout=1).status_code == 200:

@@ -15,7 +15,7 @@ from uuid import uuid4
 
 import pytest
 from agents_harness import PEERS
-from gateway_harness import Gateway, Harness, port_open_failed, sse_events, start_gateway
+from gateway_harness import Gateway, Harness, sse_events, start_gateway
 
 from agent_stream.uagents.local._agents import free_port
 
@@ -49,10 +49,7 @@ def history_gateway(gw_harness: Harness) -> Iterator[Gateway]:
         "hist",
     )
     address = p.wait_for("address:").split(":", 1)[1].strip()
-    deadline = time.monotonic() + 15
-    while port_open_failed(port) or address not in gw_harness.directory_entries():
-        assert time.monotonic() < deadline, "history agent did not come up"
-        time.sleep(0.02)
+    gw_harness.wait_up("history agent", port, address)
     yield start_gateway(gw_harness, "--agent", "hist")
 
 

@@ -255,20 +255,29 @@ class Harness:
         address = p.wait_for("address:").split(":", 1)[1].strip()
         endpoint = p.wait_for("endpoint:").split(":", 1)[1].strip()
         # The address is printed before the agent's startup runs: wait until it listens and,
-        # unless told otherwise, has listed itself in the local directory.
+        # unless told otherwise, has listed itself in the local directory (by this process: a
+        # killed one of the same address may still be).
+        listed = None if "--no-directory" in args else address
+        self.wait_up("serve", port, listed, endpoint)
+        return p, address, endpoint
+
+    def wait_up(
+        self, what: str, port: int, address: str | None = None, endpoint: str | None = None
+    ) -> None:
+        """Wait up to STARTUP_WITHIN until something listens on ``port`` and, given an
+        ``address``, the directory lists it (at ``endpoint``, given one)."""
         deadline = time.monotonic() + STARTUP_WITHIN
         while time.monotonic() < deadline:
-            listening = not port_open_failed(port)
-            listed = (  # by this process: a killed one of the same address may still be
-                "--no-directory" in args
-                or self.directory_entries().get(address, {}).get("endpoint") == endpoint
-            )
-            if listening and listed:
-                break
+            if not port_open_failed(port) and (
+                address is None
+                or (
+                    (entry := self.directory_entries().get(address)) is not None
+                    and (endpoint is None or entry.get("endpoint") == endpoint)
+                )
+            ):
+                return
             time.sleep(0.02)
-        else:
-            raise AssertionError(f"serve on port {port} did not come up within 15 s")
-        return p, address, endpoint
+        raise AssertionError(f"{what} on port {port} did not come up within {STARTUP_WITHIN:g} s")
 
     def plain(self, role: str, *args: str, seed: str, port: int) -> AgentProcess:
         """tests/peers/plain_agent.py (uagents alone)."""

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agents_harness import port_open_failed
+from agents_harness import STARTUP_WITHIN, port_open_failed
 
 from agent_stream.uagents.local._agents import free_port
 
@@ -65,7 +65,7 @@ backend fleet
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + STARTUP_WITHIN
         while port_open_failed(self.port) or not self.sock.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"haproxy did not start: {self.proc.stderr}")

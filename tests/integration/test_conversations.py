@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
-from agents_harness import PEERS, AgentProcess, Harness, port_open_failed
+from agents_harness import PEERS, AgentProcess, Harness
 
 from agent_stream.uagents.local._agents import free_port
 
@@ -44,12 +44,8 @@ def history_agent(h: Harness, name: str = "history") -> tuple[AgentProcess, str]
         name,
     )
     address = p.wait_for("address:").split(":", 1)[1].strip()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if not port_open_failed(port) and address in h.directory_entries():
-            return p, address
-        time.sleep(0.02)
-    raise AssertionError("history agent did not come up")
+    h.wait_up("history agent", port, address)
+    return p, address
 
 
 def history_in(text: str) -> list[dict[str, str]]:
