@@ -98,7 +98,15 @@ def dumped_size(value: Any) -> int:
             return len(orjson.dumps(value))
         except TypeError:  # orjson's JSONEncodeError: e.g. a lone surrogate; dumps decides
             pass
-    text = dumps(value)
+    return utf8_size(dumps(value))
+
+
+def utf8_size(text: str) -> int:
+    """UTF-8 bytes of a text (without encoding it when it is ASCII).
+
+    Args:
+        text: the text.
+    """
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agent_stream.jsontext import utf8_size
 from agent_stream.telemetry.metrics import METRICS
 
 __all__ = ["ReplyObserver", "ask_ended", "fleet_ended_lost", "refused"]
@@ -51,9 +52,7 @@ class ReplyObserver:
                 if self.first_text is None:
                     self.first_text = time.monotonic()
                 self.chunks += 1
-                self.chunk_bytes += (
-                    len(content) if content.isascii() else len(content.encode("utf-8"))
-                )
+                self.chunk_bytes += utf8_size(content)
         elif kind == "event":
             self.event(msg)
 

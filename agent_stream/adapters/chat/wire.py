@@ -22,6 +22,7 @@ from uagents_core.contrib.protocols.chat import (
 )
 
 from agent_stream import jsontext
+from agent_stream.jsontext import utf8_size
 from agent_stream.message import AUDIO, IMAGE, REFUSAL, TEXT, THINKING, VIDEO
 
 __all__ = [
@@ -195,15 +196,6 @@ class Group:
 
     def __post_init__(self) -> None:
         self.needs_turn = self.needs_turn or self.opens or self.closes
-
-
-def utf8_size(text: str) -> int:
-    """UTF-8 bytes of a text (without encoding it when it is ASCII).
-
-    Args:
-        text: the text.
-    """
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 # -- ids ------------------------------------------------------------------------------------------
