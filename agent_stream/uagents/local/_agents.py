@@ -67,7 +67,7 @@ from agent_stream.uagents.local._directory import (
     default_directory_path,
     serves,
 )
-from agent_stream.uagents.local._gc import serving_thresholds
+from agent_stream.uagents.local._gc import IdleCollector, serving_thresholds
 from agent_stream.uagents.transport._http_edge import AgentServer
 
 __all__ = [
@@ -675,7 +675,14 @@ def serve_agent(
 
             agent.on_event("startup")(_start_main)
 
-        await agent.run_async()
+        # young objects are collected while the agent is idle, not in its next burst of work
+        collector = loop.create_task(IdleCollector().run())
+        try:
+            await agent.run_async()
+        finally:
+            collector.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await collector
 
     # The Agent created its tasks' loop when it was built (uagents' own ``Agent.run`` uses it).
     loop = _compat.agent_loop(agent)
@@ -738,7 +745,9 @@ def run_agent(
 
     uagents' ``run_async`` cancels every other task on the loop when it ends; that is why the
     agent runs as the loop's main task here and nothing awaits it. The process's garbage
-    collector gets serving thresholds (:func:`~agent_stream.uagents.local._gc.serving_thresholds`).
+    collector gets serving thresholds (:func:`~agent_stream.uagents.local._gc.serving_thresholds`)
+    and collects young objects while the agent is idle
+    (:class:`~agent_stream.uagents.local._gc.IdleCollector`).
 
     Args:
         agent: the agent (a :func:`local_agent` is checked before anything starts).
