@@ -73,16 +73,30 @@ _DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_
 
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_LONG_DIGITS = re.compile(rb"\d{19}")  # maybe an integer orjson would read as a float
+_QUOTE = json.encoder.encode_basestring  # a string's JSON, as _COMPACT writes it
+# 19 digits in a row: maybe an integer orjson would read as a float. Found by a byte table
+# (digits to "0", all else to " ") and a substring search: an eighth of a regex search's time.
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 19
 
 
 def dumps(value: Any) -> str:
     """Compact JSON, UTF-8 characters kept as they are: ``json.dumps(value, ensure_ascii=False,
-    separators=(",", ":"))``, with one encoder kept (a call costs half as much).
+    separators=(",", ":"))``, the very same text. An object or array without floats is written
+    by orjson (which spells some floats otherwise; a tenth of the standard writer's time), a
+    string by the standard writer's own quoting, anything else by one kept standard encoder.
 
     Args:
         value: a JSON value.
     """
+    kind = value.__class__
+    if kind is str:
+        return _QUOTE(value)
+    if (kind is dict or kind is list) and not _has_float(value):
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:  # orjson's JSONEncodeError: a lone surrogate, an int over 64 bits
+            pass
     return _COMPACT.encode(value)
 
 
@@ -203,7 +217,7 @@ def loads(
             raw = s.encode("ascii")
     if too_deep(raw, max_depth):
         raise error(f"nested too deep (over {max_depth} levels)")
-    if _LONG_DIGITS.search(raw) is None:
+    if _LONG_RUN not in raw.translate(_DIGITS):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

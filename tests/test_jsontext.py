@@ -270,6 +270,43 @@ def test_dumped_size_is_the_utf8_size_of_dumps(value: Any) -> None:
     assert jsontext.dumped_size(value) == len(jsontext.dumps(value).encode("utf-8"))
 
 
+@settings(max_examples=1000, deadline=None)
+@given(_JSON_VALUES)
+def test_dumps_writes_the_standard_writers_very_text(value: Any) -> None:
+    """orjson writes objects and arrays without floats, the standard quoting writes strings:
+    the text is ``json.dumps(ensure_ascii=False)``'s, character for character."""
+    assert jsontext.dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"content": "a\ud800b"},  # a lone surrogate: orjson refuses it
+        [2**64, -(2**63) - 1],  # past 64 bits: orjson refuses them
+        {"n": 1e16, "m": [0.1, -0.0]},  # floats: orjson spells some otherwise
+        ("a", 1),  # a tuple: not a list
+        '\u2028\x7f\x00"\\',
+    ],
+)
+def test_dumps_of_what_orjson_writes_otherwise_is_the_standard_text(value: Any) -> None:
+    assert jsontext.dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.integers(-(10**21), 10**21) | st.text(st.sampled_from('0123456789a"')), max_size=6)
+)
+def test_long_integers_are_read_exactly_or_refused(value: list[Any]) -> None:
+    """19 digits or more in a row (maybe an integer orjson would read as a float) go the
+    standard way: an integer in range comes back exact, one out of range is refused."""
+    text = json.dumps(value)
+    if all(jsontext.INT_MIN <= v <= jsontext.INT_MAX for v in value if isinstance(v, int)):
+        assert jsontext.loads(text) == value
+    else:
+        with pytest.raises(InvalidJSON, match="number out of range"):
+            jsontext.loads(text)
+
+
 def test_dumped_size_of_a_lone_surrogate_fails_as_encoding_dumps_would() -> None:
     with pytest.raises(UnicodeEncodeError):
         jsontext.dumped_size({"content": "a\ud800b"})
