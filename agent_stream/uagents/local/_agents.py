@@ -64,11 +64,14 @@ from agent_stream.uagents.local._directory import (
     DirectoryError,
     LocalDirectory,
     LocalResolver,
+    bare,
     default_directory_path,
     serves,
 )
 from agent_stream.uagents.local._gc import IdleCollector, serving_thresholds
 from agent_stream.uagents.transport._http_edge import AgentServer
+from agent_stream.uagents.transport._lanes import isolate
+from agent_stream.uagents.transport._pool import EnvelopePoster
 
 __all__ = [
     "DIRECTORY_ENV",
@@ -324,6 +327,8 @@ def local_agent(
     )
     agent.local_port = port
     protect(agent, protection)
+    if peers:
+        agent.on_event("startup")(_Warming(isolate(agent).poster, peers).start)
     # (uagents' own log_level argument would call logging.basicConfig for the whole process)
     quiet_logs(log_level, agent.name)
     if book is not None and announce:
@@ -332,6 +337,22 @@ def local_agent(
         agent.on_event("startup")(listing.announce)
         agent.on_event("shutdown")(listing.withdraw)
     return agent
+
+
+class _Warming:
+    """At start, a connection opened to each static peer, and whether it takes batches learned
+    (:meth:`~agent_stream.uagents.transport._pool.EnvelopePoster.warm`), in the background: a
+    gateway's first thousand questions then go at once, as batches, on a kept connection."""
+
+    def __init__(self, poster: EnvelopePoster, peers: Mapping[str, str]) -> None:
+        self.poster = poster
+        self.peers = {bare(a): e for a, e in peers.items()}
+        self.task: asyncio.Future[Any] | None = None
+
+    async def start(self, ctx: Context) -> None:
+        self.task = asyncio.gather(
+            *(self.poster.warm(e, a) for a, e in self.peers.items()), return_exceptions=True
+        )
 
 
 _LISTINGS: weakref.WeakKeyDictionary[Agent, _Listing] = weakref.WeakKeyDictionary()

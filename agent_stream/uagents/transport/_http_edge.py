@@ -63,6 +63,7 @@ MAX_KNOWN = 4096  # senders remembered (least recently verified forgotten first)
 
 _BATCH = BATCH_HEADER.encode()
 _TAKES_BATCHES = [_BATCH, str(MAX_BATCH).encode()]  # the header every answer carries
+_LENGTH = b"content-length"
 _SYNC = b"x-uagents-connection"
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -147,6 +148,22 @@ class Edge:
         self.guard.stats["http_refused"] += 1
 
 
+def _saying_batches(send: SendASGI, method: str | None = None) -> SendASGI:
+    """``send``, adding to the answer's headers that this server takes batches (and, to a
+    ``HEAD`` answered without a length, ``content-length: 0``: without it the asker's client
+    cannot keep the connection)."""
+
+    async def saying(msg: dict[str, Any]) -> None:
+        if msg.get("type") == "http.response.start":
+            headers = [*(msg.get("headers") or ()), _TAKES_BATCHES]
+            if method == "HEAD" and not any(bytes(k).lower() == _LENGTH for k, _ in headers):
+                headers.append([_LENGTH, b"0"])
+            msg = {**msg, "headers": headers}
+        await send(msg)
+
+    return saying
+
+
 async def _answer(send: SendASGI, status: int, error: str) -> None:
     await send(
         {
@@ -203,8 +220,11 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: SendASGI) -> None:
         edge = self.edge
-        if edge is None or scope.get("type") != "http" or scope.get("method") != "POST":
+        if edge is None or scope.get("type") != "http":
             await self._uagents(scope, receive, send)
+            return
+        if scope.get("method") != "POST":  # (a readiness probe: it learns batches are taken)
+            await self._uagents(scope, receive, _saying_batches(send, scope.get("method")))
             return
         limit = edge.guard.settings.max_envelope_bytes
         batch = sync = False
@@ -300,12 +320,13 @@ class AgentServer(ASGIServer):  # type: ignore[misc]
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
+        saying = _saying_batches(send)
+
         async def tracked_send(msg: dict[str, Any]) -> None:
             nonlocal status
             if msg.get("type") == "http.response.start":
                 status = int(msg.get("status", 0))
-                msg = {**msg, "headers": [*(msg.get("headers") or ()), _TAKES_BATCHES]}
-            await send(msg)
+            await saying(msg)
 
         try:
             await self._uagents(scope, replay, tracked_send)

@@ -24,6 +24,12 @@ runs out of: a thousand replies' first texts due within a second queued ~2 s beh
 single posts that each took 0.15 s. A server that stops taking batches (an endpoint now served
 by stock uagents) is forgotten as one and gets the envelopes one at a time again. Stock uagents
 servers never send the header, so they never get a batch.
+
+**Warming** (:meth:`EnvelopePoster.warm`): uagents' readiness probe (``HEAD``) sent ahead of any
+envelope opens a kept connection and, answered by an agent_stream agent's server (which says it
+takes batches in that answer too), tells whether the endpoint takes batches. An agent warms its
+static peers when it starts (a gateway its agents): its first thousand envelopes to one then go
+as batches at once, not behind four single posts whose answers a busy loop reads late.
 """
 
 from __future__ import annotations
@@ -91,6 +97,32 @@ class EnvelopePoster:
 
     async def _opened(self, *_args: Any) -> None:
         self.connections_opened += 1
+
+    async def warm(self, endpoint: str, address: str, timeout: float = 5.0) -> bool:
+        """Open a kept-alive connection to ``endpoint`` before any envelope goes there, and
+        learn from the answer whether it takes batches: uagents' readiness probe (``HEAD`` with
+        ``x-uagents-address``), which an agent_stream agent answers with the batch header. A
+        crowd's first envelopes then go as batches at once, not behind four single posts whose
+        answers a busy loop reads late. Never raises; whether the endpoint answered.
+
+        Args:
+            endpoint: the destination's endpoint URL.
+            address: the agent expected there.
+            timeout: seconds the probe may take.
+        """
+        try:
+            async with self._client().head(
+                endpoint,
+                headers={"x-uagents-address": address},
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                self._heard(endpoint, resp)
+                await resp.read()
+        except Exception as exc:  # not up yet, refused, not HTTP: the first post will learn
+            LOG.debug("could not warm %s: %s", endpoint, exc)
+            return False
+        return True
 
     def batch_limit(self, endpoint: str) -> int:
         """How many envelopes ``endpoint`` takes in one post (1: it never said it takes more).

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
+import textwrap
 import uuid
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 from hostile_peer import CHAT, envelope, valid_question
-from inprocess_agents import Pair
+from inprocess_agents import Pair, unprotected
 from submit_server import submit_server
 from uagents import Context, Protocol
 from uagents_core.contrib.protocols.chat import (
@@ -29,7 +33,7 @@ from uagents_core.types import DeliveryStatus
 
 from agent_stream.uagents import _compat
 from agent_stream.uagents._protection import Protection, protect
-from agent_stream.uagents.local._agents import endpoint_for
+from agent_stream.uagents.local._agents import endpoint_for, free_port
 from agent_stream.uagents.transport._guard import GuardSettings
 from agent_stream.uagents.transport._lanes import PeerDispenser
 from agent_stream.uagents.transport._pool import (
@@ -163,6 +167,112 @@ async def test_a_server_that_stops_taking_batches_gets_them_one_at_a_time() -> N
             assert texts == [f"b{i}" for i in range(5)]
         finally:
             await poster.close()
+
+
+async def test_a_protected_agents_readiness_answer_says_it_takes_batches(pair: Pair) -> None:
+    server, url = await served(pair, [])
+    async with (
+        aiohttp.ClientSession() as s,
+        s.head(url, headers={"x-uagents-address": server.address}) as resp,
+    ):
+        assert resp.status == 200 and resp.headers.get("x-uagents-status") == "ready"
+        assert resp.headers.get(BATCH_HEADER) == str(MAX_BATCH)
+
+
+async def test_a_warmed_endpoint_gets_batches_from_the_first_post_on_the_warm_connection(
+    pair: Pair,
+) -> None:
+    got: list[str] = []
+    server, url = await served(pair, got)
+    poster = EnvelopePoster()
+    try:
+        assert not poster.heard(url)
+        assert await poster.warm(url, server.address) is True
+        assert poster.heard(url) and poster.batch_limit(url) == MAX_BATCH
+        results = await poster.post_many(
+            [signed(server.address, f"w{i}") for i in range(10)], [url]
+        )
+        assert [r.status for r in results] == [DeliveryStatus.DELIVERED] * 10
+        assert poster.posts == 1  # the ten in one post, the first one
+        assert poster.connections_opened == 1  # on the connection the warming opened
+        await settle(got, 10)
+        assert got == [f"w{i}" for i in range(10)]
+    finally:
+        await poster.close()
+
+
+async def test_warming_a_stock_agent_learns_it_takes_no_batches(pair: Pair) -> None:
+    got: list[str] = []
+    stock = unprotected(pair, "stock agent seed for warming, throwaway", recording(got))
+    pair.tasks.add(asyncio.create_task(stock.start_server()))
+    assert await stock.listening() and stock.local_port is not None
+    url = endpoint_for(stock.local_port)
+    poster = EnvelopePoster()
+    try:
+        assert await poster.warm(url, stock.address) is True
+        assert poster.heard(url) and poster.batch_limit(url) == 1
+        results = await poster.post_many([signed(stock.address, f"s{i}") for i in range(3)], [url])
+        assert [r.status for r in results] == [DeliveryStatus.DELIVERED] * 3
+        assert poster.posts == 3  # one at a time
+    finally:
+        await poster.close()
+
+
+async def test_warming_an_endpoint_nobody_serves_is_false_and_learns_nothing() -> None:
+    url = endpoint_for(free_port())
+    poster = EnvelopePoster()
+    try:
+        assert await poster.warm(url, "agent1" + "n" * 59, timeout=2.0) is False
+        assert not poster.heard(url) and poster.batch_limit(url) == 1
+    finally:
+        await poster.close()
+
+
+WARMING = textwrap.dedent("""
+    import asyncio, sys
+    from agent_stream.uagents import local_agent, run_agent
+    from agent_stream.uagents.local._agents import free_port
+    from agent_stream.uagents.transport._lanes import isolate
+
+    peer, url = sys.argv[1], sys.argv[2]
+    agent = local_agent(
+        "warming test agent seed (a process)", free_port(), directory=None, peers={peer: url}
+    )
+
+    async def main(ctx):
+        poster = isolate(agent).poster
+        for _ in range(200):
+            if poster.heard(url):
+                break
+            await asyncio.sleep(0.05)
+        print("warmed:", poster.heard(url), poster.batch_limit(url), poster.posts, flush=True)
+
+    run_agent(agent, main)
+""")
+
+
+async def test_an_agent_warms_its_static_peers_when_it_starts(pair: Pair, tmp_path: Path) -> None:
+    """Before it sends anything, an agent given a static peer knows it takes batches."""
+    server, url = await served(pair, [])
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        WARMING,
+        server.address,
+        url,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(os.environ, AGENT_STREAM_DIRECTORY=str(tmp_path / "agents.json")),
+        cwd=tmp_path,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert f"warmed: True {MAX_BATCH} 0" in out.decode()  # learned with no envelope posted
 
 
 async def raw_batch(url: str, body: bytes, **headers: str) -> tuple[int, Any]:
