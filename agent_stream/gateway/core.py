@@ -17,6 +17,7 @@ from starlette.responses import StreamingResponse
 
 from agent_stream.conversation import Turn
 from agent_stream.gateway.config import GatewayConfig
+from agent_stream.gateway.intake import TurnBudget
 from agent_stream.gateway.link import AgentLink, AgentRef, Agents
 from agent_stream.gateway.middleware import HTTPError, caller
 from agent_stream.gateway.runs import OWNER, Busy, Run, Runs, new_reply_id
@@ -128,6 +129,7 @@ class Gateway:
             max_runs=config.max_replies,
             timeout=config.reply_timeout,
         )
+        self.intake = TurnBudget()
         # what else stops with the gateway (the MCP sessions), after the runs
         self.closing: list[Callable[[], Awaitable[None]]] = []
 
@@ -200,6 +202,7 @@ class Gateway:
             HTTPError: 404 no such agent, 413 the question is too large, 429 too many replies
                 at once, 503 the store is full or the agent busy, 502 the agent unreachable.
         """
+        await self.intake.take()  # a crowd's first questions go while the rest are prepared
         ref = self.agent(agent)
         request.state.agent = ref.name
         size = len(question.encode("utf-8"))
