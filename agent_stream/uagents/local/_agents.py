@@ -347,7 +347,7 @@ class _Warming:
     def __init__(self, poster: EnvelopePoster, peers: Mapping[str, str]) -> None:
         self.poster = poster
         self.peers = {bare(a): e for a, e in peers.items()}
-        self.task: asyncio.Future[Any] | None = None
+        self.task: asyncio.Future[Any] | None = None  # held: the probes run unawaited
 
     async def start(self, ctx: Context) -> None:
         self.task = asyncio.gather(

@@ -48,10 +48,11 @@ def restored() -> Iterator[None]:
         gc.set_threshold(*saved)
 
 
-def test_an_agent_process_runs_with_serving_thresholds(tmp_path: Path) -> None:
+def _agent_process(script: str, tmp_path: Path) -> str:
+    """What ``script`` (an agent run with run_agent) printed, in a process of its own."""
     env = dict(os.environ, AGENT_STREAM_DIRECTORY=str(tmp_path / "agents.json"))
     out = subprocess.run(
-        [sys.executable, "-c", RUN],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         timeout=60,
@@ -59,8 +60,13 @@ def test_an_agent_process_runs_with_serving_thresholds(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
-    assert "before (700, 10, 10)" in out.stdout
-    assert f"running {SERVING_THRESHOLDS}" in out.stdout
+    return out.stdout
+
+
+def test_an_agent_process_runs_with_serving_thresholds(tmp_path: Path) -> None:
+    stdout = _agent_process(RUN, tmp_path)
+    assert "before (700, 10, 10)" in stdout
+    assert f"running {SERVING_THRESHOLDS}" in stdout
 
 
 def test_thresholds_are_raised_never_lowered(restored: None) -> None:
@@ -101,17 +107,7 @@ IDLE = textwrap.dedent("""
 
 
 def test_an_idle_agent_process_collects_its_young_objects(tmp_path: Path) -> None:
-    env = dict(os.environ, AGENT_STREAM_DIRECTORY=str(tmp_path / "agents.json"))
-    out = subprocess.run(
-        [sys.executable, "-c", IDLE],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "young collected while idle: True 1000" in out.stdout
+    assert "young collected while idle: True 1000" in _agent_process(IDLE, tmp_path)
 
 
 class _Process:
