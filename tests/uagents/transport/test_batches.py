@@ -6,11 +6,13 @@ at a time; and what a hostile peer can post as a batch."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import textwrap
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +228,97 @@ async def test_warming_an_endpoint_nobody_serves_is_false_and_learns_nothing() -
         assert not poster.heard(url) and poster.batch_limit(url) == 1
     finally:
         await poster.close()
+
+
+@contextlib.asynccontextmanager
+async def probe_server(
+    handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> AsyncIterator[str]:
+    """A bare server answering uagents' readiness probe (HEAD /submit) with ``handle``."""
+    app = web.Application()
+    app.router.add_route("HEAD", "/submit", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        yield f"http://127.0.0.1:{port}/submit"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("said", "learned"),
+    [
+        ("lots", 1),  # not a number
+        ("-3", 1),
+        ("0", 1),
+        ("1", 1),
+        ("1e3", 1),
+        (" 8 ", 8),  # (HTTP trims a header's blanks)
+        ("9" * 4000, MAX_BATCH),  # more than any batch: capped
+        ("9" * 5000, 1),  # past Python's int-reading limit: ignored, never an error
+    ],
+)
+async def test_what_a_warmed_peer_says_it_takes_is_bounded(said: str, learned: int) -> None:
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(headers={BATCH_HEADER: said})
+
+    async with probe_server(handle) as url:
+        poster = EnvelopePoster()
+        try:
+            assert await poster.warm(url, "agent1" + "h" * 59) is True
+            assert poster.batch_limit(url) == learned
+        finally:
+            await poster.close()
+
+
+@pytest.mark.parametrize("how", ["hangs", "hangs up"])
+async def test_a_peer_that_hangs_or_hangs_up_on_the_warming_costs_its_timeout_only(
+    how: str,
+) -> None:
+    release = asyncio.Event()
+
+    async def handle(request: web.Request) -> web.Response:
+        if how == "hangs":
+            await release.wait()  # past the warming's timeout (released when the test ends)
+        else:
+            assert request.transport is not None
+            request.transport.close()
+        return web.Response()
+
+    async with probe_server(handle) as url:
+        poster = EnvelopePoster()
+        try:
+            started = asyncio.get_running_loop().time()
+            assert await poster.warm(url, "agent1" + "h" * 59, timeout=0.5) is False
+            assert asyncio.get_running_loop().time() - started < 5
+            assert not poster.heard(url) and poster.batch_limit(url) == 1
+        finally:
+            release.set()
+            await poster.close()
+
+
+@pytest.mark.parametrize("method", ["HEAD", "GET", "OPTIONS", "PUT"])
+async def test_any_other_request_to_a_protected_agent_is_answered_as_uagents_answers(
+    pair: Pair, method: str
+) -> None:
+    """No address, a wrong one, a body: uagents' own answer, plus the batch header."""
+    server, url = await served(pair, [])
+    for headers, body in (({}, b""), ({"x-uagents-address": "agent1nobody"}, b"x" * 70_000)):
+        async with (
+            aiohttp.ClientSession() as s,
+            s.request(method, url, headers=headers, data=body) as resp,
+        ):
+            await resp.read()
+            assert resp.status < 500
+            assert resp.headers.get(BATCH_HEADER) == str(MAX_BATCH)
+    async with (
+        aiohttp.ClientSession() as s,
+        s.head(url, headers={"x-uagents-address": server.address}) as resp,
+    ):
+        assert resp.status == 200  # still served after them
 
 
 WARMING = textwrap.dedent("""
